@@ -1,0 +1,62 @@
+#include "estimator/catalog.h"
+
+#include "estimator/units.h"
+#include "gtest/gtest.h"
+
+namespace memgate {
+namespace {
+
+TEST(CatalogTest, FindsModelsCaseInsensitively) {
+  absl::StatusOr<v1::ModelConfig> m = FindModel("Llama-3.1-70B");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->name(), "llama-3.1-70b");
+  EXPECT_EQ(m->num_layers(), 80u);
+  EXPECT_EQ(m->hidden_size(), 8192u);
+  EXPECT_EQ(m->ffn_hidden_size(), 28672u);
+  EXPECT_EQ(m->num_attention_heads(), 64u);
+  EXPECT_EQ(m->num_query_groups(), 8u);
+  EXPECT_EQ(m->vocab_size(), 128256u);
+}
+
+TEST(CatalogTest, EveryListedModelIsFoundAndComplete) {
+  EXPECT_EQ(ModelNames().size(), 8u);
+  for (const std::string& name : ModelNames()) {
+    absl::StatusOr<v1::ModelConfig> m = FindModel(name);
+    ASSERT_TRUE(m.ok()) << name;
+    EXPECT_EQ(m->hidden_size() % m->num_attention_heads(), 0u) << name;
+    EXPECT_EQ(m->num_attention_heads() % m->num_query_groups(), 0u) << name;
+  }
+}
+
+TEST(CatalogTest, UnknownModelNamesTheKnownOnes) {
+  absl::StatusOr<v1::ModelConfig> m = FindModel("gpt-5");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(m.status().message().find("model.name"), std::string::npos);
+  EXPECT_NE(m.status().message().find("llama-3.1-405b"), std::string::npos);
+}
+
+TEST(CatalogTest, PaperGpusHaveNominalCapacities) {
+  absl::StatusOr<v1::Accelerator> a100 = FindAccelerator("a100-40gb");
+  ASSERT_TRUE(a100.ok());
+  EXPECT_EQ(a100->memory_bytes(), 40ull << 30);
+  EXPECT_EQ(a100->gpus_per_node(), 8u);
+  absl::StatusOr<v1::Accelerator> h100 = FindAccelerator("H100-94GB");
+  ASSERT_TRUE(h100.ok());
+  EXPECT_EQ(h100->memory_bytes(), 94ull << 30);
+  EXPECT_EQ(h100->gpus_per_node(), 4u);
+}
+
+TEST(CatalogTest, AliasesResolveToTheCanonicalName) {
+  absl::StatusOr<v1::Accelerator> h200 = FindAccelerator("h200");
+  ASSERT_TRUE(h200.ok());
+  EXPECT_EQ(h200->name(), "h200-141gb");
+  EXPECT_FALSE(FindAccelerator("h100").ok());  // ambiguous: 80 or 94 GB
+  for (const std::string& name : AcceleratorNames()) {
+    EXPECT_TRUE(FindAccelerator(name).ok()) << name;
+  }
+  EXPECT_EQ(AcceleratorNames().size(), 8u);
+}
+
+}  // namespace
+}  // namespace memgate

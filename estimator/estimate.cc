@@ -1,0 +1,83 @@
+#include "estimator/estimate.h"
+
+#include <cmath>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "estimator/job_resolver.h"
+#include "estimator/memory_model.h"
+#include "estimator/validation.h"
+
+namespace memgate {
+namespace {
+
+double StageLayers(const v1::Job& job, uint32_t stage) {
+  const v1::ParallelConfig& par = job.parallel();
+  if (par.layers_per_stage_size() > 0) return par.layers_per_stage(stage);
+  return static_cast<double>(job.model().num_layers()) /
+         par.pipeline_parallel();
+}
+
+void Fill(const StageFigures& f, uint32_t stage, double layers,
+          uint32_t in_flight, v1::StageMemory& out) {
+  out.set_stage(stage);
+  out.set_num_layers(static_cast<uint32_t>(layers));
+  out.set_microbatches_in_flight(in_flight);
+  out.set_parameters(f.parameters);
+  out.set_weight_bytes(f.weight_bytes);
+  out.set_gradient_bytes(f.gradient_bytes);
+  out.set_optimizer_bytes(f.optimizer_bytes);
+  out.set_activation_bytes(f.activation_bytes);
+  out.set_total_bytes(f.total_bytes());
+}
+
+}  // namespace
+
+v1::Zone ZoneOf(double bytes, double capacity_bytes, double threshold) {
+  if (bytes <= threshold * capacity_bytes) return v1::ZONE_GREEN;
+  if (bytes <= capacity_bytes) return v1::ZONE_YELLOW;
+  return v1::ZONE_RED;
+}
+
+absl::StatusOr<v1::Estimate> EstimateJob(const v1::Job& job,
+                                         double threshold) {
+  if (absl::Status s = ValidateThreshold(threshold); !s.ok()) return s;
+  absl::StatusOr<v1::Job> resolved = ResolveJob(job);
+  if (!resolved.ok()) return resolved.status();
+  if (absl::Status s = ValidateJob(*resolved); !s.ok()) return s;
+
+  const ModelShape shape = ShapeOf(resolved->model());
+  const Layout layout = LayoutOf(*resolved);
+  const uint32_t stages = resolved->parallel().pipeline_parallel();
+
+  v1::Estimate estimate;
+  estimate.set_data_parallel(static_cast<uint32_t>(layout.data));
+  estimate.set_total_parameters(TotalParameters(shape));
+  int peak_index = 0;
+  for (uint32_t i = 0; i < stages; ++i) {
+    const double layers = StageLayers(*resolved, i);
+    const StageFigures figures = StageMemoryOf(shape, layout, i, layers);
+    Fill(figures, i, layers, stages - i, *estimate.add_stages());
+    if (figures.total_bytes() >
+        estimate.stages(peak_index).total_bytes()) {
+      peak_index = static_cast<int>(i);
+    }
+  }
+  const v1::StageMemory& peak = estimate.stages(peak_index);
+  if (!std::isfinite(peak.total_bytes())) {  // guards absurd inputs
+    return absl::InvalidArgumentError(
+        "model: dimensions too large to estimate (memory is not finite)");
+  }
+  const double capacity =
+      static_cast<double>(resolved->accelerator().memory_bytes());
+  *estimate.mutable_peak() = peak;
+  estimate.set_peak_gib(ToGiB(peak.total_bytes()));
+  estimate.set_capacity_bytes(capacity);
+  estimate.set_capacity_fraction(peak.total_bytes() / capacity);
+  estimate.set_threshold(threshold);
+  estimate.set_zone(ZoneOf(peak.total_bytes(), capacity, threshold));
+  *estimate.mutable_job() = *std::move(resolved);
+  return estimate;
+}
+
+}  // namespace memgate

@@ -1,0 +1,25 @@
+#ifndef MEMGATE_ESTIMATOR_ESTIMATE_H_
+#define MEMGATE_ESTIMATOR_ESTIMATE_H_
+
+// memgate's core question: how much memory does each GPU of this job need,
+// and how close is that to the GPU's capacity?
+
+#include "absl/status/statusor.h"
+#include "estimator/units.h"
+#include "proto/memgate.pb.h"
+
+namespace memgate {
+
+// Resolves (catalogs, defaults), validates and estimates `job`: every
+// pipeline stage's weights, gradients, optimizer states and activations per
+// GPU, the peak stage and its zone against `threshold` (GREEN limit as a
+// fraction of capacity). INVALID_ARGUMENT names the field and the rule.
+absl::StatusOr<v1::Estimate> EstimateJob(
+    const v1::Job& job, double threshold = kDefaultThreshold);
+
+// GREEN at or below threshold * capacity, YELLOW up to capacity, RED above.
+v1::Zone ZoneOf(double bytes, double capacity_bytes, double threshold);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_ESTIMATOR_ESTIMATE_H_

@@ -1,0 +1,148 @@
+#include "estimator/estimate.h"
+
+#include "estimator/units.h"
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace memgate {
+namespace {
+
+using testing::PaperJob;
+
+TEST(EstimateTest, CatalogAndExplicitDimensionsAgree) {
+  absl::StatusOr<v1::Estimate> named = EstimateJob(
+      PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 8, 8192));
+  absl::StatusOr<v1::Estimate> explicit_dims =
+      EstimateJob(testing::ExplicitLlama31_8BJob());
+  ASSERT_TRUE(named.ok()) << named.status();
+  ASSERT_TRUE(explicit_dims.ok()) << explicit_dims.status();
+  EXPECT_DOUBLE_EQ(named->peak().total_bytes(),
+                   explicit_dims->peak().total_bytes());
+  EXPECT_NEAR(named->peak_gib(), 27.2, 0.01);  // the paper's first cell
+}
+
+TEST(EstimateTest, ListsEveryStageWithTheFirstAsPeak) {
+  absl::StatusOr<v1::Estimate> e = EstimateJob(
+      PaperJob("llama-3.1-8b", "a100-40gb", 2, 2, 4, 1, 16, 8192));
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_EQ(e->stages_size(), 4);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(e->stages(i).stage(), static_cast<uint32_t>(i));
+    EXPECT_EQ(e->stages(i).num_layers(), 8u);
+    EXPECT_EQ(e->stages(i).microbatches_in_flight(), 4u - i);
+    const v1::StageMemory& s = e->stages(i);
+    EXPECT_DOUBLE_EQ(s.total_bytes(), s.weight_bytes() + s.gradient_bytes() +
+                                          s.optimizer_bytes() +
+                                          s.activation_bytes());
+  }
+  EXPECT_EQ(e->peak().stage(), 0u);
+  EXPECT_EQ(e->data_parallel(), 1u);
+  EXPECT_DOUBLE_EQ(e->capacity_fraction(),
+                   e->peak().total_bytes() / e->capacity_bytes());
+}
+
+TEST(EstimateTest, EchoesTheResolvedJob) {
+  absl::StatusOr<v1::Estimate> e =
+      EstimateJob(PaperJob("Llama-3.1-8B", "h200", 1, 1, 1, 1, 8, 4096));
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->job().model().name(), "llama-3.1-8b");
+  EXPECT_EQ(e->job().model().hidden_size(), 4096u);
+  EXPECT_EQ(e->job().accelerator().name(), "h200-141gb");
+  EXPECT_TRUE(e->job().parallel().sequence_parallel());
+  EXPECT_TRUE(e->job().parallel().distributed_optimizer());
+  EXPECT_EQ(e->job().training().precision(), v1::PRECISION_BF16_FP32_GRADS);
+  EXPECT_EQ(e->data_parallel(), 8u);
+}
+
+TEST(EstimateTest, ExplicitFieldsOverrideTheCatalog) {
+  v1::Job job = PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 8, 8192);
+  job.mutable_model()->set_num_layers(16);
+  job.mutable_accelerator()->set_memory_bytes(80ull << 30);
+  absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->job().model().num_layers(), 16u);
+  EXPECT_DOUBLE_EQ(e->capacity_bytes(), 80.0 * kBytesPerGiB);
+}
+
+TEST(EstimateTest, UnevenStagesMoveThePeak) {
+  v1::Job job = PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 8, 8192);
+  v1::Job uneven = job;
+  uneven.mutable_parallel()->add_layers_per_stage(12);
+  uneven.mutable_parallel()->add_layers_per_stage(20);
+  absl::StatusOr<v1::Estimate> even = EstimateJob(job);
+  absl::StatusOr<v1::Estimate> lighter_first = EstimateJob(uneven);
+  ASSERT_TRUE(lighter_first.ok()) << lighter_first.status();
+  EXPECT_EQ(lighter_first->stages(0).num_layers(), 12u);
+  EXPECT_EQ(lighter_first->stages(1).num_layers(), 20u);
+  // 12 layers x 2 micro-batches in flight on stage 0 weigh less than 20
+  // layers, the LM head and its loss on stage 1: the peak moves there.
+  EXPECT_EQ(even->peak().stage(), 0u);
+  EXPECT_EQ(lighter_first->peak().stage(), 1u);
+  EXPECT_LT(lighter_first->stages(0).total_bytes(),
+            even->stages(0).total_bytes());
+}
+
+TEST(EstimateTest, ZonesAtTheBoundaries) {
+  EXPECT_EQ(ZoneOf(80, 100, 0.8), v1::ZONE_GREEN);
+  EXPECT_EQ(ZoneOf(80.001, 100, 0.8), v1::ZONE_YELLOW);
+  EXPECT_EQ(ZoneOf(100, 100, 0.8), v1::ZONE_YELLOW);
+  EXPECT_EQ(ZoneOf(100.001, 100, 0.8), v1::ZONE_RED);
+  EXPECT_EQ(ZoneOf(90, 100, 0.9), v1::ZONE_GREEN);
+}
+
+TEST(EstimateTest, ThresholdChangesTheZoneNotThePeak) {
+  const v1::Job job = PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8,
+                               8192);  // 37.58 GiB of 40
+  absl::StatusOr<v1::Estimate> strict = EstimateJob(job, 0.8);
+  absl::StatusOr<v1::Estimate> lax = EstimateJob(job, 0.95);
+  ASSERT_TRUE(strict.ok() && lax.ok());
+  EXPECT_EQ(strict->zone(), v1::ZONE_YELLOW);
+  EXPECT_EQ(lax->zone(), v1::ZONE_GREEN);
+  EXPECT_DOUBLE_EQ(strict->peak_gib(), lax->peak_gib());
+  EXPECT_FALSE(EstimateJob(job, 1.5).ok());
+}
+
+TEST(EstimateTest, UnknownNamesAreInvalidArguments) {
+  absl::StatusOr<v1::Estimate> e =
+      EstimateJob(PaperJob("llama-9", "a100-40gb", 1, 1, 1, 1, 8, 4096));
+  ASSERT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(e.status().message().rfind("model.name:", 0), 0u) << e.status();
+
+  e = EstimateJob(PaperJob("llama-3.1-8b", "tpu-v5", 1, 1, 1, 1, 8, 4096));
+  ASSERT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(e.status().message().rfind("accelerator.name:", 0), 0u)
+      << e.status();
+}
+
+TEST(EstimateTest, MissingModelDimensionsNameTheField) {
+  v1::Job job = testing::ExplicitLlama31_8BJob();
+  job.mutable_model()->clear_ffn_hidden_size();
+  absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+  ASSERT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(e.status().message().rfind("model.ffn_hidden_size:", 0), 0u)
+      << e.status();
+}
+
+TEST(EstimateTest, AbsurdButValidSizesGiveAFiniteRedEstimate) {
+  v1::Job job = testing::JobFromText(R"pb(
+    model {
+      num_layers: 4294967295
+      hidden_size: 4294967295
+      ffn_hidden_size: 4294967295
+      num_attention_heads: 4294967295
+      num_query_groups: 4294967295
+      vocab_size: 4294967295
+    }
+    parallel { tensor_parallel: 1 context_parallel: 1 pipeline_parallel: 1 }
+    training { micro_batch_size: 4294967295 seq_length: 4294967295 }
+    accelerator { memory_bytes: 18446744073709551615 }
+    num_gpus: 4294967295
+  )pb");
+  absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_TRUE(std::isfinite(e->peak().total_bytes()));
+  EXPECT_EQ(e->zone(), v1::ZONE_RED);
+}
+
+}  // namespace
+}  // namespace memgate

@@ -1,0 +1,27 @@
+#ifndef MEMGATE_ESTIMATOR_HF_CONFIG_H_
+#define MEMGATE_ESTIMATOR_HF_CONFIG_H_
+
+// Models from a Hugging Face `config.json` (LlamaConfig fields: hidden_size,
+// num_hidden_layers, num_attention_heads, num_key_value_heads,
+// intermediate_size, vocab_size, tie_word_embeddings), read with protobuf's
+// JSON parser; other keys are ignored.
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/memgate.pb.h"
+
+namespace memgate {
+
+// `name` labels the model (e.g. the file's directory); INVALID_ARGUMENT
+// names the missing or malformed key.
+absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
+    absl::string_view json, absl::string_view name);
+
+// Reads `path` and parses it as above; the model is named after the path.
+absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(const std::string& path);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_ESTIMATOR_HF_CONFIG_H_

@@ -1,0 +1,79 @@
+#include "estimator/job_resolver.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "estimator/catalog.h"
+
+namespace memgate {
+namespace {
+
+bool HasAllDimensions(const v1::ModelConfig& m) {
+  return m.num_layers() && m.hidden_size() && m.ffn_hidden_size() &&
+         m.num_attention_heads() && m.num_query_groups() && m.vocab_size();
+}
+
+// Copies into `into` every dimension it leaves at 0.
+void FillModelGaps(const v1::ModelConfig& from, v1::ModelConfig& into) {
+  if (!into.num_layers()) into.set_num_layers(from.num_layers());
+  if (!into.hidden_size()) into.set_hidden_size(from.hidden_size());
+  if (!into.ffn_hidden_size()) into.set_ffn_hidden_size(from.ffn_hidden_size());
+  if (!into.num_attention_heads())
+    into.set_num_attention_heads(from.num_attention_heads());
+  if (!into.num_query_groups())
+    into.set_num_query_groups(from.num_query_groups());
+  if (!into.vocab_size()) into.set_vocab_size(from.vocab_size());
+}
+
+absl::Status ResolveModel(v1::ModelConfig& model) {
+  if (HasAllDimensions(model)) return absl::OkStatus();
+  if (model.name().empty()) return absl::OkStatus();  // validation names gaps
+  absl::StatusOr<v1::ModelConfig> known = FindModel(model.name());
+  if (!known.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        known.status().message(),
+        "; give every dimension explicitly for a model not in the catalog"));
+  }
+  FillModelGaps(*known, model);
+  model.set_name(known->name());
+  return absl::OkStatus();
+}
+
+absl::Status ResolveAccelerator(v1::Accelerator& gpu) {
+  if (gpu.name().empty()) return absl::OkStatus();
+  absl::StatusOr<v1::Accelerator> known = FindAccelerator(gpu.name());
+  if (!known.ok()) {
+    if (gpu.memory_bytes() != 0) return absl::OkStatus();  // a custom GPU
+    return absl::InvalidArgumentError(absl::StrCat(
+        known.status().message(),
+        "; or give accelerator.memory_bytes for a GPU not in the catalog"));
+  }
+  if (gpu.memory_bytes() == 0) gpu.set_memory_bytes(known->memory_bytes());
+  if (gpu.gpus_per_node() == 0) gpu.set_gpus_per_node(known->gpus_per_node());
+  gpu.set_name(known->name());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Job> ResolveJob(const v1::Job& job) {
+  v1::Job resolved = job;
+  if (absl::Status s = ResolveModel(*resolved.mutable_model()); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ResolveAccelerator(*resolved.mutable_accelerator());
+      !s.ok()) {
+    return s;
+  }
+  v1::ParallelConfig& parallel = *resolved.mutable_parallel();
+  if (!parallel.has_sequence_parallel()) parallel.set_sequence_parallel(true);
+  if (!parallel.has_distributed_optimizer()) {
+    parallel.set_distributed_optimizer(true);
+  }
+  v1::TrainingConfig& training = *resolved.mutable_training();
+  if (training.precision() == v1::PRECISION_UNSPECIFIED) {
+    training.set_precision(v1::PRECISION_BF16_FP32_GRADS);
+  }
+  return resolved;
+}
+
+}  // namespace memgate

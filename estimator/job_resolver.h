@@ -1,0 +1,22 @@
+#ifndef MEMGATE_ESTIMATOR_JOB_RESOLVER_H_
+#define MEMGATE_ESTIMATOR_JOB_RESOLVER_H_
+
+#include "absl/status/statusor.h"
+#include "proto/memgate.pb.h"
+
+namespace memgate {
+
+// Fills what a job leaves to a catalog or to a documented default, so that
+// the estimate can echo exactly what it assumed:
+//   - model / accelerator fields left at 0 come from the catalog entry their
+//     `name` names (fields that are set win);
+//   - sequence_parallel and distributed_optimizer default to on, precision to
+//     PRECISION_BF16_FP32_GRADS (the paper's settings).
+// Fails (NOT_FOUND / INVALID_ARGUMENT) when a name is unknown and the
+// dimensions it would have supplied are missing. Does not validate: see
+// ValidateJob.
+absl::StatusOr<v1::Job> ResolveJob(const v1::Job& job);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_ESTIMATOR_JOB_RESOLVER_H_

@@ -1,0 +1,140 @@
+#include "estimator/memory_model.h"
+
+#include <cmath>
+
+#include "estimator/catalog.h"
+#include "gtest/gtest.h"
+
+namespace memgate {
+namespace {
+
+ModelShape Shape(const char* name) { return ShapeOf(*FindModel(name)); }
+
+// TP 4, PP 2, d 1 on 8 GPUs, MBS 1, 8k sequence: the paper's first A100 row.
+Layout PaperLayout() {
+  Layout l;
+  l.tensor = 4;
+  l.pipeline = 2;
+  l.context = 1;
+  l.data = 1;
+  l.micro_batch = 1;
+  l.seq_length = 8192;
+  return l;
+}
+
+// Published parameter counts: the equation counts every parameter.
+TEST(MemoryModelTest, TotalParametersMatchPublishedCounts) {
+  EXPECT_DOUBLE_EQ(TotalParameters(Shape("llama-3.1-8b")), 8030261248.0);
+  EXPECT_DOUBLE_EQ(TotalParameters(Shape("llama-3.1-70b")), 70553706496.0);
+  EXPECT_DOUBLE_EQ(TotalParameters(Shape("llama-3.1-405b")), 405853388800.0);
+  EXPECT_DOUBLE_EQ(TotalParameters(Shape("llama-2-7b")), 6738415616.0);
+}
+
+TEST(MemoryModelTest, StagesOfOneReplicaAddUpToTheModel) {
+  const ModelShape m = Shape("llama-3.1-8b");
+  Layout l = PaperLayout();
+  l.tensor = 1;
+  l.pipeline = 4;
+  double sum = 0;
+  for (uint32_t i = 0; i < 4; ++i) sum += StageMemoryOf(m, l, i, 8).parameters;
+  EXPECT_DOUBLE_EQ(sum, TotalParameters(m));
+}
+
+TEST(MemoryModelTest, BytesPerParameterFollowThePaper) {
+  const ModelShape m = Shape("llama-3.1-8b");
+  Layout l = PaperLayout();
+  l.data = 4;
+  l.context = 2;
+  const StageFigures f = StageMemoryOf(m, l, 0, 16);
+  EXPECT_DOUBLE_EQ(f.weight_bytes, 2 * f.parameters);
+  EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * f.parameters);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, 12 * f.parameters / 8);  // d*c shards
+
+  l.distributed_optimizer = false;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 16).optimizer_bytes,
+                   12 * f.parameters);
+  l.precision = v1::PRECISION_BF16_BF16_GRADS;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 16).gradient_bytes,
+                   2 * f.parameters);
+}
+
+TEST(MemoryModelTest, FirstStageActivationsMatchTheClosedForm) {
+  const ModelShape m = Shape("llama-3.1-8b");
+  const Layout l = PaperLayout();
+  const double sbh_t = 8192.0 * 1 * 4096 / 4;
+  // (12 + 4k/a + 8 h_ffn/h) L + 8p, with k/a = 1/4 and h_ffn/h = 3.5.
+  const double expected = sbh_t * ((12 + 1 + 28) * 32 + 8 * 2);
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 16).activation_bytes, expected);
+}
+
+TEST(MemoryModelTest, OneFOneBKeepsFewerMicroBatchesOnLaterStages) {
+  const ModelShape m = Shape("llama-3.1-8b");
+  Layout l = PaperLayout();
+  l.pipeline = 4;
+  double previous = INFINITY;
+  for (uint32_t i = 0; i < 3; ++i) {  // the last stage adds the LM head
+    const double a = StageMemoryOf(m, l, i, 8).activation_bytes;
+    EXPECT_LT(a, previous) << "stage " << i;
+    previous = a;
+  }
+  EXPECT_DOUBLE_EQ(PeakBytesEvenStages(m, l),
+                   StageMemoryOf(m, l, 0, 8).total_bytes());
+}
+
+TEST(MemoryModelTest, SingleStageHoldsEmbeddingHeadAndLossActivations) {
+  const ModelShape m = Shape("llama-3.1-8b");
+  Layout l = PaperLayout();
+  l.pipeline = 1;
+  const double sbh_t = 8192.0 * 4096 / 4;
+  const double v_over_h = 128256.0 / 4096;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 32).activation_bytes,
+                   sbh_t * (41 * 32 + 8 + 4 * (1 + v_over_h)));
+}
+
+TEST(MemoryModelTest, ContextParallelSplitsActivationsNotWeights) {
+  const ModelShape m = Shape("llama-3.1-8b");
+  Layout one = PaperLayout(), two = PaperLayout();
+  two.context = 2;
+  const StageFigures a = StageMemoryOf(m, one, 0, 16);
+  const StageFigures b = StageMemoryOf(m, two, 0, 16);
+  EXPECT_DOUBLE_EQ(b.activation_bytes, a.activation_bytes / 2);
+  EXPECT_DOUBLE_EQ(b.weight_bytes, a.weight_bytes);
+  EXPECT_DOUBLE_EQ(b.optimizer_bytes, a.optimizer_bytes / 2);
+}
+
+TEST(MemoryModelTest, WithoutSequenceParallelNormsAndInputsAreReplicated) {
+  const ModelShape m = Shape("llama-3.1-8b");
+  Layout sp = PaperLayout(), no_sp = PaperLayout();
+  no_sp.sequence_parallel = false;
+  const double with = StageMemoryOf(m, sp, 0, 16).activation_bytes;
+  const double without = StageMemoryOf(m, no_sp, 0, 16).activation_bytes;
+  EXPECT_GT(without, with);
+  // 8sbh per layer (and the embedding output) stop being split over t = 4.
+  const double sbh = 8192.0 * 4096;
+  EXPECT_DOUBLE_EQ(without - with,
+                   (8 * sbh * 0.75) * 32 + 8 * sbh * 2 * 0.75);
+}
+
+TEST(MemoryModelTest, TiedEmbeddingsAreHeldOnceOnASingleStage) {
+  ModelShape m = Shape("llama-3.1-8b");
+  Layout l = PaperLayout();
+  l.pipeline = 1;
+  const double untied = StageMemoryOf(m, l, 0, 32).parameters;
+  m.tied_embeddings = true;
+  EXPECT_DOUBLE_EQ(untied - StageMemoryOf(m, l, 0, 32).parameters,
+                   4096.0 * 128256 / 4);
+}
+
+TEST(MemoryModelTest, AbsurdSizesStayFinite) {
+  ModelShape m;
+  m.layers = m.hidden = m.ffn_hidden = m.heads = m.kv_heads = m.vocab =
+      4294967295.0;
+  Layout l;
+  l.seq_length = l.micro_batch = 4294967295.0;
+  const double peak = PeakBytesEvenStages(m, l);
+  EXPECT_TRUE(std::isfinite(peak));
+  EXPECT_GT(peak, 0);
+}
+
+}  // namespace
+}  // namespace memgate

@@ -1,0 +1,70 @@
+#include "estimator/report.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "estimator/units.h"
+
+namespace memgate {
+
+std::string ZoneName(v1::Zone zone) {
+  switch (zone) {
+    case v1::ZONE_GREEN:
+      return "GREEN";
+    case v1::ZONE_YELLOW:
+      return "YELLOW";
+    case v1::ZONE_RED:
+      return "RED";
+    default:
+      return "UNSPECIFIED";
+  }
+}
+
+std::string BreakdownLine(const v1::StageMemory& s) {
+  return absl::StrFormat(
+      "weights %.2f + gradients %.2f + optimizer %.2f + activations %.2f GiB",
+      ToGiB(s.weight_bytes()), ToGiB(s.gradient_bytes()),
+      ToGiB(s.optimizer_bytes()), ToGiB(s.activation_bytes()));
+}
+
+std::string JobSummaryLine(const v1::Job& job, uint32_t data_parallel) {
+  const v1::ParallelConfig& par = job.parallel();
+  const v1::TrainingConfig& tr = job.training();
+  std::string model = job.model().name().empty() ? "custom model"
+                                                 : job.model().name();
+  std::string gpu = job.accelerator().name().empty()
+                        ? absl::StrFormat("%.2f GiB GPU",
+                                          ToGiB(job.accelerator()
+                                                    .memory_bytes()))
+                        : job.accelerator().name();
+  return absl::StrFormat(
+      "%s on %u x %s: TP=%u CP=%u PP=%u DP=%u MBS=%u seq=%u%s%s", model,
+      job.num_gpus(), gpu, par.tensor_parallel(), par.context_parallel(),
+      par.pipeline_parallel(), data_parallel, tr.micro_batch_size(),
+      tr.seq_length(), par.sequence_parallel() ? "" : " (no sequence parallel)",
+      par.distributed_optimizer() ? "" : " (no distributed optimizer)");
+}
+
+std::string FormatEstimateTable(const v1::Estimate& e) {
+  std::string out = absl::StrCat(JobSummaryLine(e.job(), e.data_parallel()),
+                                 "\n\n");
+  absl::StrAppendFormat(&out, "%-6s %7s %9s %9s %9s %10s %12s %10s\n",
+                        "stage", "layers", "in-flight", "weights", "grads",
+                        "optimizer", "activations", "total GiB");
+  for (const v1::StageMemory& s : e.stages()) {
+    absl::StrAppendFormat(
+        &out, "%-6u %7u %9u %9.2f %9.2f %10.2f %12.2f %10.2f%s\n", s.stage(),
+        s.num_layers(), s.microbatches_in_flight(), ToGiB(s.weight_bytes()),
+        ToGiB(s.gradient_bytes()), ToGiB(s.optimizer_bytes()),
+        ToGiB(s.activation_bytes()), ToGiB(s.total_bytes()),
+        s.stage() == e.peak().stage() ? "  <- peak" : "");
+  }
+  absl::StrAppendFormat(
+      &out,
+      "\npeak: %.2f GiB (stage %u) = %.1f%% of %.2f GiB -> %s "
+      "(GREEN <= %.0f%%, RED > 100%%)\n",
+      e.peak_gib(), e.peak().stage(), 100 * e.capacity_fraction(),
+      ToGiB(e.capacity_bytes()), ZoneName(e.zone()), 100 * e.threshold());
+  return out;
+}
+
+}  // namespace memgate

@@ -1,0 +1,28 @@
+#ifndef MEMGATE_ESTIMATOR_REPORT_H_
+#define MEMGATE_ESTIMATOR_REPORT_H_
+
+// Human-readable renderings of estimates, shared by the CLI and the
+// service's decision reasons so both say the same thing the same way.
+
+#include <string>
+
+#include "proto/memgate.pb.h"
+
+namespace memgate {
+
+// "GREEN" / "YELLOW" / "RED".
+std::string ZoneName(v1::Zone zone);
+
+// "weights 3.47 + gradients 6.94 + optimizer 1.20 + activations 26.00 GiB"
+std::string BreakdownLine(const v1::StageMemory& stage);
+
+// The job's key settings on one line: model, GPUs, TP/CP/PP/DP, MBS, seq.
+std::string JobSummaryLine(const v1::Job& job, uint32_t data_parallel);
+
+// A per-stage table (GiB) followed by the peak, its share of capacity and
+// the zone.
+std::string FormatEstimateTable(const v1::Estimate& estimate);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_ESTIMATOR_REPORT_H_

@@ -1,0 +1,192 @@
+#include "estimator/validation.h"
+
+#include <cmath>
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace memgate {
+namespace {
+
+constexpr uint32_t kMaxPipelineStages = 4096;
+
+absl::Status Invalid(absl::string_view field, absl::string_view rule,
+                     absl::string_view got) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": ", rule, " (got ", got, ")"));
+}
+
+absl::Status RequirePositive(absl::string_view field, uint64_t value) {
+  if (value > 0) return absl::OkStatus();
+  return Invalid(field, "must be at least 1", "0");
+}
+
+// `value` must be a multiple of `divisor` (> 0).
+absl::Status RequireMultiple(absl::string_view field, uint64_t value,
+                             absl::string_view divisor_name, uint64_t divisor) {
+  if (value % divisor == 0) return absl::OkStatus();
+  return Invalid(field,
+                 absl::StrCat("must be a multiple of ", divisor_name, " = ",
+                              divisor),
+                 absl::StrCat(value));
+}
+
+#define MEMGATE_RETURN_IF_ERROR(expr)      \
+  do {                                     \
+    absl::Status status_ = (expr);         \
+    if (!status_.ok()) return status_;     \
+  } while (0)
+
+absl::Status ValidateModel(const v1::ModelConfig& m) {
+  MEMGATE_RETURN_IF_ERROR(RequirePositive("model.num_layers", m.num_layers()));
+  MEMGATE_RETURN_IF_ERROR(
+      RequirePositive("model.hidden_size", m.hidden_size()));
+  MEMGATE_RETURN_IF_ERROR(
+      RequirePositive("model.ffn_hidden_size", m.ffn_hidden_size()));
+  MEMGATE_RETURN_IF_ERROR(
+      RequirePositive("model.num_attention_heads", m.num_attention_heads()));
+  MEMGATE_RETURN_IF_ERROR(
+      RequirePositive("model.num_query_groups", m.num_query_groups()));
+  MEMGATE_RETURN_IF_ERROR(RequirePositive("model.vocab_size", m.vocab_size()));
+  MEMGATE_RETURN_IF_ERROR(RequireMultiple(
+      "model.hidden_size", m.hidden_size(), "model.num_attention_heads",
+      m.num_attention_heads()));
+  return RequireMultiple("model.num_attention_heads", m.num_attention_heads(),
+                         "model.num_query_groups", m.num_query_groups());
+}
+
+absl::Status ValidateStages(const v1::Job& job) {
+  const v1::ParallelConfig& par = job.parallel();
+  const uint32_t layers = job.model().num_layers();
+  if (par.layers_per_stage().empty()) {
+    return RequireMultiple("model.num_layers", layers,
+                           "parallel.pipeline_parallel (or give "
+                           "parallel.layers_per_stage)",
+                           par.pipeline_parallel());
+  }
+  if (static_cast<uint64_t>(par.layers_per_stage_size()) !=
+      par.pipeline_parallel()) {
+    return Invalid("parallel.layers_per_stage",
+                   absl::StrCat("must list one entry per pipeline stage (",
+                                par.pipeline_parallel(), ")"),
+                   absl::StrCat(par.layers_per_stage_size(), " entries"));
+  }
+  uint64_t sum = 0;
+  for (uint32_t n : par.layers_per_stage()) {
+    MEMGATE_RETURN_IF_ERROR(RequirePositive("parallel.layers_per_stage", n));
+    sum += n;
+  }
+  if (sum != layers) {
+    return Invalid("parallel.layers_per_stage",
+                   absl::StrCat("must add up to model.num_layers = ", layers),
+                   absl::StrCat(sum));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateParallel(const v1::Job& job) {
+  const v1::ParallelConfig& par = job.parallel();
+  const v1::ModelConfig& m = job.model();
+  MEMGATE_RETURN_IF_ERROR(
+      RequirePositive("parallel.tensor_parallel", par.tensor_parallel()));
+  MEMGATE_RETURN_IF_ERROR(
+      RequirePositive("parallel.pipeline_parallel", par.pipeline_parallel()));
+  MEMGATE_RETURN_IF_ERROR(
+      RequirePositive("parallel.context_parallel", par.context_parallel()));
+  MEMGATE_RETURN_IF_ERROR(RequirePositive("num_gpus", job.num_gpus()));
+  // The estimate lists every stage; no real pipeline comes near this.
+  if (par.pipeline_parallel() > kMaxPipelineStages) {
+    return Invalid("parallel.pipeline_parallel",
+                   absl::StrCat("must be at most ", kMaxPipelineStages),
+                   absl::StrCat(par.pipeline_parallel()));
+  }
+
+  // gpus must be a multiple of t*p*c; dividing step by step never overflows.
+  const uint64_t t = par.tensor_parallel(), p = par.pipeline_parallel(),
+                 c = par.context_parallel();
+  const uint64_t gpus = job.num_gpus();
+  if (gpus % t != 0 || (gpus / t) % p != 0 || (gpus / t / p) % c != 0) {
+    return Invalid("num_gpus",
+                   absl::StrCat("must be a multiple of tensor_parallel x "
+                                "pipeline_parallel x context_parallel = ",
+                                t, " x ", p, " x ", c),
+                   absl::StrCat(gpus));
+  }
+  const uint64_t d = gpus / t / p / c;
+  if (par.data_parallel() != 0 && par.data_parallel() != d) {
+    return Invalid("parallel.data_parallel",
+                   absl::StrCat("must equal num_gpus / (tensor x pipeline x "
+                                "context) = ",
+                                d),
+                   absl::StrCat(par.data_parallel()));
+  }
+  MEMGATE_RETURN_IF_ERROR(ValidateStages(job));
+  MEMGATE_RETURN_IF_ERROR(RequireMultiple("model.num_attention_heads",
+                                          m.num_attention_heads(),
+                                          "parallel.tensor_parallel", t));
+  return RequireMultiple("model.num_query_groups", m.num_query_groups(),
+                         "parallel.tensor_parallel", t);
+}
+
+absl::Status ValidateTraining(const v1::Job& job) {
+  const v1::TrainingConfig& tr = job.training();
+  const v1::ParallelConfig& par = job.parallel();
+  MEMGATE_RETURN_IF_ERROR(
+      RequirePositive("training.micro_batch_size", tr.micro_batch_size()));
+  MEMGATE_RETURN_IF_ERROR(
+      RequirePositive("training.seq_length", tr.seq_length()));
+  const uint64_t c = par.context_parallel(), t = par.tensor_parallel();
+  if (c > 1) {  // load-balanced CP splits the sequence into 2c chunks
+    MEMGATE_RETURN_IF_ERROR(RequireMultiple(
+        "training.seq_length", tr.seq_length(),
+        "2 x parallel.context_parallel (context-parallel load balancing)",
+        2 * c));
+  }
+  if (t > 1 && par.sequence_parallel()) {
+    MEMGATE_RETURN_IF_ERROR(RequireMultiple(
+        "training.seq_length", tr.seq_length(),
+        "parallel.tensor_parallel (sequence parallelism)", t));
+  }
+  if (tr.global_batch_size() != 0) {
+    const uint64_t d = job.num_gpus() / t / par.pipeline_parallel() / c;
+    const uint64_t gbs = tr.global_batch_size(), b = tr.micro_batch_size();
+    if (gbs % b != 0 || (gbs / b) % d != 0) {
+      return Invalid("training.global_batch_size",
+                     absl::StrCat("must be a multiple of micro_batch_size x "
+                                  "data_parallel = ",
+                                  b, " x ", d),
+                     absl::StrCat(gbs));
+    }
+  }
+  if (!v1::Precision_IsValid(tr.precision()) ||
+      tr.precision() == v1::PRECISION_UNSPECIFIED) {
+    return Invalid("training.precision", "must be a known precision",
+                   absl::StrCat(tr.precision()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateJob(const v1::Job& job) {
+  MEMGATE_RETURN_IF_ERROR(ValidateModel(job.model()));
+  MEMGATE_RETURN_IF_ERROR(ValidateParallel(job));
+  MEMGATE_RETURN_IF_ERROR(ValidateTraining(job));
+  if (job.accelerator().memory_bytes() == 0) {
+    return Invalid("accelerator.memory_bytes",
+                   "must be set (or accelerator.name must name a known GPU)",
+                   "0");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateThreshold(double threshold) {
+  if (std::isfinite(threshold) && threshold > 0 && threshold <= 1) {
+    return absl::OkStatus();
+  }
+  return Invalid("threshold", "must be a fraction in (0, 1]",
+                 absl::StrCat(threshold));
+}
+
+}  // namespace memgate

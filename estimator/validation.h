@@ -1,0 +1,21 @@
+#ifndef MEMGATE_ESTIMATOR_VALIDATION_H_
+#define MEMGATE_ESTIMATOR_VALIDATION_H_
+
+#include "absl/status/status.h"
+#include "proto/memgate.pb.h"
+
+namespace memgate {
+
+// Checks a resolved job (see ResolveJob) against every rule a Megatron-style
+// trainer enforces for a Llama model under 4D parallelism. The first broken
+// rule comes back as INVALID_ARGUMENT "<field>: <rule> (got <value>)", the
+// field spelled as in memgate.proto. Integer checks never overflow, whatever
+// the sizes.
+absl::Status ValidateJob(const v1::Job& job);
+
+// The GREEN limit as a fraction of capacity: (0, 1].
+absl::Status ValidateThreshold(double threshold);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_ESTIMATOR_VALIDATION_H_

@@ -1,0 +1,179 @@
+#include "estimator/validation.h"
+
+#include <functional>
+#include <string>
+
+#include "estimator/job_resolver.h"
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace memgate {
+namespace {
+
+// A valid resolved job: Llama-3.1-8B, TP 4, CP 2, PP 2 on 32 GPUs (d = 2).
+v1::Job ValidJob() {
+  v1::Job job = testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 2, 2, 1, 32,
+                                  8192);
+  return *ResolveJob(job);
+}
+
+struct Rule {
+  std::string name;
+  std::function<void(v1::Job&)> breaks_it;
+  std::string field;  // must be named in the message
+};
+
+class ValidationRuleTest : public ::testing::TestWithParam<Rule> {};
+
+TEST_P(ValidationRuleTest, RefusesAndNamesTheField) {
+  v1::Job job = ValidJob();
+  ASSERT_TRUE(ValidateJob(job).ok());
+  GetParam().breaks_it(job);
+  const absl::Status status = ValidateJob(job);
+  ASSERT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_EQ(status.message().rfind(GetParam().field + ":", 0), 0u)
+      << "message should start with the field: " << status.message();
+  EXPECT_NE(status.message().find("(got "), std::string::npos) << status;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryRule, ValidationRuleTest,
+    ::testing::Values(
+        Rule{"ZeroTensor", [](v1::Job& j) {
+               j.mutable_parallel()->set_tensor_parallel(0);
+             }, "parallel.tensor_parallel"},
+        Rule{"ZeroPipeline", [](v1::Job& j) {
+               j.mutable_parallel()->set_pipeline_parallel(0);
+             }, "parallel.pipeline_parallel"},
+        Rule{"ZeroContext", [](v1::Job& j) {
+               j.mutable_parallel()->set_context_parallel(0);
+             }, "parallel.context_parallel"},
+        Rule{"ZeroGpus", [](v1::Job& j) { j.set_num_gpus(0); }, "num_gpus"},
+        Rule{"ZeroMicroBatch", [](v1::Job& j) {
+               j.mutable_training()->set_micro_batch_size(0);
+             }, "training.micro_batch_size"},
+        Rule{"ZeroSequence", [](v1::Job& j) {
+               j.mutable_training()->set_seq_length(0);
+             }, "training.seq_length"},
+        Rule{"GpusNotMultipleOfTpPpCp",
+             [](v1::Job& j) { j.set_num_gpus(40); }, "num_gpus"},
+        Rule{"DataParallelContradicts", [](v1::Job& j) {
+               j.mutable_parallel()->set_data_parallel(3);
+             }, "parallel.data_parallel"},
+        Rule{"LayersNotMultipleOfPipeline", [](v1::Job& j) {
+               j.mutable_model()->set_num_layers(31);
+             }, "model.num_layers"},
+        Rule{"UnevenStagesWrongCount", [](v1::Job& j) {
+               j.mutable_parallel()->add_layers_per_stage(32);
+             }, "parallel.layers_per_stage"},
+        Rule{"UnevenStagesWrongSum", [](v1::Job& j) {
+               j.mutable_parallel()->add_layers_per_stage(15);
+               j.mutable_parallel()->add_layers_per_stage(15);
+             }, "parallel.layers_per_stage"},
+        Rule{"UnevenStageEmpty", [](v1::Job& j) {
+               j.mutable_parallel()->add_layers_per_stage(32);
+               j.mutable_parallel()->add_layers_per_stage(0);
+             }, "parallel.layers_per_stage"},
+        Rule{"HeadsNotMultipleOfTensor", [](v1::Job& j) {
+               j.mutable_model()->set_num_attention_heads(30);
+               j.mutable_model()->set_num_query_groups(6);
+               j.mutable_model()->set_hidden_size(30 * 128);
+             }, "model.num_attention_heads"},
+        Rule{"KvHeadsNotMultipleOfTensor", [](v1::Job& j) {
+               j.mutable_model()->set_num_query_groups(2);
+             }, "model.num_query_groups"},
+        Rule{"HeadsNotMultipleOfKvHeads", [](v1::Job& j) {
+               j.mutable_model()->set_num_query_groups(12);
+             }, "model.num_attention_heads"},
+        Rule{"HiddenNotMultipleOfHeads", [](v1::Job& j) {
+               j.mutable_model()->set_hidden_size(4100);
+             }, "model.hidden_size"},
+        Rule{"SequenceNotMultipleOfTwiceContext", [](v1::Job& j) {
+               j.mutable_training()->set_seq_length(8190);
+             }, "training.seq_length"},
+        Rule{"SequenceNotMultipleOfTensorWithSp", [](v1::Job& j) {
+               j.mutable_parallel()->set_context_parallel(1);
+               j.set_num_gpus(8);
+               j.mutable_training()->set_seq_length(8194);
+             }, "training.seq_length"},
+        Rule{"GlobalBatchNotMultipleOfMbsTimesDp", [](v1::Job& j) {
+               j.mutable_training()->set_global_batch_size(1023);
+             }, "training.global_batch_size"},
+        Rule{"ZeroLayers", [](v1::Job& j) {
+               j.mutable_model()->set_num_layers(0);
+             }, "model.num_layers"},
+        Rule{"ZeroHidden", [](v1::Job& j) {
+               j.mutable_model()->set_hidden_size(0);
+             }, "model.hidden_size"},
+        Rule{"ZeroFfn", [](v1::Job& j) {
+               j.mutable_model()->set_ffn_hidden_size(0);
+             }, "model.ffn_hidden_size"},
+        Rule{"ZeroHeads", [](v1::Job& j) {
+               j.mutable_model()->set_num_attention_heads(0);
+             }, "model.num_attention_heads"},
+        Rule{"ZeroKvHeads", [](v1::Job& j) {
+               j.mutable_model()->set_num_query_groups(0);
+             }, "model.num_query_groups"},
+        Rule{"ZeroVocab", [](v1::Job& j) {
+               j.mutable_model()->set_vocab_size(0);
+             }, "model.vocab_size"},
+        Rule{"NoGpuMemory", [](v1::Job& j) {
+               j.mutable_accelerator()->set_memory_bytes(0);
+             }, "accelerator.memory_bytes"},
+        Rule{"UnknownPrecision", [](v1::Job& j) {
+               j.mutable_training()->set_precision(
+                   static_cast<v1::Precision>(77));
+             }, "training.precision"},
+        Rule{"AbsurdPipeline", [](v1::Job& j) {
+               j.mutable_parallel()->set_pipeline_parallel(1u << 31);
+               j.mutable_parallel()->set_tensor_parallel(1);
+               j.mutable_parallel()->set_context_parallel(1);
+               j.set_num_gpus(1u << 31);
+               j.mutable_model()->set_num_layers(1u << 31);
+             }, "parallel.pipeline_parallel"}),
+    [](const ::testing::TestParamInfo<Rule>& info) { return info.param.name; });
+
+TEST(ValidationTest, HugeProductsDoNotOverflowIntoAFalsePass) {
+  // t*p*c = 2^96 would wrap in 64-bit arithmetic; it must simply not divide.
+  v1::Job job = ValidJob();
+  job.mutable_parallel()->set_tensor_parallel(1u << 31);
+  job.mutable_parallel()->set_pipeline_parallel(2);
+  job.mutable_parallel()->set_context_parallel(1u << 31);
+  job.set_num_gpus(4294967295u);
+  const absl::Status status = ValidateJob(job);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message().rfind("num_gpus:", 0), 0u) << status;
+}
+
+TEST(ValidationTest, SequenceOnlyNeedsEvenChunksWhenContextParallel) {
+  v1::Job job = ValidJob();
+  job.mutable_parallel()->set_context_parallel(1);
+  job.mutable_parallel()->set_tensor_parallel(1);
+  job.set_num_gpus(2);
+  job.mutable_training()->set_seq_length(8191);
+  job.mutable_training()->set_global_batch_size(0);
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+}
+
+TEST(ValidationTest, NoSequenceParallelLiftsTheTensorRule) {
+  v1::Job job = ValidJob();
+  job.mutable_parallel()->set_context_parallel(1);
+  job.set_num_gpus(8);
+  job.mutable_parallel()->set_sequence_parallel(false);
+  job.mutable_training()->set_seq_length(8194);
+  job.mutable_training()->set_global_batch_size(0);
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+}
+
+TEST(ValidationTest, ThresholdMustBeAFraction) {
+  EXPECT_TRUE(ValidateThreshold(0.8).ok());
+  EXPECT_TRUE(ValidateThreshold(1.0).ok());
+  for (double bad : {0.0, -0.5, 1.01, std::nan(""), double{INFINITY}}) {
+    const absl::Status s = ValidateThreshold(bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(s.message().rfind("threshold:", 0), 0u) << s;
+  }
+}
+
+}  // namespace
+}  // namespace memgate

@@ -1,0 +1,89 @@
+// The paper's tables as the specification: memgate's equations must give
+// every published estimate (within 0.01 GiB) and colour, and the 80% rule
+// must never have admitted a configuration that really ran out of memory.
+
+#include <cmath>
+
+#include "estimator/estimate.h"
+#include "estimator/units.h"
+#include "gtest/gtest.h"
+#include "tests/paper_tables.h"
+#include "tests/test_util.h"
+
+namespace memgate {
+namespace {
+
+using testing::LoadPaperTables;
+using testing::PaperJob;
+using testing::PaperRow;
+
+std::string Describe(const PaperRow& r) {
+  return r.table + " (TP,CP,PP,MBS)=(" + std::to_string(r.tp) + "," +
+         std::to_string(r.cp) + "," + std::to_string(r.pp) + "," +
+         std::to_string(r.mbs) + ") x " + std::to_string(r.gpus) + " GPUs";
+}
+
+v1::Estimate EstimateRow(const PaperRow& r) {
+  absl::StatusOr<v1::Estimate> e = EstimateJob(
+      PaperJob(r.model, r.gpu, r.tp, r.cp, r.pp, r.mbs, r.gpus, r.seq_length));
+  EXPECT_TRUE(e.ok()) << Describe(r) << ": " << e.status();
+  return e.ok() ? *e : v1::Estimate();
+}
+
+std::string ZoneOfColour(const std::string& colour) {
+  if (colour == "green") return "ZONE_GREEN";
+  if (colour == "yellow") return "ZONE_YELLOW";
+  return "ZONE_RED";
+}
+
+TEST(GoldenTest, EveryPaperCellWithinOneHundredthOfAGiB) {
+  const std::vector<PaperRow> rows = LoadPaperTables();
+  ASSERT_EQ(rows.size(), 232u);
+  for (const PaperRow& r : rows) {
+    const v1::Estimate e = EstimateRow(r);
+    EXPECT_NEAR(ToGiB(e.peak().total_bytes()), r.expected_gib, 0.01)
+        << Describe(r) << (r.typo ? " (paper typo row)" : "");
+  }
+}
+
+TEST(GoldenTest, TypoRowsDifferFromThePaperButMatchTheNote) {
+  int typos = 0;
+  for (const PaperRow& r : LoadPaperTables()) {
+    if (!r.typo) continue;
+    ++typos;
+    const double gib = EstimateRow(r).peak_gib();
+    EXPECT_GT(std::fabs(gib - r.paper_estimate_gib), 0.5) << Describe(r);
+  }
+  EXPECT_EQ(typos, 3);
+}
+
+TEST(GoldenTest, EveryPaperColourIsTheZone) {
+  for (const PaperRow& r : LoadPaperTables()) {
+    EXPECT_EQ(v1::Zone_Name(EstimateRow(r).zone()), ZoneOfColour(r.paper_zone))
+        << Describe(r);
+  }
+}
+
+TEST(GoldenTest, NoGreenConfigurationRanOutOfMemory) {
+  int green = 0, green_measured = 0;
+  for (const PaperRow& r : LoadPaperTables()) {
+    if (EstimateRow(r).zone() != v1::ZONE_GREEN) continue;
+    ++green;
+    EXPECT_TRUE(r.measured_tflops.has_value())
+        << Describe(r) << " is GREEN but went OOM in the paper";
+    if (r.measured_tflops) ++green_measured;
+  }
+  EXPECT_GT(green, 100);  // the check covers most of the tables
+  EXPECT_EQ(green, green_measured);
+}
+
+TEST(GoldenTest, EveryRedConfigurationRanOutOfMemory) {
+  for (const PaperRow& r : LoadPaperTables()) {
+    if (EstimateRow(r).zone() != v1::ZONE_RED) continue;
+    EXPECT_FALSE(r.measured_tflops.has_value())
+        << Describe(r) << " is RED but ran in the paper";
+  }
+}
+
+}  // namespace
+}  // namespace memgate

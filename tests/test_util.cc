@@ -1,0 +1,52 @@
+#include "tests/test_util.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "google/protobuf/text_format.h"
+
+namespace memgate::testing {
+
+v1::Job PaperJob(const std::string& model, const std::string& gpu,
+                 uint32_t tp, uint32_t cp, uint32_t pp, uint32_t mbs,
+                 uint32_t gpus, uint32_t seq) {
+  v1::Job job;
+  job.mutable_model()->set_name(model);
+  job.mutable_accelerator()->set_name(gpu);
+  job.mutable_parallel()->set_tensor_parallel(tp);
+  job.mutable_parallel()->set_context_parallel(cp);
+  job.mutable_parallel()->set_pipeline_parallel(pp);
+  job.mutable_training()->set_micro_batch_size(mbs);
+  job.mutable_training()->set_seq_length(seq);
+  job.mutable_training()->set_global_batch_size(1024);
+  job.set_num_gpus(gpus);
+  return job;
+}
+
+v1::Job ExplicitLlama31_8BJob() {
+  return JobFromText(R"pb(
+    model {
+      num_layers: 32
+      hidden_size: 4096
+      ffn_hidden_size: 14336
+      num_attention_heads: 32
+      num_query_groups: 8
+      vocab_size: 128256
+    }
+    parallel { tensor_parallel: 4 context_parallel: 1 pipeline_parallel: 2 }
+    training { micro_batch_size: 1 seq_length: 8192 global_batch_size: 1024 }
+    accelerator { memory_bytes: 42949672960 }
+    num_gpus: 8
+  )pb");
+}
+
+v1::Job JobFromText(const std::string& text) {
+  v1::Job job;
+  if (!google::protobuf::TextFormat::ParseFromString(text, &job)) {
+    std::cerr << "test bug: not a Job in text format:\n" << text << "\n";
+    std::abort();
+  }
+  return job;
+}
+
+}  // namespace memgate::testing

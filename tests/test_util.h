@@ -1,0 +1,27 @@
+#ifndef MEMGATE_TESTS_TEST_UTIL_H_
+#define MEMGATE_TESTS_TEST_UTIL_H_
+
+// Helpers shared by memgate's tests.
+
+#include <cstdint>
+#include <string>
+
+#include "proto/memgate.pb.h"
+
+namespace memgate::testing {
+
+// A job the way the paper's tables describe one: catalog model and GPU by
+// name, (TP, CP, PP, MBS), GPU count and sequence length; global batch 1024.
+v1::Job PaperJob(const std::string& model, const std::string& gpu,
+                 uint32_t tp, uint32_t cp, uint32_t pp, uint32_t mbs,
+                 uint32_t gpus, uint32_t seq);
+
+// The same job with every model dimension explicit (no catalog name).
+v1::Job ExplicitLlama31_8BJob();
+
+// Parses a Job from text format; the test fails loudly on a typo.
+v1::Job JobFromText(const std::string& text);
+
+}  // namespace memgate::testing
+
+#endif  // MEMGATE_TESTS_TEST_UTIL_H_
