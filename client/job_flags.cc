@@ -1,0 +1,181 @@
+#include "client/job_flags.h"
+
+#include <cmath>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "client/user_path.h"
+#include "estimator/hf_config.h"
+#include "estimator/units.h"
+
+namespace memgate::cli {
+namespace {
+
+absl::Status Required(absl::string_view flag, absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, ": required (", what, ")"));
+}
+
+absl::StatusOr<v1::Precision> ParsePrecision(const std::string& text) {
+  const std::string p = absl::AsciiStrToLower(text);
+  if (p == "bf16") return v1::PRECISION_BF16_FP32_GRADS;
+  if (p == "bf16-bf16-grads") return v1::PRECISION_BF16_BF16_GRADS;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--precision: must be bf16 or bf16-bf16-grads (got '", text, "')"));
+}
+
+struct FlagForField {
+  const char* field;
+  const char* flag;
+};
+
+constexpr FlagForField kFlagForField[] = {
+    {"model.num_layers", "--layers"},
+    {"model.hidden_size", "--hidden"},
+    {"model.ffn_hidden_size", "--ffn-hidden"},
+    {"model.num_attention_heads", "--heads"},
+    {"model.num_query_groups", "--kv-heads"},
+    {"model.vocab_size", "--vocab"},
+    {"model.name", "--model"},
+    {"accelerator.name", "--gpu"},
+    {"accelerator.memory_bytes", "--gpu-memory-gib"},
+    {"parallel.tensor_parallel", "--tp"},
+    {"parallel.pipeline_parallel", "--pp"},
+    {"parallel.context_parallel", "--cp"},
+    {"parallel.data_parallel", "--dp"},
+    {"training.micro_batch_size", "--mbs"},
+    {"training.seq_length", "--seq"},
+    {"training.global_batch_size", "--gbs"},
+    {"training.precision", "--precision"},
+    {"num_gpus", "--gpus"},
+    {"threshold", "--threshold"},
+};
+
+}  // namespace
+
+void JobFlags::Register(FlagSet& f) {
+  f.String("model", "NAME",
+           "catalog model (llama-2-7b/13b/70b, llama-3-8b/70b, "
+           "llama-3.1-8b/70b/405b)",
+           &model);
+  f.String("model-config", "FILE",
+           "Hugging Face config.json of the model", &model_config);
+  f.Uint32("layers", "transformer layers L (overrides --model)", &layers);
+  f.Uint32("hidden", "hidden size h", &hidden);
+  f.Uint32("ffn-hidden", "FFN hidden size h_ffn", &ffn_hidden);
+  f.Uint32("heads", "attention heads a", &heads);
+  f.Uint32("kv-heads", "key-value heads k (query groups)", &kv_heads);
+  f.Uint32("vocab", "vocabulary size v (as padded by the trainer)", &vocab);
+  f.Bool("tie-embeddings", "embedding and LM head share weights",
+         &tie_embeddings);
+  f.String("gpu", "NAME",
+           "catalog GPU (a100-40gb, a100-80gb, h100-80gb, h100-94gb, "
+           "h200-141gb, b200-180gb, mi300x-192gb, l40s-48gb)",
+           &gpu);
+  f.Double("gpu-memory-gib", "GIB", "GPU memory in GiB (overrides --gpu)",
+           &gpu_memory_gib);
+  f.Uint32("gpus-per-node", "GPUs per node (overrides --gpu)",
+           &gpus_per_node);
+  f.Uint32("gpus", "GPUs in the job (required)", &gpus);
+  f.Uint32("tp", "tensor-parallel size (default 1)", &tp);
+  f.Uint32("cp", "context-parallel size (default 1)", &cp);
+  f.Uint32("pp", "pipeline-parallel size (default 1)", &pp);
+  f.Uint32("dp", "data-parallel size; checked against gpus/(tp*cp*pp)", &dp);
+  f.Uint32("mbs", "micro-batch size (default 1)", &mbs);
+  f.Uint32("seq", "sequence length (required)", &seq);
+  f.Uint32("gbs", "global batch size; checked to be a multiple of mbs*dp",
+           &gbs);
+  f.Bool("sequence-parallel",
+         "sequence parallelism (default on; --no-sequence-parallel)",
+         &sequence_parallel);
+  f.Bool("distributed-optimizer",
+         "optimizer states sharded over DP*CP (default on; "
+         "--no-distributed-optimizer)",
+         &distributed_optimizer);
+  f.String("precision", "P",
+           "bf16 (fp32 gradients, the paper's; default) or bf16-bf16-grads",
+           &precision);
+}
+
+absl::StatusOr<v1::Job> JobFlags::ToJob() const {
+  v1::Job job;
+  v1::ModelConfig& m = *job.mutable_model();
+  if (model_config) {
+    absl::StatusOr<v1::ModelConfig> from_file =
+        ReadHuggingFaceConfig(UserPath(*model_config));
+    if (!from_file.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--model-config: ", from_file.status().message()));
+    }
+    m = *from_file;
+    if (model) m.set_name(*model);
+  } else if (model) {
+    m.set_name(*model);
+  } else if (!layers && !hidden) {
+    return Required("model", "or --model-config, or the dimensions "
+                             "--layers --hidden --ffn-hidden --heads "
+                             "--kv-heads --vocab");
+  }
+  if (layers) m.set_num_layers(*layers);
+  if (hidden) m.set_hidden_size(*hidden);
+  if (ffn_hidden) m.set_ffn_hidden_size(*ffn_hidden);
+  if (heads) m.set_num_attention_heads(*heads);
+  if (kv_heads) m.set_num_query_groups(*kv_heads);
+  if (vocab) m.set_vocab_size(*vocab);
+  if (tie_embeddings) m.set_tie_word_embeddings(*tie_embeddings);
+
+  v1::Accelerator& a = *job.mutable_accelerator();
+  if (!gpu && !gpu_memory_gib) {
+    return Required("gpu", "or --gpu-memory-gib");
+  }
+  if (gpu) a.set_name(*gpu);
+  if (gpu_memory_gib) {
+    // 2^64 bytes is 1.7e10 GiB: anything near that is not a GPU.
+    if (!(*gpu_memory_gib > 0) || *gpu_memory_gib > 1e9) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--gpu-memory-gib: must be above 0 and at most 1e9 "
+                       "(got ",
+                       *gpu_memory_gib, ")"));
+    }
+    a.set_memory_bytes(
+        static_cast<uint64_t>(std::llround(*gpu_memory_gib * kBytesPerGiB)));
+  }
+  if (gpus_per_node) a.set_gpus_per_node(*gpus_per_node);
+
+  if (!gpus) return Required("gpus", "the number of GPUs in the job");
+  if (!seq) return Required("seq", "the sequence length");
+  job.set_num_gpus(*gpus);
+  v1::ParallelConfig& p = *job.mutable_parallel();
+  p.set_tensor_parallel(tp.value_or(1));
+  p.set_context_parallel(cp.value_or(1));
+  p.set_pipeline_parallel(pp.value_or(1));
+  if (dp) p.set_data_parallel(*dp);
+  if (sequence_parallel) p.set_sequence_parallel(*sequence_parallel);
+  if (distributed_optimizer) {
+    p.set_distributed_optimizer(*distributed_optimizer);
+  }
+  v1::TrainingConfig& t = *job.mutable_training();
+  t.set_micro_batch_size(mbs.value_or(1));
+  t.set_seq_length(*seq);
+  if (gbs) t.set_global_batch_size(*gbs);
+  if (precision) {
+    absl::StatusOr<v1::Precision> parsed = ParsePrecision(*precision);
+    if (!parsed.ok()) return parsed.status();
+    t.set_precision(*parsed);
+  }
+  return job;
+}
+
+std::string WithFlagHint(const std::string& message) {
+  for (const FlagForField& f : kFlagForField) {
+    const std::string prefix = absl::StrCat(f.field, ":");
+    if (absl::StartsWith(message, prefix)) {
+      return absl::StrCat(f.field, " (", f.flag, "):",
+                          message.substr(prefix.size()));
+    }
+  }
+  return message;
+}
+
+}  // namespace memgate::cli

@@ -1,0 +1,45 @@
+#ifndef MEMGATE_CLIENT_JOB_FLAGS_H_
+#define MEMGATE_CLIENT_JOB_FLAGS_H_
+
+// The flags that describe one training job, shared by `estimate` and the
+// commands that judge a job, and their translation into a v1::Job.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "client/flags.h"
+#include "proto/memgate.pb.h"
+
+namespace memgate::cli {
+
+struct JobFlags {
+  // Model: a catalog name, a Hugging Face config.json, and/or dimensions
+  // (dimensions override what the name or file gives).
+  std::optional<std::string> model, model_config;
+  std::optional<uint32_t> layers, hidden, ffn_hidden, heads, kv_heads, vocab;
+  std::optional<bool> tie_embeddings;
+  // GPU: a catalog name and/or an explicit capacity.
+  std::optional<std::string> gpu;
+  std::optional<double> gpu_memory_gib;
+  std::optional<uint32_t> gpus_per_node;
+  // Parallelism and batch.
+  std::optional<uint32_t> gpus, tp, cp, pp, dp, mbs, seq, gbs;
+  std::optional<bool> sequence_parallel, distributed_optimizer;
+  std::optional<std::string> precision;
+
+  void Register(FlagSet& flags);
+
+  // INVALID_ARGUMENT names the flag. Semantic rules (divisibility...) are
+  // the estimator's: see ValidateJob.
+  absl::StatusOr<v1::Job> ToJob() const;
+};
+
+// "parallel.tensor_parallel: ..." -> "parallel.tensor_parallel (--tp): ...",
+// so a CLI user sees the flag that sets the field the estimator names.
+std::string WithFlagHint(const std::string& message);
+
+}  // namespace memgate::cli
+
+#endif  // MEMGATE_CLIENT_JOB_FLAGS_H_

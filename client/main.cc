@@ -1,0 +1,41 @@
+// memgate: will this LLM training job fit in GPU memory?
+//
+//   memgate estimate ...   per-stage memory of one job (embedded)
+//
+// Each command parses its own flags; see `memgate <command> --help`.
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "client/estimate_command.h"
+#include "client/exit_codes.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: memgate <command> [flags]\n\n"
+    "Pre-flight GPU memory estimates and admission checks for Llama training\n"
+    "with 4D parallelism (TP, CP, PP, DP).\n\n"
+    "Commands:\n"
+    "  estimate   per-stage memory of one job and its zone (embedded)\n\n"
+    "Run `memgate <command> --help` for a command's flags.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace memgate::cli;
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return kExitInvalid;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << kUsage;
+    return kExitAdmit;
+  }
+  if (command == "estimate") return RunEstimate(args, std::cout, std::cerr);
+  std::cerr << "memgate: unknown command '" << command << "'\n\n" << kUsage;
+  return kExitInvalid;
+}
