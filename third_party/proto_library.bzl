@@ -7,7 +7,7 @@ runtime match; nothing is fetched.
 _PROTOC = "/usr/bin/protoc"
 _GRPC_PLUGIN = "/usr/bin/grpc_cpp_plugin"
 
-def system_cc_proto_library(name, src, grpc = False, deps = [], visibility = None):
+def system_cc_proto_library(name, src, grpc = False, deps = [], imports = [], visibility = None):
     """Generates `name` (messages) and, with grpc, `name + "_grpc"` (stubs).
 
     Args:
@@ -15,6 +15,7 @@ def system_cc_proto_library(name, src, grpc = False, deps = [], visibility = Non
       src: one .proto file in this package, imported as "<package>/<file>".
       grpc: also generate the gRPC service stubs as `name + "_grpc"`.
       deps: cc_libraries of the protos that `src` imports.
+      imports: the .proto files that `src` imports (protoc reads them).
       visibility: of both libraries.
     """
     base = src[:-len(".proto")]
@@ -25,7 +26,7 @@ def system_cc_proto_library(name, src, grpc = False, deps = [], visibility = Non
         cmd = "%s -I. --cpp_out=$(GENDIR) --grpc_out=$(GENDIR) --plugin=protoc-gen-grpc=%s $(location %s)" % (_PROTOC, _GRPC_PLUGIN, src)
     native.genrule(
         name = name + "_generate",
-        srcs = [src],
+        srcs = [src] + imports,
         outs = pb + grpc_pb,
         cmd = cmd,
         visibility = ["//visibility:private"],
