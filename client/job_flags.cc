@@ -1,11 +1,13 @@
 #include "client/job_flags.h"
 
 #include <cmath>
+#include <functional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/user_path.h"
+#include "estimator/catalog.h"
 #include "estimator/hf_config.h"
 #include "estimator/units.h"
 
@@ -98,9 +100,8 @@ void JobFlags::Register(FlagSet& f) {
            &precision);
 }
 
-absl::StatusOr<v1::Job> JobFlags::ToJob() const {
-  v1::Job job;
-  v1::ModelConfig& m = *job.mutable_model();
+absl::StatusOr<std::optional<v1::ModelConfig>> JobFlags::ModelToFill()
+    const {
   if (model_config) {
     absl::StatusOr<v1::ModelConfig> from_file =
         ReadHuggingFaceConfig(UserPath(*model_config));
@@ -108,27 +109,99 @@ absl::StatusOr<v1::Job> JobFlags::ToJob() const {
       return absl::InvalidArgumentError(
           absl::StrCat("--model-config: ", from_file.status().message()));
     }
-    m = *from_file;
-    if (model) m.set_name(*model);
-  } else if (model) {
-    m.set_name(*model);
-  } else if (!layers && !hidden) {
+    if (model) from_file->set_name(*model);
+    return std::optional<v1::ModelConfig>(*from_file);
+  }
+  if (model) {
+    absl::StatusOr<v1::ModelConfig> known = FindModel(*model);
+    if (!known.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--model: ", known.status().message()));
+    }
+    return std::optional<v1::ModelConfig>(*known);
+  }
+  return std::optional<v1::ModelConfig>();
+}
+
+absl::StatusOr<v1::Job> JobFlags::ToJob() const {
+  if (!model && !model_config && !layers && !hidden) {
     return Required("model", "or --model-config, or the dimensions "
                              "--layers --hidden --ffn-hidden --heads "
                              "--kv-heads --vocab");
   }
-  if (layers) m.set_num_layers(*layers);
-  if (hidden) m.set_hidden_size(*hidden);
-  if (ffn_hidden) m.set_ffn_hidden_size(*ffn_hidden);
-  if (heads) m.set_num_attention_heads(*heads);
-  if (kv_heads) m.set_num_query_groups(*kv_heads);
-  if (vocab) m.set_vocab_size(*vocab);
+  if (!gpu && !gpu_memory_gib) return Required("gpu", "or --gpu-memory-gib");
+  if (!gpus) return Required("gpus", "the number of GPUs in the job");
+  if (!seq) return Required("seq", "the sequence length");
+  v1::Job job;
+  if (model_config) {
+    absl::StatusOr<std::optional<v1::ModelConfig>> from_file = ModelToFill();
+    if (!from_file.ok()) return from_file.status();
+    *job.mutable_model() = **from_file;
+  }
+  job.mutable_parallel()->set_tensor_parallel(1);
+  job.mutable_parallel()->set_context_parallel(1);
+  job.mutable_parallel()->set_pipeline_parallel(1);
+  job.mutable_training()->set_micro_batch_size(1);
+  if (absl::Status s = ApplyTo(job, false); !s.ok()) return s;
+  return job;
+}
+
+namespace {
+
+// Sets `field` to `flag`'s value; with `refuse`, a different non-zero value
+// already there is a contradiction.
+absl::Status Set(const char* flag, const std::optional<uint32_t>& value,
+                 bool refuse, uint32_t current,
+                 const std::function<void(uint32_t)>& set) {
+  if (!value) return absl::OkStatus();
+  if (refuse && current != 0 && current != *value) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "=", *value,
+                     " contradicts the launch command, which says ", current));
+  }
+  set(*value);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
+  v1::ModelConfig& m = *job.mutable_model();
+  if (model) m.set_name(*model);
+  v1::ParallelConfig& p = *job.mutable_parallel();
+  v1::TrainingConfig& t = *job.mutable_training();
+  const bool r = refuse_conflicts;
+  // clang-format off
+  const struct {
+    const char* flag;
+    const std::optional<uint32_t>& value;
+    uint32_t current;
+    std::function<void(uint32_t)> set;
+  } numbers[] = {
+      {"layers", layers, m.num_layers(), [&](uint32_t v) { m.set_num_layers(v); }},
+      {"hidden", hidden, m.hidden_size(), [&](uint32_t v) { m.set_hidden_size(v); }},
+      {"ffn-hidden", ffn_hidden, m.ffn_hidden_size(), [&](uint32_t v) { m.set_ffn_hidden_size(v); }},
+      {"heads", heads, m.num_attention_heads(), [&](uint32_t v) { m.set_num_attention_heads(v); }},
+      {"kv-heads", kv_heads, m.num_query_groups(), [&](uint32_t v) { m.set_num_query_groups(v); }},
+      {"vocab", vocab, m.vocab_size(), [&](uint32_t v) { m.set_vocab_size(v); }},
+      {"tp", tp, p.tensor_parallel(), [&](uint32_t v) { p.set_tensor_parallel(v); }},
+      {"cp", cp, p.context_parallel(), [&](uint32_t v) { p.set_context_parallel(v); }},
+      {"pp", pp, p.pipeline_parallel(), [&](uint32_t v) { p.set_pipeline_parallel(v); }},
+      {"dp", dp, p.data_parallel(), [&](uint32_t v) { p.set_data_parallel(v); }},
+      {"mbs", mbs, t.micro_batch_size(), [&](uint32_t v) { t.set_micro_batch_size(v); }},
+      {"seq", seq, t.seq_length(), [&](uint32_t v) { t.set_seq_length(v); }},
+      {"gbs", gbs, t.global_batch_size(), [&](uint32_t v) { t.set_global_batch_size(v); }},
+      {"gpus", gpus, 0, [&](uint32_t v) { job.set_num_gpus(v); }},
+  };
+  // clang-format on
+  for (const auto& n : numbers) {
+    if (absl::Status s = Set(n.flag, n.value, r, n.current, n.set); !s.ok()) {
+      return s;
+    }
+  }
   if (tie_embeddings) m.set_tie_word_embeddings(*tie_embeddings);
 
   v1::Accelerator& a = *job.mutable_accelerator();
-  if (!gpu && !gpu_memory_gib) {
-    return Required("gpu", "or --gpu-memory-gib");
-  }
   if (gpu) a.set_name(*gpu);
   if (gpu_memory_gib) {
     // 2^64 bytes is 1.7e10 GiB: anything near that is not a GPU.
@@ -143,28 +216,16 @@ absl::StatusOr<v1::Job> JobFlags::ToJob() const {
   }
   if (gpus_per_node) a.set_gpus_per_node(*gpus_per_node);
 
-  if (!gpus) return Required("gpus", "the number of GPUs in the job");
-  if (!seq) return Required("seq", "the sequence length");
-  job.set_num_gpus(*gpus);
-  v1::ParallelConfig& p = *job.mutable_parallel();
-  p.set_tensor_parallel(tp.value_or(1));
-  p.set_context_parallel(cp.value_or(1));
-  p.set_pipeline_parallel(pp.value_or(1));
-  if (dp) p.set_data_parallel(*dp);
   if (sequence_parallel) p.set_sequence_parallel(*sequence_parallel);
   if (distributed_optimizer) {
     p.set_distributed_optimizer(*distributed_optimizer);
   }
-  v1::TrainingConfig& t = *job.mutable_training();
-  t.set_micro_batch_size(mbs.value_or(1));
-  t.set_seq_length(*seq);
-  if (gbs) t.set_global_batch_size(*gbs);
   if (precision) {
     absl::StatusOr<v1::Precision> parsed = ParsePrecision(*precision);
     if (!parsed.ok()) return parsed.status();
     t.set_precision(*parsed);
   }
-  return job;
+  return absl::OkStatus();
 }
 
 std::string WithFlagHint(const std::string& message) {

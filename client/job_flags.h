@@ -31,9 +31,21 @@ struct JobFlags {
 
   void Register(FlagSet& flags);
 
+  // A job from these flags alone: TP, CP, PP and MBS default to 1; the
+  // model, GPU, GPU count and sequence length are required.
   // INVALID_ARGUMENT names the flag. Semantic rules (divisibility...) are
   // the estimator's: see ValidateJob.
   absl::StatusOr<v1::Job> ToJob() const;
+
+  // Sets on `job` what the flags give (a job file's or a launch's values are
+  // overridden). With `refuse_conflicts`, a flag that disagrees with a value
+  // `job` already has is an error naming both; the GPU count never
+  // conflicts: --gpus is how a user overrides torchrun's.
+  absl::Status ApplyTo(v1::Job& job, bool refuse_conflicts) const;
+
+  // The model --model-config or --model names, if any: what a launch line
+  // leaves out is filled from it.
+  absl::StatusOr<std::optional<v1::ModelConfig>> ModelToFill() const;
 };
 
 // "parallel.tensor_parallel: ..." -> "parallel.tensor_parallel (--tp): ...",

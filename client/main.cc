@@ -1,6 +1,7 @@
 // memgate: will this LLM training job fit in GPU memory?
 //
 //   memgate estimate ...   per-stage memory of one job (embedded)
+//   memgate check ...      admission decision (embedded or --server)
 //
 // Each command parses its own flags; see `memgate <command> --help`.
 
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "client/check_command.h"
 #include "client/estimate_command.h"
 #include "client/exit_codes.h"
 
@@ -18,7 +20,8 @@ constexpr char kUsage[] =
     "Pre-flight GPU memory estimates and admission checks for Llama training\n"
     "with 4D parallelism (TP, CP, PP, DP).\n\n"
     "Commands:\n"
-    "  estimate   per-stage memory of one job and its zone (embedded)\n\n"
+    "  estimate   per-stage memory of one job and its zone (embedded)\n"
+    "  check      admit or refuse one job (embedded, or --server); exit 0/1/2/3\n\n"
     "Run `memgate <command> --help` for a command's flags.\n";
 
 }  // namespace
@@ -36,6 +39,7 @@ int main(int argc, char** argv) {
     return kExitAdmit;
   }
   if (command == "estimate") return RunEstimate(args, std::cout, std::cerr);
+  if (command == "check") return RunCheck(args, std::cout, std::cerr);
   std::cerr << "memgate: unknown command '" << command << "'\n\n" << kUsage;
   return kExitInvalid;
 }

@@ -1,0 +1,216 @@
+#include "client/check_command.h"
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/exit_codes.h"
+#include "client/flags.h"
+#include "client/job_flags.h"
+#include "client/json_output.h"
+#include "client/preflight.h"
+#include "client/remote_client.h"
+#include "client/user_path.h"
+#include "estimator/job_reader.h"
+#include "estimator/megatron_args.h"
+#include "estimator/report.h"
+
+namespace memgate::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: memgate check [job flags | --job=FILE] [--server=HOST:PORT] "
+    "[-- <launch command>]\n\n"
+    "Decides whether a training job may run under the 80% rule: admitted "
+    "when its\nper-GPU peak is at most the threshold (default 80%) of GPU "
+    "memory.\nThe job comes from the same flags as `memgate estimate`, from "
+    "--job (a\nmemgate.v1.Job in JSON or text format), or from a "
+    "torchrun/Megatron-LM launch\nafter `--` (job flags then fill or "
+    "override it; --gpu is required).\n\n"
+    "Exit codes: 0 admit, 1 refuse, 2 invalid input, 3 service unavailable\n"
+    "(--on-unavailable=admit turns 3 into 0, and says so).";
+
+struct CheckFlags {
+  JobFlags job;
+  std::optional<std::string> job_file, server, on_unavailable, format;
+  std::optional<std::string> request_id, tls_ca, tls_cert, tls_key;
+  std::optional<double> timeout, threshold;
+  std::optional<bool> admit_yellow;
+
+  void Register(FlagSet& f) {
+    job.Register(f);
+    f.String("job", "FILE", "the job as a memgate.v1.Job (JSON or text)",
+             &job_file);
+    f.String("server", "HOST:PORT",
+             "ask this memgate_server (default: estimate in-process)",
+             &server);
+    f.Double("timeout", "SECONDS", "deadline for the server (default 2)",
+             &timeout);
+    f.String("on-unavailable", "refuse|admit",
+             "when the server cannot answer: refuse (exit 3, default) or "
+             "admit (exit 0, with a warning)",
+             &on_unavailable);
+    f.Double("threshold", "F",
+             "GREEN limit as a fraction of GPU memory (default 0.8, or the "
+             "server's)",
+             &threshold);
+    f.Bool("admit-yellow",
+           "embedded only: admit YELLOW jobs with a warning (a server "
+           "applies its own policy)",
+           &admit_yellow);
+    f.String("request-id", "ID", "echoed in the decision and the server's log",
+             &request_id);
+    f.String("tls-ca", "FILE", "PEM CA of the server (turns on TLS)",
+             &tls_ca);
+    f.String("tls-cert", "FILE", "PEM client certificate (mutual TLS)",
+             &tls_cert);
+    f.String("tls-key", "FILE", "PEM key of --tls-cert", &tls_key);
+    f.String("format", "text|json",
+             "text (default): the verdict line, then the breakdown; json: "
+             "the Decision message",
+             &format);
+  }
+};
+
+absl::StatusOr<v1::Job> JobFromLaunchAndFlags(
+    const std::vector<std::string>& launch, const CheckFlags& flags,
+    std::vector<std::string>& notes) {
+  if (flags.job_file) {
+    return absl::InvalidArgumentError(
+        "--job: give a job file or a launch command, not both");
+  }
+  absl::StatusOr<std::optional<v1::ModelConfig>> fill =
+      flags.job.ModelToFill();
+  if (!fill.ok()) return fill.status();
+  absl::StatusOr<MegatronLaunch> parsed =
+      ParseMegatronLaunch(launch, *fill ? &**fill : nullptr);
+  if (!parsed.ok()) return parsed.status();
+  notes = parsed->notes;
+  v1::Job job = parsed->job;
+  if (absl::Status s = flags.job.ApplyTo(job, /*refuse_conflicts=*/true);
+      !s.ok()) {
+    return s;
+  }
+  if (!flags.job.gpu && !flags.job.gpu_memory_gib) {
+    return absl::InvalidArgumentError(
+        "--gpu: required (a launch command does not say which GPU)");
+  }
+  if (job.num_gpus() == 0) {
+    return absl::InvalidArgumentError(
+        "--gpus: required (the launch has no torchrun --nproc-per-node)");
+  }
+  return job;
+}
+
+absl::StatusOr<v1::Job> BuildJob(const std::vector<std::string>& launch,
+                                 const CheckFlags& flags,
+                                 std::vector<std::string>& notes) {
+  if (!launch.empty()) return JobFromLaunchAndFlags(launch, flags, notes);
+  if (!flags.job_file) return flags.job.ToJob();
+  absl::StatusOr<v1::Job> job = ReadJobFile(UserPath(*flags.job_file));
+  if (!job.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--job: ", job.status().message()));
+  }
+  if (absl::Status s = flags.job.ApplyTo(*job, false); !s.ok()) return s;
+  return job;
+}
+
+absl::StatusOr<PreflightOptions> OptionsFrom(const CheckFlags& flags) {
+  PreflightOptions options;
+  if (flags.server) options.server = *flags.server;
+  if (flags.timeout) {
+    if (!(*flags.timeout > 0) || *flags.timeout > 3600) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--timeout: must be above 0 and at most 3600 seconds (got ",
+          *flags.timeout, ")"));
+    }
+    options.timeout = absl::Seconds(*flags.timeout);
+  }
+  if (flags.threshold) {
+    if (!(*flags.threshold > 0 && *flags.threshold <= 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--threshold: must be a fraction in (0, 1] (got ", *flags.threshold,
+          ")"));
+    }
+    options.threshold = *flags.threshold;
+  }
+  options.admit_yellow = flags.admit_yellow.value_or(false);
+  if (flags.request_id) options.request_id = *flags.request_id;
+  if (flags.tls_ca) options.tls_ca_file = UserPath(*flags.tls_ca);
+  if (flags.tls_cert) options.tls_cert_file = UserPath(*flags.tls_cert);
+  if (flags.tls_key) options.tls_key_file = UserPath(*flags.tls_key);
+  return options;
+}
+
+void PrintDecision(const v1::Decision& d,
+                   const std::vector<std::string>& notes, bool json,
+                   std::ostream& out, std::ostream& err) {
+  if (json) {
+    for (const std::string& n : notes) err << "memgate check: note: " << n << "\n";
+    out << ToJson(d);
+    return;
+  }
+  out << d.reason() << "\n";
+  out << "  peak stage " << d.estimate().peak().stage() << ": "
+      << BreakdownLine(d.estimate().peak()) << "\n";
+  for (const std::string& w : d.warnings()) out << "  warning: " << w << "\n";
+  for (const std::string& n : notes) out << "  note: " << n << "\n";
+  out << "\n" << FormatEstimateTable(d.estimate());
+}
+
+}  // namespace
+
+int RunCheck(const std::vector<std::string>& args, std::ostream& out,
+             std::ostream& err) {
+  FlagSet flags(kUsage);
+  CheckFlags check;
+  check.Register(flags);
+  std::vector<std::string> launch;
+  absl::Status parsed = flags.Parse(args, &launch);
+  if (flags.help_requested()) {
+    out << flags.Help();
+    return kExitAdmit;
+  }
+  const std::string format = check.format.value_or("text");
+  const std::string on_unavailable = check.on_unavailable.value_or("refuse");
+  if (parsed.ok() && format != "text" && format != "json") {
+    parsed = absl::InvalidArgumentError(
+        absl::StrCat("--format: must be text or json (got '", format, "')"));
+  }
+  if (parsed.ok() && on_unavailable != "refuse" && on_unavailable != "admit") {
+    parsed = absl::InvalidArgumentError(absl::StrCat(
+        "--on-unavailable: must be refuse or admit (got '", on_unavailable,
+        "')"));
+  }
+  absl::StatusOr<PreflightOptions> options =
+      parsed.ok() ? OptionsFrom(check) : parsed;
+  std::vector<std::string> notes;
+  absl::StatusOr<v1::Job> job =
+      options.ok() ? BuildJob(launch, check, notes) : options.status();
+  absl::StatusOr<v1::Decision> decision =
+      job.ok() ? PreflightCheck(*job, *options) : job.status();
+
+  if (!decision.ok()) {
+    const absl::Status& s = decision.status();
+    if (s.code() == absl::StatusCode::kInvalidArgument ||
+        !options.ok() || options->server.empty()) {
+      err << "memgate check: " << WithFlagHint(std::string(s.message()))
+          << "\n";
+      return kExitInvalid;
+    }
+    // The service could not answer: the site's policy decides.
+    if (on_unavailable == "admit") {
+      err << "memgate check: WARNING: " << s.message()
+          << "; admitting unchecked (--on-unavailable=admit)\n";
+      return kExitAdmit;
+    }
+    err << "memgate check: " << s.message()
+        << "; refusing (--on-unavailable=refuse)\n";
+    return kExitUnavailable;
+  }
+  PrintDecision(*decision, notes, format == "json", out, err);
+  return decision->verdict() == v1::VERDICT_ADMIT ? kExitAdmit : kExitRefuse;
+}
+
+}  // namespace memgate::cli

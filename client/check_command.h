@@ -1,0 +1,29 @@
+#ifndef MEMGATE_CLIENT_CHECK_COMMAND_H_
+#define MEMGATE_CLIENT_CHECK_COMMAND_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/memgate.pb.h"
+
+namespace memgate::cli {
+
+// `memgate check [flags] [-- <launch command>]`: the admission decision for
+// one job, embedded or from a memgate_server. Returns the exit code:
+// 0 admit, 1 refuse, 2 invalid input, 3 service unavailable (or 0 with
+// --on-unavailable=admit).
+int RunCheck(const std::vector<std::string>& args, std::ostream& out,
+             std::ostream& err);
+
+// The outcome of a check, for callers that act on it themselves
+// (`memgate exec`, the preflight API).
+struct CheckOutcome {
+  int exit_code = 2;
+  v1::Decision decision;  // set for exit codes 0 and 1 from a decision
+};
+
+}  // namespace memgate::cli
+
+#endif  // MEMGATE_CLIENT_CHECK_COMMAND_H_

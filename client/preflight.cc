@@ -1,0 +1,72 @@
+#include "client/preflight.h"
+
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "client/remote_client.h"
+#include "estimator/admission.h"
+#include "estimator/catalog.h"
+#include "estimator/megatron_args.h"
+
+namespace memgate {
+
+absl::StatusOr<v1::Decision> PreflightCheck(const v1::Job& job,
+                                            const PreflightOptions& options) {
+  if (options.server.empty()) {
+    AdmissionPolicy policy;
+    if (options.threshold != 0) policy.threshold = options.threshold;
+    policy.admit_yellow = options.admit_yellow;
+    absl::StatusOr<v1::Decision> decision = AdmitJob(job, policy);
+    if (decision.ok()) decision->set_request_id(options.request_id);
+    return decision;
+  }
+  v1::AdmitRequest request;
+  *request.mutable_job() = job;
+  request.set_threshold(options.threshold);
+  request.set_request_id(options.request_id);
+  cli::RemoteOptions remote;
+  remote.server = options.server;
+  remote.timeout = options.timeout;
+  remote.tls_ca_file = options.tls_ca_file;
+  remote.tls_cert_file = options.tls_cert_file;
+  remote.tls_key_file = options.tls_key_file;
+  return cli::AdmitRemotely(request, remote);
+}
+
+absl::StatusOr<v1::Job> JobFromLaunch(const std::vector<std::string>& argv,
+                                      const PreflightOptions& options,
+                                      std::vector<std::string>* notes) {
+  std::optional<v1::ModelConfig> fill;
+  if (!options.model.empty()) {
+    absl::StatusOr<v1::ModelConfig> model = FindModel(options.model);
+    if (!model.ok()) return model.status();
+    fill = *model;
+  }
+  absl::StatusOr<MegatronLaunch> launch =
+      ParseMegatronLaunch(argv, fill ? &*fill : nullptr);
+  if (!launch.ok()) return launch.status();
+  if (notes != nullptr) *notes = launch->notes;
+  v1::Job job = launch->job;
+  if (options.num_gpus != 0) job.set_num_gpus(options.num_gpus);
+  if (job.num_gpus() == 0) {
+    return absl::InvalidArgumentError(
+        "num_gpus: the launch does not say (no torchrun --nproc-per-node); "
+        "give the GPU count");
+  }
+  if (options.accelerator.empty()) {
+    return absl::InvalidArgumentError(
+        "accelerator.name: a launch line does not say which GPU; give it");
+  }
+  job.mutable_accelerator()->set_name(options.accelerator);
+  return job;
+}
+
+absl::StatusOr<v1::Decision> PreflightCheckLaunch(
+    const std::vector<std::string>& argv, const PreflightOptions& options) {
+  absl::StatusOr<v1::Job> job = JobFromLaunch(argv, options);
+  if (!job.ok()) return job.status();
+  return PreflightCheck(*job, options);
+}
+
+}  // namespace memgate
