@@ -76,6 +76,72 @@ RunResult Run(const std::vector<std::string>& argv, int timeout_seconds) {
   return result;
 }
 
+ServerProcess::ServerProcess(const std::vector<std::string>& argv) {
+  int out_pipe[2];
+  if (pipe(out_pipe) != 0) return;
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(out_pipe[1], STDOUT_FILENO);
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  stdout_fd_ = out_pipe[0];
+  std::string seen;
+  const double deadline = NowSeconds() + 30;
+  while (NowSeconds() < deadline) {
+    pollfd fd = {stdout_fd_, POLLIN, 0};
+    if (poll(&fd, 1, 100) <= 0) continue;
+    char buffer[256];
+    const ssize_t n = read(stdout_fd_, buffer, sizeof buffer);
+    if (n <= 0) break;  // exited before listening
+    seen.append(buffer, static_cast<size_t>(n));
+    const size_t at = seen.find("listening on ");
+    const size_t eol = at == std::string::npos ? at : seen.find('\n', at);
+    if (eol != std::string::npos) {
+      port_ = std::atoi(seen.c_str() + seen.rfind(':', eol) + 1);
+      break;
+    }
+  }
+}
+
+std::string ServerProcess::address() const {
+  return "127.0.0.1:" + std::to_string(port_);
+}
+
+int ServerProcess::Terminate(int timeout_seconds) {
+  if (pid_ <= 0 || reaped_) return -1;
+  kill(pid_, SIGTERM);
+  const double deadline = NowSeconds() + timeout_seconds;
+  int status = 0;
+  while (NowSeconds() < deadline) {
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      reaped_ = true;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+    usleep(10000);
+  }
+  Kill();
+  return -1;
+}
+
+void ServerProcess::Kill() {
+  if (pid_ <= 0 || reaped_) return;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  reaped_ = true;
+}
+
+ServerProcess::~ServerProcess() {
+  if (!reaped_) Terminate(5);
+  if (stdout_fd_ >= 0) close(stdout_fd_);
+}
+
 std::string RunfilePath(const std::string& workspace_relative) {
   // Tests run in the main repository's runfiles directory.
   return "./" + workspace_relative;

@@ -22,6 +22,35 @@ RunResult Run(const std::vector<std::string>& argv,
 // Path of a binary in this test's runfiles, e.g. "client/memgate".
 std::string RunfilePath(const std::string& workspace_relative);
 
+// A server started by a test: the process is stopped (SIGTERM, then SIGKILL
+// after a grace period) when this object goes, whatever the test did.
+class ServerProcess {
+ public:
+  // Starts `argv` and waits (up to 30 s) for its stdout line
+  // "... listening on HOST:PORT"; port() is 0 when that never came.
+  explicit ServerProcess(const std::vector<std::string>& argv);
+  ~ServerProcess();
+
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  int port() const { return port_; }
+  std::string address() const;
+  int pid() const { return pid_; }
+
+  // Sends SIGTERM and waits up to `timeout_seconds`; the exit code, or -1
+  // when it had to be killed or died of a signal.
+  int Terminate(int timeout_seconds = 20);
+  // Kills at once (a crash, as far as clients can tell).
+  void Kill();
+
+ private:
+  int pid_ = -1;
+  int port_ = 0;
+  int stdout_fd_ = -1;
+  bool reaped_ = false;
+};
+
 // A fresh file under TEST_TMPDIR with `content`; returns its path.
 std::string WriteTempFile(const std::string& name, const std::string& content);
 

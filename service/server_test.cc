@@ -1,0 +1,321 @@
+// memgate_server's service in-process: every status code a client can get,
+// health, drain on shutdown, TLS, and the decision log.
+
+#include "service/server.h"
+
+#include <atomic>
+#include <fstream>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "estimator/estimate.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
+#include "proto/memgate.grpc.pb.h"
+#include "tests/subprocess.h"
+#include "tests/test_util.h"
+#include "third_party/grpc_protos/health.grpc.pb.h"
+
+namespace memgate {
+namespace {
+
+using testing::PaperJob;
+
+// The paper's A100 table: 27.20 GiB (GREEN), 37.58 (YELLOW), 58.33 (RED).
+v1::Job Green() {
+  return PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 8, 8192);
+}
+v1::Job Yellow() {
+  return PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192);
+}
+v1::Job Red() {
+  return PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 4, 8, 8192);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void Start(ServerConfig config = ServerConfig()) {
+    config.listen = "127.0.0.1:0";
+    absl::StatusOr<std::unique_ptr<MemgateServer>> server =
+        MemgateServer::Start(config);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    channel_ = grpc::CreateChannel(Address(), grpc::InsecureChannelCredentials());
+    stub_ = v1::MemoryEstimator::NewStub(channel_);
+  }
+
+  std::string Address() const {
+    return "127.0.0.1:" + std::to_string(server_->port());
+  }
+
+  grpc::Status Admit(const v1::Job& job, v1::Decision* decision,
+                     double threshold = 0) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(10));
+    v1::AdmitRequest request;
+    *request.mutable_job() = job;
+    request.set_threshold(threshold);
+    return stub_->Admit(&context, request, decision);
+  }
+
+  grpc::health::v1::HealthCheckResponse::ServingStatus Health(
+      const std::string& service) {
+    auto health = grpc::health::v1::Health::NewStub(channel_);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(5));
+    grpc::health::v1::HealthCheckRequest request;
+    request.set_service(service);
+    grpc::health::v1::HealthCheckResponse response;
+    const grpc::Status status = health->Check(&context, request, &response);
+    if (!status.ok()) return grpc::health::v1::HealthCheckResponse::UNKNOWN;
+    return response.status();
+  }
+
+  std::unique_ptr<MemgateServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::MemoryEstimator::Stub> stub_;
+};
+
+TEST_F(ServerTest, EstimateIsTheEmbeddedEstimate) {
+  Start();
+  grpc::ClientContext context;
+  v1::EstimateRequest request;
+  *request.mutable_job() = Green();
+  v1::Estimate response;
+  ASSERT_TRUE(stub_->Estimate(&context, request, &response).ok());
+  EXPECT_DOUBLE_EQ(response.peak().total_bytes(),
+                   EstimateJob(Green())->peak().total_bytes());
+  EXPECT_EQ(response.zone(), v1::ZONE_GREEN);
+}
+
+TEST_F(ServerTest, AdmitsGreenRefusesYellowAndRed) {
+  Start();
+  v1::Decision d;
+  ASSERT_TRUE(Admit(Green(), &d).ok());
+  EXPECT_EQ(d.verdict(), v1::VERDICT_ADMIT);
+  EXPECT_FALSE(d.request_id().empty());  // the server names every decision
+  ASSERT_TRUE(Admit(Yellow(), &d).ok());
+  EXPECT_EQ(d.verdict(), v1::VERDICT_REFUSE);
+  EXPECT_EQ(d.estimate().zone(), v1::ZONE_YELLOW);
+  ASSERT_TRUE(Admit(Red(), &d).ok());
+  EXPECT_EQ(d.verdict(), v1::VERDICT_REFUSE);
+  EXPECT_EQ(d.estimate().zone(), v1::ZONE_RED);
+}
+
+TEST_F(ServerTest, YellowPolicyAdmitsWithAWarning) {
+  ServerConfig config;
+  config.service.admit_yellow = true;
+  Start(config);
+  v1::Decision d;
+  ASSERT_TRUE(Admit(Yellow(), &d).ok());
+  EXPECT_EQ(d.verdict(), v1::VERDICT_ADMIT);
+  EXPECT_EQ(d.warnings_size(), 1);
+  ASSERT_TRUE(Admit(Red(), &d).ok());
+  EXPECT_EQ(d.verdict(), v1::VERDICT_REFUSE);
+}
+
+TEST_F(ServerTest, InvalidJobIsInvalidArgumentNamingTheField) {
+  Start();
+  v1::Job job = Green();
+  job.mutable_parallel()->set_tensor_parallel(3);
+  job.set_num_gpus(12);  // 32 heads are not a multiple of TP 3
+  v1::Decision d;
+  const grpc::Status status = Admit(job, &d);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("model.num_attention_heads"),
+            std::string::npos)
+      << status.error_message();
+  ASSERT_TRUE(Admit(Green(), &d).ok());  // and it stays up
+}
+
+TEST_F(ServerTest, RequestThresholdWithinTheServersBounds) {
+  Start();  // default 0.8 within [0.5, 0.9]
+  v1::Decision d;
+  ASSERT_TRUE(Admit(Yellow(), &d, 0.9).ok());  // 37.58 of 40 is 94%
+  EXPECT_EQ(d.verdict(), v1::VERDICT_REFUSE);
+  const grpc::Status too_high = Admit(Yellow(), &d, 0.95);
+  EXPECT_EQ(too_high.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(too_high.error_message().find("threshold"), std::string::npos);
+  ASSERT_TRUE(Admit(Green(), &d, 0.6).ok());  // 27.2 > 24
+  EXPECT_EQ(d.verdict(), v1::VERDICT_REFUSE);
+}
+
+TEST_F(ServerTest, BadServerOptionsAreRefused) {
+  ServerConfig config;
+  config.listen = "127.0.0.1:0";
+  config.service.default_threshold = 0.95;  // above max 0.9
+  EXPECT_FALSE(MemgateServer::Start(config).ok());
+  config.service.default_threshold = 0.8;
+  config.tls_cert_file = "/nonexistent.pem";
+  EXPECT_FALSE(MemgateServer::Start(config).ok());
+}
+
+TEST_F(ServerTest, OversizedRequestIsResourceExhausted) {
+  Start();
+  v1::Job job = Green();
+  job.set_name(std::string(200 * 1024, 'x'));
+  v1::Decision d;
+  EXPECT_EQ(Admit(job, &d).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_TRUE(Admit(Green(), &d).ok());
+}
+
+TEST_F(ServerTest, TinyDeadlineIsDeadlineExceeded) {
+  Start();
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::microseconds(1));
+  v1::AdmitRequest request;
+  *request.mutable_job() = Green();
+  v1::Decision d;
+  EXPECT_EQ(stub_->Admit(&context, request, &d).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+}
+
+TEST_F(ServerTest, HealthIsServingUntilShutdown) {
+  Start();
+  using Response = grpc::health::v1::HealthCheckResponse;
+  EXPECT_EQ(Health(""), Response::SERVING);
+  EXPECT_EQ(Health("memgate.v1.MemoryEstimator"), Response::SERVING);
+  server_->Shutdown(absl::Seconds(1));
+  EXPECT_NE(Health(""), Response::SERVING);
+}
+
+TEST_F(ServerTest, ShutdownDrainsCallsInFlight) {
+  Start();
+  constexpr int kCalls = 200;
+  std::atomic<int> done{0}, ok{0}, rejected{0}, other{0};
+  absl::Notification all_done, some_answered;
+  std::atomic<bool> notified{false};
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<v1::AdmitRequest> requests(kCalls);
+  std::vector<v1::Decision> decisions(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    *requests[i].mutable_job() = Green();
+    stub_->async()->Admit(contexts[i].get(), &requests[i], &decisions[i],
+                          [&, i](grpc::Status s) {
+                            if (s.ok() &&
+                                decisions[i].verdict() == v1::VERDICT_ADMIT) {
+                              ++ok;
+                            } else if (s.error_code() ==
+                                           grpc::StatusCode::UNAVAILABLE ||
+                                       s.error_code() ==
+                                           grpc::StatusCode::CANCELLED) {
+                              ++rejected;  // arrived after shutdown began
+                            } else {
+                              ++other;
+                            }
+                            if (ok >= kCalls / 4 && !notified.exchange(true)) {
+                              some_answered.Notify();
+                            }
+                            if (++done == kCalls) all_done.Notify();
+                          });
+  }
+  // Shut down while the rest are still on their way: every call must end,
+  // answered or cleanly turned away, and none may hang or fail otherwise.
+  ASSERT_TRUE(some_answered.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  server_->Shutdown(absl::Seconds(5));
+  ASSERT_TRUE(all_done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(ok + rejected, kCalls);
+  EXPECT_GE(ok.load(), kCalls / 4);
+}
+
+std::string TlsFile(const std::string& name) {
+  return "tests/testdata/tls/" + name;
+}
+
+std::shared_ptr<grpc::ChannelCredentials> ClientTls(bool with_cert) {
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = ReadFile(TlsFile("ca.pem"));
+  if (with_cert) {
+    options.pem_cert_chain = ReadFile(TlsFile("client.pem"));
+    options.pem_private_key = ReadFile(TlsFile("client.key"));
+  }
+  return grpc::SslCredentials(options);
+}
+
+grpc::Status AdmitOver(std::shared_ptr<grpc::Channel> channel) {
+  auto stub = v1::MemoryEstimator::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(5));
+  v1::AdmitRequest request;
+  *request.mutable_job() = Green();
+  v1::Decision d;
+  return stub->Admit(&context, request, &d);
+}
+
+TEST_F(ServerTest, Tls) {
+  ServerConfig config;
+  config.tls_cert_file = TlsFile("server.pem");
+  config.tls_key_file = TlsFile("server.key");
+  Start(config);
+  EXPECT_TRUE(
+      AdmitOver(grpc::CreateChannel(Address(), ClientTls(false))).ok());
+  EXPECT_FALSE(AdmitOver(grpc::CreateChannel(
+                             Address(), grpc::InsecureChannelCredentials()))
+                   .ok());
+}
+
+TEST_F(ServerTest, MutualTlsRequiresAClientCertificate) {
+  ServerConfig config;
+  config.tls_cert_file = TlsFile("server.pem");
+  config.tls_key_file = TlsFile("server.key");
+  config.tls_client_ca_file = TlsFile("ca.pem");
+  Start(config);
+  EXPECT_TRUE(AdmitOver(grpc::CreateChannel(Address(), ClientTls(true))).ok());
+  EXPECT_FALSE(
+      AdmitOver(grpc::CreateChannel(Address(), ClientTls(false))).ok());
+}
+
+TEST_F(ServerTest, DecisionLogHasOneJsonLinePerAdmit) {
+  const std::string path = testing::WriteTempFile("decisions.jsonl", "");
+  absl::StatusOr<std::unique_ptr<DecisionLog>> log = DecisionLog::Open(path);
+  ASSERT_TRUE(log.ok());
+  ServerConfig config;
+  config.service.decision_log = log->get();
+  Start(config);
+  v1::Decision d;
+  grpc::ClientContext context;
+  v1::AdmitRequest request;
+  *request.mutable_job() = Yellow();
+  request.set_request_id("job-42");
+  ASSERT_TRUE(stub_->Admit(&context, request, &d).ok());
+  EXPECT_EQ(d.request_id(), "job-42");
+  ASSERT_TRUE(Admit(Green(), &d).ok());
+
+  std::istringstream lines(ReadFile(path));
+  std::vector<v1::DecisionLogEntry> entries;
+  for (std::string line; std::getline(lines, line);) {
+    v1::DecisionLogEntry entry;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(line, &entry).ok())
+        << line;
+    entries.push_back(entry);
+  }
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].request_id(), "job-42");
+  EXPECT_EQ(entries[0].verdict(), v1::VERDICT_REFUSE);
+  EXPECT_EQ(entries[0].zone(), v1::ZONE_YELLOW);
+  EXPECT_NEAR(entries[0].peak_gib(), 37.58, 0.01);
+  EXPECT_DOUBLE_EQ(entries[0].limit_gib(), 32);
+  EXPECT_EQ(entries[0].model(), "llama-3.1-8b");
+  EXPECT_EQ(entries[0].tensor_parallel(), 4u);
+  EXPECT_EQ(entries[0].micro_batch_size(), 2u);
+  EXPECT_FALSE(entries[0].time().empty());
+  EXPECT_FALSE(entries[0].reason().empty());
+  EXPECT_EQ(entries[1].verdict(), v1::VERDICT_ADMIT);
+}
+
+}  // namespace
+}  // namespace memgate
