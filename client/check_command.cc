@@ -11,6 +11,7 @@
 #include "client/preflight.h"
 #include "client/remote_client.h"
 #include "client/user_path.h"
+#include "estimator/estimate.h"
 #include "estimator/job_reader.h"
 #include "estimator/megatron_args.h"
 #include "estimator/report.h"
@@ -199,7 +200,16 @@ int RunCheck(const std::vector<std::string>& args, std::ostream& out,
           << "\n";
       return kExitInvalid;
     }
-    // The service could not answer: the site's policy decides.
+    // The service could not answer. Bad input is still bad input: classify
+    // it locally so a hook tells a broken job from a broken service.
+    const absl::Status local =
+        job.ok() ? EstimateJob(*job).status() : job.status();
+    if (!local.ok()) {
+      err << "memgate check: " << WithFlagHint(std::string(local.message()))
+          << "\n";
+      return kExitInvalid;
+    }
+    // The site's policy decides.
     if (on_unavailable == "admit") {
       err << "memgate check: WARNING: " << s.message()
           << "; admitting unchecked (--on-unavailable=admit)\n";

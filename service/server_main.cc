@@ -7,9 +7,11 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -43,6 +45,25 @@ ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
 
 namespace {
 
+// absl flags spell names with underscores; users and the docs write
+// --decision-log and --tls-cert. Accept both by rewriting the names.
+std::vector<char*> WithUnderscoredFlagNames(int argc, char** argv,
+                                            std::vector<std::string>& store) {
+  store.assign(argv, argv + argc);
+  for (size_t i = 1; i < store.size(); ++i) {
+    std::string& arg = store[i];
+    if (arg == "--") break;
+    if (arg.rfind("--", 0) != 0) continue;
+    const size_t end = std::min(arg.find('='), arg.size());
+    for (size_t c = 2; c < end; ++c) {
+      if (arg[c] == '-') arg[c] = '_';
+    }
+  }
+  std::vector<char*> pointers;
+  for (std::string& arg : store) pointers.push_back(arg.data());
+  return pointers;
+}
+
 int Fail(const std::string& message) {
   std::cerr << "memgate_server: " << message << "\n";
   return 2;
@@ -54,8 +75,11 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "serves memgate.v1.MemoryEstimator (Estimate, Admit, Plan) with gRPC "
       "health checking and reflection.\nusage: memgate_server "
-      "[--listen=HOST:PORT] [flags]");
-  absl::ParseCommandLine(argc, argv);
+      "[--listen=HOST:PORT] [flags]\n(flag names take - or _ alike: "
+      "--decision-log, --tls-cert, ...)");
+  std::vector<std::string> arg_store;
+  std::vector<char*> args = WithUnderscoredFlagNames(argc, argv, arg_store);
+  absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
 
   // Signals are taken by sigwait below, never by gRPC's threads: block them
   // before any thread starts so every thread inherits the mask.

@@ -1,0 +1,139 @@
+// `memgate check` embedded: jobs from flags, files and launch lines.
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/subprocess.h"
+
+namespace memgate {
+namespace {
+
+using testing::RunResult;
+
+RunResult Check(std::vector<std::string> args) {
+  args.insert(args.begin(), {testing::RunfilePath("client/memgate"), "check"});
+  return testing::Run(args);
+}
+
+std::vector<std::string> Launch(std::vector<std::string> check_flags,
+                                const std::string& extra_megatron = "") {
+  std::vector<std::string> args = std::move(check_flags);
+  for (const char* w :
+       {"--", "torchrun", "--nnodes", "2", "--nproc-per-node", "8",
+        "pretrain_gpt.py", "--num-layers", "32", "--hidden-size", "4096",
+        "--ffn-hidden-size", "14336", "--num-attention-heads", "32",
+        "--group-query-attention", "--num-query-groups", "8", "--vocab-size",
+        "128256", "--untie-embeddings-and-output-weights", "--swiglu",
+        "--tensor-model-parallel-size", "4", "--pipeline-model-parallel-size",
+        "2", "--sequence-parallel", "--use-distributed-optimizer",
+        "--micro-batch-size", "1", "--global-batch-size", "1024",
+        "--seq-length", "8192", "--no-such-megatron-flag", "7"}) {
+    args.push_back(w);
+  }
+  if (!extra_megatron.empty()) args.push_back(extra_megatron);
+  return args;
+}
+
+TEST(CliCheckTest, EmbeddedVerdictsAndExitCodes) {
+  const std::vector<std::string> base = {"--model=llama-3.1-8b",
+                                         "--gpu=a100-40gb", "--gpus=8",
+                                         "--tp=4", "--pp=2", "--seq=8192"};
+  RunResult r = Check(base);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("ADMIT [GREEN]", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("peak stage 0: weights"), std::string::npos);
+
+  std::vector<std::string> yellow = base;
+  yellow.push_back("--mbs=2");
+  r = Check(yellow);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("limit 32.00 GiB"), std::string::npos) << r.out;
+
+  yellow.push_back("--admit-yellow");
+  r = Check(yellow);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("warning:"), std::string::npos);
+}
+
+TEST(CliCheckTest, MegatronLaunchOnSixteenA100s) {
+  const RunResult r = Check(Launch({"--gpu=a100-40gb"}));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("16 x a100-40gb: TP=4 CP=1 PP=2 DP=2"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("vocabulary padded 128256 -> 128512"),
+            std::string::npos);
+}
+
+TEST(CliCheckTest, FlagsFillOrContradictTheLaunch) {
+  RunResult r = Check(Launch({"--gpu=a100-40gb", "--gpus=8"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;  // --gpus overrides torchrun's 16
+  EXPECT_NE(r.out.find("on 8 x a100-40gb"), std::string::npos) << r.out;
+
+  r = Check(Launch({"--gpu=a100-40gb", "--tp=2"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--tp=2 contradicts the launch command, which says 4"),
+            std::string::npos)
+      << r.err;
+
+  r = Check(Launch({}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--gpu"), std::string::npos) << r.err;
+
+  r = Check(Launch({"--gpu=a100-40gb"}, "--num-layers-per-virtual-pipeline-stage=4"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("interleaved"), std::string::npos) << r.err;
+
+  r = Check({"--gpu=a100-40gb", "--", "python", "train.py"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no Megatron-LM arguments"), std::string::npos);
+}
+
+TEST(CliCheckTest, JobFilesInJsonAndTextFormat) {
+  const std::string json = testing::WriteTempFile(
+      "job.json",
+      R"({"model": {"name": "llama-3.1-8b"}, "accelerator": {"name": "h100-94gb"},
+          "parallel": {"tensor_parallel": 2, "pipeline_parallel": 1, "context_parallel": 1},
+          "training": {"micro_batch_size": 1, "seq_length": 8192, "global_batch_size": 1024},
+          "num_gpus": 4})");
+  RunResult r = Check({"--job=" + json});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("peak 67.52 GiB"), std::string::npos) << r.out;
+
+  r = Check({"--job=" + json, "--mbs=2"});  // flags override the file
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("peak 90.16 GiB"), std::string::npos) << r.out;
+
+  const std::string text = testing::WriteTempFile(
+      "job.textproto",
+      "model { name: 'llama-3.1-8b' } accelerator { name: 'h100-94gb' }\n"
+      "parallel { tensor_parallel: 2 pipeline_parallel: 1 context_parallel: 1 }\n"
+      "training { micro_batch_size: 4 seq_length: 8192 } num_gpus: 4\n");
+  r = Check({"--job=" + text});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("REFUSE [RED] peak 135.45 GiB"), std::string::npos)
+      << r.out;
+
+  const std::string broken = testing::WriteTempFile("bad.json", "{\"num_gpus\": -4}");
+  r = Check({"--job=" + broken});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--job"), std::string::npos) << r.err;
+
+  r = Check(Launch({"--gpu=a100-40gb", "--job=" + json}));
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(CliCheckTest, HelpListsTheCheckFlags) {
+  const RunResult r = Check({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* flag :
+       {"--job=", "--server=", "--timeout=", "--on-unavailable=",
+        "--threshold=", "--admit-yellow", "--request-id=", "--tls-ca=",
+        "--tls-cert=", "--tls-key=", "--format=", "--tp=", "--model="}) {
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+  }
+}
+
+}  // namespace
+}  // namespace memgate
