@@ -5,10 +5,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "estimator/estimate.h"
+#include "estimator/planner.h"
 #include "estimator/report.h"
 
 namespace memgate {
 namespace {
+
+constexpr int kSuggestions = 3;
 
 // "peak 37.58 GiB (stage 0) vs limit 32.00 GiB (80% of 40.00 GiB a100-40gb)"
 std::string PeakVersusLimit(const v1::Estimate& e) {
@@ -58,7 +61,17 @@ absl::StatusOr<v1::Decision> AdmitJob(const v1::Job& job,
                                       const AdmissionPolicy& policy) {
   absl::StatusOr<v1::Estimate> estimate = EstimateJob(job, policy.threshold);
   if (!estimate.ok()) return estimate.status();
-  return Decide(*estimate, policy);
+  v1::Decision decision = Decide(*estimate, policy);
+  if (decision.verdict() == v1::VERDICT_REFUSE) {
+    // A refusal a user can act on: what would fit instead.
+    for (v1::Candidate& c : SuggestLayouts(estimate->job(), policy.threshold,
+                                           kSuggestions)) {
+      *decision.add_suggestions() = std::move(c);
+    }
+    decision.set_min_gpus_that_fit(
+        SmallestGpuCountThatFits(estimate->job(), policy.threshold));
+  }
+  return decision;
 }
 
 }  // namespace memgate

@@ -1,0 +1,292 @@
+#include "estimator/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "estimator/cost_model.h"
+#include "estimator/estimate.h"
+#include "estimator/job_resolver.h"
+#include "estimator/memory_model.h"
+#include "estimator/report.h"
+#include "estimator/units.h"
+#include "estimator/validation.h"
+
+namespace memgate {
+namespace {
+
+constexpr uint32_t kMaxPipelineStages = 4096;
+
+// One layout in the search. Plain data: the inner loop fills a reserved
+// vector of these and allocates nothing per candidate.
+struct Layout4D {
+  uint32_t t, c, p, b, d;
+  double peak_bytes;
+  double speed;
+  double bubble;
+  v1::Zone zone;
+};
+
+std::vector<uint32_t> Divisors(uint32_t n) {
+  std::vector<uint32_t> out;
+  for (uint64_t i = 1; i * i <= n; ++i) {
+    if (n % i) continue;
+    out.push_back(static_cast<uint32_t>(i));
+    if (i * i != n) out.push_back(static_cast<uint32_t>(n / i));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The request as a job template: resolves catalog names and checks what
+// does not depend on the layout.
+absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
+  v1::Job job;
+  *job.mutable_model() = request.model();
+  *job.mutable_accelerator() = request.accelerator();
+  job.set_num_gpus(request.num_gpus());
+  job.mutable_training()->set_seq_length(request.seq_length());
+  job.mutable_training()->set_global_batch_size(request.global_batch_size());
+  job.mutable_training()->set_precision(request.precision());
+  job.mutable_training()->set_micro_batch_size(1);
+  job.mutable_parallel()->set_tensor_parallel(1);
+  job.mutable_parallel()->set_pipeline_parallel(1);
+  job.mutable_parallel()->set_context_parallel(1);
+  absl::StatusOr<v1::Job> resolved = ResolveJob(job);
+  if (!resolved.ok()) return resolved.status();
+  if (request.global_batch_size() == 0) {
+    return absl::InvalidArgumentError(
+        "global_batch_size: required for a plan: micro-batches per step set "
+        "the pipeline bubble and which micro-batch sizes divide (got 0)");
+  }
+  // The 1-way layout checks every field that does not depend on the layout
+  // (the global batch is checked per layout).
+  v1::Job probe = *resolved;
+  probe.mutable_training()->set_global_batch_size(0);
+  if (absl::Status s = ValidateJob(probe); !s.ok()) return s;
+  return resolved;
+}
+
+bool LayoutBefore(const Layout4D& x, const Layout4D& y) {
+  const bool x_fits = x.zone == v1::ZONE_GREEN;
+  const bool y_fits = y.zone == v1::ZONE_GREEN;
+  if (x_fits != y_fits) return x_fits;
+  if (x_fits && x.speed != y.speed) return x.speed > y.speed;
+  if (!x_fits && x.peak_bytes != y.peak_bytes) {
+    return x.peak_bytes < y.peak_bytes;  // closest to fitting first
+  }
+  const uint64_t x_group = uint64_t{x.t} * x.c * x.p;
+  const uint64_t y_group = uint64_t{y.t} * y.c * y.p;
+  if (x_group != y_group) return x_group < y_group;
+  if (x.b != y.b) return x.b > y.b;
+  return std::tie(x.t, x.c, x.p) < std::tie(y.t, y.c, y.p);
+}
+
+std::string WhyOf(const Layout4D& l, const SpeedFactors& f, double capacity,
+                  double threshold) {
+  std::string why = absl::StrFormat(
+      "%s %.2f GiB of %.2f GiB limit", ZoneName(l.zone),
+      ToGiB(l.peak_bytes), ToGiB(threshold * capacity));
+  if (l.zone != v1::ZONE_GREEN) {
+    absl::StrAppend(&why, ": does not fit under the threshold");
+    return why;
+  }
+  absl::StrAppendFormat(&why, "; GEMM efficiency %.0f%%", 100 * f.gemm);
+  if (l.t > 1) absl::StrAppendFormat(&why, ", TP comm x%.2f", f.tensor);
+  if (l.c > 1) absl::StrAppendFormat(&why, ", CP comm x%.2f", f.context);
+  if (l.p > 1) {
+    absl::StrAppendFormat(&why, ", bubble %.1f%%, stage imbalance x%.2f",
+                          100 * l.bubble, f.imbalance);
+  }
+  return why;
+}
+
+struct Search {
+  ModelShape shape;
+  Layout base;
+  double capacity = 0;
+  double threshold = 0;
+  double gpus_per_node = 0;
+  uint32_t gpus = 0, gbs = 0, seq = 0, max_mbs = 0;
+  bool cross_node_tp = false;
+  uint32_t heads = 0, kv_heads = 0, layers = 0;
+};
+
+// Every valid layout, by construction from the rules ValidateJob enforces.
+std::vector<Layout4D> Enumerate(const Search& s) {
+  const std::vector<uint32_t> gpu_divisors = Divisors(s.gpus);
+  std::vector<Layout4D> out;
+  out.reserve(gpu_divisors.size() * gpu_divisors.size() * 4 + 16);
+  for (uint32_t t : gpu_divisors) {
+    if (!s.cross_node_tp && s.gpus_per_node > 0 && t > s.gpus_per_node) break;
+    if (s.heads % t || s.kv_heads % t) continue;
+    if (t > 1 && s.base.sequence_parallel && s.seq % t) continue;
+    for (uint32_t c : gpu_divisors) {
+      if ((s.gpus / t) % c) continue;
+      if (c > 1 && s.seq % (2ull * c)) continue;
+      for (uint32_t p : gpu_divisors) {
+        if ((s.gpus / t / c) % p) continue;
+        if (p > kMaxPipelineStages || s.layers % p) continue;
+        const uint32_t d = s.gpus / t / c / p;
+        for (uint32_t b = 1; b <= s.max_mbs; ++b) {
+          if (s.gbs % b || (s.gbs / b) % d) continue;
+          Layout l = s.base;
+          l.tensor = t;
+          l.context = c;
+          l.pipeline = p;
+          l.data = d;
+          l.micro_batch = b;
+          const double microbatches = static_cast<double>(s.gbs) / b / d;
+          const SpeedFactors f =
+              SpeedOf(s.shape, l, microbatches, s.gpus_per_node);
+          const double peak = PeakBytesEvenStages(s.shape, l);
+          out.push_back({t, c, p, b, d, peak, f.speed(), f.bubble,
+                         ZoneOf(peak, s.capacity, s.threshold)});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
+  absl::StatusOr<v1::Job> job = TemplateJob(request);
+  if (!job.ok()) return job.status();
+  const double threshold =
+      request.threshold() == 0 ? kDefaultThreshold : request.threshold();
+  if (absl::Status st = ValidateThreshold(threshold); !st.ok()) return st;
+  Search s;
+  s.shape = ShapeOf(job->model());
+  s.base = LayoutOf(*job);
+  s.capacity = static_cast<double>(job->accelerator().memory_bytes());
+  s.threshold = threshold;
+  s.gpus_per_node = job->accelerator().gpus_per_node();
+  s.gpus = request.num_gpus();
+  s.gbs = request.global_batch_size();
+  s.seq = request.seq_length();
+  s.max_mbs = request.max_micro_batch_size() ? request.max_micro_batch_size()
+                                             : kDefaultMaxMicroBatch;
+  if (s.max_mbs > 4096) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_micro_batch_size: must be at most 4096 (got ", s.max_mbs, ")"));
+  }
+  s.cross_node_tp = request.allow_cross_node_tp();
+  s.heads = job->model().num_attention_heads();
+  s.kv_heads = job->model().num_query_groups();
+  s.layers = job->model().num_layers();
+  return s;
+}
+
+v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
+  Layout layout = s.base;
+  layout.tensor = l.t;
+  layout.context = l.c;
+  layout.pipeline = l.p;
+  layout.data = l.d;
+  layout.micro_batch = l.b;
+  const SpeedFactors f = SpeedOf(s.shape, layout,
+                                 static_cast<double>(s.gbs) / l.b / l.d,
+                                 s.gpus_per_node);
+  v1::Candidate c;
+  c.set_num_gpus(s.gpus);
+  c.set_tensor_parallel(l.t);
+  c.set_context_parallel(l.c);
+  c.set_pipeline_parallel(l.p);
+  c.set_micro_batch_size(l.b);
+  c.set_data_parallel(l.d);
+  c.set_peak_bytes(l.peak_bytes);
+  c.set_peak_gib(ToGiB(l.peak_bytes));
+  c.set_zone(l.zone);
+  c.set_bubble_fraction(l.bubble);
+  c.set_relative_speed(best > 0 ? l.speed / best : 0);
+  c.set_why(WhyOf(l, f, s.capacity, s.threshold));
+  return c;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request) {
+  absl::StatusOr<Search> search = SearchFor(request);
+  if (!search.ok()) return search.status();
+  std::vector<Layout4D> layouts = Enumerate(*search);
+  const size_t keep = request.top_k() == 0
+                          ? layouts.size()
+                          : std::min<size_t>(request.top_k(), layouts.size());
+  std::partial_sort(layouts.begin(), layouts.begin() + keep, layouts.end(),
+                    LayoutBefore);
+  double best = 0;
+  for (const Layout4D& l : layouts) {
+    if (l.zone == v1::ZONE_GREEN) best = std::max(best, l.speed);
+  }
+  v1::PlanResponse response;
+  response.set_considered(layouts.size());
+  for (size_t i = 0; i < keep; ++i) {
+    v1::Candidate* c = response.add_candidates();
+    *c = ToCandidate(*search, layouts[i], best);
+    c->set_rank(static_cast<uint32_t>(i + 1));
+  }
+  return response;
+}
+
+std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
+                                          int count) {
+  v1::PlanRequest request;
+  *request.mutable_model() = job.model();
+  *request.mutable_accelerator() = job.accelerator();
+  request.set_num_gpus(job.num_gpus());
+  request.set_seq_length(job.training().seq_length());
+  // Without a global batch, any one that every layout divides: the
+  // suggestions are about memory, and the bubble is then only indicative.
+  const uint64_t any_batch = uint64_t{job.num_gpus()} * kDefaultMaxMicroBatch;
+  request.set_global_batch_size(
+      job.training().global_batch_size() ? job.training().global_batch_size()
+      : any_batch <= UINT32_MAX          ? static_cast<uint32_t>(any_batch)
+                                         : job.num_gpus());
+  request.set_precision(job.training().precision());
+  request.set_threshold(threshold);
+  request.set_top_k(static_cast<uint32_t>(std::max(count, 0)));
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
+  std::vector<v1::Candidate> out;
+  if (!plan.ok()) return out;
+  for (const v1::Candidate& c : plan->candidates()) {
+    if (c.zone() == v1::ZONE_GREEN) out.push_back(c);
+  }
+  return out;
+}
+
+uint32_t SmallestGpuCountThatFits(const v1::Job& job, double threshold) {
+  const ModelShape shape = ShapeOf(job.model());
+  Layout layout = LayoutOf(job);
+  const double capacity = static_cast<double>(job.accelerator().memory_bytes());
+  const uint64_t group = uint64_t{job.parallel().tensor_parallel()} *
+                         job.parallel().pipeline_parallel() *
+                         job.parallel().context_parallel();
+  const uint32_t b = job.training().micro_batch_size();
+  const uint32_t gbs = job.training().global_batch_size();
+  auto fits = [&](uint64_t d) {
+    layout.data = static_cast<double>(d);
+    return PeakBytesEvenStages(shape, layout) <= threshold * capacity;
+  };
+  const uint64_t max_d = UINT32_MAX / group;
+  if (max_d == 0) return 0;
+  if (gbs != 0) {  // d must divide gbs / b
+    if (gbs % b) return 0;
+    for (uint32_t d : Divisors(gbs / b)) {
+      if (d > max_d) break;
+      if (fits(d)) return static_cast<uint32_t>(d * group);
+    }
+    return 0;
+  }
+  if (!fits(max_d)) return 0;  // peak only falls as d grows
+  uint64_t lo = 1, hi = max_d;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (fits(mid)) hi = mid; else lo = mid + 1;
+  }
+  return static_cast<uint32_t>(lo * group);
+}
+
+}  // namespace memgate

@@ -1,0 +1,246 @@
+#include "estimator/planner.h"
+
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "estimator/admission.h"
+#include "estimator/estimate.h"
+#include "gtest/gtest.h"
+#include "tests/paper_tables.h"
+#include "tests/test_util.h"
+
+namespace memgate {
+namespace {
+
+using Key = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>;  // t c p b
+
+v1::PlanRequest Request(const std::string& model, const std::string& gpu,
+                        uint32_t gpus, uint32_t seq, uint32_t gbs) {
+  v1::PlanRequest r;
+  r.mutable_model()->set_name(model);
+  r.mutable_accelerator()->set_name(gpu);
+  r.set_num_gpus(gpus);
+  r.set_seq_length(seq);
+  r.set_global_batch_size(gbs);
+  return r;
+}
+
+Key KeyOf(const v1::Candidate& c) {
+  return {c.tensor_parallel(), c.context_parallel(), c.pipeline_parallel(),
+          c.micro_batch_size()};
+}
+
+// Every (t, c, p, b) in range that the estimator itself accepts.
+std::map<Key, double> BruteForce(const v1::PlanRequest& r, uint32_t max_tp) {
+  std::map<Key, double> valid;
+  for (uint32_t t = 1; t <= std::min(max_tp, r.num_gpus()); ++t)
+    for (uint32_t c = 1; c <= r.num_gpus(); ++c)
+      for (uint32_t p = 1; p <= r.num_gpus(); ++p)
+        for (uint32_t b = 1; b <= r.max_micro_batch_size(); ++b) {
+          v1::Job job;
+          *job.mutable_model() = r.model();
+          *job.mutable_accelerator() = r.accelerator();
+          job.set_num_gpus(r.num_gpus());
+          job.mutable_parallel()->set_tensor_parallel(t);
+          job.mutable_parallel()->set_context_parallel(c);
+          job.mutable_parallel()->set_pipeline_parallel(p);
+          job.mutable_training()->set_micro_batch_size(b);
+          job.mutable_training()->set_seq_length(r.seq_length());
+          job.mutable_training()->set_global_batch_size(
+              r.global_batch_size());
+          absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+          if (e.ok()) valid[{t, c, p, b}] = e->peak().total_bytes();
+        }
+  return valid;
+}
+
+void ExpectCompleteAndExact(const v1::PlanRequest& r, uint32_t max_tp) {
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::map<Key, double> expected = BruteForce(r, max_tp);
+  ASSERT_FALSE(expected.empty());
+  std::map<Key, double> got;
+  for (const v1::Candidate& c : plan->candidates()) {
+    EXPECT_TRUE(got.emplace(KeyOf(c), c.peak_bytes()).second) << "duplicate";
+    EXPECT_EQ(c.data_parallel() * c.tensor_parallel() * c.context_parallel() *
+                  c.pipeline_parallel(),
+              r.num_gpus());
+  }
+  EXPECT_EQ(plan->considered(), expected.size());
+  ASSERT_EQ(got.size(), expected.size());
+  for (const auto& [key, peak] : expected) {
+    ASSERT_TRUE(got.count(key));
+    EXPECT_DOUBLE_EQ(got[key], peak);  // the planner's peak is the estimate's
+  }
+}
+
+TEST(PlannerTest, EnumeratesExactlyTheValidLayoutsOfLlama8B) {
+  v1::PlanRequest r = Request("llama-3.1-8b", "a100-40gb", 16, 8192, 64);
+  r.set_max_micro_batch_size(4);
+  ExpectCompleteAndExact(r, /*max_tp=*/8);  // TP within an 8-GPU node
+}
+
+TEST(PlannerTest, EnumeratesExactlyOnAnOddShapedModelAndCluster) {
+  v1::PlanRequest r = Request("", "", 12, 4092, 36);
+  v1::ModelConfig& m = *r.mutable_model();
+  m.set_num_layers(6);
+  m.set_hidden_size(768);
+  m.set_ffn_hidden_size(2048);
+  m.set_num_attention_heads(12);
+  m.set_num_query_groups(6);
+  m.set_vocab_size(32000);
+  r.mutable_accelerator()->set_memory_bytes(24ull << 30);  // no node size
+  r.set_max_micro_batch_size(3);
+  ExpectCompleteAndExact(r, /*max_tp=*/12);
+}
+
+TEST(PlannerTest, CrossNodeTensorParallelOnlyWhenAllowed) {
+  v1::PlanRequest r = Request("llama-3.1-70b", "h100-94gb", 16, 8192, 64);
+  const absl::StatusOr<v1::PlanResponse> within = PlanLayouts(r);
+  ASSERT_TRUE(within.ok());
+  for (const v1::Candidate& c : within->candidates()) {
+    EXPECT_LE(c.tensor_parallel(), 4u);  // 4 GPUs per node
+  }
+  r.set_allow_cross_node_tp(true);
+  const absl::StatusOr<v1::PlanResponse> across = PlanLayouts(r);
+  ASSERT_TRUE(across.ok());
+  bool saw_wide = false;
+  for (const v1::Candidate& c : across->candidates()) {
+    saw_wide |= c.tensor_parallel() > 4;
+  }
+  EXPECT_TRUE(saw_wide);
+}
+
+TEST(PlannerTest, RankingPutsAdmittedFirstFastestFirst) {
+  absl::StatusOr<v1::PlanResponse> plan =
+      PlanLayouts(Request("llama-3.1-8b", "a100-40gb", 64, 8192, 1024));
+  ASSERT_TRUE(plan.ok());
+  ASSERT_GT(plan->candidates_size(), 10);
+  EXPECT_EQ(plan->candidates(0).zone(), v1::ZONE_GREEN);
+  EXPECT_DOUBLE_EQ(plan->candidates(0).relative_speed(), 1.0);
+  bool left_green = false;
+  for (int i = 0; i < plan->candidates_size(); ++i) {
+    const v1::Candidate& c = plan->candidates(i);
+    EXPECT_EQ(c.rank(), static_cast<uint32_t>(i + 1));
+    EXPECT_FALSE(c.why().empty());
+    if (c.zone() != v1::ZONE_GREEN) {
+      left_green = true;
+      continue;
+    }
+    EXPECT_FALSE(left_green) << "GREEN after a non-GREEN at rank " << i + 1;
+    if (i > 0 && plan->candidates(i - 1).zone() == v1::ZONE_GREEN) {
+      EXPECT_LE(c.relative_speed(), plan->candidates(i - 1).relative_speed());
+    }
+    const double m = 1024.0 / (c.micro_batch_size() * c.data_parallel());
+    EXPECT_DOUBLE_EQ(c.bubble_fraction(), (c.pipeline_parallel() - 1) / m);
+  }
+  EXPECT_TRUE(left_green);
+}
+
+TEST(PlannerTest, TopKKeepsTheBest) {
+  v1::PlanRequest r = Request("llama-3.1-8b", "h100-94gb", 32, 8192, 1024);
+  absl::StatusOr<v1::PlanResponse> all = PlanLayouts(r);
+  r.set_top_k(5);
+  absl::StatusOr<v1::PlanResponse> top = PlanLayouts(r);
+  ASSERT_EQ(top->candidates_size(), 5);
+  EXPECT_EQ(top->considered(), all->considered());
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(KeyOf(top->candidates(i)), KeyOf(all->candidates(i)));
+  }
+}
+
+TEST(PlannerTest, BadRequestsNameTheField) {
+  const std::vector<std::pair<v1::PlanRequest, std::string>> cases = {
+      {Request("llama-3.1-8b", "a100-40gb", 16, 8192, 0), "global_batch_size"},
+      {Request("llama-3.1-8b", "a100-40gb", 0, 8192, 64), "num_gpus"},
+      {Request("llama-3.1-8b", "a100-40gb", 16, 0, 64), "training.seq_length"},
+      {Request("llama-9", "a100-40gb", 16, 8192, 64), "model.name"},
+      {Request("llama-3.1-8b", "", 16, 8192, 64), "accelerator.memory_bytes"},
+  };
+  for (const auto& [request, field] : cases) {
+    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
+    ASSERT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument)
+        << field;
+    EXPECT_NE(plan.status().message().find(field), std::string::npos)
+        << plan.status();
+  }
+  v1::PlanRequest r = Request("llama-3.1-8b", "a100-40gb", 16, 8192, 64);
+  r.set_threshold(2);
+  EXPECT_FALSE(PlanLayouts(r).ok());
+}
+
+TEST(PlannerTest, RefusalsSuggestWhatFits) {
+  // (4,1,2,2) on 8 A100s: 37.58 GiB, YELLOW. The paper's table says the
+  // same layout is GREEN (31.97) on 16.
+  absl::StatusOr<v1::Decision> d = AdmitJob(
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192),
+      AdmissionPolicy());
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  ASSERT_GT(d->suggestions_size(), 0);
+  for (const v1::Candidate& c : d->suggestions()) {
+    EXPECT_EQ(c.zone(), v1::ZONE_GREEN);
+    EXPECT_EQ(c.num_gpus(), 8u);
+    EXPECT_LE(c.peak_gib(), 32.0);
+  }
+  EXPECT_EQ(d->min_gpus_that_fit(), 16u);
+
+  d = AdmitJob(
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 8, 8192),
+      AdmissionPolicy());
+  EXPECT_EQ(d->suggestions_size(), 0);  // admitted: nothing to suggest
+  EXPECT_EQ(d->min_gpus_that_fit(), 0u);
+
+  // Activations alone exceed the GPU: no GPU count helps.
+  d = AdmitJob(
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 1, 1, 1, 16, 8, 8192),
+      AdmissionPolicy());
+  EXPECT_EQ(d->min_gpus_that_fit(), 0u);
+}
+
+// The paper's second result, as an acceptance test: in every GPU-count
+// column of the shared tables, the planner's first candidate that the paper
+// measured reaches 95% of the best TFLOP/s among the paper's GREEN ones.
+TEST(PlannerTest, FirstMeasuredCandidateIsWithinFivePercentOfThePapersBest) {
+  std::map<std::pair<std::string, uint32_t>, std::vector<testing::PaperRow>>
+      columns;
+  for (const testing::PaperRow& r : testing::LoadPaperTables()) {
+    columns[{r.table, r.gpus}].push_back(r);
+  }
+  ASSERT_EQ(columns.size(), 11u);
+  for (const auto& [column, rows] : columns) {
+    std::map<Key, double> measured;
+    double best_green = 0;
+    for (const testing::PaperRow& r : rows) {
+      measured[{r.tp, r.cp, r.pp, r.mbs}] = r.measured_tflops.value_or(0);
+      if (r.paper_zone == "green" && r.measured_tflops) {
+        best_green = std::max(best_green, *r.measured_tflops);
+      }
+    }
+    const testing::PaperRow& any = rows.front();
+    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(
+        Request(any.model, any.gpu, any.gpus, any.seq_length, 1024));
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const v1::Candidate* first = nullptr;
+    for (const v1::Candidate& c : plan->candidates()) {
+      if (measured.count(KeyOf(c))) {
+        first = &c;
+        break;
+      }
+    }
+    ASSERT_NE(first, nullptr) << column.first << " " << column.second;
+    const double ratio = measured[KeyOf(*first)] / best_green;
+    std::printf("%-14s %4u GPUs: first measured (%u,%u,%u,%u) rank %u: "
+                "%.2f / best green %.2f = %.3f\n",
+                column.first.c_str(), column.second, first->tensor_parallel(),
+                first->context_parallel(), first->pipeline_parallel(),
+                first->micro_batch_size(), first->rank(),
+                measured[KeyOf(*first)], best_green, ratio);
+    EXPECT_GE(ratio, 0.95) << column.first << " " << column.second;
+  }
+}
+
+}  // namespace
+}  // namespace memgate
