@@ -156,6 +156,18 @@ void PrintDecision(const v1::Decision& d,
   out << "  peak stage " << d.estimate().peak().stage() << ": "
       << BreakdownLine(d.estimate().peak()) << "\n";
   for (const std::string& w : d.warnings()) out << "  warning: " << w << "\n";
+  for (const v1::Candidate& c : d.suggestions()) {
+    out << absl::StrFormat(
+        "  fits instead on %u GPUs: TP=%u CP=%u PP=%u MBS=%u (%.2f GiB, "
+        "speed %.2f of the best)\n",
+        c.num_gpus(), c.tensor_parallel(), c.context_parallel(),
+        c.pipeline_parallel(), c.micro_batch_size(), c.peak_gib(),
+        c.relative_speed());
+  }
+  if (d.min_gpus_that_fit() != 0) {
+    out << "  or this layout on " << d.min_gpus_that_fit()
+        << " GPUs (more data-parallel ranks shard the optimizer further)\n";
+  }
   for (const std::string& n : notes) out << "  note: " << n << "\n";
   out << "\n" << FormatEstimateTable(d.estimate());
 }

@@ -2,8 +2,11 @@
 //
 //   memgate estimate ...   per-stage memory of one job (embedded)
 //   memgate check ...      admission decision (embedded or --server)
+//   memgate plan ...       the ranked 4D configuration space
 //
 // Each command parses its own flags; see `memgate <command> --help`.
+
+#include <unistd.h>
 
 #include <iostream>
 #include <string>
@@ -11,6 +14,7 @@
 
 #include "client/check_command.h"
 #include "client/estimate_command.h"
+#include "client/plan_command.h"
 #include "client/exit_codes.h"
 
 namespace {
@@ -21,7 +25,8 @@ constexpr char kUsage[] =
     "with 4D parallelism (TP, CP, PP, DP).\n\n"
     "Commands:\n"
     "  estimate   per-stage memory of one job and its zone (embedded)\n"
-    "  check      admit or refuse one job (embedded, or --server); exit 0/1/2/3\n\n"
+    "  check      admit or refuse one job (embedded, or --server); exit 0/1/2/3\n"
+    "  plan       every valid (TP, CP, PP, MBS) for a cluster, ranked\n\n"
     "Run `memgate <command> --help` for a command's flags.\n";
 
 }  // namespace
@@ -40,6 +45,9 @@ int main(int argc, char** argv) {
   }
   if (command == "estimate") return RunEstimate(args, std::cout, std::cerr);
   if (command == "check") return RunCheck(args, std::cout, std::cerr);
+  if (command == "plan") {
+    return RunPlan(args, std::cout, std::cerr, isatty(STDOUT_FILENO) == 1);
+  }
   std::cerr << "memgate: unknown command '" << command << "'\n\n" << kUsage;
   return kExitInvalid;
 }

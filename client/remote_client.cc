@@ -91,7 +91,7 @@ absl::StatusOr<v1::PlanResponse> PlanRemotely(const v1::PlanRequest& request,
       request, options, &v1::MemoryEstimator::Stub::Plan);
 }
 
-bool IsUnavailable(const absl::Status& status) {
+bool ServiceDidNotAnswer(const absl::Status& status) {
   return status.code() == absl::StatusCode::kUnavailable ||
          status.code() == absl::StatusCode::kDeadlineExceeded;
 }

@@ -30,7 +30,7 @@ absl::StatusOr<v1::PlanResponse> PlanRemotely(const v1::PlanRequest& request,
 
 // True when `status` says the service was not reached or did not answer in
 // time, as opposed to an answer about the job.
-bool IsUnavailable(const absl::Status& status);
+bool ServiceDidNotAnswer(const absl::Status& status);
 
 }  // namespace memgate::cli
 

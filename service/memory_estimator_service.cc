@@ -5,6 +5,7 @@
 #include "absl/time/clock.h"
 #include "estimator/admission.h"
 #include "estimator/estimate.h"
+#include "estimator/planner.h"
 #include "estimator/validation.h"
 #include "service/status_conversion.h"
 
@@ -86,10 +87,16 @@ grpc::ServerUnaryReactor* MemoryEstimatorService::Admit(
 }
 
 grpc::ServerUnaryReactor* MemoryEstimatorService::Plan(
-    grpc::CallbackServerContext* context, const v1::PlanRequest* /*request*/,
-    v1::PlanResponse* /*response*/) {
-  return FinishWith(context,
-                    absl::UnimplementedError("Plan: not implemented yet"));
+    grpc::CallbackServerContext* context, const v1::PlanRequest* request,
+    v1::PlanResponse* response) {
+  absl::StatusOr<double> threshold = ThresholdFor(request->threshold());
+  if (!threshold.ok()) return FinishWith(context, threshold.status());
+  v1::PlanRequest bounded = *request;
+  bounded.set_threshold(*threshold);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(bounded);
+  if (!plan.ok()) return FinishWith(context, plan.status());
+  *response = *std::move(plan);
+  return FinishWith(context, absl::OkStatus());
 }
 
 }  // namespace memgate

@@ -97,6 +97,36 @@ TEST_F(ServerTest, EstimateIsTheEmbeddedEstimate) {
   EXPECT_EQ(response.zone(), v1::ZONE_GREEN);
 }
 
+TEST_F(ServerTest, PlanIsThePlannersRanking) {
+  Start();
+  grpc::ClientContext context;
+  v1::PlanRequest request;
+  request.mutable_model()->set_name("llama-3.1-8b");
+  request.mutable_accelerator()->set_name("a100-40gb");
+  request.set_num_gpus(16);
+  request.set_seq_length(8192);
+  request.set_global_batch_size(1024);
+  request.set_top_k(3);
+  v1::PlanResponse response;
+  ASSERT_TRUE(stub_->Plan(&context, request, &response).ok());
+  ASSERT_EQ(response.candidates_size(), 3);
+  EXPECT_EQ(response.candidates(0).zone(), v1::ZONE_GREEN);
+  EXPECT_EQ(response.candidates(0).rank(), 1u);
+
+  grpc::ClientContext bad;
+  request.set_global_batch_size(0);
+  EXPECT_EQ(stub_->Plan(&bad, request, &response).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(ServerTest, RefusalsCarrySuggestions) {
+  Start();
+  v1::Decision d;
+  ASSERT_TRUE(Admit(Yellow(), &d).ok());
+  EXPECT_GT(d.suggestions_size(), 0);
+  EXPECT_EQ(d.min_gpus_that_fit(), 16u);
+}
+
 TEST_F(ServerTest, AdmitsGreenRefusesYellowAndRed) {
   Start();
   v1::Decision d;

@@ -133,6 +133,18 @@ TEST(ServerProcessTest, CheckExitCodesAgainstARealServer) {
   EXPECT_NE(json.out.find("\"request_id\": \"abc\""), std::string::npos);
 }
 
+TEST(ServerProcessTest, PlanThroughTheServer) {
+  ServerProcess server(ServerArgs());
+  ASSERT_GT(server.port(), 0);
+  const RunResult r = testing::Run({RunfilePath("client/memgate"), "plan",
+                           "--server=" + server.address(),
+                           "--model=llama-3.1-8b", "--gpu=h100-94gb",
+                           "--gpus=16", "--seq=8192", "--gbs=1024", "--top=2",
+                           "--format=json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"rank\": 2"), std::string::npos) << r.out;
+}
+
 TEST(ServerProcessTest, NothingListeningIsExitThreeOrThePolicy) {
   int port = 0;
   {

@@ -1,0 +1,201 @@
+#include "client/plan_command.h"
+
+#include <cmath>
+#include <optional>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/exit_codes.h"
+#include "client/flags.h"
+#include "client/job_flags.h"
+#include "client/json_output.h"
+#include "client/plan_table.h"
+#include "client/remote_client.h"
+#include "estimator/planner.h"
+#include "estimator/units.h"
+
+namespace memgate::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: memgate plan --model=NAME|--model-config=FILE --gpu=NAME "
+    "--gpus=N[,N...] --seq=N --gbs=N [--top=K] [--table]\n\n"
+    "Enumerates every valid (TP, CP, PP, MBS) for the model on the cluster, "
+    "with\nthe peak memory and zone of each, ranked: layouts that fit "
+    "(GREEN) first,\nthen by expected speed (GEMM efficiency, TP/CP "
+    "communication, pipeline\nbubble and stage imbalance). With several GPU "
+    "counts and --table, prints\nthe paper's table: rows (TP, CP, PP, MBS), "
+    "columns GPU counts, cells GiB.";
+
+struct PlanFlags {
+  JobFlags model;  // only the model and GPU flags are registered
+  std::optional<std::string> gpus, format, server;
+  std::optional<uint32_t> seq, gbs, top, max_mbs;
+  std::optional<bool> cross_node_tp, table;
+  std::optional<double> threshold, timeout;
+
+  void Register(FlagSet& f) {
+    f.String("model", "NAME", "catalog model (see memgate estimate --help)",
+             &model.model);
+    f.String("model-config", "FILE", "Hugging Face config.json",
+             &model.model_config);
+    f.String("gpu", "NAME", "catalog GPU (see memgate estimate --help)",
+             &model.gpu);
+    f.Double("gpu-memory-gib", "GIB", "GPU memory (overrides --gpu)",
+             &model.gpu_memory_gib);
+    f.Uint32("gpus-per-node", "GPUs per node: TP stays within one",
+             &model.gpus_per_node);
+    f.String("gpus", "N[,N...]", "GPU count(s) of the cluster (required)",
+             &gpus);
+    f.Uint32("seq", "sequence length (required)", &seq);
+    f.Uint32("gbs", "global batch size (required)", &gbs);
+    f.Uint32("top", "show the best K layouts (default: all)", &top);
+    f.Uint32("max-mbs", "largest micro-batch size to try (default 16)",
+             &max_mbs);
+    f.Bool("allow-cross-node-tp", "let TP span nodes", &cross_node_tp);
+    f.Double("threshold", "F", "GREEN limit (default 0.8)", &threshold);
+    f.Bool("table", "the paper-style table over the GPU counts", &table);
+    f.String("format", "text|json|csv|markdown",
+             "text (default); json: PlanResponse (an array of them for "
+             "several GPU counts); csv, markdown: with --table",
+             &format);
+    f.String("server", "HOST:PORT", "ask this memgate_server", &server);
+    f.Double("timeout", "SECONDS", "deadline for the server (default 2)",
+             &timeout);
+  }
+};
+
+absl::StatusOr<std::vector<uint32_t>> ParseGpuCounts(const std::string& text) {
+  std::vector<uint32_t> counts;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    uint32_t n = 0;
+    if (part.empty() || !absl::ascii_isdigit(part[0]) ||
+        !absl::SimpleAtoi(part, &n) || n == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--gpus: must be positive whole numbers separated by commas (got '",
+          text, "')"));
+    }
+    counts.push_back(n);
+  }
+  return counts;
+}
+
+absl::StatusOr<v1::PlanRequest> RequestFrom(const PlanFlags& f) {
+  if (!f.model.model && !f.model.model_config) {
+    return absl::InvalidArgumentError("--model: required (or --model-config)");
+  }
+  if (!f.model.gpu && !f.model.gpu_memory_gib) {
+    return absl::InvalidArgumentError("--gpu: required (or --gpu-memory-gib)");
+  }
+  if (!f.seq) return absl::InvalidArgumentError("--seq: required");
+  if (!f.gbs) return absl::InvalidArgumentError("--gbs: required");
+  absl::StatusOr<std::optional<v1::ModelConfig>> model = f.model.ModelToFill();
+  if (!model.ok()) return model.status();
+  v1::Job job;  // carries the model and GPU flags
+  *job.mutable_model() = **model;
+  if (absl::Status s = f.model.ApplyTo(job, false); !s.ok()) return s;
+  v1::PlanRequest request;
+  *request.mutable_model() = job.model();
+  *request.mutable_accelerator() = job.accelerator();
+  request.set_seq_length(*f.seq);
+  request.set_global_batch_size(*f.gbs);
+  request.set_top_k(f.top.value_or(0));
+  request.set_max_micro_batch_size(f.max_mbs.value_or(0));
+  request.set_allow_cross_node_tp(f.cross_node_tp.value_or(false));
+  request.set_threshold(f.threshold.value_or(0));
+  return request;
+}
+
+}  // namespace
+
+int RunPlan(const std::vector<std::string>& args, std::ostream& out,
+            std::ostream& err, bool out_is_terminal) {
+  FlagSet flags(kUsage);
+  PlanFlags plan_flags;
+  plan_flags.Register(flags);
+  absl::Status status = flags.Parse(args);
+  if (flags.help_requested()) {
+    out << flags.Help();
+    return kExitAdmit;
+  }
+  auto fail = [&](const absl::Status& s) {
+    err << "memgate plan: " << WithFlagHint(std::string(s.message())) << "\n";
+    return ServiceDidNotAnswer(s) ? kExitUnavailable : kExitInvalid;
+  };
+  if (!status.ok()) return fail(status);
+  const std::string format = plan_flags.format.value_or("text");
+  const bool table = plan_flags.table.value_or(false);
+  if (format != "text" && format != "json" && format != "csv" &&
+      format != "markdown") {
+    return fail(absl::InvalidArgumentError(
+        "--format: must be text, json, csv or markdown (got '" + format +
+        "')"));
+  }
+  if ((format == "csv" || format == "markdown") && !table) {
+    return fail(absl::InvalidArgumentError(
+        "--format: csv and markdown need --table"));
+  }
+  if (!plan_flags.gpus) {
+    return fail(absl::InvalidArgumentError("--gpus: required"));
+  }
+  absl::StatusOr<std::vector<uint32_t>> counts =
+      ParseGpuCounts(*plan_flags.gpus);
+  if (!counts.ok()) return fail(counts.status());
+  absl::StatusOr<v1::PlanRequest> request = RequestFrom(plan_flags);
+  if (!request.ok()) return fail(request.status());
+  RemoteOptions remote;
+  if (plan_flags.server) remote.server = *plan_flags.server;
+  if (plan_flags.timeout) {
+    if (!(*plan_flags.timeout > 0 && *plan_flags.timeout <= 3600)) {
+      return fail(absl::InvalidArgumentError(
+          "--timeout: must be above 0 and at most 3600 seconds"));
+    }
+    remote.timeout = absl::Seconds(*plan_flags.timeout);
+  }
+
+  std::vector<v1::PlanResponse> plans;
+  for (uint32_t gpus : *counts) {
+    v1::PlanRequest one = *request;
+    one.set_num_gpus(gpus);
+    if (table) one.set_top_k(0);  // a table shows every layout
+    absl::StatusOr<v1::PlanResponse> plan =
+        remote.server.empty() ? PlanLayouts(one) : PlanRemotely(one, remote);
+    if (!plan.ok()) return fail(plan.status());
+    plans.push_back(*std::move(plan));
+  }
+
+  if (table) {
+    const TableFormat f = format == "csv"        ? TableFormat::kCsv
+                          : format == "markdown" ? TableFormat::kMarkdown
+                          : out_is_terminal      ? TableFormat::kAnsi
+                                                 : TableFormat::kText;
+    if (format == "json") {
+      return fail(absl::InvalidArgumentError(
+          "--format: json is the ranked plans; drop --table for it"));
+    }
+    out << RenderPlanTable(*counts, plans, f);
+    return kExitAdmit;
+  }
+  if (format == "json") {
+    if (plans.size() == 1) {
+      out << ToJson(plans[0]);
+    } else {
+      out << "[\n";
+      for (size_t i = 0; i < plans.size(); ++i) {
+        out << ToJson(plans[i]) << (i + 1 < plans.size() ? ",\n" : "\n");
+      }
+      out << "]\n";
+    }
+    return kExitAdmit;
+  }
+  for (size_t i = 0; i < plans.size(); ++i) {
+    out << request->model().name() << " on " << (*counts)[i] << " GPUs, seq "
+        << request->seq_length() << ", global batch "
+        << request->global_batch_size() << ":\n"
+        << RenderPlanList(plans[i]) << (i + 1 < plans.size() ? "\n" : "");
+  }
+  return kExitAdmit;
+}
+
+}  // namespace memgate::cli

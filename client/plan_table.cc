@@ -1,0 +1,155 @@
+#include "client/plan_table.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "estimator/report.h"
+
+namespace memgate::cli {
+namespace {
+
+using RowKey = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>;
+
+// Smallest model-parallel group first (the paper's finding), then as the
+// paper lists them: larger TP first, then CP, PP, MBS.
+bool RowBefore(const RowKey& x, const RowKey& y) {
+  const auto [xt, xc, xp, xb] = x;
+  const auto [yt, yc, yp, yb] = y;
+  const uint64_t xg = uint64_t{xt} * xc * xp, yg = uint64_t{yt} * yc * yp;
+  if (xg != yg) return xg < yg;
+  return std::make_tuple(-int64_t{xt}, xc, xp, xb) <
+         std::make_tuple(-int64_t{yt}, yc, yp, yb);
+}
+
+std::string ZoneLetter(v1::Zone z) {
+  return z == v1::ZONE_GREEN ? "G" : z == v1::ZONE_YELLOW ? "Y" : "R";
+}
+
+std::string Cell(const v1::Candidate* c, TableFormat format) {
+  if (c == nullptr) return "-";
+  switch (format) {
+    case TableFormat::kCsv:
+      return absl::StrFormat("%.2f", c->peak_gib());
+    case TableFormat::kAnsi: {
+      const char* colour = c->zone() == v1::ZONE_GREEN    ? "\033[32m"
+                           : c->zone() == v1::ZONE_YELLOW ? "\033[33m"
+                                                          : "\033[31m";
+      return absl::StrFormat("%s%.2f\033[0m", colour, c->peak_gib());
+    }
+    default:
+      return absl::StrFormat("%.2f %s", c->peak_gib(), ZoneLetter(c->zone()));
+  }
+}
+
+}  // namespace
+
+std::string RenderPlanTable(const std::vector<uint32_t>& gpu_counts,
+                            const std::vector<v1::PlanResponse>& plans,
+                            TableFormat format) {
+  std::map<RowKey, std::vector<const v1::Candidate*>> rows;
+  for (size_t col = 0; col < plans.size(); ++col) {
+    for (const v1::Candidate& c : plans[col].candidates()) {
+      auto& row = rows[{c.tensor_parallel(), c.context_parallel(),
+                        c.pipeline_parallel(), c.micro_batch_size()}];
+      row.resize(plans.size(), nullptr);
+      row[col] = &c;
+    }
+  }
+  std::vector<RowKey> keys;
+  for (const auto& [key, cells] : rows) {
+    const bool any_fits = std::any_of(cells.begin(), cells.end(), [](auto* c) {
+      return c != nullptr && c->zone() != v1::ZONE_RED;
+    });
+    if (any_fits) keys.push_back(key);
+  }
+  std::sort(keys.begin(), keys.end(), RowBefore);
+
+  std::vector<std::string> header = {"(TP, CP, PP, MBS)"};
+  for (uint32_t g : gpu_counts) header.push_back(absl::StrCat(g, " GPUs"));
+  std::vector<std::vector<std::string>> body;
+  for (const RowKey& key : keys) {
+    const auto [t, c, p, b] = key;
+    std::vector<std::string> line = {
+        absl::StrFormat("(%u, %u, %u, %u)", t, c, p, b)};
+    for (const v1::Candidate* cell : rows[key]) line.push_back(Cell(cell, format));
+    body.push_back(std::move(line));
+  }
+
+  std::string out;
+  if (format == TableFormat::kCsv) {
+    std::vector<std::string> csv_header = {"tp", "cp", "pp", "mbs"};
+    for (uint32_t g : gpu_counts) {
+      csv_header.push_back(absl::StrCat(g, "_gpus_gib"));
+      csv_header.push_back(absl::StrCat(g, "_gpus_zone"));
+    }
+    absl::StrAppend(&out, absl::StrJoin(csv_header, ","), "\n");
+    for (const RowKey& key : keys) {
+      const auto [t, c, p, b] = key;
+      std::vector<std::string> line = {absl::StrCat(t), absl::StrCat(c),
+                                       absl::StrCat(p), absl::StrCat(b)};
+      for (const v1::Candidate* cell : rows[key]) {
+        line.push_back(cell ? Cell(cell, format) : "");
+        line.push_back(cell ? ZoneName(cell->zone()) : "");
+      }
+      absl::StrAppend(&out, absl::StrJoin(line, ","), "\n");
+    }
+    return out;
+  }
+  if (format == TableFormat::kMarkdown) {
+    absl::StrAppend(&out, "| ", absl::StrJoin(header, " | "), " |\n|");
+    for (size_t i = 0; i < header.size(); ++i) absl::StrAppend(&out, " --- |");
+    absl::StrAppend(&out, "\n");
+    for (const auto& line : body) {
+      absl::StrAppend(&out, "| ", absl::StrJoin(line, " | "), " |\n");
+    }
+    absl::StrAppend(&out, "\nG: GREEN (fits), Y: YELLOW (may OOM), R: RED "
+                          "(will OOM); GiB per GPU, peak stage.\n");
+    return out;
+  }
+  // Text: fixed-width columns; ANSI escapes take no width on a terminal.
+  absl::StrAppendFormat(&out, "%-18s", header[0]);
+  for (size_t i = 1; i < header.size(); ++i) {
+    absl::StrAppendFormat(&out, " %11s", header[i]);
+  }
+  absl::StrAppend(&out, "\n");
+  for (const auto& line : body) {
+    absl::StrAppendFormat(&out, "%-18s", line[0]);
+    for (size_t i = 1; i < line.size(); ++i) {
+      const size_t invisible = format == TableFormat::kAnsi && line[i] != "-"
+                                   ? 9  // colour on + reset
+                                   : 0;
+      absl::StrAppendFormat(&out, " %*s", static_cast<int>(11 + invisible),
+                            line[i]);
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  if (format == TableFormat::kText) {
+    absl::StrAppend(&out, "\nG: GREEN (fits), Y: YELLOW (may OOM), R: RED "
+                          "(will OOM); GiB per GPU, peak stage.\n");
+  }
+  return out;
+}
+
+std::string RenderPlanList(const v1::PlanResponse& plan) {
+  std::string out = absl::StrFormat(
+      "%-5s %-17s %5s %10s %-7s %7s %6s  %s\n", "rank", "(TP, CP, PP, MBS)",
+      "DP", "peak GiB", "zone", "bubble", "speed", "why");
+  for (const v1::Candidate& c : plan.candidates()) {
+    absl::StrAppendFormat(
+        &out, "%-5u %-17s %5u %10.2f %-7s %6.1f%% %6.2f  %s\n", c.rank(),
+        absl::StrFormat("(%u, %u, %u, %u)", c.tensor_parallel(),
+                        c.context_parallel(), c.pipeline_parallel(),
+                        c.micro_batch_size()),
+        c.data_parallel(), c.peak_gib(), ZoneName(c.zone()),
+        100 * c.bubble_fraction(), c.relative_speed(), c.why());
+  }
+  absl::StrAppendFormat(&out, "\n%u of %u valid layouts shown.\n",
+                        plan.candidates_size(), plan.considered());
+  return out;
+}
+
+}  // namespace memgate::cli

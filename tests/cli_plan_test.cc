@@ -1,0 +1,121 @@
+// `memgate plan` end to end: ranked lists, JSON, the paper-style table.
+
+#include <string>
+#include <vector>
+
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "proto/memgate.pb.h"
+#include "tests/subprocess.h"
+
+namespace memgate {
+namespace {
+
+using testing::RunResult;
+
+RunResult Plan(std::vector<std::string> args) {
+  args.insert(args.begin(), {testing::RunfilePath("client/memgate"), "plan"});
+  return testing::Run(args);
+}
+
+const std::vector<std::string> kA100 = {"--model=llama-3.1-8b",
+                                        "--gpu=a100-40gb", "--seq=8192",
+                                        "--gbs=1024"};
+
+std::vector<std::string> With(std::vector<std::string> base,
+                              std::vector<std::string> extra) {
+  base.insert(base.end(), extra.begin(), extra.end());
+  return base;
+}
+
+TEST(CliPlanTest, JsonListsCandidatesInRankOrder) {
+  const RunResult r = Plan(With(kA100, {"--gpus=16", "--format=json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  v1::PlanResponse plan;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &plan).ok());
+  ASSERT_GT(plan.candidates_size(), 10);
+  EXPECT_EQ(plan.considered(), static_cast<uint64_t>(plan.candidates_size()));
+  for (int i = 0; i < plan.candidates_size(); ++i) {
+    EXPECT_EQ(plan.candidates(i).rank(), static_cast<uint32_t>(i + 1));
+  }
+  EXPECT_EQ(plan.candidates(0).zone(), v1::ZONE_GREEN);
+  for (const char* field :
+       {"\"tensor_parallel\"", "\"context_parallel\"", "\"pipeline_parallel\"",
+        "\"micro_batch_size\"", "\"peak_bytes\"", "\"zone\"",
+        "\"bubble_fraction\"", "\"why\""}) {
+    EXPECT_NE(r.out.find(field), std::string::npos) << field;
+  }
+}
+
+TEST(CliPlanTest, TextListShowsTheTopK) {
+  const RunResult r = Plan(With(kA100, {"--gpus=16", "--top=3"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1     (4, 1, 1, 1)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3 of 170 valid layouts shown."), std::string::npos)
+      << r.out;
+}
+
+TEST(CliPlanTest, PaperTableInTextCsvAndMarkdown) {
+  const std::vector<std::string> table =
+      With(kA100, {"--gpus=8,16,32,64,128,256", "--table", "--max-mbs=8"});
+  RunResult r = Plan(table);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The paper's first A100 row, and no colour codes when not a terminal.
+  EXPECT_NE(r.out.find("(4, 1, 2, 1)"), std::string::npos);
+  EXPECT_NE(r.out.find("27.20 G     21.59 G     18.79 G     17.39 G     "
+                       "16.69 G     16.34 G"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find('\033'), std::string::npos);
+
+  r = Plan(With(table, {"--format=csv"}));
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("tp,cp,pp,mbs,8_gpus_gib,8_gpus_zone,16_gpus_gib", 0),
+            0u)
+      << r.out;
+  EXPECT_NE(r.out.find("\n4,1,2,2,37.58,YELLOW,31.97,GREEN,"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("4,2,2,1,,,16.41,GREEN"), std::string::npos);
+
+  r = Plan(With(table, {"--format=markdown"}));
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("| (TP, CP, PP, MBS) | 8 GPUs | 16 GPUs |"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("| (4, 1, 2, 2) | 37.58 Y | 31.97 G |"),
+            std::string::npos);
+}
+
+TEST(CliPlanTest, BadInputExitsTwo) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {"--model=llama-3.1-8b", "--gpu=a100-40gb", "--seq=8192",
+            "--gpus=16"},
+           With(kA100, {}),
+           With(kA100, {"--gpus=16,x"}),
+           With(kA100, {"--gpus=0"}),
+           With(kA100, {"--gpus=16", "--format=csv"}),
+           With(kA100, {"--gpus=16", "--format=xml"}),
+           With(kA100, {"--gpus=16", "--threshold=3"}),
+           With(kA100, {"--gpus=16", "--model=gpt-2"})}) {
+    const RunResult r = Plan(args);
+    EXPECT_EQ(r.exit_code, 2) << args.back() << "\n" << r.out;
+    EXPECT_FALSE(r.err.empty());
+  }
+}
+
+TEST(CliPlanTest, RefusedCheckPrintsWhatFits) {
+  const RunResult r = testing::Run(
+      {testing::RunfilePath("client/memgate"), "check",
+       "--model=llama-3.1-8b", "--gpu=a100-40gb", "--gpus=8", "--tp=4",
+       "--pp=2", "--mbs=2", "--seq=8192", "--gbs=1024"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("fits instead on 8 GPUs: TP=4 CP=1 PP=2 MBS=1 "
+                       "(27.20 GiB"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("or this layout on 16 GPUs"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace memgate
