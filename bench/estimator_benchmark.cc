@@ -1,0 +1,90 @@
+// The estimator's hot paths: one estimate (what every Admit costs) and a
+// plan of Llama-3.1-405B over 16,384 H100s (the planner's largest case).
+//
+//   bazel run -c opt //bench:estimator_benchmark
+
+#include "benchmark/benchmark.h"
+#include "estimator/admission.h"
+#include "estimator/estimate.h"
+#include "estimator/planner.h"
+
+namespace memgate {
+namespace {
+
+v1::Job PaperJob() {
+  v1::Job job;
+  job.mutable_model()->set_name("llama-3.1-8b");
+  job.mutable_accelerator()->set_name("a100-40gb");
+  job.mutable_parallel()->set_tensor_parallel(4);
+  job.mutable_parallel()->set_pipeline_parallel(2);
+  job.mutable_parallel()->set_context_parallel(1);
+  job.mutable_training()->set_micro_batch_size(1);
+  job.mutable_training()->set_seq_length(8192);
+  job.mutable_training()->set_global_batch_size(1024);
+  job.set_num_gpus(16);
+  return job;
+}
+
+void BM_EstimateJob(benchmark::State& state) {
+  const v1::Job job = PaperJob();
+  for (auto _ : state) {
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    benchmark::DoNotOptimize(e);
+  }
+}
+BENCHMARK(BM_EstimateJob);
+
+void BM_AdmitJobAdmitted(benchmark::State& state) {
+  const v1::Job job = PaperJob();
+  for (auto _ : state) {
+    absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
+    benchmark::DoNotOptimize(d);
+  }
+}
+BENCHMARK(BM_AdmitJobAdmitted);
+
+// A refusal also plans the suggestions.
+void BM_AdmitJobRefusedWithSuggestions(benchmark::State& state) {
+  v1::Job job = PaperJob();
+  job.mutable_training()->set_micro_batch_size(4);
+  for (auto _ : state) {
+    absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
+    benchmark::DoNotOptimize(d);
+  }
+}
+BENCHMARK(BM_AdmitJobRefusedWithSuggestions);
+
+// Args: sequence length, top_k (0: every candidate becomes a message).
+void BM_Plan405BOn16384H100(benchmark::State& state) {
+  v1::PlanRequest request;
+  request.mutable_model()->set_name("llama-3.1-405b");
+  request.mutable_accelerator()->set_name("h100-80gb");
+  request.set_num_gpus(16384);
+  request.set_seq_length(static_cast<uint32_t>(state.range(0)));
+  request.set_global_batch_size(16384);
+  request.set_top_k(static_cast<uint32_t>(state.range(1)));
+  request.set_allow_cross_node_tp(true);
+  uint64_t considered = 0;
+  for (auto _ : state) {
+    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
+    considered = plan->considered();
+    benchmark::DoNotOptimize(plan);
+  }
+  state.counters["candidates"] = static_cast<double>(considered);
+  // Candidates estimated and ranked per second; 1e6 / (this / 1000) is the
+  // cost in microseconds of a thousand candidates.
+  state.counters["candidates_per_s"] = benchmark::Counter(
+      static_cast<double>(considered),
+      benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Plan405BOn16384H100)
+    ->Args({8192, 10})
+    ->Args({131072, 10})
+    ->Args({8192, 0})
+    ->Args({131072, 0})
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace memgate
+
+BENCHMARK_MAIN();
