@@ -3,6 +3,7 @@
 //   memgate estimate ...   per-stage memory of one job (embedded)
 //   memgate check ...      admission decision (embedded or --server)
 //   memgate plan ...       the ranked 4D configuration space
+//   memgate exec ... -- cmd   check a launch, then exec it
 //
 // Each command parses its own flags; see `memgate <command> --help`.
 
@@ -14,6 +15,7 @@
 
 #include "client/check_command.h"
 #include "client/estimate_command.h"
+#include "client/exec_command.h"
 #include "client/plan_command.h"
 #include "client/exit_codes.h"
 
@@ -26,7 +28,8 @@ constexpr char kUsage[] =
     "Commands:\n"
     "  estimate   per-stage memory of one job and its zone (embedded)\n"
     "  check      admit or refuse one job (embedded, or --server); exit 0/1/2/3\n"
-    "  plan       every valid (TP, CP, PP, MBS) for a cluster, ranked\n\n"
+    "  plan       every valid (TP, CP, PP, MBS) for a cluster, ranked\n"
+    "  exec       check a launch command, then run it in memgate's place\n\n"
     "Run `memgate <command> --help` for a command's flags.\n";
 
 }  // namespace
@@ -45,6 +48,7 @@ int main(int argc, char** argv) {
   }
   if (command == "estimate") return RunEstimate(args, std::cout, std::cerr);
   if (command == "check") return RunCheck(args, std::cout, std::cerr);
+  if (command == "exec") return RunExec(args, std::cout, std::cerr);
   if (command == "plan") {
     return RunPlan(args, std::cout, std::cerr, isatty(STDOUT_FILENO) == 1);
   }

@@ -1,0 +1,86 @@
+#include "client/exec_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include "absl/strings/str_join.h"
+#include "client/check_command.h"
+#include "client/exit_codes.h"
+
+namespace memgate::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: memgate exec [check flags] [--dry-run] -- <launch command>\n\n"
+    "Checks the launch command like `memgate check` and, when admitted, runs "
+    "it in\nplace of memgate (execvp: arguments and environment untouched). "
+    "When refused,\nprints why and exits with check's code (1 refuse, 2 "
+    "invalid, 3 unavailable).\n--dry-run prints the command instead of "
+    "running it.\nSee `memgate check --help` for the check flags.\n";
+
+// Single-quoted for a POSIX shell, so a dry run can be pasted.
+std::string ShellQuote(const std::string& word) {
+  if (!word.empty() && word.find_first_of(" \t\n'\"\\$`*?[]{}()<>|&;#~!") ==
+                           std::string::npos) {
+    return word;
+  }
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+}  // namespace
+
+int RunExec(const std::vector<std::string>& args, std::ostream& out,
+            std::ostream& err) {
+  const auto dash = std::find(args.begin(), args.end(), "--");
+  std::vector<std::string> check_args(args.begin(), dash);
+  const std::vector<std::string> launch(dash == args.end() ? dash : dash + 1,
+                                        args.end());
+  if (std::find(check_args.begin(), check_args.end(), "--help") !=
+      check_args.end()) {
+    out << kUsage;
+    return kExitAdmit;
+  }
+  const auto dry = std::remove(check_args.begin(), check_args.end(),
+                               std::string("--dry-run"));
+  const bool dry_run = dry != check_args.end();
+  check_args.erase(dry, check_args.end());
+  if (launch.empty()) {
+    err << "memgate exec: --: a launch command is required after --\n";
+    return kExitInvalid;
+  }
+
+  check_args.push_back("--");
+  check_args.insert(check_args.end(), launch.begin(), launch.end());
+  std::ostringstream report;
+  const int code = RunCheck(check_args, report, err);
+  if (code != kExitAdmit) {
+    // The launch's own output will not follow: the whole report goes out.
+    err << report.str();
+    return code;
+  }
+  const std::string verdict = report.str().substr(0, report.str().find('\n'));
+  if (!verdict.empty()) err << "memgate: " << verdict << "\n";
+  std::vector<std::string> quoted;
+  for (const std::string& w : launch) quoted.push_back(ShellQuote(w));
+  if (dry_run) {
+    out << "memgate exec: would run: " << absl::StrJoin(quoted, " ") << "\n";
+    return kExitAdmit;
+  }
+  err.flush();
+  out.flush();
+  std::vector<char*> argv;
+  for (const std::string& w : launch) argv.push_back(const_cast<char*>(w.c_str()));
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  err << "memgate exec: cannot run '" << launch[0] << "': "
+      << std::strerror(errno) << "\n";
+  return errno == ENOENT ? 127 : 126;  // as a shell reports it
+}
+
+}  // namespace memgate::cli

@@ -1,0 +1,101 @@
+// `memgate exec`: admitted launches replace memgate untouched; refused ones
+// never start.
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/subprocess.h"
+
+namespace memgate {
+namespace {
+
+using testing::RunResult;
+
+// Megatron arguments for Llama-3.1-8B, TP 4, PP 2, MBS `mbs`.
+std::vector<std::string> Megatron(const std::string& mbs) {
+  return {"--num-layers", "32", "--hidden-size", "4096",
+          "--ffn-hidden-size", "14336", "--num-attention-heads", "32",
+          "--group-query-attention", "--num-query-groups", "8",
+          "--vocab-size", "128256", "--untie-embeddings-and-output-weights",
+          "--swiglu", "--tensor-model-parallel-size", "4",
+          "--pipeline-model-parallel-size", "2", "--sequence-parallel",
+          "--use-distributed-optimizer", "--micro-batch-size", mbs,
+          "--seq-length", "8192", "--arg with spaces"};
+}
+
+RunResult Exec(std::vector<std::string> flags, std::vector<std::string> cmd) {
+  std::vector<std::string> argv = {testing::RunfilePath("client/memgate"),
+                                   "exec"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), cmd.begin(), cmd.end());
+  return testing::Run(argv);
+}
+
+TEST(CliExecTest, AdmittedLaunchRunsWithArgvAndEnvironmentUntouched) {
+  setenv("MEMGATE_EXEC_TEST", "kept", 1);  // inherited through fork + exec
+  std::vector<std::string> cmd = {
+      "/bin/sh", "-c", "echo \"env=$MEMGATE_EXEC_TEST\"; printf '[%s]' \"$@\"",
+      "sh"};
+  const std::vector<std::string> megatron = Megatron("1");
+  cmd.insert(cmd.end(), megatron.begin(), megatron.end());
+  const RunResult r = Exec({"--gpu=a100-40gb", "--gpus=8"}, cmd);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string expected_args;
+  for (const std::string& a : megatron) expected_args += "[" + a + "]";
+  EXPECT_EQ(r.out, "env=kept\n" + expected_args);
+  EXPECT_NE(r.err.find("memgate: ADMIT [GREEN]"), std::string::npos) << r.err;
+}
+
+TEST(CliExecTest, RefusedLaunchNeverStarts) {
+  std::vector<std::string> cmd = {"/bin/sh", "-c", "echo STARTED", "sh"};
+  const std::vector<std::string> megatron = Megatron("4");
+  cmd.insert(cmd.end(), megatron.begin(), megatron.end());
+  const RunResult r = Exec({"--gpu=a100-40gb", "--gpus=8"}, cmd);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.find("STARTED"), std::string::npos);
+  EXPECT_NE(r.err.find("REFUSE [RED]"), std::string::npos) << r.err;
+}
+
+TEST(CliExecTest, InvalidLaunchExitsTwo) {
+  std::vector<std::string> cmd = {"/bin/echo"};
+  std::vector<std::string> megatron = Megatron("1");
+  megatron.push_back("--tensor-model-parallel-size");
+  megatron.push_back("3");  // contradicts the earlier 4
+  cmd.insert(cmd.end(), megatron.begin(), megatron.end());
+  const RunResult r = Exec({"--gpu=a100-40gb", "--gpus=8"}, cmd);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--tensor-model-parallel-size"), std::string::npos);
+}
+
+TEST(CliExecTest, DryRunPrintsTheCommand) {
+  std::vector<std::string> cmd = {"torchrun", "pretrain_gpt.py"};
+  const std::vector<std::string> megatron = Megatron("1");
+  cmd.insert(cmd.end(), megatron.begin(), megatron.end());
+  const RunResult r = Exec({"--gpu=a100-40gb", "--gpus=8", "--dry-run"}, cmd);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("memgate exec: would run: torchrun pretrain_gpt.py "
+                        "--num-layers 32",
+                        0),
+            0u)
+      << r.out;
+  EXPECT_NE(r.out.find("'--arg with spaces'"), std::string::npos);
+}
+
+TEST(CliExecTest, MissingProgramAndMissingLaunch) {
+  std::vector<std::string> cmd = {"/nonexistent/launcher"};
+  const std::vector<std::string> megatron = Megatron("1");
+  cmd.insert(cmd.end(), megatron.begin(), megatron.end());
+  RunResult r = Exec({"--gpu=a100-40gb", "--gpus=8"}, cmd);
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_NE(r.err.find("cannot run '/nonexistent/launcher'"),
+            std::string::npos);
+  r = testing::Run({testing::RunfilePath("client/memgate"), "exec",
+                    "--gpu=a100-40gb"});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace memgate
