@@ -1,0 +1,59 @@
+// The example launcher, built from the public preflight header alone.
+
+#include "gtest/gtest.h"
+#include "tests/subprocess.h"
+
+namespace {
+
+
+using memgate::testing::RunResult;
+
+std::vector<std::string> Launcher(const std::string& mbs,
+                                  const std::string& program) {
+  return {memgate::testing::RunfilePath("examples/preflight_launcher"),
+          "--gpu=a100-40gb",
+          "--",
+          program,
+          "--nproc-per-node", "8", "pretrain_gpt.py",
+          "--num-layers", "32", "--hidden-size", "4096", "--ffn-hidden-size",
+          "14336", "--num-attention-heads", "32", "--group-query-attention",
+          "--num-query-groups", "8", "--vocab-size", "128256",
+          "--untie-embeddings-and-output-weights", "--swiglu",
+          "--tensor-model-parallel-size", "4",
+          "--pipeline-model-parallel-size", "2", "--sequence-parallel",
+          "--use-distributed-optimizer", "--micro-batch-size", mbs,
+          "--seq-length", "8192"};
+}
+
+TEST(PreflightLauncherTest, AdmittedJobIsLaunched) {
+  const RunResult r = memgate::testing::Run(Launcher("1", "/bin/echo"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("preflight: ADMIT [GREEN]"), std::string::npos);
+  // "launching: ..." then /bin/echo's own output of the same arguments.
+  EXPECT_NE(r.out.find("launching: /bin/echo --nproc-per-node 8"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\n--nproc-per-node 8 pretrain_gpt.py"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(PreflightLauncherTest, RefusedJobIsNotLaunched) {
+  const RunResult r = memgate::testing::Run(Launcher("4", "/bin/echo"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.find("launching"), std::string::npos);
+  EXPECT_NE(r.err.find("REFUSE [RED]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("would fit: TP="), std::string::npos) << r.err;
+}
+
+TEST(PreflightLauncherTest, InvalidLaunchAndUnreachableServer) {
+  std::vector<std::string> argv = Launcher("1", "/bin/echo");
+  argv.push_back("--tensor-model-parallel-size=3");
+  EXPECT_EQ(memgate::testing::Run(argv).exit_code, 2);
+
+  argv = Launcher("1", "/bin/echo");
+  argv.insert(argv.begin() + 2, "--server=127.0.0.1:1");
+  EXPECT_EQ(memgate::testing::Run(argv).exit_code, 3);
+}
+
+}  // namespace
