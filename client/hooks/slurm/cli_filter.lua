@@ -1,0 +1,66 @@
+--[[
+memgate admission for Slurm's cli_filter/lua plugin: the same check as
+job_submit.lua, run by sbatch on the submitting host instead of slurmctld
+(no controller locks held, but a user can bypass it: pair it with the
+job_submit hook where enforcement matters). Install beside slurm.conf with
+memgate_launch.lua, and set CliFilterPlugins=lua.
+]]
+
+local SITE = {
+  memgate = "/usr/local/bin/memgate",
+  server = "",
+  timeout_seconds = 2,
+  on_unavailable = "refuse",
+  on_invalid = "refuse",
+  default_gpu = "h100-80gb",
+  gpu_by_partition = {},
+  model = "",
+}
+
+package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") ..
+               "?.lua;" .. package.path
+local memgate = require("memgate_launch")
+
+-- The batch script: sbatch's --wrap, or the script file named on the
+-- command line (the first positional argument that is a readable file).
+local function batch_script(options)
+  if options["wrap"] and options["wrap"] ~= "" then
+    return options["wrap"]
+  end
+  local argv = options["argv"]
+  if type(argv) == "table" then
+    for _, arg in ipairs(argv) do
+      local f = io.open(arg, "r")
+      if f then
+        local text = f:read("*a")
+        f:close()
+        return text
+      end
+    end
+  end
+  return nil
+end
+
+function slurm_cli_setup_defaults(options, early_pass)
+  return slurm.SUCCESS
+end
+
+function slurm_cli_pre_submit(options, pack_offset)
+  local settings = {}
+  for k, v in pairs(SITE) do settings[k] = v end
+  settings.gpu = SITE.gpu_by_partition[options["partition"] or ""] or
+                 SITE.default_gpu
+  local per_node = memgate.gpus_in_tres(options["gres"])
+  local nodes = tonumber((options["nodes"] or ""):match("^(%d+)")) or 1
+  settings.gpus = per_node and per_node * nodes or
+                  tonumber(options["gpus"] or "")
+  local ok, message = memgate.judge(batch_script(options), settings,
+                                    function(m) slurm.log_info("%s", m) end)
+  if ok then return slurm.SUCCESS end
+  slurm.log_error("%s", message)
+  return slurm.ERROR
+end
+
+function slurm_cli_post_submit(offset, job_id, step_id)
+  return slurm.SUCCESS
+end

@@ -1,0 +1,68 @@
+--[[
+memgate admission for Slurm's job_submit/lua plugin (slurmctld side).
+
+Refuses, before any GPU is allocated, a batch job whose Megatron-LM launch
+would not fit in GPU memory under the 80% rule, with memgate's reason and
+the layouts that would fit; jobs without a Megatron launch pass untouched.
+Install beside slurm.conf with memgate_launch.lua, and set
+JobSubmitPlugins=lua. Site settings are all here:
+]]
+
+local SITE = {
+  memgate = "/usr/local/bin/memgate",  -- the memgate CLI
+  server = "",            -- "host:port" of memgate_server; "" runs embedded
+  timeout_seconds = 2,    -- slurmctld holds locks while this runs: keep short
+  on_unavailable = "refuse",  -- memgate cannot answer: "refuse" or "admit"
+  on_invalid = "refuse",      -- launch memgate cannot read: "refuse" or "admit"
+  default_gpu = "h100-80gb",  -- catalog GPU when the partition is not below
+  gpu_by_partition = {        -- partition -> catalog GPU
+    -- a100 = "a100-40gb",
+  },
+  model = "",             -- optional catalog model to fill what launches omit
+}
+
+package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") ..
+               "?.lua;" .. package.path
+local memgate = require("memgate_launch")
+
+-- GPUs the job asks Slurm for, when it says: per node x nodes, or per job.
+local function requested_gpus(job_desc)
+  local per_job = memgate.gpus_in_tres(job_desc.tres_per_job)
+  if per_job then return per_job end
+  local per_node = memgate.gpus_in_tres(job_desc.tres_per_node)
+  if per_node == nil then return nil end
+  local nodes = tonumber(job_desc.min_nodes) or 1
+  if nodes < 1 or nodes >= 0xfffffffe then nodes = 1 end  -- NO_VAL: unset
+  return per_node * nodes
+end
+
+-- The job's partition, or the cluster's default one when it names none.
+local function partition_of(job_desc, part_list)
+  if job_desc.partition then return job_desc.partition end
+  for name, part in pairs(part_list or {}) do
+    if part.flag_default == 1 then return part.name or name end
+  end
+  return ""
+end
+
+function slurm_job_submit(job_desc, part_list, submit_uid)
+  local settings = {}
+  for k, v in pairs(SITE) do settings[k] = v end
+  settings.gpu = SITE.gpu_by_partition[partition_of(job_desc, part_list)] or
+                 SITE.default_gpu
+  settings.gpus = requested_gpus(job_desc)
+  local ok, message = memgate.judge(job_desc.script, settings, function(m)
+    slurm.log_info("%s", m)
+  end)
+  if ok then return slurm.SUCCESS end
+  slurm.log_info("memgate refused a job of uid %u: %s", submit_uid, message)
+  slurm.log_user("%s", message)
+  return slurm.ERROR
+end
+
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+  return slurm.SUCCESS
+end
+
+slurm.log_info("memgate job_submit hook loaded")
+return slurm.SUCCESS
