@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "estimator/estimate.h"
+#include "estimator/fixed_format.h"
 #include "estimator/planner.h"
 #include "estimator/report.h"
 
@@ -14,19 +15,25 @@ namespace {
 constexpr int kSuggestions = 3;
 
 // "peak 37.58 GiB (stage 0) vs limit 32.00 GiB (80% of 40.00 GiB a100-40gb)"
+// Built without printf: this runs on every Admit.
 std::string PeakVersusLimit(const v1::Estimate& e) {
   const double capacity = ToGiB(e.capacity_bytes());
-  return absl::StrFormat(
-      "peak %.2f GiB (stage %u) vs limit %.2f GiB (%.0f%% of %.2f GiB %s)",
-      e.peak_gib(), e.peak().stage(), e.threshold() * capacity,
-      100 * e.threshold(), capacity, e.job().accelerator().name());
+  std::string out = "peak ";
+  AppendFixed(out, e.peak_gib(), 2);
+  absl::StrAppend(&out, " GiB (stage ", e.peak().stage(), ") vs limit ");
+  AppendFixed(out, e.threshold() * capacity, 2);
+  out += " GiB (";
+  AppendFixed(out, 100 * e.threshold(), 0);
+  out += "% of ";
+  AppendFixed(out, capacity, 2);
+  absl::StrAppend(&out, " GiB ", e.job().accelerator().name(), ")");
+  return out;
 }
 
 }  // namespace
 
-v1::Decision Decide(const v1::Estimate& estimate,
-                    const AdmissionPolicy& policy) {
-  v1::Decision decision;
+void Decide(const AdmissionPolicy& policy, v1::Decision& decision) {
+  const v1::Estimate& estimate = decision.estimate();
   const v1::Zone zone = estimate.zone();
   const bool admit =
       zone == v1::ZONE_GREEN || (zone == v1::ZONE_YELLOW && policy.admit_yellow);
@@ -53,25 +60,34 @@ v1::Decision Decide(const v1::Estimate& estimate,
     decision.add_warnings(
         "admitted in the YELLOW zone by policy: the paper saw OOMs here");
   }
-  *decision.mutable_estimate() = estimate;
-  return decision;
 }
 
 absl::StatusOr<v1::Decision> AdmitJob(const v1::Job& job,
                                       const AdmissionPolicy& policy) {
-  absl::StatusOr<v1::Estimate> estimate = EstimateJob(job, policy.threshold);
-  if (!estimate.ok()) return estimate.status();
-  v1::Decision decision = Decide(*estimate, policy);
+  v1::Decision decision;
+  if (absl::Status s = AdmitJobInto(job, policy, decision); !s.ok()) return s;
+  return decision;
+}
+
+absl::Status AdmitJobInto(const v1::Job& job, const AdmissionPolicy& policy,
+                          v1::Decision& decision) {
+  decision.Clear();
+  v1::Estimate& estimate = *decision.mutable_estimate();
+  if (absl::Status s = EstimateJobInto(job, policy.threshold, estimate);
+      !s.ok()) {
+    return s;
+  }
+  Decide(policy, decision);
   if (decision.verdict() == v1::VERDICT_REFUSE) {
     // A refusal a user can act on: what would fit instead.
-    for (v1::Candidate& c : SuggestLayouts(estimate->job(), policy.threshold,
+    for (v1::Candidate& c : SuggestLayouts(estimate.job(), policy.threshold,
                                            kSuggestions)) {
       *decision.add_suggestions() = std::move(c);
     }
     decision.set_min_gpus_that_fit(
-        SmallestGpuCountThatFits(estimate->job(), policy.threshold));
+        SmallestGpuCountThatFits(estimate.job(), policy.threshold));
   }
-  return decision;
+  return absl::OkStatus();
 }
 
 }  // namespace memgate

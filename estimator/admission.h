@@ -16,13 +16,20 @@ struct AdmissionPolicy {
   bool admit_yellow = false;
 };
 
-// The decision for an estimate already made under policy.threshold.
-v1::Decision Decide(const v1::Estimate& estimate,
-                    const AdmissionPolicy& policy);
+// The verdict, reason and warnings for `decision.estimate()`, an estimate
+// already made under policy.threshold.
+void Decide(const AdmissionPolicy& policy, v1::Decision& decision);
 
-// Estimate and decide in one step; INVALID_ARGUMENT for a bad job or policy.
+// Estimate and decide in one step; a refusal also carries the best layouts
+// that fit and the smallest GPU count at which this one does.
+// INVALID_ARGUMENT for a bad job or policy.
 absl::StatusOr<v1::Decision> AdmitJob(const v1::Job& job,
                                       const AdmissionPolicy& policy);
+
+// The same, written into `decision` (cleared first), which may live on an
+// arena.
+absl::Status AdmitJobInto(const v1::Job& job, const AdmissionPolicy& policy,
+                          v1::Decision& decision);
 
 }  // namespace memgate
 

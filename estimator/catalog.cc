@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "estimator/units.h"
@@ -46,36 +46,72 @@ constexpr AcceleratorEntry kAccelerators[] = {
 
 }  // namespace
 
-absl::StatusOr<v1::ModelConfig> FindModel(absl::string_view name) {
-  const std::string wanted = absl::AsciiStrToLower(name);
-  for (const ModelEntry& m : kModels) {
-    if (wanted != m.name) continue;
-    v1::ModelConfig model;
-    model.set_name(m.name);
-    model.set_num_layers(m.layers);
-    model.set_hidden_size(m.hidden);
-    model.set_ffn_hidden_size(m.ffn_hidden);
-    model.set_num_attention_heads(m.heads);
-    model.set_num_query_groups(m.kv_heads);
-    model.set_vocab_size(m.vocab);
-    return model;
+namespace {
+
+// The tables as protos, built once.
+const std::vector<v1::ModelConfig>& ModelTable() {
+  static const auto* table = [] {
+    auto* models = new std::vector<v1::ModelConfig>();
+    for (const ModelEntry& m : kModels) {
+      v1::ModelConfig& model = models->emplace_back();
+      model.set_name(m.name);
+      model.set_num_layers(m.layers);
+      model.set_hidden_size(m.hidden);
+      model.set_ffn_hidden_size(m.ffn_hidden);
+      model.set_num_attention_heads(m.heads);
+      model.set_num_query_groups(m.kv_heads);
+      model.set_vocab_size(m.vocab);
+    }
+    return models;
+  }();
+  return *table;
+}
+
+const std::vector<v1::Accelerator>& AcceleratorTable() {
+  static const auto* table = [] {
+    auto* gpus = new std::vector<v1::Accelerator>();
+    for (const AcceleratorEntry& a : kAccelerators) {
+      v1::Accelerator& gpu = gpus->emplace_back();
+      gpu.set_name(a.name);
+      gpu.set_memory_bytes(static_cast<uint64_t>(a.memory_gib) *
+                           static_cast<uint64_t>(kBytesPerGiB));
+      gpu.set_gpus_per_node(a.gpus_per_node);
+    }
+    return gpus;
+  }();
+  return *table;
+}
+
+}  // namespace
+
+const v1::ModelConfig* LookupModel(absl::string_view name) {
+  for (const v1::ModelConfig& m : ModelTable()) {
+    if (absl::EqualsIgnoreCase(name, m.name())) return &m;
   }
+  return nullptr;
+}
+
+const v1::Accelerator* LookupAccelerator(absl::string_view name) {
+  const auto& table = AcceleratorTable();
+  for (size_t i = 0; i < table.size(); ++i) {
+    const char* alias = kAccelerators[i].alias;
+    if (absl::EqualsIgnoreCase(name, table[i].name()) ||
+        (*alias != '\0' && absl::EqualsIgnoreCase(name, alias))) {
+      return &table[i];
+    }
+  }
+  return nullptr;
+}
+
+absl::StatusOr<v1::ModelConfig> FindModel(absl::string_view name) {
+  if (const v1::ModelConfig* m = LookupModel(name)) return *m;
   return absl::NotFoundError(
       absl::StrCat("model.name: unknown model '", name,
                    "' (known: ", absl::StrJoin(ModelNames(), ", "), ")"));
 }
 
 absl::StatusOr<v1::Accelerator> FindAccelerator(absl::string_view name) {
-  const std::string wanted = absl::AsciiStrToLower(name);
-  for (const AcceleratorEntry& a : kAccelerators) {
-    if (wanted != a.name && (*a.alias == '\0' || wanted != a.alias)) continue;
-    v1::Accelerator gpu;
-    gpu.set_name(a.name);
-    gpu.set_memory_bytes(static_cast<uint64_t>(a.memory_gib) *
-                         static_cast<uint64_t>(kBytesPerGiB));
-    gpu.set_gpus_per_node(a.gpus_per_node);
-    return gpu;
-  }
+  if (const v1::Accelerator* a = LookupAccelerator(name)) return *a;
   return absl::NotFoundError(absl::StrCat(
       "accelerator.name: unknown GPU '", name,
       "' (known: ", absl::StrJoin(AcceleratorNames(), ", "), ")"));

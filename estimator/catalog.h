@@ -20,6 +20,11 @@ absl::StatusOr<v1::ModelConfig> FindModel(absl::string_view name);
 // known GPUs.
 absl::StatusOr<v1::Accelerator> FindAccelerator(absl::string_view name);
 
+// The catalog entries themselves (no copy, no allocation: the Admit path
+// resolves names this way); nullptr when unknown.
+const v1::ModelConfig* LookupModel(absl::string_view name);
+const v1::Accelerator* LookupAccelerator(absl::string_view name);
+
 std::vector<std::string> ModelNames();
 std::vector<std::string> AcceleratorNames();
 

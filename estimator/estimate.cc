@@ -41,25 +41,35 @@ v1::Zone ZoneOf(double bytes, double capacity_bytes, double threshold) {
 
 absl::StatusOr<v1::Estimate> EstimateJob(const v1::Job& job,
                                          double threshold) {
-  if (absl::Status s = ValidateThreshold(threshold); !s.ok()) return s;
-  absl::StatusOr<v1::Job> resolved = ResolveJob(job);
-  if (!resolved.ok()) return resolved.status();
-  if (absl::Status s = ValidateJob(*resolved); !s.ok()) return s;
-
-  const ModelShape shape = ShapeOf(resolved->model());
-  const Layout layout = LayoutOf(*resolved);
-  const uint32_t stages = resolved->parallel().pipeline_parallel();
-
   v1::Estimate estimate;
+  if (absl::Status s = EstimateJobInto(job, threshold, estimate); !s.ok()) {
+    return s;
+  }
+  return estimate;
+}
+
+absl::Status EstimateJobInto(const v1::Job& job, double threshold,
+                             v1::Estimate& estimate) {
+  estimate.Clear();
+  if (absl::Status s = ValidateThreshold(threshold); !s.ok()) return s;
+  v1::Job& resolved = *estimate.mutable_job();
+  resolved = job;
+  if (absl::Status s = ResolveJobInPlace(resolved); !s.ok()) return s;
+  if (absl::Status s = ValidateJob(resolved); !s.ok()) return s;
+
+  const ModelShape shape = ShapeOf(resolved.model());
+  const Layout layout = LayoutOf(resolved);
+  const uint32_t stages = resolved.parallel().pipeline_parallel();
+
   estimate.set_data_parallel(static_cast<uint32_t>(layout.data));
   estimate.set_total_parameters(TotalParameters(shape));
+  estimate.mutable_stages()->Reserve(static_cast<int>(stages));
   int peak_index = 0;
   for (uint32_t i = 0; i < stages; ++i) {
-    const double layers = StageLayers(*resolved, i);
+    const double layers = StageLayers(resolved, i);
     const StageFigures figures = StageMemoryOf(shape, layout, i, layers);
     Fill(figures, i, layers, stages - i, *estimate.add_stages());
-    if (figures.total_bytes() >
-        estimate.stages(peak_index).total_bytes()) {
+    if (figures.total_bytes() > estimate.stages(peak_index).total_bytes()) {
       peak_index = static_cast<int>(i);
     }
   }
@@ -69,15 +79,14 @@ absl::StatusOr<v1::Estimate> EstimateJob(const v1::Job& job,
         "model: dimensions too large to estimate (memory is not finite)");
   }
   const double capacity =
-      static_cast<double>(resolved->accelerator().memory_bytes());
+      static_cast<double>(resolved.accelerator().memory_bytes());
   *estimate.mutable_peak() = peak;
   estimate.set_peak_gib(ToGiB(peak.total_bytes()));
   estimate.set_capacity_bytes(capacity);
   estimate.set_capacity_fraction(peak.total_bytes() / capacity);
   estimate.set_threshold(threshold);
   estimate.set_zone(ZoneOf(peak.total_bytes(), capacity, threshold));
-  *estimate.mutable_job() = *std::move(resolved);
-  return estimate;
+  return absl::OkStatus();
 }
 
 }  // namespace memgate

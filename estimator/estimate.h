@@ -17,6 +17,11 @@ namespace memgate {
 absl::StatusOr<v1::Estimate> EstimateJob(
     const v1::Job& job, double threshold = kDefaultThreshold);
 
+// The same, written into `estimate` (cleared first), which may live on an
+// arena: the service builds responses in place this way.
+absl::Status EstimateJobInto(const v1::Job& job, double threshold,
+                             v1::Estimate& estimate);
+
 // GREEN at or below threshold * capacity, YELLOW up to capacity, RED above.
 v1::Zone ZoneOf(double bytes, double capacity_bytes, double threshold);
 

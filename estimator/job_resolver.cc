@@ -27,29 +27,29 @@ void FillModelGaps(const v1::ModelConfig& from, v1::ModelConfig& into) {
 absl::Status ResolveModel(v1::ModelConfig& model) {
   if (HasAllDimensions(model)) return absl::OkStatus();
   if (model.name().empty()) return absl::OkStatus();  // validation names gaps
-  absl::StatusOr<v1::ModelConfig> known = FindModel(model.name());
-  if (!known.ok()) {
+  const v1::ModelConfig* known = LookupModel(model.name());
+  if (known == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
-        known.status().message(),
+        FindModel(model.name()).status().message(),
         "; give every dimension explicitly for a model not in the catalog"));
   }
   FillModelGaps(*known, model);
-  model.set_name(known->name());
+  if (model.name() != known->name()) model.set_name(known->name());
   return absl::OkStatus();
 }
 
 absl::Status ResolveAccelerator(v1::Accelerator& gpu) {
   if (gpu.name().empty()) return absl::OkStatus();
-  absl::StatusOr<v1::Accelerator> known = FindAccelerator(gpu.name());
-  if (!known.ok()) {
+  const v1::Accelerator* known = LookupAccelerator(gpu.name());
+  if (known == nullptr) {
     if (gpu.memory_bytes() != 0) return absl::OkStatus();  // a custom GPU
     return absl::InvalidArgumentError(absl::StrCat(
-        known.status().message(),
+        FindAccelerator(gpu.name()).status().message(),
         "; or give accelerator.memory_bytes for a GPU not in the catalog"));
   }
   if (gpu.memory_bytes() == 0) gpu.set_memory_bytes(known->memory_bytes());
   if (gpu.gpus_per_node() == 0) gpu.set_gpus_per_node(known->gpus_per_node());
-  gpu.set_name(known->name());
+  if (gpu.name() != known->name()) gpu.set_name(known->name());
   return absl::OkStatus();
 }
 
@@ -57,6 +57,11 @@ absl::Status ResolveAccelerator(v1::Accelerator& gpu) {
 
 absl::StatusOr<v1::Job> ResolveJob(const v1::Job& job) {
   v1::Job resolved = job;
+  if (absl::Status s = ResolveJobInPlace(resolved); !s.ok()) return s;
+  return resolved;
+}
+
+absl::Status ResolveJobInPlace(v1::Job& resolved) {
   if (absl::Status s = ResolveModel(*resolved.mutable_model()); !s.ok()) {
     return s;
   }
@@ -73,7 +78,7 @@ absl::StatusOr<v1::Job> ResolveJob(const v1::Job& job) {
   if (training.precision() == v1::PRECISION_UNSPECIFIED) {
     training.set_precision(v1::PRECISION_BF16_FP32_GRADS);
   }
-  return resolved;
+  return absl::OkStatus();
 }
 
 }  // namespace memgate

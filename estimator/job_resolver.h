@@ -17,6 +17,9 @@ namespace memgate {
 // ValidateJob.
 absl::StatusOr<v1::Job> ResolveJob(const v1::Job& job);
 
+// The same, in place (for a job that lives on an arena or in a response).
+absl::Status ResolveJobInPlace(v1::Job& job);
+
 }  // namespace memgate
 
 #endif  // MEMGATE_ESTIMATOR_JOB_RESOLVER_H_

@@ -1,16 +1,57 @@
 #include "service/decision_log.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "estimator/fixed_format.h"
 #include "estimator/units.h"
-#include "google/protobuf/util/json_util.h"
 
 namespace memgate {
+namespace {
+
+constexpr std::chrono::milliseconds kBatchWindow(5);
+
+// A JSON string literal. memgate's own text needs no escaping: copy it
+// whole, escape character by character only when something needs it.
+void AppendJsonString(std::string& out, const std::string& text) {
+  out.push_back('"');
+  const bool plain = std::none_of(text.begin(), text.end(), [](char c) {
+    return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
+  });
+  if (plain) {
+    out += text;
+  } else {
+    for (unsigned char c : text) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+          if (c < 0x20) {
+            char escaped[8];
+            std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+            out += escaped;
+          } else {
+            out.push_back(static_cast<char>(c));
+          }
+      }
+    }
+  }
+  out.push_back('"');
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<DecisionLog>> DecisionLog::Open(
     const std::string& path) {
@@ -25,50 +66,131 @@ absl::StatusOr<std::unique_ptr<DecisionLog>> DecisionLog::Open(
   return std::unique_ptr<DecisionLog>(new DecisionLog(file, true));
 }
 
+DecisionLog::DecisionLog(FILE* file, bool owned)
+    : file_(file), owned_(owned), writer_([this] { WriteLoop(); }) {}
+
 DecisionLog::~DecisionLog() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  writer_.join();
   if (owned_) std::fclose(file_);
 }
 
-v1::DecisionLogEntry DecisionLog::EntryFor(const v1::Decision& decision,
-                                           const std::string& peer) {
+void DecisionLog::WriteLoop() {
+  std::string batch;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    wake_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
+    if (!stopping_) {
+      // Let a burst gather: one write per 5 ms at most, instead of a
+      // wake-up and a syscall per decision.
+      lock.unlock();
+      std::this_thread::sleep_for(kBatchWindow);
+      lock.lock();
+    }
+    batch.swap(pending_);
+    const bool stop = stopping_ && batch.empty();
+    lock.unlock();
+    if (!batch.empty()) {
+      std::fwrite(batch.data(), 1, batch.size(), file_);
+      std::fflush(file_);
+      batch.clear();
+    }
+    if (stop) return;
+    lock.lock();
+  }
+}
+
+// Written by hand from the decision: the reflection-based JSON printer,
+// fed an intermediate DecisionLogEntry, cost more than the whole Admit.
+namespace {
+
+void AppendTwoDigits(std::string& out, int v) {
+  out.push_back(static_cast<char>('0' + v / 10));
+  out.push_back(static_cast<char>('0' + v % 10));
+}
+
+// RFC 3339 UTC with microseconds: 2026-11-22T02:14:12.123456Z.
+void AppendTime(std::string& out, int64_t unix_micros) {
+  const time_t seconds = static_cast<time_t>(unix_micros / 1000000);
+  std::tm utc;
+  gmtime_r(&seconds, &utc);
+  absl::StrAppend(&out, utc.tm_year + 1900, "-");
+  AppendTwoDigits(out, utc.tm_mon + 1);
+  out.push_back('-');
+  AppendTwoDigits(out, utc.tm_mday);
+  out.push_back('T');
+  AppendTwoDigits(out, utc.tm_hour);
+  out.push_back(':');
+  AppendTwoDigits(out, utc.tm_min);
+  out.push_back(':');
+  AppendTwoDigits(out, utc.tm_sec);
+  out.push_back('.');
+  const std::string micros = absl::StrCat(unix_micros % 1000000);
+  out.append(6 - micros.size(), '0');
+  out += micros;
+  out.push_back('Z');
+}
+
+}  // namespace
+
+// Written by hand from the decision, without printf: the reflection-based
+// JSON printer fed an intermediate DecisionLogEntry, and later printf's
+// doubles, cost more than the whole Admit (bench/RESULTS.md).
+std::string DecisionLog::LineFor(const v1::Decision& decision,
+                                 const std::string& peer,
+                                 int64_t unix_micros) {
   const v1::Estimate& e = decision.estimate();
   const v1::Job& job = e.job();
-  v1::DecisionLogEntry entry;
-  entry.set_time(absl::FormatTime(absl::RFC3339_full, absl::Now(),
-                                  absl::UTCTimeZone()));
-  entry.set_request_id(decision.request_id());
-  entry.set_peer(peer);
-  entry.set_verdict(decision.verdict());
-  entry.set_zone(e.zone());
-  entry.set_peak_gib(e.peak_gib());
-  entry.set_peak_stage(e.peak().stage());
-  entry.set_limit_gib(ToGiB(e.threshold() * e.capacity_bytes()));
-  entry.set_capacity_gib(ToGiB(e.capacity_bytes()));
-  entry.set_model(job.model().name());
-  entry.set_accelerator(job.accelerator().name());
-  entry.set_num_gpus(job.num_gpus());
-  entry.set_tensor_parallel(job.parallel().tensor_parallel());
-  entry.set_context_parallel(job.parallel().context_parallel());
-  entry.set_pipeline_parallel(job.parallel().pipeline_parallel());
-  entry.set_data_parallel(e.data_parallel());
-  entry.set_micro_batch_size(job.training().micro_batch_size());
-  entry.set_seq_length(job.training().seq_length());
-  entry.set_reason(decision.reason());
-  return entry;
+  const v1::ParallelConfig& par = job.parallel();
+  std::string out;
+  out.reserve(512);
+  out += "{\"time\":\"";
+  AppendTime(out, unix_micros);
+  out += "\",\"request_id\":";
+  AppendJsonString(out, decision.request_id());
+  out += ",\"peer\":";
+  AppendJsonString(out, peer);
+  absl::StrAppend(&out, ",\"verdict\":\"", v1::Verdict_Name(decision.verdict()),
+                  "\",\"zone\":\"", v1::Zone_Name(e.zone()),
+                  "\",\"peak_gib\":");
+  AppendFixed(out, e.peak_gib(), 4);
+  absl::StrAppend(&out, ",\"peak_stage\":", e.peak().stage(), ",\"limit_gib\":");
+  AppendFixed(out, ToGiB(e.threshold() * e.capacity_bytes()), 4);
+  out += ",\"capacity_gib\":";
+  AppendFixed(out, ToGiB(e.capacity_bytes()), 4);
+  absl::StrAppend(&out, ",\"num_gpus\":", job.num_gpus(),
+                  ",\"tensor_parallel\":", par.tensor_parallel(),
+                  ",\"context_parallel\":", par.context_parallel(),
+                  ",\"pipeline_parallel\":", par.pipeline_parallel(),
+                  ",\"data_parallel\":", e.data_parallel(),
+                  ",\"micro_batch_size\":", job.training().micro_batch_size(),
+                  ",\"seq_length\":", job.training().seq_length(),
+                  ",\"model\":");
+  AppendJsonString(out, job.model().name());
+  out += ",\"accelerator\":";
+  AppendJsonString(out, job.accelerator().name());
+  out += ",\"reason\":";
+  AppendJsonString(out, decision.reason());
+  out += "}";
+  return out;
 }
 
 void DecisionLog::Record(const v1::Decision& decision,
                          const std::string& peer) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  std::string line;
-  (void)google::protobuf::util::MessageToJsonString(EntryFor(decision, peer),
-                                                    &line, options);
+  std::string line =
+      LineFor(decision, peer, absl::ToUnixMicros(absl::Now()));
   line.push_back('\n');
-  absl::MutexLock lock(&mu_);
-  std::fputs(line.c_str(), file_);
-  std::fflush(file_);
+  bool was_idle;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    was_idle = pending_.empty();
+    pending_ += line;
+  }
+  if (was_idle) wake_.notify_one();  // else the writer is already on its way
 }
 
 }  // namespace memgate

@@ -21,6 +21,13 @@ grpc::ServerUnaryReactor* FinishWith(grpc::CallbackServerContext* context,
 
 }  // namespace
 
+MemoryEstimatorService::MemoryEstimatorService(const ServiceOptions& options)
+    : options_(options) {
+  // Estimates and decisions are built in place on a per-call arena.
+  SetMessageAllocatorFor_Estimate(&estimate_allocator_);
+  SetMessageAllocatorFor_Admit(&admit_allocator_);
+}
+
 absl::StatusOr<std::unique_ptr<MemoryEstimatorService>>
 MemoryEstimatorService::Create(const ServiceOptions& options) {
   for (double t : {options.default_threshold, options.min_threshold,
@@ -57,11 +64,8 @@ grpc::ServerUnaryReactor* MemoryEstimatorService::Estimate(
     v1::Estimate* response) {
   absl::StatusOr<double> threshold = ThresholdFor(request->threshold());
   if (!threshold.ok()) return FinishWith(context, threshold.status());
-  absl::StatusOr<v1::Estimate> estimate =
-      EstimateJob(request->job(), *threshold);
-  if (!estimate.ok()) return FinishWith(context, estimate.status());
-  *response = *std::move(estimate);
-  return FinishWith(context, absl::OkStatus());
+  return FinishWith(context,
+                    EstimateJobInto(request->job(), *threshold, *response));
 }
 
 grpc::ServerUnaryReactor* MemoryEstimatorService::Admit(
@@ -72,9 +76,10 @@ grpc::ServerUnaryReactor* MemoryEstimatorService::Admit(
   AdmissionPolicy policy;
   policy.threshold = *threshold;
   policy.admit_yellow = options_.admit_yellow;
-  absl::StatusOr<v1::Decision> decision = AdmitJob(request->job(), policy);
-  if (!decision.ok()) return FinishWith(context, decision.status());
-  *response = *std::move(decision);
+  if (absl::Status s = AdmitJobInto(request->job(), policy, *response);
+      !s.ok()) {
+    return FinishWith(context, s);
+  }
   response->set_request_id(
       request->request_id().empty()
           ? absl::StrCat("memgate-", absl::ToUnixMicros(absl::Now()), "-",

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "estimator/units.h"
 #include "proto/memgate.grpc.pb.h"
+#include "service/arena_allocator.h"
 #include "service/decision_log.h"
 
 namespace memgate {
@@ -48,8 +49,7 @@ class MemoryEstimatorService final
                                  v1::PlanResponse* response) override;
 
  private:
-  explicit MemoryEstimatorService(const ServiceOptions& options)
-      : options_(options) {}
+  explicit MemoryEstimatorService(const ServiceOptions& options);
 
   // The request's threshold, or the default for 0; INVALID_ARGUMENT outside
   // the server's bounds.
@@ -57,6 +57,8 @@ class MemoryEstimatorService final
 
   const ServiceOptions options_;
   std::atomic<uint64_t> next_request_id_{1};
+  ArenaMessageAllocator<v1::EstimateRequest, v1::Estimate> estimate_allocator_;
+  ArenaMessageAllocator<v1::AdmitRequest, v1::Decision> admit_allocator_;
 };
 
 }  // namespace memgate

@@ -327,6 +327,8 @@ TEST_F(ServerTest, DecisionLogHasOneJsonLinePerAdmit) {
   ASSERT_TRUE(stub_->Admit(&context, request, &d).ok());
   EXPECT_EQ(d.request_id(), "job-42");
   ASSERT_TRUE(Admit(Green(), &d).ok());
+  server_->Shutdown(absl::Seconds(1));
+  log->reset();  // the writer thread writes what is queued, then stops
 
   std::istringstream lines(ReadFile(path));
   std::vector<v1::DecisionLogEntry> entries;

@@ -1,0 +1,48 @@
+// The audit log's cost on the Admit path: formatting one line, and
+// recording it (format + queue) while a writer thread drains to /dev/null.
+//
+//   bazel run -c opt //bench:decision_log_benchmark
+
+#include "benchmark/benchmark.h"
+#include "estimator/admission.h"
+#include "service/decision_log.h"
+
+namespace memgate {
+namespace {
+
+v1::Decision PaperDecision() {
+  v1::Job job;
+  job.mutable_model()->set_name("llama-3.1-8b");
+  job.mutable_accelerator()->set_name("a100-40gb");
+  job.mutable_parallel()->set_tensor_parallel(4);
+  job.mutable_parallel()->set_pipeline_parallel(2);
+  job.mutable_parallel()->set_context_parallel(1);
+  job.mutable_training()->set_micro_batch_size(1);
+  job.mutable_training()->set_seq_length(8192);
+  job.set_num_gpus(16);
+  v1::Decision d = *AdmitJob(job, AdmissionPolicy());
+  d.set_request_id("memgate-1700000000000000-42");
+  return d;
+}
+
+void BM_LineFor(benchmark::State& state) {
+  const v1::Decision d = PaperDecision();
+  const std::string peer = "ipv4:127.0.0.1:54321";
+  for (auto _ : state) {
+    std::string line = DecisionLog::LineFor(d, peer, 1700000000123456);
+    benchmark::DoNotOptimize(line);
+  }
+}
+BENCHMARK(BM_LineFor);
+
+void BM_Record(benchmark::State& state) {
+  const v1::Decision d = PaperDecision();
+  auto log = DecisionLog::Open("/dev/null");
+  for (auto _ : state) (*log)->Record(d, "ipv4:127.0.0.1:54321");
+}
+BENCHMARK(BM_Record)->ThreadRange(1, 2);
+
+}  // namespace
+}  // namespace memgate
+
+BENCHMARK_MAIN();
