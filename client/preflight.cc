@@ -25,6 +25,7 @@ absl::StatusOr<v1::Decision> PreflightCheck(const v1::Job& job,
   *request.mutable_job() = job;
   request.set_threshold(options.threshold);
   request.set_request_id(options.request_id);
+  request.set_detail(v1::DETAIL_FULL);  // callers print the breakdown
   cli::RemoteOptions remote;
   remote.server = options.server;
   remote.timeout = options.timeout;

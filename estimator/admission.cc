@@ -16,9 +16,9 @@ constexpr int kSuggestions = 3;
 
 // "peak 37.58 GiB (stage 0) vs limit 32.00 GiB (80% of 40.00 GiB a100-40gb)"
 // Built without printf: this runs on every Admit.
-std::string PeakVersusLimit(const v1::Estimate& e) {
+void AppendPeakVersusLimit(std::string& out, const v1::Estimate& e) {
   const double capacity = ToGiB(e.capacity_bytes());
-  std::string out = "peak ";
+  out += "peak ";
   AppendFixed(out, e.peak_gib(), 2);
   absl::StrAppend(&out, " GiB (stage ", e.peak().stage(), ") vs limit ");
   AppendFixed(out, e.threshold() * capacity, 2);
@@ -27,7 +27,6 @@ std::string PeakVersusLimit(const v1::Estimate& e) {
   out += "% of ";
   AppendFixed(out, capacity, 2);
   absl::StrAppend(&out, " GiB ", e.job().accelerator().name(), ")");
-  return out;
 }
 
 }  // namespace
@@ -39,23 +38,23 @@ void Decide(const AdmissionPolicy& policy, v1::Decision& decision) {
       zone == v1::ZONE_GREEN || (zone == v1::ZONE_YELLOW && policy.admit_yellow);
   decision.set_verdict(admit ? v1::VERDICT_ADMIT : v1::VERDICT_REFUSE);
 
-  std::string why;
-  switch (zone) {
-    case v1::ZONE_GREEN:
-      why = "fits with headroom";
-      break;
-    case v1::ZONE_YELLOW:
-      why = admit ? "within capacity but above the limit; may OOM from "
-                    "temporary buffers and fragmentation"
-                  : "above the limit: temporary buffers and fragmentation "
-                    "may OOM";
-      break;
-    default:
-      why = "exceeds GPU memory: will OOM";
+  const char* why = "exceeds GPU memory: will OOM";
+  const char* zone_name = "RED";
+  if (zone == v1::ZONE_GREEN) {
+    why = "fits with headroom";
+    zone_name = "GREEN";
+  } else if (zone == v1::ZONE_YELLOW) {
+    why = admit ? "within capacity but above the limit; may OOM from "
+                  "temporary buffers and fragmentation"
+                : "above the limit: temporary buffers and fragmentation "
+                  "may OOM";
+    zone_name = "YELLOW";
   }
-  decision.set_reason(absl::StrCat(admit ? "ADMIT" : "REFUSE", " [",
-                                    ZoneName(zone), "] ",
-                                    PeakVersusLimit(estimate), ": ", why));
+  // Built in the decision's own string: this runs on every Admit.
+  std::string& reason = *decision.mutable_reason();
+  absl::StrAppend(&reason, admit ? "ADMIT [" : "REFUSE [", zone_name, "] ");
+  AppendPeakVersusLimit(reason, estimate);
+  absl::StrAppend(&reason, ": ", why);
   if (admit && zone == v1::ZONE_YELLOW) {
     decision.add_warnings(
         "admitted in the YELLOW zone by policy: the paper saw OOMs here");

@@ -24,9 +24,8 @@ constexpr std::chrono::milliseconds kBatchWindow(5);
 // whole, escape character by character only when something needs it.
 void AppendJsonString(std::string& out, const std::string& text) {
   out.push_back('"');
-  const bool plain = std::none_of(text.begin(), text.end(), [](char c) {
-    return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
-  });
+  bool plain = true;
+  for (unsigned char c : text) plain &= c >= 0x20 && c != '"' && c != '\\';
   if (plain) {
     out += text;
   } else {

@@ -88,6 +88,12 @@ grpc::ServerUnaryReactor* MemoryEstimatorService::Admit(
   if (options_.decision_log != nullptr) {
     options_.decision_log->Record(*response, context->peer());
   }
+  if (request->detail() != v1::DETAIL_FULL) {
+    // Admission paths act on the verdict and the peak; the per-stage list
+    // and the job echo are there for those who ask (and cost throughput).
+    response->mutable_estimate()->clear_job();
+    response->mutable_estimate()->clear_stages();
+  }
   return FinishWith(context, absl::OkStatus());
 }
 

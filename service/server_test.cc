@@ -119,6 +119,27 @@ TEST_F(ServerTest, PlanIsThePlannersRanking) {
             grpc::StatusCode::INVALID_ARGUMENT);
 }
 
+TEST_F(ServerTest, AdmitAnswersASummaryUnlessAskedForDetail) {
+  Start();
+  v1::Decision summary;
+  ASSERT_TRUE(Admit(Green(), &summary).ok());
+  EXPECT_EQ(summary.estimate().stages_size(), 0);
+  EXPECT_FALSE(summary.estimate().has_job());
+  EXPECT_NEAR(summary.estimate().peak_gib(), 27.20, 0.01);
+  EXPECT_EQ(summary.estimate().peak().stage(), 0u);
+  EXPECT_EQ(summary.estimate().zone(), v1::ZONE_GREEN);
+
+  grpc::ClientContext context;
+  v1::AdmitRequest request;
+  *request.mutable_job() = Green();
+  request.set_detail(v1::DETAIL_FULL);
+  v1::Decision full;
+  ASSERT_TRUE(stub_->Admit(&context, request, &full).ok());
+  EXPECT_EQ(full.estimate().stages_size(), 2);
+  EXPECT_EQ(full.estimate().job().model().hidden_size(), 4096u);
+  EXPECT_EQ(full.reason(), summary.reason());
+}
+
 TEST_F(ServerTest, RefusalsCarrySuggestions) {
   Start();
   v1::Decision d;
