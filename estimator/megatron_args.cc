@@ -219,6 +219,11 @@ absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
   MEMGATE_ASSIGN_OR_RETURN(tp, args.Number("tensor-model-parallel-size", 1));
   MEMGATE_ASSIGN_OR_RETURN(pp, args.Number("pipeline-model-parallel-size", 1));
   MEMGATE_ASSIGN_OR_RETURN(cp, args.Number("context-parallel-size", 1));
+  // Zero would reach divisions (vocabulary padding, stage splits) before
+  // the estimator's own validation; Megatron refuses it too.
+  if (tp == 0) return Bad("tensor-model-parallel-size", "must be at least 1");
+  if (pp == 0) return Bad("pipeline-model-parallel-size", "must be at least 1");
+  if (cp == 0) return Bad("context-parallel-size", "must be at least 1");
   p.set_tensor_parallel(tp);
   p.set_pipeline_parallel(pp);
   p.set_context_parallel(cp);

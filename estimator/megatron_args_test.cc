@@ -149,6 +149,10 @@ TEST(MegatronArgsTest, MissingMalformedAndContradictoryValuesAreNamed) {
       {"pretrain_gpt.py --hidden-size 4096 --seq-length 4096 --swiglu",
        "--num-layers"},
       {base + "--seq-length", "--seq-length"},
+      {base + "--seq-length 4096 --tensor-model-parallel-size 0",
+       "--tensor-model-parallel-size"},
+      {base + "--seq-length 4096 --pipeline-model-parallel-size 0",
+       "--pipeline-model-parallel-size"},
       {"python train.py --epochs 3", "Megatron"},
   };
   for (const auto& [line, named] : cases) {

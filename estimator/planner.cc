@@ -19,6 +19,10 @@ namespace memgate {
 namespace {
 
 constexpr uint32_t kMaxPipelineStages = 4096;
+// Bounds that keep a plan (and the suggestions of every refusal) fast
+// whatever the request: a million GPUs, micro-batches up to 1024.
+constexpr uint32_t kMaxPlanGpus = 1u << 20;
+constexpr uint32_t kMaxPlanMicroBatch = 1024;
 
 // One layout in the search. Plain data: the inner loop fills a reserved
 // vector of these and allocates nothing per candidate.
@@ -125,9 +129,11 @@ std::vector<Layout4D> Enumerate(const Search& s) {
     if (s.heads % t || s.kv_heads % t) continue;
     if (t > 1 && s.base.sequence_parallel && s.seq % t) continue;
     for (uint32_t c : gpu_divisors) {
+      if (c > s.gpus / t) break;
       if ((s.gpus / t) % c) continue;
       if (c > 1 && s.seq % (2ull * c)) continue;
       for (uint32_t p : gpu_divisors) {
+        if (p > s.gpus / t / c) break;
         if ((s.gpus / t / c) % p) continue;
         if (p > kMaxPipelineStages || s.layers % p) continue;
         const uint32_t d = s.gpus / t / c / p;
@@ -169,9 +175,15 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
   s.seq = request.seq_length();
   s.max_mbs = request.max_micro_batch_size() ? request.max_micro_batch_size()
                                              : kDefaultMaxMicroBatch;
-  if (s.max_mbs > 4096) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_micro_batch_size: must be at most 4096 (got ", s.max_mbs, ")"));
+  if (s.max_mbs > kMaxPlanMicroBatch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_micro_batch_size: must be at most ",
+                     kMaxPlanMicroBatch, " (got ", s.max_mbs, ")"));
+  }
+  if (s.gpus > kMaxPlanGpus) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_gpus: plans cover at most ", kMaxPlanGpus,
+                     " GPUs (got ", s.gpus, ")"));
   }
   s.cross_node_tp = request.allow_cross_node_tp();
   s.heads = job->model().num_attention_heads();

@@ -169,6 +169,14 @@ TEST(PlannerTest, BadRequestsNameTheField) {
   v1::PlanRequest r = Request("llama-3.1-8b", "a100-40gb", 16, 8192, 64);
   r.set_threshold(2);
   EXPECT_FALSE(PlanLayouts(r).ok());
+  r.set_threshold(0);
+  r.set_max_micro_batch_size(5000);
+  EXPECT_NE(PlanLayouts(r).status().message().find("max_micro_batch_size"),
+            std::string::npos);
+  // A bound on the search keeps every plan (and refusal) fast.
+  r = Request("llama-3.1-8b", "a100-40gb", 3603600u * 1000, 8192, 64);
+  EXPECT_NE(PlanLayouts(r).status().message().find("num_gpus"),
+            std::string::npos);
 }
 
 TEST(PlannerTest, RefusalsSuggestWhatFits) {

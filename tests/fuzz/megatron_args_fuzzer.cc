@@ -1,0 +1,33 @@
+// Fuzzes the Megatron launch-line parser: input is a launch, split on
+// whitespace as a shell would (without quoting).
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "estimator/catalog.h"
+#include "estimator/megatron_args.h"
+#include "tests/fuzz/fuzz_helpers.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  const std::vector<std::string> argv =
+      absl::StrSplit(text, absl::ByAnyChar(" \t\n"), absl::SkipEmpty());
+  const memgate::v1::ModelConfig* fill = memgate::LookupModel("llama-3.1-8b");
+  for (const memgate::v1::ModelConfig* model : {fill, static_cast<const memgate::v1::ModelConfig*>(nullptr)}) {
+    absl::StatusOr<memgate::MegatronLaunch> launch =
+        memgate::ParseMegatronLaunch(argv, model);
+    if (!launch.ok()) {
+      memgate::fuzz::Require(launch.status().code() ==
+                             absl::StatusCode::kInvalidArgument);
+      continue;
+    }
+    memgate::v1::Job job = launch->job;
+    job.mutable_accelerator()->set_name("h100-80gb");
+    if (job.num_gpus() == 0) job.set_num_gpus(8);
+    memgate::fuzz::ExerciseJob(job);
+  }
+  return 0;
+}
