@@ -4,6 +4,7 @@
 //   bazel run -c opt //bench:decision_log_benchmark
 
 #include "benchmark/benchmark.h"
+#include "tests/test_util.h"
 #include "estimator/admission.h"
 #include "service/decision_log.h"
 
@@ -11,16 +12,9 @@ namespace memgate {
 namespace {
 
 v1::Decision PaperDecision() {
-  v1::Job job;
-  job.mutable_model()->set_name("llama-3.1-8b");
-  job.mutable_accelerator()->set_name("a100-40gb");
-  job.mutable_parallel()->set_tensor_parallel(4);
-  job.mutable_parallel()->set_pipeline_parallel(2);
-  job.mutable_parallel()->set_context_parallel(1);
-  job.mutable_training()->set_micro_batch_size(1);
-  job.mutable_training()->set_seq_length(8192);
-  job.set_num_gpus(16);
-  v1::Decision d = *AdmitJob(job, AdmissionPolicy());
+  v1::Decision d = *AdmitJob(
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 16, 8192),
+      AdmissionPolicy());
   d.set_request_id("memgate-1700000000000000-42");
   return d;
 }

@@ -4,6 +4,7 @@
 //   bazel run -c opt //bench:estimator_benchmark
 
 #include "benchmark/benchmark.h"
+#include "tests/test_util.h"
 #include "estimator/admission.h"
 #include "estimator/estimate.h"
 #include "estimator/planner.h"
@@ -12,17 +13,7 @@ namespace memgate {
 namespace {
 
 v1::Job PaperJob() {
-  v1::Job job;
-  job.mutable_model()->set_name("llama-3.1-8b");
-  job.mutable_accelerator()->set_name("a100-40gb");
-  job.mutable_parallel()->set_tensor_parallel(4);
-  job.mutable_parallel()->set_pipeline_parallel(2);
-  job.mutable_parallel()->set_context_parallel(1);
-  job.mutable_training()->set_micro_batch_size(1);
-  job.mutable_training()->set_seq_length(8192);
-  job.mutable_training()->set_global_batch_size(1024);
-  job.set_num_gpus(16);
-  return job;
+  return testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 16, 8192);
 }
 
 void BM_EstimateJob(benchmark::State& state) {

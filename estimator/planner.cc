@@ -119,6 +119,17 @@ struct Search {
   uint32_t heads = 0, kv_heads = 0, layers = 0;
 };
 
+Layout LayoutFor(const Search& s, uint32_t t, uint32_t c, uint32_t p,
+                 uint32_t d, uint32_t b) {
+  Layout l = s.base;
+  l.tensor = t;
+  l.context = c;
+  l.pipeline = p;
+  l.data = d;
+  l.micro_batch = b;
+  return l;
+}
+
 // Every valid layout, by construction from the rules ValidateJob enforces.
 std::vector<Layout4D> Enumerate(const Search& s) {
   const std::vector<uint32_t> gpu_divisors = Divisors(s.gpus);
@@ -139,12 +150,7 @@ std::vector<Layout4D> Enumerate(const Search& s) {
         const uint32_t d = s.gpus / t / c / p;
         for (uint32_t b = 1; b <= s.max_mbs; ++b) {
           if (s.gbs % b || (s.gbs / b) % d) continue;
-          Layout l = s.base;
-          l.tensor = t;
-          l.context = c;
-          l.pipeline = p;
-          l.data = d;
-          l.micro_batch = b;
+          const Layout l = LayoutFor(s, t, c, p, d, b);
           const double microbatches = static_cast<double>(s.gbs) / b / d;
           const SpeedFactors f =
               SpeedOf(s.shape, l, microbatches, s.gpus_per_node);
@@ -193,12 +199,7 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
 }
 
 v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
-  Layout layout = s.base;
-  layout.tensor = l.t;
-  layout.context = l.c;
-  layout.pipeline = l.p;
-  layout.data = l.d;
-  layout.micro_batch = l.b;
+  const Layout layout = LayoutFor(s, l.t, l.c, l.p, l.d, l.b);
   const SpeedFactors f = SpeedOf(s.shape, layout,
                                  static_cast<double>(s.gbs) / l.b / l.d,
                                  s.gpus_per_node);

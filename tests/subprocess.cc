@@ -19,26 +19,32 @@ double NowSeconds() {
   return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+// Forks and execs argv with stdout (and stderr, when err_fd >= 0) on the
+// given pipe ends; the child never returns.
+pid_t Spawn(const std::vector<std::string>& argv, int out_fd, int err_fd,
+            int close_fd_1, int close_fd_2) {
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  dup2(out_fd, STDOUT_FILENO);
+  if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
+  for (int fd : {out_fd, err_fd, close_fd_1, close_fd_2}) {
+    if (fd > STDERR_FILENO) close(fd);
+  }
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execv(args[0], args.data());
+  _exit(127);
+}
+
 }  // namespace
 
 RunResult Run(const std::vector<std::string>& argv, int timeout_seconds) {
   RunResult result;
   int out_pipe[2], err_pipe[2];
   if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) return result;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out_pipe[1], STDOUT_FILENO);
-    dup2(err_pipe[1], STDERR_FILENO);
-    close(out_pipe[0]);
-    close(err_pipe[0]);
-    close(out_pipe[1]);
-    close(err_pipe[1]);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
+  const pid_t pid =
+      Spawn(argv, out_pipe[1], err_pipe[1], out_pipe[0], err_pipe[0]);
   close(out_pipe[1]);
   close(err_pipe[1]);
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
@@ -79,17 +85,7 @@ RunResult Run(const std::vector<std::string>& argv, int timeout_seconds) {
 ServerProcess::ServerProcess(const std::vector<std::string>& argv) {
   int out_pipe[2];
   if (pipe(out_pipe) != 0) return;
-  pid_ = fork();
-  if (pid_ == 0) {
-    dup2(out_pipe[1], STDOUT_FILENO);
-    close(out_pipe[0]);
-    close(out_pipe[1]);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
+  pid_ = Spawn(argv, out_pipe[1], -1, out_pipe[0], -1);
   close(out_pipe[1]);
   stdout_fd_ = out_pipe[0];
   std::string seen;
