@@ -258,11 +258,12 @@ int main(int argc, char** argv) {
                 Percentile(p.latencies_us, 0.99));
     return p.errors == 0 ? 0 : 1;
   }
-  // Warm both paths, then alternate so drift hits both alike.
-  run_empty(0.2);
-  run_admit(0.2);
+  // Warm both paths, then alternate in short rounds so that drift (other
+  // processes, frequency changes) hits both alike.
+  run_empty(0.5);
+  run_admit(0.5);
   Phase admit_total, empty_total;
-  const int rounds = 4;
+  const int rounds = 10;
   for (int r = 0; r < rounds; ++r) {
     Merge(empty_total, run_empty(seconds / (2 * rounds)));
     Merge(admit_total, run_admit(seconds / (2 * rounds)));

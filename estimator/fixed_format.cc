@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "absl/strings/str_cat.h"
 
 namespace memgate {
 
@@ -21,16 +20,23 @@ void AppendFixed(std::string& out, double value, int digits) {
   }
   const int64_t scaled = std::llround(value * static_cast<double>(scale));
   const bool negative = scaled < 0;
-  const uint64_t magnitude =
+  uint64_t magnitude =
       negative ? static_cast<uint64_t>(-scaled) : static_cast<uint64_t>(scaled);
-  if (negative) out.push_back('-');
-  absl::StrAppend(&out, magnitude / static_cast<uint64_t>(scale));
-  if (digits == 0) return;
-  out.push_back('.');
-  std::string fraction =
-      absl::StrCat(magnitude % static_cast<uint64_t>(scale));
-  out.append(static_cast<size_t>(digits) - fraction.size(), '0');
-  out += fraction;
+  // Digits written backwards into a small buffer: no allocation, no printf.
+  char buffer[32];
+  char* end = buffer + sizeof buffer;
+  char* p = end;
+  for (int i = 0; i < digits; ++i) {
+    *--p = static_cast<char>('0' + magnitude % 10);
+    magnitude /= 10;
+  }
+  if (digits > 0) *--p = '.';
+  do {
+    *--p = static_cast<char>('0' + magnitude % 10);
+    magnitude /= 10;
+  } while (magnitude != 0);
+  if (negative) *--p = '-';
+  out.append(p, static_cast<size_t>(end - p));
 }
 
 std::string Fixed(double value, int digits) {

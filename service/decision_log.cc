@@ -1,5 +1,7 @@
 #include "service/decision_log.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -78,6 +80,23 @@ DecisionLog::~DecisionLog() {
   if (owned_) std::fclose(file_);
 }
 
+// One write(2) for the whole batch where the kernel takes it (stdio would
+// cut it into 4 KiB writes); lines are complete, so readers never see half.
+void DecisionLog::WriteAll(const std::string& batch) {
+  const int fd = fileno(file_);
+  size_t done = 0;
+  while (done < batch.size()) {
+    const ssize_t n = ::write(fd, batch.data() + done, batch.size() - done);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      return;  // disk full or closed: the service must not stop for it
+    }
+  }
+}
+
 void DecisionLog::WriteLoop() {
   std::string batch;
   std::unique_lock<std::mutex> lock(mu_);
@@ -94,8 +113,7 @@ void DecisionLog::WriteLoop() {
     const bool stop = stopping_ && batch.empty();
     lock.unlock();
     if (!batch.empty()) {
-      std::fwrite(batch.data(), 1, batch.size(), file_);
-      std::fflush(file_);
+      WriteAll(batch);
       batch.clear();
     }
     if (stop) return;
@@ -128,9 +146,12 @@ void AppendTime(std::string& out, int64_t unix_micros) {
   out.push_back(':');
   AppendTwoDigits(out, utc.tm_sec);
   out.push_back('.');
-  const std::string micros = absl::StrCat(unix_micros % 1000000);
-  out.append(6 - micros.size(), '0');
-  out += micros;
+  int micros = static_cast<int>(unix_micros % 1000000);
+  char digits[6];
+  for (int i = 5; i >= 0; --i, micros /= 10) {
+    digits[i] = static_cast<char>('0' + micros % 10);
+  }
+  out.append(digits, sizeof digits);
   out.push_back('Z');
 }
 

@@ -45,6 +45,7 @@ class DecisionLog {
  private:
   DecisionLog(FILE* file, bool owned);
   void WriteLoop();
+  void WriteAll(const std::string& batch);
 
   FILE* const file_;
   const bool owned_;

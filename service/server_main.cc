@@ -16,6 +16,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "service/decision_log.h"
 #include "service/server.h"
@@ -80,6 +81,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> arg_store;
   std::vector<char*> args = WithUnderscoredFlagNames(argc, argv, arg_store);
   absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  // Debian's Abseil is built with mutex deadlock detection on; gRPC takes
+  // absl::Mutex on every call, and the detector's graph bookkeeping cost a
+  // few percent of the server's CPU (bench/RESULTS.md). A server has no use
+  // for it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   // Signals are taken by sigwait below, never by gRPC's threads: block them
   // before any thread starts so every thread inherits the mask.
