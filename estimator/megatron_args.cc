@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "estimator/catalog.h"
 
 namespace memgate {
 namespace {
@@ -25,7 +26,8 @@ const std::set<std::string>& ValueArguments() {
       "context-parallel-size", "num-layers-per-virtual-pipeline-stage",
       "num-virtual-stages-per-pipeline-rank",
       "decoder-first-pipeline-num-layers", "decoder-last-pipeline-num-layers",
-      "recompute-granularity", "nnodes", "nproc-per-node"};
+      "recompute-granularity", "tokenizer-type", "tokenizer-model", "nnodes",
+      "nproc-per-node"};
   return *names;
 }
 
@@ -86,6 +88,12 @@ class Arguments {
   }
 
   bool Has(const std::string& name) const { return values_.count(name) > 0; }
+
+  // The text given for `name`, or "".
+  std::string Text(const std::string& name) const {
+    auto it = values_.find(name);
+    return it == values_.end() ? std::string() : it->second;
+  }
   bool HasAnyOf(const std::set<std::string>& names) const {
     for (const std::string& n : names) {
       if (Has(n)) return true;
@@ -178,11 +186,50 @@ absl::Status FillModel(const Arguments& args, const v1::ModelConfig* fill,
   return absl::OkStatus();
 }
 
+// Megatron takes the vocabulary from the tokenizer when --vocab-size is
+// absent. The tokenizers Llama launches name, and failing that a catalog
+// model with exactly these dimensions, say what it is; 0 when nothing does.
+uint32_t VocabularyFromTokenizer(const Arguments& args,
+                                 const v1::ModelConfig& m,
+                                 std::vector<std::string>& notes) {
+  const std::string type = args.Text("tokenizer-type");
+  const std::string model = absl::AsciiStrToLower(args.Text("tokenizer-model"));
+  uint32_t vocab = 0;
+  if (type == "Llama3Tokenizer" || absl::StrContains(model, "llama-3") ||
+      absl::StrContains(model, "llama3")) {
+    vocab = 128256;
+  } else if (type == "Llama2Tokenizer" || absl::StrContains(model, "llama-2")) {
+    vocab = 32000;
+  }
+  if (vocab != 0) {
+    notes.push_back(absl::StrCat("vocabulary ", vocab,
+                                 " from the tokenizer (no --vocab-size)"));
+    return vocab;
+  }
+  for (const std::string& name : ModelNames()) {
+    const v1::ModelConfig* known = LookupModel(name);
+    if (known->num_layers() == m.num_layers() &&
+        known->hidden_size() == m.hidden_size() &&
+        known->ffn_hidden_size() == m.ffn_hidden_size() &&
+        known->num_attention_heads() == m.num_attention_heads() &&
+        known->num_query_groups() == m.num_query_groups()) {
+      notes.push_back(absl::StrCat("vocabulary ", known->vocab_size(),
+                                   " of ", name,
+                                   ", whose dimensions these are (no "
+                                   "--vocab-size)"));
+      return known->vocab_size();
+    }
+  }
+  return 0;
+}
+
 // Megatron pads the vocabulary to a multiple of
 // --make-vocab-size-divisible-by (default 128) times TP.
 absl::Status PadVocabulary(const Arguments& args, MegatronLaunch& launch) {
   v1::ModelConfig& m = *launch.job.mutable_model();
-  MEMGATE_ASSIGN_OR_RETURN(vocab, args.Number("vocab-size", m.vocab_size()));
+  MEMGATE_ASSIGN_OR_RETURN(given, args.Number("vocab-size", m.vocab_size()));
+  const uint32_t vocab =
+      given != 0 ? given : VocabularyFromTokenizer(args, m, launch.notes);
   if (vocab == 0) {
     return Bad("vocab-size",
                "missing: Megatron takes it from the tokenizer; give "

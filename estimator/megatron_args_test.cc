@@ -164,6 +164,32 @@ TEST(MegatronArgsTest, MissingMalformedAndContradictoryValuesAreNamed) {
   }
 }
 
+TEST(MegatronArgsTest, VocabularyFromTheTokenizerOrTheCatalog) {
+  const std::string llama8b =
+      "pretrain_gpt.py --num-layers 32 --hidden-size 4096 --ffn-hidden-size "
+      "14336 --num-attention-heads 32 --group-query-attention "
+      "--num-query-groups 8 --swiglu --seq-length 8192 ";
+  for (const std::string& tokenizer :
+       {std::string("--tokenizer-type Llama3Tokenizer"),
+        std::string("--tokenizer-type HuggingFaceTokenizer --tokenizer-model "
+                    "meta-llama/Meta-Llama-3.1-8B"),
+        std::string("--tokenizer-type SentencePieceTokenizer")}) {
+    absl::StatusOr<MegatronLaunch> l =
+        ParseMegatronLaunch(Words(llama8b + tokenizer), nullptr);
+    ASSERT_TRUE(l.ok()) << tokenizer << ": " << l.status();
+    EXPECT_EQ(l->job.model().vocab_size(), 128256u) << tokenizer;
+    ASSERT_FALSE(l->notes.empty());
+    EXPECT_NE(l->notes[0].find("vocabulary 128256"), std::string::npos);
+  }
+  // Unknown dimensions and tokenizer: still an error naming --vocab-size.
+  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+      Words("pretrain_gpt.py --num-layers 7 --hidden-size 1024 "
+            "--num-attention-heads 8 --swiglu --seq-length 2048"),
+      nullptr);
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("--vocab-size"), std::string::npos);
+}
+
 TEST(MegatronArgsTest, UnknownArgumentsAreIgnored) {
   absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
       Words("pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
