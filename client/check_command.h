@@ -5,9 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
-#include "proto/memgate.pb.h"
-
 namespace memgate::cli {
 
 // `memgate check [flags] [-- <launch command>]`: the admission decision for
@@ -16,13 +13,6 @@ namespace memgate::cli {
 // --on-unavailable=admit).
 int RunCheck(const std::vector<std::string>& args, std::ostream& out,
              std::ostream& err);
-
-// The outcome of a check, for callers that act on it themselves
-// (`memgate exec`, the preflight API).
-struct CheckOutcome {
-  int exit_code = 2;
-  v1::Decision decision;  // set for exit codes 0 and 1 from a decision
-};
 
 }  // namespace memgate::cli
 

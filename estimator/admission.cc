@@ -3,11 +3,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "estimator/estimate.h"
 #include "estimator/fixed_format.h"
 #include "estimator/planner.h"
-#include "estimator/report.h"
 
 namespace memgate {
 namespace {
