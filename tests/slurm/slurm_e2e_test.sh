@@ -157,6 +157,26 @@ grep -q "sbatch: error: memgate: REFUSE \[RED\] peak 58.3[0-9] GiB (stage 0) vs 
 grep -q "fits instead on 8 GPUs" <<< "$out" || fail "no suggestion: $out"
 echo "ok: OOM job refused:"; sed 's/^/    /' <<< "$out"; passed=$((passed + 1))
 
+# A launch written with variables, as real scripts are: assignments above
+# it and Slurm's own (SLURM_NNODES, SLURM_GPUS_ON_NODE) are substituted.
+cat > "$work/vars.sh" <<'JOB'
+#!/bin/bash
+#SBATCH --nodes=1 --gres=gpu:8 --output=/dev/null --partition=a100
+export MBS=4
+TP=4
+GPT_ARGS="--swiglu"
+echo torchrun --nnodes $SLURM_NNODES --nproc-per-node ${SLURM_GPUS_ON_NODE} pretrain_gpt.py \
+  --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 \
+  --num-attention-heads 32 --group-query-attention --num-query-groups 8 \
+  --tokenizer-type Llama3Tokenizer --untie-embeddings-and-output-weights --swiglu \
+  --tensor-model-parallel-size $TP --pipeline-model-parallel-size 2 \
+  --sequence-parallel --use-distributed-optimizer \
+  --micro-batch-size ${MBS} --global-batch-size 1024 --seq-length 8192 --bf16
+JOB
+if out=$(sbatch "$work/vars.sh" 2>&1); then fail "OOM job with variables accepted: $out"; fi
+grep -q "memgate: REFUSE \[RED\]" <<< "$out" || fail "variables: $out"
+echo "ok: a launch written with variables is judged too"; passed=$((passed + 1))
+
 out=$(sbatch --wrap="hostname" --output=/dev/null 2>&1) || fail "plain job refused: $out"
 grep -qE '^Submitted batch job [0-9]+' <<< "$out" || fail "plain job: $out"
 echo "ok: job without a Megatron launch untouched"; passed=$((passed + 1))

@@ -51,6 +51,16 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
   settings.gpu = SITE.gpu_by_partition[partition_of(job_desc, part_list)] or
                  SITE.default_gpu
   settings.gpus = requested_gpus(job_desc)
+  -- What the request already fixes, for launches written with Slurm's
+  -- variables (torchrun --nnodes $SLURM_NNODES ...).
+  local nodes = tonumber(job_desc.min_nodes) or 1
+  if nodes < 1 or nodes >= 0xfffffffe then nodes = 1 end
+  settings.known_variables = { SLURM_NNODES = nodes, SLURM_JOB_NUM_NODES = nodes }
+  local per_node = memgate.gpus_in_tres(job_desc.tres_per_node)
+  if per_node then
+    settings.known_variables.SLURM_GPUS_ON_NODE = per_node
+    settings.known_variables.SLURM_GPUS_PER_NODE = per_node
+  end
   local ok, message = memgate.judge(job_desc.script, settings, function(m)
     slurm.log_info("%s", m)
   end)

@@ -6,17 +6,37 @@ cli_filter.lua load it): find the Megatron-LM launch in a batch script, run
 
 local M = {}
 
--- The first line of a batch script, after joining backslash continuations,
--- that launches Megatron-LM; nil when there is none (the job is not ours).
-function M.find_launch(script)
+-- Replaces $NAME and ${NAME} with values from `vars`; unknown names stay.
+local function expand(line, vars)
+  line = line:gsub("%${([%w_]+)}", function(name) return vars[name] end)
+  return (line:gsub("%$([%w_]+)", function(name) return vars[name] end))
+end
+
+--[[
+The first line of a batch script, after joining backslash continuations,
+that launches Megatron-LM; nil when there is none (the job is not ours).
+Plain assignments above it (NAME=value, export NAME=value; literal values
+only) are substituted into it, as are `known` values (e.g. SLURM_NNODES,
+which the request already fixes).
+]]
+function M.find_launch(script, known)
   if script == nil then return nil end
+  local vars = {}
+  for k, v in pairs(known or {}) do vars[k] = tostring(v) end
   local joined = script:gsub("\\\r?\n", " ")
   for line in joined:gmatch("[^\n]+") do
     local body = line:gsub("^%s+", "")
-    if body:sub(1, 1) ~= "#" and (body:find("pretrain_gpt%.py")
+    local name, value = body:match("^export%s+([%a_][%w_]*)=(%S*)%s*$")
+    if name == nil then
+      name, value = body:match("^([%a_][%w_]*)=(%S*)%s*$")
+    end
+    if name ~= nil then
+      value = value:gsub("^['\"]", ""):gsub("['\"]$", "")
+      if not value:find("[%$`(]") then vars[name] = expand(value, vars) end
+    elseif body:sub(1, 1) ~= "#" and (body:find("pretrain_gpt%.py")
         or body:find("%-%-tensor%-model%-parallel%-size")
         or body:find("%-%-num%-layers")) then
-      return body
+      return expand(body, vars)
     end
   end
   return nil
@@ -93,7 +113,7 @@ message for the user. settings.on_invalid / settings.on_unavailable are
 "refuse" or "admit". `log` takes one plain string.
 ]]
 local function judge(script, settings, log)
-  local launch = M.find_launch(script)
+  local launch = M.find_launch(script, settings.known_variables)
   if launch == nil then return true end  -- not a Megatron job: untouched
   local code, output = M.check(M.words(launch), settings)
   if code == 0 then
