@@ -19,10 +19,12 @@ namespace memgate {
 namespace {
 
 constexpr uint32_t kMaxPipelineStages = 4096;
-// Bounds that keep a plan (and the suggestions of every refusal) fast
-// whatever the request: a million GPUs, micro-batches up to 1024.
-constexpr uint32_t kMaxPlanGpus = 1u << 20;
-constexpr uint32_t kMaxPlanMicroBatch = 1024;
+// How many layouts pass between two calls of the interrupt check.
+constexpr uint64_t kInterruptEvery = 4096;
+// Suggestions run on the Admit path of every refusal, which must stay fast
+// whatever the job: a search over more layouts than this gets none (a
+// 16,384-GPU cluster has about 10,000).
+constexpr uint64_t kMaxSuggestionLayouts = 1u << 15;
 
 // One layout in the search. Plain data: the inner loop fills a reserved
 // vector of these and allocates nothing per candidate.
@@ -130,11 +132,12 @@ Layout LayoutFor(const Search& s, uint32_t t, uint32_t c, uint32_t p,
   return l;
 }
 
-// Every valid layout, by construction from the rules ValidateJob enforces.
-std::vector<Layout4D> Enumerate(const Search& s) {
-  const std::vector<uint32_t> gpu_divisors = Divisors(s.gpus);
-  std::vector<Layout4D> out;
-  out.reserve(gpu_divisors.size() * gpu_divisors.size() * 4 + 16);
+// Calls visit(t, c, p) for every (TP, CP, PP) that the rules ValidateJob
+// enforces allow, by construction. At most |divisors(gpus)|^3 steps: about
+// 14 million cheap ones for the most divisible count under kMaxPlanGpus.
+template <typename Visit>
+void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
+                  Visit visit) {
   for (uint32_t t : gpu_divisors) {
     if (!s.cross_node_tp && s.gpus_per_node > 0 && t > s.gpus_per_node) break;
     if (s.heads % t || s.kv_heads % t) continue;
@@ -147,20 +150,52 @@ std::vector<Layout4D> Enumerate(const Search& s) {
         if (p > s.gpus / t / c) break;
         if ((s.gpus / t / c) % p) continue;
         if (p > kMaxPipelineStages || s.layers % p) continue;
-        const uint32_t d = s.gpus / t / c / p;
-        for (uint32_t b = 1; b <= s.max_mbs; ++b) {
-          if (s.gbs % b || (s.gbs / b) % d) continue;
-          const Layout l = LayoutFor(s, t, c, p, d, b);
-          const double microbatches = static_cast<double>(s.gbs) / b / d;
-          const SpeedFactors f =
-              SpeedOf(s.shape, l, microbatches, s.gpus_per_node);
-          const double peak = PeakBytesEvenStages(s.shape, l);
-          out.push_back({t, c, p, b, d, peak, f.speed(), f.bubble,
-                         ZoneOf(peak, s.capacity, s.threshold)});
-        }
+        visit(t, c, p);
       }
     }
   }
+}
+
+// Micro-batch sizes up to max_mbs that divide the global batch (the data-
+// parallel split is checked per layout).
+uint64_t MicroBatchChoices(const Search& s) {
+  uint64_t n = 0;
+  for (uint32_t b = 1; b <= s.max_mbs; ++b) n += s.gbs % b == 0;
+  return n;
+}
+
+uint64_t CountLayouts(const Search& s,
+                      const std::vector<uint32_t>& gpu_divisors) {
+  uint64_t groups = 0;
+  ForEachGroup(s, gpu_divisors, [&](uint32_t, uint32_t, uint32_t) { ++groups; });
+  return groups * MicroBatchChoices(s);
+}
+
+// Every valid layout, estimated; stops early with the interrupt's status.
+absl::StatusOr<std::vector<Layout4D>> Enumerate(
+    const Search& s, const std::vector<uint32_t>& gpu_divisors,
+    uint64_t expected, const PlanInterrupt& interrupt) {
+  std::vector<Layout4D> out;
+  out.reserve(expected);
+  absl::Status stop;
+  ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t c, uint32_t p) {
+    if (!stop.ok()) return;
+    const uint32_t d = s.gpus / t / c / p;
+    for (uint32_t b = 1; b <= s.max_mbs; ++b) {
+      if (s.gbs % b || (s.gbs / b) % d) continue;
+      const Layout l = LayoutFor(s, t, c, p, d, b);
+      const double microbatches = static_cast<double>(s.gbs) / b / d;
+      const SpeedFactors f = SpeedOf(s.shape, l, microbatches, s.gpus_per_node);
+      const double peak = PeakBytesEvenStages(s.shape, l);
+      out.push_back({t, c, p, b, d, peak, f.speed(), f.bubble,
+                     ZoneOf(peak, s.capacity, s.threshold)});
+      if (interrupt && out.size() % kInterruptEvery == 0) {
+        stop = interrupt();
+        if (!stop.ok()) return;
+      }
+    }
+  });
+  if (!stop.ok()) return stop;
   return out;
 }
 
@@ -190,6 +225,11 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
     return absl::InvalidArgumentError(
         absl::StrCat("num_gpus: plans cover at most ", kMaxPlanGpus,
                      " GPUs (got ", s.gpus, ")"));
+  }
+  if (request.top_k() > kMaxPlanCandidates) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("top_k: must be at most ", kMaxPlanCandidates,
+                     " (got ", request.top_k(), "); 0 means as many"));
   }
   s.cross_node_tp = request.allow_cross_node_tp();
   s.heads = job->model().num_attention_heads();
@@ -221,13 +261,32 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
 
 }  // namespace
 
-absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request) {
+absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request) {
   absl::StatusOr<Search> search = SearchFor(request);
   if (!search.ok()) return search.status();
-  std::vector<Layout4D> layouts = Enumerate(*search);
-  const size_t keep = request.top_k() == 0
-                          ? layouts.size()
-                          : std::min<size_t>(request.top_k(), layouts.size());
+  return CountLayouts(*search, Divisors(search->gpus));
+}
+
+absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
+                                             const PlanInterrupt& interrupt) {
+  absl::StatusOr<Search> search = SearchFor(request);
+  if (!search.ok()) return search.status();
+  const std::vector<uint32_t> gpu_divisors = Divisors(search->gpus);
+  const uint64_t bound = CountLayouts(*search, gpu_divisors);
+  if (bound > kMaxPlanLayouts) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "plan: up to ", bound, " layouts for ", search->gpus,
+        " GPUs and micro-batch sizes up to ", search->max_mbs,
+        "; a plan estimates at most ", kMaxPlanLayouts,
+        " (lower max_micro_batch_size)"));
+  }
+  absl::StatusOr<std::vector<Layout4D>> enumerated =
+      Enumerate(*search, gpu_divisors, bound, interrupt);
+  if (!enumerated.ok()) return enumerated.status();
+  std::vector<Layout4D>& layouts = *enumerated;
+  const size_t wanted =
+      request.top_k() == 0 ? kMaxPlanCandidates : request.top_k();
+  const size_t keep = std::min(wanted, layouts.size());
   std::partial_sort(layouts.begin(), layouts.begin() + keep, layouts.end(),
                     LayoutBefore);
   double best = 0;
@@ -260,9 +319,12 @@ std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
                                          : job.num_gpus());
   request.set_precision(job.training().precision());
   request.set_threshold(threshold);
-  request.set_top_k(static_cast<uint32_t>(std::max(count, 0)));
-  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
+  request.set_top_k(static_cast<uint32_t>(
+      std::clamp<int>(count, 0, static_cast<int>(kMaxPlanCandidates))));
   std::vector<v1::Candidate> out;
+  absl::StatusOr<uint64_t> size = CountPlanLayouts(request);
+  if (!size.ok() || *size > kMaxSuggestionLayouts) return out;
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
   if (!plan.ok()) return out;
   for (const v1::Candidate& c : plan->candidates()) {
     if (c.zone() == v1::ZONE_GREEN) out.push_back(c);

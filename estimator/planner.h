@@ -6,6 +6,7 @@
 // speed (see cost_model.h), so the first candidate is the one to run.
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -16,14 +17,40 @@ namespace memgate {
 // Largest micro-batch size tried when a request does not say.
 inline constexpr uint32_t kDefaultMaxMicroBatch = 16;
 
+// The bounds on one plan's work, checked before any layout is estimated so
+// that no request (a 60-byte one can name a million GPUs) makes the server
+// spend more than about 0.1 s of CPU and 16 MiB on it:
+// - at most kMaxPlanGpus GPUs and micro-batch sizes up to kMaxPlanMicroBatch;
+// - at most kMaxPlanLayouts layouts estimated: the (TP, CP, PP) triples that
+//   pass the model's divisibility rules, times the micro-batch sizes that
+//   divide the global batch, counted first (no allocation); a larger space
+//   is RESOURCE_EXHAUSTED at once, with the count, so the caller can narrow
+//   max_micro_batch_size;
+// - at most kMaxPlanCandidates candidates in a reply (top_k 0 means "as many
+//   as that"; `considered` still counts them all).
+inline constexpr uint32_t kMaxPlanGpus = 1u << 20;
+inline constexpr uint32_t kMaxPlanMicroBatch = 1024;
+inline constexpr uint64_t kMaxPlanLayouts = 1u << 18;
+inline constexpr uint32_t kMaxPlanCandidates = 1000;
+
+// Called every few thousand layouts; a non-OK status (CANCELLED,
+// DEADLINE_EXCEEDED) abandons the plan with that status.
+using PlanInterrupt = std::function<absl::Status()>;
+
 // INVALID_ARGUMENT names the request field that is missing or invalid
-// (model, accelerator, num_gpus, seq_length, global_batch_size, threshold).
-// Candidates come back best first (all of them when top_k is 0); every one
-// is a job ValidateJob accepts.
-absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request);
+// (model, accelerator, num_gpus, seq_length, global_batch_size, threshold,
+// top_k); RESOURCE_EXHAUSTED when the search is over the bounds above.
+// Candidates come back best first; every one is a job ValidateJob accepts.
+absl::StatusOr<v1::PlanResponse> PlanLayouts(
+    const v1::PlanRequest& request, const PlanInterrupt& interrupt = nullptr);
+
+// An upper bound on the layouts PlanLayouts(request) would estimate, counted
+// without estimating any; errors as PlanLayouts' for the request's fields.
+absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request);
 
 // For a refused job: the best `count` admitted layouts on the same GPUs
-// (same model, GPU, sequence and global batch).
+// (same model, GPU, sequence and global batch). Runs on the Admit path, so
+// a search over more than 32,768 layouts (an absurd cluster) suggests none.
 std::vector<v1::Candidate> SuggestLayouts(const v1::Job& resolved_job,
                                           double threshold, int count);
 

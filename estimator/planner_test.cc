@@ -179,6 +179,94 @@ TEST(PlannerTest, BadRequestsNameTheField) {
             std::string::npos);
 }
 
+// The hardening issue's attack: a 60-byte request with the most divisible
+// GPU count under the bound, dimensions that every divisor divides, and the
+// largest micro-batch range. It used to run 85 s and take 6 GB; it must now
+// be refused before any layout is estimated.
+v1::PlanRequest WorstCaseRequest() {
+  v1::PlanRequest r;
+  v1::ModelConfig* m = r.mutable_model();
+  m->set_num_layers(720720);
+  m->set_hidden_size(720720);
+  m->set_ffn_hidden_size(720720);
+  m->set_num_attention_heads(720720);
+  m->set_num_query_groups(720720);
+  m->set_vocab_size(720720);
+  r.mutable_accelerator()->set_name("h100-80gb");
+  r.mutable_accelerator()->set_gpus_per_node(720720);
+  r.set_num_gpus(720720);  // 240 divisors: the most of any count <= 2^20
+  r.set_seq_length(720720 * 2);
+  r.set_global_batch_size(720720);
+  r.set_max_micro_batch_size(kMaxPlanMicroBatch);
+  r.set_allow_cross_node_tp(true);
+  return r;
+}
+
+TEST(PlannerTest, AnOversizedSearchIsRefusedBeforeAnyWork) {
+  const v1::PlanRequest r = WorstCaseRequest();
+  absl::StatusOr<uint64_t> bound = CountPlanLayouts(r);
+  ASSERT_TRUE(bound.ok()) << bound.status();
+  EXPECT_GT(*bound, kMaxPlanLayouts);
+  int interrupts = 0;
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r, [&] {
+    ++interrupts;
+    return absl::OkStatus();
+  });
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(plan.status().message().find("max_micro_batch_size"),
+            std::string::npos) << plan.status();
+  EXPECT_EQ(interrupts, 0) << "layouts were estimated before the refusal";
+}
+
+TEST(PlannerTest, TheLargestAllowedSearchStaysWithinTheBound) {
+  // Narrow the worst case until it is allowed: it then estimates no more
+  // layouts than the bound, and the count is an upper bound of the work.
+  v1::PlanRequest r = WorstCaseRequest();
+  r.set_max_micro_batch_size(1);
+  r.set_top_k(0);
+  absl::StatusOr<uint64_t> bound = CountPlanLayouts(r);
+  ASSERT_TRUE(bound.ok());
+  ASSERT_LE(*bound, kMaxPlanLayouts);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_LE(plan->considered(), *bound);
+  EXPECT_EQ(plan->candidates_size(),
+            std::min<uint64_t>(plan->considered(), kMaxPlanCandidates));
+}
+
+TEST(PlannerTest, CountIsAnUpperBoundOfTheLayoutsEstimated) {
+  for (uint32_t gpus : {8u, 64u, 1024u}) {
+    v1::PlanRequest r = Request("llama-3.1-70b", "h100-80gb", gpus, 8192, 1024);
+    r.set_top_k(1);
+    absl::StatusOr<uint64_t> bound = CountPlanLayouts(r);
+    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+    ASSERT_TRUE(bound.ok() && plan.ok());
+    EXPECT_GE(*bound, plan->considered()) << gpus;
+    EXPECT_GT(plan->considered(), 0u);
+  }
+}
+
+TEST(PlannerTest, AnInterruptAbandonsThePlanWithItsStatus) {
+  v1::PlanRequest r = WorstCaseRequest();
+  r.set_max_micro_batch_size(1);
+  ASSERT_GT(PlanLayouts(r)->considered(), 2 * 4096u);  // checked at least once
+  int calls = 0;
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r, [&] {
+    ++calls;
+    return absl::DeadlineExceededError("deadline passed");
+  });
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(PlannerTest, TopKAboveTheReplyBoundNamesTheField) {
+  v1::PlanRequest r = Request("llama-3.1-8b", "a100-40gb", 16, 8192, 64);
+  r.set_top_k(kMaxPlanCandidates + 1);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(plan.status().message().find("top_k"), std::string::npos);
+}
+
 TEST(PlannerTest, RefusalsSuggestWhatFits) {
   // (4,1,2,2) on 8 A100s: 37.58 GiB, YELLOW. The paper's table says the
   // same layout is GREEN (31.97) on 16.
