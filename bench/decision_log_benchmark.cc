@@ -23,7 +23,7 @@ void BM_LineFor(benchmark::State& state) {
   const v1::Decision d = PaperDecision();
   const std::string peer = "ipv4:127.0.0.1:54321";
   for (auto _ : state) {
-    std::string line = DecisionLog::LineFor(d, peer, 1700000000123456);
+    std::string line = DecisionLog::LineFor(d, peer, "", 1700000000123456);
     benchmark::DoNotOptimize(line);
   }
 }
@@ -31,8 +31,13 @@ BENCHMARK(BM_LineFor);
 
 void BM_Record(benchmark::State& state) {
   const v1::Decision d = PaperDecision();
-  auto log = DecisionLog::Open("/dev/null");
-  for (auto _ : state) (*log)->Record(d, "ipv4:127.0.0.1:54321");
+  DecisionLogOptions options;
+  options.path = "/dev/null";
+  auto log = DecisionLog::Open(options);
+  for (auto _ : state) {
+    absl::Status s = (*log)->Record(d, "ipv4:127.0.0.1:54321", "");
+    benchmark::DoNotOptimize(s);
+  }
 }
 BENCHMARK(BM_Record)->ThreadRange(1, 2);
 

@@ -1,13 +1,18 @@
 #include "service/decision_log.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <mutex>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -16,6 +21,7 @@
 #include "absl/time/time.h"
 #include "estimator/fixed_format.h"
 #include "estimator/units.h"
+#include "service/diagnostics.h"
 
 namespace memgate {
 namespace {
@@ -52,79 +58,6 @@ void AppendJsonString(std::string& out, const std::string& text) {
   out.push_back('"');
 }
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<DecisionLog>> DecisionLog::Open(
-    const std::string& path) {
-  if (path.empty() || path == "-") {
-    return std::unique_ptr<DecisionLog>(new DecisionLog(stderr, false));
-  }
-  FILE* file = std::fopen(path.c_str(), "a");
-  if (file == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--decision-log: cannot open ", path, ": ", std::strerror(errno)));
-  }
-  return std::unique_ptr<DecisionLog>(new DecisionLog(file, true));
-}
-
-DecisionLog::DecisionLog(FILE* file, bool owned)
-    : file_(file), owned_(owned), writer_([this] { WriteLoop(); }) {}
-
-DecisionLog::~DecisionLog() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_one();
-  writer_.join();
-  if (owned_) std::fclose(file_);
-}
-
-// One write(2) for the whole batch where the kernel takes it (stdio would
-// cut it into 4 KiB writes); lines are complete, so readers never see half.
-void DecisionLog::WriteAll(const std::string& batch) {
-  const int fd = fileno(file_);
-  size_t done = 0;
-  while (done < batch.size()) {
-    const ssize_t n = ::write(fd, batch.data() + done, batch.size() - done);
-    if (n > 0) {
-      done += static_cast<size_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      return;  // disk full or closed: the service must not stop for it
-    }
-  }
-}
-
-void DecisionLog::WriteLoop() {
-  std::string batch;
-  std::unique_lock<std::mutex> lock(mu_);
-  while (true) {
-    wake_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
-    if (!stopping_) {
-      // Let a burst gather: one write per 5 ms at most, instead of a
-      // wake-up and a syscall per decision.
-      lock.unlock();
-      std::this_thread::sleep_for(kBatchWindow);
-      lock.lock();
-    }
-    batch.swap(pending_);
-    const bool stop = stopping_ && batch.empty();
-    lock.unlock();
-    if (!batch.empty()) {
-      WriteAll(batch);
-      batch.clear();
-    }
-    if (stop) return;
-    lock.lock();
-  }
-}
-
-// Written by hand from the decision: the reflection-based JSON printer,
-// fed an intermediate DecisionLogEntry, cost more than the whole Admit.
-namespace {
-
 void AppendTwoDigits(std::string& out, int v) {
   out.push_back(static_cast<char>('0' + v / 10));
   out.push_back(static_cast<char>('0' + v % 10));
@@ -155,13 +88,262 @@ void AppendTime(std::string& out, int64_t unix_micros) {
   out.push_back('Z');
 }
 
+int OpenForAppend(const std::string& path) {
+  return ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+}
+
+// fdatasync on what cannot be synced (a pipe, a terminal) is not a failure.
+bool SyncFailed(int fd, int& error) {
+  if (::fdatasync(fd) == 0 || errno == EINVAL || errno == EROFS) return false;
+  error = errno;
+  return true;
+}
+
 }  // namespace
+
+struct DecisionLog::Shared {
+  explicit Shared(const DecisionLogOptions& o, int descriptor, bool own)
+      : options(o), fd(descriptor), owned(own) {}
+
+  const DecisionLogOptions options;
+  int fd;  // replaced only by the writer thread (Reopen)
+  const bool owned;
+
+  std::mutex mu;
+  std::condition_variable writer_wake;  // work for the writer
+  std::condition_variable progress;     // room, lines written, a failure
+  std::string pending;                  // complete lines not yet written
+  uint64_t pending_lines = 0;           // lines in `pending`
+  uint64_t queued_lines = 0;            // lines ever queued
+  uint64_t written_lines = 0;           // of those, written (and synced)
+  bool failed = false;                  // the last write failed
+  std::string failure;                  // why, for Record's answer
+  bool reopen = false;
+  bool stopping = false;
+  bool finished = false;                // the writer has returned
+  absl::Time stop_by = absl::InfiniteFuture();
+  std::atomic<int64_t> write_started_micros{0};  // 0: no write under way
+
+  bool StalledLocked() const {
+    const int64_t started = write_started_micros.load();
+    return started != 0 && absl::Now() - absl::FromUnixMicros(started) >
+                               options.stall_after;
+  }
+
+  // Writes `batch`; the bytes written, and errno when short.
+  size_t WriteSome(const std::string& batch, int& error) {
+    size_t done = 0;
+    while (done < batch.size()) {
+      const ssize_t n = ::write(fd, batch.data() + done, batch.size() - done);
+      if (n > 0) {
+        done += static_cast<size_t>(n);
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else {
+        error = n < 0 ? errno : EIO;
+        break;
+      }
+    }
+    return done;
+  }
+
+  void ReopenNow() {
+    if (!owned) return;
+    const int fresh = OpenForAppend(options.path);
+    if (fresh < 0) {
+      Diagnose(absl::StrCat("decision log: cannot reopen ", options.path, ": ",
+                            std::strerror(errno), "; still writing the old file"));
+      return;
+    }
+    ::close(fd);
+    fd = fresh;
+    Diagnose(absl::StrCat("decision log: reopened ", options.path));
+  }
+
+  void WriteLoop() {
+    std::unique_lock<std::mutex> lock(mu);
+    while (true) {
+      writer_wake.wait(lock,
+                       [this] { return stopping || reopen || !pending.empty(); });
+      if (reopen) {
+        reopen = false;
+        lock.unlock();
+        ReopenNow();
+        lock.lock();
+      }
+      if (pending.empty()) {
+        if (stopping) break;
+        continue;
+      }
+      if (!stopping && !options.sync && !failed) {
+        // Let a burst gather: one write per 5 ms at most. (Sync mode
+        // batches by itself: lines queue while the previous sync runs.)
+        lock.unlock();
+        std::this_thread::sleep_for(kBatchWindow);
+        lock.lock();
+      }
+      std::string batch;
+      batch.swap(pending);
+      const uint64_t lines = pending_lines;
+      pending_lines = 0;
+      lock.unlock();
+      progress.notify_all();  // room in the queue
+
+      int error = 0;
+      write_started_micros = absl::ToUnixMicros(absl::Now());
+      const size_t done = WriteSome(batch, error);
+      const bool ok = done == batch.size() &&
+                      !(options.sync && SyncFailed(fd, error));
+      write_started_micros = 0;
+
+      lock.lock();
+      if (ok) {
+        written_lines += lines;
+        if (failed) Diagnose("decision log: writing again");
+        failed = false;
+      } else {
+        // Keep what was not written, ahead of what came since; lines
+        // written whole before the failure count as written.
+        const uint64_t whole = static_cast<uint64_t>(
+            std::count(batch.begin(), batch.begin() + done, '\n'));
+        if (done < batch.size()) {
+          pending.insert(0, batch, done, std::string::npos);
+          pending_lines += lines - whole;
+        }
+        written_lines += whole;
+        if (!failed) {
+          Diagnose(absl::StrCat(
+              "decision log: write failed (", std::strerror(error),
+              "); decisions are refused until it can be written again"));
+        }
+        failed = true;
+        failure = std::strerror(error);
+      }
+      progress.notify_all();
+      if (stopping && (pending.empty() || absl::Now() >= stop_by)) break;
+      if (!ok) {
+        const absl::Duration wait =
+            std::min(options.retry_every, stop_by - absl::Now());
+        writer_wake.wait_for(lock, absl::ToChronoNanoseconds(wait),
+                             [this] { return reopen; });
+      }
+    }
+    finished = true;
+    progress.notify_all();
+  }
+};
+
+absl::StatusOr<std::unique_ptr<DecisionLog>> DecisionLog::Open(
+    const DecisionLogOptions& options) {
+  if (options.max_pending_bytes < 4096) {
+    return absl::InvalidArgumentError(
+        "--decision-log-queue: must be at least 4096 bytes");
+  }
+  int fd = STDOUT_FILENO;
+  const bool owned = !(options.path.empty() || options.path == "-");
+  if (owned) {
+    fd = OpenForAppend(options.path);
+    if (fd < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--decision-log: cannot open ", options.path, ": ",
+          std::strerror(errno)));
+    }
+  }
+  auto shared = std::make_shared<Shared>(options, fd, owned);
+  std::thread([shared] { shared->WriteLoop(); }).detach();
+  return std::unique_ptr<DecisionLog>(new DecisionLog(std::move(shared)));
+}
+
+DecisionLog::DecisionLog(std::shared_ptr<Shared> shared)
+    : shared_(std::move(shared)) {}
+
+DecisionLog::~DecisionLog() { Close(absl::Now() + absl::Seconds(1)); }
+
+size_t DecisionLog::Close(absl::Time deadline) {
+  Shared& s = *shared_;
+  std::unique_lock<std::mutex> lock(s.mu);
+  if (!s.stopping) {
+    s.stopping = true;
+    s.stop_by = deadline;
+    s.writer_wake.notify_all();
+  }
+  // The writer thread is detached and shares the state: if a write hangs
+  // past the deadline it is simply left behind, and shutdown goes on.
+  s.progress.wait_until(lock, absl::ToChronoTime(deadline),
+                        [&s] { return s.finished; });
+  const size_t left = s.pending.size();
+  if (!s.finished || left > 0) {
+    Diagnose(absl::StrCat("decision log: ", left,
+                          " bytes of decisions could not be written before "
+                          "shutdown",
+                          s.finished ? "" : " (a write is blocked)"));
+  }
+  if (s.finished && s.owned && s.fd >= 0) {
+    ::close(s.fd);
+    s.fd = -1;
+  }
+  return s.finished ? left : std::max<size_t>(left, 1);
+}
+
+bool DecisionLog::Healthy() const {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return !shared_->failed && !shared_->StalledLocked();
+}
+
+void DecisionLog::Reopen() {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  shared_->reopen = true;
+  shared_->writer_wake.notify_all();
+}
+
+absl::Status DecisionLog::Record(const v1::Decision& decision,
+                                 const std::string& peer,
+                                 const std::string& client_identity) {
+  std::string line = LineFor(decision, peer, client_identity,
+                             absl::ToUnixMicros(absl::Now()));
+  line.push_back('\n');
+  Shared& s = *shared_;
+  const absl::Time deadline = absl::Now() + s.options.max_wait;
+  std::unique_lock<std::mutex> lock(s.mu);
+  auto refuse = [](absl::string_view why) {
+    return absl::UnavailableError(absl::StrCat(
+        "decision log: ", why, "; the decision is not given unlogged"));
+  };
+  if (s.stopping) return refuse("the server is shutting down");
+  if (s.failed) return refuse(absl::StrCat("write failed (", s.failure, ")"));
+  if (s.StalledLocked()) return refuse("a write has been blocked for too long");
+  while (s.pending.size() + line.size() > s.options.max_pending_bytes) {
+    if (s.progress.wait_until(lock, absl::ToChronoTime(deadline)) ==
+            std::cv_status::timeout ||
+        s.failed || s.stopping) {
+      if (s.pending.size() + line.size() <= s.options.max_pending_bytes) break;
+      return refuse(absl::StrCat(s.pending.size(),
+                                 " bytes are waiting for a stalled sink"));
+    }
+  }
+  const bool was_idle = s.pending.empty();
+  s.pending += line;
+  ++s.pending_lines;
+  const uint64_t mine = ++s.queued_lines;
+  if (was_idle || s.options.sync) s.writer_wake.notify_all();
+  if (!s.options.sync) return absl::OkStatus();
+  while (s.written_lines < mine) {
+    if (s.failed) return refuse(absl::StrCat("write failed (", s.failure, ")"));
+    if (s.progress.wait_until(lock, absl::ToChronoTime(deadline)) ==
+            std::cv_status::timeout &&
+        s.written_lines < mine) {
+      return refuse("not on disk in time");
+    }
+  }
+  return absl::OkStatus();
+}
 
 // Written by hand from the decision, without printf: the reflection-based
 // JSON printer fed an intermediate DecisionLogEntry, and later printf's
 // doubles, cost more than the whole Admit (bench/RESULTS.md).
 std::string DecisionLog::LineFor(const v1::Decision& decision,
                                  const std::string& peer,
+                                 const std::string& client_identity,
                                  int64_t unix_micros) {
   const v1::Estimate& e = decision.estimate();
   const v1::Job& job = e.job();
@@ -195,22 +377,12 @@ std::string DecisionLog::LineFor(const v1::Decision& decision,
   AppendJsonString(out, job.accelerator().name());
   out += ",\"reason\":";
   AppendJsonString(out, decision.reason());
+  if (!client_identity.empty()) {
+    out += ",\"client_identity\":";
+    AppendJsonString(out, client_identity);
+  }
   out += "}";
   return out;
-}
-
-void DecisionLog::Record(const v1::Decision& decision,
-                         const std::string& peer) {
-  std::string line =
-      LineFor(decision, peer, absl::ToUnixMicros(absl::Now()));
-  line.push_back('\n');
-  bool was_idle;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    was_idle = pending_.empty();
-    pending_ += line;
-  }
-  if (was_idle) wake_.notify_one();  // else the writer is already on its way
 }
 
 }  // namespace memgate

@@ -2,18 +2,23 @@
 #define MEMGATE_SERVICE_MEMORY_ESTIMATOR_SERVICE_H_
 
 // memgate.v1.MemoryEstimator on gRPC's callback API: a thin adapter over the
-// estimator library. Every handler computes inline (microseconds; a plan of
-// thousands of layouts, about a millisecond) and finishes at once, so no call
-// holds a thread or waits on another.
+// estimator library. Estimate and Admit compute inline (microseconds) and
+// finish at once. Plan, up to about 0.1 s of CPU, runs on a small bounded
+// pool of lower-priority threads (plan_workers.h), stops when its caller
+// cancels or its deadline passes, and is refused with RESOURCE_EXHAUSTED
+// when the pool's queue is full: concurrent worst-case plans cannot starve
+// Admit or the health service.
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "absl/status/statusor.h"
 #include "estimator/units.h"
 #include "proto/memgate.grpc.pb.h"
 #include "service/arena_allocator.h"
 #include "service/decision_log.h"
+#include "service/plan_workers.h"
 
 namespace memgate {
 
@@ -26,9 +31,16 @@ struct ServiceOptions {
   // Policy for the YELLOW zone: refuse (the paper saw OOMs there) or admit
   // with a warning.
   bool admit_yellow = false;
-  // Where Admit decisions are audited; nullptr: not logged.
+  // Where Admit decisions are audited; nullptr: not logged. A decision
+  // the log cannot take is not given (UNAVAILABLE).
   DecisionLog* decision_log = nullptr;
+  // Plans computed at once, and plans allowed to wait for a thread.
+  int plan_threads = 1;
+  int plan_queue = 4;
 };
+
+// Longest request_id accepted (it is echoed and logged).
+inline constexpr size_t kMaxRequestIdBytes = 128;
 
 class MemoryEstimatorService final
     : public v1::MemoryEstimator::CallbackService {
@@ -56,6 +68,7 @@ class MemoryEstimatorService final
   absl::StatusOr<double> ThresholdFor(double requested) const;
 
   const ServiceOptions options_;
+  std::unique_ptr<PlanWorkers> plan_workers_;
   std::atomic<uint64_t> next_request_id_{1};
   ArenaMessageAllocator<v1::EstimateRequest, v1::Estimate> estimate_allocator_;
   ArenaMessageAllocator<v1::AdmitRequest, v1::Decision> admit_allocator_;

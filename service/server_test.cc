@@ -13,6 +13,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
+#include "proto/decision_log.pb.h"
 #include "proto/memgate.grpc.pb.h"
 #include "tests/subprocess.h"
 #include "tests/test_util.h"
@@ -335,7 +336,9 @@ TEST_F(ServerTest, MutualTlsRequiresAClientCertificate) {
 
 TEST_F(ServerTest, DecisionLogHasOneJsonLinePerAdmit) {
   const std::string path = testing::WriteTempFile("decisions.jsonl", "");
-  absl::StatusOr<std::unique_ptr<DecisionLog>> log = DecisionLog::Open(path);
+  DecisionLogOptions options;
+  options.path = path;
+  absl::StatusOr<std::unique_ptr<DecisionLog>> log = DecisionLog::Open(options);
   ASSERT_TRUE(log.ok());
   ServerConfig config;
   config.service.decision_log = log->get();

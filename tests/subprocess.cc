@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 
@@ -97,13 +98,38 @@ ServerProcess::ServerProcess(const std::vector<std::string>& argv) {
     const ssize_t n = read(stdout_fd_, buffer, sizeof buffer);
     if (n <= 0) break;  // exited before listening
     seen.append(buffer, static_cast<size_t>(n));
-    const size_t at = seen.find("listening on ");
+    // The server's first stdout line: {"listening":"HOST:PORT"}.
+    const size_t at = seen.find("\"listening\":");
     const size_t eol = at == std::string::npos ? at : seen.find('\n', at);
     if (eol != std::string::npos) {
       port_ = std::atoi(seen.c_str() + seen.rfind(':', eol) + 1);
+      stdout_text_ = seen.substr(eol + 1);
       break;
     }
   }
+  // Keep reading: a server that logs decisions to stdout must never block
+  // on a pipe nobody drains.
+  drainer_ = std::thread([this] {
+    char buffer[4096];
+    while (true) {
+      pollfd fd = {stdout_fd_, POLLIN, 0};
+      if (poll(&fd, 1, 100) == 0) {
+        if (stop_draining_) return;
+        continue;
+      }
+      const ssize_t n = read(stdout_fd_, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+      std::lock_guard<std::mutex> lock(mu_);
+      stdout_text_.append(buffer, static_cast<size_t>(n));
+      if (stdout_text_.size() > (8u << 20)) stdout_text_.erase(0, 4u << 20);
+    }
+  });
+}
+
+std::string ServerProcess::Stdout() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stdout_text_;
 }
 
 std::string ServerProcess::address() const {
@@ -135,6 +161,10 @@ void ServerProcess::Kill() {
 
 ServerProcess::~ServerProcess() {
   if (!reaped_) Terminate(5);
+  // The server is gone, so the pipe is at its end, or goes quiet (when a
+  // child it started still holds it): either stops the reader.
+  stop_draining_ = true;
+  if (drainer_.joinable()) drainer_.join();
   if (stdout_fd_ >= 0) close(stdout_fd_);
 }
 

@@ -3,7 +3,10 @@
 
 // Runs memgate's real binaries from tests, as a scheduler would.
 
+#include <atomic>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace memgate::testing {
@@ -27,7 +30,8 @@ std::string RunfilePath(const std::string& workspace_relative);
 class ServerProcess {
  public:
   // Starts `argv` and waits (up to 30 s) for its stdout line
-  // "... listening on HOST:PORT"; port() is 0 when that never came.
+  // {"listening":"HOST:PORT"}; port() is 0 when that never came. Its
+  // stdout is drained from then on (see Stdout()).
   explicit ServerProcess(const std::vector<std::string>& argv);
   ~ServerProcess();
 
@@ -43,12 +47,19 @@ class ServerProcess {
   int Terminate(int timeout_seconds = 20);
   // Kills at once (a crash, as far as clients can tell).
   void Kill();
+  // What the server wrote to stdout after the listening line (the last
+  // 4 to 8 MiB of it): its decision log, unless that went to a file.
+  std::string Stdout() const;
 
  private:
   int pid_ = -1;
   int port_ = 0;
   int stdout_fd_ = -1;
   bool reaped_ = false;
+  mutable std::mutex mu_;
+  std::string stdout_text_;
+  std::atomic<bool> stop_draining_{false};
+  std::thread drainer_;
 };
 
 // A fresh file under TEST_TMPDIR with `content`; returns its path.
