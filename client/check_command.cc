@@ -1,9 +1,12 @@
 #include "client/check_command.h"
 
+#include <algorithm>
 #include <optional>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "client/exit_codes.h"
 #include "client/flags.h"
 #include "client/job_flags.h"
@@ -12,6 +15,7 @@
 #include "client/remote_client.h"
 #include "client/user_path.h"
 #include "estimator/estimate.h"
+#include "estimator/file_util.h"
 #include "estimator/job_reader.h"
 #include "estimator/megatron_args.h"
 #include "estimator/report.h"
@@ -31,9 +35,15 @@ constexpr char kUsage[] =
     "Exit codes: 0 admit, 1 refuse, 2 invalid input, 3 service unavailable\n"
     "(--on-unavailable=admit turns 3 into 0, and says so).";
 
+// A batch script (the Slurm hook) may hold several launches; more than
+// this is not a training script.
+constexpr size_t kMaxLaunches = 64;
+constexpr size_t kMaxLaunchesFileBytes = 16 << 20;
+
 struct CheckFlags {
   JobFlags job;
-  std::optional<std::string> job_file, server, on_unavailable, format;
+  std::optional<std::string> job_file, launches_file, server, on_unavailable,
+      format;
   std::optional<std::string> request_id, tls_ca, tls_cert, tls_key;
   std::optional<double> timeout, threshold;
   std::optional<bool> admit_yellow;
@@ -42,6 +52,11 @@ struct CheckFlags {
     job.Register(f);
     f.String("job", "FILE", "the job as a memgate.v1.Job (JSON or text)",
              &job_file);
+    f.String("launches-file", "FILE",
+             "check every launch in FILE (one a line, words separated by "
+             "blanks, at most 64): exit 1 if any is refused, else 2 if any "
+             "is invalid, else 3 if any could not be checked",
+             &launches_file);
     f.String("server", "HOST:PORT",
              "ask this memgate_server (default: estimate in-process)",
              &server);
@@ -172,32 +187,12 @@ void PrintDecision(const v1::Decision& d,
   out << "\n" << FormatEstimateTable(d.estimate());
 }
 
-}  // namespace
-
-int RunCheck(const std::vector<std::string>& args, std::ostream& out,
-             std::ostream& err) {
-  FlagSet flags(kUsage);
-  CheckFlags check;
-  check.Register(flags);
-  std::vector<std::string> launch;
-  absl::Status parsed = flags.Parse(args, &launch);
-  if (flags.help_requested()) {
-    out << flags.Help();
-    return kExitAdmit;
-  }
+// One job's decision, from the parsed flags and (when not empty) a launch.
+int CheckOne(const CheckFlags& check, const std::vector<std::string>& launch,
+             std::ostream& out, std::ostream& err) {
   const std::string format = check.format.value_or("text");
   const std::string on_unavailable = check.on_unavailable.value_or("refuse");
-  if (parsed.ok() && format != "text" && format != "json") {
-    parsed = absl::InvalidArgumentError(
-        absl::StrCat("--format: must be text or json (got '", format, "')"));
-  }
-  if (parsed.ok() && on_unavailable != "refuse" && on_unavailable != "admit") {
-    parsed = absl::InvalidArgumentError(absl::StrCat(
-        "--on-unavailable: must be refuse or admit (got '", on_unavailable,
-        "')"));
-  }
-  absl::StatusOr<PreflightOptions> options =
-      parsed.ok() ? OptionsFrom(check) : parsed;
+  absl::StatusOr<PreflightOptions> options = OptionsFrom(check);
   std::vector<std::string> notes;
   absl::StatusOr<v1::Job> job =
       options.ok() ? BuildJob(launch, check, notes) : options.status();
@@ -233,6 +228,112 @@ int RunCheck(const std::vector<std::string>& args, std::ostream& out,
   }
   PrintDecision(*decision, notes, format == "json", out, err);
   return decision->verdict() == v1::VERDICT_ADMIT ? kExitAdmit : kExitRefuse;
+}
+
+// How bad an exit code is, for the launch that decides a batch script.
+int Severity(int code) {
+  switch (code) {
+    case kExitRefuse: return 3;
+    case kExitInvalid: return 2;
+    case kExitUnavailable: return 1;
+    default: return 0;
+  }
+}
+
+// Every launch of FILE: the deciding (worst) one's output in full, first,
+// so that a hook reading the first line reads the verdict; one line for
+// each other launch.
+int CheckLaunchesFile(const CheckFlags& check, std::ostream& out,
+                      std::ostream& err) {
+  absl::StatusOr<std::string> text =
+      ReadSmallFile(UserPath(*check.launches_file), kMaxLaunchesFileBytes);
+  if (!text.ok()) {
+    err << "memgate check: --launches-file: " << text.status().message()
+        << "\n";
+    return kExitInvalid;
+  }
+  std::vector<std::vector<std::string>> launches;
+  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+    std::vector<std::string> words =
+        absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
+    if (words.empty()) continue;
+    if (launches.size() == kMaxLaunches) {
+      err << "memgate check: --launches-file: more than " << kMaxLaunches
+          << " launches\n";
+      return kExitInvalid;
+    }
+    launches.push_back(std::move(words));
+  }
+  if (launches.empty()) {
+    err << "memgate check: --launches-file: no launch in the file\n";
+    return kExitInvalid;
+  }
+  struct Outcome {
+    int code;
+    std::string out, err;
+  };
+  std::vector<Outcome> outcomes;
+  size_t worst = 0;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    std::ostringstream one_out, one_err;
+    const int code = CheckOne(check, launches[i], one_out, one_err);
+    outcomes.push_back({code, one_out.str(), one_err.str()});
+    if (Severity(code) > Severity(outcomes[worst].code)) worst = i;
+  }
+  const Outcome& decider = outcomes[worst];
+  out << decider.out;
+  err << decider.err;
+  if (launches.size() > 1) {
+    std::ostream& rest = decider.code == kExitAdmit ? out : err;
+    rest << "memgate check: " << launches.size()
+         << " launches in the script; the one above (launch " << worst + 1
+         << ") decides:\n";
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+      const std::string& text =
+          outcomes[i].out.empty() ? outcomes[i].err : outcomes[i].out;
+      rest << "  launch " << i + 1 << ": "
+           << text.substr(0, std::min(text.find('\n'), size_t{300})) << "\n";
+    }
+  }
+  return decider.code;
+}
+
+}  // namespace
+
+int RunCheck(const std::vector<std::string>& args, std::ostream& out,
+             std::ostream& err) {
+  FlagSet flags(kUsage);
+  CheckFlags check;
+  check.Register(flags);
+  std::vector<std::string> launch;
+  absl::Status parsed = flags.Parse(args, &launch);
+  if (flags.help_requested()) {
+    out << flags.Help();
+    return kExitAdmit;
+  }
+  const std::string format = check.format.value_or("text");
+  const std::string on_unavailable = check.on_unavailable.value_or("refuse");
+  if (parsed.ok() && format != "text" && format != "json") {
+    parsed = absl::InvalidArgumentError(
+        absl::StrCat("--format: must be text or json (got '", format, "')"));
+  }
+  if (parsed.ok() && on_unavailable != "refuse" && on_unavailable != "admit") {
+    parsed = absl::InvalidArgumentError(absl::StrCat(
+        "--on-unavailable: must be refuse or admit (got '", on_unavailable,
+        "')"));
+  }
+  if (parsed.ok() && check.launches_file &&
+      (!launch.empty() || check.job_file)) {
+    parsed = absl::InvalidArgumentError(
+        "--launches-file: give it alone, not with --job or a launch after --");
+  }
+  if (!parsed.ok()) {
+    err << "memgate check: " << WithFlagHint(std::string(parsed.message()))
+        << "\n";
+    return kExitInvalid;
+  }
+  if (check.launches_file) return CheckLaunchesFile(check, out, err);
+  return CheckOne(check, launch, out, err);
 }
 
 }  // namespace memgate::cli

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what memgate builds with, from Debian's packages only: Bazel 4.2.3
 # (bazel-bootstrap) and the system Abseil, Protocol Buffers, gRPC, GoogleTest
-# and Google Benchmark. Idempotent: installs only what is missing.
+# and Google Benchmark, and Lua 5.1 (the Slurm hooks' tests). Idempotent: installs only what is missing.
 set -euo pipefail
 
 packages=(
@@ -15,6 +15,7 @@ packages=(
   libgtest-dev
   libgmock-dev
   libbenchmark-dev
+  lua5.1
 )
 
 missing=()

@@ -1,28 +1,118 @@
 --[[
 memgate_launch.lua: what Slurm's memgate hooks share (job_submit.lua and
-cli_filter.lua load it): find the Megatron-LM launch in a batch script, run
-`memgate check` on it, and turn the exit code into a verdict.
+cli_filter.lua load it): find every Megatron-LM launch in a batch script,
+run one `memgate check` on all of them, and turn its exit code into a
+verdict.
+
+job_submit runs inside slurmctld with its locks held, so everything here is
+bounded by the script before it is done (see LIMITS): the script's size,
+the length of any line after variable expansion, the number of variable
+substitutions and of launches. A script over a limit is refused with a
+message naming the limit, whatever the site's on_unavailable policy says:
+it is the user's script, not memgate, that is at fault. The launches go to
+memgate in a file (one launch a line), not on a shell command line, so no
+quoting is involved and no length limit of the kernel applies.
+
+What a batch-script hook can and cannot see: it reads the script as text.
+A launch built at run time (eval, $(...), arrays, arguments read from a
+file, a wrapper script the batch script calls) is invisible to it, and a
+user who wants to hide a launch can. Enforcement on the real command line
+belongs in the launcher: `memgate exec -- torchrun ...` (or the preflight
+API) in the site's launch wrapper, or a check at task launch. This hook is
+the early, friendly check that catches honest mistakes before a job queues.
 ]]
 
 local M = {}
 
--- Replaces $NAME and ${NAME} with values from `vars`; unknown names stay.
-local function expand(line, vars)
-  line = line:gsub("%${([%w_]+)}", function(name) return vars[name] end)
-  return (line:gsub("%$([%w_]+)", function(name) return vars[name] end))
+M.LIMITS = {
+  script_bytes = 4 * 1024 * 1024,  -- Slurm's default max_script_size
+  line_bytes = 256 * 1024,         -- one launch line, after expansion
+  substitutions = 4096,            -- $VAR expansions in the whole script
+  variables = 4096,                -- assignments remembered
+  launches = 64,                   -- Megatron launches checked per script
+}
+
+-- An error raised when a limit is exceeded: judge turns it into a refusal.
+local LimitExceeded = {}
+local function exceed(message)
+  error(setmetatable({ message = message }, LimitExceeded), 0)
 end
 
 --[[
-The first line of a batch script, after joining backslash continuations,
-that launches Megatron-LM; nil when there is none (the job is not ours).
-Plain assignments above it (NAME=value, export NAME=value; literal values
-only) are substituted into it, as are `known` values (e.g. SLURM_NNODES,
-which the request already fixes).
+$NAME and ${NAME} replaced with values from `vars` (unknown names stay as
+written), within `budget` (substitutions left, and limits): the result is
+built piece by piece and abandoned as soon as it grows over the line limit,
+so a 1 MB variable repeated a thousand times costs 256 KiB, not 1 GB.
 ]]
-function M.find_launch(script, known)
-  if script == nil then return nil end
-  local vars = {}
+local function expand(line, vars, budget)
+  local parts, size, pos = {}, 0, 1
+  local function add(piece)
+    size = size + #piece
+    if size > budget.limits.line_bytes then
+      exceed(string.format("a launch line is longer than %d bytes after " ..
+                           "variable expansion", budget.limits.line_bytes))
+    end
+    parts[#parts + 1] = piece
+  end
+  while true do
+    local dollar = line:find("$", pos, true)
+    if dollar == nil then
+      add(line:sub(pos))
+      break
+    end
+    add(line:sub(pos, dollar - 1))
+    local name, stop = line:match("^{([%w_]+)}()", dollar + 1)
+    if name == nil then name, stop = line:match("^([%w_]+)()", dollar + 1) end
+    if name == nil then
+      add("$")
+      pos = dollar + 1
+    else
+      local value = vars[name]
+      if value ~= nil then
+        budget.substitutions = budget.substitutions - 1
+        if budget.substitutions < 0 then
+          exceed(string.format("more than %d variable substitutions",
+                               budget.limits.substitutions))
+        end
+        add(value)
+      else
+        add(line:sub(dollar, stop - 1))
+      end
+      pos = stop
+    end
+  end
+  return table.concat(parts)
+end
+
+-- A line that runs Megatron-LM with arguments (an `echo "starting
+-- pretrain_gpt.py"` does not; an echo that carries a whole launch does,
+-- and is checked too: the worst launch in a script decides).
+local function looks_like_launch(body)
+  if body:sub(1, 1) == "#" then return false end
+  return body:find("pretrain_gpt%.py.*%-%-[%a]") ~= nil or
+         body:find("%-%-tensor%-model%-parallel%-size") ~= nil or
+         body:find("%-%-num%-layers") ~= nil
+end
+
+--[[
+Every launch of Megatron-LM in a batch script, after joining backslash
+continuations, with plain assignments above each (NAME=value, export
+NAME=value; literal values only) and `known` values (e.g. SLURM_NNODES,
+which the request already fixes) substituted. An empty list when there is
+none (the job is not ours). Raises LimitExceeded past M.LIMITS (or
+`limits`).
+]]
+function M.find_launches(script, known, limits)
+  limits = limits or M.LIMITS
+  if script == nil then return {} end
+  if #script > limits.script_bytes then
+    exceed(string.format("the batch script is larger than %d bytes",
+                         limits.script_bytes))
+  end
+  local budget = { substitutions = limits.substitutions, limits = limits }
+  local vars, count = {}, 0
   for k, v in pairs(known or {}) do vars[k] = tostring(v) end
+  local launches = {}
   local joined = script:gsub("\\\r?\n", " ")
   for line in joined:gmatch("[^\n]+") do
     local body = line:gsub("^%s+", "")
@@ -32,14 +122,30 @@ function M.find_launch(script, known)
     end
     if name ~= nil then
       value = value:gsub("^['\"]", ""):gsub("['\"]$", "")
-      if not value:find("[%$`(]") then vars[name] = expand(value, vars) end
-    elseif body:sub(1, 1) ~= "#" and (body:find("pretrain_gpt%.py")
-        or body:find("%-%-tensor%-model%-parallel%-size")
-        or body:find("%-%-num%-layers")) then
-      return expand(body, vars)
+      if not value:find("[%$`(]") then
+        if vars[name] == nil then
+          count = count + 1
+          if count > limits.variables then
+            exceed(string.format("more than %d variable assignments",
+                                 limits.variables))
+          end
+        end
+        vars[name] = value
+      end
+    elseif looks_like_launch(body) then
+      if #launches >= limits.launches then
+        exceed(string.format("more than %d Megatron launches",
+                             limits.launches))
+      end
+      launches[#launches + 1] = expand(body, vars, budget)
     end
   end
-  return nil
+  return launches
+end
+
+-- The first launch, or nil (kept for callers of the one-launch API).
+function M.find_launch(script, known)
+  return M.find_launches(script, known)[1]
 end
 
 -- Whitespace-separated words of a launch line, shell quotes removed.
@@ -64,34 +170,54 @@ function M.gpus_in_tres(tres)
 end
 
 --[[
-Runs memgate check on the launch words. settings: memgate (path), gpu,
-gpus (or nil: torchrun's), server, timeout_seconds, on_unavailable,
-model. Returns the exit code (124: memgate itself timed out) and the
-output. Lua 5.1's popen cannot report exit codes, so the shell echoes it.
+Runs one memgate check on every launch (a list of word lists). settings:
+memgate (path), gpu, gpus (or nil: torchrun's), server, timeout_seconds,
+on_unavailable, model. The launches travel in a temporary file, one per
+line; the shell command itself is short and made of site settings only.
+Returns the exit code (124: memgate itself timed out) and the output. Lua
+5.1's popen cannot report exit codes, so the shell echoes it.
 ]]
-function M.check(words, settings)
-  local args = { quote(settings.memgate), "check", "--gpu=" .. quote(settings.gpu) }
-  if settings.gpus then args[#args + 1] = "--gpus=" .. settings.gpus end
+function M.check_all(launches, settings)
+  local path = os.tmpname()
+  local file = io.open(path, "w")
+  if file == nil then return 3, "memgate: cannot write " .. path end
+  for _, words in ipairs(launches) do
+    file:write(table.concat(words, " "), "\n")
+  end
+  file:close()
+  local args = { quote(settings.memgate), "check", "--gpu=" .. quote(settings.gpu),
+                 "--launches-file=" .. quote(path) }
+  if settings.gpus then args[#args + 1] = "--gpus=" .. tonumber(settings.gpus) end
   if settings.model and settings.model ~= "" then
     args[#args + 1] = "--model=" .. quote(settings.model)
   end
   if settings.server and settings.server ~= "" then
     args[#args + 1] = "--server=" .. quote(settings.server)
-    args[#args + 1] = "--timeout=" .. settings.timeout_seconds
-    args[#args + 1] = "--on-unavailable=" .. settings.on_unavailable
+    args[#args + 1] = "--timeout=" .. tonumber(settings.timeout_seconds)
+    args[#args + 1] = "--on-unavailable=" .. quote(settings.on_unavailable)
   end
-  args[#args + 1] = "--"
-  for _, w in ipairs(words) do args[#args + 1] = quote(w) end
   -- slurmctld holds locks while the hook runs: bound it whatever happens.
-  local command = "timeout " .. (settings.timeout_seconds + 3) .. " " ..
-                  table.concat(args, " ") .. " 2>&1; echo \"MEMGATE_EXIT=$?\""
+  -- (memgate bounds its own output: the deciding launch in full, a line
+  -- for each other one.)
+  local command = "timeout -s KILL " .. (tonumber(settings.timeout_seconds) + 1) ..
+                  " " .. table.concat(args, " ") ..
+                  " 2>&1; echo \"MEMGATE_EXIT=$?\""
   local pipe = io.popen(command)
-  if pipe == nil then return 3, "memgate: cannot start " .. settings.memgate end
-  local output = pipe:read("*a")
+  if pipe == nil then
+    os.remove(path)
+    return 3, "memgate: cannot start " .. settings.memgate
+  end
+  local output = pipe:read("*a") or ""
   pipe:close()
+  os.remove(path)
   local code = tonumber(output:match("MEMGATE_EXIT=(%d+)%s*$")) or 3
   output = output:gsub("MEMGATE_EXIT=%d+%s*$", "")
   return code, output
+end
+
+-- One launch (a word list): check_all of it.
+function M.check(words, settings)
+  return M.check_all({ words }, settings)
 end
 
 -- The message a refused user sees: memgate's verdict line and what fits.
@@ -113,9 +239,12 @@ message for the user. settings.on_invalid / settings.on_unavailable are
 "refuse" or "admit". `log` takes one plain string.
 ]]
 local function judge(script, settings, log)
-  local launch = M.find_launch(script, settings.known_variables)
-  if launch == nil then return true end  -- not a Megatron job: untouched
-  local code, output = M.check(M.words(launch), settings)
+  local found = M.find_launches(script, settings.known_variables,
+                                settings.limits)
+  if #found == 0 then return true end  -- not a Megatron job: untouched
+  local launches = {}
+  for i, line in ipairs(found) do launches[i] = M.words(line) end
+  local code, output = M.check_all(launches, settings)
   if code == 0 then
     log("memgate admitted: " .. (output:match("[^\n]*") or ""))
     return true
@@ -139,11 +268,16 @@ local function judge(script, settings, log)
                 (output:gsub("\n+$", "")) .. "); refusing by site policy"
 end
 
--- judge, with any error in this code itself handled by the site's
--- on_unavailable policy instead of Slurm's default (which lets jobs in).
+-- judge, with a script over the limits refused by name, and any other
+-- error in this code handled by the site's on_unavailable policy instead of
+-- Slurm's default (which lets jobs in).
 function M.judge(script, settings, log)
   local ok, admit, message = pcall(judge, script, settings, log)
   if ok then return admit, message end
+  if getmetatable(admit) == LimitExceeded then
+    return false, "memgate: refused: " .. admit.message ..
+                  " (this site's limit for batch scripts it checks)"
+  end
   if settings.on_unavailable == "admit" then
     log("memgate hook error, admitted by site policy: " .. tostring(admit))
     return true

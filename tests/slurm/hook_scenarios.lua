@@ -1,0 +1,115 @@
+--[[
+One hostile (or ordinary) batch script through memgate's real job_submit.lua,
+with Slurm's `slurm` table stubbed: what slurmctld would do with it, and what
+it cost. Run by hook_test.sh, one scenario per process so each one's peak
+memory is its own:
+
+  lua5.1 hook_scenarios.lua HOOK_DIR SCENARIO
+
+Prints "verdict=<admit|refuse> hwm_kib=<peak RSS> message=<user message>".
+]]
+
+local hook_dir, scenario = arg[1], arg[2]
+
+local user_messages = {}
+slurm = {
+  SUCCESS = 0,
+  ERROR = -1,
+  log_info = function() end,
+  log_error = function() end,
+  log_user = function(fmt, ...) user_messages[#user_messages + 1] = string.format(fmt, ...) end,
+}
+dofile(hook_dir .. "/job_submit.lua")
+
+local function launch(layers, mbs, extra)
+  return "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py " ..
+         "--num-layers " .. layers .. " --hidden-size 4096 --ffn-hidden-size 14336 " ..
+         "--num-attention-heads 32 --group-query-attention --num-query-groups 8 " ..
+         "--vocab-size 128256 --untie-embeddings-and-output-weights --swiglu " ..
+         "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 2 " ..
+         "--sequence-parallel --use-distributed-optimizer " ..
+         "--micro-batch-size " .. mbs .. " --global-batch-size 1024 --seq-length 8192 --bf16" ..
+         (extra or "")
+end
+local header = "#!/bin/bash\n#SBATCH --nodes=1 --gres=gpu:8\n"
+local fits, ooms = launch(32, 1), launch(32, 4)
+
+local scripts = {}
+-- 1 MB variable, referenced a thousand times on the launch line: ~1 GB if
+-- expanded naively (the 74 s, 10 GB report).
+scripts.expansion_bomb = function()
+  return header .. "A=" .. string.rep("x", 1024 * 1024) .. "\n" ..
+         fits .. " --run-name " .. string.rep("$A", 1000) .. "\n"
+end
+-- Slurm's largest default script: 4 MB of ordinary lines, then a launch.
+local function filler(bytes)
+  local line = "echo preparing data shard, nothing to see here 0123456789\n"
+  return string.rep(line, math.floor(bytes / #line))
+end
+scripts.script_4mb_fits = function()
+  local tail = fits .. "\n"
+  return header .. filler(4 * 1024 * 1024 - #header - #tail - 64) .. tail
+end
+scripts.script_4mb_ooms = function()
+  local tail = ooms .. "\n"
+  return header .. filler(4 * 1024 * 1024 - #header - #tail - 64) .. tail
+end
+scripts.script_over_limit = function()
+  return header .. filler(4 * 1024 * 1024 + 4096) .. fits .. "\n"
+end
+-- A 200 KiB launch line (one long argument) must be checked, not fail to
+-- start memgate.
+scripts.long_line_ooms = function()
+  return header .. ooms .. " --wandb-exp-name " .. string.rep("r", 200 * 1024) .. "\n"
+end
+scripts.long_line_fits = function()
+  return header .. fits .. " --wandb-exp-name " .. string.rep("r", 200 * 1024) .. "\n"
+end
+-- A decoy above the real launch: every launch is checked.
+scripts.decoy = function()
+  return header .. "echo \"" .. launch(2, 1) .. "\"\n" .. ooms .. "\n"
+end
+scripts.decoy_below = function()
+  return header .. ooms .. "\necho \"" .. launch(2, 1) .. "\"\n"
+end
+scripts.plain = function()
+  return header .. "srun hostname\necho \"starting pretrain_gpt.py\"\n"
+end
+-- The most work the limits allow: 64 launches, each expanded to ~240 KiB
+-- (15 MiB handed to memgate).
+scripts.most_work_allowed = function()
+  return header .. "V=" .. string.rep("v", 60 * 1024) .. "\n" ..
+         string.rep(fits .. " --wandb-exp-name $V$V$V$V\n", 64)
+end
+scripts.too_many_launches = function()
+  return header .. string.rep(fits .. "\n", 65)
+end
+scripts.too_many_substitutions = function()
+  return header .. "B=1\n" .. fits .. " --run-name " .. string.rep("$B", 5000) .. "\n"
+end
+scripts.variables = function()
+  return header .. "export MBS=4\nTP=4\n" ..
+         launch(32, "${MBS}"):gsub("tensor%-model%-parallel%-size 4", "tensor-model-parallel-size $TP") .. "\n"
+end
+
+local make = scripts[scenario]
+if make == nil then
+  io.stderr:write("unknown scenario " .. tostring(scenario) .. "\n")
+  os.exit(2)
+end
+local job_desc = {
+  script = make(),
+  min_nodes = 1,
+  tres_per_node = "gres/gpu:8",
+  partition = "a100",
+}
+local rc = slurm_job_submit(job_desc, {}, 1000)
+job_desc = nil
+local hwm = 0
+for line in io.lines("/proc/self/status") do
+  local kib = line:match("^VmHWM:%s+(%d+)")
+  if kib then hwm = tonumber(kib) end
+end
+print(string.format("verdict=%s hwm_kib=%d message=%s",
+                    rc == slurm.SUCCESS and "admit" or "refuse", hwm,
+                    (table.concat(user_messages, " | "):gsub("\n", " "))))

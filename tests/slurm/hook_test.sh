@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# memgate's real Slurm job_submit hook (Lua 5.1, as slurmctld links it) with
+# Slurm stubbed, against hostile batch scripts: each must be decided, with
+# the right verdict and message, in under 1 s of wall time and 64 MiB of
+# peak memory on the slurmctld side (the hook's own process; memgate runs
+# beside it).
+#
+#   tests/slurm/hook_test.sh PATH/TO/memgate HOOK_DIR [SCENARIOS.lua]
+set -uo pipefail
+
+memgate=$(readlink -f "${1:?usage: $0 PATH/TO/memgate HOOK_DIR}")
+hooks=$(readlink -f "${2:?usage: $0 PATH/TO/memgate HOOK_DIR}")
+scenarios=$(readlink -f "${3:-$(dirname "$0")/hook_scenarios.lua}")
+lua=$(command -v lua5.1) || { echo "hook test: lua5.1 missing (scripts/setup.sh installs it)"; exit 1; }
+
+work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/memgate-hook.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cp "$hooks/memgate_launch.lua" "$work/"
+sed -e "s|memgate = \"/usr/local/bin/memgate\"|memgate = \"${memgate}\"|" \
+    -e "s|-- a100 = \"a100-40gb\",|a100 = \"a100-40gb\",|" \
+    "$hooks/job_submit.lua" > "$work/job_submit.lua"
+grep -q "$memgate" "$work/job_submit.lua" || { echo "hook test: could not configure the hook"; exit 1; }
+
+passed=0
+failed=0
+# $1 scenario, $2 expected verdict, $3 a fixed string the message must hold
+expect() {
+  local start end ms out verdict hwm
+  start=$(date +%s%N)
+  out=$(timeout 20 "$lua" "$scenarios" "$work" "$1" 2>&1)
+  end=$(date +%s%N)
+  ms=$(( (end - start) / 1000000 ))
+  verdict=$(sed -n 's/^verdict=\([a-z]*\) .*/\1/p' <<< "$out")
+  hwm=$(sed -n 's/.* hwm_kib=\([0-9]*\) .*/\1/p' <<< "$out")
+  local why=""
+  [ "$verdict" = "$2" ] || why="verdict '$verdict', expected '$2'"
+  [ -z "$3" ] || grep -qF -- "$3" <<< "$out" || why="$why; message lacks '$3'"
+  [ "$ms" -lt 1000 ] || why="$why; took ${ms} ms (limit 1000)"
+  [ -n "$hwm" ] && [ "$hwm" -lt 65536 ] || why="$why; peak memory ${hwm:-?} KiB (limit 65536)"
+  if [ -z "$why" ]; then
+    echo "ok: $1 -> $2 in ${ms} ms, peak ${hwm} KiB"
+    passed=$((passed + 1))
+  else
+    echo "FAIL: $1: ${why#; }"
+    echo "    ${out:0:600}"
+    failed=$((failed + 1))
+  fi
+}
+
+expect expansion_bomb refuse "longer than 262144 bytes after variable expansion"
+expect script_4mb_fits admit ""
+expect script_4mb_ooms refuse "REFUSE [RED] peak 58.3"
+expect script_over_limit refuse "batch script is larger than 4194304 bytes"
+expect long_line_ooms refuse "REFUSE [RED] peak 58.3"
+expect long_line_fits admit ""
+expect decoy refuse "REFUSE [RED] peak 58.3"
+expect decoy_below refuse "REFUSE [RED] peak 58.3"
+expect plain admit ""
+expect most_work_allowed admit ""
+expect too_many_launches refuse "more than 64 Megatron launches"
+expect too_many_substitutions refuse "more than 4096 variable substitutions"
+expect variables refuse "REFUSE [RED] peak 58.3"
+
+echo "hook test: ${passed} passed, ${failed} failed"
+[ "$failed" -eq 0 ]
