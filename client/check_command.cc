@@ -88,26 +88,81 @@ struct CheckFlags {
   }
 };
 
+// A launch and a job file that describe the same job must agree: where
+// both set a value, it must be the same one.
+absl::Status CrossCheck(const v1::Job& from_file, const v1::Job& from_launch) {
+  struct Field {
+    const char* name;
+    uint64_t file, launch;
+  };
+  const v1::ModelConfig& fm = from_file.model();
+  const v1::ModelConfig& lm = from_launch.model();
+  const Field fields[] = {
+      {"model.num_layers", fm.num_layers(), lm.num_layers()},
+      {"model.hidden_size", fm.hidden_size(), lm.hidden_size()},
+      {"model.ffn_hidden_size", fm.ffn_hidden_size(), lm.ffn_hidden_size()},
+      {"model.num_attention_heads", fm.num_attention_heads(),
+       lm.num_attention_heads()},
+      {"model.num_query_groups", fm.num_query_groups(),
+       lm.num_query_groups()},
+      {"parallel.tensor_parallel", from_file.parallel().tensor_parallel(),
+       from_launch.parallel().tensor_parallel()},
+      {"parallel.pipeline_parallel", from_file.parallel().pipeline_parallel(),
+       from_launch.parallel().pipeline_parallel()},
+      {"parallel.context_parallel", from_file.parallel().context_parallel(),
+       from_launch.parallel().context_parallel()},
+      {"training.micro_batch_size", from_file.training().micro_batch_size(),
+       from_launch.training().micro_batch_size()},
+      {"training.seq_length", from_file.training().seq_length(),
+       from_launch.training().seq_length()},
+      {"training.global_batch_size", from_file.training().global_batch_size(),
+       from_launch.training().global_batch_size()},
+      {"num_gpus", from_file.num_gpus(), from_launch.num_gpus()},
+  };
+  for (const Field& f : fields) {
+    if (f.file != 0 && f.launch != 0 && f.file != f.launch) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--job: says ", f.name, " = ", f.file, " but the launch says ",
+          f.launch, "; the job file and the launch must describe one job"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::Job> JobFromLaunchAndFlags(
     const std::vector<std::string>& launch, const CheckFlags& flags,
     std::vector<std::string>& notes) {
+  std::optional<v1::Job> from_file;
   if (flags.job_file) {
-    return absl::InvalidArgumentError(
-        "--job: give a job file or a launch command, not both");
+    absl::StatusOr<v1::Job> job = ReadJobFile(UserPath(*flags.job_file));
+    if (!job.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--job: ", job.status().message()));
+    }
+    from_file = *std::move(job);
   }
   absl::StatusOr<std::optional<v1::ModelConfig>> fill =
       flags.job.ModelToFill();
   if (!fill.ok()) return fill.status();
+  if (from_file && !*fill && from_file->has_model()) {
+    *fill = from_file->model();  // what the launch leaves out, the file says
+  }
   absl::StatusOr<MegatronLaunch> parsed =
       ParseMegatronLaunch(launch, *fill ? &**fill : nullptr);
   if (!parsed.ok()) return parsed.status();
   notes = parsed->notes;
   v1::Job job = parsed->job;
+  if (from_file) {
+    if (absl::Status s = CrossCheck(*from_file, job); !s.ok()) return s;
+    if (job.num_gpus() == 0) job.set_num_gpus(from_file->num_gpus());
+    if (!job.has_accelerator()) *job.mutable_accelerator() = from_file->accelerator();
+  }
   if (absl::Status s = flags.job.ApplyTo(job, /*refuse_conflicts=*/true);
       !s.ok()) {
     return s;
   }
-  if (!flags.job.gpu && !flags.job.gpu_memory_gib) {
+  if (!flags.job.gpu && !flags.job.gpu_memory_gib &&
+      !(from_file && from_file->has_accelerator())) {
     return absl::InvalidArgumentError(
         "--gpu: required (a launch command does not say which GPU)");
   }

@@ -10,16 +10,20 @@
 #include "absl/strings/str_join.h"
 #include "client/check_command.h"
 #include "client/exit_codes.h"
+#include "estimator/megatron_args.h"
 
 namespace memgate::cli {
 namespace {
 
 constexpr char kUsage[] =
     "usage: memgate exec [check flags] [--dry-run] -- <launch command>\n\n"
-    "Checks the launch command like `memgate check` and, when admitted, runs "
-    "it in\nplace of memgate (execvp: arguments and environment untouched). "
-    "When refused,\nprints why and exits with check's code (1 refuse, 2 "
-    "invalid, 3 unavailable).\n--dry-run prints the command instead of "
+    "Checks the job like `memgate check` and, when admitted, runs the "
+    "command in\nplace of memgate (execvp: arguments and environment "
+    "untouched). When refused,\nprints why and exits with check's code (1 "
+    "refuse, 2 invalid, 3 unavailable).\nA command that carries Megatron-LM "
+    "arguments is read (and cross-checked with\n--job or job flags); any "
+    "other command (bash train.sh) is opaque: the job\nthen comes from "
+    "--job or job flags alone.\n--dry-run prints the command instead of "
     "running it.\nSee `memgate check --help` for the check flags.\n";
 
 // Single-quoted for a POSIX shell, so a dry run can be pasted.
@@ -55,13 +59,24 @@ int RunExec(const std::vector<std::string>& args, std::ostream& out,
     return kExitInvalid;
   }
 
-  check_args.push_back("--");
-  check_args.insert(check_args.end(), launch.begin(), launch.end());
+  // An opaque command (a wrapper script) is not read: the job is what the
+  // flags or --job describe. A Megatron launch is read and cross-checked.
+  const bool opaque = !HasMegatronArguments(launch);
+  if (!opaque) {
+    check_args.push_back("--");
+    check_args.insert(check_args.end(), launch.begin(), launch.end());
+  }
   std::ostringstream report;
   const int code = RunCheck(check_args, report, err);
   if (code != kExitAdmit) {
     // The launch's own output will not follow: the whole report goes out.
     err << report.str();
+    if (code == kExitInvalid && opaque) {
+      err << "memgate exec: '" << launch[0]
+          << "' carries no Megatron-LM arguments, so the job must be "
+             "described by --job=FILE or job flags (--model, --gpu, --gpus, "
+             "--tp, ...)\n";
+    }
     return code;
   }
   const std::string verdict = report.str().substr(0, report.str().find('\n'));

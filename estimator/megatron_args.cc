@@ -368,4 +368,16 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
   return launch;
 }
 
+bool HasMegatronArguments(const std::vector<std::string>& argv) {
+  for (const std::string& word : argv) {
+    if (!absl::StartsWith(word, "--")) continue;
+    std::string name = word.substr(2, word.find('=') == std::string::npos
+                                          ? std::string::npos
+                                          : word.find('=') - 2);
+    absl::StrReplaceAll({{"_", "-"}}, &name);
+    if (MegatronMarkers().count(name)) return true;
+  }
+  return false;
+}
+
 }  // namespace memgate

@@ -28,6 +28,12 @@ struct MegatronLaunch {
 absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
     const std::vector<std::string>& argv, const v1::ModelConfig* fill_model);
 
+// Whether `argv` carries any of Megatron-LM's model or parallelism
+// arguments (--num-layers, --seq-length, --tensor-model-parallel-size,
+// ...): a launch memgate can read, rather than an opaque command such as
+// `bash train.sh`.
+bool HasMegatronArguments(const std::vector<std::string>& argv);
+
 }  // namespace memgate
 
 #endif  // MEMGATE_ESTIMATOR_MEGATRON_ARGS_H_

@@ -49,6 +49,66 @@ TEST(CliExecTest, AdmittedLaunchRunsWithArgvAndEnvironmentUntouched) {
   EXPECT_NE(r.err.find("memgate: ADMIT [GREEN]"), std::string::npos) << r.err;
 }
 
+// Llama-3.1-8B on 16 A100s, TP 4, PP 2: MBS 2 fits (31.97 GiB), MBS 4 not.
+std::string JobFile(const std::string& name, int mbs) {
+  return testing::WriteTempFile(
+      name,
+      "{\"model\": {\"name\": \"llama-3.1-8b\"}, \"accelerator\": {\"name\": "
+      "\"a100-40gb\"}, \"parallel\": {\"tensor_parallel\": 4, "
+      "\"pipeline_parallel\": 2, \"context_parallel\": 1}, \"training\": {\"micro_batch_size\": " +
+          std::to_string(mbs) +
+          ", \"seq_length\": 8192, \"global_batch_size\": 1024}, "
+          "\"num_gpus\": 16}");
+}
+
+TEST(CliExecTest, AnOpaqueCommandRunsWhenItsJobFileIsAdmitted) {
+  const RunResult r = Exec({"--job=" + JobFile("fits.json", 2)},
+                           {"/bin/sh", "-c", "echo RAN \"$0\"", "train.sh"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "RAN train.sh\n");
+  EXPECT_NE(r.err.find("memgate: ADMIT [GREEN] peak 31.9"), std::string::npos)
+      << r.err;
+}
+
+TEST(CliExecTest, AnOpaqueCommandNeverStartsWhenItsJobIsRefused) {
+  RunResult r = Exec({"--job=" + JobFile("ooms.json", 4)},
+                     {"/bin/sh", "-c", "echo STARTED"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out.find("STARTED"), std::string::npos);
+  EXPECT_NE(r.err.find("REFUSE"), std::string::npos) << r.err;
+  // The same by flags alone.
+  r = Exec({"--model=llama-3.1-8b", "--gpu=a100-40gb", "--gpus=8", "--tp=4",
+            "--pp=2", "--mbs=4", "--seq=8192"},
+           {"/bin/sh", "-c", "echo STARTED"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out.find("STARTED"), std::string::npos);
+}
+
+TEST(CliExecTest, AnOpaqueCommandWithoutAJobIsInvalidAndSaysWhy) {
+  const RunResult r = Exec({}, {"/bin/sh", "-c", "echo STARTED"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out.find("STARTED"), std::string::npos);
+  EXPECT_NE(r.err.find("carries no Megatron-LM arguments"), std::string::npos)
+      << r.err;
+}
+
+TEST(CliExecTest, ALaunchIsCrossCheckedWithItsJobFile) {
+  std::vector<std::string> cmd = {"/bin/sh", "-c", "echo STARTED", "sh"};
+  std::vector<std::string> megatron = Megatron("2");
+  cmd.insert(cmd.end(), megatron.begin(), megatron.end());
+  RunResult r = Exec({"--job=" + JobFile("agrees.json", 2)}, cmd);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "STARTED\n");
+
+  // The job file says MBS 4; the launch says 2.
+  r = Exec({"--job=" + JobFile("disagrees.json", 4)}, cmd);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out.find("STARTED"), std::string::npos);
+  EXPECT_NE(r.err.find("training.micro_batch_size = 4 but the launch says 2"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(CliExecTest, RefusedLaunchNeverStarts) {
   std::vector<std::string> cmd = {"/bin/sh", "-c", "echo STARTED", "sh"};
   const std::vector<std::string> megatron = Megatron("4");
