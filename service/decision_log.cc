@@ -220,7 +220,10 @@ struct DecisionLog::Shared {
         failure = std::strerror(error);
       }
       progress.notify_all();
-      if (stopping && (pending.empty() || absl::Now() >= stop_by)) break;
+      // Shutting down: a failing sink is not retried (the grace is short).
+      if (stopping && (pending.empty() || !ok || absl::Now() >= stop_by)) {
+        break;
+      }
       if (!ok) {
         const absl::Duration wait =
             std::min(options.retry_every, stop_by - absl::Now());

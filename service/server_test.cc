@@ -334,6 +334,31 @@ TEST_F(ServerTest, MutualTlsRequiresAClientCertificate) {
       AdmitOver(grpc::CreateChannel(Address(), ClientTls(false))).ok());
 }
 
+TEST_F(ServerTest, MutualTlsDecisionsRecordTheClientsIdentity) {
+  const std::string path = testing::WriteTempFile("mtls.jsonl", "");
+  DecisionLogOptions options;
+  options.path = path;
+  absl::StatusOr<std::unique_ptr<DecisionLog>> log = DecisionLog::Open(options);
+  ASSERT_TRUE(log.ok());
+  ServerConfig config;
+  config.tls_cert_file = TlsFile("server.pem");
+  config.tls_key_file = TlsFile("server.key");
+  config.tls_client_ca_file = TlsFile("ca.pem");
+  config.service.decision_log = log->get();
+  Start(config);
+  ASSERT_TRUE(AdmitOver(grpc::CreateChannel(Address(), ClientTls(true))).ok());
+  server_->Shutdown(absl::Seconds(1));
+  log->reset();
+  v1::DecisionLogEntry entry;
+  std::string line = ReadFile(path);
+  ASSERT_FALSE(line.empty());
+  line.pop_back();  // the newline
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(line, &entry).ok())
+      << line;
+  // tests/testdata/tls/client.pem: CN = memgate test client, no SAN.
+  EXPECT_EQ(entry.client_identity(), "memgate test client");
+}
+
 TEST_F(ServerTest, DecisionLogHasOneJsonLinePerAdmit) {
   const std::string path = testing::WriteTempFile("decisions.jsonl", "");
   DecisionLogOptions options;
