@@ -166,10 +166,13 @@ void MemgateServer::RecreateListener() {
   std::lock_guard<std::mutex> lock(mu_);
   if (shut_down_) return;
   // The old listener is dead; its connections are shut down too, so the
-  // new listener starts with the descriptors they held.
-  server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
-  server_->Wait();
-  server_.reset();
+  // new listener starts with the descriptors they held. (After a failed
+  // attempt there is no old server left, only the port to bind again.)
+  if (server_ != nullptr) {
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+    server_->Wait();
+    server_.reset();
+  }
   service_.reset();
   absl::Status s = BuildOn(address);
   if (s.ok()) {
