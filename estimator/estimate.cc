@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "estimator/assumptions.h"
 #include "estimator/job_resolver.h"
 #include "estimator/memory_model.h"
 #include "estimator/validation.h"
@@ -68,7 +69,9 @@ absl::Status EstimateJobInto(const v1::Job& job, double threshold,
   for (uint32_t i = 0; i < stages; ++i) {
     const double layers = StageLayers(resolved, i);
     const StageFigures figures = StageMemoryOf(shape, layout, i, layers);
-    Fill(figures, i, layers, stages - i, *estimate.add_stages());
+    Fill(figures, i, layers,
+         static_cast<uint32_t>(MicrobatchesInFlight(layout, i)),
+         *estimate.add_stages());
     if (figures.total_bytes() > estimate.stages(peak_index).total_bytes()) {
       peak_index = static_cast<int>(i);
     }
@@ -86,6 +89,9 @@ absl::Status EstimateJobInto(const v1::Job& job, double threshold,
   estimate.set_capacity_fraction(peak.total_bytes() / capacity);
   estimate.set_threshold(threshold);
   estimate.set_zone(ZoneOf(peak.total_bytes(), capacity, threshold));
+  for (std::string& line : AssumptionsOf(resolved)) {
+    estimate.add_assumptions(std::move(line));
+  }
   return absl::OkStatus();
 }
 

@@ -78,6 +78,13 @@ absl::Status ResolveJobInPlace(v1::Job& resolved) {
   if (training.precision() == v1::PRECISION_UNSPECIFIED) {
     training.set_precision(v1::PRECISION_BF16_FP32_GRADS);
   }
+  v1::ModelConfig& model = *resolved.mutable_model();
+  if (model.position_embedding() ==
+          v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE &&
+      model.max_position_embeddings() == 0) {
+    // Megatron: max_position_embeddings defaults to seq_length.
+    model.set_max_position_embeddings(training.seq_length());
+  }
   return absl::OkStatus();
 }
 

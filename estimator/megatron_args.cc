@@ -11,33 +11,32 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "estimator/catalog.h"
+#include "estimator/megatron_arguments.h"
 
 namespace memgate {
 namespace {
 
-// Arguments that take a value (Megatron-LM core_r0.8+ and torchrun).
-const std::set<std::string>& ValueArguments() {
-  static const auto* names = new std::set<std::string>{
-      "num-layers", "hidden-size", "ffn-hidden-size", "num-attention-heads",
-      "num-query-groups", "vocab-size", "make-vocab-size-divisible-by",
-      "seq-length", "micro-batch-size", "global-batch-size",
-      "tensor-model-parallel-size", "pipeline-model-parallel-size",
-      "context-parallel-size", "num-layers-per-virtual-pipeline-stage",
-      "num-virtual-stages-per-pipeline-rank",
-      "decoder-first-pipeline-num-layers", "decoder-last-pipeline-num-layers",
-      "recompute-granularity", "tokenizer-type", "tokenizer-model", "nnodes",
-      "nproc-per-node"};
-  return *names;
+// Arguments that take a value: the memory-relevant ones of Megatron-LM
+// (megatron_arguments.h) and torchrun's GPU count.
+bool TakesValue(const std::string& name) {
+  if (name == "nnodes" || name == "nproc-per-node") return true;
+  const MegatronArgument* a = FindMegatronArgument(name);
+  return a != nullptr && a->takes_value;
 }
 
-// Switches that matter to memory.
-const std::set<std::string>& SwitchArguments() {
-  static const auto* names = new std::set<std::string>{
-      "group-query-attention", "untie-embeddings-and-output-weights",
-      "swiglu", "sequence-parallel", "use-distributed-optimizer",
-      "recompute-activations", "fp16", "bf16"};
-  return *names;
+bool IsSwitch(const std::string& name) {
+  const MegatronArgument* a = FindMegatronArgument(name);
+  return a != nullptr && !a->takes_value;
+}
+
+// Megatron arguments with nargs='*' / '+': every word up to the next
+// option is a value (`--recompute-modules core_attn mlp`).
+bool TakesManyValues(const std::string& name) {
+  return name == "recompute-modules" || name == "cp-comm-type" ||
+         name == "rampup-batch-size" ||
+         name == "hierarchical-context-parallel-sizes";
 }
 
 // Arguments that make the launch a Megatron one.
@@ -65,15 +64,19 @@ class Arguments {
       absl::StrReplaceAll({{"_", "-"}}, &name);
       const bool inline_value = word.find('=') != absl::string_view::npos;
       std::string value;
-      if (ValueArguments().count(name)) {
+      if (TakesValue(name)) {
         if (inline_value) {
           value = std::string(word.substr(word.find('=') + 1));
         } else if (i + 1 < argv.size()) {
           value = argv[++i];
+          while (TakesManyValues(name) && i + 1 < argv.size() &&
+                 !absl::StartsWith(argv[i + 1], "--")) {
+            absl::StrAppend(&value, " ", argv[++i]);
+          }
         } else {
           return Bad(name, "needs a value");
         }
-      } else if (SwitchArguments().count(name)) {
+      } else if (IsSwitch(name)) {
         value = "true";
       } else {
         continue;  // not ours: torchrun's or the trainer's other settings
@@ -94,6 +97,21 @@ class Arguments {
     auto it = values_.find(name);
     return it == values_.end() ? std::string() : it->second;
   }
+  const std::map<std::string, std::string>& values() const { return values_; }
+
+  // The decimal given for `name`, or `fallback` when absent.
+  absl::StatusOr<double> Decimal(const std::string& name,
+                                 double fallback) const {
+    auto it = values_.find(name);
+    if (it == values_.end()) return fallback;
+    double x = 0;
+    if (!absl::SimpleAtod(it->second, &x) || !(x >= 0)) {
+      return Bad(name, absl::StrCat("must be a non-negative number (got '",
+                                    it->second, "')"));
+    }
+    return x;
+  }
+
   bool HasAnyOf(const std::set<std::string>& names) const {
     for (const std::string& n : names) {
       if (Has(n)) return true;
@@ -145,22 +163,23 @@ absl::Status FillModel(const Arguments& args, const v1::ModelConfig* fill,
   m.set_hidden_size(hidden);
   m.set_num_attention_heads(heads);
 
-  if (launch_defines_model && !args.Has("swiglu")) {
-    return Bad("swiglu",
-               "missing: memgate models Llama (SwiGLU FFN); a launch without "
-               "--swiglu trains a GPT-style MLP");
-  }
   uint32_t ffn = m.ffn_hidden_size();
   if (args.Has("ffn-hidden-size")) {
     MEMGATE_ASSIGN_OR_RETURN(given, args.Number("ffn-hidden-size", 0));
     ffn = given;
   } else if (launch_defines_model || ffn == 0) {
-    // Megatron's default for SwiGLU: 2/3 of 4h, rounded down to 64.
-    ffn = static_cast<uint32_t>((4ull * hidden * 2 / 3) / 64 * 64);
+    // Megatron's defaults (arguments.py): 4h, and for SwiGLU 2/3 of that
+    // rounded down to a multiple of 64.
+    ffn = args.Has("swiglu")
+              ? static_cast<uint32_t>((4ull * hidden * 2 / 3) / 64 * 64)
+              : static_cast<uint32_t>(std::min<uint64_t>(4ull * hidden,
+                                                         UINT32_MAX));
     launch.notes.push_back(absl::StrCat(
-        "--ffn-hidden-size not given: Megatron's SwiGLU default ", ffn));
+        "--ffn-hidden-size not given: Megatron's default ", ffn));
   }
   m.set_ffn_hidden_size(ffn);
+  MEMGATE_ASSIGN_OR_RETURN(head_dim, args.Number("kv-channels", 0));
+  m.set_head_dim(head_dim);
 
   if (args.Has("group-query-attention")) {
     MEMGATE_ASSIGN_OR_RETURN(groups,
@@ -182,6 +201,65 @@ absl::Status FillModel(const Arguments& args, const v1::ModelConfig* fill,
     // Megatron ties the embedding and the output layer unless told not to.
     m.set_tie_word_embeddings(
         !args.Has("untie-embeddings-and-output-weights"));
+  }
+  return absl::OkStatus();
+}
+
+// The architecture switches, always as Megatron builds the model from this
+// launch (a catalog model only fills dimensions): where the launch says
+// nothing, Megatron's defaults (arguments.py), each with a note.
+absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
+  v1::ModelConfig& m = *launch.job.mutable_model();
+  auto note = [&](absl::string_view text) {
+    launch.notes.push_back(std::string(text));
+  };
+  if (args.Has("swiglu")) {
+    m.set_mlp_activation(v1::MLP_ACTIVATION_SWIGLU);
+  } else {
+    m.set_mlp_activation(v1::MLP_ACTIVATION_GELU);
+    note("no --swiglu: Megatron's GeLU MLP (2 matrices, 4h_ffn/h activations)");
+  }
+  const std::string norm = args.Has("normalization")
+                               ? args.Text("normalization")
+                               : std::string("LayerNorm");
+  if (!args.Has("normalization")) {
+    note("no --normalization: Megatron's LayerNorm (weight and bias)");
+  }
+  if (norm == "LayerNorm") {
+    m.set_normalization(v1::NORMALIZATION_LAYERNORM);
+  } else if (norm == "RMSNorm") {
+    m.set_normalization(v1::NORMALIZATION_RMSNORM);
+  } else {
+    return Bad("normalization", absl::StrCat("'", norm, "' is not modelled "
+                                             "(LayerNorm or RMSNorm)"));
+  }
+  m.set_linear_bias(!args.Has("disable-bias-linear"));
+  if (m.linear_bias()) {
+    note("no --disable-bias-linear: Megatron adds a bias to every linear "
+         "layer");
+  }
+  m.set_qkv_bias(args.Has("add-qkv-bias"));
+  std::string position = args.Text("position-embedding-type");
+  if (position.empty()) {
+    if (args.Has("use-rotary-position-embeddings")) {
+      position = "rope";
+    } else {
+      position = "learned_absolute";
+      note("no --position-embedding-type: Megatron's learned absolute "
+           "position embedding (max-position-embeddings x h on the first "
+           "stage)");
+    }
+  }
+  if (position == "learned_absolute") {
+    m.set_position_embedding(v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE);
+    MEMGATE_ASSIGN_OR_RETURN(rows, args.Number("max-position-embeddings", 0));
+    m.set_max_position_embeddings(rows);
+  } else if (position == "rope" || position == "none") {
+    m.set_position_embedding(v1::POSITION_EMBEDDING_ROPE);
+  } else {
+    return Bad("position-embedding-type",
+               absl::StrCat("'", position, "' is not modelled "
+                            "(learned_absolute, rope or none)"));
   }
   return absl::OkStatus();
 }
@@ -256,11 +334,14 @@ absl::Status PadVocabulary(const Arguments& args, MegatronLaunch& launch) {
 }
 
 absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
-  if (args.Has("num-layers-per-virtual-pipeline-stage") ||
-      args.Has("num-virtual-stages-per-pipeline-rank")) {
-    return Bad("num-layers-per-virtual-pipeline-stage",
-               "interleaved pipeline schedules are not modelled (memgate "
-               "assumes 1F1B)");
+  if (args.Has("cp-comm-type")) {
+    for (absl::string_view type :
+         absl::StrSplit(args.Text("cp-comm-type"), ' ', absl::SkipEmpty())) {
+      if (type != "p2p") {
+        return Bad("cp-comm-type",
+                   absl::StrCat("'", type, "' is not modelled (p2p only)"));
+      }
+    }
   }
   v1::ParallelConfig& p = *launch.job.mutable_parallel();
   MEMGATE_ASSIGN_OR_RETURN(tp, args.Number("tensor-model-parallel-size", 1));
@@ -312,6 +393,165 @@ absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
   return absl::OkStatus();
 }
 
+// bf16 / fp16 / fp32 as Megatron trains: fp32 when neither is given
+// (arguments.py), bf16 with fp32 gradient accumulation (forced by --bf16),
+// bf16 gradients with --grad-reduce-in-bf16.
+absl::Status FillPrecision(const Arguments& args, MegatronLaunch& launch) {
+  v1::TrainingConfig& t = *launch.job.mutable_training();
+  const bool bf16 = args.Has("bf16"), fp16 = args.Has("fp16");
+  if (bf16 && fp16) return Bad("fp16", "given with --bf16: choose one");
+  if (args.Has("grad-reduce-in-bf16") && !bf16) {
+    return Bad("grad-reduce-in-bf16", "needs --bf16");
+  }
+  if (fp16 && args.Has("accumulate-allreduce-grads-in-fp32")) {
+    return Bad("accumulate-allreduce-grads-in-fp32",
+               "with --fp16 (fp32 gradients of fp16 weights) is not modelled");
+  }
+  for (const char* dtype : {"main-grads-dtype", "main-params-dtype",
+                            "exp-avg-dtype", "exp-avg-sq-dtype"}) {
+    if (args.Has(dtype) && args.Text(dtype) != "fp32") {
+      return Bad(dtype, absl::StrCat("'", args.Text(dtype),
+                                     "' is not modelled (fp32 only)"));
+    }
+  }
+  if (bf16) {
+    t.set_precision(args.Has("grad-reduce-in-bf16")
+                        ? v1::PRECISION_BF16_BF16_GRADS
+                        : v1::PRECISION_BF16_FP32_GRADS);
+  } else if (fp16) {
+    t.set_precision(v1::PRECISION_FP16);
+  } else {
+    t.set_precision(v1::PRECISION_FP32);
+    launch.notes.push_back(
+        "no --bf16 or --fp16: Megatron trains in fp32 (4 B weights, 4 B "
+        "gradients, 8 B Adam states, 4-byte activations)");
+  }
+  return absl::OkStatus();
+}
+
+// Dropout (Megatron's default 0.1 each), the attention kernel, and
+// activation recomputation.
+absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
+  v1::TrainingConfig& t = *launch.job.mutable_training();
+  for (const char* name : {"hidden-dropout", "attention-dropout"}) {
+    MEMGATE_ASSIGN_OR_RETURN(p, args.Decimal(name, 0.1));
+    if (p >= 1) return Bad(name, "must be below 1");
+    if (!args.Has(name)) {
+      launch.notes.push_back(absl::StrCat(
+          "no --", name, ": Megatron's default 0.1 (dropout masks are kept)"));
+    }
+    if (std::string(name) == "hidden-dropout") {
+      t.set_hidden_dropout(static_cast<float>(p));
+    } else {
+      t.set_attention_dropout(static_cast<float>(p));
+    }
+  }
+
+  const std::string backend = args.Has("attention-backend")
+                                  ? args.Text("attention-backend")
+                                  : std::string("auto");
+  const std::string impl = args.Has("transformer-impl")
+                               ? args.Text("transformer-impl")
+                               : std::string("transformer_engine");
+  if (impl != "transformer_engine" && impl != "local") {
+    return Bad("transformer-impl",
+               absl::StrCat("'", impl, "' is not modelled"));
+  }
+  bool unfused = impl == "local";
+  if (backend == "unfused" || backend == "local") {
+    unfused = true;
+  } else if (backend != "auto" && backend != "flash" && backend != "fused") {
+    return Bad("attention-backend",
+               absl::StrCat("'", backend, "' is not modelled (flash, fused, "
+                            "auto, unfused or local)"));
+  }
+  if (unfused) {
+    for (const char* fp32_scores :
+         {"attention-softmax-in-fp32", "apply-query-key-layer-scaling"}) {
+      if (args.Has(fp32_scores)) {
+        return Bad(fp32_scores,
+                   "with unfused attention (fp32 attention scores) is not "
+                   "modelled");
+      }
+    }
+  }
+  t.set_attention_kernel(unfused ? v1::ATTENTION_KERNEL_UNFUSED
+                                 : v1::ATTENTION_KERNEL_FLASH);
+
+  std::string granularity = args.Text("recompute-granularity");
+  if (granularity.empty() && args.Has("recompute-activations")) {
+    granularity = "selective";
+  }
+  v1::Recompute& r = *t.mutable_recompute();
+  if (granularity == "selective") {
+    r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+    for (absl::string_view module :
+         absl::StrSplit(args.Text("recompute-modules"), ' ',
+                        absl::SkipEmpty())) {
+      if (module != "core_attn") {
+        return Bad("recompute-modules",
+                   absl::StrCat("'", module, "' is not modelled (core_attn "
+                                "only)"));
+      }
+    }
+    if (!unfused) {
+      launch.notes.push_back(
+          "selective recomputation of core attention saves nothing with "
+          "FlashAttention (no s^2 scores are stored)");
+    }
+  } else if (granularity == "full") {
+    r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+    const std::string method = args.Text("recompute-method");
+    if (method == "uniform") {
+      r.set_method(v1::Recompute::METHOD_UNIFORM);
+    } else if (method == "block") {
+      r.set_method(v1::Recompute::METHOD_BLOCK);
+    } else {
+      return Bad("recompute-method",
+                 "must be uniform or block with --recompute-granularity full");
+    }
+    MEMGATE_ASSIGN_OR_RETURN(n, args.Number("recompute-num-layers", 0));
+    if (n == 0) {
+      return Bad("recompute-num-layers",
+                 "must be at least 1 with --recompute-granularity full");
+    }
+    r.set_num_layers(n);
+  } else if (!granularity.empty()) {
+    return Bad("recompute-granularity",
+               absl::StrCat("must be selective or full (got '", granularity,
+                            "')"));
+  } else if (args.Has("recompute-method") ||
+             args.Has("recompute-num-layers")) {
+    return Bad(args.Has("recompute-method") ? "recompute-method"
+                                            : "recompute-num-layers",
+               "needs --recompute-granularity full");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FillOptimizer(const Arguments& args, MegatronLaunch& launch) {
+  v1::TrainingConfig& t = *launch.job.mutable_training();
+  const std::string optimizer =
+      args.Has("optimizer") ? args.Text("optimizer") : std::string("adam");
+  if (optimizer == "adam") {
+    t.set_optimizer(v1::OPTIMIZER_ADAM);
+  } else if (optimizer == "sgd") {
+    t.set_optimizer(v1::OPTIMIZER_SGD);
+    MEMGATE_ASSIGN_OR_RETURN(momentum, args.Decimal("sgd-momentum", 0.9));
+    if (momentum >= 1) return Bad("sgd-momentum", "must be below 1");
+    t.set_sgd_momentum(static_cast<float>(momentum));
+  } else {
+    return Bad("optimizer", absl::StrCat("'", optimizer, "' is not modelled "
+                                         "(adam or sgd)"));
+  }
+  if (args.Has("rampup-batch-size")) {
+    launch.notes.push_back(
+        "--rampup-batch-size: estimated at the final --global-batch-size, "
+        "the most micro-batches a step has");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
   v1::TrainingConfig& t = *launch.job.mutable_training();
   MEMGATE_ASSIGN_OR_RETURN(seq, args.Number("seq-length", 0));
@@ -321,11 +561,20 @@ absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
   t.set_seq_length(seq);
   t.set_micro_batch_size(mbs);
   t.set_global_batch_size(gbs);
-  t.set_precision(v1::PRECISION_BF16_FP32_GRADS);
-  if (args.Has("recompute-activations") || args.Has("recompute-granularity")) {
-    launch.notes.push_back(
-        "activation recomputation is not modelled: the estimate is an upper "
-        "bound");
+  for (auto fill : {FillPrecision, FillActivations, FillOptimizer}) {
+    if (absl::Status s = fill(args, launch); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// Arguments the table refuses, named with the reason.
+absl::Status RefuseUnmodelled(const Arguments& args) {
+  for (const auto& [name, value] : args.values()) {
+    const MegatronArgument* a = FindMegatronArgument(name);
+    if (a != nullptr && a->handling == Handling::kRefused) {
+      return Bad(name, absl::StrCat("not modelled: ", a->effect,
+                                    " (docs/megatron-arguments.md)"));
+    }
   }
   return absl::OkStatus();
 }
@@ -360,9 +609,11 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
         "launch: no Megatron-LM arguments found (--num-layers, "
         "--seq-length, --tensor-model-parallel-size, ...)");
   }
+  if (absl::Status s = RefuseUnmodelled(args); !s.ok()) return s;
   MegatronLaunch launch;
   if (absl::Status s = FillModel(args, fill_model, launch); !s.ok()) return s;
-  for (auto fill : {FillParallel, PadVocabulary, FillTraining, FillGpuCount}) {
+  for (auto fill : {FillArchitecture, FillParallel, PadVocabulary,
+                    FillTraining, FillGpuCount}) {
     if (absl::Status s = fill(args, launch); !s.ok()) return s;
   }
   return launch;

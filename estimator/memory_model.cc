@@ -1,59 +1,201 @@
 #include "estimator/memory_model.h"
 
 #include <algorithm>
+#include <cmath>
+
+// Sources, cited term by term below:
+// [P]  the paper, "Memory consumption estimation for 4D parallel LLM
+//      training", sections 3.1 (model states) and 3.2 (activations).
+// [K]  Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+//      Transformer Models", section 4 (activations per layer, eq. 1: the
+//      5as^2b attention terms and the sbh dropout masks) and section 5
+//      (selective and full recomputation).
+// [MD] Megatron-LM docs/source/api-guide/dist_optimizer.md: bytes per
+//      parameter with the distributed optimizer: bf16 6 + 12/d, fp16
+//      4 + 16/d, fp32 8 + 8/d.
+// [MT] Megatron-LM megatron/core/transformer/transformer_config.py
+//      (recompute_granularity, recompute_method uniform/block,
+//      recompute_num_layers) and megatron/core/pipeline_parallel/
+//      schedules.py (1F1B warm-up: min(p - rank - 1, m) micro-batches).
 
 namespace memgate {
 namespace {
 
-// Bytes per parameter held (weights, gradients); the optimizer's fp32
-// master weight and Adam m, v take 12 more, sharded by the distributed
-// optimizer over d*c ranks (section 3.1.1 and 3.1.4).
-constexpr double kWeightBytes = 2;  // bf16
-constexpr double kOptimizerBytes = 12;
+// ---- Bytes per parameter [P 3.1.1, MD] -----------------------------------
+
+double WeightBytesPerParameter(v1::Precision precision) {
+  return precision == v1::PRECISION_FP32 ? 4 : 2;
+}
 
 double GradientBytesPerParameter(v1::Precision precision) {
-  return precision == v1::PRECISION_BF16_BF16_GRADS ? 2 : 4;
+  switch (precision) {
+    case v1::PRECISION_BF16_BF16_GRADS:
+    case v1::PRECISION_FP16:
+      return 2;
+    default:
+      return 4;  // fp32 accumulation (bf16 forces it in Megatron), or fp32
+  }
 }
 
-// Parameters of one transformer layer on one tensor-parallel rank:
-// attention 2h^2(1 + k/a) and SwiGLU 3*h*h_ffn are split over t; the two
-// RMSNorm weights (2h) are replicated.
+// Optimizer states, before sharding: an fp32 master copy of low-precision
+// weights (4 B), for fp16 also an fp32 copy of the gradients (4 B) [MD],
+// and the optimizer's own state: Adam's m and v (8 B), SGD's momentum
+// (4 B, none without momentum).
+double OptimizerBytesPerParameter(const Layout& l) {
+  double bytes = 0;
+  if (l.precision != v1::PRECISION_FP32) bytes += 4;
+  if (l.precision == v1::PRECISION_FP16) bytes += 4;
+  if (l.optimizer == v1::OPTIMIZER_SGD) {
+    bytes += l.sgd_momentum > 0 ? 4 : 0;
+  } else {
+    bytes += 8;
+  }
+  return bytes;
+}
+
+// Bytes of one activation element: 2 in bf16/fp16, 4 in fp32 training.
+// The paper's coefficients count 2-byte elements; dropout masks are 1 byte
+// whatever the precision [K 4.1].
+double ActivationElementScale(const Layout& l) {
+  return l.precision == v1::PRECISION_FP32 ? 2 : 1;
+}
+
+// ---- Parameters -----------------------------------------------------------
+
+// Width of the attention projections: a*d (= h in the paper's Llama).
+double HeadDim(const ModelShape& m) {
+  return m.head_dim > 0 ? m.head_dim : m.hidden / std::max(m.heads, 1.0);
+}
+double QueryWidth(const ModelShape& m) { return m.heads * HeadDim(m); }
+double KeyValueWidth(const ModelShape& m) { return m.kv_heads * HeadDim(m); }
+
+double NormParameters(const ModelShape& m) {
+  return m.layernorm ? 2 * m.hidden : m.hidden;  // weight (+ bias)
+}
+
+// One transformer layer on one tensor-parallel rank [P eq. 2]: attention
+// 2h*d*(a + k) (Q, K, V, output) and the MLP (SwiGLU 3*h*h_ffn, GeLU
+// 2*h*h_ffn) split over t; the two norms replicated. Biases: the QKV and
+// first MLP projections are column-parallel (split over t), the output
+// and second MLP projections are row-parallel with a replicated bias.
 double LayerParameters(const ModelShape& m, const Layout& l) {
   const double h = m.hidden;
-  return 2 * h * h * (1 + m.kv_heads / m.heads + 1.5 * m.ffn_hidden / h) /
-             l.tensor +
-         2 * h;
+  const double qkv_out = QueryWidth(m) + 2 * KeyValueWidth(m);
+  const double attention = h * qkv_out + QueryWidth(m) * h;
+  const double mlp = (m.gelu_mlp ? 2 : 3) * h * m.ffn_hidden;
+  double split = attention + mlp;
+  double replicated = 2 * NormParameters(m);
+  if (m.linear_bias) {
+    split += qkv_out + (m.gelu_mlp ? 1 : 2) * m.ffn_hidden;
+    replicated += 2 * h;
+  } else if (m.qkv_bias) {
+    split += qkv_out;
+  }
+  return split / l.tensor + replicated;
 }
 
-// Activation bytes of one transformer layer for one micro-batch, with
-// FlashAttention 2 (no s^2 term) and no dropout: sbh(12 + 4k/a + 8h_ffn/h).
-// With sequence parallelism everything is split over t; without it the
-// layer input of attention, the FFN input and both RMSNorm inputs (8sbh)
-// are replicated on every tensor-parallel rank. CP splits the sequence.
-double LayerActivations(const ModelShape& m, const Layout& l) {
-  const double sbh = l.seq_length * l.micro_batch * m.hidden / l.context;
-  const double per_layer =
-      12 + 4 * m.kv_heads / m.heads + 8 * m.ffn_hidden / m.hidden;
-  if (l.sequence_parallel) return sbh * per_layer / l.tensor;
-  return sbh * (8 + (per_layer - 8) / l.tensor);
+// ---- Activations of one transformer layer, one micro-batch ----------------
+
+double LocalTokens(const Layout& l) {  // s*b on this context-parallel rank
+  return l.seq_length * l.micro_batch / l.context;
 }
 
-// Embedding: the first stage keeps the embedding output of every micro-batch
-// in flight, 8sbh each (section 3.2).
+// What a layer stores for backward, in bytes [P 3.2, K 4]. In units of
+// sbh (2-byte elements): the norm inputs (2 + 2), the attention input and
+// the MLP input (2 + 2), which sequence parallelism splits over t and
+// which are otherwise replicated on every tensor-parallel rank; and, split
+// over t by the heads and the MLP's columns: Q and the attention output
+// (2 + 2) x a*d/h, K and V 4*k*d/h, the SwiGLU MLP 8*h_ffn/h (up, gate,
+// activation, down input) or GeLU's 4*h_ffn/h [K: 8sbh + 8sbh at 4h].
+// With d = h/a this is the paper's sbh(12 + 4k/a + 8h_ffn/h).
+// Dropout keeps a 1-byte mask after attention and after the MLP [K: sbh
+// each]. Without FlashAttention the softmax output is stored, 2as^2b, and
+// with attention dropout its mask and output, 3as^2b more [K eq. 1:
+// 5as^2b]; selective recomputation of core attention drops them [K 5].
+double LayerActivationsFull(const ModelShape& m, const Layout& l) {
+  const double e = ActivationElementScale(l);
+  const double sb = LocalTokens(l);
+  const double sbh = sb * m.hidden;
+  const double hidden_sized = 8 * e + (l.hidden_dropout > 0 ? 2 : 0);
+  const double width = 2 * QueryWidth(m) + 2 * QueryWidth(m) +
+                       4 * KeyValueWidth(m) +
+                       (m.gelu_mlp ? 4 : 8) * m.ffn_hidden;
+  double bytes = e * sb * width / l.tensor;
+  bytes += l.sequence_parallel ? sbh * hidden_sized / l.tensor
+                               : sbh * hidden_sized;
+  if (l.unfused_attention && l.recompute != RecomputeKind::kSelective) {
+    // a/t heads, s x s scores over the whole sequence (no CP: validated).
+    const double scores = m.heads / l.tensor * l.seq_length * l.seq_length *
+                          l.micro_batch;
+    bytes += scores * 2 * e;                                // softmax out
+    if (l.attention_dropout > 0) bytes += scores * (1 + 2 * e);  // mask, out
+  }
+  return bytes;
+}
+
+// A layer under full recomputation stores only its input [K 5: 2sbh,
+// split over t with sequence parallelism].
+double LayerInput(const ModelShape& m, const Layout& l) {
+  const double sbh = LocalTokens(l) * m.hidden;
+  const double bytes = 2 * ActivationElementScale(l) * sbh;
+  return l.sequence_parallel ? bytes / l.tensor : bytes;
+}
+
+// Per micro-batch in flight, the activations `layers` layers store [MT]:
+// all of them without full recomputation; with method uniform, the input
+// of each group of N layers; with method block, the input of the first N
+// layers and everything of the others.
+double StoredActivations(const ModelShape& m, const Layout& l,
+                         double layers) {
+  const double full = LayerActivationsFull(m, l);
+  switch (l.recompute) {
+    case RecomputeKind::kFullUniform:
+      return std::ceil(layers / l.recompute_layers) * LayerInput(m, l);
+    case RecomputeKind::kFullBlock: {
+      const double recomputed = std::min(l.recompute_layers, layers);
+      return recomputed * LayerInput(m, l) + (layers - recomputed) * full;
+    }
+    default:
+      return layers * full;
+  }
+}
+
+// While one micro-batch's backward recomputes, its recomputed layers hold
+// their full activations again: a group of N layers (uniform) or one layer
+// (block) [MT, K 5]. Counted once a stage, above what is stored.
+double RecomputeWorkingSet(const ModelShape& m, const Layout& l,
+                           double layers) {
+  switch (l.recompute) {
+    case RecomputeKind::kFullUniform:
+      return std::min(l.recompute_layers, layers) *
+             LayerActivationsFull(m, l);
+    case RecomputeKind::kFullBlock:
+      return layers > 0 && l.recompute_layers > 0 ? LayerActivationsFull(m, l)
+                                                  : 0;
+    default:
+      return 0;
+  }
+}
+
+// Embedding: the first stage keeps 8sbh for each micro-batch in flight
+// [P 3.2], and with dropout the embedding dropout's 1-byte mask [K].
 double EmbeddingActivations(const ModelShape& m, const Layout& l,
                             double in_flight) {
-  const double sbh = l.seq_length * l.micro_batch * m.hidden / l.context;
+  const double sbh = LocalTokens(l) * m.hidden;
   const double split = l.sequence_parallel ? l.tensor : 1;
-  return 8 * sbh * in_flight / split;
+  const double bytes =
+      8 * ActivationElementScale(l) + (l.hidden_dropout > 0 ? 1 : 0);
+  return bytes * sbh * in_flight / split;
 }
 
-// LM head: output RMSNorm and linear inputs (2sbh each) and the fp32
-// cross-entropy over the vocabulary-parallel logits (4sbv):
-// 4sbh(1 + v/h), split over t (section 3.2, Korthikanti et al. 4.3).
+// LM head: the final norm's and the output layer's inputs (2sbh each) and
+// the fp32 cross-entropy over the vocabulary-parallel logits (4sbv, fp32
+// in any precision): 4sbh(1 + v/h) [P 3.2, K 4.3].
 double HeadActivations(const ModelShape& m, const Layout& l) {
-  const double sb = l.seq_length * l.micro_batch / l.context;
+  const double sb = LocalTokens(l);
   const double split = l.sequence_parallel ? l.tensor : 1;
-  return 4 * sb * m.hidden / split + 4 * sb * m.vocab / l.tensor;
+  return 4 * ActivationElementScale(l) * sb * m.hidden / split +
+         4 * sb * m.vocab / l.tensor;
 }
 
 }  // namespace
@@ -66,32 +208,66 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
   m.heads = model.num_attention_heads();
   m.kv_heads = model.num_query_groups();
   m.vocab = model.vocab_size();
+  m.head_dim = model.head_dim();  // 0: h / a
   m.tied_embeddings = model.tie_word_embeddings();
+  m.gelu_mlp = model.mlp_activation() == v1::MLP_ACTIVATION_GELU;
+  m.layernorm = model.normalization() == v1::NORMALIZATION_LAYERNORM;
+  m.linear_bias = model.linear_bias();
+  m.qkv_bias = model.qkv_bias();
+  if (model.position_embedding() ==
+      v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE) {
+    m.learned_positions = model.max_position_embeddings();
+  }
   return m;
 }
 
 Layout LayoutOf(const v1::Job& job) {
   const v1::ParallelConfig& par = job.parallel();
+  const v1::TrainingConfig& train = job.training();
   Layout l;
   l.tensor = par.tensor_parallel();
   l.pipeline = par.pipeline_parallel();
   l.context = par.context_parallel();
   l.data = job.num_gpus() / (static_cast<double>(par.tensor_parallel()) *
                              par.pipeline_parallel() * par.context_parallel());
-  l.micro_batch = job.training().micro_batch_size();
-  l.seq_length = job.training().seq_length();
+  l.micro_batch = train.micro_batch_size();
+  l.seq_length = train.seq_length();
+  l.microbatches = train.global_batch_size() == 0
+                       ? 0
+                       : train.global_batch_size() / (l.micro_batch * l.data);
   l.sequence_parallel = par.sequence_parallel();
   l.distributed_optimizer = par.distributed_optimizer();
-  l.precision = job.training().precision();
+  l.precision = train.precision();
+  l.optimizer = train.optimizer() == v1::OPTIMIZER_SGD ? v1::OPTIMIZER_SGD
+                                                       : v1::OPTIMIZER_ADAM;
+  l.sgd_momentum = train.has_sgd_momentum() ? train.sgd_momentum() : 0.9;
+  l.hidden_dropout = train.hidden_dropout();
+  l.attention_dropout = train.attention_dropout();
+  l.unfused_attention =
+      train.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED;
+  const v1::Recompute& r = train.recompute();
+  if (r.granularity() == v1::Recompute::GRANULARITY_SELECTIVE) {
+    l.recompute = RecomputeKind::kSelective;
+  } else if (r.granularity() == v1::Recompute::GRANULARITY_FULL) {
+    l.recompute = r.method() == v1::Recompute::METHOD_BLOCK
+                      ? RecomputeKind::kFullBlock
+                      : RecomputeKind::kFullUniform;
+    l.recompute_layers = r.num_layers();
+  }
   return l;
 }
 
 double TotalParameters(const ModelShape& m) {
-  const double h = m.hidden;
-  const double embeddings = (m.tied_embeddings ? 1 : 2) * h * m.vocab;
-  return embeddings + h +
-         m.layers * (2 * h * h * (1 + m.kv_heads / m.heads) +
-                     3 * h * m.ffn_hidden + 2 * h);
+  Layout unsplit;  // t = 1
+  const double embeddings = (m.tied_embeddings ? 1 : 2) * m.hidden * m.vocab;
+  return embeddings + m.learned_positions * m.hidden + NormParameters(m) +
+         m.layers * LayerParameters(m, unsplit);
+}
+
+double MicrobatchesInFlight(const Layout& l, uint32_t stage) {
+  const double one_f_one_b = l.pipeline - stage;
+  return l.microbatches > 0 ? std::min(one_f_one_b, l.microbatches)
+                            : one_f_one_b;
 }
 
 StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
@@ -100,24 +276,26 @@ StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
   const bool last = stage + 1 >= l.pipeline;
   const double vocab_shard = m.hidden * m.vocab / l.tensor;
 
-  // Parameters held: the embedding on the first stage, the LM head and final
-  // RMSNorm on the last; one stage holds both (tied: one shared matrix).
+  // Parameters held [P 3.1]: the embedding (and a learned position
+  // embedding, replicated over t) on the first stage, the LM head and
+  // final norm on the last; one stage holds both (tied: one matrix).
   double params = stage_layers * LayerParameters(m, l);
-  if (first) params += vocab_shard;
-  if (last) params += m.hidden;
+  if (first) params += vocab_shard + m.learned_positions * m.hidden;
+  if (last) params += NormParameters(m);
   if (last && !(first && m.tied_embeddings)) params += vocab_shard;
 
   StageFigures f;
   f.parameters = params;
-  f.weight_bytes = kWeightBytes * params;
+  f.weight_bytes = WeightBytesPerParameter(l.precision) * params;
   f.gradient_bytes = GradientBytesPerParameter(l.precision) * params;
+  // The distributed optimizer shards its states over d*c ranks [P 3.1.4].
   const double optimizer_shards =
       l.distributed_optimizer ? l.data * l.context : 1;
-  f.optimizer_bytes = kOptimizerBytes * params / optimizer_shards;
+  f.optimizer_bytes = OptimizerBytesPerParameter(l) * params / optimizer_shards;
 
-  // 1F1B: stage i holds the activations of p - i micro-batches.
-  const double in_flight = l.pipeline - stage;
-  double activations = stage_layers * in_flight * LayerActivations(m, l);
+  const double in_flight = MicrobatchesInFlight(l, stage);
+  double activations = in_flight * StoredActivations(m, l, stage_layers) +
+                       RecomputeWorkingSet(m, l, stage_layers);
   if (first) activations += EmbeddingActivations(m, l, in_flight);
   if (last) activations += HeadActivations(m, l);
   f.activation_bytes = activations;

@@ -1,9 +1,13 @@
 #ifndef MEMGATE_ESTIMATOR_MEMORY_MODEL_H_
 #define MEMGATE_ESTIMATOR_MEMORY_MODEL_H_
 
-// The paper's equations (section 3) on plain numbers: no protos, no
-// allocation, so the planner can evaluate millions of layouts. Callers
-// validate first (see ValidateJob); here every input is assumed valid.
+// The equations, on plain numbers: no protos, no allocation, so the planner
+// can evaluate millions of layouts. Callers validate first (ValidateJob);
+// here every input is assumed valid. One function per memory term in
+// memory_model.cc, each with its source: the paper (sections 3-4) for its
+// Llama setting, and Megatron-LM / Korthikanti et al. 2022 for the settings
+// beyond it. Every setting left at its zero value is the paper's, so the
+// paper's cells are reproduced exactly.
 
 #include <cstdint>
 
@@ -20,8 +24,16 @@ struct ModelShape {
   double heads = 0;       // a
   double kv_heads = 0;    // k
   double vocab = 0;       // v
+  double head_dim = 0;    // d; 0 means h / a
   bool tied_embeddings = false;
+  bool gelu_mlp = false;         // GPT's 2-matrix MLP instead of SwiGLU
+  bool layernorm = false;        // LayerNorm (weight + bias) vs RMSNorm
+  bool linear_bias = false;      // biases on every linear layer
+  bool qkv_bias = false;         // a bias on the QKV projection only
+  double learned_positions = 0;  // rows of a learned position embedding
 };
+
+enum class RecomputeKind { kNone, kSelective, kFullUniform, kFullBlock };
 
 struct Layout {
   double tensor = 1;    // t
@@ -30,9 +42,19 @@ struct Layout {
   double data = 1;      // d
   double micro_batch = 1;  // b
   double seq_length = 1;   // s
+  // m = gbs / (b*d): micro-batches per step, which caps those in flight;
+  // 0 when the global batch is not known (no cap).
+  double microbatches = 0;
   bool sequence_parallel = true;
   bool distributed_optimizer = true;
   v1::Precision precision = v1::PRECISION_BF16_FP32_GRADS;
+  v1::Optimizer optimizer = v1::OPTIMIZER_ADAM;
+  double sgd_momentum = 0.9;
+  double hidden_dropout = 0;
+  double attention_dropout = 0;
+  bool unfused_attention = false;
+  RecomputeKind recompute = RecomputeKind::kNone;
+  double recompute_layers = 0;  // N of full recomputation
 };
 
 struct StageFigures {
@@ -49,8 +71,14 @@ struct StageFigures {
 ModelShape ShapeOf(const v1::ModelConfig& model);
 Layout LayoutOf(const v1::Job& resolved_job);
 
-// Parameters of the whole, unsharded model (the paper's equation 3).
+// Parameters of the whole, unsharded model (the paper's equation 3,
+// generalized to head_dim, GeLU, LayerNorm, biases, learned positions).
 double TotalParameters(const ModelShape& m);
+
+// Micro-batches whose activations pipeline stage `stage` holds at its
+// peak: p - stage under 1F1B (the paper), at most m (Megatron's 1F1B runs
+// min(p - stage - 1, m) warm-up forwards, then one more).
+double MicrobatchesInFlight(const Layout& l, uint32_t stage);
 
 // Memory of one GPU of pipeline stage `stage` (0-based) holding
 // `stage_layers` transformer layers, under the 1F1B schedule.

@@ -129,6 +129,8 @@ Layout LayoutFor(const Search& s, uint32_t t, uint32_t c, uint32_t p,
   l.pipeline = p;
   l.data = d;
   l.micro_batch = b;
+  // Micro-batches per step cap those a stage holds (memory_model.h).
+  l.microbatches = s.gbs == 0 ? 0 : static_cast<double>(s.gbs) / (b * d);
   return l;
 }
 
@@ -343,6 +345,7 @@ uint32_t SmallestGpuCountThatFits(const v1::Job& job, double threshold) {
   const uint32_t gbs = job.training().global_batch_size();
   auto fits = [&](uint64_t d) {
     layout.data = static_cast<double>(d);
+    layout.microbatches = gbs == 0 ? 0 : static_cast<double>(gbs) / (b * d);
     return PeakBytesEvenStages(shape, layout) <= threshold * capacity;
   };
   const uint64_t max_d = UINT32_MAX / group;

@@ -64,6 +64,9 @@ std::string FormatEstimateTable(const v1::Estimate& e) {
       "(GREEN <= %.0f%%, RED > 100%%)\n",
       e.peak_gib(), e.peak().stage(), 100 * e.capacity_fraction(),
       ToGiB(e.capacity_bytes()), ZoneName(e.zone()), 100 * e.threshold());
+  for (const std::string& a : e.assumptions()) {
+    absl::StrAppend(&out, "assumes: ", a, "\n");
+  }
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -49,9 +50,28 @@ absl::Status ValidateModel(const v1::ModelConfig& m) {
   MEMGATE_RETURN_IF_ERROR(
       RequirePositive("model.num_query_groups", m.num_query_groups()));
   MEMGATE_RETURN_IF_ERROR(RequirePositive("model.vocab_size", m.vocab_size()));
-  MEMGATE_RETURN_IF_ERROR(RequireMultiple(
-      "model.hidden_size", m.hidden_size(), "model.num_attention_heads",
-      m.num_attention_heads()));
+  if (m.head_dim() == 0 && m.hidden_size() % m.num_attention_heads() != 0) {
+    // Megatron: kv_channels = h / a unless given.
+    return Invalid("model.hidden_size",
+                   absl::StrCat("must be a multiple of "
+                                "model.num_attention_heads = ",
+                                m.num_attention_heads(),
+                                " (or give model.head_dim)"),
+                   absl::StrCat(m.hidden_size()));
+  }
+  if (!v1::MlpActivation_IsValid(m.mlp_activation())) {
+    return Invalid("model.mlp_activation", "must be a known activation",
+                   absl::StrCat(m.mlp_activation()));
+  }
+  if (!v1::Normalization_IsValid(m.normalization())) {
+    return Invalid("model.normalization", "must be a known normalization",
+                   absl::StrCat(m.normalization()));
+  }
+  if (!v1::PositionEmbedding_IsValid(m.position_embedding())) {
+    return Invalid("model.position_embedding",
+                   "must be a known position embedding",
+                   absl::StrCat(m.position_embedding()));
+  }
   return RequireMultiple("model.num_attention_heads", m.num_attention_heads(),
                          "model.num_query_groups", m.num_query_groups());
 }
@@ -163,6 +183,63 @@ absl::Status ValidateTraining(const v1::Job& job) {
       tr.precision() == v1::PRECISION_UNSPECIFIED) {
     return Invalid("training.precision", "must be a known precision",
                    absl::StrCat(tr.precision()));
+  }
+  for (auto [field, p] : {std::pair<const char*, float>{
+                              "training.hidden_dropout", tr.hidden_dropout()},
+                          {"training.attention_dropout",
+                           tr.attention_dropout()}}) {
+    if (!(p >= 0 && p < 1)) {
+      return Invalid(field, "must be a probability in [0, 1)",
+                     absl::StrCat(p));
+    }
+  }
+  if (tr.has_sgd_momentum() &&
+      !(tr.sgd_momentum() >= 0 && tr.sgd_momentum() < 1)) {
+    return Invalid("training.sgd_momentum", "must lie in [0, 1)",
+                   absl::StrCat(tr.sgd_momentum()));
+  }
+  if (!v1::Optimizer_IsValid(tr.optimizer())) {
+    return Invalid("training.optimizer", "must be a known optimizer",
+                   absl::StrCat(tr.optimizer()));
+  }
+  if (!v1::AttentionKernel_IsValid(tr.attention_kernel())) {
+    return Invalid("training.attention_kernel", "must be a known kernel",
+                   absl::StrCat(tr.attention_kernel()));
+  }
+  if (tr.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED && c > 1) {
+    return Invalid("training.attention_kernel",
+                   "unfused attention cannot run with context parallelism "
+                   "(Megatron's CP needs TransformerEngine's fused attention)",
+                   "ATTENTION_KERNEL_UNFUSED with context_parallel > 1");
+  }
+  const v1::Recompute& r = tr.recompute();
+  if (!v1::Recompute::Granularity_IsValid(r.granularity()) ||
+      !v1::Recompute::Method_IsValid(r.method())) {
+    return Invalid("training.recompute", "must name a known granularity and "
+                   "method", r.ShortDebugString());
+  }
+  if (r.granularity() == v1::Recompute::GRANULARITY_FULL) {
+    if (r.method() == v1::Recompute::METHOD_UNSPECIFIED) {
+      return Invalid("training.recompute.method",
+                     "must be METHOD_UNIFORM or METHOD_BLOCK with full "
+                     "recomputation", "unset");
+    }
+    MEMGATE_RETURN_IF_ERROR(
+        RequirePositive("training.recompute.num_layers", r.num_layers()));
+  } else if (r.method() != v1::Recompute::METHOD_UNSPECIFIED ||
+             r.num_layers() != 0) {
+    return Invalid("training.recompute",
+                   "method and num_layers apply to GRANULARITY_FULL only",
+                   r.ShortDebugString());
+  }
+  const v1::ModelConfig& m = job.model();
+  if (m.position_embedding() == v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE &&
+      m.max_position_embeddings() != 0 &&
+      m.max_position_embeddings() < tr.seq_length()) {
+    return Invalid("model.max_position_embeddings",
+                   absl::StrCat("must cover training.seq_length = ",
+                                tr.seq_length()),
+                   absl::StrCat(m.max_position_embeddings()));
   }
   return absl::OkStatus();
 }

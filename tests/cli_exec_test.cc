@@ -19,7 +19,9 @@ std::vector<std::string> Megatron(const std::string& mbs) {
           "--ffn-hidden-size", "14336", "--num-attention-heads", "32",
           "--group-query-attention", "--num-query-groups", "8",
           "--vocab-size", "128256", "--untie-embeddings-and-output-weights",
-          "--swiglu", "--tensor-model-parallel-size", "4",
+          "--swiglu", "--normalization", "RMSNorm", "--disable-bias-linear",
+          "--position-embedding-type", "rope", "--hidden-dropout", "0",
+          "--attention-dropout", "0", "--bf16",  "--tensor-model-parallel-size", "4",
           "--pipeline-model-parallel-size", "2", "--sequence-parallel",
           "--use-distributed-optimizer", "--micro-batch-size", mbs,
           "--seq-length", "8192", "--arg with spaces"};

@@ -1,0 +1,87 @@
+#include "estimator/assumptions.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace memgate {
+
+std::vector<std::string> AssumptionsOf(const v1::Job& job) {
+  std::vector<std::string> out;
+  const v1::TrainingConfig& t = job.training();
+  const v1::ModelConfig& m = job.model();
+  switch (t.precision()) {
+    case v1::PRECISION_FP32:
+      out.push_back("fp32 training: 4 B weights + 4 B gradients + 8 B Adam "
+                    "states a parameter, 4-byte activations");
+      break;
+    case v1::PRECISION_FP16:
+      out.push_back("fp16 training: 2 B weights + 2 B gradients + 16 B "
+                    "optimizer states (fp32 master, gradient copy, Adam)");
+      break;
+    case v1::PRECISION_BF16_BF16_GRADS:
+      out.push_back("bf16 gradients (2 B a parameter)");
+      break;
+    default:
+      break;
+  }
+  if (t.optimizer() == v1::OPTIMIZER_SGD) {
+    const float momentum = t.has_sgd_momentum() ? t.sgd_momentum() : 0.9f;
+    out.push_back(momentum > 0 ? "SGD with momentum: 4 B of state a parameter"
+                               : "SGD without momentum: no optimizer state");
+  }
+  if (t.hidden_dropout() > 0) {
+    out.push_back(absl::StrCat("hidden dropout ", t.hidden_dropout(),
+                               ": 1-byte masks (2sbh a layer, sbh at the "
+                               "embedding)"));
+  }
+  const bool unfused = t.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED;
+  const bool selective = t.recompute().granularity() ==
+                         v1::Recompute::GRANULARITY_SELECTIVE;
+  if (unfused) {
+    out.push_back(selective
+                      ? "unfused attention, its scores recomputed (selective)"
+                      : t.attention_dropout() > 0
+                            ? "unfused attention with dropout: 5as^2b a layer "
+                              "(softmax output, dropout mask and output)"
+                            : "unfused attention: the softmax output, 2as^2b "
+                              "a layer");
+  } else if (t.attention_dropout() > 0) {
+    out.push_back("attention dropout inside FlashAttention: no mask stored");
+  }
+  if (selective && !unfused) {
+    out.push_back("selective recomputation of core attention: saves nothing "
+                  "with FlashAttention");
+  }
+  if (t.recompute().granularity() == v1::Recompute::GRANULARITY_FULL) {
+    out.push_back(absl::StrCat(
+        "full recomputation (",
+        t.recompute().method() == v1::Recompute::METHOD_BLOCK
+            ? "block, the first "
+            : "uniform, groups of ",
+        t.recompute().num_layers(),
+        " layers): layer inputs stored, plus the working set of the layers "
+        "being recomputed"));
+  }
+  if (m.head_dim() != 0 &&
+      static_cast<uint64_t>(m.head_dim()) * m.num_attention_heads() !=
+          m.hidden_size()) {
+    out.push_back(absl::StrCat("head_dim ", m.head_dim(), " (a x d = ",
+                               uint64_t{m.head_dim()} * m.num_attention_heads(),
+                               ", not h)"));
+  }
+  if (m.mlp_activation() == v1::MLP_ACTIVATION_GELU) {
+    out.push_back("GeLU MLP (2 matrices)");
+  }
+  if (m.normalization() == v1::NORMALIZATION_LAYERNORM) {
+    out.push_back("LayerNorm (weight and bias)");
+  }
+  if (m.linear_bias()) out.push_back("biases on every linear layer");
+  if (!m.linear_bias() && m.qkv_bias()) out.push_back("a QKV bias");
+  if (m.position_embedding() == v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE) {
+    out.push_back(absl::StrCat("learned absolute positions (",
+                               m.max_position_embeddings(),
+                               " x h on the first stage)"));
+  }
+  return out;
+}
+
+}  // namespace memgate

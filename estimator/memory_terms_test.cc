@@ -1,0 +1,205 @@
+// The terms beyond the paper's setting, each checked against a number
+// derived by hand from its equation and source (memory_model.cc), on a
+// small model chosen so the arithmetic is easy to follow:
+//   L = 2, h = 1024, h_ffn = 4096, a = k = 8 (d = 128), v = 32000,
+//   s = 1024, b = 1, one GPU (t = p = c = d = 1) unless a test says.
+// sbh = 2^20 elements; one layer of the paper's Llama stores
+// sbh(12 + 4k/a + 8h_ffn/h) = 48 sbh bytes in bf16.
+
+#include <cmath>
+
+#include "estimator/memory_model.h"
+#include "gtest/gtest.h"
+
+namespace memgate {
+namespace {
+
+constexpr double kSbh = 1024.0 * 1024;        // s*b*h
+constexpr double kLayerBf16 = 48 * kSbh;      // the paper's layer, bf16
+constexpr double kEmbeddingBf16 = 8 * kSbh;   // [P 3.2]
+constexpr double kHeadBf16 = 4 * kSbh + 4 * 1024.0 * 32000;  // 4sbh(1+v/h)
+
+ModelShape Small() {
+  ModelShape m;
+  m.layers = 2;
+  m.hidden = 1024;
+  m.ffn_hidden = 4096;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.vocab = 32000;
+  return m;
+}
+
+Layout OneGpu() {
+  Layout l;
+  l.seq_length = 1024;
+  l.micro_batch = 1;
+  return l;
+}
+
+double Activations(const ModelShape& m, const Layout& l, uint32_t stage = 0,
+                   double layers = 2) {
+  return StageMemoryOf(m, l, stage, layers).activation_bytes;
+}
+
+// Per layer, attention 2h^2(1 + k/a) + SwiGLU 3h*h_ffn + norms 2h
+// = 2*1024^2*2 + 3*1024*4096 + 2048 = 16,779,264; the embedding and the LM
+// head 1024*32000 each, the final norm 1024.
+constexpr double kLayerParams = 16779264;
+constexpr double kModelParams = 2 * kLayerParams + 2 * 1024.0 * 32000 + 1024;
+
+TEST(MemoryTermsTest, ThePaperSettingIsTheBaseline) {
+  const StageFigures f = StageMemoryOf(Small(), OneGpu(), 0, 2);
+  EXPECT_DOUBLE_EQ(f.parameters, kModelParams);
+  EXPECT_DOUBLE_EQ(f.activation_bytes,
+                   2 * kLayerBf16 + kEmbeddingBf16 + kHeadBf16);
+}
+
+// [MD]: fp32 8 + 8/d bytes a parameter; fp16 4 + 16/d; bf16 6 + 12/d.
+TEST(MemoryTermsTest, PrecisionSetsBytesPerParameterAndActivations) {
+  Layout l = OneGpu();
+  l.data = 4;  // distributed optimizer over 4 ranks
+  l.precision = v1::PRECISION_FP32;
+  StageFigures f = StageMemoryOf(Small(), l, 0, 2);
+  EXPECT_DOUBLE_EQ(f.weight_bytes, 4 * kModelParams);
+  EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * kModelParams);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, 8 * kModelParams / 4);
+  // fp32 doubles every 2-byte activation; the fp32 logits stay 4sbv.
+  EXPECT_DOUBLE_EQ(f.activation_bytes, 2 * 2 * kLayerBf16 +
+                                           2 * kEmbeddingBf16 +
+                                           2 * 4 * kSbh + 4 * 1024.0 * 32000);
+
+  l.precision = v1::PRECISION_FP16;
+  f = StageMemoryOf(Small(), l, 0, 2);
+  EXPECT_DOUBLE_EQ(f.weight_bytes + f.gradient_bytes, 4 * kModelParams);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, 16 * kModelParams / 4);
+
+  l.precision = v1::PRECISION_BF16_FP32_GRADS;
+  f = StageMemoryOf(Small(), l, 0, 2);
+  EXPECT_DOUBLE_EQ(f.weight_bytes + f.gradient_bytes, 6 * kModelParams);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, 12 * kModelParams / 4);
+}
+
+// SGD keeps momentum (4 B) beside the fp32 master weight (4 B).
+TEST(MemoryTermsTest, SgdKeepsMomentumOnly) {
+  Layout l = OneGpu();
+  l.optimizer = v1::OPTIMIZER_SGD;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(Small(), l, 0, 2).optimizer_bytes,
+                   8 * kModelParams);
+  l.sgd_momentum = 0;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(Small(), l, 0, 2).optimizer_bytes,
+                   4 * kModelParams);
+}
+
+// [K 4.1]: a 1-byte mask after attention and after the MLP (2sbh a layer)
+// and after the embedding (sbh).
+TEST(MemoryTermsTest, HiddenDropoutKeepsOneByteMasks) {
+  Layout l = OneGpu();
+  l.hidden_dropout = 0.1;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l),
+                   2 * (kLayerBf16 + 2 * kSbh) + kEmbeddingBf16 + kSbh +
+                       kHeadBf16);
+  // With TP 2 and sequence parallelism the masks split too.
+  l.tensor = 2;
+  const double layer = kLayerBf16 / 2 + 2 * kSbh / 2;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l),
+                   2 * layer + (kEmbeddingBf16 + kSbh) / 2 + 4 * kSbh / 2 +
+                       4 * 1024.0 * 32000 / 2);
+}
+
+// [K eq. 1]: without FlashAttention the softmax output is stored, 2as^2b,
+// and with attention dropout its mask and output too: 5as^2b. Selective
+// recomputation of core attention drops them [K 5].
+TEST(MemoryTermsTest, UnfusedAttentionStoresTheScores) {
+  constexpr double kAs2b = 8 * 1024.0 * 1024;  // a*s^2*b
+  Layout l = OneGpu();
+  l.unfused_attention = true;
+  const double base = kEmbeddingBf16 + kHeadBf16;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l),
+                   2 * (kLayerBf16 + 2 * kAs2b) + base);
+  l.attention_dropout = 0.1;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l),
+                   2 * (kLayerBf16 + 5 * kAs2b) + base);
+  l.recompute = RecomputeKind::kSelective;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l), 2 * kLayerBf16 + base);
+  // With FlashAttention selective recomputation changes nothing.
+  l.unfused_attention = false;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l), 2 * kLayerBf16 + base);
+}
+
+// Full recomputation [K 5, MT]: uniform with N = 1 stores each layer's
+// input (2sbh) and, during backward, one layer's full activations; block
+// with N = 1 recomputes the first layer only.
+TEST(MemoryTermsTest, FullRecomputationStoresLayerInputsPlusAWorkingSet) {
+  Layout l = OneGpu();
+  const double base = kEmbeddingBf16 + kHeadBf16;
+  l.recompute = RecomputeKind::kFullUniform;
+  l.recompute_layers = 1;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l), 2 * 2 * kSbh + kLayerBf16 + base);
+  l.recompute_layers = 2;  // one group of two layers: one input, two layers
+  EXPECT_DOUBLE_EQ(Activations(Small(), l), 2 * kSbh + 2 * kLayerBf16 + base);
+  l.recompute = RecomputeKind::kFullBlock;
+  l.recompute_layers = 1;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l),
+                   2 * kSbh + kLayerBf16 + kLayerBf16 + base);
+  // Two micro-batches in flight (PP 2, stage 0): the stored part doubles,
+  // the working set does not.
+  l.pipeline = 2;
+  l.recompute = RecomputeKind::kFullUniform;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l, 0, 2),
+                   2 * 2 * 2 * kSbh + kLayerBf16 + 2 * kEmbeddingBf16);
+}
+
+// Megatron's 1F1B runs min(p - rank - 1, m) warm-up forwards, then one:
+// stage i holds min(p - i, m) micro-batches [MT].
+TEST(MemoryTermsTest, MicroBatchesInFlightAreCappedByTheStep) {
+  Layout l = OneGpu();
+  l.pipeline = 8;
+  EXPECT_DOUBLE_EQ(MicrobatchesInFlight(l, 0), 8);  // gbs unknown: 1F1B
+  l.microbatches = 1;
+  EXPECT_DOUBLE_EQ(MicrobatchesInFlight(l, 0), 1);
+  l.microbatches = 3;
+  EXPECT_DOUBLE_EQ(MicrobatchesInFlight(l, 0), 3);
+  EXPECT_DOUBLE_EQ(MicrobatchesInFlight(l, 6), 2);
+  // One micro-batch per step: stage 0 of 8 holds one layer's worth, not 8.
+  l.microbatches = 1;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l, 0, 2),
+                   2 * kLayerBf16 + kEmbeddingBf16);
+}
+
+// head_dim d = 256 (a*d = 2048 != h): attention parameters h*(a*d + 2k*d)
+// + a*d*h = 1024*6144 + 2048*1024; activations: Q and the attention output
+// 2 + 2 bytes of a*d each, K and V 4k*d, in place of the paper's 4h + 4kh/a.
+TEST(MemoryTermsTest, HeadDimSetsAttentionWidths) {
+  ModelShape m = Small();
+  m.head_dim = 256;
+  const double attention = 1024.0 * 6144 + 2048.0 * 1024;
+  const double layer = attention + 3 * 1024.0 * 4096 + 2048;
+  EXPECT_DOUBLE_EQ(TotalParameters(m), 2 * layer + 2 * 1024.0 * 32000 + 1024);
+  const double layer_activations =
+      8 * kSbh + 1024.0 * (4 * 2048 + 4 * 2048 + 8 * 4096);
+  EXPECT_DOUBLE_EQ(Activations(m, OneGpu()),
+                   2 * layer_activations + kEmbeddingBf16 + kHeadBf16);
+}
+
+// GPT's MLP [K]: 2h*h_ffn parameters; input 2sbh (among the 12), GeLU
+// input and output 2sb*h_ffn each: 4h_ffn/h. LayerNorm adds a bias to each
+// norm; biases on every linear layer; a learned position embedding of
+// max_positions x h on the first stage.
+TEST(MemoryTermsTest, GptStyleModelParametersAndActivations) {
+  ModelShape m = Small();
+  m.gelu_mlp = true;
+  m.layernorm = true;
+  m.linear_bias = true;
+  m.learned_positions = 2048;
+  const double attention = 2 * 1024.0 * 1024 * 2;
+  const double biases = (1024 + 2 * 1024) + 4096 + 2 * 1024;
+  const double layer = attention + 2 * 1024.0 * 4096 + 2 * 2048 + biases;
+  EXPECT_DOUBLE_EQ(TotalParameters(m), 2 * layer + 2 * 1024.0 * 32000 +
+                                           2048 * 1024.0 + 2048);
+  EXPECT_DOUBLE_EQ(Activations(m, OneGpu()),
+                   2 * (12 + 4 + 4 * 4) * kSbh + kEmbeddingBf16 + kHeadBf16);
+}
+
+}  // namespace
+}  // namespace memgate
