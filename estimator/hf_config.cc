@@ -1,5 +1,10 @@
 #include "estimator/hf_config.h"
 
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "estimator/file_util.h"
@@ -12,6 +17,72 @@ namespace {
 absl::Status Missing(absl::string_view key) {
   return absl::InvalidArgumentError(
       absl::StrCat("config.json: ", key, ": required for a Llama model"));
+}
+
+// A family memgate models: its architectures and what transformers'
+// config class assumes when a key is absent.
+struct Family {
+  const char* model_type;
+  std::vector<std::string> architectures;
+  bool tied_by_default;  // tie_word_embeddings when the config omits it
+  bool qkv_bias;         // the family's attention has q, k, v biases
+};
+
+// Dense decoders with a gated MLP (SwiGLU / GeGLU: three matrices), RMSNorm
+// and rotary positions, as transformers builds them.
+const std::vector<Family>& Families() {
+  static const auto* families = new std::vector<Family>{
+      {"llama", {"LlamaForCausalLM"}, false, false},
+      {"mistral", {"MistralForCausalLM"}, false, false},
+      {"qwen2", {"Qwen2ForCausalLM"}, false, true},  // Qwen2Attention: bias
+      {"phi3", {"Phi3ForCausalLM"}, false, false},
+      {"gemma", {"GemmaForCausalLM"}, true, false},  // GemmaConfig: tied
+  };
+  return *families;
+}
+
+// Families seen in the wild that memgate does not model yet, and why.
+const char* WhyNotModelled(absl::string_view model_type) {
+  static const auto* reasons =
+      new std::vector<std::pair<std::string, const char*>>{
+          {"mixtral", "mixture of experts is not modelled yet"},
+          {"qwen2_moe", "mixture of experts is not modelled yet"},
+          {"qwen3_moe", "mixture of experts is not modelled yet"},
+          {"deepseek_v2", "mixture of experts and MLA are not modelled yet"},
+          {"deepseek_v3", "mixture of experts and MLA are not modelled yet"},
+          {"gemma2", "Gemma 2's extra (sandwich) norms are not modelled yet"},
+          {"gemma3", "Gemma 3's extra norms and QK-norm are not modelled yet"},
+          {"gemma3_text",
+           "Gemma 3's extra norms and QK-norm are not modelled yet"},
+          {"qwen3", "Qwen3's QK-norm is not modelled yet"},
+      };
+  for (const auto& [type, why] : *reasons) {
+    if (type == model_type) return why;
+  }
+  return "not a family memgate models (llama, mistral, qwen2, phi3, gemma)";
+}
+
+absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
+  if (hf.model_type().empty()) {
+    return absl::InvalidArgumentError(
+        "config.json: model_type: missing (memgate reads llama, mistral, "
+        "qwen2, phi3 and gemma configs)");
+  }
+  for (const Family& f : Families()) {
+    if (hf.model_type() != f.model_type) continue;
+    for (const std::string& a : hf.architectures()) {
+      if (std::find(f.architectures.begin(), f.architectures.end(), a) ==
+          f.architectures.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "config.json: architectures: '", a, "' is not modelled for "
+            "model_type '", f.model_type, "'"));
+      }
+    }
+    return &f;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("config.json: model_type: '", hf.model_type(), "': ",
+                   WhyNotModelled(hf.model_type())));
 }
 
 }  // namespace
@@ -27,6 +98,12 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
     return absl::InvalidArgumentError(
         absl::StrCat("config.json: not a valid Hugging Face config: ",
                      std::string(parsed.message())));
+  }
+  absl::StatusOr<const Family*> family = FamilyOf(hf);
+  if (!family.ok()) return family.status();
+  if (hf.mlp_bias()) {
+    return absl::InvalidArgumentError(
+        "config.json: mlp_bias: MLP biases are not modelled");
   }
   if (!hf.has_hidden_size()) return Missing("hidden_size");
   if (!hf.has_num_hidden_layers()) return Missing("num_hidden_layers");
@@ -45,7 +122,17 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
                                  ? hf.num_key_value_heads()
                                  : hf.num_attention_heads());
   model.set_vocab_size(hf.vocab_size());
-  model.set_tie_word_embeddings(hf.tie_word_embeddings());
+  model.set_tie_word_embeddings(hf.has_tie_word_embeddings()
+                                    ? hf.tie_word_embeddings()
+                                    : (*family)->tied_by_default);
+  if (hf.has_head_dim()) model.set_head_dim(hf.head_dim());
+  // attention_bias (Llama) puts a bias on q, k, v and o; the o bias (h a
+  // layer) is counted with the QKV ones' order of magnitude: negligible.
+  model.set_qkv_bias((*family)->qkv_bias || hf.attention_bias());
+  // The paper's Llama otherwise: gated MLP, RMSNorm, rotary positions.
+  model.set_mlp_activation(v1::MLP_ACTIVATION_SWIGLU);
+  model.set_normalization(v1::NORMALIZATION_RMSNORM);
+  model.set_position_embedding(v1::POSITION_EMBEDDING_ROPE);
   return model;
 }
 

@@ -1,5 +1,10 @@
 #include "estimator/hf_config.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "estimator/memory_model.h"
 #include "gtest/gtest.h"
 
 namespace memgate {
@@ -50,9 +55,10 @@ TEST(HfConfigTest, ReadsLlama31_8B) {
 
 TEST(HfConfigTest, NoKeyValueHeadsMeansMultiHead) {
   absl::StatusOr<v1::ModelConfig> m = ModelFromHuggingFaceJson(
-      R"({"hidden_size": 4096, "num_hidden_layers": 32,
-          "num_attention_heads": 32, "intermediate_size": 11008,
-          "vocab_size": 32000, "tie_word_embeddings": true})",
+      R"({"model_type": "llama", "hidden_size": 4096,
+          "num_hidden_layers": 32, "num_attention_heads": 32,
+          "intermediate_size": 11008, "vocab_size": 32000,
+          "tie_word_embeddings": true})",
       "llama-2-7b-ish");
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->num_query_groups(), 32u);
@@ -61,8 +67,9 @@ TEST(HfConfigTest, NoKeyValueHeadsMeansMultiHead) {
 
 TEST(HfConfigTest, MissingKeyIsNamed) {
   absl::StatusOr<v1::ModelConfig> m = ModelFromHuggingFaceJson(
-      R"({"hidden_size": 4096, "num_hidden_layers": 32,
-          "num_attention_heads": 32, "vocab_size": 32000})",
+      R"({"model_type": "llama", "hidden_size": 4096,
+          "num_hidden_layers": 32, "num_attention_heads": 32,
+          "vocab_size": 32000})",
       "x");
   ASSERT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(m.status().message().find("intermediate_size"), std::string::npos)
@@ -76,6 +83,59 @@ TEST(HfConfigTest, MalformedJsonIsAnErrorNotACrash) {
     absl::StatusOr<v1::ModelConfig> m = ModelFromHuggingFaceJson(bad, "x");
     EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(m.status().message().find("config.json"), std::string::npos);
+  }
+}
+
+// Published configs (tests/testdata/hf/) read into the published totals.
+TEST(HfConfigTest, PublishedConfigsGiveThePublishedParameterCounts) {
+  const std::vector<std::pair<std::string, double>> cases = {
+      {"mistral-7b-v0.1.json", 7241732096.0},
+      {"qwen2-7b.json", 7615616512.0},           // q, k, v biases
+      {"phi-3-mini-4k-instruct.json", 3821079552.0},
+      {"gemma-7b.json", 8537680896.0},           // head_dim 256, tied
+  };
+  for (const auto& [file, total] : cases) {
+    absl::StatusOr<v1::ModelConfig> m =
+        ReadHuggingFaceConfig("tests/testdata/hf/" + file);
+    ASSERT_TRUE(m.ok()) << file << ": " << m.status();
+    EXPECT_DOUBLE_EQ(TotalParameters(ShapeOf(*m)), total) << file;
+  }
+  absl::StatusOr<v1::ModelConfig> gemma =
+      ReadHuggingFaceConfig("tests/testdata/hf/gemma-7b.json");
+  EXPECT_TRUE(gemma->tie_word_embeddings());  // GemmaConfig's default
+  EXPECT_EQ(gemma->head_dim(), 256u);
+}
+
+// Families memgate does not model are refused naming model_type, never
+// read as a dense Llama (Mixtral-8x7B used to be admitted as 7.2B).
+TEST(HfConfigTest, UnmodelledFamiliesAreRefusedByName) {
+  absl::StatusOr<v1::ModelConfig> m =
+      ReadHuggingFaceConfig("tests/testdata/hf/mixtral-8x7b-v0.1.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("model_type: 'mixtral'"),
+            std::string::npos) << m.status();
+  EXPECT_NE(m.status().message().find("mixture of experts"), std::string::npos);
+  const std::string dims =
+      R"("hidden_size": 4096, "num_hidden_layers": 32,
+         "num_attention_heads": 32, "intermediate_size": 11008,
+         "vocab_size": 32000)";
+  for (const auto& [json, named] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"{" + dims + "}", "model_type: missing"},
+           {R"({"model_type": "deepseek_v3", )" + dims + "}", "deepseek_v3"},
+           {R"({"model_type": "qwen3", )" + dims + "}", "QK-norm"},
+           {R"({"model_type": "gemma2", )" + dims + "}", "gemma2"},
+           {R"({"model_type": "gpt2", )" + dims + "}", "gpt2"},
+           {R"({"model_type": "llama", "architectures":
+                ["LlamaForSequenceClassification"], )" + dims + "}",
+            "LlamaForSequenceClassification"},
+           {R"({"model_type": "llama", "mlp_bias": true, )" + dims + "}",
+            "mlp_bias"},
+       }) {
+    absl::StatusOr<v1::ModelConfig> r = ModelFromHuggingFaceJson(json, "x");
+    ASSERT_FALSE(r.ok()) << json;
+    EXPECT_NE(r.status().message().find(named), std::string::npos)
+        << r.status();
   }
 }
 
