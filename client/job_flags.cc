@@ -23,8 +23,11 @@ absl::StatusOr<v1::Precision> ParsePrecision(const std::string& text) {
   const std::string p = absl::AsciiStrToLower(text);
   if (p == "bf16") return v1::PRECISION_BF16_FP32_GRADS;
   if (p == "bf16-bf16-grads") return v1::PRECISION_BF16_BF16_GRADS;
+  if (p == "fp32") return v1::PRECISION_FP32;
+  if (p == "fp16") return v1::PRECISION_FP16;
   return absl::InvalidArgumentError(absl::StrCat(
-      "--precision: must be bf16 or bf16-bf16-grads (got '", text, "')"));
+      "--precision: must be bf16, bf16-bf16-grads, fp16 or fp32 (got '", text,
+      "')"));
 }
 
 struct FlagForField {
@@ -96,7 +99,8 @@ void JobFlags::Register(FlagSet& f) {
          "--no-distributed-optimizer)",
          &distributed_optimizer);
   f.String("precision", "P",
-           "bf16 (fp32 gradients, the paper's; default) or bf16-bf16-grads",
+           "bf16 (fp32 gradients, the paper's; default), bf16-bf16-grads, "
+           "fp16 or fp32 (Megatron without --bf16)",
            &precision);
 }
 
