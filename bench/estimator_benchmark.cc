@@ -75,25 +75,10 @@ BENCHMARK(BM_Plan405BOn16384H100)
     ->Args({131072, 0})
     ->Unit(benchmark::kMicrosecond);
 
-// The hardening bounds (estimator/planner.h): the most divisible GPU count
-// under the plan limit, with dimensions every divisor divides.
+// The hardening bounds (estimator/planner.h), on tests/test_util.h's
+// worst-case request.
 v1::PlanRequest WorstCasePlan(uint32_t max_micro_batch) {
-  v1::PlanRequest r;
-  v1::ModelConfig* m = r.mutable_model();
-  m->set_num_layers(720720);
-  m->set_hidden_size(720720);
-  m->set_ffn_hidden_size(720720);
-  m->set_num_attention_heads(720720);
-  m->set_num_query_groups(720720);
-  m->set_vocab_size(720720);
-  r.mutable_accelerator()->set_name("h100-80gb");
-  r.mutable_accelerator()->set_gpus_per_node(720720);
-  r.set_num_gpus(720720);
-  r.set_seq_length(720720 * 2);
-  r.set_global_batch_size(720720);
-  r.set_max_micro_batch_size(max_micro_batch);
-  r.set_allow_cross_node_tp(true);
-  return r;
+  return testing::WorstCasePlanRequest(max_micro_batch);
 }
 
 // What refusing the 60-byte attack (MBS up to 1024) costs: the count.

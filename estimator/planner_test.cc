@@ -184,22 +184,7 @@ TEST(PlannerTest, BadRequestsNameTheField) {
 // largest micro-batch range. It used to run 85 s and take 6 GB; it must now
 // be refused before any layout is estimated.
 v1::PlanRequest WorstCaseRequest() {
-  v1::PlanRequest r;
-  v1::ModelConfig* m = r.mutable_model();
-  m->set_num_layers(720720);
-  m->set_hidden_size(720720);
-  m->set_ffn_hidden_size(720720);
-  m->set_num_attention_heads(720720);
-  m->set_num_query_groups(720720);
-  m->set_vocab_size(720720);
-  r.mutable_accelerator()->set_name("h100-80gb");
-  r.mutable_accelerator()->set_gpus_per_node(720720);
-  r.set_num_gpus(720720);  // 240 divisors: the most of any count <= 2^20
-  r.set_seq_length(720720 * 2);
-  r.set_global_batch_size(720720);
-  r.set_max_micro_batch_size(kMaxPlanMicroBatch);
-  r.set_allow_cross_node_tp(true);
-  return r;
+  return testing::WorstCasePlanRequest(kMaxPlanMicroBatch);
 }
 
 TEST(PlannerTest, AnOversizedSearchIsRefusedBeforeAnyWork) {

@@ -113,26 +113,9 @@ std::string TempPath(const std::string& name) {
   return std::string(dir ? dir : "/tmp") + "/" + name;
 }
 
-// The largest plan the server accepts (estimator/planner_test.cc's worst
+// The largest plan the server accepts (tests/test_util.h's worst
 // case narrowed to one micro-batch size): ~2^17 layouts, tens of ms each.
-v1::PlanRequest HeavyPlan() {
-  v1::PlanRequest r;
-  v1::ModelConfig* m = r.mutable_model();
-  m->set_num_layers(720720);
-  m->set_hidden_size(720720);
-  m->set_ffn_hidden_size(720720);
-  m->set_num_attention_heads(720720);
-  m->set_num_query_groups(720720);
-  m->set_vocab_size(720720);
-  r.mutable_accelerator()->set_name("h100-80gb");
-  r.mutable_accelerator()->set_gpus_per_node(720720);
-  r.set_num_gpus(720720);
-  r.set_seq_length(720720 * 2);
-  r.set_global_batch_size(720720);
-  r.set_max_micro_batch_size(1);
-  r.set_allow_cross_node_tp(true);
-  return r;
-}
+v1::PlanRequest HeavyPlan() { return testing::WorstCasePlanRequest(1); }
 
 TEST(ServerHardeningTest, WorstCasePlansDoNotStarveAdmitOrHealth) {
   std::unique_ptr<ServerProcess> server = StartServer({"--decision-log=/dev/null"});

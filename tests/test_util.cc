@@ -49,4 +49,24 @@ v1::Job JobFromText(const std::string& text) {
   return job;
 }
 
+v1::PlanRequest WorstCasePlanRequest(uint32_t max_micro_batch_size) {
+  constexpr uint32_t kMostDivisible = 720720;  // 240 divisors
+  v1::PlanRequest r;
+  v1::ModelConfig* m = r.mutable_model();
+  m->set_num_layers(kMostDivisible);
+  m->set_hidden_size(kMostDivisible);
+  m->set_ffn_hidden_size(kMostDivisible);
+  m->set_num_attention_heads(kMostDivisible);
+  m->set_num_query_groups(kMostDivisible);
+  m->set_vocab_size(kMostDivisible);
+  r.mutable_accelerator()->set_name("h100-80gb");
+  r.mutable_accelerator()->set_gpus_per_node(kMostDivisible);
+  r.set_num_gpus(kMostDivisible);
+  r.set_seq_length(kMostDivisible * 2);
+  r.set_global_batch_size(kMostDivisible);
+  r.set_max_micro_batch_size(max_micro_batch_size);
+  r.set_allow_cross_node_tp(true);
+  return r;
+}
+
 }  // namespace memgate::testing
