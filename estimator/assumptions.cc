@@ -8,6 +8,12 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
   std::vector<std::string> out;
   const v1::TrainingConfig& t = job.training();
   const v1::ModelConfig& m = job.model();
+  const uint32_t v = job.parallel().virtual_pipeline_stages();
+  if (v > 1) {
+    out.push_back(absl::StrCat(
+        "interleaved 1F1B, ", v, " model chunks a rank: rank r holds up to "
+        "2(p - r - 1) + (v - 1)p + 1 chunks of L/(p v) layers"));
+  }
   switch (t.precision()) {
     case v1::PRECISION_FP32:
       out.push_back("fp32 training: 4 B weights + 4 B gradients + 8 B Adam "

@@ -356,6 +356,42 @@ absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
   p.set_pipeline_parallel(pp);
   p.set_context_parallel(cp);
   p.set_sequence_parallel(args.Has("sequence-parallel"));
+  if (args.Has("num-layers-per-virtual-pipeline-stage") ||
+      args.Has("num-virtual-stages-per-pipeline-rank")) {
+    if (pp < 2) {
+      return Bad(args.Has("num-layers-per-virtual-pipeline-stage")
+                     ? "num-layers-per-virtual-pipeline-stage"
+                     : "num-virtual-stages-per-pipeline-rank",
+                 "interleaving needs --pipeline-model-parallel-size of 2 or "
+                 "more");
+    }
+    const uint32_t layers = launch.job.model().num_layers();
+    MEMGATE_ASSIGN_OR_RETURN(
+        per_chunk, args.Number("num-layers-per-virtual-pipeline-stage", 0));
+    MEMGATE_ASSIGN_OR_RETURN(
+        given_chunks, args.Number("num-virtual-stages-per-pipeline-rank", 0));
+    uint32_t chunks = given_chunks;
+    if (per_chunk != 0) {
+      if (static_cast<uint64_t>(per_chunk) * pp == 0 ||
+          layers % (static_cast<uint64_t>(per_chunk) * pp) != 0) {
+        return Bad("num-layers-per-virtual-pipeline-stage",
+                   absl::StrCat("x pipeline size must divide --num-layers ",
+                                layers));
+      }
+      const uint32_t v = static_cast<uint32_t>(layers / (per_chunk * pp));
+      if (chunks != 0 && chunks != v) {
+        return Bad("num-virtual-stages-per-pipeline-rank",
+                   absl::StrCat("disagrees with "
+                                "--num-layers-per-virtual-pipeline-stage (",
+                                v, " chunks)"));
+      }
+      chunks = v;
+    }
+    if (chunks == 0) {
+      return Bad("num-virtual-stages-per-pipeline-rank", "must be at least 1");
+    }
+    p.set_virtual_pipeline_stages(chunks);
+  }
   p.set_distributed_optimizer(args.Has("use-distributed-optimizer"));
 
   if (args.Has("decoder-first-pipeline-num-layers") ||

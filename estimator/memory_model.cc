@@ -16,7 +16,10 @@
 // [MT] Megatron-LM megatron/core/transformer/transformer_config.py
 //      (recompute_granularity, recompute_method uniform/block,
 //      recompute_num_layers) and megatron/core/pipeline_parallel/
-//      schedules.py (1F1B warm-up: min(p - rank - 1, m) micro-batches).
+//      schedules.py (1F1B warm-up: min(p - rank - 1, m) micro-batches;
+//      interleaved: 2(p - rank - 1) + (v - 1) * p warm-up forwards of model
+//      chunks, in groups of p micro-batches per chunk, at most m * v), which
+//      reproduces Korthikanti's interleaving factor 1 + (p - 1) / (p * v).
 
 namespace memgate {
 namespace {
@@ -235,6 +238,7 @@ Layout LayoutOf(const v1::Job& job) {
   l.microbatches = train.global_batch_size() == 0
                        ? 0
                        : train.global_batch_size() / (l.micro_batch * l.data);
+  l.virtual_stages = std::max(1u, par.virtual_pipeline_stages());
   l.sequence_parallel = par.sequence_parallel();
   l.distributed_optimizer = par.distributed_optimizer();
   l.precision = train.precision();
@@ -265,10 +269,39 @@ double TotalParameters(const ModelShape& m) {
 }
 
 double MicrobatchesInFlight(const Layout& l, uint32_t stage) {
+  if (l.virtual_stages > 1) {
+    const double chunks =
+        2 * (l.pipeline - stage - 1) + (l.virtual_stages - 1) * l.pipeline + 1;
+    return l.microbatches > 0
+               ? std::min(chunks, l.microbatches * l.virtual_stages)
+               : chunks;
+  }
   const double one_f_one_b = l.pipeline - stage;
   return l.microbatches > 0 ? std::min(one_f_one_b, l.microbatches)
                             : one_f_one_b;
 }
+
+namespace {
+
+// Under interleaving, how many of rank 0's chunks in flight are chunk 0,
+// the one with the embedding: Megatron runs forwards in groups of p
+// micro-batches per chunk, chunk by chunk [MT]; forward k of rank 0 is
+// chunk (k / p) % v of micro-batch (k / (p*v)) * p + k % p. Of the first
+// W forwards, each full cycle of p*v gives chunk 0 the next p micro-batches
+// and a partial cycle of r gives it min(r, p) more; none past m. (Closed
+// form: no loop over a count a hostile job could make huge.)
+double EmbeddingMicrobatchesInFlight(const Layout& l, double in_flight) {
+  if (l.virtual_stages <= 1) return in_flight;
+  const double cycle = l.pipeline * l.virtual_stages;
+  const double full_cycles = std::floor(in_flight / cycle);
+  const double rest = in_flight - full_cycles * cycle;
+  const double m = l.microbatches > 0 ? l.microbatches : HUGE_VAL;
+  const double before = full_cycles * l.pipeline;
+  return std::min(before, m) +
+         std::clamp(m - before, 0.0, std::min(rest, l.pipeline));
+}
+
+}  // namespace
 
 StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
                            uint32_t stage, double stage_layers) {
@@ -293,10 +326,15 @@ StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
       l.distributed_optimizer ? l.data * l.context : 1;
   f.optimizer_bytes = OptimizerBytesPerParameter(l) * params / optimizer_shards;
 
+  // Interleaved: each chunk in flight holds L / (p*v) layers.
   const double in_flight = MicrobatchesInFlight(l, stage);
-  double activations = in_flight * StoredActivations(m, l, stage_layers) +
-                       RecomputeWorkingSet(m, l, stage_layers);
-  if (first) activations += EmbeddingActivations(m, l, in_flight);
+  const double chunk_layers = stage_layers / l.virtual_stages;
+  double activations = in_flight * StoredActivations(m, l, chunk_layers) +
+                       RecomputeWorkingSet(m, l, chunk_layers);
+  if (first) {
+    activations += EmbeddingActivations(
+        m, l, EmbeddingMicrobatchesInFlight(l, in_flight));
+  }
   if (last) activations += HeadActivations(m, l);
   f.activation_bytes = activations;
   return f;

@@ -45,6 +45,8 @@ struct Layout {
   // m = gbs / (b*d): micro-batches per step, which caps those in flight;
   // 0 when the global batch is not known (no cap).
   double microbatches = 0;
+  // v: model chunks per rank under interleaved 1F1B; 1 means plain 1F1B.
+  double virtual_stages = 1;
   bool sequence_parallel = true;
   bool distributed_optimizer = true;
   v1::Precision precision = v1::PRECISION_BF16_FP32_GRADS;
@@ -77,7 +79,8 @@ double TotalParameters(const ModelShape& m);
 
 // Micro-batches whose activations pipeline stage `stage` holds at its
 // peak: p - stage under 1F1B (the paper), at most m (Megatron's 1F1B runs
-// min(p - stage - 1, m) warm-up forwards, then one more).
+// min(p - stage - 1, m) warm-up forwards, then one more). Under interleaved
+// 1F1B: the model chunks (micro-batch x chunk) in flight on that rank.
 double MicrobatchesInFlight(const Layout& l, uint32_t stage);
 
 // Memory of one GPU of pipeline stage `stage` (0-based) holding

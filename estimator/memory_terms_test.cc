@@ -167,6 +167,30 @@ TEST(MemoryTermsTest, MicroBatchesInFlightAreCappedByTheStep) {
                    2 * kLayerBf16 + kEmbeddingBf16);
 }
 
+// Interleaved 1F1B [MT, K]: p = 2, v = 2, L = 4 (one layer a chunk).
+// Rank 0 runs 2(p - 1) + (v - 1)p = 4 warm-up forwards, then one: 5 chunks
+// in flight, 5 layers' activations against 1F1B's 2 x 2 = 4 (Korthikanti's
+// factor 1 + (p - 1)/(p v) = 1.25). Forwards 0, 1 and 4 are chunk 0, the
+// embedding's. Rank 1: 0 + 2 + 1 = 3 chunks, and the LM head.
+TEST(MemoryTermsTest, InterleavingHoldsMoreChunksInFlight) {
+  ModelShape m = Small();
+  m.layers = 4;
+  Layout l = OneGpu();
+  l.pipeline = 2;
+  l.virtual_stages = 2;
+  EXPECT_DOUBLE_EQ(MicrobatchesInFlight(l, 0), 5);
+  EXPECT_DOUBLE_EQ(MicrobatchesInFlight(l, 1), 3);
+  EXPECT_DOUBLE_EQ(Activations(m, l, 0, 2),
+                   5 * kLayerBf16 + 3 * kEmbeddingBf16);
+  EXPECT_DOUBLE_EQ(Activations(m, l, 1, 2), 3 * kLayerBf16 + kHeadBf16);
+  // Two micro-batches a step: at most m * v = 4 chunks, and chunk 0 only
+  // ever sees micro-batches 0 and 1.
+  l.microbatches = 2;
+  EXPECT_DOUBLE_EQ(MicrobatchesInFlight(l, 0), 4);
+  EXPECT_DOUBLE_EQ(Activations(m, l, 0, 2),
+                   4 * kLayerBf16 + 2 * kEmbeddingBf16);
+}
+
 // head_dim d = 256 (a*d = 2048 != h): attention parameters h*(a*d + 2k*d)
 // + a*d*h = 1024*6144 + 2048*1024; activations: Q and the attention output
 // 2 + 2 bytes of a*d each, K and V 4k*d, in place of the paper's 4h + 4kh/a.

@@ -79,6 +79,27 @@ absl::Status ValidateModel(const v1::ModelConfig& m) {
 absl::Status ValidateStages(const v1::Job& job) {
   const v1::ParallelConfig& par = job.parallel();
   const uint32_t layers = job.model().num_layers();
+  const uint64_t v = par.virtual_pipeline_stages();
+  if (v > 1) {
+    if (par.pipeline_parallel() < 2) {
+      return Invalid("parallel.virtual_pipeline_stages",
+                     "needs parallel.pipeline_parallel of 2 or more",
+                     absl::StrCat(v));
+    }
+    if (v > kMaxPipelineStages) {
+      return Invalid("parallel.virtual_pipeline_stages",
+                     absl::StrCat("must be at most ", kMaxPipelineStages),
+                     absl::StrCat(v));
+    }
+    if (!par.layers_per_stage().empty()) {
+      return Invalid("parallel.layers_per_stage",
+                     "uneven stages with interleaving are not modelled",
+                     "given with virtual_pipeline_stages");
+    }
+    return RequireMultiple("model.num_layers", layers,
+                           "pipeline_parallel x virtual_pipeline_stages",
+                           par.pipeline_parallel() * v);
+  }
   if (par.layers_per_stage().empty()) {
     return RequireMultiple("model.num_layers", layers,
                            "parallel.pipeline_parallel (or give "

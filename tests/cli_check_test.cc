@@ -83,9 +83,18 @@ TEST(CliCheckTest, FlagsFillOrContradictTheLaunch) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--gpu"), std::string::npos) << r.err;
 
-  r = Check(Launch({"--gpu=a100-40gb"}, "--num-layers-per-virtual-pipeline-stage=4"));
+  r = Check(Launch({"--gpu=a100-40gb"}, "--fp8-format=hybrid"));
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("interleaved"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--fp8-format: not modelled"), std::string::npos)
+      << r.err;
+
+  // Interleaving is modelled: 4 layers a chunk over PP 2 is v = 4, and
+  // rank 0 holds 2(p - 1) + (v - 1)p + 1 = 9 chunks in flight.
+  r = Check(Launch({"--gpu=a100-40gb"},
+                   "--num-layers-per-virtual-pipeline-stage=4"));
+  EXPECT_NE(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.out.find("0           16         9"), std::string::npos)
+      << r.out;
 
   r = Check({"--gpu=a100-40gb", "--", "python", "train.py"});
   EXPECT_EQ(r.exit_code, 2);
