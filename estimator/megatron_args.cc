@@ -394,6 +394,39 @@ absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
   }
   p.set_distributed_optimizer(args.Has("use-distributed-optimizer"));
 
+  const bool account_embedding =
+      args.Has("account-for-embedding-in-pipeline-split");
+  const bool account_loss = args.Has("account-for-loss-in-pipeline-split");
+  if (account_embedding || account_loss) {
+    // Megatron (transformer_block.py): the embedding and/or the loss count
+    // as one layer each when the layers are split over the stages.
+    const char* flag = account_embedding
+                           ? "account-for-embedding-in-pipeline-split"
+                           : "account-for-loss-in-pipeline-split";
+    if (args.Has("decoder-first-pipeline-num-layers") ||
+        args.Has("decoder-last-pipeline-num-layers") ||
+        p.virtual_pipeline_stages() > 1) {
+      return Bad(flag, "with uneven first/last stages or interleaving is not "
+                       "modelled");
+    }
+    const uint64_t units = uint64_t{launch.job.model().num_layers()} +
+                           (account_embedding ? 1 : 0) +
+                           (account_loss ? 1 : 0);
+    if (pp < 2 || units % pp != 0) {
+      return Bad(flag, absl::StrCat("needs --num-layers plus the accounted "
+                                    "layers (", units, ") to split evenly "
+                                    "over 2 or more stages"));
+    }
+    const uint32_t each = static_cast<uint32_t>(units / pp);
+    for (uint32_t s = 0; s < pp; ++s) {
+      uint32_t n = each;
+      if (s == 0 && account_embedding) --n;
+      if (s + 1 == pp && account_loss) --n;
+      if (n == 0) return Bad(flag, "leaves a stage without layers");
+      p.add_layers_per_stage(n);
+    }
+    return absl::OkStatus();
+  }
   if (args.Has("decoder-first-pipeline-num-layers") ||
       args.Has("decoder-last-pipeline-num-layers")) {
     const uint32_t layers = launch.job.model().num_layers();

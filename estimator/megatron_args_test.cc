@@ -264,6 +264,40 @@ TEST(MegatronArgsTest, MemoryArgumentsMapToTheJob) {
             v1::MLP_ACTIVATION_GELU);
 }
 
+// Megatron counts the embedding / the loss as a layer in the split: 32
+// layers + 2 over 2 stages is 17 each, so 16 transformer layers each; with
+// the embedding only, 33 does not split over 2 (refused), over 3 it is 11:
+// 10, 11, 11.
+TEST(MegatronArgsTest, EmbeddingAndLossCanCountInThePipelineSplit) {
+  const std::string base = std::string(kLlama31_8B);
+  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+      Words(base + " --account-for-embedding-in-pipeline-split "
+                   "--account-for-loss-in-pipeline-split"),
+      nullptr);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->job.parallel().layers_per_stage_size(), 2);
+  EXPECT_EQ(l->job.parallel().layers_per_stage(0), 16u);
+  EXPECT_EQ(l->job.parallel().layers_per_stage(1), 16u);
+  l = ParseMegatronLaunch(
+      Words(base + " --account-for-embedding-in-pipeline-split"), nullptr);
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("--account-for-embedding"),
+            std::string::npos);
+  std::string three = base;
+  three.replace(three.find("--pipeline-model-parallel-size 2"),
+                std::string("--pipeline-model-parallel-size 2").size(),
+                "--pipeline-model-parallel-size 3");
+  three.replace(three.find("--nproc-per-node 8"),
+                std::string("--nproc-per-node 8").size(),
+                "--nproc-per-node 12");
+  l = ParseMegatronLaunch(
+      Words(three + " --account-for-embedding-in-pipeline-split"), nullptr);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->job.parallel().layers_per_stage(0), 10u);
+  EXPECT_EQ(l->job.parallel().layers_per_stage(1), 11u);
+  EXPECT_EQ(l->job.parallel().layers_per_stage(2), 11u);
+}
+
 TEST(MegatronArgsTest, UnknownArgumentsAreIgnored) {
   absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
       Words("pretrain_gpt.py --num-layers 32 --hidden-size 4096 "

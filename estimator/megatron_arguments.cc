@@ -89,10 +89,12 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "interleaved 1F1B with v model chunks per rank"},
       {"pipeline-model-parallel-layout", true, R, "off",
        "custom stage layouts are not modelled yet"},
-      {"account-for-embedding-in-pipeline-split", false, R, "off",
-       "not modelled yet"},
-      {"account-for-loss-in-pipeline-split", false, R, "off",
-       "not modelled yet"},
+      {"account-for-embedding-in-pipeline-split", false, M, "off",
+       "the embedding counts as a layer: (L + 1 [+ 1]) / p a stage, the "
+       "first stage one transformer layer fewer"},
+      {"account-for-loss-in-pipeline-split", false, M, "off",
+       "the loss counts as a layer: the last stage one transformer layer "
+       "fewer"},
       {"cp-comm-type", true, P, "p2p",
        "p2p only; a2a / allgather hold other buffers (refused)"},
       {"hierarchical-context-parallel-sizes", true, R, "off",
