@@ -372,13 +372,13 @@ absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
         given_chunks, args.Number("num-virtual-stages-per-pipeline-rank", 0));
     uint32_t chunks = given_chunks;
     if (per_chunk != 0) {
-      if (static_cast<uint64_t>(per_chunk) * pp == 0 ||
-          layers % (static_cast<uint64_t>(per_chunk) * pp) != 0) {
+      const uint64_t per_rank = static_cast<uint64_t>(per_chunk) * pp;
+      if (layers % per_rank != 0) {
         return Bad("num-layers-per-virtual-pipeline-stage",
                    absl::StrCat("x pipeline size must divide --num-layers ",
                                 layers));
       }
-      const uint32_t v = static_cast<uint32_t>(layers / (per_chunk * pp));
+      const uint32_t v = static_cast<uint32_t>(layers / per_rank);
       if (chunks != 0 && chunks != v) {
         return Bad("num-virtual-stages-per-pipeline-rank",
                    absl::StrCat("disagrees with "
