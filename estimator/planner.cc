@@ -142,12 +142,22 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
                   Visit visit) {
   for (uint32_t t : gpu_divisors) {
     if (!s.cross_node_tp && s.gpus_per_node > 0 && t > s.gpus_per_node) break;
+    // Within a node, TP groups must tile it (TP 4 on 6-GPU nodes would
+    // straddle nodes).
+    if (!s.cross_node_tp && s.gpus_per_node > 0 &&
+        static_cast<uint64_t>(s.gpus_per_node) % t) {
+      continue;
+    }
     if (s.heads % t || s.kv_heads % t) continue;
     if (t > 1 && s.base.sequence_parallel && s.seq % t) continue;
     for (uint32_t c : gpu_divisors) {
       if (c > s.gpus / t) break;
       if ((s.gpus / t) % c) continue;
       if (c > 1 && s.seq % (2ull * c)) continue;
+      // The rule ValidateJob enforces: s / c tokens split over t.
+      if (t > 1 && s.base.sequence_parallel && s.seq % (uint64_t{c} * t)) {
+        continue;
+      }
       for (uint32_t p : gpu_divisors) {
         if (p > s.gpus / t / c) break;
         if ((s.gpus / t / c) % p) continue;

@@ -244,6 +244,33 @@ TEST(PlannerTest, AnInterruptAbandonsThePlanWithItsStatus) {
   EXPECT_EQ(calls, 1);
 }
 
+// TP groups tile a node: with 6 GPUs a node, TP 4 would straddle two.
+// And every candidate is a job ValidateJob accepts (incl. (s/c) % t).
+TEST(PlannerTest, TensorParallelTilesANodeAndEveryCandidateIsValid) {
+  v1::PlanRequest r = Request("llama-3.1-8b", "h100-80gb", 48, 8200, 48);
+  r.mutable_accelerator()->set_gpus_per_node(6);
+  r.set_top_k(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_GT(plan->candidates_size(), 0);
+  for (const v1::Candidate& c : plan->candidates()) {
+    EXPECT_EQ(6 % c.tensor_parallel(), 0u) << c.ShortDebugString();
+    v1::Job job;
+    job.mutable_model()->set_name("llama-3.1-8b");
+    job.mutable_accelerator()->set_name("h100-80gb");
+    job.mutable_accelerator()->set_gpus_per_node(6);
+    job.set_num_gpus(48);
+    job.mutable_parallel()->set_tensor_parallel(c.tensor_parallel());
+    job.mutable_parallel()->set_context_parallel(c.context_parallel());
+    job.mutable_parallel()->set_pipeline_parallel(c.pipeline_parallel());
+    job.mutable_training()->set_micro_batch_size(c.micro_batch_size());
+    job.mutable_training()->set_seq_length(8200);
+    job.mutable_training()->set_global_batch_size(48);
+    EXPECT_TRUE(EstimateJob(job).ok())
+        << c.ShortDebugString() << ": " << EstimateJob(job).status();
+  }
+}
+
 TEST(PlannerTest, TopKAboveTheReplyBoundNamesTheField) {
   v1::PlanRequest r = Request("llama-3.1-8b", "a100-40gb", 16, 8192, 64);
   r.set_top_k(kMaxPlanCandidates + 1);

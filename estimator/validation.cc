@@ -185,9 +185,12 @@ absl::Status ValidateTraining(const v1::Job& job) {
         2 * c));
   }
   if (t > 1 && par.sequence_parallel()) {
+    // Each context-parallel rank's s / c tokens are split over t.
     MEMGATE_RETURN_IF_ERROR(RequireMultiple(
         "training.seq_length", tr.seq_length(),
-        "parallel.tensor_parallel (sequence parallelism)", t));
+        "parallel.context_parallel x parallel.tensor_parallel (sequence "
+        "parallelism splits each context-parallel rank's tokens over TP)",
+        c * t));
   }
   if (tr.global_batch_size() != 0) {
     const uint64_t d = job.num_gpus() / t / par.pipeline_parallel() / c;

@@ -165,6 +165,25 @@ TEST(ValidationTest, NoSequenceParallelLiftsTheTensorRule) {
   EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
 }
 
+// Megatron splits each context-parallel rank's s / c tokens over TP under
+// sequence parallelism: 8200 is a multiple of 8 and of 2 x 4, but 2050
+// tokens a CP rank do not split over TP 8.
+TEST(ValidationTest, SequenceParallelSplitsEachContextRanksTokens) {
+  v1::Job job = ValidJob();
+  job.mutable_parallel()->set_tensor_parallel(8);
+  job.mutable_parallel()->set_context_parallel(4);
+  job.mutable_parallel()->set_pipeline_parallel(1);
+  job.set_num_gpus(32);
+  job.mutable_training()->set_seq_length(8200);
+  job.mutable_training()->set_global_batch_size(0);
+  const absl::Status status = ValidateJob(job);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message().rfind("training.seq_length:", 0), 0u) << status;
+  EXPECT_NE(status.message().find("= 32"), std::string::npos) << status;
+  job.mutable_training()->set_seq_length(8192);
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+}
+
 TEST(ValidationTest, ThresholdMustBeAFraction) {
   EXPECT_TRUE(ValidateThreshold(0.8).ok());
   EXPECT_TRUE(ValidateThreshold(1.0).ok());
