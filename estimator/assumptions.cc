@@ -81,6 +81,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
     out.push_back("LayerNorm (weight and bias)");
   }
   if (m.linear_bias()) out.push_back("biases on every linear layer");
+  if (m.qk_norm()) out.push_back("QK-norm: norms on Q and K, inputs stored");
   if (!m.linear_bias() && m.qkv_bias()) out.push_back("a QKV bias");
   if (m.position_embedding() == v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE) {
     out.push_back(absl::StrCat("learned absolute positions (",

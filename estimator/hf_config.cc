@@ -26,17 +26,19 @@ struct Family {
   std::vector<std::string> architectures;
   bool tied_by_default;  // tie_word_embeddings when the config omits it
   bool qkv_bias;         // the family's attention has q, k, v biases
+  bool qk_norm;          // RMSNorm on Q and K per head (Qwen3Attention)
 };
 
 // Dense decoders with a gated MLP (SwiGLU / GeGLU: three matrices), RMSNorm
 // and rotary positions, as transformers builds them.
 const std::vector<Family>& Families() {
   static const auto* families = new std::vector<Family>{
-      {"llama", {"LlamaForCausalLM"}, false, false},
-      {"mistral", {"MistralForCausalLM"}, false, false},
-      {"qwen2", {"Qwen2ForCausalLM"}, false, true},  // Qwen2Attention: bias
-      {"phi3", {"Phi3ForCausalLM"}, false, false},
-      {"gemma", {"GemmaForCausalLM"}, true, false},  // GemmaConfig: tied
+      {"llama", {"LlamaForCausalLM"}, false, false, false},
+      {"mistral", {"MistralForCausalLM"}, false, false, false},
+      {"qwen2", {"Qwen2ForCausalLM"}, false, true, false},  // q, k, v bias
+      {"qwen3", {"Qwen3ForCausalLM"}, false, false, true},  // q_norm, k_norm
+      {"phi3", {"Phi3ForCausalLM"}, false, false, false},
+      {"gemma", {"GemmaForCausalLM"}, true, false, false},  // tied
   };
   return *families;
 }
@@ -54,19 +56,19 @@ const char* WhyNotModelled(absl::string_view model_type) {
           {"gemma3", "Gemma 3's extra norms and QK-norm are not modelled yet"},
           {"gemma3_text",
            "Gemma 3's extra norms and QK-norm are not modelled yet"},
-          {"qwen3", "Qwen3's QK-norm is not modelled yet"},
       };
   for (const auto& [type, why] : *reasons) {
     if (type == model_type) return why;
   }
-  return "not a family memgate models (llama, mistral, qwen2, phi3, gemma)";
+  return "not a family memgate models (llama, mistral, qwen2, qwen3, phi3, "
+         "gemma)";
 }
 
 absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
   if (hf.model_type().empty()) {
     return absl::InvalidArgumentError(
         "config.json: model_type: missing (memgate reads llama, mistral, "
-        "qwen2, phi3 and gemma configs)");
+        "qwen2, qwen3, phi3 and gemma configs)");
   }
   for (const Family& f : Families()) {
     if (hf.model_type() != f.model_type) continue;
@@ -129,6 +131,7 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
   // attention_bias (Llama) puts a bias on q, k, v and o; the o bias (h a
   // layer) is counted with the QKV ones' order of magnitude: negligible.
   model.set_qkv_bias((*family)->qkv_bias || hf.attention_bias());
+  model.set_qk_norm((*family)->qk_norm);
   // The paper's Llama otherwise: gated MLP, RMSNorm, rotary positions.
   model.set_mlp_activation(v1::MLP_ACTIVATION_SWIGLU);
   model.set_normalization(v1::NORMALIZATION_RMSNORM);

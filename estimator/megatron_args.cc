@@ -239,6 +239,7 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
          "layer");
   }
   m.set_qkv_bias(args.Has("add-qkv-bias"));
+  m.set_qk_norm(args.Has("qk-layernorm"));
   std::string position = args.Text("position-embedding-type");
   if (position.empty()) {
     if (args.Has("use-rotary-position-embeddings")) {

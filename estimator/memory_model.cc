@@ -88,6 +88,9 @@ double LayerParameters(const ModelShape& m, const Layout& l) {
   const double mlp = (m.gelu_mlp ? 2 : 3) * h * m.ffn_hidden;
   double split = attention + mlp;
   double replicated = 2 * NormParameters(m);
+  if (m.qk_norm) {  // one norm of size d each for Q and K, shared by heads
+    replicated += 2 * HeadDim(m) * (m.layernorm ? 2 : 1);
+  }
   if (m.linear_bias) {
     split += qkv_out + (m.gelu_mlp ? 1 : 2) * m.ffn_hidden;
     replicated += 2 * h;
@@ -110,7 +113,8 @@ double LocalTokens(const Layout& l) {  // s*b on this context-parallel rank
 // over t by the heads and the MLP's columns: Q and the attention output
 // (2 + 2) x a*d/h, K and V 4*k*d/h, the SwiGLU MLP 8*h_ffn/h (up, gate,
 // activation, down input) or GeLU's 4*h_ffn/h [K: 8sbh + 8sbh at 4h].
-// With d = h/a this is the paper's sbh(12 + 4k/a + 8h_ffn/h).
+// With d = h/a this is the paper's sbh(12 + 4k/a + 8h_ffn/h). A norm on
+// Q and K (QK-norm) stores their inputs too, 2 x (a*d + k*d).
 // Dropout keeps a 1-byte mask after attention and after the MLP [K: sbh
 // each]. Without FlashAttention the softmax output is stored, 2as^2b, and
 // with attention dropout its mask and output, 3as^2b more [K eq. 1:
@@ -120,9 +124,10 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l) {
   const double sb = LocalTokens(l);
   const double sbh = sb * m.hidden;
   const double hidden_sized = 8 * e + (l.hidden_dropout > 0 ? 2 : 0);
-  const double width = 2 * QueryWidth(m) + 2 * QueryWidth(m) +
-                       4 * KeyValueWidth(m) +
-                       (m.gelu_mlp ? 4 : 8) * m.ffn_hidden;
+  double width = 2 * QueryWidth(m) + 2 * QueryWidth(m) +
+                 4 * KeyValueWidth(m) + (m.gelu_mlp ? 4 : 8) * m.ffn_hidden;
+  // QK-norm stores the inputs of its two norms: Q and K once more.
+  if (m.qk_norm) width += 2 * QueryWidth(m) + 2 * KeyValueWidth(m);
   double bytes = e * sb * width / l.tensor;
   bytes += l.sequence_parallel ? sbh * hidden_sized / l.tensor
                                : sbh * hidden_sized;
@@ -217,6 +222,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
   m.layernorm = model.normalization() == v1::NORMALIZATION_LAYERNORM;
   m.linear_bias = model.linear_bias();
   m.qkv_bias = model.qkv_bias();
+  m.qk_norm = model.qk_norm();
   if (model.position_embedding() ==
       v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE) {
     m.learned_positions = model.max_position_embeddings();

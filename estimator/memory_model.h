@@ -30,6 +30,7 @@ struct ModelShape {
   bool layernorm = false;        // LayerNorm (weight + bias) vs RMSNorm
   bool linear_bias = false;      // biases on every linear layer
   bool qkv_bias = false;         // a bias on the QKV projection only
+  bool qk_norm = false;          // norms on Q and K over the head dim
   double learned_positions = 0;  // rows of a learned position embedding
 };
 

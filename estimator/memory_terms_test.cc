@@ -206,6 +206,17 @@ TEST(MemoryTermsTest, HeadDimSetsAttentionWidths) {
                    2 * layer_activations + kEmbeddingBf16 + kHeadBf16);
 }
 
+// QK-norm: one RMSNorm of d = 128 for Q and one for K (2d parameters a
+// layer); their inputs, Q (2 x a*d) and K (2 x k*d), stored once more.
+TEST(MemoryTermsTest, QkNormAddsItsWeightsAndInputs) {
+  ModelShape m = Small();
+  m.qk_norm = true;
+  EXPECT_DOUBLE_EQ(TotalParameters(m), kModelParams + 2 * 2 * 128);
+  EXPECT_DOUBLE_EQ(Activations(m, OneGpu()),
+                   2 * (kLayerBf16 + 1024.0 * (2 * 1024 + 2 * 1024)) +
+                       kEmbeddingBf16 + kHeadBf16);
+}
+
 // GPT's MLP [K]: 2h*h_ffn parameters; input 2sbh (among the 12), GeLU
 // input and output 2sb*h_ffn each: 4h_ffn/h. LayerNorm adds a bias to each
 // norm; biases on every linear layer; a learned position embedding of
