@@ -121,6 +121,8 @@ struct DecisionLog::Shared {
   bool reopen = false;
   bool stopping = false;
   bool finished = false;                // the writer has returned
+  bool closed = false;                  // Close ran
+  size_t left_at_close = 0;             // what it reported
   absl::Time stop_by = absl::InfiniteFuture();
   std::atomic<int64_t> write_started_micros{0};  // 0: no write under way
 
@@ -265,6 +267,7 @@ DecisionLog::~DecisionLog() { Close(absl::Now() + absl::Seconds(1)); }
 size_t DecisionLog::Close(absl::Time deadline) {
   Shared& s = *shared_;
   std::unique_lock<std::mutex> lock(s.mu);
+  if (s.closed) return s.left_at_close;  // the destructor after an explicit Close
   if (!s.stopping) {
     s.stopping = true;
     s.stop_by = deadline;
@@ -285,7 +288,9 @@ size_t DecisionLog::Close(absl::Time deadline) {
     ::close(s.fd);
     s.fd = -1;
   }
-  return s.finished ? left : std::max<size_t>(left, 1);
+  s.closed = true;
+  s.left_at_close = s.finished ? left : std::max<size_t>(left, 1);
+  return s.left_at_close;
 }
 
 bool DecisionLog::Healthy() const {
