@@ -1,6 +1,7 @@
 #include "estimator/assumptions.h"
 
 #include "absl/strings/str_cat.h"
+#include "estimator/memory_model.h"
 
 namespace memgate {
 
@@ -33,6 +34,49 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
     const float momentum = t.has_sgd_momentum() ? t.sgd_momentum() : 0.9f;
     out.push_back(momentum > 0 ? "SGD with momentum: 4 B of state a parameter"
                                : "SGD without momentum: no optimizer state");
+  }
+  const Layout l = LayoutOf(job);
+  if (l.precision_aware) {
+    out.push_back(absl::StrCat(
+        "precision-aware optimizer: ", l.main_grad_bytes,
+        " B gradients, ", l.master_bytes, " B master weights",
+        l.master_bytes == 2 && t.precision_aware_optimizer()
+                                       .main_params_dtype() != v1::DTYPE_FP16
+            ? " (16-bit remainders, TransformerEngine 2.1 or later)"
+            : "",
+        ", ", l.exp_avg_bytes + l.exp_avg_sq_bytes,
+        " B Adam states a parameter"));
+  }
+  if (l.optimizer_offload > 0) {
+    out.push_back(absl::StrCat("optimizer CPU offload: ",
+                               l.optimizer_offload * 100,
+                               "% of the optimizer in host memory"));
+  }
+  if (l.fp8) {
+    out.push_back(absl::StrCat(
+        "fp8 (TransformerEngine", l.fp8_scale_bytes > 0 ? ", MXFP8" : "",
+        "): ",
+        l.fp8_param_gather ? "GEMM weights in fp8 only"
+                           : "+2 B fp8 copies of each GEMM weight",
+        "; GEMM inputs saved in fp8"));
+  }
+  switch (l.sharding) {
+    case FsdpSharding::kNoShard:
+      out.push_back("Megatron-FSDP no_shard: nothing sharded");
+      break;
+    case FsdpSharding::kOptim:
+      out.push_back("Megatron-FSDP optim: optimizer states sharded");
+      break;
+    case FsdpSharding::kOptimGrads:
+      out.push_back("Megatron-FSDP optim_grads: optimizer states and "
+                    "gradients sharded, two units' gradients un-sharded");
+      break;
+    case FsdpSharding::kOptimGradsParams:
+      out.push_back("Megatron-FSDP optim_grads_params: all model states "
+                    "sharded, two units' weights and gradients un-sharded");
+      break;
+    default:
+      break;
   }
   if (t.hidden_dropout() > 0) {
     out.push_back(absl::StrCat("hidden dropout ", t.hidden_dropout(),

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "estimator/catalog.h"
@@ -477,13 +478,6 @@ absl::Status FillPrecision(const Arguments& args, MegatronLaunch& launch) {
     return Bad("accumulate-allreduce-grads-in-fp32",
                "with --fp16 (fp32 gradients of fp16 weights) is not modelled");
   }
-  for (const char* dtype : {"main-grads-dtype", "main-params-dtype",
-                            "exp-avg-dtype", "exp-avg-sq-dtype"}) {
-    if (args.Has(dtype) && args.Text(dtype) != "fp32") {
-      return Bad(dtype, absl::StrCat("'", args.Text(dtype),
-                                     "' is not modelled (fp32 only)"));
-    }
-  }
   if (bf16) {
     t.set_precision(args.Has("grad-reduce-in-bf16")
                         ? v1::PRECISION_BF16_BF16_GRADS
@@ -622,6 +616,168 @@ absl::Status FillOptimizer(const Arguments& args, MegatronLaunch& launch) {
   return absl::OkStatus();
 }
 
+// A dtype argument's value: `allowed` names Megatron's choices.
+absl::StatusOr<v1::DType> DTypeArgument(const Arguments& args,
+                                        const char* name,
+                                        const std::set<std::string>& allowed) {
+  if (!args.Has(name)) return v1::DTYPE_UNSPECIFIED;
+  const std::string text = args.Text(name);
+  if (!allowed.count(text)) {
+    return Bad(name, absl::StrCat("'", text, "' is not one of Megatron's "
+                                  "choices (", absl::StrJoin(allowed, ", "),
+                                  ")"));
+  }
+  static const auto* dtypes = new std::map<std::string, v1::DType>{
+      {"fp32", v1::DTYPE_FP32}, {"bf16", v1::DTYPE_BF16},
+      {"fp16", v1::DTYPE_FP16}, {"fp8", v1::DTYPE_FP8}};
+  return dtypes->at(text);
+}
+
+// --use-precision-aware-optimizer and its dtypes, --optimizer-cpu-offload
+// (Megatron-LM arguments.py: the dtypes must stay fp32 without the
+// precision-aware optimizer, and offload needs it).
+absl::Status FillOptimizerStorage(const Arguments& args,
+                                  MegatronLaunch& launch) {
+  v1::TrainingConfig& t = *launch.job.mutable_training();
+  const bool precision_aware = args.Has("use-precision-aware-optimizer");
+  MEMGATE_ASSIGN_OR_RETURN(
+      grads, DTypeArgument(args, "main-grads-dtype", {"fp32", "bf16"}));
+  MEMGATE_ASSIGN_OR_RETURN(
+      params, DTypeArgument(args, "main-params-dtype", {"fp32", "fp16"}));
+  MEMGATE_ASSIGN_OR_RETURN(
+      exp_avg, DTypeArgument(args, "exp-avg-dtype",
+                             {"fp32", "fp16", "bf16", "fp8"}));
+  MEMGATE_ASSIGN_OR_RETURN(
+      exp_avg_sq, DTypeArgument(args, "exp-avg-sq-dtype",
+                                {"fp32", "fp16", "bf16", "fp8"}));
+  if (!precision_aware) {
+    for (const auto& [name, dtype] :
+         {std::pair<const char*, v1::DType>{"main-grads-dtype", grads},
+          {"main-params-dtype", params},
+          {"exp-avg-dtype", exp_avg},
+          {"exp-avg-sq-dtype", exp_avg_sq}}) {
+      if (dtype != v1::DTYPE_UNSPECIFIED && dtype != v1::DTYPE_FP32) {
+        return Bad(name, "can only be fp32 without "
+                         "--use-precision-aware-optimizer");
+      }
+    }
+  } else {
+    if (!args.Has("bf16")) {
+      return Bad("use-precision-aware-optimizer",
+                 "is modelled with --bf16 only");
+    }
+    if (grads == v1::DTYPE_BF16 &&
+        args.Has("accumulate-allreduce-grads-in-fp32")) {
+      return Bad("main-grads-dtype",
+                 "can only be fp32 with --accumulate-allreduce-grads-in-fp32");
+    }
+    v1::PrecisionAwareOptimizer& pa = *t.mutable_precision_aware_optimizer();
+    pa.set_main_grads_dtype(grads);
+    pa.set_main_params_dtype(params);
+    pa.set_exp_avg_dtype(exp_avg);
+    pa.set_exp_avg_sq_dtype(exp_avg_sq);
+    if (grads == v1::DTYPE_BF16) {
+      t.set_precision(v1::PRECISION_BF16_BF16_GRADS);
+    }
+  }
+  if (args.Has("optimizer-cpu-offload")) {
+    if (!precision_aware) {
+      return Bad("optimizer-cpu-offload",
+                 "needs --use-precision-aware-optimizer (as Megatron "
+                 "requires)");
+    }
+    MEMGATE_ASSIGN_OR_RETURN(fraction,
+                             args.Decimal("optimizer-offload-fraction", 1.0));
+    if (fraction > 1) {
+      return Bad("optimizer-offload-fraction", "must be at most 1");
+    }
+    if (!args.Has("optimizer-offload-fraction")) {
+      launch.notes.push_back(
+          "--optimizer-cpu-offload without --optimizer-offload-fraction: "
+          "Megatron's default 1.0 (the whole optimizer in host memory)");
+    }
+    t.set_optimizer_offload_fraction(fraction);
+  }
+  return absl::OkStatus();
+}
+
+// TransformerEngine fp8 (--fp8-format, or --fp8 as TransformerConfig
+// spells it) with its recipe and --fp8-param-gather.
+absl::Status FillFp8(const Arguments& args, MegatronLaunch& launch) {
+  const char* format_flag = args.Has("fp8-format") ? "fp8-format" : "fp8";
+  if (!args.Has(format_flag)) {
+    for (const char* needs_fp8 : {"fp8-recipe", "fp8-param-gather"}) {
+      if (args.Has(needs_fp8)) return Bad(needs_fp8, "needs --fp8-format");
+    }
+    return absl::OkStatus();
+  }
+  const std::string format = args.Text(format_flag);
+  if (format != "e4m3" && format != "hybrid") {
+    return Bad(format_flag,
+               absl::StrCat("must be e4m3 or hybrid (got '", format, "')"));
+  }
+  if (!args.Has("bf16") && !args.Has("fp16")) {
+    return Bad(format_flag, "needs --bf16 or --fp16");
+  }
+  v1::Fp8& fp8 = *launch.job.mutable_training()->mutable_fp8();
+  const std::string recipe =
+      args.Has("fp8-recipe") ? args.Text("fp8-recipe") : "delayed";
+  static const auto* recipes = new std::map<std::string, v1::Fp8::Recipe>{
+      {"delayed", v1::Fp8::RECIPE_DELAYED},
+      {"tensorwise", v1::Fp8::RECIPE_TENSORWISE},
+      {"blockwise", v1::Fp8::RECIPE_BLOCKWISE},
+      {"mxfp8", v1::Fp8::RECIPE_MXFP8}};
+  auto it = recipes->find(recipe);
+  if (it == recipes->end()) {
+    return Bad("fp8-recipe", absl::StrCat("'", recipe, "' is not modelled "
+                                          "(delayed, tensorwise, blockwise, "
+                                          "mxfp8)"));
+  }
+  if (!args.Has("fp8-recipe")) {
+    launch.notes.push_back("no --fp8-recipe: Megatron's default delayed");
+  }
+  fp8.set_recipe(it->second);
+  fp8.set_param_gather(args.Has("fp8-param-gather"));
+  return absl::OkStatus();
+}
+
+// Megatron-FSDP: --use-megatron-fsdp (or its older name --use-custom-fsdp)
+// with --data-parallel-sharding-strategy.
+absl::Status FillFsdp(const Arguments& args, MegatronLaunch& launch) {
+  const char* flag = args.Has("use-megatron-fsdp") ? "use-megatron-fsdp"
+                                                   : "use-custom-fsdp";
+  if (!args.Has(flag)) {
+    if (args.Has("data-parallel-sharding-strategy")) {
+      return Bad("data-parallel-sharding-strategy",
+                 "needs --use-megatron-fsdp");
+    }
+    return absl::OkStatus();
+  }
+  if (!args.Has("data-parallel-sharding-strategy")) {
+    // core_r0.12 defaulted to no_shard, later releases to
+    // optim_grads_params: 3x apart in model-state memory.
+    return Bad(flag, "give --data-parallel-sharding-strategy: its default "
+                     "differs between Megatron releases (no_shard, later "
+                     "optim_grads_params)");
+  }
+  static const auto* strategies =
+      new std::map<std::string, v1::DataParallelSharding>{
+          {"no_shard", v1::DATA_PARALLEL_SHARDING_NO_SHARD},
+          {"optim", v1::DATA_PARALLEL_SHARDING_OPTIM},
+          {"optim_grads", v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS},
+          {"optim_grads_params",
+           v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS}};
+  const std::string strategy = args.Text("data-parallel-sharding-strategy");
+  auto it = strategies->find(strategy);
+  if (it == strategies->end()) {
+    return Bad("data-parallel-sharding-strategy",
+               absl::StrCat("'", strategy, "' is not one of no_shard, optim, "
+                            "optim_grads, optim_grads_params"));
+  }
+  launch.job.mutable_parallel()->set_data_parallel_sharding(it->second);
+  return absl::OkStatus();
+}
+
 absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
   v1::TrainingConfig& t = *launch.job.mutable_training();
   MEMGATE_ASSIGN_OR_RETURN(seq, args.Number("seq-length", 0));
@@ -631,14 +787,24 @@ absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
   t.set_seq_length(seq);
   t.set_micro_batch_size(mbs);
   t.set_global_batch_size(gbs);
-  for (auto fill : {FillPrecision, FillActivations, FillOptimizer}) {
+  for (auto fill : {FillPrecision, FillActivations, FillOptimizer,
+                    FillOptimizerStorage, FillFp8, FillFsdp}) {
     if (absl::Status s = fill(args, launch); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
 
-// Arguments the table refuses, named with the reason.
+// Arguments the table refuses, named with the reason, and partly modelled
+// ones whose other values are refused.
 absl::Status RefuseUnmodelled(const Arguments& args) {
+  for (const auto& [name, only] :
+       {std::pair<const char*, const char*>{"cuda-graph-impl", "none"},
+        {"outer-dp-sharding-strategy", "no_shard"}}) {
+    if (args.Has(name) && args.Text(name) != only) {
+      return Bad(name, absl::StrCat("'", args.Text(name), "' is not modelled "
+                                    "(", only, " only)"));
+    }
+  }
   for (const auto& [name, value] : args.values()) {
     const MegatronArgument* a = FindMegatronArgument(name);
     if (a != nullptr && a->handling == Handling::kRefused) {

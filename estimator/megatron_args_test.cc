@@ -264,6 +264,69 @@ TEST(MegatronArgsTest, MemoryArgumentsMapToTheJob) {
             v1::MLP_ACTIVATION_GELU);
 }
 
+// Each optimizer-storage, fp8 and FSDP argument reaches the job and moves
+// the estimate the way its term says.
+TEST(MegatronArgsTest, OptimizerStorageFp8AndFsdpMoveThePeakTheRightWay) {
+  const std::string base = std::string(kLlama31_8B);
+  auto parse = [&](const std::string& extra) {
+    absl::StatusOr<MegatronLaunch> l =
+        ParseMegatronLaunch(Words(base + " " + extra), nullptr);
+    EXPECT_TRUE(l.ok()) << extra << ": " << l.status();
+    v1::Job job = l.ok() ? l->job : v1::Job();
+    job.mutable_accelerator()->set_name("h100-80gb");
+    return job;
+  };
+  auto peak = [](const v1::Job& job) {
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? e->peak().total_bytes() : 0.0;
+  };
+  const double baseline = peak(parse(""));
+
+  const v1::Job pa = parse(
+      "--use-precision-aware-optimizer --main-grads-dtype bf16 "
+      "--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16");
+  ASSERT_TRUE(pa.training().has_precision_aware_optimizer());
+  EXPECT_EQ(pa.training().precision_aware_optimizer().exp_avg_dtype(),
+            v1::DTYPE_BF16);
+  EXPECT_EQ(pa.training().precision(), v1::PRECISION_BF16_BF16_GRADS);
+  EXPECT_LT(peak(pa), baseline);
+
+  const v1::Job offload = parse(
+      "--use-precision-aware-optimizer --optimizer-cpu-offload "
+      "--optimizer-offload-fraction 0.5");
+  EXPECT_DOUBLE_EQ(offload.training().optimizer_offload_fraction(), 0.5);
+  EXPECT_LT(peak(offload), baseline);
+  EXPECT_DOUBLE_EQ(parse("--use-precision-aware-optimizer "
+                         "--optimizer-cpu-offload")
+                       .training()
+                       .optimizer_offload_fraction(),
+                   1.0);  // Megatron's default fraction
+
+  const v1::Job fp8 = parse("--fp8-format hybrid");
+  ASSERT_TRUE(fp8.training().has_fp8());
+  EXPECT_EQ(fp8.training().fp8().recipe(), v1::Fp8::RECIPE_DELAYED);
+  const v1::Job fp8_gather =
+      parse("--fp8-format hybrid --fp8-recipe tensorwise --fp8-param-gather");
+  EXPECT_TRUE(fp8_gather.training().fp8().param_gather());
+  EXPECT_EQ(fp8_gather.training().fp8().recipe(), v1::Fp8::RECIPE_TENSORWISE);
+  // The fp8 weight copies cost more than the fp8 activations save here;
+  // keeping the weights in fp8 only is cheaper than bf16.
+  EXPECT_GT(peak(fp8), baseline);
+  EXPECT_LT(peak(fp8_gather), baseline);
+  EXPECT_EQ(parse("--fp8 e4m3").training().has_fp8(), true);
+
+  const v1::Job zero3 = parse(
+      "--use-megatron-fsdp --data-parallel-sharding-strategy "
+      "optim_grads_params");
+  EXPECT_EQ(zero3.parallel().data_parallel_sharding(),
+            v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS);
+  EXPECT_LT(peak(zero3), baseline);
+  const v1::Job no_shard = parse(
+      "--use-custom-fsdp --data-parallel-sharding-strategy no_shard");
+  EXPECT_GT(peak(no_shard), baseline);
+}
+
 // Megatron counts the embedding / the loss as a layer in the split: 32
 // layers + 2 over 2 stages is 17 each, so 16 transformer layers each; with
 // the embedding only, 33 does not split over 2 (refused), over 3 it is 11:

@@ -91,6 +91,18 @@ TEST(MegatronArgumentsTest, UnmodelledValuesAreRefusedByName) {
       {"--recompute-num-layers", "2"},
       {"--attention-backend", "unfused", "--attention-softmax-in-fp32"},
       {"--fp16", "--accumulate-allreduce-grads-in-fp32"},
+      {"--optimizer-cpu-offload"},
+      {"--use-precision-aware-optimizer", "--main-params-dtype", "bf16"},
+      {"--use-precision-aware-optimizer", "--optimizer-cpu-offload",
+       "--optimizer-offload-fraction", "1.5"},
+      {"--fp8-format", "e5m2"},
+      {"--fp8-format", "e4m3", "--fp8-recipe", "custom"},
+      {"--fp8-param-gather"},
+      {"--use-megatron-fsdp"},
+      {"--use-megatron-fsdp", "--data-parallel-sharding-strategy", "zero9"},
+      {"--data-parallel-sharding-strategy", "optim"},
+      {"--outer-dp-sharding-strategy", "optim"},
+      {"--cuda-graph-impl", "local"},
   };
   for (const std::vector<std::string>& extra : cases) {
     std::vector<std::string> argv = LlamaLaunch();

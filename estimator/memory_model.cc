@@ -20,31 +20,53 @@
 //      interleaved: 2(p - rank - 1) + (v - 1) * p warm-up forwards of model
 //      chunks, in groups of p micro-batches per chunk, at most m * v), which
 //      reproduces Korthikanti's interleaving factor 1 + (p - 1) / (p * v).
+// [PA] Megatron-LM megatron/core/optimizer/optimizer_config.py and
+//      distrib_optimizer.py (precision-aware optimizer: main_grads_dtype,
+//      main_params_dtype, exp_avg(_sq)_dtype; store_param_remainders keeps
+//      an int16 remainder as the master of a bf16 weight) and
+//      optimizer/cpu_offloading/hybrid_optimizer.py (the first
+//      offload_fraction of the rank's parameters have their fp32 copies and
+//      Adam states in host memory).
+// [TE] TransformerEngine docs, "Performance considerations: handling
+//      transposes" (fp8 tensors in rowwise and columnwise usages; MXFP8 one
+//      E8M0 scale per 32 elements) and its Linear / LayerNormLinear modules,
+//      which save the fp8-quantized GEMM input for backward.
+// [MF] Megatron-LM docs/user-guide/features/megatron_fsdp.md: ZeRO-1/2/3
+//      sharding over the data-parallel ranks; "at least two FSDP units
+//      worth of un-sharded weight memory" and of gradient memory.
 
 namespace memgate {
 namespace {
 
-// ---- Bytes per parameter [P 3.1.1, MD] -----------------------------------
+// ---- Bytes per parameter [P 3.1.1, MD, PA] -------------------------------
 
 double WeightBytesPerParameter(v1::Precision precision) {
   return precision == v1::PRECISION_FP32 ? 4 : 2;
 }
 
-double GradientBytesPerParameter(v1::Precision precision) {
-  switch (precision) {
+// The gradient buffer: bf16 gradients with --grad-reduce-in-bf16 or a
+// precision-aware optimizer's --main-grads-dtype bf16 [PA], fp16 with
+// fp16 training, else fp32 (bf16 forces fp32 accumulation in Megatron).
+double GradientBytesPerParameter(const Layout& l) {
+  if (l.precision_aware) return l.main_grad_bytes;
+  switch (l.precision) {
     case v1::PRECISION_BF16_BF16_GRADS:
     case v1::PRECISION_FP16:
       return 2;
     default:
-      return 4;  // fp32 accumulation (bf16 forces it in Megatron), or fp32
+      return 4;
   }
 }
 
 // Optimizer states, before sharding: an fp32 master copy of low-precision
 // weights (4 B), for fp16 also an fp32 copy of the gradients (4 B) [MD],
 // and the optimizer's own state: Adam's m and v (8 B), SGD's momentum
-// (4 B, none without momentum).
+// (4 B, none without momentum). The precision-aware optimizer stores the
+// master weight and m, v in their chosen dtypes [PA].
 double OptimizerBytesPerParameter(const Layout& l) {
+  if (l.precision_aware) {
+    return l.master_bytes + l.exp_avg_bytes + l.exp_avg_sq_bytes;
+  }
   double bytes = 0;
   if (l.precision != v1::PRECISION_FP32) bytes += 4;
   if (l.precision == v1::PRECISION_FP16) bytes += 4;
@@ -54,6 +76,17 @@ double OptimizerBytesPerParameter(const Layout& l) {
     bytes += 8;
   }
   return bytes;
+}
+
+// fp8 copies of the linear layers' weights [TE]: TransformerEngine keeps
+// each fp8 weight in two usages, rowwise for fprop and columnwise (the
+// transpose, on Hopper) for dgrad, cached for the whole step: 2 B a
+// weight beside the bf16 one. With --fp8-param-gather the fp8 pair
+// replaces the bf16 weight (2 B instead of 2 B: nothing added).
+double Fp8WeightCopyBytesPerParameter(const Layout& l) {
+  if (!l.fp8) return 0;
+  return l.fp8_param_gather ? 2 * l.fp8_scale_bytes
+                            : 2 * (1 + l.fp8_scale_bytes);
 }
 
 // Bytes of one activation element: 2 in bf16/fp16, 4 in fp32 training.
@@ -100,6 +133,15 @@ double LayerParameters(const ModelShape& m, const Layout& l) {
   return split / l.tensor + replicated;
 }
 
+// The weights of the layer's four GEMMs on one tensor-parallel rank (no
+// biases, no norms): what TransformerEngine runs in fp8 [TE].
+double LinearWeightParameters(const ModelShape& m, const Layout& l) {
+  const double h = m.hidden;
+  const double attention =
+      h * (QueryWidth(m) + 2 * KeyValueWidth(m)) + QueryWidth(m) * h;
+  return (attention + (m.gelu_mlp ? 2 : 3) * h * m.ffn_hidden) / l.tensor;
+}
+
 // ---- Activations of one transformer layer, one micro-batch ----------------
 
 double LocalTokens(const Layout& l) {  // s*b on this context-parallel rank
@@ -131,6 +173,16 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l) {
   double bytes = e * sb * width / l.tensor;
   bytes += l.sequence_parallel ? sbh * hidden_sized / l.tensor
                                : sbh * hidden_sized;
+  if (l.fp8) {
+    // [TE] the QKV and first MLP GEMMs save their inputs (the norms'
+    // outputs) in fp8, and the second MLP GEMM its input (the activation's
+    // output, sb*h_ffn); the output projection saves an fp8 copy of the
+    // attention output beside the 2-byte one FlashAttention keeps.
+    const double f8 = 1 + l.fp8_scale_bytes;
+    const double norm_outputs = 2 * (f8 - 2) * sbh;
+    bytes += l.sequence_parallel ? norm_outputs / l.tensor : norm_outputs;
+    bytes += ((f8 - 2) * m.ffn_hidden + f8 * QueryWidth(m)) * sb / l.tensor;
+  }
   if (l.unfused_attention && l.recompute != RecomputeKind::kSelective) {
     // a/t heads, s x s scores over the whole sequence (no CP: validated).
     const double scores = m.heads / l.tensor * l.seq_length * l.seq_length *
@@ -230,6 +282,50 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
   return m;
 }
 
+namespace {
+
+double DTypeBytes(v1::DType dtype) {
+  switch (dtype) {
+    case v1::DTYPE_BF16:
+    case v1::DTYPE_FP16:
+      return 2;
+    case v1::DTYPE_FP8:
+      return 1;
+    default:
+      return 4;  // fp32, and every unset dtype's default
+  }
+}
+
+// The precision-aware optimizer's bytes [PA]. The master weight of a bf16
+// weight is an int16 remainder when TE's FusedAdam manages it (fp32 main
+// params, no fp8 recipe other than delayed, no CPU offload, whose hybrid
+// optimizer keeps full fp32 copies); with fp16 main params it is 2 B.
+void ResolveOptimizerStorage(const v1::Job& job, Layout& l) {
+  const v1::TrainingConfig& train = job.training();
+  l.optimizer_offload = train.optimizer_offload_fraction();
+  if (!train.has_precision_aware_optimizer()) return;
+  const v1::PrecisionAwareOptimizer& pa = train.precision_aware_optimizer();
+  l.precision_aware = true;
+  l.main_grad_bytes =
+      pa.main_grads_dtype() != v1::DTYPE_UNSPECIFIED
+          ? DTypeBytes(pa.main_grads_dtype())
+          : (l.precision == v1::PRECISION_BF16_BF16_GRADS ? 2 : 4);
+  l.exp_avg_bytes = DTypeBytes(pa.exp_avg_dtype());
+  l.exp_avg_sq_bytes = DTypeBytes(pa.exp_avg_sq_dtype());
+  const bool te_manages_master =
+      l.optimizer_offload == 0 &&
+      (!train.has_fp8() || train.fp8().recipe() == v1::Fp8::RECIPE_DELAYED ||
+       train.fp8().recipe() == v1::Fp8::RECIPE_UNSPECIFIED);
+  const bool remainders =
+      te_manages_master && l.precision != v1::PRECISION_FP16 &&
+      (!pa.has_store_param_remainders() || pa.store_param_remainders());
+  l.master_bytes = pa.main_params_dtype() == v1::DTYPE_FP16 || remainders
+                       ? 2
+                       : 4;
+}
+
+}  // namespace
+
 Layout LayoutOf(const v1::Job& job) {
   const v1::ParallelConfig& par = job.parallel();
   const v1::TrainingConfig& train = job.training();
@@ -263,6 +359,29 @@ Layout LayoutOf(const v1::Job& job) {
                       ? RecomputeKind::kFullBlock
                       : RecomputeKind::kFullUniform;
     l.recompute_layers = r.num_layers();
+  }
+  ResolveOptimizerStorage(job, l);
+  if (train.has_fp8()) {
+    l.fp8 = true;
+    l.fp8_param_gather = train.fp8().param_gather();
+    l.fp8_scale_bytes =
+        train.fp8().recipe() == v1::Fp8::RECIPE_MXFP8 ? 1.0 / 32 : 0;
+  }
+  switch (par.data_parallel_sharding()) {
+    case v1::DATA_PARALLEL_SHARDING_NO_SHARD:
+      l.sharding = FsdpSharding::kNoShard;
+      break;
+    case v1::DATA_PARALLEL_SHARDING_OPTIM:
+      l.sharding = FsdpSharding::kOptim;
+      break;
+    case v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS:
+      l.sharding = FsdpSharding::kOptimGrads;
+      break;
+    case v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS:
+      l.sharding = FsdpSharding::kOptimGradsParams;
+      break;
+    default:
+      break;
   }
   return l;
 }
@@ -307,6 +426,22 @@ double EmbeddingMicrobatchesInFlight(const Layout& l, double in_flight) {
          std::clamp(m - before, 0.0, std::min(rest, l.pipeline));
 }
 
+// Parameters of the two largest FSDP units of a stage [MF]: its layers,
+// the embedding on the first stage, the LM head on the last.
+double TwoLargestUnits(const ModelShape& m, const Layout& l, uint32_t stage,
+                       double stage_layers) {
+  const double layer = LayerParameters(m, l);
+  const double vocab_shard = m.hidden * m.vocab / l.tensor;
+  double units[4] = {stage_layers >= 1 ? layer : 0,
+                     stage_layers >= 2 ? layer : 0, 0, 0};
+  if (stage == 0) units[2] = vocab_shard + m.learned_positions * m.hidden;
+  if (stage + 1 >= l.pipeline && !(stage == 0 && m.tied_embeddings)) {
+    units[3] = vocab_shard;
+  }
+  std::sort(units, units + 4);
+  return units[3] + units[2];
+}
+
 }  // namespace
 
 StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
@@ -325,12 +460,32 @@ StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
 
   StageFigures f;
   f.parameters = params;
-  f.weight_bytes = WeightBytesPerParameter(l.precision) * params;
-  f.gradient_bytes = GradientBytesPerParameter(l.precision) * params;
-  // The distributed optimizer shards its states over d*c ranks [P 3.1.4].
-  const double optimizer_shards =
-      l.distributed_optimizer ? l.data * l.context : 1;
-  f.optimizer_bytes = OptimizerBytesPerParameter(l) * params / optimizer_shards;
+  const double shards = l.data * l.context;  // the d*c data-parallel ranks
+  const bool shard_params = l.sharding == FsdpSharding::kOptimGradsParams;
+  const bool shard_grads =
+      shard_params || l.sharding == FsdpSharding::kOptimGrads;
+  const bool shard_optimizer =
+      l.sharding == FsdpSharding::kNone ? l.distributed_optimizer
+                                        : l.sharding != FsdpSharding::kNoShard;
+  // Megatron-FSDP holds two FSDP units (a layer, the embedding, the LM
+  // head) un-sharded at any time, for weights and for gradients [MF].
+  const double gathered = shard_grads ? TwoLargestUnits(m, l, stage,
+                                                        stage_layers)
+                                      : 0;
+  const double weight_bytes = WeightBytesPerParameter(l.precision);
+  f.weight_bytes = shard_params ? weight_bytes * (params / shards + gathered)
+                                : weight_bytes * params;
+  f.weight_bytes += Fp8WeightCopyBytesPerParameter(l) * stage_layers *
+                    LinearWeightParameters(m, l);
+  const double gradient_bytes = GradientBytesPerParameter(l);
+  f.gradient_bytes = shard_grads
+                         ? gradient_bytes * (params / shards + gathered)
+                         : gradient_bytes * params;
+  // The distributed optimizer shards its states over d*c ranks [P 3.1.4];
+  // a CPU-offloaded share of them lives in host memory [PA].
+  f.optimizer_bytes = OptimizerBytesPerParameter(l) * params *
+                      (1 - l.optimizer_offload) /
+                      (shard_optimizer ? shards : 1);
 
   // Interleaved: each chunk in flight holds L / (p*v) layers.
   const double in_flight = MicrobatchesInFlight(l, stage);

@@ -36,6 +36,11 @@ struct ModelShape {
 
 enum class RecomputeKind { kNone, kSelective, kFullUniform, kFullBlock };
 
+// Megatron-FSDP's --data-parallel-sharding-strategy (ZeRO stages); kNone
+// is no FSDP (the distributed optimizer decides on optimizer states).
+enum class FsdpSharding { kNone, kNoShard, kOptim, kOptimGrads,
+                          kOptimGradsParams };
+
 struct Layout {
   double tensor = 1;    // t
   double pipeline = 1;  // p
@@ -58,6 +63,20 @@ struct Layout {
   bool unfused_attention = false;
   RecomputeKind recompute = RecomputeKind::kNone;
   double recompute_layers = 0;  // N of full recomputation
+  // --use-precision-aware-optimizer: bytes a parameter's main gradient,
+  // master weight and Adam states take (resolved by LayoutOf).
+  bool precision_aware = false;
+  double main_grad_bytes = 4;
+  double master_bytes = 4;
+  double exp_avg_bytes = 4;
+  double exp_avg_sq_bytes = 4;
+  // Share of the optimizer held in host memory (--optimizer-offload-fraction).
+  double optimizer_offload = 0;
+  // TransformerEngine fp8: fp8 weight copies and fp8-saved GEMM inputs.
+  bool fp8 = false;
+  bool fp8_param_gather = false;
+  double fp8_scale_bytes = 0;  // per fp8 element: 1/32 for MXFP8, else 0
+  FsdpSharding sharding = FsdpSharding::kNone;
 };
 
 struct StageFigures {

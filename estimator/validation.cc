@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -170,6 +171,100 @@ absl::Status ValidateParallel(const v1::Job& job) {
                          "parallel.tensor_parallel", t);
 }
 
+bool IsBf16(v1::Precision p) {
+  return p == v1::PRECISION_BF16_FP32_GRADS ||
+         p == v1::PRECISION_BF16_BF16_GRADS;
+}
+
+// The precision-aware optimizer, CPU offload, fp8 and FSDP, with the
+// rules Megatron-LM enforces for them (arguments.py, optimizer_config.py).
+absl::Status ValidateOptimizerStorage(const v1::Job& job) {
+  const v1::TrainingConfig& tr = job.training();
+  if (tr.has_precision_aware_optimizer()) {
+    const v1::PrecisionAwareOptimizer& pa = tr.precision_aware_optimizer();
+    if (tr.optimizer() == v1::OPTIMIZER_SGD) {
+      return Invalid("training.precision_aware_optimizer",
+                     "needs Adam (Megatron: only supported with adam)",
+                     "OPTIMIZER_SGD");
+    }
+    if (!IsBf16(tr.precision())) {
+      return Invalid("training.precision_aware_optimizer",
+                     "is modelled with bf16 training only",
+                     v1::Precision_Name(tr.precision()));
+    }
+    const auto one_of = [](v1::DType d, std::initializer_list<v1::DType> ok) {
+      for (v1::DType x : ok) {
+        if (d == x) return true;
+      }
+      return d == v1::DTYPE_UNSPECIFIED;
+    };
+    const struct {
+      const char* field;
+      v1::DType dtype;
+      std::initializer_list<v1::DType> allowed;
+      const char* rule;
+    } dtypes[] = {
+        {"training.precision_aware_optimizer.main_grads_dtype",
+         pa.main_grads_dtype(), {v1::DTYPE_FP32, v1::DTYPE_BF16},
+         "must be fp32 or bf16"},
+        {"training.precision_aware_optimizer.main_params_dtype",
+         pa.main_params_dtype(), {v1::DTYPE_FP32, v1::DTYPE_FP16},
+         "must be fp32 or fp16"},
+        {"training.precision_aware_optimizer.exp_avg_dtype",
+         pa.exp_avg_dtype(),
+         {v1::DTYPE_FP32, v1::DTYPE_BF16, v1::DTYPE_FP16, v1::DTYPE_FP8},
+         "must be fp32, bf16, fp16 or fp8"},
+        {"training.precision_aware_optimizer.exp_avg_sq_dtype",
+         pa.exp_avg_sq_dtype(),
+         {v1::DTYPE_FP32, v1::DTYPE_BF16, v1::DTYPE_FP16, v1::DTYPE_FP8},
+         "must be fp32, bf16, fp16 or fp8"},
+    };
+    for (const auto& d : dtypes) {
+      if (!one_of(d.dtype, d.allowed)) {
+        return Invalid(d.field, d.rule, absl::StrCat(d.dtype));
+      }
+    }
+  }
+  const double offload = tr.optimizer_offload_fraction();
+  if (!(offload >= 0 && offload <= 1)) {
+    return Invalid("training.optimizer_offload_fraction",
+                   "must be a fraction in [0, 1]", absl::StrCat(offload));
+  }
+  if (offload > 0 && !tr.has_precision_aware_optimizer()) {
+    return Invalid("training.optimizer_offload_fraction",
+                   "needs training.precision_aware_optimizer (Megatron: "
+                   "--optimizer-cpu-offload needs "
+                   "--use-precision-aware-optimizer)",
+                   absl::StrCat(offload));
+  }
+  const v1::ParallelConfig& par = job.parallel();
+  if (!v1::DataParallelSharding_IsValid(par.data_parallel_sharding())) {
+    return Invalid("parallel.data_parallel_sharding",
+                   "must be a known strategy",
+                   absl::StrCat(par.data_parallel_sharding()));
+  }
+  if (tr.has_fp8()) {
+    if (!IsBf16(tr.precision()) && tr.precision() != v1::PRECISION_FP16) {
+      return Invalid("training.fp8", "needs bf16 or fp16 training",
+                     v1::Precision_Name(tr.precision()));
+    }
+    if (!v1::Fp8::Recipe_IsValid(tr.fp8().recipe())) {
+      return Invalid("training.fp8.recipe", "must be a known recipe",
+                     absl::StrCat(tr.fp8().recipe()));
+    }
+    const auto sharding = par.data_parallel_sharding();
+    if (tr.fp8().param_gather() && !par.distributed_optimizer() &&
+        (sharding == v1::DATA_PARALLEL_SHARDING_UNSPECIFIED ||
+         sharding == v1::DATA_PARALLEL_SHARDING_NO_SHARD)) {
+      return Invalid("training.fp8.param_gather",
+                     "needs the distributed optimizer or FSDP sharding (the "
+                     "fp32 master weights live in the sharded optimizer)",
+                     "true");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateTraining(const v1::Job& job) {
   const v1::TrainingConfig& tr = job.training();
   const v1::ParallelConfig& par = job.parallel();
@@ -256,6 +351,7 @@ absl::Status ValidateTraining(const v1::Job& job) {
                    "method and num_layers apply to GRANULARITY_FULL only",
                    r.ShortDebugString());
   }
+  MEMGATE_RETURN_IF_ERROR(ValidateOptimizerStorage(job));
   const v1::ModelConfig& m = job.model();
   if (m.position_embedding() == v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE &&
       m.max_position_embeddings() != 0 &&

@@ -83,9 +83,9 @@ TEST(CliCheckTest, FlagsFillOrContradictTheLaunch) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--gpu"), std::string::npos) << r.err;
 
-  r = Check(Launch({"--gpu=a100-40gb"}, "--fp8-format=hybrid"));
+  r = Check(Launch({"--gpu=a100-40gb"}, "--use-torch-fsdp2"));
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--fp8-format: not modelled"), std::string::npos)
+  EXPECT_NE(r.err.find("--use-torch-fsdp2: not modelled"), std::string::npos)
       << r.err;
 
   // Interleaving is modelled: 4 layers a chunk over PP 2 is v = 4, and

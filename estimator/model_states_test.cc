@@ -1,0 +1,214 @@
+// Model states and fp8 beyond the paper's setting: the precision-aware
+// optimizer, optimizer CPU offload, Megatron-FSDP's sharding strategies and
+// TransformerEngine fp8. Each expectation is written out from the equation
+// and its source (memory_model.cc [PA], [MF], [TE]) on the small model of
+// memory_terms_test.cc:
+//   L = 2, h = 1024, h_ffn = 4096, a = k = 8, v = 32000 (untied),
+//   s = 1024, b = 1, one pipeline stage, t = c = 1, d = 4.
+// Parameters: a layer 2h^2(1 + k/a) + 3h*h_ffn + 2h = 16,779,264, of which
+// the four GEMMs' weights are 4h^2 + 3h*h_ffn = 16,777,216; the embedding
+// and the LM head 32,768,000 each; the final norm 1024.
+
+#include "estimator/memory_model.h"
+#include "estimator/validation.h"
+#include "gtest/gtest.h"
+
+namespace memgate {
+namespace {
+
+constexpr double kLayer = 16779264;
+constexpr double kLayerGemms = 16777216;
+constexpr double kVocabMatrix = 1024.0 * 32000;
+constexpr double kParams = 2 * kLayer + 2 * kVocabMatrix + 1024;
+constexpr double kSbh = 1024.0 * 1024;
+
+v1::Job SmallJob() {
+  v1::Job job;
+  v1::ModelConfig& m = *job.mutable_model();
+  m.set_num_layers(2);
+  m.set_hidden_size(1024);
+  m.set_ffn_hidden_size(4096);
+  m.set_num_attention_heads(8);
+  m.set_num_query_groups(8);
+  m.set_vocab_size(32000);
+  v1::ParallelConfig& p = *job.mutable_parallel();
+  p.set_tensor_parallel(1);
+  p.set_pipeline_parallel(1);
+  p.set_context_parallel(1);
+  p.set_sequence_parallel(false);
+  p.set_distributed_optimizer(true);
+  v1::TrainingConfig& t = *job.mutable_training();
+  t.set_micro_batch_size(1);
+  t.set_seq_length(1024);
+  t.set_precision(v1::PRECISION_BF16_FP32_GRADS);
+  job.set_num_gpus(4);
+  job.mutable_accelerator()->set_memory_bytes(80ull << 30);
+  return job;
+}
+
+StageFigures Figures(const v1::Job& job) {
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+  return StageMemoryOf(ShapeOf(job.model()), LayoutOf(job), 0, 2);
+}
+
+TEST(ModelStatesTest, BaselineIsTheDistributedOptimizersSixPlusTwelveOverD) {
+  const StageFigures f = Figures(SmallJob());
+  EXPECT_DOUBLE_EQ(f.weight_bytes, 2 * kParams);
+  EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * kParams);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, 12 * kParams / 4);
+}
+
+// [PA] bf16 main gradients 2 B; the fp32 master of a bf16 weight kept as an
+// int16 remainder, 2 B; Adam m in bf16 (2 B) and v in fp8 (1 B).
+TEST(ModelStatesTest, PrecisionAwareOptimizerStoresTheChosenDtypes) {
+  v1::Job job = SmallJob();
+  v1::PrecisionAwareOptimizer& pa =
+      *job.mutable_training()->mutable_precision_aware_optimizer();
+  pa.set_main_grads_dtype(v1::DTYPE_BF16);
+  pa.set_exp_avg_dtype(v1::DTYPE_BF16);
+  pa.set_exp_avg_sq_dtype(v1::DTYPE_FP8);
+  StageFigures f = Figures(job);
+  EXPECT_DOUBLE_EQ(f.gradient_bytes, 2 * kParams);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, (2 + 2 + 1) * kParams / 4);
+
+  pa.set_store_param_remainders(false);  // a full fp32 master: 4 B
+  EXPECT_DOUBLE_EQ(Figures(job).optimizer_bytes, (4 + 2 + 1) * kParams / 4);
+  pa.set_main_params_dtype(v1::DTYPE_FP16);  // fp16 master: 2 B
+  EXPECT_DOUBLE_EQ(Figures(job).optimizer_bytes, (2 + 2 + 1) * kParams / 4);
+
+  // Every dtype left at Megatron's default: fp32 gradients, the 2-byte
+  // remainder, fp32 m and v.
+  v1::Job defaults = SmallJob();
+  defaults.mutable_training()->mutable_precision_aware_optimizer();
+  f = Figures(defaults);
+  EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * kParams);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, (2 + 4 + 4) * kParams / 4);
+}
+
+// [PA] the hybrid optimizer moves the first 25% of the rank's parameters'
+// optimizer to the host; what stays keeps a full fp32 copy (no remainder).
+TEST(ModelStatesTest, OffloadedOptimizerShareLeavesTheGpu) {
+  v1::Job job = SmallJob();
+  job.mutable_training()->mutable_precision_aware_optimizer();
+  job.mutable_training()->set_optimizer_offload_fraction(0.25);
+  EXPECT_DOUBLE_EQ(Figures(job).optimizer_bytes,
+                   (4 + 4 + 4) * kParams / 4 * 0.75);
+  job.mutable_training()->set_optimizer_offload_fraction(1);
+  EXPECT_DOUBLE_EQ(Figures(job).optimizer_bytes, 0);
+}
+
+// [MF] the two largest FSDP units of the single stage are the embedding and
+// the LM head (32,768,000 each, larger than a layer), held un-sharded.
+TEST(ModelStatesTest, MegatronFsdpShardsByStrategyPlusTwoUnits) {
+  constexpr double kTwoUnits = 2 * kVocabMatrix;
+  v1::Job job = SmallJob();
+  job.mutable_parallel()->set_data_parallel_sharding(
+      v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS);
+  StageFigures f = Figures(job);
+  EXPECT_DOUBLE_EQ(f.weight_bytes, 2 * (kParams / 4 + kTwoUnits));
+  EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * (kParams / 4 + kTwoUnits));
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, 12 * kParams / 4);
+
+  job.mutable_parallel()->set_data_parallel_sharding(
+      v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS);
+  f = Figures(job);
+  EXPECT_DOUBLE_EQ(f.weight_bytes, 2 * kParams);
+  EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * (kParams / 4 + kTwoUnits));
+
+  job.mutable_parallel()->set_data_parallel_sharding(
+      v1::DATA_PARALLEL_SHARDING_OPTIM);
+  f = Figures(job);
+  EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * kParams);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, 12 * kParams / 4);
+
+  // no_shard keeps the whole optimizer, whatever distributed_optimizer says.
+  job.mutable_parallel()->set_data_parallel_sharding(
+      v1::DATA_PARALLEL_SHARDING_NO_SHARD);
+  EXPECT_DOUBLE_EQ(Figures(job).optimizer_bytes, 12 * kParams);
+
+  // With tied embeddings on one stage the one matrix is one unit: the two
+  // largest are it and a layer.
+  job.mutable_model()->set_tie_word_embeddings(true);
+  job.mutable_parallel()->set_data_parallel_sharding(
+      v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS);
+  const double tied = 2 * kLayer + kVocabMatrix + 1024;
+  EXPECT_DOUBLE_EQ(Figures(job).weight_bytes,
+                   2 * (tied / 4 + kVocabMatrix + kLayer));
+}
+
+// [TE] delayed-scaling fp8: 2 B of fp8 copies per GEMM weight; per layer the
+// two norm outputs drop from 2 to 1 B (-2 sbh), the second MLP GEMM's input
+// too (-sb*h_ffn = -4 sbh), the attention output gains an fp8 copy
+// (+sb*a*d = +1 sbh): 48 sbh becomes 43 sbh.
+TEST(ModelStatesTest, Fp8AddsWeightCopiesAndSavesGemmInputsInOneByte) {
+  const StageFigures bf16 = Figures(SmallJob());
+  v1::Job job = SmallJob();
+  job.mutable_training()->mutable_fp8()->set_recipe(
+      v1::Fp8::RECIPE_DELAYED);
+  StageFigures f = Figures(job);
+  EXPECT_DOUBLE_EQ(f.weight_bytes, 2 * kParams + 2 * 2 * kLayerGemms);
+  EXPECT_DOUBLE_EQ(f.activation_bytes, bf16.activation_bytes - 2 * 5 * kSbh);
+
+  // --fp8-param-gather: the fp8 pair replaces the bf16 weight.
+  job.mutable_training()->mutable_fp8()->set_param_gather(true);
+  EXPECT_DOUBLE_EQ(Figures(job).weight_bytes, 2 * kParams);
+
+  // MXFP8: one 1-byte scale per 32 elements of every fp8 tensor.
+  job.mutable_training()->mutable_fp8()->set_param_gather(false);
+  job.mutable_training()->mutable_fp8()->set_recipe(v1::Fp8::RECIPE_MXFP8);
+  f = Figures(job);
+  EXPECT_DOUBLE_EQ(f.weight_bytes,
+                   2 * kParams + 2 * (1 + 1.0 / 32) * 2 * kLayerGemms);
+  EXPECT_DOUBLE_EQ(f.activation_bytes,
+                   bf16.activation_bytes - 2 * (5 - 7.0 / 32) * kSbh);
+}
+
+TEST(ModelStatesTest, ValidationNamesTheFieldAndTheRule) {
+  const auto message = [](const v1::Job& job) {
+    return std::string(ValidateJob(job).message());
+  };
+  v1::Job sgd = SmallJob();
+  sgd.mutable_training()->set_optimizer(v1::OPTIMIZER_SGD);
+  sgd.mutable_training()->mutable_precision_aware_optimizer();
+  EXPECT_NE(message(sgd).find("training.precision_aware_optimizer: needs "
+                              "Adam"),
+            std::string::npos);
+
+  v1::Job dtype = SmallJob();
+  dtype.mutable_training()
+      ->mutable_precision_aware_optimizer()
+      ->set_main_params_dtype(v1::DTYPE_FP8);
+  EXPECT_NE(message(dtype).find("main_params_dtype: must be fp32 or fp16"),
+            std::string::npos);
+
+  v1::Job offload = SmallJob();
+  offload.mutable_training()->set_optimizer_offload_fraction(0.5);
+  EXPECT_NE(message(offload).find("optimizer_offload_fraction: needs "
+                                  "training.precision_aware_optimizer"),
+            std::string::npos);
+  offload.mutable_training()->mutable_precision_aware_optimizer();
+  offload.mutable_training()->set_optimizer_offload_fraction(1.5);
+  EXPECT_NE(message(offload).find("must be a fraction in [0, 1]"),
+            std::string::npos);
+
+  v1::Job fp8 = SmallJob();
+  fp8.mutable_training()->set_precision(v1::PRECISION_FP32);
+  fp8.mutable_training()->mutable_fp8();
+  EXPECT_NE(message(fp8).find("training.fp8: needs bf16 or fp16"),
+            std::string::npos);
+  fp8 = SmallJob();
+  fp8.mutable_parallel()->set_distributed_optimizer(false);
+  fp8.mutable_training()->mutable_fp8()->set_param_gather(true);
+  EXPECT_NE(message(fp8).find("training.fp8.param_gather: needs the "
+                              "distributed optimizer"),
+            std::string::npos);
+
+  v1::Job sharding = SmallJob();
+  sharding.mutable_parallel()->set_data_parallel_sharding(
+      static_cast<v1::DataParallelSharding>(17));
+  EXPECT_NE(message(sharding).find("parallel.data_parallel_sharding"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace memgate
