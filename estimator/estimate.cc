@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "estimator/assumptions.h"
@@ -12,9 +13,30 @@
 namespace memgate {
 namespace {
 
+// The layers of each model chunk of pipeline rank `stage` when the job
+// lists chunks (an interleaved layout: entry k is chunk k / p of rank
+// k % p); empty otherwise.
+std::vector<double> ChunkLayers(const v1::Job& job, uint32_t stage) {
+  const v1::ParallelConfig& par = job.parallel();
+  std::vector<double> chunks;
+  if (par.virtual_pipeline_stages() <= 1 || par.layers_per_stage_size() == 0) {
+    return chunks;
+  }
+  for (uint32_t j = 0; j < par.virtual_pipeline_stages(); ++j) {
+    chunks.push_back(
+        par.layers_per_stage(j * par.pipeline_parallel() + stage));
+  }
+  return chunks;
+}
+
 double StageLayers(const v1::Job& job, uint32_t stage) {
   const v1::ParallelConfig& par = job.parallel();
-  if (par.layers_per_stage_size() > 0) return par.layers_per_stage(stage);
+  if (par.layers_per_stage_size() > 0) {
+    double layers = 0;
+    for (double n : ChunkLayers(job, stage)) layers += n;
+    return par.virtual_pipeline_stages() > 1 ? layers
+                                             : par.layers_per_stage(stage);
+  }
   return static_cast<double>(job.model().num_layers()) /
          par.pipeline_parallel();
 }
@@ -68,7 +90,10 @@ absl::Status EstimateJobInto(const v1::Job& job, double threshold,
   int peak_index = 0;
   for (uint32_t i = 0; i < stages; ++i) {
     const double layers = StageLayers(resolved, i);
-    const StageFigures figures = StageMemoryOf(shape, layout, i, layers);
+    const std::vector<double> chunks = ChunkLayers(resolved, i);
+    const StageFigures figures =
+        chunks.empty() ? StageMemoryOf(shape, layout, i, layers)
+                       : StageMemoryOfChunks(shape, layout, i, chunks);
     Fill(figures, i, layers,
          static_cast<uint32_t>(MicrobatchesInFlight(layout, i)),
          *estimate.add_stages());

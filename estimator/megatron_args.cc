@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "estimator/catalog.h"
 #include "estimator/megatron_arguments.h"
+#include "estimator/pipeline_layout.h"
 
 namespace memgate {
 namespace {
@@ -335,6 +336,38 @@ absl::Status PadVocabulary(const Arguments& args, MegatronLaunch& launch) {
   return absl::OkStatus();
 }
 
+// --pipeline-model-parallel-layout: the layers of every (virtual) stage.
+// Megatron allows none of the other stage-split arguments beside it.
+absl::Status FillLayout(const Arguments& args, MegatronLaunch& launch) {
+  for (const char* other :
+       {"num-layers-per-virtual-pipeline-stage",
+        "num-virtual-stages-per-pipeline-rank",
+        "decoder-first-pipeline-num-layers",
+        "decoder-last-pipeline-num-layers",
+        "account-for-embedding-in-pipeline-split",
+        "account-for-loss-in-pipeline-split"}) {
+    if (args.Has(other)) {
+      return Bad(other, "cannot be given with "
+                        "--pipeline-model-parallel-layout");
+    }
+  }
+  std::string text = args.Text("pipeline-model-parallel-layout");
+  // A batch script's quotes survive the hook's whitespace split.
+  if (text.size() >= 2 && (text.front() == '"' || text.front() == '\'') &&
+      text.back() == text.front()) {
+    text = text.substr(1, text.size() - 2);
+  }
+  v1::ParallelConfig& p = *launch.job.mutable_parallel();
+  absl::StatusOr<PipelineLayout> layout = ParsePipelineLayout(
+      text, p.pipeline_parallel(), launch.job.model().num_layers());
+  if (!layout.ok()) return layout.status();
+  if (layout->virtual_stages > 1) {
+    p.set_virtual_pipeline_stages(layout->virtual_stages);
+  }
+  for (uint32_t n : layout->layers) p.add_layers_per_stage(n);
+  return absl::OkStatus();
+}
+
 absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
   if (args.Has("cp-comm-type")) {
     for (absl::string_view type :
@@ -358,6 +391,10 @@ absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
   p.set_pipeline_parallel(pp);
   p.set_context_parallel(cp);
   p.set_sequence_parallel(args.Has("sequence-parallel"));
+  p.set_distributed_optimizer(args.Has("use-distributed-optimizer"));
+  if (args.Has("pipeline-model-parallel-layout")) {
+    return FillLayout(args, launch);
+  }
   if (args.Has("num-layers-per-virtual-pipeline-stage") ||
       args.Has("num-virtual-stages-per-pipeline-rank")) {
     if (pp < 2) {
@@ -394,7 +431,6 @@ absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
     }
     p.set_virtual_pipeline_stages(chunks);
   }
-  p.set_distributed_optimizer(args.Has("use-distributed-optimizer"));
 
   const bool account_embedding =
       args.Has("account-for-embedding-in-pipeline-split");

@@ -327,6 +327,55 @@ TEST(MegatronArgsTest, OptimizerStorageFp8AndFsdpMoveThePeakTheRightWay) {
   EXPECT_GT(peak(no_shard), baseline);
 }
 
+// A split written as a layout estimates as the same split written with
+// Megatron's other arguments (the issue: GREEN one way, YELLOW the other).
+TEST(MegatronArgsTest, PipelineLayoutEstimatesAsTheSameSplitOtherwiseWritten) {
+  const std::string base = std::string(kLlama31_8B);
+  auto stage = [&](const std::string& extra, int index) {
+    absl::StatusOr<MegatronLaunch> l =
+        ParseMegatronLaunch(Words(base + " " + extra), nullptr);
+    EXPECT_TRUE(l.ok()) << extra << ": " << l.status();
+    if (!l.ok()) return 0.0;
+    l->job.mutable_accelerator()->set_name("h100-80gb");
+    absl::StatusOr<v1::Estimate> e = EstimateJob(l->job);
+    EXPECT_TRUE(e.ok()) << extra << ": " << e.status();
+    if (!e.ok()) return 0.0;
+    return index < 0 ? e->peak().total_bytes()
+                     : e->stages(index).total_bytes();
+  };
+  auto peak = [&](const std::string& extra) { return stage(extra, -1); };
+  EXPECT_DOUBLE_EQ(peak("--pipeline-model-parallel-layout Et*15|t*17L"),
+                   peak("--decoder-first-pipeline-num-layers 15 "
+                        "--decoder-last-pipeline-num-layers 17"));
+  // Quoted as a batch script would write it.
+  EXPECT_DOUBLE_EQ(peak("--pipeline-model-parallel-layout 'Et*15|t*17L'"),
+                   peak("--decoder-first-pipeline-num-layers 15"));
+  // Four chunks of 8 layers over PP 2 is v = 2, as 8 layers a virtual stage.
+  EXPECT_NEAR(peak("--pipeline-model-parallel-layout E(t*8|)*3,t*8L"),
+              peak("--num-layers-per-virtual-pipeline-stage 8"), 1.0);
+  // Rank 0 keeps 16 layers, but fewer on chunk 0, which has more
+  // micro-batches in flight (3 of its 5): 3 x 4 + 2 x 12 = 36 layers'
+  // activations instead of 5 x 8 = 40.
+  EXPECT_LT(stage("--pipeline-model-parallel-layout Et*4|t*8|t*12|t*8L", 0),
+            stage("--pipeline-model-parallel-layout E(t*8|)*3,t*8L", 0));
+
+  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+      Words(base + " --pipeline-model-parallel-layout Et*16|t*16L "
+                   "--num-layers-per-virtual-pipeline-stage 8"),
+      nullptr);
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find(
+                "--num-layers-per-virtual-pipeline-stage: cannot be given "
+                "with --pipeline-model-parallel-layout"),
+            std::string::npos);
+  l = ParseMegatronLaunch(
+      Words(base + " --pipeline-model-parallel-layout Et*16|t*15mL"),
+      nullptr);
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("--pipeline-model-parallel-layout"),
+            std::string::npos);
+}
+
 // Megatron counts the embedding / the loss as a layer in the split: 32
 // layers + 2 over 2 stages is 17 each, so 16 transformer layers each; with
 // the embedding only, 33 does not split over 2 (refused), over 3 it is 11:

@@ -98,8 +98,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "rank holding 2(p - r - 1) + (v - 1)p + 1 chunks in flight"},
       {"num-virtual-stages-per-pipeline-rank", true, M, "off",
        "interleaved 1F1B with v model chunks per rank"},
-      {"pipeline-model-parallel-layout", true, R, "off",
-       "custom stage layouts are not modelled yet"},
+      {"pipeline-model-parallel-layout", true, P, "off",
+       "the layers of every (virtual) stage, e.g. Et*3|(tt|)*29,m|L: "
+       "uneven interleaved chunks; 'm' (MTP) refused"},
       {"account-for-embedding-in-pipeline-split", false, M, "off",
        "the embedding counts as a layer: (L + 1 [+ 1]) / p a stage, the "
        "first stage one transformer layer fewer"},

@@ -408,14 +408,16 @@ double MicrobatchesInFlight(const Layout& l, uint32_t stage) {
 
 namespace {
 
-// Under interleaving, how many of rank 0's chunks in flight are chunk 0,
-// the one with the embedding: Megatron runs forwards in groups of p
-// micro-batches per chunk, chunk by chunk [MT]; forward k of rank 0 is
-// chunk (k / p) % v of micro-batch (k / (p*v)) * p + k % p. Of the first
-// W forwards, each full cycle of p*v gives chunk 0 the next p micro-batches
-// and a partial cycle of r gives it min(r, p) more; none past m. (Closed
-// form: no loop over a count a hostile job could make huge.)
-double EmbeddingMicrobatchesInFlight(const Layout& l, double in_flight) {
+// Under interleaving, how many of a rank's chunks in flight are its chunk
+// j: Megatron runs forwards in groups of p micro-batches per chunk, chunk
+// by chunk [MT]; forward k of a rank is chunk (k / p) % v of micro-batch
+// (k / (p*v)) * p + k % p. Of the first W forwards, each full cycle of p*v
+// gives chunk j the next p micro-batches and a partial cycle of r gives it
+// min(max(r - j*p, 0), p) more; none past m. Chunk 0 of rank 0 holds the
+// embedding. (Closed form: no loop over a count a hostile job could make
+// huge.)
+double ChunkMicrobatchesInFlight(const Layout& l, double in_flight,
+                                 double chunk) {
   if (l.virtual_stages <= 1) return in_flight;
   const double cycle = l.pipeline * l.virtual_stages;
   const double full_cycles = std::floor(in_flight / cycle);
@@ -423,7 +425,12 @@ double EmbeddingMicrobatchesInFlight(const Layout& l, double in_flight) {
   const double m = l.microbatches > 0 ? l.microbatches : HUGE_VAL;
   const double before = full_cycles * l.pipeline;
   return std::min(before, m) +
-         std::clamp(m - before, 0.0, std::min(rest, l.pipeline));
+         std::min(std::clamp(rest - chunk * l.pipeline, 0.0, l.pipeline),
+                  std::max(0.0, m - before));
+}
+
+double EmbeddingMicrobatchesInFlight(const Layout& l, double in_flight) {
+  return ChunkMicrobatchesInFlight(l, in_flight, 0);
 }
 
 // Parameters of the two largest FSDP units of a stage [MF]: its layers,
@@ -497,6 +504,30 @@ StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
         m, l, EmbeddingMicrobatchesInFlight(l, in_flight));
   }
   if (last) activations += HeadActivations(m, l);
+  f.activation_bytes = activations;
+  return f;
+}
+
+StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
+                                 uint32_t stage,
+                                 const std::vector<double>& chunk_layers) {
+  double stage_layers = 0;
+  for (double n : chunk_layers) stage_layers += n;
+  StageFigures f = StageMemoryOf(m, l, stage, stage_layers);
+  const double in_flight = MicrobatchesInFlight(l, stage);
+  double activations = 0, working_set = 0;
+  for (size_t j = 0; j < chunk_layers.size(); ++j) {
+    activations += ChunkMicrobatchesInFlight(l, in_flight, j) *
+                   StoredActivations(m, l, chunk_layers[j]);
+    working_set =
+        std::max(working_set, RecomputeWorkingSet(m, l, chunk_layers[j]));
+  }
+  activations += working_set;
+  if (stage == 0) {
+    activations += EmbeddingActivations(
+        m, l, EmbeddingMicrobatchesInFlight(l, in_flight));
+  }
+  if (stage + 1 >= l.pipeline) activations += HeadActivations(m, l);
   f.activation_bytes = activations;
   return f;
 }

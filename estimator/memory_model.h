@@ -10,6 +10,7 @@
 // paper's cells are reproduced exactly.
 
 #include <cstdint>
+#include <vector>
 
 #include "proto/memgate.pb.h"
 
@@ -107,6 +108,15 @@ double MicrobatchesInFlight(const Layout& l, uint32_t stage);
 // `stage_layers` transformer layers, under the 1F1B schedule.
 StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
                            uint32_t stage, double stage_layers);
+
+// The same under interleaving with model chunks of different sizes
+// (Megatron's --pipeline-model-parallel-layout): chunk_layers[j] is the
+// layers of this rank's chunk j, j < v. Each chunk's micro-batches in
+// flight are counted from the schedule's order (groups of p micro-batches
+// per chunk, chunk by chunk).
+StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
+                                 uint32_t stage,
+                                 const std::vector<double>& chunk_layers);
 
 // The largest stage total for an even split (L/p layers a stage). Under
 // 1F1B it is always a stage that holds the embedding or the LM head, so only

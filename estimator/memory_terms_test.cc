@@ -191,6 +191,31 @@ TEST(MemoryTermsTest, InterleavingHoldsMoreChunksInFlight) {
                    4 * kLayerBf16 + 2 * kEmbeddingBf16);
 }
 
+// Chunks of different sizes (--pipeline-model-parallel-layout), p = v = 2,
+// rank 0 holding chunks of 1 and 3 layers: of its 5 forwards in flight,
+// 0, 1 and 4 are chunk 0 and 2, 3 chunk 1, so 3 x 1 + 2 x 3 = 9 layers'
+// activations, against 5 x 2 = 10 for two chunks of 2. The parameters are
+// those of its 4 layers either way.
+TEST(MemoryTermsTest, UnevenChunksCountEachChunksMicrobatchesInFlight) {
+  ModelShape m = Small();
+  m.layers = 8;
+  Layout l = OneGpu();
+  l.pipeline = 2;
+  l.virtual_stages = 2;
+  const StageFigures uneven = StageMemoryOfChunks(m, l, 0, {1, 3});
+  EXPECT_DOUBLE_EQ(uneven.activation_bytes,
+                   9 * kLayerBf16 + 3 * kEmbeddingBf16);
+  const StageFigures even = StageMemoryOfChunks(m, l, 0, {2, 2});
+  EXPECT_DOUBLE_EQ(even.activation_bytes,
+                   10 * kLayerBf16 + 3 * kEmbeddingBf16);
+  EXPECT_DOUBLE_EQ(even.activation_bytes, Activations(m, l, 0, 4));
+  EXPECT_DOUBLE_EQ(uneven.parameters, even.parameters);
+  // Rank 1 (the last) with chunks of 3 and 1: 3 forwards in flight, 0 and
+  // 1 of chunk 0, 2 of chunk 1: 2 x 3 + 1 x 1 = 7 layers, and the head.
+  EXPECT_DOUBLE_EQ(StageMemoryOfChunks(m, l, 1, {3, 1}).activation_bytes,
+                   7 * kLayerBf16 + kHeadBf16);
+}
+
 // head_dim d = 256 (a*d = 2048 != h): attention parameters h*(a*d + 2k*d)
 // + a*d*h = 1024*6144 + 2048*1024; activations: Q and the attention output
 // 2 + 2 bytes of a*d each, K and V 4k*d, in place of the paper's 4h + 4kh/a.

@@ -1,5 +1,6 @@
 #include "estimator/validation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -92,33 +93,27 @@ absl::Status ValidateStages(const v1::Job& job) {
                      absl::StrCat("must be at most ", kMaxPipelineStages),
                      absl::StrCat(v));
     }
-    if (!par.layers_per_stage().empty()) {
-      return Invalid("parallel.layers_per_stage",
-                     "uneven stages with interleaving are not modelled",
-                     "given with virtual_pipeline_stages");
+    if (par.layers_per_stage().empty()) {
+      return RequireMultiple("model.num_layers", layers,
+                             "pipeline_parallel x virtual_pipeline_stages",
+                             par.pipeline_parallel() * v);
     }
-    return RequireMultiple("model.num_layers", layers,
-                           "pipeline_parallel x virtual_pipeline_stages",
-                           par.pipeline_parallel() * v);
-  }
-  if (par.layers_per_stage().empty()) {
+  } else if (par.layers_per_stage().empty()) {
     return RequireMultiple("model.num_layers", layers,
                            "parallel.pipeline_parallel (or give "
                            "parallel.layers_per_stage)",
                            par.pipeline_parallel());
   }
-  if (static_cast<uint64_t>(par.layers_per_stage_size()) !=
-      par.pipeline_parallel()) {
+  const uint64_t stages = par.pipeline_parallel() * std::max<uint64_t>(v, 1);
+  if (static_cast<uint64_t>(par.layers_per_stage_size()) != stages) {
     return Invalid("parallel.layers_per_stage",
-                   absl::StrCat("must list one entry per pipeline stage (",
-                                par.pipeline_parallel(), ")"),
+                   absl::StrCat("must list one entry per pipeline stage x "
+                                "virtual stage (",
+                                stages, ")"),
                    absl::StrCat(par.layers_per_stage_size(), " entries"));
   }
   uint64_t sum = 0;
-  for (uint32_t n : par.layers_per_stage()) {
-    MEMGATE_RETURN_IF_ERROR(RequirePositive("parallel.layers_per_stage", n));
-    sum += n;
-  }
+  for (uint32_t n : par.layers_per_stage()) sum += n;
   if (sum != layers) {
     return Invalid("parallel.layers_per_stage",
                    absl::StrCat("must add up to model.num_layers = ", layers),

@@ -70,9 +70,10 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_parallel()->add_layers_per_stage(15);
                j.mutable_parallel()->add_layers_per_stage(15);
              }, "parallel.layers_per_stage"},
-        Rule{"UnevenStageEmpty", [](v1::Job& j) {
-               j.mutable_parallel()->add_layers_per_stage(32);
-               j.mutable_parallel()->add_layers_per_stage(0);
+        Rule{"InterleavedStagesNeedOneEntryPerChunk", [](v1::Job& j) {
+               j.mutable_parallel()->set_virtual_pipeline_stages(2);
+               j.mutable_parallel()->add_layers_per_stage(16);
+               j.mutable_parallel()->add_layers_per_stage(16);
              }, "parallel.layers_per_stage"},
         Rule{"HeadsNotMultipleOfTensor", [](v1::Job& j) {
                j.mutable_model()->set_num_attention_heads(30);

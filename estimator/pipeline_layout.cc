@@ -1,0 +1,157 @@
+#include "estimator/pipeline_layout.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
+namespace memgate {
+namespace {
+
+absl::Status Bad(absl::string_view rule) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("--pipeline-model-parallel-layout: ", rule));
+}
+
+// Reads "*n" at text[i] (i at the '*'); the count and where it ends, or
+// false when text[i..] is not '*' and digits. Counts above the expansion
+// limit saturate there (they are refused by the caller).
+bool ReadRepeat(absl::string_view text, size_t i, uint64_t& count,
+                size_t& end) {
+  if (i >= text.size() || text[i] != '*') return false;
+  size_t j = i + 1;
+  count = 0;
+  while (j < text.size() && absl::ascii_isdigit(text[j])) {
+    count = count * 10 + static_cast<uint64_t>(text[j] - '0');
+    if (count > kMaxExpandedLayout) count = kMaxExpandedLayout + 1;
+    ++j;
+  }
+  if (j == i + 1) return false;
+  end = j;
+  return true;
+}
+
+// Appends `piece` `count` times, refusing past the expansion limit before
+// building anything.
+absl::Status Repeat(absl::string_view piece, uint64_t count,
+                    std::string& out) {
+  if (count > kMaxExpandedLayout ||
+      out.size() + piece.size() * count > kMaxExpandedLayout) {
+    return Bad(absl::StrCat("expands past ", kMaxExpandedLayout,
+                            " characters"));
+  }
+  for (uint64_t k = 0; k < count; ++k) out.append(piece.data(), piece.size());
+  return absl::OkStatus();
+}
+
+// Python's re.sub(r'\(([^)]+)\)\*(\d+)', group1 * n): leftmost matches,
+// the group running to the first ')'.
+absl::StatusOr<std::string> UnrollGroups(absl::string_view text) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == '(') {
+      const size_t close = text.find(')', i + 1);
+      uint64_t count = 0;
+      size_t end = 0;
+      if (close != absl::string_view::npos && close > i + 1 &&
+          ReadRepeat(text, close + 1, count, end)) {
+        if (absl::Status s = Repeat(text.substr(i + 1, close - i - 1), count,
+                                    out);
+            !s.ok()) {
+          return s;
+        }
+        i = end;
+        continue;
+      }
+    }
+    if (absl::Status s = Repeat(text.substr(i, 1), 1, out); !s.ok()) return s;
+    ++i;
+  }
+  return out;
+}
+
+// Python's re.sub(r'(.)\*(\d+)', x * n).
+absl::StatusOr<std::string> UnrollCharacters(absl::string_view text) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    uint64_t count = 1;
+    size_t end = i + 1;
+    if (text[i] != '\n') ReadRepeat(text, i + 1, count, end);
+    if (absl::Status s = Repeat(text.substr(i, 1), count, out); !s.ok()) {
+      return s;
+    }
+    i = end;
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<PipelineLayout> ParsePipelineLayout(absl::string_view text,
+                                                   uint32_t pipeline,
+                                                   uint32_t num_layers) {
+  if (text.size() > kMaxExpandedLayout) {
+    return Bad(absl::StrCat("longer than ", kMaxExpandedLayout,
+                            " characters"));
+  }
+  std::string compact;
+  for (char c : text) {
+    if (c != ',') compact.push_back(c);
+  }
+  absl::StatusOr<std::string> grouped = UnrollGroups(compact);
+  if (!grouped.ok()) return grouped.status();
+  absl::StatusOr<std::string> flat = UnrollCharacters(*grouped);
+  if (!flat.ok()) return flat.status();
+
+  PipelineLayout layout;
+  layout.layers.push_back(0);
+  uint64_t decoders = 0;
+  int embeddings = 0, losses = 0;
+  for (size_t i = 0; i < flat->size(); ++i) {
+    const char c = (*flat)[i];
+    switch (c) {
+      case '|':
+        layout.layers.push_back(0);
+        break;
+      case 't':
+        ++layout.layers.back();
+        ++decoders;
+        break;
+      case 'E':
+        if (i != 0) return Bad("'E' (the embedding) must come first");
+        ++embeddings;
+        break;
+      case 'L':
+        if (i + 1 != flat->size()) {
+          return Bad("'L' (the loss) must come last");
+        }
+        ++losses;
+        break;
+      case 'm':
+        return Bad("'m' (multi-token prediction layers) is not modelled yet");
+      default:
+        return Bad(absl::StrCat("'", std::string(1, c),
+                                "' is not a layer (E, t, m, L, |)"));
+    }
+  }
+  if (embeddings != 1 || losses != 1) {
+    return Bad("must hold 'E' and 'L' exactly once");
+  }
+  if (decoders != num_layers) {
+    return Bad(absl::StrCat("has ", decoders, " transformer layers ('t'); "
+                            "--num-layers is ", num_layers));
+  }
+  if (pipeline == 0 || layout.layers.size() % pipeline != 0) {
+    return Bad(absl::StrCat(layout.layers.size(), " stages do not divide "
+                            "over --pipeline-model-parallel-size ",
+                            pipeline));
+  }
+  layout.virtual_stages =
+      static_cast<uint32_t>(layout.layers.size() / pipeline);
+  return layout;
+}
+
+}  // namespace memgate

@@ -1,0 +1,40 @@
+#ifndef MEMGATE_ESTIMATOR_PIPELINE_LAYOUT_H_
+#define MEMGATE_ESTIMATOR_PIPELINE_LAYOUT_H_
+
+// Megatron-LM's --pipeline-model-parallel-layout, read as Megatron reads it
+// (megatron/core/transformer/pipeline_parallel_layer_layout.py): stages
+// separated by '|', 'E' the embedding, 't' a transformer layer, 'L' the
+// loss, 'm' an MTP layer; commas are cosmetic; "(X)*n" and "x*n" repeat.
+// "Et*3|(tt|)*29,m|L" is 32 stages. Stage k is model chunk k / p of
+// pipeline rank k % p, so the layout also fixes the virtual stages, v.
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace memgate {
+
+// The most characters a layout may expand to: far beyond any real model
+// (a layer is one character), small enough that expanding is cheap.
+// Larger expansions are refused before any is built.
+inline constexpr uint64_t kMaxExpandedLayout = 1u << 20;
+
+struct PipelineLayout {
+  uint32_t virtual_stages = 1;  // v = stages / p
+  // Transformer layers of each of the p * v stages, in the layout's order.
+  std::vector<uint32_t> layers;
+};
+
+// Errors name --pipeline-model-parallel-layout and the rule: the stage
+// count must be a multiple of `pipeline`, 'E' must open and 'L' close the
+// layout (once each), the 't's must number `num_layers`; 'm' (multi-token
+// prediction) is not modelled yet and refused.
+absl::StatusOr<PipelineLayout> ParsePipelineLayout(absl::string_view text,
+                                                   uint32_t pipeline,
+                                                   uint32_t num_layers);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_ESTIMATOR_PIPELINE_LAYOUT_H_
