@@ -126,6 +126,14 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
   }
   if (m.linear_bias()) out.push_back("biases on every linear layer");
   if (m.qk_norm()) out.push_back("QK-norm: norms on Q and K, inputs stored");
+  if (m.sandwich_norms()) {
+    out.push_back("sandwich norms (Gemma 2/3): 4 norms a layer, inputs "
+                  "stored");
+  }
+  if (m.final_logit_softcapping() > 0) {
+    out.push_back("final logit soft-capping: the logits' tanh stored "
+                  "(2sbv/t)");
+  }
   if (!m.linear_bias() && m.qkv_bias()) out.push_back("a QKV bias");
   if (m.position_embedding() == v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE) {
     out.push_back(absl::StrCat("learned absolute positions (",

@@ -27,18 +27,21 @@ struct Family {
   bool tied_by_default;  // tie_word_embeddings when the config omits it
   bool qkv_bias;         // the family's attention has q, k, v biases
   bool qk_norm;          // RMSNorm on Q and K per head (Qwen3Attention)
+  bool sandwich_norms;   // norms after attention and the MLP too (Gemma 2/3)
 };
 
 // Dense decoders with a gated MLP (SwiGLU / GeGLU: three matrices), RMSNorm
 // and rotary positions, as transformers builds them.
 const std::vector<Family>& Families() {
   static const auto* families = new std::vector<Family>{
-      {"llama", {"LlamaForCausalLM"}, false, false, false},
-      {"mistral", {"MistralForCausalLM"}, false, false, false},
-      {"qwen2", {"Qwen2ForCausalLM"}, false, true, false},  // q, k, v bias
-      {"qwen3", {"Qwen3ForCausalLM"}, false, false, true},  // q_norm, k_norm
-      {"phi3", {"Phi3ForCausalLM"}, false, false, false},
-      {"gemma", {"GemmaForCausalLM"}, true, false, false},  // tied
+      {"llama", {"LlamaForCausalLM"}, false, false, false, false},
+      {"mistral", {"MistralForCausalLM"}, false, false, false, false},
+      {"qwen2", {"Qwen2ForCausalLM"}, false, true, false, false},  // qkv bias
+      {"qwen3", {"Qwen3ForCausalLM"}, false, false, true, false},  // QK-norm
+      {"phi3", {"Phi3ForCausalLM"}, false, false, false, false},
+      {"gemma", {"GemmaForCausalLM"}, true, false, false, false},  // tied
+      {"gemma2", {"Gemma2ForCausalLM"}, true, false, false, true},
+      {"gemma3_text", {"Gemma3ForCausalLM"}, true, false, true, true},
   };
   return *families;
 }
@@ -52,23 +55,22 @@ const char* WhyNotModelled(absl::string_view model_type) {
           {"qwen3_moe", "mixture of experts is not modelled yet"},
           {"deepseek_v2", "mixture of experts and MLA are not modelled yet"},
           {"deepseek_v3", "mixture of experts and MLA are not modelled yet"},
-          {"gemma2", "Gemma 2's extra (sandwich) norms are not modelled yet"},
-          {"gemma3", "Gemma 3's extra norms and QK-norm are not modelled yet"},
-          {"gemma3_text",
-           "Gemma 3's extra norms and QK-norm are not modelled yet"},
+          {"gemma3",
+           "the multimodal Gemma 3's vision tower is not modelled; for "
+           "text-only training give its text model as a gemma3_text config"},
       };
   for (const auto& [type, why] : *reasons) {
     if (type == model_type) return why;
   }
   return "not a family memgate models (llama, mistral, qwen2, qwen3, phi3, "
-         "gemma)";
+         "gemma, gemma2, gemma3_text)";
 }
 
 absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
   if (hf.model_type().empty()) {
     return absl::InvalidArgumentError(
         "config.json: model_type: missing (memgate reads llama, mistral, "
-        "qwen2, qwen3, phi3 and gemma configs)");
+        "qwen2, qwen3, phi3, gemma, gemma2 and gemma3_text configs)");
   }
   for (const Family& f : Families()) {
     if (hf.model_type() != f.model_type) continue;
@@ -103,6 +105,11 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
   }
   absl::StatusOr<const Family*> family = FamilyOf(hf);
   if (!family.ok()) return family.status();
+  if (hf.has_text_config()) {
+    return absl::InvalidArgumentError(
+        "config.json: text_config: multimodal configs are not modelled (give "
+        "the language model's own config)");
+  }
   if (hf.mlp_bias()) {
     return absl::InvalidArgumentError(
         "config.json: mlp_bias: MLP biases are not modelled");
@@ -132,6 +139,10 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
   // layer) is counted with the QKV ones' order of magnitude: negligible.
   model.set_qkv_bias((*family)->qkv_bias || hf.attention_bias());
   model.set_qk_norm((*family)->qk_norm);
+  model.set_sandwich_norms((*family)->sandwich_norms);
+  if (hf.final_logit_softcapping() > 0) {
+    model.set_final_logit_softcapping(hf.final_logit_softcapping());
+  }
   // The paper's Llama otherwise: gated MLP, RMSNorm, rotary positions.
   model.set_mlp_activation(v1::MLP_ACTIVATION_SWIGLU);
   model.set_normalization(v1::NORMALIZATION_RMSNORM);

@@ -94,6 +94,8 @@ TEST(HfConfigTest, PublishedConfigsGiveThePublishedParameterCounts) {
       {"phi-3-mini-4k-instruct.json", 3821079552.0},
       {"gemma-7b.json", 8537680896.0},           // head_dim 256, tied
       {"qwen3-8b.json", 8190735360.0},           // QK-norm, head_dim 128
+      {"gemma-2-9b.json", 9241705984.0},         // 4 norms a layer, tied
+      {"gemma-3-1b-it.json", 999885952.0},       // and QK-norm, 1 KV head
   };
   for (const auto& [file, total] : cases) {
     absl::StatusOr<v1::ModelConfig> m =
@@ -105,6 +107,34 @@ TEST(HfConfigTest, PublishedConfigsGiveThePublishedParameterCounts) {
       ReadHuggingFaceConfig("tests/testdata/hf/gemma-7b.json");
   EXPECT_TRUE(gemma->tie_word_embeddings());  // GemmaConfig's default
   EXPECT_EQ(gemma->head_dim(), 256u);
+  absl::StatusOr<v1::ModelConfig> gemma2 =
+      ReadHuggingFaceConfig("tests/testdata/hf/gemma-2-9b.json");
+  EXPECT_TRUE(gemma2->sandwich_norms());
+  EXPECT_FLOAT_EQ(gemma2->final_logit_softcapping(), 30);
+  absl::StatusOr<v1::ModelConfig> gemma3 =
+      ReadHuggingFaceConfig("tests/testdata/hf/gemma-3-1b-it.json");
+  EXPECT_TRUE(gemma3->qk_norm());
+  EXPECT_FLOAT_EQ(gemma3->final_logit_softcapping(), 0);  // null: none
+}
+
+// Gemma 2's terms by hand, one GPU, s = 1024, b = 1, bf16: the two
+// sandwich norms store 2 x 2sbh more a layer (h = 3584), and the logits'
+// tanh 2sbv (v = 256000) on the last stage.
+TEST(HfConfigTest, Gemma2SandwichNormsAndSoftcappingAddActivations) {
+  absl::StatusOr<v1::ModelConfig> gemma2 =
+      ReadHuggingFaceConfig("tests/testdata/hf/gemma-2-9b.json");
+  ASSERT_TRUE(gemma2.ok()) << gemma2.status();
+  v1::ModelConfig plain = *gemma2;
+  plain.set_sandwich_norms(false);
+  plain.set_final_logit_softcapping(0);
+  Layout l;
+  l.seq_length = 1024;
+  const double sandwich = StageMemoryOf(ShapeOf(*gemma2), l, 0, 42)
+                              .activation_bytes;
+  const double without = StageMemoryOf(ShapeOf(plain), l, 0, 42)
+                             .activation_bytes;
+  EXPECT_DOUBLE_EQ(sandwich - without,
+                   42 * 4 * 1024.0 * 3584 + 2 * 1024.0 * 256000);
 }
 
 // Families memgate does not model are refused naming model_type, never
@@ -124,7 +154,10 @@ TEST(HfConfigTest, UnmodelledFamiliesAreRefusedByName) {
        std::vector<std::pair<std::string, std::string>>{
            {"{" + dims + "}", "model_type: missing"},
            {R"({"model_type": "deepseek_v3", )" + dims + "}", "deepseek_v3"},
-           {R"({"model_type": "gemma2", )" + dims + "}", "gemma2"},
+           {R"({"model_type": "gemma3", "text_config": {"model_type":
+                "gemma3_text"}, )" + dims + "}", "vision tower"},
+           {R"({"model_type": "llama", "text_config": {}, )" + dims + "}",
+            "text_config"},
            {R"({"model_type": "gpt2", )" + dims + "}", "gpt2"},
            {R"({"model_type": "llama", "architectures":
                 ["LlamaForSequenceClassification"], )" + dims + "}",

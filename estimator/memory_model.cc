@@ -31,6 +31,10 @@
 //      transposes" (fp8 tensors in rowwise and columnwise usages; MXFP8 one
 //      E8M0 scale per 32 elements) and its Linear / LayerNormLinear modules,
 //      which save the fp8-quantized GEMM input for backward.
+// [G]  Gemma Team 2024, "Gemma 2: Improving Open Language Models at a
+//      Practical Size", section 2 (RMSNorm on the input and the output of
+//      each sub-layer; logit soft-capping) and transformers'
+//      modeling_gemma2.py / modeling_gemma3.py, which build them.
 // [MF] Megatron-LM docs/user-guide/features/megatron_fsdp.md: ZeRO-1/2/3
 //      sharding over the data-parallel ranks; "at least two FSDP units
 //      worth of un-sharded weight memory" and of gradient memory.
@@ -120,7 +124,9 @@ double LayerParameters(const ModelShape& m, const Layout& l) {
   const double attention = h * qkv_out + QueryWidth(m) * h;
   const double mlp = (m.gelu_mlp ? 2 : 3) * h * m.ffn_hidden;
   double split = attention + mlp;
-  double replicated = 2 * NormParameters(m);
+  // Two norms a layer; Gemma 2/3's sandwich norms add two after attention
+  // and the MLP [G].
+  double replicated = (m.sandwich_norms ? 4 : 2) * NormParameters(m);
   if (m.qk_norm) {  // one norm of size d each for Q and K, shared by heads
     replicated += 2 * HeadDim(m) * (m.layernorm ? 2 : 1);
   }
@@ -165,7 +171,9 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l) {
   const double e = ActivationElementScale(l);
   const double sb = LocalTokens(l);
   const double sbh = sb * m.hidden;
-  const double hidden_sized = 8 * e + (l.hidden_dropout > 0 ? 2 : 0);
+  // Sandwich norms store their inputs too: 2 x 2sbh [G].
+  const double hidden_sized = (m.sandwich_norms ? 12 : 8) * e +
+                              (l.hidden_dropout > 0 ? 2 : 0);
   double width = 2 * QueryWidth(m) + 2 * QueryWidth(m) +
                  4 * KeyValueWidth(m) + (m.gelu_mlp ? 4 : 8) * m.ffn_hidden;
   // QK-norm stores the inputs of its two norms: Q and K once more.
@@ -254,8 +262,11 @@ double EmbeddingActivations(const ModelShape& m, const Layout& l,
 double HeadActivations(const ModelShape& m, const Layout& l) {
   const double sb = LocalTokens(l);
   const double split = l.sequence_parallel ? l.tensor : 1;
+  // Gemma 2's final logit soft-capping stores tanh's 16-bit output [G].
+  const double softcap =
+      m.logit_softcapping ? 2 * ActivationElementScale(l) : 0;
   return 4 * ActivationElementScale(l) * sb * m.hidden / split +
-         4 * sb * m.vocab / l.tensor;
+         (4 + softcap) * sb * m.vocab / l.tensor;
 }
 
 }  // namespace
@@ -275,6 +286,8 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
   m.linear_bias = model.linear_bias();
   m.qkv_bias = model.qkv_bias();
   m.qk_norm = model.qk_norm();
+  m.sandwich_norms = model.sandwich_norms();
+  m.logit_softcapping = model.final_logit_softcapping() > 0;
   if (model.position_embedding() ==
       v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE) {
     m.learned_positions = model.max_position_embeddings();

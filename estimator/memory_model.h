@@ -32,6 +32,8 @@ struct ModelShape {
   bool linear_bias = false;      // biases on every linear layer
   bool qkv_bias = false;         // a bias on the QKV projection only
   bool qk_norm = false;          // norms on Q and K over the head dim
+  bool sandwich_norms = false;   // Gemma 2/3: 4 norms a layer, not 2
+  bool logit_softcapping = false;  // Gemma 2: tanh of the logits stored
   double learned_positions = 0;  // rows of a learned position embedding
 };
 
