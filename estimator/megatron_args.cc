@@ -215,8 +215,8 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
   auto note = [&](absl::string_view text) {
     launch.notes.push_back(std::string(text));
   };
-  if (args.Has("swiglu")) {
-    m.set_mlp_activation(v1::MLP_ACTIVATION_SWIGLU);
+  if (args.Has("swiglu") || args.Has("quick-geglu")) {
+    m.set_mlp_activation(v1::MLP_ACTIVATION_SWIGLU);  // gated: 3 matrices
   } else {
     m.set_mlp_activation(v1::MLP_ACTIVATION_GELU);
     note("no --swiglu: Megatron's GeLU MLP (2 matrices, 4h_ffn/h activations)");
@@ -253,16 +253,23 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
            "stage)");
     }
   }
+  if (args.Has("no-position-embedding") && position != "rope") {
+    return Bad("no-position-embedding",
+               "is refused by Megatron unless --position-embedding-type is "
+               "rope (use --position-embedding-type none)");
+  }
   if (position == "learned_absolute") {
     m.set_position_embedding(v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE);
     MEMGATE_ASSIGN_OR_RETURN(rows, args.Number("max-position-embeddings", 0));
     m.set_max_position_embeddings(rows);
-  } else if (position == "rope" || position == "none") {
+  } else if (position == "rope" || position == "yarn" ||
+             position == "mrope" || position == "none") {
+    // Rotary variants have no parameters.
     m.set_position_embedding(v1::POSITION_EMBEDDING_ROPE);
   } else {
     return Bad("position-embedding-type",
                absl::StrCat("'", position, "' is not modelled "
-                            "(learned_absolute, rope or none)"));
+                            "(learned_absolute, rope, yarn, mrope or none)"));
   }
   return absl::OkStatus();
 }
@@ -833,9 +840,15 @@ absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
 // Arguments the table refuses, named with the reason, and partly modelled
 // ones whose other values are refused.
 absl::Status RefuseUnmodelled(const Arguments& args) {
+  const std::string grads = args.Text("megatron-fsdp-main-grads-dtype");
+  if (!grads.empty() && grads != "auto" && grads != "fp32") {
+    return Bad("megatron-fsdp-main-grads-dtype",
+               absl::StrCat("'", grads, "' is not modelled (auto or fp32)"));
+  }
   for (const auto& [name, only] :
        {std::pair<const char*, const char*>{"cuda-graph-impl", "none"},
-        {"outer-dp-sharding-strategy", "no_shard"}}) {
+        {"outer-dp-sharding-strategy", "no_shard"},
+        {"megatron-fsdp-main-params-dtype", "fp32"}}) {
     if (args.Has(name) && args.Text(name) != only) {
       return Bad(name, absl::StrCat("'", args.Text(name), "' is not modelled "
                                     "(", only, " only)"));

@@ -262,6 +262,11 @@ TEST(MegatronArgsTest, MemoryArgumentsMapToTheJob) {
   EXPECT_TRUE(parse("--add-qkv-bias").model().qkv_bias());
   EXPECT_EQ(parse("", "--swiglu").model().mlp_activation(),
             v1::MLP_ACTIVATION_GELU);
+  // Quick GeGLU is gated: three matrices, like SwiGLU.
+  EXPECT_EQ(parse("--quick-geglu", "--swiglu").model().mlp_activation(),
+            v1::MLP_ACTIVATION_SWIGLU);
+  EXPECT_EQ(parse("--no-position-embedding").model().position_embedding(),
+            v1::POSITION_EMBEDDING_ROPE);
 }
 
 // Each optimizer-storage, fp8 and FSDP argument reaches the job and moves

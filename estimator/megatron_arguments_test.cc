@@ -103,6 +103,9 @@ TEST(MegatronArgumentsTest, UnmodelledValuesAreRefusedByName) {
       {"--data-parallel-sharding-strategy", "optim"},
       {"--outer-dp-sharding-strategy", "optim"},
       {"--cuda-graph-impl", "local"},
+      {"--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim",
+       "--megatron-fsdp-main-grads-dtype", "bf16"},
+      {"--megatron-fsdp-main-params-dtype", "bf16"},
   };
   for (const std::vector<std::string>& extra : cases) {
     std::vector<std::string> argv = LlamaLaunch();
