@@ -13,29 +13,53 @@
 namespace memgate {
 namespace {
 
-// The layers of each model chunk of pipeline rank `stage` when the job
-// lists chunks (an interleaved layout: entry k is chunk k / p of rank
-// k % p); empty otherwise.
-std::vector<double> ChunkLayers(const v1::Job& job, uint32_t stage) {
+// The layers, and the index of the first layer, of each model chunk of
+// pipeline rank `stage` under interleaving (entry k of layers_per_stage, or
+// L/(p v) each, is chunk k / p of rank k % p); empty without interleaving,
+// and for dense models split evenly (where one formula covers the rank).
+struct Chunks {
+  std::vector<double> layers;
+  std::vector<double> first;
+};
+
+Chunks ChunksOf(const v1::Job& job, uint32_t stage) {
   const v1::ParallelConfig& par = job.parallel();
-  std::vector<double> chunks;
-  if (par.virtual_pipeline_stages() <= 1 || par.layers_per_stage_size() == 0) {
-    return chunks;
-  }
-  for (uint32_t j = 0; j < par.virtual_pipeline_stages(); ++j) {
-    chunks.push_back(
-        par.layers_per_stage(j * par.pipeline_parallel() + stage));
+  Chunks chunks;
+  const uint32_t v = par.virtual_pipeline_stages();
+  const bool listed = par.layers_per_stage_size() > 0;
+  if (v <= 1 || (!listed && !job.model().has_moe())) return chunks;
+  const uint64_t p = par.pipeline_parallel();
+  const double even = static_cast<double>(job.model().num_layers()) /
+                      static_cast<double>(p * v);
+  double first = 0;
+  for (uint64_t k = 0; k < p * v; ++k) {
+    const double n =
+        listed ? par.layers_per_stage(static_cast<int>(k)) : even;
+    if (k % p == stage) {
+      chunks.layers.push_back(n);
+      chunks.first.push_back(first);
+    }
+    first += n;
   }
   return chunks;
+}
+
+// The first layer of pipeline rank `stage` without interleaving.
+double FirstLayer(const v1::Job& job, uint32_t stage, double stage_layers) {
+  const v1::ParallelConfig& par = job.parallel();
+  if (par.layers_per_stage_size() == 0) return stage * stage_layers;
+  double first = 0;
+  for (uint32_t i = 0; i < stage; ++i) first += par.layers_per_stage(i);
+  return first;
 }
 
 double StageLayers(const v1::Job& job, uint32_t stage) {
   const v1::ParallelConfig& par = job.parallel();
   if (par.layers_per_stage_size() > 0) {
+    if (par.virtual_pipeline_stages() <= 1) return par.layers_per_stage(stage);
     double layers = 0;
-    for (double n : ChunkLayers(job, stage)) layers += n;
-    return par.virtual_pipeline_stages() > 1 ? layers
-                                             : par.layers_per_stage(stage);
+    for (double n : ChunksOf(job, stage).layers) layers += n;
+    return layers;
   }
   return static_cast<double>(job.model().num_layers()) /
          par.pipeline_parallel();
@@ -52,6 +76,7 @@ void Fill(const StageFigures& f, uint32_t stage, double layers,
   out.set_optimizer_bytes(f.optimizer_bytes);
   out.set_activation_bytes(f.activation_bytes);
   out.set_total_bytes(f.total_bytes());
+  out.set_expert_imbalance_bytes(f.imbalance_bytes);
 }
 
 }  // namespace
@@ -90,14 +115,19 @@ absl::Status EstimateJobInto(const v1::Job& job, double threshold,
   int peak_index = 0;
   for (uint32_t i = 0; i < stages; ++i) {
     const double layers = StageLayers(resolved, i);
-    const std::vector<double> chunks = ChunkLayers(resolved, i);
+    const Chunks chunks = ChunksOf(resolved, i);
     const StageFigures figures =
-        chunks.empty() ? StageMemoryOf(shape, layout, i, layers)
-                       : StageMemoryOfChunks(shape, layout, i, chunks);
+        chunks.layers.empty()
+            ? StageMemoryOf(shape, layout, i, layers,
+                            FirstLayer(resolved, i, layers))
+            : StageMemoryOfChunks(shape, layout, i, chunks.layers,
+                                  chunks.first);
     Fill(figures, i, layers,
          static_cast<uint32_t>(MicrobatchesInFlight(layout, i)),
          *estimate.add_stages());
-    if (figures.total_bytes() > estimate.stages(peak_index).total_bytes()) {
+    const v1::StageMemory& best = estimate.stages(peak_index);
+    if (figures.admission_bytes() >
+        best.total_bytes() + best.expert_imbalance_bytes()) {
       peak_index = static_cast<int>(i);
     }
   }
@@ -113,7 +143,9 @@ absl::Status EstimateJobInto(const v1::Job& job, double threshold,
   estimate.set_capacity_bytes(capacity);
   estimate.set_capacity_fraction(peak.total_bytes() / capacity);
   estimate.set_threshold(threshold);
-  estimate.set_zone(ZoneOf(peak.total_bytes(), capacity, threshold));
+  // The zone counts the MoE load margin (0 for dense models).
+  estimate.set_zone(ZoneOf(peak.total_bytes() + peak.expert_imbalance_bytes(),
+                           capacity, threshold));
   for (std::string& line : AssumptionsOf(resolved)) {
     estimate.add_assumptions(std::move(line));
   }

@@ -28,6 +28,7 @@ struct Family {
   bool qkv_bias;         // the family's attention has q, k, v biases
   bool qk_norm;          // RMSNorm on Q and K per head (Qwen3Attention)
   bool sandwich_norms;   // norms after attention and the MLP too (Gemma 2/3)
+  enum Experts { kDense, kMixtral, kQwenMoe, kDeepseek } experts = kDense;
 };
 
 // Dense decoders with a gated MLP (SwiGLU / GeGLU: three matrices), RMSNorm
@@ -42,6 +43,16 @@ const std::vector<Family>& Families() {
       {"gemma", {"GemmaForCausalLM"}, true, false, false, false},  // tied
       {"gemma2", {"Gemma2ForCausalLM"}, true, false, false, true},
       {"gemma3_text", {"Gemma3ForCausalLM"}, true, false, true, true},
+      {"mixtral", {"MixtralForCausalLM"}, false, false, false, false,
+       Family::kMixtral},
+      {"qwen2_moe", {"Qwen2MoeForCausalLM"}, false, true, false, false,
+       Family::kQwenMoe},
+      {"qwen3_moe", {"Qwen3MoeForCausalLM"}, false, false, true, false,
+       Family::kQwenMoe},
+      {"deepseek_v2", {"DeepseekV2ForCausalLM"}, false, false, false, false,
+       Family::kDeepseek},
+      {"deepseek_v3", {"DeepseekV3ForCausalLM"}, false, false, false, false,
+       Family::kDeepseek},
   };
   return *families;
 }
@@ -50,11 +61,6 @@ const std::vector<Family>& Families() {
 const char* WhyNotModelled(absl::string_view model_type) {
   static const auto* reasons =
       new std::vector<std::pair<std::string, const char*>>{
-          {"mixtral", "mixture of experts is not modelled yet"},
-          {"qwen2_moe", "mixture of experts is not modelled yet"},
-          {"qwen3_moe", "mixture of experts is not modelled yet"},
-          {"deepseek_v2", "mixture of experts and MLA are not modelled yet"},
-          {"deepseek_v3", "mixture of experts and MLA are not modelled yet"},
           {"gemma3",
            "the multimodal Gemma 3's vision tower is not modelled; for "
            "text-only training give its text model as a gemma3_text config"},
@@ -63,14 +69,16 @@ const char* WhyNotModelled(absl::string_view model_type) {
     if (type == model_type) return why;
   }
   return "not a family memgate models (llama, mistral, qwen2, qwen3, phi3, "
-         "gemma, gemma2, gemma3_text)";
+         "gemma, gemma2, gemma3_text, mixtral, qwen2_moe, qwen3_moe, "
+         "deepseek_v2, deepseek_v3)";
 }
 
 absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
   if (hf.model_type().empty()) {
     return absl::InvalidArgumentError(
         "config.json: model_type: missing (memgate reads llama, mistral, "
-        "qwen2, qwen3, phi3, gemma, gemma2 and gemma3_text configs)");
+        "qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, mixtral, qwen2_moe, "
+        "qwen3_moe, deepseek_v2 and deepseek_v3 configs)");
   }
   for (const Family& f : Families()) {
     if (hf.model_type() != f.model_type) continue;
@@ -87,6 +95,96 @@ absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
   return absl::InvalidArgumentError(
       absl::StrCat("config.json: model_type: '", hf.model_type(), "': ",
                    WhyNotModelled(hf.model_type())));
+}
+
+absl::Status MissingMoe(absl::string_view key) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("config.json: ", key, ": required for a mixture-of-experts "
+                   "model"));
+}
+
+// Experts, MLA and MTP as the family's modeling file builds them.
+absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
+                         v1::ModelConfig& model) {
+  if (f.experts == Family::kDense) return absl::OkStatus();
+  v1::MoeConfig& moe = *model.mutable_moe();
+  const uint32_t layers = model.num_layers();
+  if (layers > (1u << 16)) {
+    return absl::InvalidArgumentError(
+        "config.json: num_hidden_layers: at most 65536 with experts");
+  }
+  auto pattern = [&](auto is_moe) {
+    for (uint32_t i = 0; i < layers; ++i) {
+      moe.add_layer_pattern(is_moe(i) ? 1 : 0);
+    }
+  };
+  if (!hf.has_num_experts_per_tok()) return MissingMoe("num_experts_per_tok");
+  moe.set_router_topk(hf.num_experts_per_tok());
+  switch (f.experts) {
+    case Family::kMixtral:  // every layer: 8 experts of intermediate_size
+      if (!hf.has_num_local_experts()) return MissingMoe("num_local_experts");
+      moe.set_num_experts(hf.num_local_experts());
+      moe.set_expert_ffn_hidden_size(model.ffn_hidden_size());
+      moe.set_layer_frequency(1);
+      break;
+    case Family::kQwenMoe: {
+      if (!hf.has_num_experts()) return MissingMoe("num_experts");
+      if (!hf.has_moe_intermediate_size()) {
+        return MissingMoe("moe_intermediate_size");
+      }
+      moe.set_num_experts(hf.num_experts());
+      moe.set_expert_ffn_hidden_size(hf.moe_intermediate_size());
+      // Qwen2-MoE has a gated shared expert; Qwen3-MoE none.
+      if (hf.shared_expert_intermediate_size() > 0) {
+        moe.set_shared_expert_ffn_hidden_size(
+            hf.shared_expert_intermediate_size());
+        moe.set_shared_expert_gate(true);
+      }
+      const uint32_t step = std::max(1u, hf.has_decoder_sparse_step()
+                                             ? hf.decoder_sparse_step()
+                                             : 1u);
+      pattern([&](uint32_t i) {
+        return std::find(hf.mlp_only_layers().begin(),
+                         hf.mlp_only_layers().end(),
+                         i) == hf.mlp_only_layers().end() &&
+               (i + 1) % step == 0;
+      });
+      break;
+    }
+    case Family::kDeepseek: {
+      if (!hf.has_n_routed_experts()) return MissingMoe("n_routed_experts");
+      if (!hf.has_moe_intermediate_size()) {
+        return MissingMoe("moe_intermediate_size");
+      }
+      moe.set_num_experts(hf.n_routed_experts());
+      moe.set_expert_ffn_hidden_size(hf.moe_intermediate_size());
+      moe.set_shared_expert_ffn_hidden_size(hf.n_shared_experts() *
+                                            hf.moe_intermediate_size());
+      const uint32_t dense = hf.first_k_dense_replace();
+      const uint32_t freq =
+          std::max(1u, hf.has_moe_layer_freq() ? hf.moe_layer_freq() : 1u);
+      pattern([&](uint32_t i) { return i >= dense && i % freq == 0; });
+      if (!hf.has_kv_lora_rank() || !hf.has_qk_nope_head_dim() ||
+          !hf.has_qk_rope_head_dim() || !hf.has_v_head_dim()) {
+        return absl::InvalidArgumentError(
+            "config.json: kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, "
+            "v_head_dim: required for multi-latent attention");
+      }
+      v1::MlaConfig& mla = *model.mutable_mla();
+      mla.set_q_lora_rank(hf.q_lora_rank());  // null: none
+      mla.set_kv_lora_rank(hf.kv_lora_rank());
+      mla.set_qk_head_dim(hf.qk_nope_head_dim());
+      mla.set_qk_pos_emb_head_dim(hf.qk_rope_head_dim());
+      mla.set_v_head_dim(hf.v_head_dim());
+      // MLA has no grouped K/V heads.
+      model.set_num_query_groups(model.num_attention_heads());
+      model.set_mtp_num_layers(hf.num_nextn_predict_layers());
+      break;
+    }
+    default:
+      break;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -147,6 +245,7 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
   model.set_mlp_activation(v1::MLP_ACTIVATION_SWIGLU);
   model.set_normalization(v1::NORMALIZATION_RMSNORM);
   model.set_position_embedding(v1::POSITION_EMBEDDING_ROPE);
+  if (absl::Status st = FillExperts(hf, **family, model); !st.ok()) return st;
   return model;
 }
 

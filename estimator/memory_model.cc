@@ -1,5 +1,7 @@
 #include "estimator/memory_model.h"
 
+#include "estimator/moe_terms.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -118,11 +120,14 @@ double NormParameters(const ModelShape& m) {
 // 2*h*h_ffn) split over t; the two norms replicated. Biases: the QKV and
 // first MLP projections are column-parallel (split over t), the output
 // and second MLP projections are row-parallel with a replicated bias.
-double LayerParameters(const ModelShape& m, const Layout& l) {
+double LayerParameters(const ModelShape& m, const Layout& l,
+                       bool moe = false) {
   const double h = m.hidden;
   const double qkv_out = QueryWidth(m) + 2 * KeyValueWidth(m);
-  const double attention = h * qkv_out + QueryWidth(m) * h;
-  const double mlp = (m.gelu_mlp ? 2 : 3) * h * m.ffn_hidden;
+  const double attention = m.mla ? 0 : h * qkv_out + QueryWidth(m) * h;
+  // An MoE layer's MLP is its shared experts, router and routed experts
+  // (moe_terms.cc; the routed ones are counted apart: other sharding).
+  const double mlp = moe ? 0 : (m.gelu_mlp ? 2 : 3) * h * m.ffn_hidden;
   double split = attention + mlp;
   // Two norms a layer; Gemma 2/3's sandwich norms add two after attention
   // and the MLP [G].
@@ -136,7 +141,8 @@ double LayerParameters(const ModelShape& m, const Layout& l) {
   } else if (m.qkv_bias) {
     split += qkv_out;
   }
-  return split / l.tensor + replicated;
+  return split / l.tensor + replicated + (m.mla ? MlaParameters(m, l) : 0) +
+         (moe ? MoeDenseParameters(m, l) : 0);
 }
 
 // The weights of the layer's four GEMMs on one tensor-parallel rank (no
@@ -167,18 +173,26 @@ double LocalTokens(const Layout& l) {  // s*b on this context-parallel rank
 // each]. Without FlashAttention the softmax output is stored, 2as^2b, and
 // with attention dropout its mask and output, 3as^2b more [K eq. 1:
 // 5as^2b]; selective recomputation of core attention drops them [K 5].
-double LayerActivationsFull(const ModelShape& m, const Layout& l) {
+double LayerActivationsFull(const ModelShape& m, const Layout& l,
+                            bool moe = false) {
   const double e = ActivationElementScale(l);
   const double sb = LocalTokens(l);
   const double sbh = sb * m.hidden;
   // Sandwich norms store their inputs too: 2 x 2sbh [G].
   const double hidden_sized = (m.sandwich_norms ? 12 : 8) * e +
                               (l.hidden_dropout > 0 ? 2 : 0);
-  double width = 2 * QueryWidth(m) + 2 * QueryWidth(m) +
-                 4 * KeyValueWidth(m) + (m.gelu_mlp ? 4 : 8) * m.ffn_hidden;
+  double width = m.mla ? 0
+                       : 2 * QueryWidth(m) + 2 * QueryWidth(m) +
+                             4 * KeyValueWidth(m);
+  // Selective recomputation of "mlp" keeps only the MLP's input [MT].
+  if (!moe && !l.recompute_mlp) {
+    width += (m.gelu_mlp ? 4 : 8) * m.ffn_hidden;
+  }
   // QK-norm stores the inputs of its two norms: Q and K once more.
   if (m.qk_norm) width += 2 * QueryWidth(m) + 2 * KeyValueWidth(m);
   double bytes = e * sb * width / l.tensor;
+  if (m.mla) bytes += MlaActivations(m, l);
+  if (moe) bytes += MoeMlpActivations(m, l);
   bytes += l.sequence_parallel ? sbh * hidden_sized / l.tensor
                                : sbh * hidden_sized;
   if (l.fp8) {
@@ -191,7 +205,8 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l) {
     bytes += l.sequence_parallel ? norm_outputs / l.tensor : norm_outputs;
     bytes += ((f8 - 2) * m.ffn_hidden + f8 * QueryWidth(m)) * sb / l.tensor;
   }
-  if (l.unfused_attention && l.recompute != RecomputeKind::kSelective) {
+  if (l.unfused_attention &&
+      !(l.recompute == RecomputeKind::kSelective && l.recompute_core_attn)) {
     // a/t heads, s x s scores over the whole sequence (no CP: validated).
     const double scores = m.heads / l.tensor * l.seq_length * l.seq_length *
                           l.micro_batch;
@@ -209,22 +224,38 @@ double LayerInput(const ModelShape& m, const Layout& l) {
   return l.sequence_parallel ? bytes / l.tensor : bytes;
 }
 
-// Per micro-batch in flight, the activations `layers` layers store [MT]:
+// Dense and MoE transformer layers of a stage or chunk.
+struct LayerMix {
+  double dense = 0;
+  double moe = 0;
+  double total() const { return dense + moe; }
+};
+
+// Per micro-batch in flight, the activations a mix of layers stores [MT]:
 // all of them without full recomputation; with method uniform, the input
 // of each group of N layers; with method block, the input of the first N
-// layers and everything of the others.
+// layers and everything of the others, counted as the most expensive
+// layers of the mix (an upper bound whatever order dense and MoE layers
+// come in).
 double StoredActivations(const ModelShape& m, const Layout& l,
-                         double layers) {
-  const double full = LayerActivationsFull(m, l);
+                         const LayerMix& mix) {
+  const double dense = LayerActivationsFull(m, l, false);
+  const double moe = mix.moe > 0 ? LayerActivationsFull(m, l, true) : 0;
+  const double layers = mix.total();
   switch (l.recompute) {
     case RecomputeKind::kFullUniform:
       return std::ceil(layers / l.recompute_layers) * LayerInput(m, l);
     case RecomputeKind::kFullBlock: {
       const double recomputed = std::min(l.recompute_layers, layers);
-      return recomputed * LayerInput(m, l) + (layers - recomputed) * full;
+      const double kept = layers - recomputed;
+      const bool moe_larger = moe > dense;
+      const double kept_large = std::min(kept, moe_larger ? mix.moe : mix.dense);
+      return recomputed * LayerInput(m, l) +
+             kept_large * std::max(moe, dense) +
+             (kept - kept_large) * (moe_larger ? dense : moe);
     }
     default:
-      return layers * full;
+      return mix.dense * dense + mix.moe * moe;
   }
 }
 
@@ -232,14 +263,16 @@ double StoredActivations(const ModelShape& m, const Layout& l,
 // their full activations again: a group of N layers (uniform) or one layer
 // (block) [MT, K 5]. Counted once a stage, above what is stored.
 double RecomputeWorkingSet(const ModelShape& m, const Layout& l,
-                           double layers) {
+                           const LayerMix& mix) {
+  const double layers = mix.total();
+  const double largest =
+      std::max(mix.dense > 0 ? LayerActivationsFull(m, l, false) : 0,
+               mix.moe > 0 ? LayerActivationsFull(m, l, true) : 0);
   switch (l.recompute) {
     case RecomputeKind::kFullUniform:
-      return std::min(l.recompute_layers, layers) *
-             LayerActivationsFull(m, l);
+      return std::min(l.recompute_layers, layers) * largest;
     case RecomputeKind::kFullBlock:
-      return layers > 0 && l.recompute_layers > 0 ? LayerActivationsFull(m, l)
-                                                  : 0;
+      return layers > 0 && l.recompute_layers > 0 ? largest : 0;
     default:
       return 0;
   }
@@ -269,6 +302,37 @@ double HeadActivations(const ModelShape& m, const Layout& l) {
          (4 + softcap) * sb * m.vocab / l.tensor;
 }
 
+// Is the multi-token-prediction layer an MoE layer: as the model's last
+// layer is [TM in moe_terms.cc].
+bool MtpLayerIsMoe(const ModelShape& m) {
+  return MoeLayersIn(m, m.layers - 1, 1) > 0;
+}
+
+// Parameters of the MTP block on one rank, excluding routed experts
+// (Megatron multi_token_prediction.py; DeepSeek-V3 report sec. 2.2): per
+// layer the h x 2h projection (column-parallel, split over t), two norms
+// (of the hidden state and the embedding) and a transformer layer; and the
+// block's final norm.
+double MtpParameters(const ModelShape& m, const Layout& l) {
+  if (m.mtp_layers <= 0) return 0;
+  const double layer = 2 * m.hidden * m.hidden / l.tensor +
+                       2 * NormParameters(m) +
+                       LayerParameters(m, l, MtpLayerIsMoe(m));
+  return m.mtp_layers * layer + NormParameters(m);
+}
+
+// Per micro-batch, each MTP layer stores a transformer layer's activations,
+// the projection's 2h-wide input and the two norms' inputs (2 x 2sbh,
+// split over t by sequence parallelism), and its own LM head's.
+double MtpActivations(const ModelShape& m, const Layout& l) {
+  if (m.mtp_layers <= 0) return 0;
+  const double sbh = LocalTokens(l) * m.hidden;
+  const double inputs = 8 * ActivationElementScale(l) * sbh /
+                        (l.sequence_parallel ? l.tensor : 1);
+  return m.mtp_layers * (LayerActivationsFull(m, l, MtpLayerIsMoe(m)) +
+                         inputs + HeadActivations(m, l));
+}
+
 }  // namespace
 
 ModelShape ShapeOf(const v1::ModelConfig& model) {
@@ -292,6 +356,37 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
       v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE) {
     m.learned_positions = model.max_position_embeddings();
   }
+  if (model.has_moe() && model.moe().num_experts() > 0) {
+    const v1::MoeConfig& moe = model.moe();
+    m.experts = moe.num_experts();
+    m.topk = moe.router_topk();
+    m.expert_ffn = moe.expert_ffn_hidden_size();
+    m.shared_ffn = moe.shared_expert_ffn_hidden_size();
+    m.shared_gate = moe.shared_expert_gate();
+    m.router_bytes = moe.router_dtype() == v1::DTYPE_BF16 ||
+                             moe.router_dtype() == v1::DTYPE_FP16
+                         ? 2
+                         : 4;
+    // Validated: a pattern lists every layer; at most 2^20 layers.
+    m.moe_prefix.assign(model.num_layers() + 1, 0);
+    const uint32_t freq = std::max(1u, moe.layer_frequency());
+    for (uint32_t i = 0; i < model.num_layers(); ++i) {
+      const bool is_moe = moe.layer_pattern_size() > 0
+                              ? moe.layer_pattern(static_cast<int>(i)) != 0
+                              : i % freq == 0;
+      m.moe_prefix[i + 1] = m.moe_prefix[i] + (is_moe ? 1 : 0);
+    }
+  }
+  if (model.has_mla()) {
+    const v1::MlaConfig& mla = model.mla();
+    m.mla = true;
+    m.q_lora = mla.q_lora_rank();
+    m.kv_lora = mla.kv_lora_rank();
+    m.qk_nope = mla.qk_head_dim();
+    m.qk_rope = mla.qk_pos_emb_head_dim();
+    m.v_head = mla.v_head_dim();
+  }
+  m.mtp_layers = model.mtp_num_layers();
   return m;
 }
 
@@ -367,6 +462,15 @@ Layout LayoutOf(const v1::Job& job) {
   const v1::Recompute& r = train.recompute();
   if (r.granularity() == v1::Recompute::GRANULARITY_SELECTIVE) {
     l.recompute = RecomputeKind::kSelective;
+    l.recompute_core_attn = r.modules_size() == 0;
+    for (int module : r.modules()) {
+      l.recompute_core_attn |= module == v1::Recompute::MODULE_CORE_ATTN;
+      l.recompute_mlp |= module == v1::Recompute::MODULE_MLP;
+      l.recompute_moe |= module == v1::Recompute::MODULE_MOE;
+      l.recompute_moe_act |= module == v1::Recompute::MODULE_MOE_ACT;
+      l.recompute_shared_experts |=
+          module == v1::Recompute::MODULE_SHARED_EXPERTS;
+    }
   } else if (r.granularity() == v1::Recompute::GRANULARITY_FULL) {
     l.recompute = r.method() == v1::Recompute::METHOD_BLOCK
                       ? RecomputeKind::kFullBlock
@@ -374,6 +478,16 @@ Layout LayoutOf(const v1::Job& job) {
     l.recompute_layers = r.num_layers();
   }
   ResolveOptimizerStorage(job, l);
+  l.expert_parallel = std::max(1u, par.expert_parallel());
+  l.expert_tensor = par.expert_tensor_parallel() > 0
+                        ? par.expert_tensor_parallel()
+                        : par.tensor_parallel();
+  const v1::MoeConfig& moe = job.model().moe();
+  l.allgather_dispatcher =
+      moe.token_dispatcher() == v1::MoeConfig::DISPATCHER_ALLGATHER;
+  l.capacity_factor = moe.capacity_factor();
+  l.pad_to_capacity = moe.pad_to_capacity();
+  l.load_imbalance = moe.has_load_imbalance() ? moe.load_imbalance() : 1.25;
   if (train.has_fp8()) {
     l.fp8 = true;
     l.fp8_param_gather = train.fp8().param_gather();
@@ -400,10 +514,16 @@ Layout LayoutOf(const v1::Job& job) {
 }
 
 double TotalParameters(const ModelShape& m) {
-  Layout unsplit;  // t = 1
+  Layout unsplit;  // t = EP = ETP = 1
   const double embeddings = (m.tied_embeddings ? 1 : 2) * m.hidden * m.vocab;
+  const double moe = MoeLayersIn(m, 0, m.layers);
+  const double experts = RoutedExpertParameters(m, unsplit);
+  const double mtp =
+      MtpParameters(m, unsplit) +
+      (m.mtp_layers > 0 && MtpLayerIsMoe(m) ? m.mtp_layers * experts : 0);
   return embeddings + m.learned_positions * m.hidden + NormParameters(m) +
-         m.layers * LayerParameters(m, unsplit);
+         (m.layers - moe) * LayerParameters(m, unsplit, false) +
+         moe * (LayerParameters(m, unsplit, true) + experts) + mtp;
 }
 
 double MicrobatchesInFlight(const Layout& l, uint32_t stage) {
@@ -464,23 +584,86 @@ double TwoLargestUnits(const ModelShape& m, const Layout& l, uint32_t stage,
 
 }  // namespace
 
-StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
-                           uint32_t stage, double stage_layers) {
+namespace {
+
+// The activations rank `stage` holds at its peak: its chunks' stored
+// layers for each micro-batch in flight (`chunks` null: v equal chunks of
+// the stage's layers), the recomputation and dispatch working sets, the
+// embedding on the first stage, the LM head and MTP block on the last.
+double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
+                        const LayerMix& mix,
+                        const std::vector<LayerMix>* chunks) {
+  const double in_flight = MicrobatchesInFlight(l, stage);
+  double activations = 0;
+  if (chunks == nullptr) {
+    const LayerMix chunk{mix.dense / l.virtual_stages,
+                         mix.moe / l.virtual_stages};
+    activations = in_flight * StoredActivations(m, l, chunk) +
+                  RecomputeWorkingSet(m, l, chunk);
+  } else {
+    double working_set = 0;
+    for (size_t j = 0; j < chunks->size(); ++j) {
+      activations += ChunkMicrobatchesInFlight(l, in_flight, j) *
+                     StoredActivations(m, l, (*chunks)[j]);
+      working_set =
+          std::max(working_set, RecomputeWorkingSet(m, l, (*chunks)[j]));
+    }
+    activations += working_set;
+  }
+  const bool mtp_moe = m.mtp_layers > 0 && MtpLayerIsMoe(m);
+  const bool last = stage + 1 >= l.pipeline;
+  if (mix.moe > 0 || (last && mtp_moe)) {
+    activations += DispatchWorkingSet(m, l);
+  }
+  if (stage == 0) {
+    activations += EmbeddingActivations(
+        m, l, EmbeddingMicrobatchesInFlight(l, in_flight));
+  }
+  if (last) {
+    activations += HeadActivations(m, l);
+    // The MTP block sits in the last chunk of the last rank.
+    activations += ChunkMicrobatchesInFlight(l, in_flight,
+                                             l.virtual_stages - 1) *
+                   MtpActivations(m, l);
+  }
+  return activations;
+}
+
+StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
+                            uint32_t stage, const LayerMix& mix,
+                            const std::vector<LayerMix>* chunks) {
   const bool first = stage == 0;
   const bool last = stage + 1 >= l.pipeline;
   const double vocab_shard = m.hidden * m.vocab / l.tensor;
+  const double stage_layers = mix.total();
 
   // Parameters held [P 3.1]: the embedding (and a learned position
   // embedding, replicated over t) on the first stage, the LM head and
-  // final norm on the last; one stage holds both (tied: one matrix).
-  double params = stage_layers * LayerParameters(m, l);
+  // final norm on the last; one stage holds both (tied: one matrix). MoE
+  // layers' routed experts are counted apart: they shard differently [TM].
+  double params = mix.dense * LayerParameters(m, l, false) +
+                  mix.moe * LayerParameters(m, l, true);
+  double expert_params = mix.moe * RoutedExpertParameters(m, l);
   if (first) params += vocab_shard + m.learned_positions * m.hidden;
   if (last) params += NormParameters(m);
   if (last && !(first && m.tied_embeddings)) params += vocab_shard;
+  if (last && m.mtp_layers > 0) {
+    params += MtpParameters(m, l);
+    if (MtpLayerIsMoe(m)) {
+      expert_params += m.mtp_layers * RoutedExpertParameters(m, l);
+    }
+    // MTP embeds the next tokens: a later stage holds its own copy of an
+    // untied embedding (a tied one is the LM head it already has).
+    if (!first && !m.tied_embeddings) params += vocab_shard;
+  }
 
   StageFigures f;
-  f.parameters = params;
+  f.parameters = params + expert_params;
   const double shards = l.data * l.context;  // the d*c data-parallel ranks
+  // Expert states shard over the expert-data-parallel group:
+  // world / (ETP x EP x PP) = t*c*d / (ETP x EP) ranks [TM].
+  const double expert_shards =
+      l.tensor * l.context * l.data / (l.expert_tensor * l.expert_parallel);
   const bool shard_params = l.sharding == FsdpSharding::kOptimGradsParams;
   const bool shard_grads =
       shard_params || l.sharding == FsdpSharding::kOptimGrads;
@@ -494,64 +677,68 @@ StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
                                       : 0;
   const double weight_bytes = WeightBytesPerParameter(l.precision);
   f.weight_bytes = shard_params ? weight_bytes * (params / shards + gathered)
-                                : weight_bytes * params;
+                                : weight_bytes * (params + expert_params);
   f.weight_bytes += Fp8WeightCopyBytesPerParameter(l) * stage_layers *
                     LinearWeightParameters(m, l);
   const double gradient_bytes = GradientBytesPerParameter(l);
   f.gradient_bytes = shard_grads
                          ? gradient_bytes * (params / shards + gathered)
-                         : gradient_bytes * params;
+                         : gradient_bytes * (params + expert_params);
   // The distributed optimizer shards its states over d*c ranks [P 3.1.4];
   // a CPU-offloaded share of them lives in host memory [PA].
-  f.optimizer_bytes = OptimizerBytesPerParameter(l) * params *
-                      (1 - l.optimizer_offload) /
-                      (shard_optimizer ? shards : 1);
+  f.optimizer_bytes =
+      OptimizerBytesPerParameter(l) * (1 - l.optimizer_offload) *
+      (shard_optimizer ? params / shards + expert_params / expert_shards
+                       : params + expert_params);
 
-  // Interleaved: each chunk in flight holds L / (p*v) layers.
-  const double in_flight = MicrobatchesInFlight(l, stage);
-  const double chunk_layers = stage_layers / l.virtual_stages;
-  double activations = in_flight * StoredActivations(m, l, chunk_layers) +
-                       RecomputeWorkingSet(m, l, chunk_layers);
-  if (first) {
-    activations += EmbeddingActivations(
-        m, l, EmbeddingMicrobatchesInFlight(l, in_flight));
+  f.activation_bytes = StageActivations(m, l, stage, mix, chunks);
+  // Dropless routing: the most loaded expert-parallel rank receives more
+  // than its share; admission counts that margin above the estimate.
+  if (m.experts > 0 && l.expert_load == 1 && l.load_imbalance > 1) {
+    Layout loaded = l;
+    loaded.expert_load = l.load_imbalance;
+    f.imbalance_bytes =
+        StageActivations(m, loaded, stage, mix, chunks) - f.activation_bytes;
   }
-  if (last) activations += HeadActivations(m, l);
-  f.activation_bytes = activations;
   return f;
+}
+
+}  // namespace
+
+StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
+                           uint32_t stage, double stage_layers,
+                           double first_layer) {
+  if (first_layer < 0) first_layer = stage * stage_layers;
+  const double moe = MoeLayersIn(m, first_layer, stage_layers);
+  return StageFiguresOf(m, l, stage, LayerMix{stage_layers - moe, moe},
+                        nullptr);
 }
 
 StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
                                  uint32_t stage,
-                                 const std::vector<double>& chunk_layers) {
-  double stage_layers = 0;
-  for (double n : chunk_layers) stage_layers += n;
-  StageFigures f = StageMemoryOf(m, l, stage, stage_layers);
-  const double in_flight = MicrobatchesInFlight(l, stage);
-  double activations = 0, working_set = 0;
+                                 const std::vector<double>& chunk_layers,
+                                 const std::vector<double>& chunk_first) {
+  LayerMix stage_mix;
+  std::vector<LayerMix> chunks;
+  chunks.reserve(chunk_layers.size());
   for (size_t j = 0; j < chunk_layers.size(); ++j) {
-    activations += ChunkMicrobatchesInFlight(l, in_flight, j) *
-                   StoredActivations(m, l, chunk_layers[j]);
-    working_set =
-        std::max(working_set, RecomputeWorkingSet(m, l, chunk_layers[j]));
+    const double first = j < chunk_first.size() ? chunk_first[j] : 0;
+    const double moe = MoeLayersIn(m, first, chunk_layers[j]);
+    chunks.push_back(LayerMix{chunk_layers[j] - moe, moe});
+    stage_mix.dense += chunks.back().dense;
+    stage_mix.moe += moe;
   }
-  activations += working_set;
-  if (stage == 0) {
-    activations += EmbeddingActivations(
-        m, l, EmbeddingMicrobatchesInFlight(l, in_flight));
-  }
-  if (stage + 1 >= l.pipeline) activations += HeadActivations(m, l);
-  f.activation_bytes = activations;
-  return f;
+  return StageFiguresOf(m, l, stage, stage_mix, &chunks);
 }
 
 double PeakBytesEvenStages(const ModelShape& m, const Layout& l) {
   const double stage_layers = m.layers / l.pipeline;
-  const double first = StageMemoryOf(m, l, 0, stage_layers).total_bytes();
+  const double first =
+      StageMemoryOf(m, l, 0, stage_layers).admission_bytes();
   if (l.pipeline <= 1) return first;
   const uint32_t last_stage = static_cast<uint32_t>(l.pipeline) - 1;
-  return std::max(
-      first, StageMemoryOf(m, l, last_stage, stage_layers).total_bytes());
+  return std::max(first, StageMemoryOf(m, l, last_stage, stage_layers)
+                             .admission_bytes());
 }
 
 }  // namespace memgate

@@ -35,6 +35,20 @@ struct ModelShape {
   bool sandwich_norms = false;   // Gemma 2/3: 4 norms a layer, not 2
   bool logit_softcapping = false;  // Gemma 2: tanh of the logits stored
   double learned_positions = 0;  // rows of a learned position embedding
+  // Mixture of experts (moe_terms.cc); experts == 0 is a dense model.
+  double experts = 0;        // E
+  double topk = 0;           // k
+  double expert_ffn = 0;     // each routed expert's FFN width
+  double shared_ffn = 0;     // shared experts' FFN width (0: none)
+  bool shared_gate = false;  // a sigmoid gate on the shared experts
+  double router_bytes = 4;   // bytes of a router score (fp32 by default)
+  // Which layers are MoE: moe_prefix[i] is how many of layers 0..i-1 are
+  // (size L + 1); empty with experts == 0.
+  std::vector<uint32_t> moe_prefix;
+  // Multi-latent attention (mla == false: grouped-query attention).
+  bool mla = false;
+  double q_lora = 0, kv_lora = 0, qk_nope = 0, qk_rope = 0, v_head = 0;
+  double mtp_layers = 0;  // multi-token prediction layers, last stage
 };
 
 enum class RecomputeKind { kNone, kSelective, kFullUniform, kFullBlock };
@@ -66,6 +80,14 @@ struct Layout {
   bool unfused_attention = false;
   RecomputeKind recompute = RecomputeKind::kNone;
   double recompute_layers = 0;  // N of full recomputation
+  // Selective recomputation of modules beyond core attention [MT]: the
+  // dense MLP, the whole MoE block, the experts' activation function, the
+  // shared experts: each keeps only its input.
+  bool recompute_core_attn = true;  // with kSelective
+  bool recompute_mlp = false;
+  bool recompute_moe = false;
+  bool recompute_moe_act = false;
+  bool recompute_shared_experts = false;
   // --use-precision-aware-optimizer: bytes a parameter's main gradient,
   // master weight and Adam states take (resolved by LayoutOf).
   bool precision_aware = false;
@@ -80,6 +102,16 @@ struct Layout {
   bool fp8_param_gather = false;
   double fp8_scale_bytes = 0;  // per fp8 element: 1/32 for MXFP8, else 0
   FsdpSharding sharding = FsdpSharding::kNone;
+  // Expert parallelism: routed experts over ep ranks, each split over etp.
+  double expert_parallel = 1;  // EP
+  double expert_tensor = 1;    // ETP
+  bool allgather_dispatcher = false;
+  double capacity_factor = 0;  // 0: dropless
+  bool pad_to_capacity = false;
+  // Token copies the most loaded expert-parallel rank receives, as a
+  // multiple of its balanced share (1 when estimating the balanced load).
+  double expert_load = 1;
+  double load_imbalance = 1.25;  // what admission assumes (dropless)
 };
 
 struct StageFigures {
@@ -88,9 +120,13 @@ struct StageFigures {
   double gradient_bytes = 0;
   double optimizer_bytes = 0;
   double activation_bytes = 0;
+  // MoE: what the most loaded expert-parallel rank adds above the balanced
+  // load (Layout::load_imbalance); not in total_bytes, in admission_bytes.
+  double imbalance_bytes = 0;
   double total_bytes() const {
     return weight_bytes + gradient_bytes + optimizer_bytes + activation_bytes;
   }
+  double admission_bytes() const { return total_bytes() + imbalance_bytes; }
 };
 
 ModelShape ShapeOf(const v1::ModelConfig& model);
@@ -108,8 +144,11 @@ double MicrobatchesInFlight(const Layout& l, uint32_t stage);
 
 // Memory of one GPU of pipeline stage `stage` (0-based) holding
 // `stage_layers` transformer layers, under the 1F1B schedule.
+// `first_layer` is the index of the stage's first layer (which of its
+// layers are MoE); negative means an even split: stage x stage_layers.
 StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
-                           uint32_t stage, double stage_layers);
+                           uint32_t stage, double stage_layers,
+                           double first_layer = -1);
 
 // The same under interleaving with model chunks of different sizes
 // (Megatron's --pipeline-model-parallel-layout): chunk_layers[j] is the
@@ -118,9 +157,11 @@ StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
 // per chunk, chunk by chunk).
 StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
                                  uint32_t stage,
-                                 const std::vector<double>& chunk_layers);
+                                 const std::vector<double>& chunk_layers,
+                                 const std::vector<double>& chunk_first = {});
 
-// The largest stage total for an even split (L/p layers a stage). Under
+// The largest stage admission figure (total plus any MoE imbalance margin)
+// for an even split (L/p layers a stage). Under
 // 1F1B it is always a stage that holds the embedding or the LM head, so only
 // those are evaluated.
 double PeakBytesEvenStages(const ModelShape& m, const Layout& l);

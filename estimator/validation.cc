@@ -13,6 +13,8 @@ namespace memgate {
 namespace {
 
 constexpr uint32_t kMaxPipelineStages = 4096;
+// MoE models keep a per-layer table; no real model comes near this.
+constexpr uint32_t kMaxLayersWithExperts = 1u << 16;
 
 absl::Status Invalid(absl::string_view field, absl::string_view rule,
                      absl::string_view got) {
@@ -76,6 +78,135 @@ absl::Status ValidateModel(const v1::ModelConfig& m) {
   }
   return RequireMultiple("model.num_attention_heads", m.num_attention_heads(),
                          "model.num_query_groups", m.num_query_groups());
+}
+
+// Mixture of experts, MLA and MTP, with Megatron-Core's rules
+// (transformer_config.py, moe_layer.py, arguments.py).
+absl::Status ValidateExperts(const v1::Job& job) {
+  const v1::ModelConfig& m = job.model();
+  const v1::ParallelConfig& par = job.parallel();
+  const uint64_t ep = std::max(1u, par.expert_parallel());
+  const uint64_t etp = par.expert_tensor_parallel() > 0
+                           ? par.expert_tensor_parallel()
+                           : par.tensor_parallel();
+  if (!m.has_moe()) {
+    if (ep > 1 || par.expert_tensor_parallel() > 0) {
+      return Invalid(ep > 1 ? "parallel.expert_parallel"
+                            : "parallel.expert_tensor_parallel",
+                     "needs model.moe (Megatron: num_moe_experts must be set "
+                     "to use expert parallelism)",
+                     absl::StrCat(ep > 1 ? ep : etp));
+    }
+  } else {
+    const v1::MoeConfig& moe = m.moe();
+    MEMGATE_RETURN_IF_ERROR(
+        RequirePositive("model.moe.num_experts", moe.num_experts()));
+    if (moe.router_topk() == 0 || moe.router_topk() > moe.num_experts()) {
+      return Invalid("model.moe.router_topk",
+                     absl::StrCat("must lie in [1, model.moe.num_experts = ",
+                                  moe.num_experts(), "]"),
+                     absl::StrCat(moe.router_topk()));
+    }
+    if (m.num_layers() > kMaxLayersWithExperts) {
+      return Invalid("model.num_layers",
+                     absl::StrCat("must be at most ", kMaxLayersWithExperts,
+                                  " with experts"),
+                     absl::StrCat(m.num_layers()));
+    }
+    if (moe.layer_pattern_size() > 0) {
+      if (static_cast<uint64_t>(moe.layer_pattern_size()) != m.num_layers()) {
+        return Invalid("model.moe.layer_pattern",
+                       absl::StrCat("must list every layer (",
+                                    m.num_layers(), ")"),
+                       absl::StrCat(moe.layer_pattern_size(), " entries"));
+      }
+      for (uint32_t x : moe.layer_pattern()) {
+        if (x > 1) {
+          return Invalid("model.moe.layer_pattern",
+                         "entries must be 0 (dense) or 1 (MoE)",
+                         absl::StrCat(x));
+        }
+      }
+    }
+    if (!v1::MoeConfig::Dispatcher_IsValid(moe.token_dispatcher()) ||
+        !v1::DType_IsValid(moe.router_dtype())) {
+      return Invalid("model.moe", "must name a known dispatcher and dtype",
+                     moe.ShortDebugString());
+    }
+    if (!(moe.capacity_factor() >= 0 && moe.capacity_factor() <= 1024)) {
+      return Invalid("model.moe.capacity_factor",
+                     "must lie in [0, 1024] (0: dropless)",
+                     absl::StrCat(moe.capacity_factor()));
+    }
+    if (moe.pad_to_capacity() && moe.capacity_factor() == 0) {
+      return Invalid("model.moe.pad_to_capacity",
+                     "needs model.moe.capacity_factor", "true");
+    }
+    if (moe.has_load_imbalance() &&
+        !(moe.load_imbalance() >= 1 && moe.load_imbalance() <= 64)) {
+      return Invalid("model.moe.load_imbalance", "must lie in [1, 64]",
+                     absl::StrCat(moe.load_imbalance()));
+    }
+    if (moe.num_experts() % ep != 0) {
+      return Invalid("model.moe.num_experts",
+                     absl::StrCat("must be a multiple of "
+                                  "parallel.expert_parallel = ",
+                                  ep),
+                     absl::StrCat(moe.num_experts()));
+    }
+    const uint64_t group = ep * etp * par.pipeline_parallel();
+    if (job.num_gpus() % group != 0) {
+      return Invalid("num_gpus",
+                     absl::StrCat("must be a multiple of expert_parallel x "
+                                  "expert_tensor_parallel x pipeline_parallel "
+                                  "= ",
+                                  group),
+                     absl::StrCat(job.num_gpus()));
+    }
+    if (par.tensor_parallel() > 1 && !par.sequence_parallel()) {
+      return Invalid("parallel.sequence_parallel",
+                     "must be on with MoE and tensor parallelism (Megatron's "
+                     "MoELayer refuses to train without it)",
+                     "false");
+    }
+    if (m.linear_bias()) {
+      return Invalid("model.linear_bias",
+                     "biases on MoE layers are not modelled", "true");
+    }
+    if (ep * etp > job.num_gpus() / par.pipeline_parallel()) {
+      return Invalid("parallel.expert_parallel",
+                     "x expert_tensor_parallel must fit in one pipeline stage's "
+                     "GPUs",
+                     absl::StrCat(ep * etp));
+    }
+  }
+  if (m.has_mla()) {
+    const v1::MlaConfig& mla = m.mla();
+    MEMGATE_RETURN_IF_ERROR(
+        RequirePositive("model.mla.kv_lora_rank", mla.kv_lora_rank()));
+    MEMGATE_RETURN_IF_ERROR(
+        RequirePositive("model.mla.qk_head_dim", mla.qk_head_dim()));
+    MEMGATE_RETURN_IF_ERROR(
+        RequirePositive("model.mla.v_head_dim", mla.v_head_dim()));
+    if (m.qk_norm() || m.linear_bias() || m.qkv_bias()) {
+      return Invalid("model.mla",
+                     "with QK-norm or attention biases is not modelled",
+                     m.qk_norm() ? "qk_norm" : "biases");
+    }
+  }
+  if (m.mtp_num_layers() > 16) {
+    return Invalid("model.mtp_num_layers", "must be at most 16",
+                   absl::StrCat(m.mtp_num_layers()));
+  }
+  const v1::TrainingConfig& tr = job.training();
+  if ((m.has_moe() || m.has_mla() || m.mtp_num_layers() > 0) &&
+      (tr.has_fp8() ||
+       par.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED)) {
+    return Invalid(tr.has_fp8() ? "training.fp8"
+                                : "parallel.data_parallel_sharding",
+                   "with MoE, MLA or MTP is not modelled", "set");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ValidateStages(const v1::Job& job) {
@@ -159,6 +290,7 @@ absl::Status ValidateParallel(const v1::Job& job) {
                    absl::StrCat(par.data_parallel()));
   }
   MEMGATE_RETURN_IF_ERROR(ValidateStages(job));
+  MEMGATE_RETURN_IF_ERROR(ValidateExperts(job));
   MEMGATE_RETURN_IF_ERROR(RequireMultiple("model.num_attention_heads",
                                           m.num_attention_heads(),
                                           "parallel.tensor_parallel", t));

@@ -1,0 +1,146 @@
+#include "estimator/moe_terms.h"
+
+#include <algorithm>
+#include <cmath>
+
+// Sources:
+// [TM] Megatron-LM megatron/training/theoretical_memory_usage.py: MoE and
+//      MLA parameter counts (router h x E, shared experts, routed experts
+//      2 x h x f x E x 3/2 gated; MLA's q/kv LoRA terms), and how they are
+//      held: attention and shared experts over TP, routed experts over
+//      ETP x EP, router and norms replicated.
+// [MM] Megatron-LM megatron/core/transformer/moe/ (router.py: fp32 router
+//      scores by default; token_dispatcher.py: alltoall / allgather / flex,
+//      capacity and padding; experts.py; moe_utils.py unpermute, which
+//      keeps the expert outputs to weight them by the routing probs) and
+//      multi_latent_attention.py (down projections "duplicated").
+// [K]  Korthikanti et al. 2022 section 4: an MLP stores its input and, per
+//      token, 8 bytes per unit of (gated) FFN width in 16-bit training.
+
+namespace memgate {
+namespace {
+
+double Gated(const ModelShape& m) { return m.gelu_mlp ? 2 : 3; }
+// Bytes an MLP stores per token per unit of FFN width [K]: gated 8, GeLU 4.
+double MlpWidthBytes(const ModelShape& m) { return m.gelu_mlp ? 4 : 8; }
+double NormWidth(const ModelShape& m) { return m.layernorm ? 2 : 1; }
+double ElementScale(const Layout& l) {
+  return l.precision == v1::PRECISION_FP32 ? 2 : 1;
+}
+double ExpertFfn(const ModelShape& m) {
+  return m.expert_ffn > 0 ? m.expert_ffn : m.ffn_hidden;
+}
+
+// Tokens of one micro-batch on this rank inside the MoE layer: s*b/c,
+// split over t by sequence parallelism (which Megatron requires for MoE
+// with TP).
+double TokensPerRank(const Layout& l) {
+  const double tokens = l.seq_length * l.micro_batch / l.context;
+  return l.sequence_parallel ? tokens / l.tensor : tokens;
+}
+
+// Routed token copies this rank's experts process [MM]: its tokens and its
+// expert-tensor-parallel peers' (gathered), k copies each, spread evenly
+// over the EP ranks, which hold E / EP experts each; the balanced share,
+// scaled by the load (dropless), or fixed at the capacity (drop-and-pad).
+double RoutedCopies(const ModelShape& m, const Layout& l) {
+  const double balanced = TokensPerRank(l) * l.expert_tensor * m.topk;
+  if (l.capacity_factor > 0) {
+    return balanced * (l.pad_to_capacity
+                           ? l.capacity_factor
+                           : std::min(l.capacity_factor, l.expert_load));
+  }
+  return balanced * l.expert_load;
+}
+
+}  // namespace
+
+double MoeLayersIn(const ModelShape& m, double first, double count) {
+  if (m.experts <= 0 || m.moe_prefix.empty() || count <= 0) return 0;
+  const double size = static_cast<double>(m.moe_prefix.size()) - 1;
+  const double begin = std::clamp(std::floor(first), 0.0, size);
+  const double end = std::clamp(std::floor(first + count), begin, size);
+  return m.moe_prefix[static_cast<size_t>(end)] -
+         m.moe_prefix[static_cast<size_t>(begin)];
+}
+
+double MlaParameters(const ModelShape& m, const Layout& l) {
+  const double h = m.hidden, a = m.heads;
+  const double qk = m.qk_nope + m.qk_rope;
+  double replicated = h * (m.kv_lora + m.qk_rope) + m.kv_lora * NormWidth(m);
+  double split = m.kv_lora * a * (m.qk_nope + m.v_head) + a * m.v_head * h;
+  if (m.q_lora > 0) {
+    replicated += h * m.q_lora + m.q_lora * NormWidth(m);
+    split += m.q_lora * a * qk;
+  } else {
+    split += h * a * qk;
+  }
+  return replicated + split / l.tensor;
+}
+
+double MoeDenseParameters(const ModelShape& m, const Layout& l) {
+  const double shared = Gated(m) * m.hidden * m.shared_ffn / l.tensor;
+  const double router = m.hidden * m.experts;
+  const double gate = m.shared_gate && m.shared_ffn > 0 ? m.hidden : 0;
+  return shared + router + gate;
+}
+
+double RoutedExpertParameters(const ModelShape& m, const Layout& l) {
+  return m.experts / l.expert_parallel * Gated(m) * m.hidden * ExpertFfn(m) /
+         l.expert_tensor;
+}
+
+double MoeMlpActivations(const ModelShape& m, const Layout& l) {
+  const double e = ElementScale(l);
+  const double tokens = TokensPerRank(l);
+  double bytes = 0;
+  if (!l.recompute_moe) {
+    // Router scores, kept for the softmax / sigmoid backward [MM].
+    bytes += m.router_bytes * tokens * m.experts;
+    // Each routed copy: the first expert GEMM's input (2h) and the
+    // expert's FFN activations over ETP [K]; moe_act recomputation drops
+    // the activation function's output (2 of the 8 bytes).
+    const double width_bytes =
+        MlpWidthBytes(m) - (l.recompute_moe_act ? 2 : 0);
+    bytes += RoutedCopies(m, l) * e *
+             (2 * m.hidden + width_bytes * ExpertFfn(m) / l.expert_tensor);
+    // Unpermute keeps the k expert outputs of this rank's tokens to take
+    // the gradient of the routing probabilities [MM].
+    bytes += tokens * m.topk * e * 2 * m.hidden;
+  }
+  if (!l.recompute_moe && !l.recompute_shared_experts && m.shared_ffn > 0) {
+    // Shared experts: a dense MLP of width shared_ffn over t [K].
+    const double sb = l.seq_length * l.micro_batch / l.context;
+    bytes += e * sb * MlpWidthBytes(m) * m.shared_ffn / l.tensor;
+  }
+  return bytes;
+}
+
+double MlaActivations(const ModelShape& m, const Layout& l) {
+  const double e = ElementScale(l);
+  const double sb = l.seq_length * l.micro_batch / l.context;
+  const double qk = m.heads * (m.qk_nope + m.qk_rope);
+  const double v = m.heads * m.v_head;
+  // Q and K (2 B each of a*(d_nope + d_rope)), V and the attention output
+  // (2 B each of a*d_v), split over t by heads ...
+  const double per_head = (2 * qk + 2 * qk + 2 * v + 2 * v) / l.tensor;
+  // ... and the latents, computed whole on every TP rank: the Q and KV
+  // latents' norm inputs and up-projection inputs (2 + 2 B each), the
+  // shared rotary key (2 B).
+  const double latents = 4 * m.q_lora + 4 * m.kv_lora + 2 * m.qk_rope;
+  return e * sb * (per_head + latents);
+}
+
+double DispatchWorkingSet(const ModelShape& m, const Layout& l) {
+  const double e = ElementScale(l);
+  if (l.allgather_dispatcher) {
+    // The hidden states gathered over the EP x ETP group [MM].
+    return e * 2 * m.hidden * TokensPerRank(l) * l.expert_parallel *
+           l.expert_tensor;
+  }
+  // All-to-all: the permuted copies being sent and those received.
+  return e * 2 * m.hidden *
+         (TokensPerRank(l) * m.topk + RoutedCopies(m, l));
+}
+
+}  // namespace memgate

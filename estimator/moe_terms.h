@@ -1,0 +1,50 @@
+#ifndef MEMGATE_ESTIMATOR_MOE_TERMS_H_
+#define MEMGATE_ESTIMATOR_MOE_TERMS_H_
+
+// The terms of mixture-of-experts layers and multi-latent attention, one
+// function each, used by memory_model.cc. Internal to the estimator. All
+// figures are for one GPU (one tensor- and expert-parallel rank) and, for
+// activations, one micro-batch, in bytes; parameters are counts.
+
+#include "estimator/memory_model.h"
+
+namespace memgate {
+
+// ---- Which layers are MoE ----
+
+// MoE layers among layers [first, first + count) of the model.
+double MoeLayersIn(const ModelShape& m, double first, double count);
+
+// ---- Parameters on one rank ----
+
+// Multi-latent attention: the down projections of Q and KV and their
+// norms are replicated over TP (TELinear, parallel_mode "duplicated"), the
+// up projections and the output projection split over t.
+double MlaParameters(const ModelShape& m, const Layout& l);
+
+// An MoE layer's MLP side that is not routed experts: shared experts
+// (split over t), the router (h x E) and the shared-expert gate
+// (replicated).
+double MoeDenseParameters(const ModelShape& m, const Layout& l);
+
+// The routed experts of one MoE layer held by this rank: E / EP experts,
+// each split over ETP.
+double RoutedExpertParameters(const ModelShape& m, const Layout& l);
+
+// ---- Activations of one layer, one micro-batch ----
+
+// What an MoE layer's MLP side stores in place of a dense MLP: router
+// scores, the routed token copies' expert activations, the combine's
+// saved expert outputs, the shared experts.
+double MoeMlpActivations(const ModelShape& m, const Layout& l);
+
+// What multi-latent attention stores in place of grouped-query attention.
+double MlaActivations(const ModelShape& m, const Layout& l);
+
+// The token dispatcher's transient buffers while one micro-batch is in an
+// MoE layer (counted once a stage).
+double DispatchWorkingSet(const ModelShape& m, const Layout& l);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_ESTIMATOR_MOE_TERMS_H_
