@@ -49,6 +49,8 @@ constexpr FlagForField kFlagForField[] = {
     {"parallel.pipeline_parallel", "--pp"},
     {"parallel.context_parallel", "--cp"},
     {"parallel.data_parallel", "--dp"},
+    {"parallel.expert_parallel", "--ep"},
+    {"parallel.expert_tensor_parallel", "--etp"},
     {"training.micro_batch_size", "--mbs"},
     {"training.seq_length", "--seq"},
     {"training.global_batch_size", "--gbs"},
@@ -62,7 +64,8 @@ constexpr FlagForField kFlagForField[] = {
 void JobFlags::Register(FlagSet& f) {
   f.String("model", "NAME",
            "catalog model (llama-2-7b/13b/70b, llama-3-8b/70b, "
-           "llama-3.1-8b/70b/405b)",
+           "llama-3.1-8b/70b/405b, mixtral-8x7b/8x22b, "
+           "qwen3-30b-a3b/235b-a22b, deepseek-v3)",
            &model);
   f.String("model-config", "FILE",
            "Hugging Face config.json of the model", &model_config);
@@ -87,6 +90,9 @@ void JobFlags::Register(FlagSet& f) {
   f.Uint32("cp", "context-parallel size (default 1)", &cp);
   f.Uint32("pp", "pipeline-parallel size (default 1)", &pp);
   f.Uint32("dp", "data-parallel size; checked against gpus/(tp*cp*pp)", &dp);
+  f.Uint32("ep", "expert-parallel size, MoE models (default 1)", &ep);
+  f.Uint32("etp", "expert-tensor-parallel size, MoE models (default: tp)",
+           &etp);
   f.Uint32("mbs", "micro-batch size (default 1)", &mbs);
   f.Uint32("seq", "sequence length (required)", &seq);
   f.Uint32("gbs", "global batch size; checked to be a multiple of mbs*dp",
@@ -192,6 +198,8 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
       {"cp", cp, p.context_parallel(), [&](uint32_t v) { p.set_context_parallel(v); }},
       {"pp", pp, p.pipeline_parallel(), [&](uint32_t v) { p.set_pipeline_parallel(v); }},
       {"dp", dp, p.data_parallel(), [&](uint32_t v) { p.set_data_parallel(v); }},
+      {"ep", ep, p.expert_parallel(), [&](uint32_t v) { p.set_expert_parallel(v); }},
+      {"etp", etp, p.expert_tensor_parallel(), [&](uint32_t v) { p.set_expert_tensor_parallel(v); }},
       {"mbs", mbs, t.micro_batch_size(), [&](uint32_t v) { t.set_micro_batch_size(v); }},
       {"seq", seq, t.seq_length(), [&](uint32_t v) { t.set_seq_length(v); }},
       {"gbs", gbs, t.global_batch_size(), [&](uint32_t v) { t.set_global_batch_size(v); }},

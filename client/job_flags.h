@@ -25,7 +25,7 @@ struct JobFlags {
   std::optional<double> gpu_memory_gib;
   std::optional<uint32_t> gpus_per_node;
   // Parallelism and batch.
-  std::optional<uint32_t> gpus, tp, cp, pp, dp, mbs, seq, gbs;
+  std::optional<uint32_t> gpus, tp, cp, pp, dp, mbs, seq, gbs, ep, etp;
   std::optional<bool> sequence_parallel, distributed_optimizer;
   std::optional<std::string> precision;
 

@@ -18,6 +18,11 @@ void AppendPeakVersusLimit(std::string& out, const v1::Estimate& e) {
   const double capacity = ToGiB(e.capacity_bytes());
   out += "peak ";
   AppendFixed(out, e.peak_gib(), 2);
+  if (e.peak().expert_imbalance_bytes() > 0) {
+    out += " + ";
+    AppendFixed(out, ToGiB(e.peak().expert_imbalance_bytes()), 2);
+    out += " expert load margin";
+  }
   absl::StrAppend(&out, " GiB (stage ", e.peak().stage(), ") vs limit ");
   AppendFixed(out, e.threshold() * capacity, 2);
   out += " GiB (";

@@ -78,6 +78,30 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
     default:
       break;
   }
+  if (m.has_moe()) {
+    const v1::MoeConfig& moe = m.moe();
+    std::string routing =
+        moe.capacity_factor() > 0
+            ? absl::StrCat("capacity ", moe.capacity_factor(), "x",
+                           moe.pad_to_capacity() ? ", padded" : "")
+            : absl::StrCat("dropless: balanced load estimated, the zone "
+                           "counts the most loaded EP rank at ",
+                           l.load_imbalance, "x");
+    out.push_back(absl::StrCat(
+        "MoE: ", moe.num_experts(), " experts, top-", moe.router_topk(),
+        ", EP ", l.expert_parallel, ", ETP ", l.expert_tensor, " (",
+        l.allgather_dispatcher ? "allgather" : "all-to-all", "; ", routing,
+        ")"));
+  }
+  if (m.has_mla()) {
+    out.push_back("multi-latent attention: latents stored on every TP "
+                  "rank, down projections replicated");
+  }
+  if (m.mtp_num_layers() > 0) {
+    out.push_back(absl::StrCat(m.mtp_num_layers(),
+                               " multi-token-prediction layer(s) and their "
+                               "logits on the last stage"));
+  }
   if (t.hidden_dropout() > 0) {
     out.push_back(absl::StrCat("hidden dropout ", t.hidden_dropout(),
                                ": 1-byte masks (2sbh a layer, sbh at the "

@@ -28,6 +28,32 @@ constexpr ModelEntry kModels[] = {
     {"llama-3.1-405b", 126, 16384, 53248, 128, 8, 128256},
 };
 
+// Mixture-of-experts models, from their published config.json (Mistral AI,
+// Qwen, DeepSeek; the same files are in tests/testdata/hf/).
+struct MoeEntry {
+  ModelEntry dense;           // attention and the dense layers' MLP
+  uint32_t head_dim;          // 0: hidden / heads
+  bool qk_norm;
+  uint32_t experts, topk, expert_ffn, shared_ffn;
+  uint32_t leading_dense;     // first layers with a dense MLP
+  uint32_t q_lora, kv_lora;   // MLA (kv_lora 0: none)
+  uint32_t mtp_layers;
+};
+
+constexpr MoeEntry kMoeModels[] = {
+    {{"mixtral-8x7b", 32, 4096, 14336, 32, 8, 32000}, 0, false,
+     8, 2, 14336, 0, 0, 0, 0, 0},
+    {{"mixtral-8x22b", 56, 6144, 16384, 48, 8, 32768}, 0, false,
+     8, 2, 16384, 0, 0, 0, 0, 0},
+    {{"qwen3-30b-a3b", 48, 2048, 6144, 32, 4, 151936}, 128, true,
+     128, 8, 768, 0, 0, 0, 0, 0},
+    {{"qwen3-235b-a22b", 94, 4096, 12288, 64, 4, 151936}, 128, true,
+     128, 8, 1536, 0, 0, 0, 0, 0},
+    // MLA: 128 heads of 128 + 64 (rotary) dims for Q and K, 128 for V.
+    {{"deepseek-v3", 61, 7168, 18432, 128, 128, 129280}, 0, false,
+     256, 8, 2048, 2048, 3, 1536, 512, 1},
+};
+
 struct AcceleratorEntry {
   const char* name;
   const char* alias;  // "" when the short name would be ambiguous
@@ -61,6 +87,36 @@ const std::vector<v1::ModelConfig>& ModelTable() {
       model.set_num_attention_heads(m.heads);
       model.set_num_query_groups(m.kv_heads);
       model.set_vocab_size(m.vocab);
+    }
+    for (const MoeEntry& e : kMoeModels) {
+      v1::ModelConfig& model = models->emplace_back();
+      const ModelEntry& m = e.dense;
+      model.set_name(m.name);
+      model.set_num_layers(m.layers);
+      model.set_hidden_size(m.hidden);
+      model.set_ffn_hidden_size(m.ffn_hidden);
+      model.set_num_attention_heads(m.heads);
+      model.set_num_query_groups(m.kv_heads);
+      model.set_vocab_size(m.vocab);
+      model.set_head_dim(e.head_dim);
+      model.set_qk_norm(e.qk_norm);
+      v1::MoeConfig& moe = *model.mutable_moe();
+      moe.set_num_experts(e.experts);
+      moe.set_router_topk(e.topk);
+      moe.set_expert_ffn_hidden_size(e.expert_ffn);
+      moe.set_shared_expert_ffn_hidden_size(e.shared_ffn);
+      for (uint32_t i = 0; e.leading_dense > 0 && i < m.layers; ++i) {
+        moe.add_layer_pattern(i < e.leading_dense ? 0 : 1);
+      }
+      if (e.kv_lora > 0) {
+        v1::MlaConfig& mla = *model.mutable_mla();
+        mla.set_q_lora_rank(e.q_lora);
+        mla.set_kv_lora_rank(e.kv_lora);
+        mla.set_qk_head_dim(128);
+        mla.set_qk_pos_emb_head_dim(64);
+        mla.set_v_head_dim(128);
+      }
+      model.set_mtp_num_layers(e.mtp_layers);
     }
     return models;
   }();
@@ -120,6 +176,7 @@ absl::StatusOr<v1::Accelerator> FindAccelerator(absl::string_view name) {
 std::vector<std::string> ModelNames() {
   std::vector<std::string> names;
   for (const ModelEntry& m : kModels) names.emplace_back(m.name);
+  for (const MoeEntry& m : kMoeModels) names.emplace_back(m.dense.name);
   return names;
 }
 

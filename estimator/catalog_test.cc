@@ -1,5 +1,7 @@
 #include "estimator/catalog.h"
 
+#include "estimator/hf_config.h"
+#include "estimator/memory_model.h"
 #include "estimator/units.h"
 #include "gtest/gtest.h"
 
@@ -19,12 +21,48 @@ TEST(CatalogTest, FindsModelsCaseInsensitively) {
 }
 
 TEST(CatalogTest, EveryListedModelIsFoundAndComplete) {
-  EXPECT_EQ(ModelNames().size(), 8u);
+  EXPECT_EQ(ModelNames().size(), 13u);
   for (const std::string& name : ModelNames()) {
     absl::StatusOr<v1::ModelConfig> m = FindModel(name);
     ASSERT_TRUE(m.ok()) << name;
     EXPECT_EQ(m->hidden_size() % m->num_attention_heads(), 0u) << name;
     EXPECT_EQ(m->num_attention_heads() % m->num_query_groups(), 0u) << name;
+  }
+}
+
+// The MoE entries are their published configs: the same parameter count as
+// the config.json in tests/testdata/hf/, stage by stage on a layout with
+// expert parallelism.
+TEST(CatalogTest, MoeEntriesMatchTheirPublishedConfigs) {
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"mixtral-8x7b", "mixtral-8x7b-v0.1.json"},
+      {"mixtral-8x22b", "mixtral-8x22b-v0.1.json"},
+      {"qwen3-30b-a3b", "qwen3-30b-a3b.json"},
+      {"qwen3-235b-a22b", "qwen3-235b-a22b.json"},
+      {"deepseek-v3", "deepseek-v3.json"},
+  };
+  for (const auto& [name, file] : pairs) {
+    absl::StatusOr<v1::ModelConfig> catalog = FindModel(name);
+    absl::StatusOr<v1::ModelConfig> hf =
+        ReadHuggingFaceConfig("tests/testdata/hf/" + file);
+    ASSERT_TRUE(catalog.ok() && hf.ok()) << name;
+    EXPECT_DOUBLE_EQ(TotalParameters(ShapeOf(*catalog)),
+                     TotalParameters(ShapeOf(*hf)))
+        << name;
+    Layout l;
+    l.tensor = 2;
+    l.pipeline = 4;
+    l.expert_parallel = 4;
+    l.expert_tensor = 1;
+    l.data = 8;
+    l.seq_length = 4096;
+    for (uint32_t stage : {0u, 3u}) {
+      EXPECT_DOUBLE_EQ(
+          StageMemoryOf(ShapeOf(*catalog), l, stage, 8, stage * 8.0)
+              .total_bytes(),
+          StageMemoryOf(ShapeOf(*hf), l, stage, 8, stage * 8.0).total_bytes())
+          << name << " stage " << stage;
+    }
   }
 }
 

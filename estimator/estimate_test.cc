@@ -21,6 +21,29 @@ TEST(EstimateTest, CatalogAndExplicitDimensionsAgree) {
   EXPECT_NEAR(named->peak_gib(), 27.2, 0.01);  // the paper's first cell
 }
 
+// A catalog MoE name brings its experts even when every dimension is
+// given: a job naming mixtral-8x7b is never estimated as a dense 7B.
+TEST(EstimateTest, CatalogNameBringsExpertsWithExplicitDimensions) {
+  v1::Job job = PaperJob("mixtral-8x7b", "h100-80gb", 2, 1, 2, 1, 16, 4096);
+  job.mutable_parallel()->set_expert_parallel(4);
+  job.mutable_parallel()->set_expert_tensor_parallel(1);
+  absl::StatusOr<v1::Estimate> named = EstimateJob(job);
+  ASSERT_TRUE(named.ok()) << named.status();
+  v1::ModelConfig& m = *job.mutable_model();
+  m.set_num_layers(32);
+  m.set_hidden_size(4096);
+  m.set_ffn_hidden_size(14336);
+  m.set_num_attention_heads(32);
+  m.set_num_query_groups(8);
+  m.set_vocab_size(32000);
+  absl::StatusOr<v1::Estimate> explicit_dims = EstimateJob(job);
+  ASSERT_TRUE(explicit_dims.ok()) << explicit_dims.status();
+  EXPECT_TRUE(explicit_dims->job().model().has_moe());
+  EXPECT_DOUBLE_EQ(named->peak().total_bytes(),
+                   explicit_dims->peak().total_bytes());
+  EXPECT_NEAR(named->total_parameters() / 46.7e9, 1, 0.005);
+}
+
 TEST(EstimateTest, ListsEveryStageWithTheFirstAsPeak) {
   absl::StatusOr<v1::Estimate> e = EstimateJob(
       PaperJob("llama-3.1-8b", "a100-40gb", 2, 2, 4, 1, 16, 8192));

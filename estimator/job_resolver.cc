@@ -12,6 +12,17 @@ bool HasAllDimensions(const v1::ModelConfig& m) {
          m.num_attention_heads() && m.num_query_groups() && m.vocab_size();
 }
 
+// Copies into `into` the catalog model's architecture it leaves unset:
+// experts, MLA, MTP, head_dim, QK-norm.
+void FillArchitectureGaps(const v1::ModelConfig& from,
+                          v1::ModelConfig& into) {
+  if (!into.has_moe() && from.has_moe()) *into.mutable_moe() = from.moe();
+  if (!into.has_mla() && from.has_mla()) *into.mutable_mla() = from.mla();
+  if (!into.mtp_num_layers()) into.set_mtp_num_layers(from.mtp_num_layers());
+  if (!into.head_dim()) into.set_head_dim(from.head_dim());
+  if (!into.qk_norm()) into.set_qk_norm(from.qk_norm());
+}
+
 // Copies into `into` every dimension it leaves at 0.
 void FillModelGaps(const v1::ModelConfig& from, v1::ModelConfig& into) {
   if (!into.num_layers()) into.set_num_layers(from.num_layers());
@@ -22,11 +33,19 @@ void FillModelGaps(const v1::ModelConfig& from, v1::ModelConfig& into) {
   if (!into.num_query_groups())
     into.set_num_query_groups(from.num_query_groups());
   if (!into.vocab_size()) into.set_vocab_size(from.vocab_size());
+  FillArchitectureGaps(from, into);
 }
 
 absl::Status ResolveModel(v1::ModelConfig& model) {
-  if (HasAllDimensions(model)) return absl::OkStatus();
   if (model.name().empty()) return absl::OkStatus();  // validation names gaps
+  if (HasAllDimensions(model)) {
+    // A catalog name still brings what a dimension list cannot say: a
+    // job naming deepseek-v3 is never estimated as a dense model.
+    if (const v1::ModelConfig* known = LookupModel(model.name())) {
+      FillArchitectureGaps(*known, model);
+    }
+    return absl::OkStatus();
+  }
   const v1::ModelConfig* known = LookupModel(model.name());
   if (known == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -14,32 +14,13 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "estimator/catalog.h"
+#include "estimator/launch_arguments.h"
 #include "estimator/megatron_arguments.h"
+#include "estimator/megatron_moe_args.h"
 #include "estimator/pipeline_layout.h"
 
 namespace memgate {
 namespace {
-
-// Arguments that take a value: the memory-relevant ones of Megatron-LM
-// (megatron_arguments.h) and torchrun's GPU count.
-bool TakesValue(const std::string& name) {
-  if (name == "nnodes" || name == "nproc-per-node") return true;
-  const MegatronArgument* a = FindMegatronArgument(name);
-  return a != nullptr && a->takes_value;
-}
-
-bool IsSwitch(const std::string& name) {
-  const MegatronArgument* a = FindMegatronArgument(name);
-  return a != nullptr && !a->takes_value;
-}
-
-// Megatron arguments with nargs='*' / '+': every word up to the next
-// option is a value (`--recompute-modules core_attn mlp`).
-bool TakesManyValues(const std::string& name) {
-  return name == "recompute-modules" || name == "cp-comm-type" ||
-         name == "rampup-batch-size" ||
-         name == "hierarchical-context-parallel-sizes";
-}
 
 // Arguments that make the launch a Megatron one.
 const std::set<std::string>& MegatronMarkers() {
@@ -49,100 +30,6 @@ const std::set<std::string>& MegatronMarkers() {
       "pipeline-model-parallel-size", "context-parallel-size"};
   return *names;
 }
-
-absl::Status Bad(absl::string_view arg, absl::string_view rule) {
-  return absl::InvalidArgumentError(absl::StrCat("--", arg, ": ", rule));
-}
-
-class Arguments {
- public:
-  absl::Status Parse(const std::vector<std::string>& argv) {
-    for (size_t i = 0; i < argv.size(); ++i) {
-      absl::string_view word = argv[i];
-      if (!absl::StartsWith(word, "--") || word.size() == 2) continue;
-      word.remove_prefix(2);
-      std::string name(word.substr(0, word.find('=')));
-      // torchrun takes --nproc_per_node and --nproc-per-node alike.
-      absl::StrReplaceAll({{"_", "-"}}, &name);
-      const bool inline_value = word.find('=') != absl::string_view::npos;
-      std::string value;
-      if (TakesValue(name)) {
-        if (inline_value) {
-          value = std::string(word.substr(word.find('=') + 1));
-        } else if (i + 1 < argv.size()) {
-          value = argv[++i];
-          while (TakesManyValues(name) && i + 1 < argv.size() &&
-                 !absl::StartsWith(argv[i + 1], "--")) {
-            absl::StrAppend(&value, " ", argv[++i]);
-          }
-        } else {
-          return Bad(name, "needs a value");
-        }
-      } else if (IsSwitch(name)) {
-        value = "true";
-      } else {
-        continue;  // not ours: torchrun's or the trainer's other settings
-      }
-      auto [it, inserted] = values_.emplace(name, value);
-      if (!inserted && it->second != value) {
-        return Bad(name, absl::StrCat("given twice with different values ('",
-                                      it->second, "' and '", value, "')"));
-      }
-    }
-    return absl::OkStatus();
-  }
-
-  bool Has(const std::string& name) const { return values_.count(name) > 0; }
-
-  // The text given for `name`, or "".
-  std::string Text(const std::string& name) const {
-    auto it = values_.find(name);
-    return it == values_.end() ? std::string() : it->second;
-  }
-  const std::map<std::string, std::string>& values() const { return values_; }
-
-  // The decimal given for `name`, or `fallback` when absent.
-  absl::StatusOr<double> Decimal(const std::string& name,
-                                 double fallback) const {
-    auto it = values_.find(name);
-    if (it == values_.end()) return fallback;
-    double x = 0;
-    if (!absl::SimpleAtod(it->second, &x) || !(x >= 0)) {
-      return Bad(name, absl::StrCat("must be a non-negative number (got '",
-                                    it->second, "')"));
-    }
-    return x;
-  }
-
-  bool HasAnyOf(const std::set<std::string>& names) const {
-    for (const std::string& n : names) {
-      if (Has(n)) return true;
-    }
-    return false;
-  }
-
-  // The whole number given for `name`, or `fallback` when absent.
-  absl::StatusOr<uint32_t> Number(const std::string& name,
-                                  uint32_t fallback) const {
-    auto it = values_.find(name);
-    if (it == values_.end()) return fallback;
-    uint32_t n = 0;
-    if (it->second.empty() || !absl::ascii_isdigit(it->second[0]) ||
-        !absl::SimpleAtoi(it->second, &n)) {
-      return Bad(name, absl::StrCat("must be a whole number (got '",
-                                    it->second, "')"));
-    }
-    return n;
-  }
-
- private:
-  std::map<std::string, std::string> values_;
-};
-
-#define MEMGATE_ASSIGN_OR_RETURN(lhs, expr) \
-  auto lhs##_or = (expr);                   \
-  if (!lhs##_or.ok()) return lhs##_or.status(); \
-  const auto lhs = *lhs##_or
 
 absl::Status FillModel(const Arguments& args, const v1::ModelConfig* fill,
                        MegatronLaunch& launch) {
@@ -592,16 +479,25 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
   v1::Recompute& r = *t.mutable_recompute();
   if (granularity == "selective") {
     r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+    static const auto* modules =
+        new std::map<std::string, v1::Recompute::Module>{
+            {"core_attn", v1::Recompute::MODULE_CORE_ATTN},
+            {"mlp", v1::Recompute::MODULE_MLP},
+            {"moe", v1::Recompute::MODULE_MOE},
+            {"moe_act", v1::Recompute::MODULE_MOE_ACT},
+            {"shared_experts", v1::Recompute::MODULE_SHARED_EXPERTS}};
     for (absl::string_view module :
          absl::StrSplit(args.Text("recompute-modules"), ' ',
                         absl::SkipEmpty())) {
-      if (module != "core_attn") {
+      auto it = modules->find(std::string(module));
+      if (it == modules->end()) {
         return Bad("recompute-modules",
-                   absl::StrCat("'", module, "' is not modelled (core_attn "
-                                "only)"));
+                   absl::StrCat("'", module, "' is not modelled (core_attn, "
+                                "mlp, moe, moe_act, shared_experts)"));
       }
+      r.add_modules(it->second);
     }
-    if (!unfused) {
+    if (!unfused && r.modules_size() == 0) {
       launch.notes.push_back(
           "selective recomputation of core attention saves nothing with "
           "FlashAttention (no s^2 scores are stored)");
@@ -898,7 +794,7 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
   MegatronLaunch launch;
   if (absl::Status s = FillModel(args, fill_model, launch); !s.ok()) return s;
   for (auto fill : {FillArchitecture, FillParallel, PadVocabulary,
-                    FillTraining, FillGpuCount}) {
+                    FillTraining, FillExpertsFromLaunch, FillGpuCount}) {
     if (absl::Status s = fill(args, launch); !s.ok()) return s;
   }
   return launch;

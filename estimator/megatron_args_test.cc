@@ -381,6 +381,59 @@ TEST(MegatronArgsTest, PipelineLayoutEstimatesAsTheSameSplitOtherwiseWritten) {
             std::string::npos);
 }
 
+// The launch: experts were read past, giving the dense peak. Now
+// the experts, their parallelism and routing reach the job and the peak.
+TEST(MegatronArgsTest, MixtureOfExpertsLaunchIsModelled) {
+  const std::string base = std::string(kLlama31_8B);
+  auto parse = [&](const std::string& extra, const std::string& drop = "") {
+    std::string line = base + " " + extra;
+    if (!drop.empty()) line.replace(line.find(drop), drop.size(), "");
+    absl::StatusOr<MegatronLaunch> l =
+        ParseMegatronLaunch(Words(line), nullptr);
+    EXPECT_TRUE(l.ok()) << extra << ": " << l.status();
+    v1::Job job = l.ok() ? l->job : v1::Job();
+    job.mutable_accelerator()->set_name("h100-80gb");
+    return job;
+  };
+  auto peak = [](const v1::Job& job) {
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? e->peak().total_bytes() : 0.0;
+  };
+  const v1::Job moe = parse(
+      "--num-experts 8 --expert-model-parallel-size 2 --moe-router-topk 2 "
+      "--moe-token-dispatcher-type alltoall --moe-ffn-hidden-size 7168");
+  EXPECT_EQ(moe.model().moe().num_experts(), 8u);
+  EXPECT_EQ(moe.model().moe().expert_ffn_hidden_size(), 7168u);
+  EXPECT_EQ(moe.parallel().expert_parallel(), 2u);
+  EXPECT_EQ(moe.parallel().expert_tensor_parallel(), 4u);  // = TP
+  EXPECT_EQ(moe.model().moe().token_dispatcher(),
+            v1::MoeConfig::DISPATCHER_ALLTOALL);
+  EXPECT_GT(peak(moe), 1.5 * peak(parse("")));
+
+  // DeepSeek-style: a layer pattern, shared experts, MLA and MTP.
+  const v1::Job v3 = parse(
+      "--num-experts 16 --moe-layer-freq ([0]*2+[1]*30) "
+      "--moe-shared-expert-intermediate-size 2048 --multi-latent-attention "
+      "--q-lora-rank 1536 --kv-lora-rank 512 --mtp-num-layers 1 "
+      "--expert-model-parallel-size 2 --expert-tensor-parallel-size 1 "
+      "--moe-expert-capacity-factor 1.0 --moe-pad-expert-input-to-capacity "
+      "--recompute-granularity selective --recompute-modules moe_act "
+      "shared_experts",
+      "--group-query-attention --num-query-groups 8");
+  EXPECT_EQ(v3.model().moe().layer_pattern_size(), 32);
+  EXPECT_EQ(v3.model().moe().layer_pattern(1), 0u);
+  EXPECT_EQ(v3.model().mla().kv_lora_rank(), 512u);
+  EXPECT_EQ(v3.model().mla().qk_pos_emb_head_dim(), 64u);  // default
+  EXPECT_EQ(v3.model().mtp_num_layers(), 1u);
+  EXPECT_EQ(v3.training().recompute().modules_size(), 2);
+  EXPECT_GT(peak(v3), 0);
+
+  // --moe-layer-recompute keeps only the MoE blocks' inputs.
+  EXPECT_LT(peak(parse("--num-experts 8 --moe-layer-recompute")),
+            peak(parse("--num-experts 8")));
+}
+
 // Megatron counts the embedding / the loss as a layer in the split: 32
 // layers + 2 over 2 stages is 17 each, so 16 transformer layers each; with
 // the embedding only, 33 does not split over 2 (refused), over 3 it is 11:

@@ -20,10 +20,15 @@ std::string ZoneName(v1::Zone zone) {
 }
 
 std::string BreakdownLine(const v1::StageMemory& s) {
-  return absl::StrFormat(
+  std::string line = absl::StrFormat(
       "weights %.2f + gradients %.2f + optimizer %.2f + activations %.2f GiB",
       ToGiB(s.weight_bytes()), ToGiB(s.gradient_bytes()),
       ToGiB(s.optimizer_bytes()), ToGiB(s.activation_bytes()));
+  if (s.expert_imbalance_bytes() > 0) {
+    absl::StrAppendFormat(&line, " (+ %.2f GiB expert load margin)",
+                          ToGiB(s.expert_imbalance_bytes()));
+  }
+  return line;
 }
 
 std::string JobSummaryLine(const v1::Job& job, uint32_t data_parallel) {
@@ -64,6 +69,14 @@ std::string FormatEstimateTable(const v1::Estimate& e) {
       "(GREEN <= %.0f%%, RED > 100%%)\n",
       e.peak_gib(), e.peak().stage(), 100 * e.capacity_fraction(),
       ToGiB(e.capacity_bytes()), ZoneName(e.zone()), 100 * e.threshold());
+  if (e.peak().expert_imbalance_bytes() > 0) {
+    absl::StrAppendFormat(
+        &out,
+        "expert load margin: +%.2f GiB on the most loaded expert-parallel "
+        "rank (%.2f GiB decides the zone)\n",
+        ToGiB(e.peak().expert_imbalance_bytes()),
+        ToGiB(e.peak().total_bytes() + e.peak().expert_imbalance_bytes()));
+  }
   for (const std::string& a : e.assumptions()) {
     absl::StrAppend(&out, "assumes: ", a, "\n");
   }

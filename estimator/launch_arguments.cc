@@ -1,0 +1,113 @@
+#include "estimator/launch_arguments.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "estimator/megatron_arguments.h"
+
+namespace memgate {
+namespace {
+
+// Arguments that take a value: the memory-relevant ones of Megatron-LM
+// (megatron_arguments.h) and torchrun's GPU count.
+bool TakesValue(const std::string& name) {
+  if (name == "nnodes" || name == "nproc-per-node") return true;
+  const MegatronArgument* a = FindMegatronArgument(name);
+  return a != nullptr && a->takes_value;
+}
+
+bool IsSwitch(const std::string& name) {
+  const MegatronArgument* a = FindMegatronArgument(name);
+  return a != nullptr && !a->takes_value;
+}
+
+// Megatron arguments with nargs='*' / '+': every word up to the next
+// option is a value (`--recompute-modules core_attn mlp`).
+bool TakesManyValues(const std::string& name) {
+  return name == "recompute-modules" || name == "cp-comm-type" ||
+         name == "rampup-batch-size" ||
+         name == "hierarchical-context-parallel-sizes";
+}
+
+}  // namespace
+
+absl::Status Bad(absl::string_view arg, absl::string_view rule) {
+  return absl::InvalidArgumentError(absl::StrCat("--", arg, ": ", rule));
+}
+
+absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    absl::string_view word = argv[i];
+    if (!absl::StartsWith(word, "--") || word.size() == 2) continue;
+    word.remove_prefix(2);
+    std::string name(word.substr(0, word.find('=')));
+    // torchrun takes --nproc_per_node and --nproc-per-node alike.
+    absl::StrReplaceAll({{"_", "-"}}, &name);
+    const bool inline_value = word.find('=') != absl::string_view::npos;
+    std::string value;
+    if (TakesValue(name)) {
+      if (inline_value) {
+        value = std::string(word.substr(word.find('=') + 1));
+      } else if (i + 1 < argv.size()) {
+        value = argv[++i];
+        while (TakesManyValues(name) && i + 1 < argv.size() &&
+               !absl::StartsWith(argv[i + 1], "--")) {
+          absl::StrAppend(&value, " ", argv[++i]);
+        }
+      } else {
+        return Bad(name, "needs a value");
+      }
+    } else if (IsSwitch(name)) {
+      value = "true";
+    } else {
+      continue;  // not ours: torchrun's or the trainer's other settings
+    }
+    auto [it, inserted] = values_.emplace(name, value);
+    if (!inserted && it->second != value) {
+      return Bad(name, absl::StrCat("given twice with different values ('",
+                                    it->second, "' and '", value, "')"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool Arguments::HasAnyOf(const std::set<std::string>& names) const {
+  for (const std::string& n : names) {
+    if (Has(n)) return true;
+  }
+  return false;
+}
+
+std::string Arguments::Text(const std::string& name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? std::string() : it->second;
+}
+
+absl::StatusOr<double> Arguments::Decimal(const std::string& name,
+                                          double fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  double x = 0;
+  if (!absl::SimpleAtod(it->second, &x) || !(x >= 0)) {
+    return Bad(name, absl::StrCat("must be a non-negative number (got '",
+                                  it->second, "')"));
+  }
+  return x;
+}
+
+absl::StatusOr<uint32_t> Arguments::Number(const std::string& name,
+                                           uint32_t fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  uint32_t n = 0;
+  if (it->second.empty() || !absl::ascii_isdigit(it->second[0]) ||
+      !absl::SimpleAtoi(it->second, &n)) {
+    return Bad(name, absl::StrCat("must be a whole number (got '", it->second,
+                                  "')"));
+  }
+  return n;
+}
+
+}  // namespace memgate

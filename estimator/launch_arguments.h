@@ -1,0 +1,57 @@
+#ifndef MEMGATE_ESTIMATOR_LAUNCH_ARGUMENTS_H_
+#define MEMGATE_ESTIMATOR_LAUNCH_ARGUMENTS_H_
+
+// The values of a launch's memory-relevant Megatron-LM arguments (those in
+// megatron_arguments.cc's table) and torchrun's GPU count, read word by
+// word. Internal to the Megatron launch readers (megatron_args.cc,
+// megatron_moe_args.cc).
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace memgate {
+
+// INVALID_ARGUMENT "--arg: rule".
+absl::Status Bad(absl::string_view arg, absl::string_view rule);
+
+class Arguments {
+ public:
+  // Reads every argument the table knows (and torchrun's GPU count);
+  // others are skipped. An argument given twice with different values is
+  // an error naming it.
+  absl::Status Parse(const std::vector<std::string>& argv);
+
+  bool Has(const std::string& name) const { return values_.count(name) > 0; }
+  bool HasAnyOf(const std::set<std::string>& names) const;
+
+  // The text given for `name`, or "".
+  std::string Text(const std::string& name) const;
+  const std::map<std::string, std::string>& values() const { return values_; }
+
+  // The decimal given for `name`, or `fallback` when absent.
+  absl::StatusOr<double> Decimal(const std::string& name,
+                                 double fallback) const;
+
+  // The whole number given for `name`, or `fallback` when absent.
+  absl::StatusOr<uint32_t> Number(const std::string& name,
+                                  uint32_t fallback) const;
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+#define MEMGATE_ASSIGN_OR_RETURN(lhs, expr)     \
+  auto lhs##_or = (expr);                       \
+  if (!lhs##_or.ok()) return lhs##_or.status(); \
+  const auto lhs = *lhs##_or
+
+}  // namespace memgate
+
+#endif  // MEMGATE_ESTIMATOR_LAUNCH_ARGUMENTS_H_

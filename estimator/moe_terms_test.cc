@@ -1,0 +1,227 @@
+// Mixture-of-experts memory on one GPU, for three expert-parallel layouts,
+// each number written out from the equations (moe_terms.cc) on a small
+// model:
+//   L = 2 MoE layers, h = 1024, a = k_heads = 8, v = 32000 (untied),
+//   E = 8 experts of FFN width 512, top-2 routing, no shared experts,
+//   s = 1024, b = 1, bf16 with the distributed optimizer, 8 GPUs, p = 1.
+// Parameters: attention 4h^2 = 4,194,304, norms 2h = 2048, router
+// h*E = 8192 a layer; an expert 3*h*512 = 1,572,864; the embedding and the
+// LM head 32,768,000 each, the final norm 1024.
+
+#include "estimator/memory_model.h"
+#include "gtest/gtest.h"
+
+namespace memgate {
+namespace {
+
+constexpr double kSbh = 1024.0 * 1024;
+constexpr double kExpert = 1572864;
+constexpr double kVocab = 1024.0 * 32000;
+
+ModelShape SmallMoe() {
+  ModelShape m;
+  m.layers = 2;
+  m.hidden = 1024;
+  m.ffn_hidden = 4096;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.vocab = 32000;
+  m.experts = 8;
+  m.topk = 2;
+  m.expert_ffn = 512;
+  m.moe_prefix = {0, 1, 2};  // both layers MoE
+  return m;
+}
+
+Layout EightGpus(double t, double ep, double etp) {
+  Layout l;
+  l.tensor = t;
+  l.expert_parallel = ep;
+  l.expert_tensor = etp;
+  l.data = 8 / t;
+  l.seq_length = 1024;
+  return l;
+}
+
+// Layout A: t = EP = ETP = 1, d = 8. Every rank holds all 8 experts; the
+// expert-data-parallel group is all 8 ranks, like the dense one.
+// Activations a layer (bytes): norms and inputs 8 sbh, attention 8 sbh,
+// router scores 4 x 1024 tokens x 8 experts, 2048 routed copies of
+// (2h + 8 x 512) = 12 sbh, the combine's 2 x 1024 outputs of 2h = 4 sbh.
+TEST(MoeTermsTest, ExpertsReplicatedWithoutExpertParallelism) {
+  const Layout l = EightGpus(1, 1, 1);
+  const StageFigures f = StageMemoryOf(SmallMoe(), l, 0, 2);
+  const double dense = 2 * (4194304 + 2048 + 8192) + 2 * kVocab + 1024;
+  const double experts = 2 * 8 * kExpert;
+  EXPECT_DOUBLE_EQ(f.parameters, dense + experts);
+  EXPECT_DOUBLE_EQ(f.weight_bytes, 2 * (dense + experts));
+  EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * (dense + experts));
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, 12 * dense / 8 + 12 * experts / 8);
+  const double layer = 32 * kSbh + 4.0 * 1024 * 8;
+  // + the all-to-all's sent and received copies 2h x (2048 + 2048) = 8 sbh,
+  // the embedding's 8 sbh, the head's 4 sbh + 4sbv.
+  EXPECT_DOUBLE_EQ(f.activation_bytes,
+                   2 * layer + 8 * kSbh + 8 * kSbh + 4 * kSbh +
+                       4 * 1024 * 32000.0);
+  // The 1.25x load margin: a quarter more routed copies in both layers
+  // (2 x 3 sbh) and in the received buffer (1 sbh).
+  EXPECT_DOUBLE_EQ(f.imbalance_bytes, 7 * kSbh);
+  EXPECT_DOUBLE_EQ(f.admission_bytes(), f.total_bytes() + 7 * kSbh);
+}
+
+// Layout B: EP = 8: one expert a rank, and its states shard over
+// world / (ETP x EP x PP) = 1 rank: not at all. Activations as layout A:
+// each rank still receives 2048 copies, the balanced share.
+TEST(MoeTermsTest, ExpertParallelismSplitsExpertsNotTheirTokens) {
+  const Layout l = EightGpus(1, 8, 1);
+  const StageFigures f = StageMemoryOf(SmallMoe(), l, 0, 2);
+  const double dense = 2 * (4194304 + 2048 + 8192) + 2 * kVocab + 1024;
+  const double experts = 2 * 1 * kExpert;
+  EXPECT_DOUBLE_EQ(f.parameters, dense + experts);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, 12 * dense / 8 + 12 * experts / 1);
+  EXPECT_DOUBLE_EQ(f.activation_bytes,
+                   StageMemoryOf(SmallMoe(), EightGpus(1, 1, 1), 0, 2)
+                       .activation_bytes);
+}
+
+// Layout C: t = 2 with sequence parallelism, EP = 4, ETP = 1, d = 4.
+// Per rank: attention and the vocabulary halved, 2 experts a layer, expert
+// states over t*c*d / (ETP x EP) = 2 ranks. 512 tokens a rank: router
+// 4 x 512 x 8, 1024 copies of 6 KiB = 6 sbh, the combine 2 sbh, norms,
+// inputs and attention 8 sbh: 16 sbh a layer; the all-to-all
+// 2h x (1024 + 1024) = 4 sbh; embedding 4 sbh, head 2 sbh + 4sbv/2.
+TEST(MoeTermsTest, TensorAndExpertParallelismTogether) {
+  const Layout l = EightGpus(2, 4, 1);
+  const StageFigures f = StageMemoryOf(SmallMoe(), l, 0, 2);
+  const double dense = 2 * (4194304 / 2 + 2048 + 8192) + kVocab + 1024;
+  const double experts = 2 * 2 * kExpert;
+  EXPECT_DOUBLE_EQ(f.parameters, dense + experts);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, 12 * dense / 4 + 12 * experts / 2);
+  EXPECT_DOUBLE_EQ(f.activation_bytes,
+                   2 * (16 * kSbh + 4.0 * 512 * 8) + 4 * kSbh + 4 * kSbh +
+                       2 * kSbh + 2 * 1024 * 32000.0);
+}
+
+// ETP = t = 2, EP = 2: each rank gathers its TP peer's tokens (1024) and
+// computes half of each expert's columns: 2048 copies of (2h + 8 x 256)
+// = 8 sbh a layer; 4 experts of half width a rank.
+TEST(MoeTermsTest, ExpertTensorParallelismSplitsEachExpert) {
+  const Layout l = EightGpus(2, 2, 2);
+  const StageFigures f = StageMemoryOf(SmallMoe(), l, 0, 2);
+  const double dense = 2 * (4194304 / 2 + 2048 + 8192) + kVocab + 1024;
+  EXPECT_DOUBLE_EQ(f.parameters, dense + 2 * 4 * kExpert / 2);
+  const double layer = 8 * kSbh + 4.0 * 512 * 8 + 8 * kSbh + 2 * kSbh;
+  // All-to-all: 2h x (1024 sent + 2048 received) = 6 sbh.
+  EXPECT_DOUBLE_EQ(f.activation_bytes, 2 * layer + 6 * kSbh + 4 * kSbh +
+                                           2 * kSbh + 2 * 1024 * 32000.0);
+}
+
+// Drop-and-pad: every expert computes capacity = 1.5x its share, whatever
+// the routing: 1.5 x 12 sbh a layer, and no load margin.
+TEST(MoeTermsTest, PaddedCapacityFixesTheLoad) {
+  Layout l = EightGpus(1, 1, 1);
+  const double balanced = StageMemoryOf(SmallMoe(), l, 0, 2).activation_bytes;
+  l.capacity_factor = 1.5;
+  l.pad_to_capacity = true;
+  const StageFigures f = StageMemoryOf(SmallMoe(), l, 0, 2);
+  // 2 layers x 0.5 x 12 sbh, and half of the received buffer's 4 sbh.
+  EXPECT_DOUBLE_EQ(f.activation_bytes, balanced + 12 * kSbh + 2 * kSbh);
+  EXPECT_DOUBLE_EQ(f.imbalance_bytes, 0);
+}
+
+// Recomputing the MoE block keeps only its input: the router, the routed
+// copies and the combine (12 + 4 sbh + 32 KiB a layer) are gone.
+TEST(MoeTermsTest, MoeRecomputationDropsTheBlock) {
+  Layout l = EightGpus(1, 1, 1);
+  const double full = StageMemoryOf(SmallMoe(), l, 0, 2).activation_bytes;
+  l.recompute = RecomputeKind::kSelective;
+  l.recompute_moe = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(SmallMoe(), l, 0, 2).activation_bytes,
+                   full - 2 * (16 * kSbh + 4.0 * 1024 * 8));
+  // moe_act: only the activation function's output, 2 bytes of the 8 per
+  // unit of expert width: 2048 copies x 2 x 512 = 2 sbh a layer.
+  l.recompute_moe = false;
+  l.recompute_moe_act = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(SmallMoe(), l, 0, 2).activation_bytes,
+                   full - 2 * 2 * kSbh);
+}
+
+// Dense and MoE layers of a pattern go to the stages that hold them:
+// layers 0 and 1 dense, 2 and 3 MoE, over p = 2.
+TEST(MoeTermsTest, LayerPatternPlacesMoeLayersOnTheirStages) {
+  ModelShape m = SmallMoe();
+  m.layers = 4;
+  m.moe_prefix = {0, 0, 0, 1, 2};
+  Layout l = EightGpus(1, 1, 1);
+  l.pipeline = 2;
+  l.data = 4;
+  const double dense_layer = 4194304 + 2048 + 3 * 1024.0 * 4096;
+  const double moe_layer = 4194304 + 2048 + 8192 + 8 * kExpert;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2, 0).parameters,
+                   2 * dense_layer + kVocab);
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 1, 2, 2).parameters,
+                   2 * moe_layer + kVocab + 1024);
+  EXPECT_DOUBLE_EQ(TotalParameters(m),
+                   2 * dense_layer + 2 * moe_layer + 2 * kVocab + 1024);
+}
+
+// Multi-latent attention, t = 2: h = 1024, a = 8, Q latent 256, KV latent
+// 128, head dims 64 (nope) + 32 (rope), V 64. Replicated over t: the down
+// projections h x (128 + 32) and h x 256 and their norms (128, 256); split:
+// KV up 128 x 8 x (64 + 64), Q up 256 x 8 x 96, output 8 x 64 x h.
+// Stored per token: Q and K 2 x 2 x 768, V and the output 2 x 2 x 512, all
+// over t; the latents 4 x 256 + 4 x 128 + 2 x 32 on every rank.
+TEST(MoeTermsTest, MultiLatentAttentionParametersAndActivations) {
+  ModelShape m = SmallMoe();
+  m.experts = 0;
+  m.moe_prefix.clear();
+  m.mla = true;
+  m.q_lora = 256;
+  m.kv_lora = 128;
+  m.qk_nope = 64;
+  m.qk_rope = 32;
+  m.v_head = 64;
+  ModelShape gqa = m;
+  gqa.mla = false;
+  Layout l = EightGpus(2, 1, 2);
+  l.sequence_parallel = false;  // keep the hidden-sized terms whole
+  const double mla_params = 1024.0 * 160 + 128 + 1024.0 * 256 + 256 +
+                            (128.0 * 8 * 128 + 256.0 * 8 * 96 +
+                             8.0 * 64 * 1024) / 2;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 1).parameters -
+                       StageMemoryOf(gqa, l, 0, 1).parameters,
+                   mla_params - 4194304.0 / 2);
+  const double mla_bytes = 1024.0 * ((2 * 768 + 2 * 768 + 2 * 512 + 2 * 512) /
+                                         2.0 +
+                                     4 * 256 + 4 * 128 + 2 * 32);
+  const double gqa_bytes = 1024.0 * 8 * 1024 / 2;  // 2Q + 2O + 4KV over t
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 1).activation_bytes -
+                       StageMemoryOf(gqa, l, 0, 1).activation_bytes,
+                   mla_bytes - gqa_bytes);
+}
+
+// One multi-token-prediction layer on the (only) stage: an h x 2h
+// projection, two norms, an MoE layer and the block's final norm; per
+// micro-batch the layer's 32 sbh + router, the projection's 2h input and
+// the norms' inputs (8 sbh), and a second LM head (4 sbh + 4sbv).
+TEST(MoeTermsTest, MultiTokenPredictionAddsALayerAndAHead) {
+  ModelShape m = SmallMoe();
+  const Layout l = EightGpus(1, 1, 1);
+  const StageFigures without = StageMemoryOf(m, l, 0, 2);
+  m.mtp_layers = 1;
+  const StageFigures with = StageMemoryOf(m, l, 0, 2);
+  EXPECT_DOUBLE_EQ(with.parameters - without.parameters,
+                   2 * 1024.0 * 1024 + 2048 +
+                       (4194304 + 2048 + 8192 + 8 * kExpert) + 1024);
+  EXPECT_DOUBLE_EQ(with.activation_bytes - without.activation_bytes,
+                   32 * kSbh + 4.0 * 1024 * 8 + 8 * kSbh + 4 * kSbh +
+                       4 * 1024 * 32000.0);
+  EXPECT_DOUBLE_EQ(TotalParameters(m) - 2 * (4194304 + 2048 + 8192 +
+                                             8 * kExpert) -
+                       2 * kVocab - 1024,
+                   2 * 1024.0 * 1024 + 2048 +
+                       (4194304 + 2048 + 8192 + 8 * kExpert) + 1024);
+}
+
+}  // namespace
+}  // namespace memgate
