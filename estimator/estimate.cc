@@ -22,45 +22,53 @@ struct Chunks {
   std::vector<double> first;
 };
 
-Chunks ChunksOf(const v1::Job& job, uint32_t stage) {
+// Layers and first layer of every virtual stage k (p * v of them, in
+// layout order), computed once per estimate: O(p v), not per stage.
+struct VirtualStages {
+  std::vector<double> layers;
+  std::vector<double> first;
+};
+
+VirtualStages VirtualStagesOf(const v1::Job& job) {
   const v1::ParallelConfig& par = job.parallel();
-  Chunks chunks;
+  VirtualStages all;
   const uint32_t v = par.virtual_pipeline_stages();
   const bool listed = par.layers_per_stage_size() > 0;
-  if (v <= 1 || (!listed && !job.model().has_moe())) return chunks;
-  const uint64_t p = par.pipeline_parallel();
-  const double even = static_cast<double>(job.model().num_layers()) /
-                      static_cast<double>(p * v);
+  if (v <= 1 || (!listed && !job.model().has_moe())) return all;
+  const uint64_t count = uint64_t{par.pipeline_parallel()} * v;
+  const double even =
+      static_cast<double>(job.model().num_layers()) / static_cast<double>(count);
+  all.layers.reserve(count);
+  all.first.reserve(count);
   double first = 0;
-  for (uint64_t k = 0; k < p * v; ++k) {
-    const double n =
-        listed ? par.layers_per_stage(static_cast<int>(k)) : even;
-    if (k % p == stage) {
-      chunks.layers.push_back(n);
-      chunks.first.push_back(first);
-    }
+  for (uint64_t k = 0; k < count; ++k) {
+    const double n = listed ? par.layers_per_stage(static_cast<int>(k)) : even;
+    all.layers.push_back(n);
+    all.first.push_back(first);
     first += n;
+  }
+  return all;
+}
+
+// Rank `stage`'s chunks: virtual stages stage, stage + p, stage + 2p, ...
+Chunks ChunksOf(const VirtualStages& all, uint32_t pipeline, uint32_t stage) {
+  Chunks chunks;
+  for (size_t k = stage; k < all.layers.size(); k += pipeline) {
+    chunks.layers.push_back(all.layers[k]);
+    chunks.first.push_back(all.first[k]);
   }
   return chunks;
 }
 
-// The first layer of pipeline rank `stage` without interleaving.
-double FirstLayer(const v1::Job& job, uint32_t stage, double stage_layers) {
+double StageLayers(const v1::Job& job, const Chunks& chunks,
+                   uint32_t stage) {
   const v1::ParallelConfig& par = job.parallel();
-  if (par.layers_per_stage_size() == 0) return stage * stage_layers;
-  double first = 0;
-  for (uint32_t i = 0; i < stage; ++i) first += par.layers_per_stage(i);
-  return first;
-}
-
-double StageLayers(const v1::Job& job, uint32_t stage) {
-  const v1::ParallelConfig& par = job.parallel();
-  if (par.layers_per_stage_size() > 0) {
-    if (par.virtual_pipeline_stages() <= 1) return par.layers_per_stage(stage);
+  if (!chunks.layers.empty()) {
     double layers = 0;
-    for (double n : ChunksOf(job, stage).layers) layers += n;
+    for (double n : chunks.layers) layers += n;
     return layers;
   }
+  if (par.layers_per_stage_size() > 0) return par.layers_per_stage(stage);
   return static_cast<double>(job.model().num_layers()) /
          par.pipeline_parallel();
 }
@@ -113,15 +121,17 @@ absl::Status EstimateJobInto(const v1::Job& job, double threshold,
   estimate.set_total_parameters(TotalParameters(shape));
   estimate.mutable_stages()->Reserve(static_cast<int>(stages));
   int peak_index = 0;
+  const VirtualStages virtual_stages = VirtualStagesOf(resolved);
+  double first_layer = 0;  // of stage i, without interleaving
   for (uint32_t i = 0; i < stages; ++i) {
-    const double layers = StageLayers(resolved, i);
-    const Chunks chunks = ChunksOf(resolved, i);
+    const Chunks chunks = ChunksOf(virtual_stages, stages, i);
+    const double layers = StageLayers(resolved, chunks, i);
     const StageFigures figures =
         chunks.layers.empty()
-            ? StageMemoryOf(shape, layout, i, layers,
-                            FirstLayer(resolved, i, layers))
+            ? StageMemoryOf(shape, layout, i, layers, first_layer)
             : StageMemoryOfChunks(shape, layout, i, chunks.layers,
                                   chunks.first);
+    first_layer += layers;
     Fill(figures, i, layers,
          static_cast<uint32_t>(MicrobatchesInFlight(layout, i)),
          *estimate.add_stages());

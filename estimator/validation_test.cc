@@ -39,6 +39,41 @@ TEST_P(ValidationRuleTest, RefusesAndNamesTheField) {
 INSTANTIATE_TEST_SUITE_P(
     EveryRule, ValidationRuleTest,
     ::testing::Values(
+        Rule{"ExpertParallelWithoutExperts", [](v1::Job& j) {
+               j.mutable_parallel()->set_expert_parallel(2);
+             }, "parallel.expert_parallel"},
+        Rule{"TopKAboveExperts", [](v1::Job& j) {
+               j.mutable_model()->mutable_moe()->set_num_experts(4);
+               j.mutable_model()->mutable_moe()->set_router_topk(5);
+             }, "model.moe.router_topk"},
+        Rule{"ExpertsNotMultipleOfExpertParallel", [](v1::Job& j) {
+               j.mutable_model()->mutable_moe()->set_num_experts(6);
+               j.mutable_model()->mutable_moe()->set_router_topk(2);
+               j.mutable_parallel()->set_expert_parallel(4);
+             }, "model.moe.num_experts"},
+        Rule{"ExpertGroupDoesNotDivideGpus", [](v1::Job& j) {
+               j.mutable_model()->mutable_moe()->set_num_experts(24);
+               j.mutable_model()->mutable_moe()->set_router_topk(2);
+               j.mutable_parallel()->set_expert_parallel(3);
+             }, "num_gpus"},
+        Rule{"LayerPatternWrongLength", [](v1::Job& j) {
+               j.mutable_model()->mutable_moe()->set_num_experts(8);
+               j.mutable_model()->mutable_moe()->set_router_topk(2);
+               j.mutable_model()->mutable_moe()->add_layer_pattern(1);
+             }, "model.moe.layer_pattern"},
+        Rule{"MoeWithTensorParallelNeedsSequenceParallel", [](v1::Job& j) {
+               j.mutable_model()->mutable_moe()->set_num_experts(8);
+               j.mutable_model()->mutable_moe()->set_router_topk(2);
+               j.mutable_parallel()->set_sequence_parallel(false);
+             }, "parallel.sequence_parallel"},
+        Rule{"LoadImbalanceBelowOne", [](v1::Job& j) {
+               j.mutable_model()->mutable_moe()->set_num_experts(8);
+               j.mutable_model()->mutable_moe()->set_router_topk(2);
+               j.mutable_model()->mutable_moe()->set_load_imbalance(0.5);
+             }, "model.moe.load_imbalance"},
+        Rule{"MlaWithoutKvLatent", [](v1::Job& j) {
+               j.mutable_model()->mutable_mla()->set_qk_head_dim(128);
+             }, "model.mla.kv_lora_rank"},
         Rule{"ZeroTensor", [](v1::Job& j) {
                j.mutable_parallel()->set_tensor_parallel(0);
              }, "parallel.tensor_parallel"},
