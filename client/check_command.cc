@@ -227,11 +227,16 @@ void PrintDecision(const v1::Decision& d,
       << BreakdownLine(d.estimate().peak()) << "\n";
   for (const std::string& w : d.warnings()) out << "  warning: " << w << "\n";
   for (const v1::Candidate& c : d.suggestions()) {
+    const std::string experts =
+        c.expert_parallel() > 0
+            ? absl::StrFormat(" EP=%u ETP=%u", c.expert_parallel(),
+                              c.expert_tensor_parallel())
+            : "";
     out << absl::StrFormat(
-        "  fits instead on %u GPUs: TP=%u CP=%u PP=%u MBS=%u (%.2f GiB, "
+        "  fits instead on %u GPUs: TP=%u CP=%u PP=%u MBS=%u%s (%.2f GiB, "
         "speed %.2f of the best)\n",
         c.num_gpus(), c.tensor_parallel(), c.context_parallel(),
-        c.pipeline_parallel(), c.micro_batch_size(), c.peak_gib(),
+        c.pipeline_parallel(), c.micro_batch_size(), experts, c.peak_gib(),
         c.relative_speed());
   }
   if (d.min_gpus_that_fit() != 0) {

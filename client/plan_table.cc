@@ -145,7 +145,11 @@ std::string RenderPlanList(const v1::PlanResponse& plan) {
                         c.context_parallel(), c.pipeline_parallel(),
                         c.micro_batch_size()),
         c.data_parallel(), c.peak_gib(), ZoneName(c.zone()),
-        100 * c.bubble_fraction(), c.relative_speed(), c.why());
+        100 * c.bubble_fraction(), c.relative_speed(),
+        c.expert_parallel() > 0
+            ? absl::StrFormat("EP %u, ETP %u; %s", c.expert_parallel(),
+                              c.expert_tensor_parallel(), c.why())
+            : c.why());
   }
   absl::StrAppendFormat(&out, "\n%u of %u valid layouts shown.\n",
                         plan.candidates_size(), plan.considered());

@@ -737,8 +737,15 @@ double PeakBytesEvenStages(const ModelShape& m, const Layout& l) {
       StageMemoryOf(m, l, 0, stage_layers).admission_bytes();
   if (l.pipeline <= 1) return first;
   const uint32_t last_stage = static_cast<uint32_t>(l.pipeline) - 1;
-  return std::max(first, StageMemoryOf(m, l, last_stage, stage_layers)
-                             .admission_bytes());
+  double peak = std::max(first, StageMemoryOf(m, l, last_stage, stage_layers)
+                                    .admission_bytes());
+  // With leading dense layers (DeepSeek) the second stage holds nearly as
+  // many micro-batches as the first and only MoE layers: evaluate it too.
+  if (m.experts > 0 && l.pipeline > 2) {
+    peak = std::max(peak, StageMemoryOf(m, l, 1, stage_layers)
+                              .admission_bytes());
+  }
+  return peak;
 }
 
 }  // namespace memgate

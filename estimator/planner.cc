@@ -30,6 +30,7 @@ constexpr uint64_t kMaxSuggestionLayouts = 1u << 15;
 // vector of these and allocates nothing per candidate.
 struct Layout4D {
   uint32_t t, c, p, b, d;
+  uint32_t ep, etp;  // 1, 1 for dense models
   double peak_bytes;
   double speed;
   double bubble;
@@ -88,7 +89,8 @@ bool LayoutBefore(const Layout4D& x, const Layout4D& y) {
   const uint64_t y_group = uint64_t{y.t} * y.c * y.p;
   if (x_group != y_group) return x_group < y_group;
   if (x.b != y.b) return x.b > y.b;
-  return std::tie(x.t, x.c, x.p) < std::tie(y.t, y.c, y.p);
+  return std::tie(x.t, x.c, x.p, x.ep, x.etp) <
+         std::tie(y.t, y.c, y.p, y.ep, y.etp);
 }
 
 std::string WhyOf(const Layout4D& l, const SpeedFactors& f, double capacity,
@@ -119,11 +121,14 @@ struct Search {
   uint32_t gpus = 0, gbs = 0, seq = 0, max_mbs = 0;
   bool cross_node_tp = false;
   uint32_t heads = 0, kv_heads = 0, layers = 0;
+  std::vector<uint32_t> expert_divisors;  // of E; empty for dense models
 };
 
 Layout LayoutFor(const Search& s, uint32_t t, uint32_t c, uint32_t p,
-                 uint32_t d, uint32_t b) {
+                 uint32_t d, uint32_t b, uint32_t ep = 1, uint32_t etp = 1) {
   Layout l = s.base;
+  l.expert_parallel = ep;
+  l.expert_tensor = etp;
   l.tensor = t;
   l.context = c;
   l.pipeline = p;
@@ -168,6 +173,27 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
   }
 }
 
+// Calls visit(ep, etp) for the expert layouts of a (TP, CP, PP) group that
+// Megatron allows (validation.cc): EP divides E, EP x ETP x PP divides the
+// GPUs and fits in a stage's GPUs; ETP is 1 or TP. Dense models: (1, 1).
+template <typename Visit>
+void ForEachExpertLayout(const Search& s, uint32_t t, uint32_t p,
+                         Visit visit) {
+  if (s.expert_divisors.empty()) {
+    visit(1, 1);
+    return;
+  }
+  const uint64_t stage_gpus = s.gpus / p;
+  for (uint32_t etp : {1u, t}) {
+    for (uint32_t ep : s.expert_divisors) {
+      const uint64_t group = uint64_t{ep} * etp;
+      if (group > stage_gpus) break;
+      if (stage_gpus % group == 0) visit(ep, etp);
+    }
+    if (t == 1) break;  // ETP 1 and TP are the same choice
+  }
+}
+
 // Micro-batch sizes up to max_mbs that divide the global batch (the data-
 // parallel split is checked per layout).
 uint64_t MicroBatchChoices(const Search& s) {
@@ -179,7 +205,9 @@ uint64_t MicroBatchChoices(const Search& s) {
 uint64_t CountLayouts(const Search& s,
                       const std::vector<uint32_t>& gpu_divisors) {
   uint64_t groups = 0;
-  ForEachGroup(s, gpu_divisors, [&](uint32_t, uint32_t, uint32_t) { ++groups; });
+  ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t, uint32_t p) {
+    ForEachExpertLayout(s, t, p, [&](uint32_t, uint32_t) { ++groups; });
+  });
   return groups * MicroBatchChoices(s);
 }
 
@@ -193,19 +221,21 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
   ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t c, uint32_t p) {
     if (!stop.ok()) return;
     const uint32_t d = s.gpus / t / c / p;
-    for (uint32_t b = 1; b <= s.max_mbs; ++b) {
-      if (s.gbs % b || (s.gbs / b) % d) continue;
-      const Layout l = LayoutFor(s, t, c, p, d, b);
-      const double microbatches = static_cast<double>(s.gbs) / b / d;
-      const SpeedFactors f = SpeedOf(s.shape, l, microbatches, s.gpus_per_node);
-      const double peak = PeakBytesEvenStages(s.shape, l);
-      out.push_back({t, c, p, b, d, peak, f.speed(), f.bubble,
-                     ZoneOf(peak, s.capacity, s.threshold)});
-      if (interrupt && out.size() % kInterruptEvery == 0) {
-        stop = interrupt();
-        if (!stop.ok()) return;
+    ForEachExpertLayout(s, t, p, [&](uint32_t ep, uint32_t etp) {
+      for (uint32_t b = 1; b <= s.max_mbs && stop.ok(); ++b) {
+        if (s.gbs % b || (s.gbs / b) % d) continue;
+        const Layout l = LayoutFor(s, t, c, p, d, b, ep, etp);
+        const double microbatches = static_cast<double>(s.gbs) / b / d;
+        const SpeedFactors f =
+            SpeedOf(s.shape, l, microbatches, s.gpus_per_node);
+        const double peak = PeakBytesEvenStages(s.shape, l);
+        out.push_back({t, c, p, b, d, ep, etp, peak, f.speed(), f.bubble,
+                       ZoneOf(peak, s.capacity, s.threshold)});
+        if (interrupt && out.size() % kInterruptEvery == 0) {
+          stop = interrupt();
+        }
       }
-    }
+    });
   });
   if (!stop.ok()) return stop;
   return out;
@@ -247,11 +277,14 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
   s.heads = job->model().num_attention_heads();
   s.kv_heads = job->model().num_query_groups();
   s.layers = job->model().num_layers();
+  if (job->model().has_moe()) {
+    s.expert_divisors = Divisors(job->model().moe().num_experts());
+  }
   return s;
 }
 
 v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
-  const Layout layout = LayoutFor(s, l.t, l.c, l.p, l.d, l.b);
+  const Layout layout = LayoutFor(s, l.t, l.c, l.p, l.d, l.b, l.ep, l.etp);
   const SpeedFactors f = SpeedOf(s.shape, layout,
                                  static_cast<double>(s.gbs) / l.b / l.d,
                                  s.gpus_per_node);
@@ -262,6 +295,10 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
   c.set_pipeline_parallel(l.p);
   c.set_micro_batch_size(l.b);
   c.set_data_parallel(l.d);
+  if (!s.expert_divisors.empty()) {
+    c.set_expert_parallel(l.ep);
+    c.set_expert_tensor_parallel(l.etp);
+  }
   c.set_peak_bytes(l.peak_bytes);
   c.set_peak_gib(ToGiB(l.peak_bytes));
   c.set_zone(l.zone);
@@ -353,7 +390,12 @@ uint32_t SmallestGpuCountThatFits(const v1::Job& job, double threshold) {
                          job.parallel().context_parallel();
   const uint32_t b = job.training().micro_batch_size();
   const uint32_t gbs = job.training().global_batch_size();
+  // MoE: the expert group (EP x ETP x PP) must divide the GPU count.
+  const uint64_t expert_group = uint64_t{std::max(1u, job.parallel().expert_parallel())} *
+                                static_cast<uint64_t>(layout.expert_tensor) *
+                                job.parallel().pipeline_parallel();
   auto fits = [&](uint64_t d) {
+    if (job.model().has_moe() && (d * group) % expert_group != 0) return false;
     layout.data = static_cast<double>(d);
     layout.microbatches = gbs == 0 ? 0 : static_cast<double>(gbs) / (b * d);
     return PeakBytesEvenStages(shape, layout) <= threshold * capacity;

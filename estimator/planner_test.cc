@@ -271,6 +271,47 @@ TEST(PlannerTest, TensorParallelTilesANodeAndEveryCandidateIsValid) {
   }
 }
 
+// MoE models: expert parallelism is searched; every candidate, as a job
+// with its EP and ETP, is valid and estimates to the candidate's own zone.
+TEST(PlannerTest, MoePlansSearchExpertParallelismAndEveryCandidateChecks) {
+  v1::PlanRequest r = Request("mixtral-8x7b", "h100-80gb", 64, 4096, 512);
+  r.set_top_k(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_GT(plan->candidates_size(), 0);
+  EXPECT_EQ(plan->candidates(0).zone(), v1::ZONE_GREEN);
+  bool some_expert_parallel = false;
+  for (const v1::Candidate& c : plan->candidates()) {
+    ASSERT_GE(c.expert_parallel(), 1u) << c.ShortDebugString();
+    some_expert_parallel |= c.expert_parallel() > 1;
+    v1::Job job;
+    job.mutable_model()->set_name("mixtral-8x7b");
+    job.mutable_accelerator()->set_name("h100-80gb");
+    job.set_num_gpus(64);
+    job.mutable_parallel()->set_tensor_parallel(c.tensor_parallel());
+    job.mutable_parallel()->set_context_parallel(c.context_parallel());
+    job.mutable_parallel()->set_pipeline_parallel(c.pipeline_parallel());
+    job.mutable_parallel()->set_expert_parallel(c.expert_parallel());
+    job.mutable_parallel()->set_expert_tensor_parallel(
+        c.expert_tensor_parallel());
+    job.mutable_training()->set_micro_batch_size(c.micro_batch_size());
+    job.mutable_training()->set_seq_length(4096);
+    job.mutable_training()->set_global_batch_size(512);
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
+    EXPECT_EQ(e->zone(), c.zone()) << c.ShortDebugString();
+  }
+  EXPECT_TRUE(some_expert_parallel);
+  // Without EP (all 8 experts a rank) nothing of Mixtral fits on 8 GPUs at
+  // TP 1; the search finds layouts with EP that do.
+  v1::PlanRequest small = Request("mixtral-8x7b", "h100-80gb", 8, 4096, 64);
+  small.set_top_k(1);
+  absl::StatusOr<v1::PlanResponse> best = PlanLayouts(small);
+  ASSERT_TRUE(best.ok()) << best.status();
+  EXPECT_GT(best->candidates(0).expert_parallel(), 1u)
+      << best->candidates(0).ShortDebugString();
+}
+
 TEST(PlannerTest, TopKAboveTheReplyBoundNamesTheField) {
   v1::PlanRequest r = Request("llama-3.1-8b", "a100-40gb", 16, 8192, 64);
   r.set_top_k(kMaxPlanCandidates + 1);
