@@ -18,12 +18,13 @@ void AppendPeakVersusLimit(std::string& out, const v1::Estimate& e) {
   const double capacity = ToGiB(e.capacity_bytes());
   out += "peak ";
   AppendFixed(out, e.peak_gib(), 2);
+  out += " GiB";
   if (e.peak().expert_imbalance_bytes() > 0) {
     out += " + ";
     AppendFixed(out, ToGiB(e.peak().expert_imbalance_bytes()), 2);
-    out += " expert load margin";
+    out += " GiB expert load margin";
   }
-  absl::StrAppend(&out, " GiB (stage ", e.peak().stage(), ") vs limit ");
+  absl::StrAppend(&out, " (stage ", e.peak().stage(), ") vs limit ");
   AppendFixed(out, e.threshold() * capacity, 2);
   out += " GiB (";
   AppendFixed(out, 100 * e.threshold(), 0);

@@ -1,5 +1,7 @@
 #include "estimator/report.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "estimator/units.h"
@@ -41,10 +43,17 @@ std::string JobSummaryLine(const v1::Job& job, uint32_t data_parallel) {
                                           ToGiB(job.accelerator()
                                                     .memory_bytes()))
                         : job.accelerator().name();
+  const std::string experts =
+      job.model().has_moe()
+          ? absl::StrFormat(" EP=%u ETP=%u", std::max(1u, par.expert_parallel()),
+                            par.expert_tensor_parallel() > 0
+                                ? par.expert_tensor_parallel()
+                                : par.tensor_parallel())
+          : "";
   return absl::StrFormat(
-      "%s on %u x %s: TP=%u CP=%u PP=%u DP=%u MBS=%u seq=%u%s%s", model,
+      "%s on %u x %s: TP=%u CP=%u PP=%u DP=%u%s MBS=%u seq=%u%s%s", model,
       job.num_gpus(), gpu, par.tensor_parallel(), par.context_parallel(),
-      par.pipeline_parallel(), data_parallel, tr.micro_batch_size(),
+      par.pipeline_parallel(), data_parallel, experts, tr.micro_batch_size(),
       tr.seq_length(), par.sequence_parallel() ? "" : " (no sequence parallel)",
       par.distributed_optimizer() ? "" : " (no distributed optimizer)");
 }
