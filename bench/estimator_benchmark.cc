@@ -25,6 +25,42 @@ void BM_EstimateJob(benchmark::State& state) {
 }
 BENCHMARK(BM_EstimateJob);
 
+// An MoE estimate: Qwen3-235B-A22B, TP 4, PP 2, EP 8 on 64 GPUs (the load
+// margin evaluates each stage's activations twice).
+void BM_EstimateMoeJob(benchmark::State& state) {
+  v1::Job job = testing::PaperJob("qwen3-235b-a22b", "h100-80gb", 4, 1, 2, 1,
+                                  64, 4096);
+  job.mutable_parallel()->set_expert_parallel(8);
+  job.mutable_parallel()->set_expert_tensor_parallel(1);
+  for (auto _ : state) {
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    benchmark::DoNotOptimize(e);
+  }
+}
+BENCHMARK(BM_EstimateMoeJob);
+
+// A plan of an MoE model over 16,384 H100s: EP and ETP multiply the
+// search. Arg: top_k.
+void BM_PlanQwen3_235BOn16384H100(benchmark::State& state) {
+  v1::PlanRequest request;
+  request.mutable_model()->set_name("qwen3-235b-a22b");
+  request.mutable_accelerator()->set_name("h100-80gb");
+  request.set_num_gpus(16384);
+  request.set_seq_length(4096);
+  request.set_global_batch_size(16384);
+  request.set_top_k(static_cast<uint32_t>(state.range(0)));
+  uint64_t considered = 0;
+  for (auto _ : state) {
+    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
+    considered = plan.ok() ? plan->considered() : 0;
+    benchmark::DoNotOptimize(plan);
+  }
+  state.counters["candidates"] = static_cast<double>(considered);
+}
+BENCHMARK(BM_PlanQwen3_235BOn16384H100)
+    ->Arg(10)
+    ->Unit(benchmark::kMillisecond);
+
 void BM_AdmitJobAdmitted(benchmark::State& state) {
   const v1::Job job = PaperJob();
   for (auto _ : state) {

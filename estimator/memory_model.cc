@@ -641,9 +641,14 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
   // embedding, replicated over t) on the first stage, the LM head and
   // final norm on the last; one stage holds both (tied: one matrix). MoE
   // layers' routed experts are counted apart: they shard differently [TM].
-  double params = mix.dense * LayerParameters(m, l, false) +
-                  mix.moe * LayerParameters(m, l, true);
-  double expert_params = mix.moe * RoutedExpertParameters(m, l);
+  // (MoE terms only where there are MoE layers: this runs per layout in
+  // the planner's inner loop.)
+  double params = mix.dense * LayerParameters(m, l, false);
+  double expert_params = 0;
+  if (mix.moe > 0) {
+    params += mix.moe * LayerParameters(m, l, true);
+    expert_params = mix.moe * RoutedExpertParameters(m, l);
+  }
   if (first) params += vocab_shard + m.learned_positions * m.hidden;
   if (last) params += NormParameters(m);
   if (last && !(first && m.tied_embeddings)) params += vocab_shard;

@@ -77,21 +77,35 @@ absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
   return resolved;
 }
 
-bool LayoutBefore(const Layout4D& x, const Layout4D& y) {
-  const bool x_fits = x.zone == v1::ZONE_GREEN;
-  const bool y_fits = y.zone == v1::ZONE_GREEN;
-  if (x_fits != y_fits) return x_fits;
-  if (x_fits && x.speed != y.speed) return x.speed > y.speed;
-  if (!x_fits && x.peak_bytes != y.peak_bytes) {
-    return x.peak_bytes < y.peak_bytes;  // closest to fitting first
+// Best first: GREEN before the rest; GREEN ones by the ranking, the others
+// closest to fitting first; then deterministic tie-breaks.
+struct LayoutBefore {
+  Ranking ranking;
+  bool operator()(const Layout4D& x, const Layout4D& y) const {
+    const bool x_fits = x.zone == v1::ZONE_GREEN;
+    const bool y_fits = y.zone == v1::ZONE_GREEN;
+    if (x_fits != y_fits) return x_fits;
+    const uint64_t x_group = uint64_t{x.t} * x.c * x.p;
+    const uint64_t y_group = uint64_t{y.t} * y.c * y.p;
+    if (x_fits) {
+      // The paper's rule: the smallest TP x CP x PP that fits.
+      if (ranking != Ranking::kCostModel && x_group != y_group) {
+        return x_group < y_group;
+      }
+      if (ranking == Ranking::kPaperRule) {
+        if (x.b != y.b) return x.b > y.b;  // larger micro-batches help
+        if (x.bubble != y.bubble) return x.bubble < y.bubble;
+      }
+      if (x.speed != y.speed) return x.speed > y.speed;
+    } else if (x.peak_bytes != y.peak_bytes) {
+      return x.peak_bytes < y.peak_bytes;  // closest to fitting first
+    }
+    if (x_group != y_group) return x_group < y_group;
+    if (x.b != y.b) return x.b > y.b;
+    return std::tie(x.t, x.c, x.p, x.ep, x.etp) <
+           std::tie(y.t, y.c, y.p, y.ep, y.etp);
   }
-  const uint64_t x_group = uint64_t{x.t} * x.c * x.p;
-  const uint64_t y_group = uint64_t{y.t} * y.c * y.p;
-  if (x_group != y_group) return x_group < y_group;
-  if (x.b != y.b) return x.b > y.b;
-  return std::tie(x.t, x.c, x.p, x.ep, x.etp) <
-         std::tie(y.t, y.c, y.p, y.ep, y.etp);
-}
+};
 
 std::string WhyOf(const Layout4D& l, const SpeedFactors& f, double capacity,
                   double threshold) {
@@ -214,7 +228,7 @@ uint64_t CountLayouts(const Search& s,
 // Every valid layout, estimated; stops early with the interrupt's status.
 absl::StatusOr<std::vector<Layout4D>> Enumerate(
     const Search& s, const std::vector<uint32_t>& gpu_divisors,
-    uint64_t expected, const PlanInterrupt& interrupt) {
+    uint64_t expected, const PlanInterrupt& interrupt, const CostModel& cost) {
   std::vector<Layout4D> out;
   out.reserve(expected);
   absl::Status stop;
@@ -227,7 +241,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
         const Layout l = LayoutFor(s, t, c, p, d, b, ep, etp);
         const double microbatches = static_cast<double>(s.gbs) / b / d;
         const SpeedFactors f =
-            SpeedOf(s.shape, l, microbatches, s.gpus_per_node);
+            SpeedOf(s.shape, l, microbatches, s.gpus_per_node, cost);
         const double peak = PeakBytesEvenStages(s.shape, l);
         out.push_back({t, c, p, b, d, ep, etp, peak, f.speed(), f.bubble,
                        ZoneOf(peak, s.capacity, s.threshold)});
@@ -283,11 +297,12 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
   return s;
 }
 
-v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
+v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best,
+                          const CostModel& cost) {
   const Layout layout = LayoutFor(s, l.t, l.c, l.p, l.d, l.b, l.ep, l.etp);
   const SpeedFactors f = SpeedOf(s.shape, layout,
                                  static_cast<double>(s.gbs) / l.b / l.d,
-                                 s.gpus_per_node);
+                                 s.gpus_per_node, cost);
   v1::Candidate c;
   c.set_num_gpus(s.gpus);
   c.set_tensor_parallel(l.t);
@@ -317,7 +332,8 @@ absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request) {
 }
 
 absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
-                                             const PlanInterrupt& interrupt) {
+                                             const PlanInterrupt& interrupt,
+                                             const PlanOptions& options) {
   absl::StatusOr<Search> search = SearchFor(request);
   if (!search.ok()) return search.status();
   const std::vector<uint32_t> gpu_divisors = Divisors(search->gpus);
@@ -330,14 +346,14 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
         " (lower max_micro_batch_size)"));
   }
   absl::StatusOr<std::vector<Layout4D>> enumerated =
-      Enumerate(*search, gpu_divisors, bound, interrupt);
+      Enumerate(*search, gpu_divisors, bound, interrupt, options.cost);
   if (!enumerated.ok()) return enumerated.status();
   std::vector<Layout4D>& layouts = *enumerated;
   const size_t wanted =
       request.top_k() == 0 ? kMaxPlanCandidates : request.top_k();
   const size_t keep = std::min(wanted, layouts.size());
   std::partial_sort(layouts.begin(), layouts.begin() + keep, layouts.end(),
-                    LayoutBefore);
+                    LayoutBefore{options.ranking});
   double best = 0;
   for (const Layout4D& l : layouts) {
     if (l.zone == v1::ZONE_GREEN) best = std::max(best, l.speed);
@@ -346,7 +362,7 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
   response.set_considered(layouts.size());
   for (size_t i = 0; i < keep; ++i) {
     v1::Candidate* c = response.add_candidates();
-    *c = ToCandidate(*search, layouts[i], best);
+    *c = ToCandidate(*search, layouts[i], best, options.cost);
     c->set_rank(static_cast<uint32_t>(i + 1));
   }
   return response;

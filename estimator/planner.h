@@ -2,14 +2,17 @@
 #define MEMGATE_ESTIMATOR_PLANNER_H_
 
 // The whole 4D space for one model on one cluster: every valid (TP, CP, PP,
-// MBS), its peak memory and zone, ranked admitted-first, then by expected
-// speed (see cost_model.h), so the first candidate is the one to run.
+// MBS) (and, for MoE models, EP and ETP), its peak memory and zone, ranked
+// admitted-first, then by the smallest TP x CP x PP (the paper's rule), then
+// by expected speed (see cost_model.h), so the first candidate is the one to
+// run.
 
 #include <cstdint>
 #include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "estimator/cost_model.h"
 #include "proto/memgate.pb.h"
 
 namespace memgate {
@@ -37,12 +40,28 @@ inline constexpr uint32_t kMaxPlanCandidates = 1000;
 // DEADLINE_EXCEEDED) abandons the plan with that status.
 using PlanInterrupt = std::function<absl::Status()>;
 
+// How admitted (GREEN) layouts are ordered. The paper's conclusion
+// (section 5) is the backbone: the smallest TP x CP x PP that fits is
+// fastest. kRuleThenCost (the default) orders by that product, then by the
+// cost model (cost_model.h: GEMM size, TP/CP communication, bubble, stage
+// imbalance) within equal products; kPaperRule alone breaks ties by the
+// larger micro-batch, then the smaller bubble; kCostModel is the cost model
+// alone. planner_test scores each leave-one-table-out on the paper's
+// shared tables (bench/RESULTS.md).
+enum class Ranking { kCostModel, kPaperRule, kRuleThenCost };
+
+struct PlanOptions {
+  Ranking ranking = Ranking::kRuleThenCost;
+  CostModel cost;
+};
+
 // INVALID_ARGUMENT names the request field that is missing or invalid
 // (model, accelerator, num_gpus, seq_length, global_batch_size, threshold,
 // top_k); RESOURCE_EXHAUSTED when the search is over the bounds above.
 // Candidates come back best first; every one is a job ValidateJob accepts.
 absl::StatusOr<v1::PlanResponse> PlanLayouts(
-    const v1::PlanRequest& request, const PlanInterrupt& interrupt = nullptr);
+    const v1::PlanRequest& request, const PlanInterrupt& interrupt = nullptr,
+    const PlanOptions& options = PlanOptions());
 
 // An upper bound on the layouts PlanLayouts(request) would estimate, counted
 // without estimating any; errors as PlanLayouts' for the request's fields.
