@@ -32,7 +32,7 @@ struct PlanFlags {
   JobFlags model;  // only the model and GPU flags are registered
   std::optional<std::string> gpus, format, server;
   std::optional<uint32_t> seq, gbs, top, max_mbs;
-  std::optional<bool> cross_node_tp, table;
+  std::optional<bool> cross_node_tp, table, recompute;
   std::optional<double> threshold, timeout;
 
   void Register(FlagSet& f) {
@@ -55,10 +55,16 @@ struct PlanFlags {
              &max_mbs);
     f.Bool("allow-cross-node-tp", "let TP span nodes", &cross_node_tp);
     f.Double("threshold", "F", "GREEN limit (default 0.8)", &threshold);
-    f.Bool("table", "the paper-style table over the GPU counts", &table);
-    f.String("format", "text|json|csv|markdown",
+    f.Bool("recompute",
+           "fit layouts that do not fit by the least full recomputation, "
+           "ranked after those that fit without (default on; --no-recompute)",
+           &recompute);
+    f.Bool("table", "the paper-style table over the GPU counts (plain 1F1B "
+           "layouts, no recomputation)", &table);
+    f.String("format", "text|json|csv|markdown|megatron-args",
              "text (default); json: PlanResponse (an array of them for "
-             "several GPU counts); csv, markdown: with --table",
+             "several GPU counts); csv, markdown: with --table; "
+             "megatron-args: each candidate as Megatron-LM arguments",
              &format);
     f.String("server", "HOST:PORT", "ask this memgate_server", &server);
     f.Double("timeout", "SECONDS", "deadline for the server (default 2)",
@@ -104,6 +110,8 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(const PlanFlags& f) {
   request.set_max_micro_batch_size(f.max_mbs.value_or(0));
   request.set_allow_cross_node_tp(f.cross_node_tp.value_or(false));
   request.set_threshold(f.threshold.value_or(0));
+  request.set_no_recompute(!f.recompute.value_or(true) ||
+                           f.table.value_or(false));
   return request;
 }
 
@@ -127,10 +135,14 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
   const std::string format = plan_flags.format.value_or("text");
   const bool table = plan_flags.table.value_or(false);
   if (format != "text" && format != "json" && format != "csv" &&
-      format != "markdown") {
+      format != "markdown" && format != "megatron-args") {
     return fail(absl::InvalidArgumentError(
-        "--format: must be text, json, csv or markdown (got '" + format +
-        "')"));
+        "--format: must be text, json, csv, markdown or megatron-args (got '" +
+        format + "')"));
+  }
+  if (format == "megatron-args" && table) {
+    return fail(absl::InvalidArgumentError(
+        "--format: megatron-args is the ranked plans; drop --table for it"));
   }
   if ((format == "csv" || format == "markdown") && !table) {
     return fail(absl::InvalidArgumentError(
@@ -186,6 +198,12 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
         out << ToJson(plans[i]) << (i + 1 < plans.size() ? ",\n" : "\n");
       }
       out << "]\n";
+    }
+    return kExitAdmit;
+  }
+  if (format == "megatron-args") {
+    for (size_t i = 0; i < plans.size(); ++i) {
+      out << RenderMegatronArguments(*request, plans[i]);
     }
     return kExitAdmit;
   }

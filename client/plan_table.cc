@@ -53,6 +53,12 @@ std::string RenderPlanTable(const std::vector<uint32_t>& gpu_counts,
   std::map<RowKey, std::vector<const v1::Candidate*>> rows;
   for (size_t col = 0; col < plans.size(); ++col) {
     for (const v1::Candidate& c : plans[col].candidates()) {
+      // The paper's table is of plain 1F1B layouts: interleaved, uneven
+      // and recomputing variants are in the list view.
+      if (c.virtual_pipeline_stages() > 1 || c.first_stage_layers() > 0 ||
+          c.recompute_num_layers() > 0) {
+        continue;
+      }
       auto& row = rows[{c.tensor_parallel(), c.context_parallel(),
                         c.pipeline_parallel(), c.micro_batch_size()}];
       row.resize(plans.size(), nullptr);
@@ -134,6 +140,73 @@ std::string RenderPlanTable(const std::vector<uint32_t>& gpu_counts,
   return out;
 }
 
+std::string RenderMegatronArguments(const v1::PlanRequest& request,
+                                    const v1::PlanResponse& plan) {
+  std::string out;
+  for (const v1::Candidate& c : plan.candidates()) {
+    absl::StrAppendFormat(&out, "# rank %u: %s %.2f GiB on %u GPUs (DP %u)\n",
+                          c.rank(), ZoneName(c.zone()), c.peak_gib(),
+                          c.num_gpus(), c.data_parallel());
+    absl::StrAppendFormat(
+        &out,
+        "--tensor-model-parallel-size %u --context-parallel-size %u "
+        "--pipeline-model-parallel-size %u --micro-batch-size %u "
+        "--global-batch-size %u --seq-length %u",
+        c.tensor_parallel(), c.context_parallel(), c.pipeline_parallel(),
+        c.micro_batch_size(), request.global_batch_size(),
+        request.seq_length());
+    if (c.tensor_parallel() > 1) out += " --sequence-parallel";
+    out += " --use-distributed-optimizer";
+    if (c.expert_parallel() > 0) {
+      absl::StrAppendFormat(&out,
+                            " --expert-model-parallel-size %u "
+                            "--expert-tensor-parallel-size %u",
+                            c.expert_parallel(), c.expert_tensor_parallel());
+    }
+    if (c.first_stage_layers() > 0) {
+      absl::StrAppendFormat(&out,
+                            " --decoder-first-pipeline-num-layers %u "
+                            "--decoder-last-pipeline-num-layers %u",
+                            c.first_stage_layers(), c.last_stage_layers());
+    }
+    if (c.virtual_pipeline_stages() > 1) {
+      absl::StrAppendFormat(&out, " --num-virtual-stages-per-pipeline-rank %u",
+                            c.virtual_pipeline_stages());
+    }
+    if (c.recompute_num_layers() > 0) {
+      absl::StrAppendFormat(&out,
+                            " --recompute-granularity full "
+                            "--recompute-method block "
+                            "--recompute-num-layers %u",
+                            c.recompute_num_layers());
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+// What sets a candidate apart beyond (TP, CP, PP, MBS): experts, uneven
+// stages, interleaving, recomputation.
+std::string Variant(const v1::Candidate& c) {
+  std::string v;
+  if (c.expert_parallel() > 0) {
+    absl::StrAppendFormat(&v, "EP %u, ETP %u; ", c.expert_parallel(),
+                          c.expert_tensor_parallel());
+  }
+  if (c.first_stage_layers() > 0) {
+    absl::StrAppendFormat(&v, "first/last stage %u/%u layers; ",
+                          c.first_stage_layers(), c.last_stage_layers());
+  }
+  if (c.virtual_pipeline_stages() > 1) {
+    absl::StrAppendFormat(&v, "interleaved x%u; ", c.virtual_pipeline_stages());
+  }
+  if (c.recompute_num_layers() > 0) {
+    absl::StrAppendFormat(&v, "recompute %u layers a stage; ",
+                          c.recompute_num_layers());
+  }
+  return v;
+}
+
 std::string RenderPlanList(const v1::PlanResponse& plan) {
   std::string out = absl::StrFormat(
       "%-5s %-17s %5s %10s %-7s %7s %6s  %s\n", "rank", "(TP, CP, PP, MBS)",
@@ -146,10 +219,7 @@ std::string RenderPlanList(const v1::PlanResponse& plan) {
                         c.micro_batch_size()),
         c.data_parallel(), c.peak_gib(), ZoneName(c.zone()),
         100 * c.bubble_fraction(), c.relative_speed(),
-        c.expert_parallel() > 0
-            ? absl::StrFormat("EP %u, ETP %u; %s", c.expert_parallel(),
-                              c.expert_tensor_parallel(), c.why())
-            : c.why());
+        Variant(c) + c.why());
   }
   absl::StrAppendFormat(&out, "\n%u of %u valid layouts shown.\n",
                         plan.candidates_size(), plan.considered());

@@ -25,6 +25,13 @@ std::string RenderPlanTable(const std::vector<uint32_t>& gpu_counts,
 // speed and why.
 std::string RenderPlanList(const v1::PlanResponse& plan);
 
+// One line a candidate, "# rank N: GREEN 53.2 GiB" then the Megatron-LM
+// arguments that run it (parallel sizes, sequence parallelism, the
+// distributed optimizer, uneven stages, interleaving, recomputation), to
+// paste into a launch.
+std::string RenderMegatronArguments(const v1::PlanRequest& request,
+                                    const v1::PlanResponse& plan);
+
 }  // namespace memgate::cli
 
 #endif  // MEMGATE_CLIENT_PLAN_TABLE_H_

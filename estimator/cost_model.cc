@@ -20,7 +20,8 @@ SpeedFactors SpeedOf(const ModelShape& m, const Layout& l, double microbatches,
   }
   f.context = 1 / (1 + cost.context_overhead * (l.context - 1) / l.context);
   if (l.pipeline > 1) {
-    f.bubble = (l.pipeline - 1) / microbatches;
+    // Interleaving v chunks a rank divides the bubble by v [MT].
+    f.bubble = (l.pipeline - 1) / (microbatches * l.virtual_stages);
     // Per-token forward FLOPs of a layer: 2 per weight, plus causal
     // attention's QK^T and AV (2sh); of the LM head: 2hv.
     const double h = m.hidden;

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "estimator/catalog.h"
 #include "estimator/cost_model.h"
 #include "estimator/estimate.h"
 #include "estimator/job_resolver.h"
@@ -31,6 +32,11 @@ constexpr uint64_t kMaxSuggestionLayouts = 1u << 15;
 struct Layout4D {
   uint32_t t, c, p, b, d;
   uint32_t ep, etp;  // 1, 1 for dense models
+  // Uneven pipeline (Megatron --decoder-first/last-pipeline-num-layers):
+  // the first and last stages' layers; 0 for an even split.
+  uint32_t first_layers, last_layers;
+  uint32_t v;          // model chunks per rank (interleaved 1F1B); 1: none
+  uint32_t recompute;  // layers a stage recomputes (full, block); 0: none
   double peak_bytes;
   double speed;
   double bubble;
@@ -46,6 +52,41 @@ std::vector<uint32_t> Divisors(uint32_t n) {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// How L layers go over p stages: evenly when p divides L; otherwise as
+// Megatron's uneven split, the middle stages ceil(L/p) layers each and the
+// first and last the rest, halved (Llama-3.1-405B's 126 layers over 16: 7,
+// 8 x 14, 7), each at least 1 and at most the middle's.
+struct StageSplit {
+  bool ok = false;
+  uint32_t first = 0, middle = 0, last = 0;  // first = last = 0: even
+};
+
+StageSplit SplitLayers(uint32_t layers, uint32_t p) {
+  StageSplit split;
+  if (p == 0 || p > layers) return split;
+  if (layers % p == 0) {
+    split.ok = true;
+    split.middle = layers / p;
+    return split;
+  }
+  if (p < 3) return split;  // two stages: give them explicitly
+  split.middle = (layers + p - 1) / p;
+  const uint64_t middle_total = uint64_t{split.middle} * (p - 2);
+  if (middle_total >= layers) return split;
+  const uint32_t rest = static_cast<uint32_t>(layers - middle_total);
+  split.first = rest / 2;
+  split.last = rest - split.first;
+  split.ok = split.first >= 1 && split.last <= split.middle;
+  return split;
+}
+
+// The request's layer count, its catalog model's when it names one.
+uint32_t JobLayers(const v1::PlanRequest& request) {
+  if (request.model().num_layers() > 0) return request.model().num_layers();
+  const v1::ModelConfig* known = LookupModel(request.model().name());
+  return known == nullptr ? 0 : known->num_layers();
 }
 
 // The request as a job template: resolves catalog names and checks what
@@ -88,6 +129,8 @@ struct LayoutBefore {
     const uint64_t x_group = uint64_t{x.t} * x.c * x.p;
     const uint64_t y_group = uint64_t{y.t} * y.c * y.p;
     if (x_fits) {
+      // Recomputation is the fallback when nothing fits without it.
+      if ((x.recompute > 0) != (y.recompute > 0)) return x.recompute == 0;
       // The paper's rule: the smallest TP x CP x PP that fits.
       if (ranking != Ranking::kCostModel && x_group != y_group) {
         return x_group < y_group;
@@ -102,8 +145,8 @@ struct LayoutBefore {
     }
     if (x_group != y_group) return x_group < y_group;
     if (x.b != y.b) return x.b > y.b;
-    return std::tie(x.t, x.c, x.p, x.ep, x.etp) <
-           std::tie(y.t, y.c, y.p, y.ep, y.etp);
+    return std::tie(x.t, x.c, x.p, x.ep, x.etp, x.v, x.recompute) <
+           std::tie(y.t, y.c, y.p, y.ep, y.etp, y.v, y.recompute);
   }
 };
 
@@ -136,6 +179,7 @@ struct Search {
   bool cross_node_tp = false;
   uint32_t heads = 0, kv_heads = 0, layers = 0;
   std::vector<uint32_t> expert_divisors;  // of E; empty for dense models
+  bool allow_recompute = true;
 };
 
 Layout LayoutFor(const Search& s, uint32_t t, uint32_t c, uint32_t p,
@@ -180,7 +224,7 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
       for (uint32_t p : gpu_divisors) {
         if (p > s.gpus / t / c) break;
         if ((s.gpus / t / c) % p) continue;
-        if (p > kMaxPipelineStages || s.layers % p) continue;
+        if (p > kMaxPipelineStages || !SplitLayers(s.layers, p).ok) continue;
         visit(t, c, p);
       }
     }
@@ -208,6 +252,18 @@ void ForEachExpertLayout(const Search& s, uint32_t t, uint32_t p,
   }
 }
 
+// Model chunks per rank tried for a pipeline: 1, and under an even split
+// 2, 4 and 8 where they divide the stage's layers (interleaved 1F1B trades
+// memory for a smaller bubble). Megatron also needs the micro-batches per
+// step to be a multiple of p, checked per layout.
+constexpr uint32_t kVirtualStageChoices[] = {1, 2, 4};
+
+bool VirtualStagesFit(const Search& s, uint32_t p, uint32_t v) {
+  if (v == 1) return true;
+  if (p < 2 || s.layers % p) return false;
+  return (s.layers / p) % v == 0;
+}
+
 // Micro-batch sizes up to max_mbs that divide the global batch (the data-
 // parallel split is checked per layout).
 uint64_t MicroBatchChoices(const Search& s) {
@@ -220,9 +276,53 @@ uint64_t CountLayouts(const Search& s,
                       const std::vector<uint32_t>& gpu_divisors) {
   uint64_t groups = 0;
   ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t, uint32_t p) {
-    ForEachExpertLayout(s, t, p, [&](uint32_t, uint32_t) { ++groups; });
+    ForEachExpertLayout(s, t, p, [&](uint32_t, uint32_t) {
+      for (uint32_t v : kVirtualStageChoices) groups += VirtualStagesFit(s, p, v);
+    });
   });
   return groups * MicroBatchChoices(s);
+}
+
+// The admission peak of a layout: the even split's (memory_model.h), or an
+// uneven split's first, second and last stages.
+double PeakOf(const Search& s, const Layout& l, const StageSplit& split) {
+  if (split.first == 0) return PeakBytesEvenStages(s.shape, l);
+  const uint32_t p = static_cast<uint32_t>(l.pipeline);
+  double peak = std::max(
+      StageMemoryOf(s.shape, l, 0, split.first, 0).admission_bytes(),
+      StageMemoryOf(s.shape, l, p - 1, split.last, s.layers - split.last)
+          .admission_bytes());
+  return std::max(peak, StageMemoryOf(s.shape, l, 1, split.middle,
+                                      split.first)
+                            .admission_bytes());
+}
+
+// A layout that does not fit is tried with the least full recomputation
+// (method block) that makes it fit, in quarters of the largest stage's
+// layers: at most four more estimates, so the search stays bounded. Its
+// speed pays one more forward of the recomputed layers (a forward is about
+// a third of forward plus backward).
+void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
+                      Layout4D& entry) {
+  const uint32_t stage_layers =
+      std::max(split.middle, split.first) / std::max(1u, entry.v);
+  if (stage_layers == 0) return;
+  l.recompute = RecomputeKind::kFullBlock;
+  for (uint32_t quarter = 1; quarter <= 4; ++quarter) {
+    const uint32_t n = (stage_layers * quarter + 3) / 4;
+    if (n == 0 || (quarter > 1 && n == (stage_layers * (quarter - 1) + 3) / 4)) {
+      continue;
+    }
+    l.recompute_layers = n;
+    const double peak = PeakOf(s, l, split);
+    if (ZoneOf(peak, s.capacity, s.threshold) == v1::ZONE_GREEN) {
+      entry.peak_bytes = peak;
+      entry.zone = v1::ZONE_GREEN;
+      entry.recompute = n;
+      entry.speed /= 1 + n / (3.0 * stage_layers);
+      return;
+    }
+  }
 }
 
 // Every valid layout, estimated; stops early with the interrupt's status.
@@ -235,18 +335,28 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
   ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t c, uint32_t p) {
     if (!stop.ok()) return;
     const uint32_t d = s.gpus / t / c / p;
+    const StageSplit split = SplitLayers(s.layers, p);
     ForEachExpertLayout(s, t, p, [&](uint32_t ep, uint32_t etp) {
-      for (uint32_t b = 1; b <= s.max_mbs && stop.ok(); ++b) {
-        if (s.gbs % b || (s.gbs / b) % d) continue;
-        const Layout l = LayoutFor(s, t, c, p, d, b, ep, etp);
-        const double microbatches = static_cast<double>(s.gbs) / b / d;
-        const SpeedFactors f =
-            SpeedOf(s.shape, l, microbatches, s.gpus_per_node, cost);
-        const double peak = PeakBytesEvenStages(s.shape, l);
-        out.push_back({t, c, p, b, d, ep, etp, peak, f.speed(), f.bubble,
-                       ZoneOf(peak, s.capacity, s.threshold)});
-        if (interrupt && out.size() % kInterruptEvery == 0) {
-          stop = interrupt();
+      for (uint32_t v : kVirtualStageChoices) {
+        if (!VirtualStagesFit(s, p, v)) continue;
+        for (uint32_t b = 1; b <= s.max_mbs && stop.ok(); ++b) {
+          if (s.gbs % b || (s.gbs / b) % d) continue;
+          const uint32_t m = s.gbs / b / d;
+          if (v > 1 && m % p) continue;  // Megatron's interleaving rule
+          Layout l = LayoutFor(s, t, c, p, d, b, ep, etp);
+          l.virtual_stages = v;
+          const SpeedFactors f = SpeedOf(s.shape, l, m, s.gpus_per_node, cost);
+          Layout4D entry{t, c, p, b, d, ep, etp, split.first, split.last, v,
+                         0, 0, f.speed(), f.bubble, v1::ZONE_UNSPECIFIED};
+          entry.peak_bytes = PeakOf(s, l, split);
+          entry.zone = ZoneOf(entry.peak_bytes, s.capacity, s.threshold);
+          if (entry.zone != v1::ZONE_GREEN && s.allow_recompute) {
+            FitByRecomputing(s, l, split, entry);
+          }
+          out.push_back(entry);
+          if (interrupt && out.size() % kInterruptEvery == 0) {
+            stop = interrupt();
+          }
         }
       }
     });
@@ -294,12 +404,14 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
   if (job->model().has_moe()) {
     s.expert_divisors = Divisors(job->model().moe().num_experts());
   }
+  s.allow_recompute = !request.no_recompute();
   return s;
 }
 
 v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best,
                           const CostModel& cost) {
-  const Layout layout = LayoutFor(s, l.t, l.c, l.p, l.d, l.b, l.ep, l.etp);
+  Layout layout = LayoutFor(s, l.t, l.c, l.p, l.d, l.b, l.ep, l.etp);
+  layout.virtual_stages = l.v;
   const SpeedFactors f = SpeedOf(s.shape, layout,
                                  static_cast<double>(s.gbs) / l.b / l.d,
                                  s.gpus_per_node, cost);
@@ -314,6 +426,10 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best,
     c.set_expert_parallel(l.ep);
     c.set_expert_tensor_parallel(l.etp);
   }
+  c.set_first_stage_layers(l.first_layers);
+  c.set_last_stage_layers(l.last_layers);
+  if (l.v > 1) c.set_virtual_pipeline_stages(l.v);
+  c.set_recompute_num_layers(l.recompute);
   c.set_peak_bytes(l.peak_bytes);
   c.set_peak_gib(ToGiB(l.peak_bytes));
   c.set_zone(l.zone);
@@ -324,6 +440,47 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best,
 }
 
 }  // namespace
+
+v1::Job JobForCandidate(const v1::PlanRequest& request,
+                        const v1::Candidate& c) {
+  v1::Job job;
+  *job.mutable_model() = request.model();
+  *job.mutable_accelerator() = request.accelerator();
+  job.set_num_gpus(c.num_gpus());
+  v1::ParallelConfig& par = *job.mutable_parallel();
+  par.set_tensor_parallel(c.tensor_parallel());
+  par.set_context_parallel(c.context_parallel());
+  par.set_pipeline_parallel(c.pipeline_parallel());
+  if (c.expert_parallel() > 0) {
+    par.set_expert_parallel(c.expert_parallel());
+    par.set_expert_tensor_parallel(c.expert_tensor_parallel());
+  }
+  if (c.virtual_pipeline_stages() > 1) {
+    par.set_virtual_pipeline_stages(c.virtual_pipeline_stages());
+  }
+  if (c.first_stage_layers() > 0) {
+    const uint32_t p = c.pipeline_parallel();
+    const uint32_t middle =
+        p > 2 ? (SplitLayers(JobLayers(request), p).middle) : 0;
+    for (uint32_t i = 0; i < p; ++i) {
+      par.add_layers_per_stage(i == 0       ? c.first_stage_layers()
+                               : i + 1 == p ? c.last_stage_layers()
+                                            : middle);
+    }
+  }
+  v1::TrainingConfig& t = *job.mutable_training();
+  t.set_micro_batch_size(c.micro_batch_size());
+  t.set_seq_length(request.seq_length());
+  t.set_global_batch_size(request.global_batch_size());
+  t.set_precision(request.precision());
+  if (c.recompute_num_layers() > 0) {
+    v1::Recompute& r = *t.mutable_recompute();
+    r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+    r.set_method(v1::Recompute::METHOD_BLOCK);
+    r.set_num_layers(c.recompute_num_layers());
+  }
+  return job;
+}
 
 absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request) {
   absl::StatusOr<Search> search = SearchFor(request);

@@ -63,6 +63,12 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(
     const v1::PlanRequest& request, const PlanInterrupt& interrupt = nullptr,
     const PlanOptions& options = PlanOptions());
 
+// The job a candidate of `request` describes: its parallel sizes, uneven
+// stages, interleaving and recomputation, ready for EstimateJob / AdmitJob
+// (every candidate's job is valid and estimates to the candidate's zone).
+v1::Job JobForCandidate(const v1::PlanRequest& request,
+                        const v1::Candidate& candidate);
+
 // An upper bound on the layouts PlanLayouts(request) would estimate, counted
 // without estimating any; errors as PlanLayouts' for the request's fields.
 absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request);

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "proto/memgate.pb.h"
@@ -51,8 +53,53 @@ TEST(CliPlanTest, TextListShowsTheTopK) {
   const RunResult r = Plan(With(kA100, {"--gpus=16", "--top=3"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("1     (4, 1, 1, 1)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("3 of 170 valid layouts shown."), std::string::npos)
+  // 170 plain 1F1B layouts and 195 interleaved ones (2 or 4 chunks a rank).
+  EXPECT_NE(r.out.find("3 of 365 valid layouts shown."), std::string::npos)
       << r.out;
+}
+
+// A candidate pasted back as Megatron arguments is the same job: memgate
+// check reads the launch and gives the candidate's own peak and verdict.
+TEST(CliPlanTest, MegatronArgumentsRoundTripThroughCheck) {
+  const RunResult r = Plan(With(kA100, {"--gpus=64", "--top=6",
+                                        "--format=megatron-args"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string model =
+      "pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
+      "--ffn-hidden-size 14336 --num-attention-heads 32 "
+      "--group-query-attention --num-query-groups 8 --vocab-size 128256 "
+      "--make-vocab-size-divisible-by 1 --untie-embeddings-and-output-weights "
+      "--swiglu --normalization RMSNorm --position-embedding-type rope "
+      "--disable-bias-linear --hidden-dropout 0 --attention-dropout 0 --bf16 ";
+  int checked = 0;
+  std::string header;
+  for (absl::string_view line : absl::StrSplit(r.out, '\n')) {
+    if (absl::StartsWith(line, "# rank")) {
+      header = std::string(line);
+      continue;
+    }
+    if (line.empty()) continue;
+    std::vector<std::string> args = {testing::RunfilePath("client/memgate"),
+                                     "check", "--gpu=a100-40gb", "--gpus=64",
+                                     "--"};
+    for (absl::string_view w :
+         absl::StrSplit(model + std::string(line), ' ', absl::SkipEmpty())) {
+      args.emplace_back(w);
+    }
+    const RunResult check = testing::Run(args);
+    // "# rank N: GREEN 27.12 GiB on 64 GPUs" -> "ADMIT [GREEN] peak 27.12 GiB"
+    const std::string zone = header.substr(header.find(": ") + 2,
+                                           header.find(' ', header.find(": ") + 2) -
+                                               header.find(": ") - 2);
+    const std::string gib = header.substr(
+        header.find(zone) + zone.size() + 1,
+        header.find(" GiB") - header.find(zone) - zone.size() - 1);
+    EXPECT_NE(check.out.find("[" + zone + "] peak " + gib + " GiB"),
+              std::string::npos)
+        << header << "\n" << line << "\n" << check.out << check.err;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 6);
 }
 
 TEST(CliPlanTest, PaperTableInTextCsvAndMarkdown) {
