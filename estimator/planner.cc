@@ -217,6 +217,7 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
       if (c > s.gpus / t) break;
       if ((s.gpus / t) % c) continue;
       if (c > 1 && s.seq % (2ull * c)) continue;
+      if (c > 1 && s.seq / c < kMinTokensPerContextRank) continue;
       // The rule ValidateJob enforces: s / c tokens split over t.
       if (t > 1 && s.base.sequence_parallel && s.seq % (uint64_t{c} * t)) {
         continue;

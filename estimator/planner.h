@@ -17,6 +17,13 @@
 
 namespace memgate {
 
+// The fewest tokens of a sequence a context-parallel rank may hold in a
+// plan (s / CP): below this, ring attention's KV exchange no longer hides
+// behind the rank's attention compute and the GEMMs starve; no published
+// run goes lower. Jobs that do are still estimated; the planner does not
+// propose them.
+inline constexpr uint32_t kMinTokensPerContextRank = 1024;
+
 // Largest micro-batch size tried when a request does not say.
 inline constexpr uint32_t kDefaultMaxMicroBatch = 16;
 

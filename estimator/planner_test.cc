@@ -32,11 +32,13 @@ Key KeyOf(const v1::Candidate& c) {
           c.micro_batch_size()};
 }
 
-// Every (t, c, p, b) in range that the estimator itself accepts.
+// Every (t, c, p, b) in range that the estimator itself accepts, with the
+// planner's documented bound of kMinTokensPerContextRank tokens a CP rank.
 std::map<Key, double> BruteForce(const v1::PlanRequest& r, uint32_t max_tp) {
   std::map<Key, double> valid;
   for (uint32_t t = 1; t <= std::min(max_tp, r.num_gpus()); ++t)
     for (uint32_t c = 1; c <= r.num_gpus(); ++c)
+      if (c == 1 || r.seq_length() / c >= kMinTokensPerContextRank)
       for (uint32_t p = 1; p <= r.num_gpus(); ++p)
         for (uint32_t b = 1; b <= r.max_micro_batch_size(); ++b) {
           v1::Job job;
@@ -286,6 +288,22 @@ TEST(PlannerTest, TensorParallelTilesANodeAndEveryCandidateIsValid) {
                      c.peak_bytes())
         << c.ShortDebugString();
   }
+}
+
+// Context parallelism leaves every rank at least 1024 tokens: at 8k, CP is
+// at most 8 (the issue saw CP 1024 with 8 tokens a rank proposed).
+TEST(PlannerTest, ContextParallelKeepsAThousandTokensARank) {
+  v1::PlanRequest r =
+      Request("llama-3.1-405b", "h100-80gb", 16384, 8192, 2048);
+  r.set_top_k(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_GT(plan->candidates_size(), 0);
+  for (const v1::Candidate& c : plan->candidates()) {
+    EXPECT_GE(8192 / c.context_parallel(), kMinTokensPerContextRank)
+        << c.ShortDebugString();
+  }
+  EXPECT_EQ(plan->candidates(0).zone(), v1::ZONE_GREEN);
 }
 
 TEST(PlannerTest, TopKAboveTheReplyBoundNamesTheField) {

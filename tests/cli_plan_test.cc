@@ -53,8 +53,9 @@ TEST(CliPlanTest, TextListShowsTheTopK) {
   const RunResult r = Plan(With(kA100, {"--gpus=16", "--top=3"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("1     (4, 1, 1, 1)"), std::string::npos) << r.out;
-  // 170 plain 1F1B layouts and 195 interleaved ones (2 or 4 chunks a rank).
-  EXPECT_NE(r.out.find("3 of 365 valid layouts shown."), std::string::npos)
+  // Plain 1F1B layouts (CP keeping 1024 tokens a rank) and interleaved ones
+  // (2 or 4 chunks a rank).
+  EXPECT_NE(r.out.find("3 of 360 valid layouts shown."), std::string::npos)
       << r.out;
 }
 
