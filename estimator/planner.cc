@@ -300,30 +300,41 @@ double PeakOf(const Search& s, const Layout& l, const StageSplit& split) {
 
 // A layout that does not fit is tried with the least full recomputation
 // (method block) that makes it fit, in quarters of the largest stage's
-// layers: at most four more estimates, so the search stays bounded. Its
-// speed pays one more forward of the recomputed layers (a forward is about
-// a third of forward plus backward).
+// layers: recomputing all of them first (a layout that does not fit even
+// so costs one more estimate), then the smaller quarters; at most four more
+// estimates, so the search stays bounded. Its speed pays one more forward
+// of the recomputed layers (a forward is about a third of forward plus
+// backward).
 void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
                       Layout4D& entry) {
   const uint32_t stage_layers =
       std::max(split.middle, split.first) / std::max(1u, entry.v);
   if (stage_layers == 0) return;
   l.recompute = RecomputeKind::kFullBlock;
-  for (uint32_t quarter = 1; quarter <= 4; ++quarter) {
-    const uint32_t n = (stage_layers * quarter + 3) / 4;
-    if (n == 0 || (quarter > 1 && n == (stage_layers * (quarter - 1) + 3) / 4)) {
-      continue;
-    }
+  auto fits = [&](uint32_t n, double& peak) {
     l.recompute_layers = n;
-    const double peak = PeakOf(s, l, split);
-    if (ZoneOf(peak, s.capacity, s.threshold) == v1::ZONE_GREEN) {
-      entry.peak_bytes = peak;
-      entry.zone = v1::ZONE_GREEN;
-      entry.recompute = n;
-      entry.speed /= 1 + n / (3.0 * stage_layers);
-      return;
+    peak = PeakOf(s, l, split);
+    return ZoneOf(peak, s.capacity, s.threshold) == v1::ZONE_GREEN;
+  };
+  double peak = 0;
+  if (!fits(stage_layers, peak)) return;
+  uint32_t least = stage_layers;
+  double least_peak = peak;
+  uint32_t previous = 0;
+  for (uint32_t quarter = 1; quarter <= 3; ++quarter) {
+    const uint32_t n = (stage_layers * quarter + 3) / 4;
+    if (n == previous || n >= stage_layers) continue;
+    previous = n;
+    if (fits(n, peak)) {
+      least = n;
+      least_peak = peak;
+      break;
     }
   }
+  entry.peak_bytes = least_peak;
+  entry.zone = v1::ZONE_GREEN;
+  entry.recompute = least;
+  entry.speed /= 1 + least / (3.0 * stage_layers);
 }
 
 // Every valid layout, estimated; stops early with the interrupt's status.
@@ -547,10 +558,16 @@ std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
   std::vector<v1::Candidate> out;
   absl::StatusOr<uint64_t> size = CountPlanLayouts(request);
   if (!size.ok() || *size > kMaxSuggestionLayouts) return out;
-  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
-  if (!plan.ok()) return out;
-  for (const v1::Candidate& c : plan->candidates()) {
-    if (c.zone() == v1::ZONE_GREEN) out.push_back(c);
+  // Recomputation only when nothing fits without it: the Admit path stays
+  // one estimate per layout in the common case.
+  for (bool no_recompute : {true, false}) {
+    request.set_no_recompute(no_recompute);
+    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
+    if (!plan.ok()) return out;
+    for (const v1::Candidate& c : plan->candidates()) {
+      if (c.zone() == v1::ZONE_GREEN) out.push_back(c);
+    }
+    if (!out.empty()) break;
   }
   return out;
 }
