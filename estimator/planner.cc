@@ -37,6 +37,7 @@ struct Layout4D {
   uint32_t first_layers, last_layers;
   uint32_t v;          // model chunks per rank (interleaved 1F1B); 1: none
   uint32_t recompute;  // layers a stage recomputes (full, block); 0: none
+  double recompute_cost;  // 1 + recompute / (3 x stage layers); 1: none
   double peak_bytes;
   double speed;
   double bubble;
@@ -129,7 +130,9 @@ struct LayoutBefore {
     const uint64_t x_group = uint64_t{x.t} * x.c * x.p;
     const uint64_t y_group = uint64_t{y.t} * y.c * y.p;
     if (x_fits) {
-      // Recomputation is the fallback when nothing fits without it.
+      // Recomputation is the fallback when a layout does not fit without
+      // it: ranked after every layout that does. (Scaling TP x CP x PP by
+      // its cost instead put PP 64 with an 8x bubble first for 405B.)
       if ((x.recompute > 0) != (y.recompute > 0)) return x.recompute == 0;
       // The paper's rule: the smallest TP x CP x PP that fits.
       if (ranking != Ranking::kCostModel && x_group != y_group) {
@@ -334,7 +337,8 @@ void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   entry.peak_bytes = least_peak;
   entry.zone = v1::ZONE_GREEN;
   entry.recompute = least;
-  entry.speed /= 1 + least / (3.0 * stage_layers);
+  entry.recompute_cost = 1 + least / (3.0 * stage_layers);
+  entry.speed /= entry.recompute_cost;
 }
 
 // Every valid layout, estimated; stops early with the interrupt's status.
@@ -359,7 +363,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           l.virtual_stages = v;
           const SpeedFactors f = SpeedOf(s.shape, l, m, s.gpus_per_node, cost);
           Layout4D entry{t, c, p, b, d, ep, etp, split.first, split.last, v,
-                         0, 0, f.speed(), f.bubble, v1::ZONE_UNSPECIFIED};
+                         0, 1, 0, f.speed(), f.bubble, v1::ZONE_UNSPECIFIED};
           entry.peak_bytes = PeakOf(s, l, split);
           entry.zone = ZoneOf(entry.peak_bytes, s.capacity, s.threshold);
           if (entry.zone != v1::ZONE_GREEN && s.allow_recompute) {
