@@ -74,30 +74,27 @@ constexpr AcceleratorEntry kAccelerators[] = {
 
 namespace {
 
+void SetDimensions(const ModelEntry& m, v1::ModelConfig& model) {
+  model.set_name(m.name);
+  model.set_num_layers(m.layers);
+  model.set_hidden_size(m.hidden);
+  model.set_ffn_hidden_size(m.ffn_hidden);
+  model.set_num_attention_heads(m.heads);
+  model.set_num_query_groups(m.kv_heads);
+  model.set_vocab_size(m.vocab);
+}
+
 // The tables as protos, built once.
 const std::vector<v1::ModelConfig>& ModelTable() {
   static const auto* table = [] {
     auto* models = new std::vector<v1::ModelConfig>();
     for (const ModelEntry& m : kModels) {
-      v1::ModelConfig& model = models->emplace_back();
-      model.set_name(m.name);
-      model.set_num_layers(m.layers);
-      model.set_hidden_size(m.hidden);
-      model.set_ffn_hidden_size(m.ffn_hidden);
-      model.set_num_attention_heads(m.heads);
-      model.set_num_query_groups(m.kv_heads);
-      model.set_vocab_size(m.vocab);
+      SetDimensions(m, models->emplace_back());
     }
     for (const MoeEntry& e : kMoeModels) {
       v1::ModelConfig& model = models->emplace_back();
       const ModelEntry& m = e.dense;
-      model.set_name(m.name);
-      model.set_num_layers(m.layers);
-      model.set_hidden_size(m.hidden);
-      model.set_ffn_hidden_size(m.ffn_hidden);
-      model.set_num_attention_heads(m.heads);
-      model.set_num_query_groups(m.kv_heads);
-      model.set_vocab_size(m.vocab);
+      SetDimensions(m, model);
       model.set_head_dim(e.head_dim);
       model.set_qk_norm(e.qk_norm);
       v1::MoeConfig& moe = *model.mutable_moe();

@@ -25,6 +25,26 @@ constexpr char kLlama31_8B[] =
     "--micro-batch-size 1 --global-batch-size 1024 --seq-length 8192 --bf16 "
     "--tokenizer-type Llama3Tokenizer --lr 1e-4 --train-iters 25000";
 
+// The Llama-3.1-8B launch with `extra` appended and `drop` removed, read
+// into a job on H100-80GB (a failure is reported and gives an empty job).
+v1::Job LlamaLaunchJob(const std::string& extra,
+                       const std::string& drop = "") {
+  std::string line = std::string(kLlama31_8B) + " " + extra;
+  if (!drop.empty()) line.replace(line.find(drop), drop.size(), "");
+  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(Words(line), nullptr);
+  EXPECT_TRUE(l.ok()) << extra << ": " << l.status();
+  v1::Job job = l.ok() ? l->job : v1::Job();
+  job.mutable_accelerator()->set_name("h100-80gb");
+  return job;
+}
+
+// The job's peak (what the zone decides on is checked elsewhere).
+double PeakOf(const v1::Job& job) {
+  absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+  EXPECT_TRUE(e.ok()) << e.status();
+  return e.ok() ? e->peak().total_bytes() : 0.0;
+}
+
 TEST(MegatronArgsTest, ReadsTheLlama31_8BLaunch) {
   absl::StatusOr<MegatronLaunch> l =
       ParseMegatronLaunch(Words(kLlama31_8B), nullptr);
@@ -223,13 +243,8 @@ TEST(MegatronArgsTest, MegatronsDefaultsAreAppliedAndSaid) {
 }
 
 TEST(MegatronArgsTest, MemoryArgumentsMapToTheJob) {
-  const std::string base = std::string(kLlama31_8B);
-  auto parse = [&](const std::string& extra, const std::string& drop = "") {
-    std::string line = base + " " + extra;
-    if (!drop.empty()) line.replace(line.find(drop), drop.size(), "");
-    absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(Words(line), nullptr);
-    EXPECT_TRUE(l.ok()) << extra << ": " << l.status();
-    return l.ok() ? l->job : v1::Job();
+  auto parse = [](const std::string& extra, const std::string& drop = "") {
+    return LlamaLaunchJob(extra, drop);
   };
   EXPECT_EQ(parse("--grad-reduce-in-bf16").training().precision(),
             v1::PRECISION_BF16_BF16_GRADS);
@@ -272,20 +287,8 @@ TEST(MegatronArgsTest, MemoryArgumentsMapToTheJob) {
 // Each optimizer-storage, fp8 and FSDP argument reaches the job and moves
 // the estimate the way its term says.
 TEST(MegatronArgsTest, OptimizerStorageFp8AndFsdpMoveThePeakTheRightWay) {
-  const std::string base = std::string(kLlama31_8B);
-  auto parse = [&](const std::string& extra) {
-    absl::StatusOr<MegatronLaunch> l =
-        ParseMegatronLaunch(Words(base + " " + extra), nullptr);
-    EXPECT_TRUE(l.ok()) << extra << ": " << l.status();
-    v1::Job job = l.ok() ? l->job : v1::Job();
-    job.mutable_accelerator()->set_name("h100-80gb");
-    return job;
-  };
-  auto peak = [](const v1::Job& job) {
-    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
-    EXPECT_TRUE(e.ok()) << e.status();
-    return e.ok() ? e->peak().total_bytes() : 0.0;
-  };
+  auto parse = [](const std::string& extra) { return LlamaLaunchJob(extra); };
+  const auto peak = PeakOf;
   const double baseline = peak(parse(""));
 
   const v1::Job pa = parse(
@@ -384,22 +387,10 @@ TEST(MegatronArgsTest, PipelineLayoutEstimatesAsTheSameSplitOtherwiseWritten) {
 // The launch: experts were read past, giving the dense peak. Now
 // the experts, their parallelism and routing reach the job and the peak.
 TEST(MegatronArgsTest, MixtureOfExpertsLaunchIsModelled) {
-  const std::string base = std::string(kLlama31_8B);
-  auto parse = [&](const std::string& extra, const std::string& drop = "") {
-    std::string line = base + " " + extra;
-    if (!drop.empty()) line.replace(line.find(drop), drop.size(), "");
-    absl::StatusOr<MegatronLaunch> l =
-        ParseMegatronLaunch(Words(line), nullptr);
-    EXPECT_TRUE(l.ok()) << extra << ": " << l.status();
-    v1::Job job = l.ok() ? l->job : v1::Job();
-    job.mutable_accelerator()->set_name("h100-80gb");
-    return job;
+  auto parse = [](const std::string& extra, const std::string& drop = "") {
+    return LlamaLaunchJob(extra, drop);
   };
-  auto peak = [](const v1::Job& job) {
-    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
-    EXPECT_TRUE(e.ok()) << e.status();
-    return e.ok() ? e->peak().total_bytes() : 0.0;
-  };
+  const auto peak = PeakOf;
   const v1::Job moe = parse(
       "--num-experts 8 --expert-model-parallel-size 2 --moe-router-topk 2 "
       "--moe-token-dispatcher-type alltoall --moe-ffn-hidden-size 7168");

@@ -367,7 +367,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
                              moe.router_dtype() == v1::DTYPE_FP16
                          ? 2
                          : 4;
-    // Validated: a pattern lists every layer; at most 2^20 layers.
+    // Validated: a pattern lists every layer; at most 65,536 layers.
     m.moe_prefix.assign(model.num_layers() + 1, 0);
     const uint32_t freq = std::max(1u, moe.layer_frequency());
     for (uint32_t i = 0; i < model.num_layers(); ++i) {
