@@ -21,6 +21,20 @@ sed -e "s|memgate = \"/usr/local/bin/memgate\"|memgate = \"${memgate}\"|" \
     "$hooks/job_submit.lua" > "$work/job_submit.lua"
 grep -q "$memgate" "$work/job_submit.lua" || { echo "hook test: could not configure the hook"; exit 1; }
 
+# Page the memgate binary in before the clock starts: the first exec of a
+# cold (and, under --config=asan, several times larger) binary cost 1.1 s
+# more than the same scenario run second on CI's 2-core machine. That is
+# disk, not work the hook does per script, which is what the limit bounds.
+"$memgate" --help >/dev/null 2>&1
+
+# The 1 s bound is the hook's in production, an optimised memgate; the plain
+# `bazel test` run holds every scenario to it. Under --config=asan (which
+# sets MEMGATE_SANITIZED) memgate and Lua's children run 2-4x slower, so
+# that run holds them to 3 s: it is there to find memory errors, not to
+# time them.
+limit_ms=1000
+[ -z "${MEMGATE_SANITIZED:-}" ] || limit_ms=3000
+
 passed=0
 failed=0
 # $1 scenario, $2 expected verdict, $3 a fixed string the message must hold
@@ -35,7 +49,7 @@ expect() {
   local why=""
   [ "$verdict" = "$2" ] || why="verdict '$verdict', expected '$2'"
   [ -z "$3" ] || grep -qF -- "$3" <<< "$out" || why="$why; message lacks '$3'"
-  [ "$ms" -lt 1000 ] || why="$why; took ${ms} ms (limit 1000)"
+  [ "$ms" -lt "$limit_ms" ] || why="$why; took ${ms} ms (limit ${limit_ms})"
   [ -n "$hwm" ] && [ "$hwm" -lt 65536 ] || why="$why; peak memory ${hwm:-?} KiB (limit 65536)"
   if [ -z "$why" ]; then
     echo "ok: $1 -> $2 in ${ms} ms, peak ${hwm} KiB"
