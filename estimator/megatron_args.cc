@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -262,6 +263,101 @@ absl::Status FillLayout(const Arguments& args, MegatronLaunch& launch) {
   return absl::OkStatus();
 }
 
+// Writes the stages' layer counts into the job: one entry a rank, or under
+// interleaving (v > 1) one a virtual stage, entry j * p + i being chunk j of
+// rank i (estimate.cc), each rank's layers split evenly over its chunks.
+// Megatron (transformer_config.py, "Uneven PP") requires every rank's count
+// to be a multiple of v; `flag` names the argument that set the counts.
+absl::Status SetStageLayers(const std::vector<uint32_t>& per_rank,
+                            const char* flag, MegatronLaunch& launch) {
+  v1::ParallelConfig& p = *launch.job.mutable_parallel();
+  const uint32_t v = std::max(1u, p.virtual_pipeline_stages());
+  for (uint32_t n : per_rank) {
+    if (n % v != 0) {
+      return Bad(flag, absl::StrCat("a stage of ", n, " layers does not "
+                                    "split over ", v, " virtual stages "
+                                    "(Megatron needs a multiple)"));
+    }
+  }
+  for (uint32_t j = 0; j < v; ++j) {
+    for (uint32_t n : per_rank) p.add_layers_per_stage(n / v);
+  }
+  return absl::OkStatus();
+}
+
+// --account-for-embedding/loss-in-pipeline-split (transformer_block.py,
+// transformer_config.py): the embedding and/or the loss count as one layer
+// each in the split. With interleaving the accounted units split evenly
+// over p x v virtual stages, and the embedding's and the loss's places are
+// in rank 0's first chunk and the last rank's last chunk.
+absl::Status FillAccountedSplit(const Arguments& args, bool account_embedding,
+                                bool account_loss, MegatronLaunch& launch) {
+  const char* flag = account_embedding
+                         ? "account-for-embedding-in-pipeline-split"
+                         : "account-for-loss-in-pipeline-split";
+  if (args.Has("decoder-first-pipeline-num-layers") ||
+      args.Has("decoder-last-pipeline-num-layers")) {
+    return Bad(flag, "cannot be given with --decoder-first/last-pipeline-"
+                     "num-layers (Megatron refuses both)");
+  }
+  v1::ParallelConfig& p = *launch.job.mutable_parallel();
+  const uint32_t pp = p.pipeline_parallel();
+  const uint64_t v = std::max(1u, p.virtual_pipeline_stages());
+  const uint64_t units = uint64_t{launch.job.model().num_layers()} +
+                         (account_embedding ? 1 : 0) + (account_loss ? 1 : 0);
+  if (pp < 2 || units % (pp * v) != 0) {
+    return Bad(flag, absl::StrCat("needs --num-layers plus the accounted "
+                                  "layers (", units, ") to split evenly "
+                                  "over 2 or more stages",
+                                  v > 1 ? " x virtual stages" : "", " (",
+                                  pp * v, ")"));
+  }
+  const uint32_t each = static_cast<uint32_t>(units / (pp * v));
+  for (uint64_t k = 0; k < pp * v; ++k) {
+    uint32_t n = each;
+    if (k == 0 && account_embedding) --n;
+    if (k + 1 == pp * v && account_loss) --n;
+    if (n == 0) return Bad(flag, "leaves a stage without layers");
+    p.add_layers_per_stage(n);
+  }
+  return absl::OkStatus();
+}
+
+// --decoder-first/last-pipeline-num-layers: the stages without an explicit
+// count share the remaining layers evenly.
+absl::Status FillFirstLastSplit(const Arguments& args,
+                                MegatronLaunch& launch) {
+  const uint32_t pp = launch.job.parallel().pipeline_parallel();
+  const uint32_t layers = launch.job.model().num_layers();
+  MEMGATE_ASSIGN_OR_RETURN(first,
+                           args.Number("decoder-first-pipeline-num-layers", 0));
+  MEMGATE_ASSIGN_OR_RETURN(last,
+                           args.Number("decoder-last-pipeline-num-layers", 0));
+  if (pp < 2) {
+    return Bad("decoder-first-pipeline-num-layers",
+               "needs --pipeline-model-parallel-size of 2 or more");
+  }
+  const uint32_t explicit_stages = (first ? 1 : 0) + (last ? 1 : 0);
+  const uint64_t assigned = static_cast<uint64_t>(first) + last;
+  const uint32_t others = pp - explicit_stages;
+  if (assigned > layers || (others == 0 && assigned != layers) ||
+      (others > 0 && (layers - assigned) % others != 0)) {
+    return Bad("decoder-first-pipeline-num-layers",
+               absl::StrCat("the remaining ",
+                            layers - std::min<uint64_t>(assigned, layers),
+                            " layers do not split evenly over ", others,
+                            " other stages"));
+  }
+  const uint32_t each = others ? (layers - assigned) / others : 0;
+  std::vector<uint32_t> per_rank(pp, each);
+  if (first) per_rank.front() = first;
+  if (last) per_rank.back() = last;
+  return SetStageLayers(per_rank,
+                        first ? "decoder-first-pipeline-num-layers"
+                              : "decoder-last-pipeline-num-layers",
+                        launch);
+}
+
 absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
   if (args.Has("cp-comm-type")) {
     for (absl::string_view type :
@@ -325,71 +421,27 @@ absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
     }
     p.set_virtual_pipeline_stages(chunks);
   }
+  // The splits below write one entry a (virtual) stage: bounded before any
+  // is written, whatever --num-layers allows (validation later holds PP and
+  // v to 4,096 each).
+  const uint64_t stage_entries =
+      uint64_t{pp} * std::max(1u, p.virtual_pipeline_stages());
+  if (stage_entries > kMaxExpandedLayout) {
+    return Bad("pipeline-model-parallel-size",
+               absl::StrCat("x virtual stages is ", stage_entries,
+                            "; at most ", kMaxExpandedLayout,
+                            " stages are modelled"));
+  }
 
   const bool account_embedding =
       args.Has("account-for-embedding-in-pipeline-split");
   const bool account_loss = args.Has("account-for-loss-in-pipeline-split");
   if (account_embedding || account_loss) {
-    // Megatron (transformer_block.py): the embedding and/or the loss count
-    // as one layer each when the layers are split over the stages.
-    const char* flag = account_embedding
-                           ? "account-for-embedding-in-pipeline-split"
-                           : "account-for-loss-in-pipeline-split";
-    if (args.Has("decoder-first-pipeline-num-layers") ||
-        args.Has("decoder-last-pipeline-num-layers") ||
-        p.virtual_pipeline_stages() > 1) {
-      return Bad(flag, "with uneven first/last stages or interleaving is not "
-                       "modelled");
-    }
-    const uint64_t units = uint64_t{launch.job.model().num_layers()} +
-                           (account_embedding ? 1 : 0) +
-                           (account_loss ? 1 : 0);
-    if (pp < 2 || units % pp != 0) {
-      return Bad(flag, absl::StrCat("needs --num-layers plus the accounted "
-                                    "layers (", units, ") to split evenly "
-                                    "over 2 or more stages"));
-    }
-    const uint32_t each = static_cast<uint32_t>(units / pp);
-    for (uint32_t s = 0; s < pp; ++s) {
-      uint32_t n = each;
-      if (s == 0 && account_embedding) --n;
-      if (s + 1 == pp && account_loss) --n;
-      if (n == 0) return Bad(flag, "leaves a stage without layers");
-      p.add_layers_per_stage(n);
-    }
-    return absl::OkStatus();
+    return FillAccountedSplit(args, account_embedding, account_loss, launch);
   }
   if (args.Has("decoder-first-pipeline-num-layers") ||
       args.Has("decoder-last-pipeline-num-layers")) {
-    const uint32_t layers = launch.job.model().num_layers();
-    MEMGATE_ASSIGN_OR_RETURN(first,
-                             args.Number("decoder-first-pipeline-num-layers",
-                                         0));
-    MEMGATE_ASSIGN_OR_RETURN(last,
-                             args.Number("decoder-last-pipeline-num-layers", 0));
-    if (pp < 2) {
-      return Bad("decoder-first-pipeline-num-layers",
-                 "needs --pipeline-model-parallel-size of 2 or more");
-    }
-    // Stages without an explicit count share the remaining layers evenly.
-    const uint32_t explicit_stages = (first ? 1 : 0) + (last ? 1 : 0);
-    const uint64_t assigned = static_cast<uint64_t>(first) + last;
-    const uint32_t others = pp - explicit_stages;
-    if (assigned > layers || (others == 0 && assigned != layers) ||
-        (others > 0 && (layers - assigned) % others != 0)) {
-      return Bad("decoder-first-pipeline-num-layers",
-                 absl::StrCat("the remaining ", layers - std::min<uint64_t>(
-                                                             assigned, layers),
-                              " layers do not split evenly over ", others,
-                              " other stages"));
-    }
-    const uint32_t each = others ? (layers - assigned) / others : 0;
-    for (uint32_t s = 0; s < pp; ++s) {
-      uint32_t n = each;
-      if (s == 0 && first) n = first;
-      if (s + 1 == pp && last) n = last;
-      p.add_layers_per_stage(n);
-    }
+    return FillFirstLastSplit(args, launch);
   }
   return absl::OkStatus();
 }

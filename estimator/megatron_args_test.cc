@@ -459,6 +459,84 @@ TEST(MegatronArgsTest, EmbeddingAndLossCanCountInThePipelineSplit) {
   EXPECT_EQ(l->job.parallel().layers_per_stage(2), 11u);
 }
 
+// The Llama-3.1-8B launch with other --num-layers and PP sizes.
+std::string WithLayers(uint32_t layers, uint32_t pp) {
+  std::string line = kLlama31_8B;
+  auto set = [&](const std::string& from, const std::string& to) {
+    line.replace(line.find(from), from.size(), to);
+  };
+  set("--num-layers 32", absl::StrCat("--num-layers ", layers));
+  set("--pipeline-model-parallel-size 2",
+      absl::StrCat("--pipeline-model-parallel-size ", pp));
+  return line;
+}
+
+// Megatron allows both uneven splits with interleaving (transformer_config.py,
+// "Uneven PP"): every rank's layers a multiple of v, chunk j of rank i being
+// virtual stage j * p + i. With the embedding and the loss accounted, the 34
+// units do not split over 2 x 4 chunks (refused), and 30 layers + 2 over
+// PP 2 x v 2 is 8 a chunk: 7, 8, 8, 7.
+TEST(MegatronArgsTest, UnevenSplitsCombineWithInterleaving) {
+  auto layers_of = [](const std::string& extra, uint32_t layers = 32) {
+    std::vector<uint32_t> out;
+    absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+        Words(WithLayers(layers, 2) + " " + extra), nullptr);
+    EXPECT_TRUE(l.ok()) << extra << ": " << l.status();
+    if (l.ok()) {
+      for (uint32_t n : l->job.parallel().layers_per_stage()) out.push_back(n);
+      EXPECT_EQ(l->job.parallel().virtual_pipeline_stages(), 2u);
+    }
+    return out;
+  };
+  EXPECT_EQ(layers_of("--decoder-first-pipeline-num-layers 12 "
+                      "--num-virtual-stages-per-pipeline-rank 2"),
+            (std::vector<uint32_t>{6, 10, 6, 10}));
+  EXPECT_EQ(layers_of("--account-for-embedding-in-pipeline-split "
+                      "--account-for-loss-in-pipeline-split "
+                      "--num-virtual-stages-per-pipeline-rank 2",
+                      30),
+            (std::vector<uint32_t>{7, 8, 8, 7}));
+
+  auto error_of = [](const std::string& extra) {
+    absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+        Words(std::string(kLlama31_8B) + " " + extra), nullptr);
+    return l.ok() ? std::string("accepted") : std::string(l.status().message());
+  };
+  // 13 first-stage layers do not split over 2 chunks.
+  EXPECT_NE(error_of("--decoder-first-pipeline-num-layers 13 "
+                     "--decoder-last-pipeline-num-layers 19 "
+                     "--num-virtual-stages-per-pipeline-rank 2")
+                .find("--decoder-first-pipeline-num-layers: a stage of 13 "
+                      "layers does not split over 2 virtual stages"),
+            std::string::npos);
+  // 34 units over 2 x 4 chunks.
+  EXPECT_NE(error_of("--account-for-embedding-in-pipeline-split "
+                     "--account-for-loss-in-pipeline-split "
+                     "--num-virtual-stages-per-pipeline-rank 4")
+                .find("--account-for-embedding-in-pipeline-split: needs"),
+            std::string::npos);
+  EXPECT_NE(error_of("--account-for-loss-in-pipeline-split "
+                     "--decoder-first-pipeline-num-layers 16")
+                .find("--account-for-loss-in-pipeline-split: cannot be given"),
+            std::string::npos);
+}
+
+// One entry a (virtual) stage is written only after PP x v is bounded: a
+// launch asking for billions of stages is refused at once.
+TEST(MegatronArgsTest, StageCountIsBoundedBeforeSplitting) {
+  const std::string error = [] {
+    absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+        Words(WithLayers(4000000000u, 2000000000u) +
+              " --decoder-first-pipeline-num-layers 2"),
+        nullptr);
+    return l.ok() ? std::string("accepted") : std::string(l.status().message());
+  }();
+  EXPECT_NE(error.find("--pipeline-model-parallel-size: x virtual stages is "
+                       "2000000000; at most 1048576"),
+            std::string::npos)
+      << error;
+}
+
 TEST(MegatronArgsTest, UnknownArgumentsAreIgnored) {
   absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
       Words("pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
