@@ -109,7 +109,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"decoder-first-pipeline-num-layers", true, M, "even split",
        "layers of the first stage"},
       {"decoder-last-pipeline-num-layers", true, M, "even split",
-       "layers of the last stage"},
+       "layers of the last stage; with interleaving every rank's layers "
+       "split evenly over its v chunks (a multiple of v, as Megatron "
+       "requires)"},
       {"num-layers-per-virtual-pipeline-stage", true, M, "off",
        "interleaved 1F1B: v = L / (p x N) model chunks per rank, each "
        "rank holding 2(p - r - 1) + (v - 1)p + 1 chunks in flight"},
@@ -119,11 +121,11 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "the layers of every (virtual) stage, e.g. Et*3|(tt|)*29,m|L: "
        "uneven interleaved chunks; 'm' (MTP) refused"},
       {"account-for-embedding-in-pipeline-split", false, M, "off",
-       "the embedding counts as a layer: (L + 1 [+ 1]) / p a stage, the "
-       "first stage one transformer layer fewer"},
+       "the embedding counts as a layer: (L + 1 [+ 1]) / (p x v) a "
+       "(virtual) stage, rank 0's first one transformer layer fewer"},
       {"account-for-loss-in-pipeline-split", false, M, "off",
-       "the loss counts as a layer: the last stage one transformer layer "
-       "fewer"},
+       "the loss counts as a layer: the last rank's last (virtual) stage "
+       "one transformer layer fewer"},
       {"cp-comm-type", true, P, "p2p",
        "p2p only; a2a / allgather hold other buffers (refused)"},
       {"hierarchical-context-parallel-sizes", true, R, "off",
