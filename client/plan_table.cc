@@ -163,7 +163,13 @@ std::string RenderMegatronArguments(const v1::PlanRequest& request,
                             "--expert-tensor-parallel-size %u",
                             c.expert_parallel(), c.expert_tensor_parallel());
     }
-    if (c.first_stage_layers() > 0) {
+    if (c.account_for_embedding() || c.account_for_loss()) {
+      // Megatron's form of uneven interleaved stages (planner.cc ChunkForm).
+      if (c.account_for_embedding()) {
+        out += " --account-for-embedding-in-pipeline-split";
+      }
+      if (c.account_for_loss()) out += " --account-for-loss-in-pipeline-split";
+    } else if (c.first_stage_layers() > 0) {
       absl::StrAppendFormat(&out,
                             " --decoder-first-pipeline-num-layers %u "
                             "--decoder-last-pipeline-num-layers %u",
@@ -194,15 +200,20 @@ std::string Variant(const v1::Candidate& c) {
                           c.expert_tensor_parallel());
   }
   if (c.first_stage_layers() > 0) {
-    absl::StrAppendFormat(&v, "first/last stage %u/%u layers; ",
-                          c.first_stage_layers(), c.last_stage_layers());
+    absl::StrAppendFormat(&v, "first/last stage %u/%u layers%s; ",
+                          c.first_stage_layers(), c.last_stage_layers(),
+                          c.account_for_embedding() || c.account_for_loss()
+                              ? " (embedding/loss in the split)"
+                              : "");
   }
   if (c.virtual_pipeline_stages() > 1) {
     absl::StrAppendFormat(&v, "interleaved x%u; ", c.virtual_pipeline_stages());
   }
   if (c.recompute_num_layers() > 0) {
-    absl::StrAppendFormat(&v, "recompute %u layers a stage; ",
-                          c.recompute_num_layers());
+    absl::StrAppendFormat(&v, "recompute %u layer%s a %s; ",
+                          c.recompute_num_layers(),
+                          c.recompute_num_layers() == 1 ? "" : "s",
+                          c.virtual_pipeline_stages() > 1 ? "chunk" : "stage");
   }
   return v;
 }

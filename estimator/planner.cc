@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -36,6 +37,7 @@ struct Layout4D {
   // the first and last stages' layers; 0 for an even split.
   uint32_t first_layers, last_layers;
   uint32_t v;          // model chunks per rank (interleaved 1F1B); 1: none
+  bool account_embedding, account_loss;  // ChunkForm::kAccounted
   uint32_t recompute;  // layers a stage recomputes (full, block); 0: none
   double recompute_cost;  // 1 + recompute / (3 x stage layers); 1: none
   double peak_bytes;
@@ -130,10 +132,6 @@ struct LayoutBefore {
     const uint64_t x_group = uint64_t{x.t} * x.c * x.p;
     const uint64_t y_group = uint64_t{y.t} * y.c * y.p;
     if (x_fits) {
-      // Recomputation is the fallback when a layout does not fit without
-      // it: ranked after every layout that does. (Scaling TP x CP x PP by
-      // its cost instead put PP 64 with an 8x bubble first for 405B.)
-      if ((x.recompute > 0) != (y.recompute > 0)) return x.recompute == 0;
       // The paper's rule: the smallest TP x CP x PP that fits.
       if (ranking != Ranking::kCostModel && x_group != y_group) {
         return x_group < y_group;
@@ -152,6 +150,55 @@ struct LayoutBefore {
            std::tie(y.t, y.c, y.p, y.ep, y.etp, y.v, y.recompute);
   }
 };
+
+// The best `keep` layouts, best first. The paper's rule (LayoutBefore)
+// orders the layouts that fit without recomputation: its evidence is about
+// those. A layout that fits only by recomputing, about which the rule says
+// nothing, is placed by the cost model, whose speed pays for the recomputed
+// forward: ahead of the first layout in the rule's order that it predicts
+// slower. (Giving recomputing layouts a place in the rule by scaling TP x
+// CP x PP by their cost put PP 64 with an 8x bubble first for 405B; ranking
+// them after every other GREEN layout put Llama-3.1-405B's published
+// layout 44th.) Layouts that do not fit come last, closest to fitting
+// first. Sorts only the first `keep` of each kind.
+std::vector<Layout4D> BestFirst(std::vector<Layout4D>& layouts, size_t keep,
+                                Ranking ranking) {
+  using It = std::vector<Layout4D>::iterator;
+  const It plain_end =
+      std::partition(layouts.begin(), layouts.end(), [](const Layout4D& l) {
+        return l.zone == v1::ZONE_GREEN && l.recompute == 0;
+      });
+  const It recomputing_end =
+      std::partition(plain_end, layouts.end(), [](const Layout4D& l) {
+        return l.zone == v1::ZONE_GREEN;
+      });
+  auto sort_top = [keep](It begin, It end, LayoutBefore before) {
+    const It top = begin + static_cast<std::ptrdiff_t>(
+                               std::min<size_t>(keep, end - begin));
+    std::partial_sort(begin, top, end, before);
+    return top;
+  };
+  const It plain_top =
+      sort_top(layouts.begin(), plain_end, LayoutBefore{ranking});
+  const It recomputing_top = sort_top(plain_end, recomputing_end,
+                                      LayoutBefore{Ranking::kCostModel});
+  const It rest_top =
+      sort_top(recomputing_end, layouts.end(), LayoutBefore{ranking});
+  std::vector<Layout4D> out;
+  out.reserve(keep);
+  It plain = layouts.begin(), recomputing = plain_end;
+  while (out.size() < keep &&
+         (plain != plain_top || recomputing != recomputing_top)) {
+    const bool take_recomputing =
+        recomputing != recomputing_top &&
+        (plain == plain_top || recomputing->speed > plain->speed);
+    out.push_back(take_recomputing ? *recomputing++ : *plain++);
+  }
+  for (It l = recomputing_end; out.size() < keep && l != rest_top; ++l) {
+    out.push_back(*l);
+  }
+  return out;
+}
 
 std::string WhyOf(const Layout4D& l, const SpeedFactors& f, double capacity,
                   double threshold) {
@@ -256,16 +303,57 @@ void ForEachExpertLayout(const Search& s, uint32_t t, uint32_t p,
   }
 }
 
-// Model chunks per rank tried for a pipeline: 1, and under an even split
-// 2, 4 and 8 where they divide the stage's layers (interleaved 1F1B trades
-// memory for a smaller bubble). Megatron also needs the micro-batches per
-// step to be a multiple of p, checked per layout.
+// Model chunks per rank tried for a pipeline: 1, 2 and 4 where the split
+// allows them (interleaved 1F1B trades memory for a smaller bubble).
+// Megatron also needs the micro-batches per step to be a multiple of p,
+// checked per layout.
 constexpr uint32_t kVirtualStageChoices[] = {1, 2, 4};
 
-bool VirtualStagesFit(const Search& s, uint32_t p, uint32_t v) {
-  if (v == 1) return true;
-  if (p < 2 || s.layers % p) return false;
-  return (s.layers / p) % v == 0;
+// How each rank's layers go over its v chunks, as Megatron allows
+// (transformer_config.py, "Uneven PP" and the accounted split):
+//  kEven        an even split, L / (p v) a chunk;
+//  kAccounted   --account-for-embedding/loss-in-pipeline-split: the first
+//               and/or last stage one layer short of the middle's, every
+//               chunk middle / v except rank 0's first and the last rank's
+//               last, one fewer (Llama-3.1-405B: 7, 8 x 14, 7);
+//  kFirstLast   --decoder-first/last-pipeline-num-layers with every rank's
+//               layers a multiple of v, a rank's layers / v a chunk;
+//  kNone        v does not fit the split.
+enum class ChunkForm { kNone, kEven, kAccounted, kFirstLast };
+
+ChunkForm ChunkFormOf(const StageSplit& split, uint32_t p, uint32_t v) {
+  if (!split.ok) return ChunkForm::kNone;
+  if (split.first == 0) {
+    return v == 1 || (p >= 2 && split.middle % v == 0) ? ChunkForm::kEven
+                                                        : ChunkForm::kNone;
+  }
+  if (v == 1) return ChunkForm::kFirstLast;
+  const bool first_short = split.first + 1 == split.middle;
+  const bool last_short = split.last + 1 == split.middle;
+  if ((first_short || split.first == split.middle) &&
+      (last_short || split.last == split.middle) &&
+      split.middle % v == 0 && split.middle / v >= 2) {
+    return ChunkForm::kAccounted;
+  }
+  if (split.first % v == 0 && split.middle % v == 0 && split.last % v == 0) {
+    return ChunkForm::kFirstLast;
+  }
+  return ChunkForm::kNone;
+}
+
+// Layers of chunk j of rank i (kAccounted / kFirstLast, v > 1).
+uint32_t ChunkLayers(ChunkForm form, const StageSplit& split, uint32_t p,
+                     uint32_t v, uint32_t i, uint32_t j) {
+  if (form == ChunkForm::kAccounted) {
+    uint32_t n = split.middle / v;
+    if (i == 0 && j == 0 && split.first < split.middle) --n;
+    if (i + 1 == p && j + 1 == v && split.last < split.middle) --n;
+    return n;
+  }
+  const uint32_t rank = i == 0 ? split.first
+                        : i + 1 == p ? split.last
+                                     : split.middle;
+  return rank / v;
 }
 
 // Micro-batch sizes up to max_mbs that divide the global batch (the data-
@@ -281,7 +369,10 @@ uint64_t CountLayouts(const Search& s,
   uint64_t groups = 0;
   ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t, uint32_t p) {
     ForEachExpertLayout(s, t, p, [&](uint32_t, uint32_t) {
-      for (uint32_t v : kVirtualStageChoices) groups += VirtualStagesFit(s, p, v);
+      const StageSplit split = SplitLayers(s.layers, p);
+      for (uint32_t v : kVirtualStageChoices) {
+        groups += ChunkFormOf(split, p, v) != ChunkForm::kNone;
+      }
     });
   });
   return groups * MicroBatchChoices(s);
@@ -292,6 +383,33 @@ uint64_t CountLayouts(const Search& s,
 double PeakOf(const Search& s, const Layout& l, const StageSplit& split) {
   if (split.first == 0) return PeakBytesEvenStages(s.shape, l);
   const uint32_t p = static_cast<uint32_t>(l.pipeline);
+  const uint32_t v = static_cast<uint32_t>(l.virtual_stages);
+  if (v > 1) {
+    // Uneven interleaved chunks: ranks 0, 1 and p - 1 (the others are
+    // rank 1's chunks with fewer micro-batches in flight).
+    const ChunkForm form = ChunkFormOf(split, p, v);
+    double peak = 0;
+    for (uint32_t stage : {0u, 1u, p - 1}) {
+      std::vector<double> layers, first;
+      double before = 0;  // layers of the virtual stages before chunk j
+      for (uint32_t j = 0; j < v; ++j) {
+        double in_round = 0;
+        for (uint32_t i = 0; i < p; ++i) {
+          const double n = ChunkLayers(form, split, p, v, i, j);
+          if (i == stage) {
+            layers.push_back(n);
+            first.push_back(before + in_round);
+          }
+          in_round += n;
+        }
+        before += in_round;
+      }
+      peak = std::max(peak, StageMemoryOfChunks(s.shape, l, stage, layers,
+                                                first)
+                                .admission_bytes());
+    }
+    return peak;
+  }
   double peak = std::max(
       StageMemoryOf(s.shape, l, 0, split.first, 0).admission_bytes(),
       StageMemoryOf(s.shape, l, p - 1, split.last, s.layers - split.last)
@@ -354,7 +472,9 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
     const StageSplit split = SplitLayers(s.layers, p);
     ForEachExpertLayout(s, t, p, [&](uint32_t ep, uint32_t etp) {
       for (uint32_t v : kVirtualStageChoices) {
-        if (!VirtualStagesFit(s, p, v)) continue;
+        const ChunkForm form = ChunkFormOf(split, p, v);
+        if (form == ChunkForm::kNone) continue;
+        const bool accounted = form == ChunkForm::kAccounted;
         for (uint32_t b = 1; b <= s.max_mbs && stop.ok(); ++b) {
           if (s.gbs % b || (s.gbs / b) % d) continue;
           const uint32_t m = s.gbs / b / d;
@@ -363,6 +483,8 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           l.virtual_stages = v;
           const SpeedFactors f = SpeedOf(s.shape, l, m, s.gpus_per_node, cost);
           Layout4D entry{t, c, p, b, d, ep, etp, split.first, split.last, v,
+                         accounted && split.first < split.middle,
+                         accounted && split.last < split.middle,
                          0, 1, 0, f.speed(), f.bubble, v1::ZONE_UNSPECIFIED};
           entry.peak_bytes = PeakOf(s, l, split);
           entry.zone = ZoneOf(entry.peak_bytes, s.capacity, s.threshold);
@@ -445,6 +567,8 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best,
   c.set_first_stage_layers(l.first_layers);
   c.set_last_stage_layers(l.last_layers);
   if (l.v > 1) c.set_virtual_pipeline_stages(l.v);
+  c.set_account_for_embedding(l.account_embedding);
+  c.set_account_for_loss(l.account_loss);
   c.set_recompute_num_layers(l.recompute);
   c.set_peak_bytes(l.peak_bytes);
   c.set_peak_gib(ToGiB(l.peak_bytes));
@@ -476,12 +600,19 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
   }
   if (c.first_stage_layers() > 0) {
     const uint32_t p = c.pipeline_parallel();
-    const uint32_t middle =
-        p > 2 ? (SplitLayers(JobLayers(request), p).middle) : 0;
-    for (uint32_t i = 0; i < p; ++i) {
-      par.add_layers_per_stage(i == 0       ? c.first_stage_layers()
-                               : i + 1 == p ? c.last_stage_layers()
-                                            : middle);
+    const uint32_t v = std::max(1u, c.virtual_pipeline_stages());
+    StageSplit split;
+    split.middle = p > 2 ? SplitLayers(JobLayers(request), p).middle : 0;
+    split.first = c.first_stage_layers();
+    split.last = c.last_stage_layers();
+    const ChunkForm form = c.account_for_embedding() || c.account_for_loss()
+                               ? ChunkForm::kAccounted
+                               : ChunkForm::kFirstLast;
+    // Entry j * p + i: chunk j of rank i (estimate.cc).
+    for (uint32_t j = 0; j < v; ++j) {
+      for (uint32_t i = 0; i < p; ++i) {
+        par.add_layers_per_stage(ChunkLayers(form, split, p, v, i, j));
+      }
     }
   }
   v1::TrainingConfig& t = *job.mutable_training();
@@ -525,17 +656,16 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
   const size_t wanted =
       request.top_k() == 0 ? kMaxPlanCandidates : request.top_k();
   const size_t keep = std::min(wanted, layouts.size());
-  std::partial_sort(layouts.begin(), layouts.begin() + keep, layouts.end(),
-                    LayoutBefore{options.ranking});
   double best = 0;
   for (const Layout4D& l : layouts) {
     if (l.zone == v1::ZONE_GREEN) best = std::max(best, l.speed);
   }
   v1::PlanResponse response;
   response.set_considered(layouts.size());
-  for (size_t i = 0; i < keep; ++i) {
+  const std::vector<Layout4D> ranked = BestFirst(layouts, keep, options.ranking);
+  for (size_t i = 0; i < ranked.size(); ++i) {
     v1::Candidate* c = response.add_candidates();
-    *c = ToCandidate(*search, layouts[i], best, options.cost);
+    *c = ToCandidate(*search, ranked[i], best, options.cost);
     c->set_rank(static_cast<uint32_t>(i + 1));
   }
   return response;

@@ -54,7 +54,8 @@ using PlanInterrupt = std::function<absl::Status()>;
 // imbalance) within equal products; kPaperRule alone breaks ties by the
 // larger micro-batch, then the smaller bubble; kCostModel is the cost model
 // alone. planner_test scores each leave-one-table-out on the paper's
-// shared tables (bench/RESULTS.md).
+// shared tables (bench/RESULTS.md). Layouts that fit only by recomputing
+// are placed by the cost model among those (planner.cc BestFirst).
 enum class Ranking { kCostModel, kPaperRule, kRuleThenCost };
 
 struct PlanOptions {

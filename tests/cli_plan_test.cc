@@ -60,29 +60,21 @@ TEST(CliPlanTest, TextListShowsTheTopK) {
 }
 
 // A candidate pasted back as Megatron arguments is the same job: memgate
-// check reads the launch and gives the candidate's own peak and verdict.
-TEST(CliPlanTest, MegatronArgumentsRoundTripThroughCheck) {
-  const RunResult r = Plan(With(kA100, {"--gpus=64", "--top=6",
-                                        "--format=megatron-args"}));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string model =
-      "pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
-      "--ffn-hidden-size 14336 --num-attention-heads 32 "
-      "--group-query-attention --num-query-groups 8 --vocab-size 128256 "
-      "--make-vocab-size-divisible-by 1 --untie-embeddings-and-output-weights "
-      "--swiglu --normalization RMSNorm --position-embedding-type rope "
-      "--disable-bias-linear --hidden-dropout 0 --attention-dropout 0 --bf16 ";
+// check reads the launch (`model` + the candidate's line) on `gpu` x `gpus`
+// and gives the candidate's own peak and verdict. Returns the lines checked.
+int ExpectArgumentsRoundTrip(const RunResult& plan, const std::string& model,
+                             const std::string& gpu, const std::string& gpus) {
   int checked = 0;
   std::string header;
-  for (absl::string_view line : absl::StrSplit(r.out, '\n')) {
+  for (absl::string_view line : absl::StrSplit(plan.out, '\n')) {
     if (absl::StartsWith(line, "# rank")) {
       header = std::string(line);
       continue;
     }
     if (line.empty()) continue;
     std::vector<std::string> args = {testing::RunfilePath("client/memgate"),
-                                     "check", "--gpu=a100-40gb", "--gpus=64",
-                                     "--"};
+                                     "check", "--gpu=" + gpu,
+                                     "--gpus=" + gpus, "--"};
     for (absl::string_view w :
          absl::StrSplit(model + std::string(line), ' ', absl::SkipEmpty())) {
       args.emplace_back(w);
@@ -100,7 +92,52 @@ TEST(CliPlanTest, MegatronArgumentsRoundTripThroughCheck) {
         << header << "\n" << line << "\n" << check.out << check.err;
     ++checked;
   }
-  EXPECT_EQ(checked, 6);
+  return checked;
+}
+
+TEST(CliPlanTest, MegatronArgumentsRoundTripThroughCheck) {
+  const RunResult r = Plan(With(kA100, {"--gpus=64", "--top=6",
+                                        "--format=megatron-args"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ExpectArgumentsRoundTrip(
+                r,
+                "pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
+                "--ffn-hidden-size 14336 --num-attention-heads 32 "
+                "--group-query-attention --num-query-groups 8 "
+                "--vocab-size 128256 --make-vocab-size-divisible-by 1 "
+                "--untie-embeddings-and-output-weights --swiglu "
+                "--normalization RMSNorm --position-embedding-type rope "
+                "--disable-bias-linear --hidden-dropout 0 "
+                "--attention-dropout 0 --bf16 ",
+                "a100-40gb", "64"),
+            6);
+}
+
+// The frontier case: Llama-3.1-405B on 16,384 H100s. Its candidates carry
+// uneven interleaved stages in Megatron's accounted form and recomputation,
+// and still read back as the same job.
+TEST(CliPlanTest, FrontierArgumentsRoundTripThroughCheck) {
+  const RunResult r = Plan({"--model=llama-3.1-405b", "--gpu=h100-80gb",
+                            "--gpus=16384", "--seq=8192", "--gbs=2048",
+                            "--top=5", "--format=megatron-args"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("--account-for-embedding-in-pipeline-split "
+                       "--account-for-loss-in-pipeline-split "
+                       "--num-virtual-stages-per-pipeline-rank 4"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(ExpectArgumentsRoundTrip(
+                r,
+                "pretrain_gpt.py --num-layers 126 --hidden-size 16384 "
+                "--ffn-hidden-size 53248 --num-attention-heads 128 "
+                "--group-query-attention --num-query-groups 8 "
+                "--vocab-size 128256 --make-vocab-size-divisible-by 1 "
+                "--untie-embeddings-and-output-weights --swiglu "
+                "--normalization RMSNorm --position-embedding-type rope "
+                "--disable-bias-linear --hidden-dropout 0 "
+                "--attention-dropout 0 --bf16 ",
+                "h100-80gb", "16384"),
+            5);
 }
 
 TEST(CliPlanTest, PaperTableInTextCsvAndMarkdown) {
