@@ -55,7 +55,7 @@ using PlanInterrupt = std::function<absl::Status()>;
 // larger micro-batch, then the smaller bubble; kCostModel is the cost model
 // alone. planner_test scores each leave-one-table-out on the paper's
 // shared tables (bench/RESULTS.md). Layouts that fit only by recomputing
-// are placed by the cost model among those (planner.cc BestFirst).
+// come after all the others, fastest first under the cost model.
 enum class Ranking { kCostModel, kPaperRule, kRuleThenCost };
 
 struct PlanOptions {

@@ -114,8 +114,8 @@ TEST(CliPlanTest, MegatronArgumentsRoundTripThroughCheck) {
 }
 
 // The frontier case: Llama-3.1-405B on 16,384 H100s. Its candidates carry
-// uneven interleaved stages in Megatron's accounted form and recomputation,
-// and still read back as the same job.
+// uneven interleaved stages in Megatron's accounted form, and still read
+// back as the same job.
 TEST(CliPlanTest, FrontierArgumentsRoundTripThroughCheck) {
   const RunResult r = Plan({"--model=llama-3.1-405b", "--gpu=h100-80gb",
                             "--gpus=16384", "--seq=8192", "--gbs=2048",
