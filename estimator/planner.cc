@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -338,34 +339,52 @@ uint64_t CountLayouts(const Search& s,
   return groups * MicroBatchChoices(s);
 }
 
+// Uneven interleaved chunks of the ranks whose peak can be the largest: 0,
+// 1 and p - 1 (the others are rank 1's chunks with fewer micro-batches in
+// flight). They depend only on (split, p, v), so Enumerate builds them once
+// per pipeline and chunk count, not once per layout. Empty otherwise.
+struct RankChunks {
+  uint32_t stage;
+  std::vector<double> layers, first;
+};
+
+std::vector<RankChunks> UnevenChunksOf(const StageSplit& split, uint32_t p,
+                                       uint32_t v) {
+  std::vector<RankChunks> ranks;
+  if (split.first == 0 || v <= 1) return ranks;
+  const ChunkForm form = ChunkFormOf(split, p, v);
+  for (uint32_t stage : {0u, 1u, p - 1}) {
+    RankChunks rank{stage, {}, {}};
+    double before = 0;  // layers of the virtual stages before chunk j
+    for (uint32_t j = 0; j < v; ++j) {
+      double in_round = 0;
+      for (uint32_t i = 0; i < p; ++i) {
+        const double n = ChunkLayers(form, split, p, v, i, j);
+        if (i == stage) {
+          rank.layers.push_back(n);
+          rank.first.push_back(before + in_round);
+        }
+        in_round += n;
+      }
+      before += in_round;
+    }
+    ranks.push_back(std::move(rank));
+  }
+  return ranks;
+}
+
 // The admission peak of a layout: the even split's (memory_model.h), or an
-// uneven split's first, second and last stages.
-double PeakOf(const Search& s, const Layout& l, const StageSplit& split) {
+// uneven split's first, second and last stages (chunk by chunk when
+// interleaved: `chunks` from UnevenChunksOf).
+double PeakOf(const Search& s, const Layout& l, const StageSplit& split,
+              const std::vector<RankChunks>& chunks) {
   if (split.first == 0) return PeakBytesEvenStages(s.shape, l);
   const uint32_t p = static_cast<uint32_t>(l.pipeline);
-  const uint32_t v = static_cast<uint32_t>(l.virtual_stages);
-  if (v > 1) {
-    // Uneven interleaved chunks: ranks 0, 1 and p - 1 (the others are
-    // rank 1's chunks with fewer micro-batches in flight).
-    const ChunkForm form = ChunkFormOf(split, p, v);
+  if (!chunks.empty()) {
     double peak = 0;
-    for (uint32_t stage : {0u, 1u, p - 1}) {
-      std::vector<double> layers, first;
-      double before = 0;  // layers of the virtual stages before chunk j
-      for (uint32_t j = 0; j < v; ++j) {
-        double in_round = 0;
-        for (uint32_t i = 0; i < p; ++i) {
-          const double n = ChunkLayers(form, split, p, v, i, j);
-          if (i == stage) {
-            layers.push_back(n);
-            first.push_back(before + in_round);
-          }
-          in_round += n;
-        }
-        before += in_round;
-      }
-      peak = std::max(peak, StageMemoryOfChunks(s.shape, l, stage, layers,
-                                                first)
+    for (const RankChunks& rank : chunks) {
+      peak = std::max(peak, StageMemoryOfChunks(s.shape, l, rank.stage,
+                                                rank.layers, rank.first)
                                 .admission_bytes());
     }
     return peak;
@@ -387,14 +406,14 @@ double PeakOf(const Search& s, const Layout& l, const StageSplit& split) {
 // of the recomputed layers (a forward is about a third of forward plus
 // backward).
 void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
-                      Layout4D& entry) {
+                      const std::vector<RankChunks>& chunks, Layout4D& entry) {
   const uint32_t stage_layers =
       std::max(split.middle, split.first) / std::max(1u, entry.v);
   if (stage_layers == 0) return;
   l.recompute = RecomputeKind::kFullBlock;
   auto fits = [&](uint32_t n, double& peak) {
     l.recompute_layers = n;
-    peak = PeakOf(s, l, split);
+    peak = PeakOf(s, l, split, chunks);
     return ZoneOf(peak, s.capacity, s.threshold) == v1::ZONE_GREEN;
   };
   double peak = 0;
@@ -435,6 +454,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
         const ChunkForm form = ChunkFormOf(split, p, v);
         if (form == ChunkForm::kNone) continue;
         const bool accounted = form == ChunkForm::kAccounted;
+        const std::vector<RankChunks> chunks = UnevenChunksOf(split, p, v);
         for (uint32_t b = 1; b <= s.max_mbs && stop.ok(); ++b) {
           if (s.gbs % b || (s.gbs / b) % d) continue;
           const uint32_t m = s.gbs / b / d;
@@ -446,10 +466,10 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
                          accounted && split.first < split.middle,
                          accounted && split.last < split.middle,
                          0, 1, 0, f.speed(), f.bubble, v1::ZONE_UNSPECIFIED};
-          entry.peak_bytes = PeakOf(s, l, split);
+          entry.peak_bytes = PeakOf(s, l, split, chunks);
           entry.zone = ZoneOf(entry.peak_bytes, s.capacity, s.threshold);
           if (entry.zone != v1::ZONE_GREEN && s.allow_recompute) {
-            FitByRecomputing(s, l, split, entry);
+            FitByRecomputing(s, l, split, chunks, entry);
           }
           out.push_back(entry);
           if (interrupt && out.size() % kInterruptEvery == 0) {

@@ -95,6 +95,13 @@ int ExpectArgumentsRoundTrip(const RunResult& plan, const std::string& model,
   return checked;
 }
 
+// What every Llama-3 launch shares beyond its dimensions.
+constexpr char kLlama3Launch[] =
+    "--group-query-attention --num-query-groups 8 --vocab-size 128256 "
+    "--make-vocab-size-divisible-by 1 --untie-embeddings-and-output-weights "
+    "--swiglu --normalization RMSNorm --position-embedding-type rope "
+    "--disable-bias-linear --hidden-dropout 0 --attention-dropout 0 --bf16 ";
+
 TEST(CliPlanTest, MegatronArgumentsRoundTripThroughCheck) {
   const RunResult r = Plan(With(kA100, {"--gpus=64", "--top=6",
                                         "--format=megatron-args"}));
@@ -102,13 +109,8 @@ TEST(CliPlanTest, MegatronArgumentsRoundTripThroughCheck) {
   EXPECT_EQ(ExpectArgumentsRoundTrip(
                 r,
                 "pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
-                "--ffn-hidden-size 14336 --num-attention-heads 32 "
-                "--group-query-attention --num-query-groups 8 "
-                "--vocab-size 128256 --make-vocab-size-divisible-by 1 "
-                "--untie-embeddings-and-output-weights --swiglu "
-                "--normalization RMSNorm --position-embedding-type rope "
-                "--disable-bias-linear --hidden-dropout 0 "
-                "--attention-dropout 0 --bf16 ",
+                "--ffn-hidden-size 14336 --num-attention-heads 32 " +
+                    std::string(kLlama3Launch),
                 "a100-40gb", "64"),
             6);
 }
@@ -129,13 +131,8 @@ TEST(CliPlanTest, FrontierArgumentsRoundTripThroughCheck) {
   EXPECT_EQ(ExpectArgumentsRoundTrip(
                 r,
                 "pretrain_gpt.py --num-layers 126 --hidden-size 16384 "
-                "--ffn-hidden-size 53248 --num-attention-heads 128 "
-                "--group-query-attention --num-query-groups 8 "
-                "--vocab-size 128256 --make-vocab-size-divisible-by 1 "
-                "--untie-embeddings-and-output-weights --swiglu "
-                "--normalization RMSNorm --position-embedding-type rope "
-                "--disable-bias-linear --hidden-dropout 0 "
-                "--attention-dropout 0 --bf16 ",
+                "--ffn-hidden-size 53248 --num-attention-heads 128 " +
+                    std::string(kLlama3Launch),
                 "h100-80gb", "16384"),
             5);
 }
