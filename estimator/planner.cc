@@ -353,20 +353,24 @@ std::vector<RankChunks> UnevenChunksOf(const StageSplit& split, uint32_t p,
   std::vector<RankChunks> ranks;
   if (split.first == 0 || v <= 1) return ranks;
   const ChunkForm form = ChunkFormOf(split, p, v);
+  // An uneven split has p >= 3 (SplitLayers) and its middle ranks' chunks
+  // are alike, so each round of virtual stages (chunk j of every rank)
+  // sums in O(1): the work is O(v), whatever p.
+  auto chunk = [&](uint32_t i, uint32_t j) {
+    return static_cast<double>(ChunkLayers(form, split, p, v, i, j));
+  };
   for (uint32_t stage : {0u, 1u, p - 1}) {
     RankChunks rank{stage, {}, {}};
-    double before = 0;  // layers of the virtual stages before chunk j
+    double before = 0;  // layers of the rounds before round j
     for (uint32_t j = 0; j < v; ++j) {
-      double in_round = 0;
-      for (uint32_t i = 0; i < p; ++i) {
-        const double n = ChunkLayers(form, split, p, v, i, j);
-        if (i == stage) {
-          rank.layers.push_back(n);
-          rank.first.push_back(before + in_round);
-        }
-        in_round += n;
-      }
-      before += in_round;
+      const double round =
+          chunk(0, j) + (p - 2) * chunk(1, j) + chunk(p - 1, j);
+      const double ahead = stage == 0   ? 0
+                           : stage == 1 ? chunk(0, j)
+                                        : round - chunk(p - 1, j);
+      rank.layers.push_back(chunk(stage, j));
+      rank.first.push_back(before + ahead);
+      before += round;
     }
     ranks.push_back(std::move(rank));
   }
