@@ -57,7 +57,7 @@ struct PlanFlags {
     f.Double("threshold", "F", "GREEN limit (default 0.8)", &threshold);
     f.Bool("recompute",
            "fit layouts that do not fit by the least full recomputation, "
-           "ranked after those that fit without (default on; --no-recompute)",
+           "ranked by its cost (default on; --no-recompute)",
            &recompute);
     f.Bool("table", "the paper-style table over the GPU counts (plain 1F1B "
            "layouts, no recomputation)", &table);

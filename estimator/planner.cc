@@ -122,44 +122,120 @@ absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
   return resolved;
 }
 
-// Best first: GREEN before the rest; GREEN ones by the ranking, the others
-// closest to fitting first; then deterministic tie-breaks.
-struct LayoutBefore {
+uint64_t GroupOf(const Layout4D& l) { return uint64_t{l.t} * l.c * l.p; }
+
+// Where a layout goes in the ranking, in this order (planner.h).
+enum class Tier { kFits, kFitsByRecomputing, kFallback, kDoesNotFit };
+
+Tier TierOf(const Layout4D& l) {
+  if (l.zone != v1::ZONE_GREEN) return Tier::kDoesNotFit;
+  if (l.recompute == 0) return Tier::kFits;
+  return l.recompute_cost <= kMaxCompetingRecomputeCost
+             ? Tier::kFitsByRecomputing
+             : Tier::kFallback;
+}
+
+// Deterministic last resort of every order below.
+bool TieBreak(const Layout4D& x, const Layout4D& y) {
+  if (GroupOf(x) != GroupOf(y)) return GroupOf(x) < GroupOf(y);
+  if (x.b != y.b) return x.b > y.b;
+  return std::tie(x.t, x.c, x.p, x.ep, x.etp, x.v, x.recompute) <
+         std::tie(y.t, y.c, y.p, y.ep, y.etp, y.v, y.recompute);
+}
+
+// Tier::kFits: the paper's rule, the smallest TP x CP x PP first (unless
+// kCostModel), then the cost model (kPaperRule: larger micro-batches, then
+// the smaller bubble).
+struct FitsBefore {
   Ranking ranking;
   bool operator()(const Layout4D& x, const Layout4D& y) const {
-    const bool x_fits = x.zone == v1::ZONE_GREEN;
-    const bool y_fits = y.zone == v1::ZONE_GREEN;
-    if (x_fits != y_fits) return x_fits;
-    const uint64_t x_group = uint64_t{x.t} * x.c * x.p;
-    const uint64_t y_group = uint64_t{y.t} * y.c * y.p;
-    if (x_fits) {
-      // Recomputation is the fallback when a layout does not fit without
-      // it: ranked after every layout that does, by the cost model among
-      // themselves. (Scaling TP x CP x PP by its cost put PP 64 with an 8x
-      // bubble first for 405B; placing them by the cost model among the
-      // others put TP 1 with every layer recomputed ahead of the paper's
-      // measured best, (4, 1, 1, 1), for Llama-3.1-8B on 32 A100s: the cost
-      // model alone does not generalize across products, planner_test.)
-      if ((x.recompute > 0) != (y.recompute > 0)) return x.recompute == 0;
-      if (x.recompute > 0 && x.speed != y.speed) return x.speed > y.speed;
-      // The paper's rule: the smallest TP x CP x PP that fits.
-      if (ranking != Ranking::kCostModel && x_group != y_group) {
-        return x_group < y_group;
-      }
-      if (ranking == Ranking::kPaperRule) {
-        if (x.b != y.b) return x.b > y.b;  // larger micro-batches help
-        if (x.bubble != y.bubble) return x.bubble < y.bubble;
-      }
-      if (x.speed != y.speed) return x.speed > y.speed;
-    } else if (x.peak_bytes != y.peak_bytes) {
-      return x.peak_bytes < y.peak_bytes;  // closest to fitting first
+    if (ranking != Ranking::kCostModel && GroupOf(x) != GroupOf(y)) {
+      return GroupOf(x) < GroupOf(y);
     }
-    if (x_group != y_group) return x_group < y_group;
-    if (x.b != y.b) return x.b > y.b;
-    return std::tie(x.t, x.c, x.p, x.ep, x.etp, x.v, x.recompute) <
-           std::tie(y.t, y.c, y.p, y.ep, y.etp, y.v, y.recompute);
+    if (ranking == Ranking::kPaperRule) {
+      if (x.b != y.b) return x.b > y.b;  // larger micro-batches help
+      if (x.bubble != y.bubble) return x.bubble < y.bubble;
+    }
+    if (x.speed != y.speed) return x.speed > y.speed;
+    return TieBreak(x, y);
   }
 };
+
+// Tier::kFitsByRecomputing: by the rule too, then fastest, so that the
+// merge below meets each product's best first.
+bool RecomputingBefore(const Layout4D& x, const Layout4D& y) {
+  if (GroupOf(x) != GroupOf(y)) return GroupOf(x) < GroupOf(y);
+  if (x.speed != y.speed) return x.speed > y.speed;
+  return TieBreak(x, y);
+}
+
+// Tier::kFallback: fastest first.
+bool FallbackBefore(const Layout4D& x, const Layout4D& y) {
+  if (x.speed != y.speed) return x.speed > y.speed;
+  return TieBreak(x, y);
+}
+
+// Tier::kDoesNotFit: closest to fitting first.
+bool MissBefore(const Layout4D& x, const Layout4D& y) {
+  if (x.peak_bytes != y.peak_bytes) return x.peak_bytes < y.peak_bytes;
+  return TieBreak(x, y);
+}
+
+// The first `keep` layouts, best first: those that fit without
+// recomputation in the rule's order, with each that fits by a competing
+// recomputation placed before the first of them that has a larger TP x CP
+// x PP and is slower under the cost model (never before one of the same
+// or a smaller product: the rule already prefers it); then the fallback
+// recomputations; then those that do not fit. Reorders `layouts`;
+// O(n + keep log n).
+std::vector<Layout4D> RankLayouts(std::vector<Layout4D>& layouts, size_t keep,
+                                  Ranking ranking) {
+  // The tiers' ranges of `layouts`, in place: [bounds[k], bounds[k + 1]).
+  using It = std::vector<Layout4D>::iterator;
+  It bounds[5] = {layouts.begin()};
+  for (int k = 0; k < 3; ++k) {
+    bounds[k + 1] = std::partition(bounds[k], layouts.end(),
+                                   [k](const Layout4D& l) {
+                                     return static_cast<int>(TierOf(l)) == k;
+                                   });
+  }
+  bounds[4] = layouts.end();
+  struct Range {
+    It begin, end;
+    size_t size() const { return static_cast<size_t>(end - begin); }
+    const Layout4D& operator[](size_t i) const { return begin[i]; }
+  };
+  Range tier[4];
+  auto best_of = [&](int k, auto before) {
+    const size_t n =
+        std::min(keep, static_cast<size_t>(bounds[k + 1] - bounds[k]));
+    std::partial_sort(bounds[k], bounds[k] + n, bounds[k + 1], before);
+    tier[k] = Range{bounds[k], bounds[k] + n};
+  };
+  best_of(0, FitsBefore{ranking});
+  best_of(1, RecomputingBefore);
+  best_of(2, FallbackBefore);
+  best_of(3, MissBefore);
+  std::vector<Layout4D> out;
+  out.reserve(keep);
+  const Range& fits = tier[0];
+  const Range& recomputing = tier[1];
+  size_t i = 0, j = 0;
+  while (out.size() < keep && (i < fits.size() || j < recomputing.size())) {
+    const bool take_recomputing =
+        j < recomputing.size() &&
+        (i == fits.size() ||
+         (GroupOf(fits[i]) > GroupOf(recomputing[j]) &&
+          recomputing[j].speed > fits[i].speed));
+    out.push_back(take_recomputing ? recomputing[j++] : fits[i++]);
+  }
+  for (const Range& rest : {tier[2], tier[3]}) {
+    for (It l = rest.begin; l != rest.end && out.size() < keep; ++l) {
+      out.push_back(*l);
+    }
+  }
+  return out;
+}
 
 std::string WhyOf(const Layout4D& l, const SpeedFactors& f, double capacity,
                   double threshold) {
@@ -639,18 +715,17 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
   std::vector<Layout4D>& layouts = *enumerated;
   const size_t wanted =
       request.top_k() == 0 ? kMaxPlanCandidates : request.top_k();
-  const size_t keep = std::min(wanted, layouts.size());
-  std::partial_sort(layouts.begin(), layouts.begin() + keep, layouts.end(),
-                    LayoutBefore{options.ranking});
   double best = 0;
   for (const Layout4D& l : layouts) {
     if (l.zone == v1::ZONE_GREEN) best = std::max(best, l.speed);
   }
+  const std::vector<Layout4D> ranked =
+      RankLayouts(layouts, std::min(wanted, layouts.size()), options.ranking);
   v1::PlanResponse response;
   response.set_considered(layouts.size());
-  for (size_t i = 0; i < keep; ++i) {
+  for (size_t i = 0; i < ranked.size(); ++i) {
     v1::Candidate* c = response.add_candidates();
-    *c = ToCandidate(*search, layouts[i], best, options.cost);
+    *c = ToCandidate(*search, ranked[i], best, options.cost);
     c->set_rank(static_cast<uint32_t>(i + 1));
   }
   return response;

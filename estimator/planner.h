@@ -54,9 +54,26 @@ using PlanInterrupt = std::function<absl::Status()>;
 // imbalance) within equal products; kPaperRule alone breaks ties by the
 // larger micro-batch, then the smaller bubble; kCostModel is the cost model
 // alone. planner_test scores each leave-one-table-out on the paper's
-// shared tables (bench/RESULTS.md). Layouts that fit only by recomputing
-// come after all the others, fastest first under the cost model.
+// shared tables (bench/RESULTS.md). A layout that fits only by
+// recomputing at most kMaxCompetingRecomputeCost goes before the layouts of
+// a larger product that the cost model finds slower (never before one of
+// the same or a smaller product); costlier recomputation comes after all
+// the others, fastest first.
 enum class Ranking { kCostModel, kPaperRule, kRuleThenCost };
+
+// Recomputation that costs at most this (one more forward of the
+// recomputed layers: 1 + f / 3 for a share f of a chunk's layers) competes
+// with the layouts of larger TP x CP x PP that fit without it; costlier
+// recomputation stays a fallback. The bound is the worst price of one
+// doubling of TP x CP x PP measured in the paper's shared tables (the best
+// run of a product over the best run of half that product, per column:
+// worst 0.815, A100 8 -> 16 across the node boundary; median 0.937;
+// planner_test RecomputeBoundIsTheWorstMeasuredDoubling): a smaller group
+// that recomputes less than that may be faster than the doubling, and the
+// cost model decides; recomputing every layer (x 4/3) costs more than any
+// doubling the paper measured, so it never displaces a layout that fits.
+// Recomputing half a chunk (x 7/6) competes, three quarters (x 5/4) do not.
+inline constexpr double kMaxCompetingRecomputeCost = 1 / 0.815;
 
 struct PlanOptions {
   Ranking ranking = Ranking::kRuleThenCost;
