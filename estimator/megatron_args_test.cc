@@ -521,6 +521,33 @@ TEST(MegatronArgsTest, UnevenSplitsCombineWithInterleaving) {
             std::string::npos);
 }
 
+// One accounted unit a chunk: rank 0's first chunk holds only the embedding
+// and the last rank's last only the loss (Megatron builds empty blocks;
+// Megatron-Bridge's 405B preset on TP 4, PP 16, v 8 is such a split). It
+// reads as the same job as the explicit layout "E|(t|)*30L" and estimates
+// to the same peak, instead of being refused.
+TEST(MegatronArgsTest, AccountedChunksMayHoldOnlyTheEmbeddingOrTheLoss) {
+  const v1::Job accounted = LlamaLaunchJob(
+      "--num-layers 30 --account-for-embedding-in-pipeline-split "
+      "--account-for-loss-in-pipeline-split "
+      "--num-virtual-stages-per-pipeline-rank 16",
+      "--num-layers 32");
+  EXPECT_EQ(accounted.parallel().virtual_pipeline_stages(), 16u);
+  ASSERT_EQ(accounted.parallel().layers_per_stage_size(), 32);
+  EXPECT_EQ(accounted.parallel().layers_per_stage(0), 0u);
+  EXPECT_EQ(accounted.parallel().layers_per_stage(1), 1u);
+  EXPECT_EQ(accounted.parallel().layers_per_stage(31), 0u);
+  const v1::Job explicit_layout = LlamaLaunchJob(
+      "--num-layers 30 --pipeline-model-parallel-layout E|(t|)*30L",
+      "--num-layers 32");
+  ASSERT_EQ(explicit_layout.parallel().layers_per_stage_size(), 32);
+  for (int k = 0; k < 32; ++k) {
+    EXPECT_EQ(accounted.parallel().layers_per_stage(k),
+              explicit_layout.parallel().layers_per_stage(k));
+  }
+  EXPECT_DOUBLE_EQ(PeakOf(accounted), PeakOf(explicit_layout));
+}
+
 // One entry a (virtual) stage is written only after PP x v is bounded: a
 // launch asking for billions of stages is refused at once.
 TEST(MegatronArgsTest, StageCountIsBoundedBeforeSplitting) {
