@@ -226,18 +226,23 @@ void PrintDecision(const v1::Decision& d,
   out << "  peak stage " << d.estimate().peak().stage() << ": "
       << BreakdownLine(d.estimate().peak()) << "\n";
   for (const std::string& w : d.warnings()) out << "  warning: " << w << "\n";
-  for (const v1::Candidate& c : d.suggestions()) {
-    const std::string experts =
-        c.expert_parallel() > 0
-            ? absl::StrFormat(" EP=%u ETP=%u", c.expert_parallel(),
-                              c.expert_tensor_parallel())
-            : "";
+  if (const uint32_t n = d.min_recompute_layers_that_fit(); n != 0) {
+    // The least change to the job itself: same GPUs, same layout.
     out << absl::StrFormat(
-        "  fits instead on %u GPUs: TP=%u CP=%u PP=%u MBS=%u%s (%.2f GiB, "
+        "  fits with recomputation: %u layer%s of each (virtual) pipeline "
+        "stage (--recompute-granularity full --recompute-method block "
+        "--recompute-num-layers %u)\n",
+        n, n == 1 ? "" : "s", n);
+  }
+  for (const v1::Candidate& c : d.suggestions()) {
+    // The variant (experts, uneven stages, interleaving, recomputation)
+    // tells apart two suggestions of one TP, CP, PP and MBS.
+    out << absl::StrFormat(
+        "  fits instead on %u GPUs: TP=%u CP=%u PP=%u MBS=%u (%s%.2f GiB, "
         "speed %.2f of the best)\n",
         c.num_gpus(), c.tensor_parallel(), c.context_parallel(),
-        c.pipeline_parallel(), c.micro_batch_size(), experts, c.peak_gib(),
-        c.relative_speed());
+        c.pipeline_parallel(), c.micro_batch_size(), CandidateVariant(c),
+        c.peak_gib(), c.relative_speed());
   }
   if (d.min_gpus_that_fit() != 0) {
     out << "  or this layout on " << d.min_gpus_that_fit()

@@ -191,33 +191,6 @@ std::string RenderMegatronArguments(const v1::PlanRequest& request,
   return out;
 }
 
-// What sets a candidate apart beyond (TP, CP, PP, MBS): experts, uneven
-// stages, interleaving, recomputation.
-std::string Variant(const v1::Candidate& c) {
-  std::string v;
-  if (c.expert_parallel() > 0) {
-    absl::StrAppendFormat(&v, "EP %u, ETP %u; ", c.expert_parallel(),
-                          c.expert_tensor_parallel());
-  }
-  if (c.first_stage_layers() > 0) {
-    absl::StrAppendFormat(&v, "first/last stage %u/%u layers%s; ",
-                          c.first_stage_layers(), c.last_stage_layers(),
-                          c.account_for_embedding() || c.account_for_loss()
-                              ? " (embedding/loss in the split)"
-                              : "");
-  }
-  if (c.virtual_pipeline_stages() > 1) {
-    absl::StrAppendFormat(&v, "interleaved x%u; ", c.virtual_pipeline_stages());
-  }
-  if (c.recompute_num_layers() > 0) {
-    absl::StrAppendFormat(&v, "recompute %u layer%s a %s; ",
-                          c.recompute_num_layers(),
-                          c.recompute_num_layers() == 1 ? "" : "s",
-                          c.virtual_pipeline_stages() > 1 ? "chunk" : "stage");
-  }
-  return v;
-}
-
 std::string RenderPlanList(const v1::PlanResponse& plan) {
   std::string out = absl::StrFormat(
       "%-5s %-17s %5s %10s %-7s %7s %6s  %s\n", "rank", "(TP, CP, PP, MBS)",
@@ -230,7 +203,7 @@ std::string RenderPlanList(const v1::PlanResponse& plan) {
                         c.micro_batch_size()),
         c.data_parallel(), c.peak_gib(), ZoneName(c.zone()),
         100 * c.bubble_fraction(), c.relative_speed(),
-        Variant(c) + c.why());
+        CandidateVariant(c) + c.why());
   }
   absl::StrAppendFormat(&out, "\n%u of %u valid layouts shown.\n",
                         plan.candidates_size(), plan.considered());

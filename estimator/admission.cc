@@ -89,6 +89,8 @@ absl::Status AdmitJobInto(const v1::Job& job, const AdmissionPolicy& policy,
     }
     decision.set_min_gpus_that_fit(
         SmallestGpuCountThatFits(estimate.job(), policy.threshold));
+    decision.set_min_recompute_layers_that_fit(
+        LeastRecomputeThatFits(estimate.job(), policy.threshold));
   }
   return absl::OkStatus();
 }

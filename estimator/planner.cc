@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
+#include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -161,14 +165,6 @@ struct FitsBefore {
   }
 };
 
-// Tier::kFitsByRecomputing: by the rule too, then fastest, so that the
-// merge below meets each product's best first.
-bool RecomputingBefore(const Layout4D& x, const Layout4D& y) {
-  if (GroupOf(x) != GroupOf(y)) return GroupOf(x) < GroupOf(y);
-  if (x.speed != y.speed) return x.speed > y.speed;
-  return TieBreak(x, y);
-}
-
 // Tier::kFallback: fastest first.
 bool FallbackBefore(const Layout4D& x, const Layout4D& y) {
   if (x.speed != y.speed) return x.speed > y.speed;
@@ -181,16 +177,65 @@ bool MissBefore(const Layout4D& x, const Layout4D& y) {
   return TieBreak(x, y);
 }
 
+// A layout's schedule variants (interleaving, recomputation) share its
+// TP, CP, PP, EP, ETP and MBS: at most three of each tier (v = 1, 2, 4).
+constexpr size_t kVariantsPerTier = 3;
+
+using LayoutKey = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t,
+                             uint32_t, uint32_t>;
+
+LayoutKey KeyOf(const Layout4D& l) {
+  return {l.t, l.c, l.p, l.ep, l.etp, l.b};
+}
+
+// Plain 1F1B without recomputation: what the paper measured.
+bool IsPlain(const Layout4D& l) { return l.v == 1 && l.recompute == 0; }
+
+// Where each competing recomputation goes among `fits` (in their ranked
+// order): before the first of them with a larger TP x CP x PP that the
+// cost model finds slower; fits.size() when none is. Per distinct product
+// of `recomputing`, one pass over `fits` builds the running minimum of the
+// eligible speeds (non-increasing), which each layout then searches.
+std::vector<size_t> PositionsAmong(const std::vector<Layout4D>& fits,
+                                   std::vector<Layout4D>& recomputing) {
+  std::sort(recomputing.begin(), recomputing.end(),
+            [](const Layout4D& x, const Layout4D& y) {
+              if (GroupOf(x) != GroupOf(y)) return GroupOf(x) < GroupOf(y);
+              return FallbackBefore(x, y);
+            });
+  std::vector<size_t> position(recomputing.size());
+  std::vector<double> running_min(fits.size());
+  uint64_t built_for = 0;
+  for (size_t r = 0; r < recomputing.size(); ++r) {
+    const uint64_t group = GroupOf(recomputing[r]);
+    if (r == 0 || group != built_for) {
+      double low = std::numeric_limits<double>::infinity();
+      for (size_t i = 0; i < fits.size(); ++i) {
+        if (GroupOf(fits[i]) > group) low = std::min(low, fits[i].speed);
+        running_min[i] = low;
+      }
+      built_for = group;
+    }
+    const double speed = recomputing[r].speed;
+    position[r] = static_cast<size_t>(
+        std::partition_point(running_min.begin(), running_min.end(),
+                             [speed](double low) { return low >= speed; }) -
+        running_min.begin());
+  }
+  return position;
+}
+
 // The first `keep` layouts, best first: those that fit without
-// recomputation in the rule's order, with each that fits by a competing
+// recomputation in the rule's order, each that fits by a competing
 // recomputation placed before the first of them that has a larger TP x CP
-// x PP and is slower under the cost model (never before one of the same
-// or a smaller product: the rule already prefers it); then the fallback
-// recomputations; then those that do not fit. Reorders `layouts`;
-// O(n + keep log n).
+// x PP and is slower under the cost model (never before one of the same or
+// a smaller product: the rule already prefers it); then the fallback
+// recomputations; then those that do not fit. A layout appears at most
+// twice: with its best schedule, and plain (what the paper measured) when
+// that also fits; its other variants would crowd the list with the same
+// GPUs and groups. Reorders `layouts`; O(n + keep log n).
 std::vector<Layout4D> RankLayouts(std::vector<Layout4D>& layouts, size_t keep,
                                   Ranking ranking) {
-  // The tiers' ranges of `layouts`, in place: [bounds[k], bounds[k + 1]).
   using It = std::vector<Layout4D>::iterator;
   It bounds[5] = {layouts.begin()};
   for (int k = 0; k < 3; ++k) {
@@ -200,39 +245,45 @@ std::vector<Layout4D> RankLayouts(std::vector<Layout4D>& layouts, size_t keep,
                                    });
   }
   bounds[4] = layouts.end();
-  struct Range {
-    It begin, end;
-    size_t size() const { return static_cast<size_t>(end - begin); }
-    const Layout4D& operator[](size_t i) const { return begin[i]; }
-  };
-  Range tier[4];
+  // Enough of each tier's best that `keep` distinct layouts survive the
+  // de-duplication below.
+  const size_t enough = keep * kVariantsPerTier;
   auto best_of = [&](int k, auto before) {
     const size_t n =
-        std::min(keep, static_cast<size_t>(bounds[k + 1] - bounds[k]));
+        std::min(enough, static_cast<size_t>(bounds[k + 1] - bounds[k]));
     std::partial_sort(bounds[k], bounds[k] + n, bounds[k + 1], before);
-    tier[k] = Range{bounds[k], bounds[k] + n};
+    return std::vector<Layout4D>(bounds[k], bounds[k] + n);
   };
-  best_of(0, FitsBefore{ranking});
-  best_of(1, RecomputingBefore);
-  best_of(2, FallbackBefore);
-  best_of(3, MissBefore);
+  const std::vector<Layout4D> fits = best_of(0, FitsBefore{ranking});
+  std::vector<Layout4D> recomputing = best_of(1, FallbackBefore);
+  const std::vector<size_t> position = PositionsAmong(fits, recomputing);
+  std::vector<size_t> order(recomputing.size());
+  for (size_t r = 0; r < order.size(); ++r) order[r] = r;
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    if (position[x] != position[y]) return position[x] < position[y];
+    return FallbackBefore(recomputing[x], recomputing[y]);
+  });
+
   std::vector<Layout4D> out;
   out.reserve(keep);
-  const Range& fits = tier[0];
-  const Range& recomputing = tier[1];
-  size_t i = 0, j = 0;
-  while (out.size() < keep && (i < fits.size() || j < recomputing.size())) {
-    const bool take_recomputing =
-        j < recomputing.size() &&
-        (i == fits.size() ||
-         (GroupOf(fits[i]) > GroupOf(recomputing[j]) &&
-          recomputing[j].speed > fits[i].speed));
-    out.push_back(take_recomputing ? recomputing[j++] : fits[i++]);
-  }
-  for (const Range& rest : {tier[2], tier[3]}) {
-    for (It l = rest.begin; l != rest.end && out.size() < keep; ++l) {
-      out.push_back(*l);
+  std::set<LayoutKey> shown;
+  auto emit = [&](const Layout4D& l) {
+    if (out.size() == keep) return;
+    const bool first = shown.insert(KeyOf(l)).second;
+    if (first || IsPlain(l)) out.push_back(l);
+  };
+  size_t next = 0;  // into order
+  for (size_t i = 0; i <= fits.size() && out.size() < keep; ++i) {
+    while (next < order.size() && position[order[next]] == i) {
+      emit(recomputing[order[next++]]);
     }
+    if (i < fits.size()) emit(fits[i]);
+  }
+  if (out.size() < keep) {
+    for (const Layout4D& l : best_of(2, FallbackBefore)) emit(l);
+  }
+  if (out.size() < keep) {
+    for (const Layout4D& l : best_of(3, MissBefore)) emit(l);
   }
   return out;
 }
@@ -345,6 +396,8 @@ void ForEachExpertLayout(const Search& s, uint32_t t, uint32_t p,
 // Megatron also needs the micro-batches per step to be a multiple of p,
 // checked per layout.
 constexpr uint32_t kVirtualStageChoices[] = {1, 2, 4};
+static_assert(std::size(kVirtualStageChoices) == kVariantsPerTier,
+              "one variant of a layout per chunk count in each tier");
 
 // How each rank's layers go over its v chunks, as Megatron allows
 // (transformer_config.py, "Uneven PP" and the accounted split):
@@ -764,6 +817,43 @@ std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
     if (!out.empty()) break;
   }
   return out;
+}
+
+uint32_t LeastRecomputeThatFits(const v1::Job& job, double threshold) {
+  if (job.training().recompute().granularity() ==
+      v1::Recompute::GRANULARITY_FULL) {
+    return 0;
+  }
+  const v1::ParallelConfig& par = job.parallel();
+  const uint64_t stages = uint64_t{par.pipeline_parallel()} *
+                          std::max(1u, par.virtual_pipeline_stages());
+  if (stages == 0 || stages > kMaxRecomputeProbeStages) return 0;
+  // Megatron's block method recomputes the first N layers of every
+  // (virtual) stage, so N need not exceed the largest stage's layers.
+  uint64_t largest = 0;
+  for (uint32_t n : par.layers_per_stage()) largest = std::max<uint64_t>(largest, n);
+  if (par.layers_per_stage_size() == 0) {
+    largest = (uint64_t{job.model().num_layers()} + stages - 1) / stages;
+  }
+  if (largest == 0 || largest > UINT32_MAX) return 0;
+  v1::Job probe = job;
+  auto fits = [&](uint64_t n) {
+    v1::Recompute& r = *probe.mutable_training()->mutable_recompute();
+    r.Clear();
+    r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+    r.set_method(v1::Recompute::METHOD_BLOCK);
+    r.set_num_layers(static_cast<uint32_t>(n));
+    absl::StatusOr<v1::Estimate> e = EstimateJob(probe, threshold);
+    return e.ok() && e->zone() == v1::ZONE_GREEN;
+  };
+  if (!fits(largest)) return 0;
+  // More layers recomputed never hold more memory: bisect for the least.
+  uint64_t lo = 1, hi = largest;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (fits(mid)) hi = mid; else lo = mid + 1;
+  }
+  return static_cast<uint32_t>(lo);
 }
 
 uint32_t SmallestGpuCountThatFits(const v1::Job& job, double threshold) {

@@ -58,7 +58,9 @@ using PlanInterrupt = std::function<absl::Status()>;
 // recomputing at most kMaxCompetingRecomputeCost goes before the layouts of
 // a larger product that the cost model finds slower (never before one of
 // the same or a smaller product); costlier recomputation comes after all
-// the others, fastest first.
+// the others, fastest first. Each layout (TP, CP, PP, EP, ETP, MBS) is
+// listed with its best schedule, and again only plain (what the paper
+// measured) when that fits too.
 enum class Ranking { kCostModel, kPaperRule, kRuleThenCost };
 
 // Recomputation that costs at most this (one more forward of the
@@ -109,6 +111,18 @@ std::vector<v1::Candidate> SuggestLayouts(const v1::Job& resolved_job,
 // further), or 0 when no count does.
 uint32_t SmallestGpuCountThatFits(const v1::Job& resolved_job,
                                   double threshold);
+
+// Jobs with more (virtual) pipeline stages than this are not searched for
+// the recomputation that would make them fit: each probe is a whole
+// estimate, and the search runs on the Admit path.
+inline constexpr uint32_t kMaxRecomputeProbeStages = 4096;
+
+// For a refused job that does not recompute whole layers: the fewest layers
+// of each (virtual) stage whose full recomputation (method block) makes the
+// same job fit under `threshold`, by bisection (at most about 2 + log2 of a
+// stage's layers estimates); 0 when even every layer does not, or the job
+// has more than kMaxRecomputeProbeStages stages.
+uint32_t LeastRecomputeThatFits(const v1::Job& resolved_job, double threshold);
 
 }  // namespace memgate
 

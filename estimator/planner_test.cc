@@ -201,6 +201,16 @@ TEST(PlannerTest, RankingPutsAdmittedFirstSmallestGroupThenFastest) {
                        (c.pipeline_parallel() - 1) /
                            (m * std::max(1u, c.virtual_pipeline_stages())));
     }
+    // A layout appears with its best schedule, and again only plain.
+    std::map<Key, int> seen;
+    for (const v1::Candidate& c : plan->candidates()) {
+      const int before = seen[KeyOf(c)]++;
+      EXPECT_LE(before, 1);
+      if (before == 1) {
+        EXPECT_EQ(c.recompute_num_layers(), 0u);
+        EXPECT_LE(c.virtual_pipeline_stages(), 1u);
+      }
+    }
     EXPECT_TRUE(left_green) << gpu;
     EXPECT_TRUE(saw_competing) << gpu;
     EXPECT_TRUE(saw_fallback) << gpu;
@@ -238,21 +248,31 @@ TEST(PlannerTest, RecomputeBoundIsTheWorstMeasuredDoubling) {
 }
 
 // Published Llama-3.1-405B layouts fill their GPUs past the 80% rule: they
-// need some recomputation under memgate's model. Both rank in the first
-// five: Meta's (Llama 3 paper, section 3.3: TP 8, CP 1, PP 16 on 16,384
-// H100s at 8k, one layer fewer on the first and last stages, interleaved;
-// 89.8 GiB on stage 1 without recomputation) and NVIDIA's (Megatron-Bridge
+// need some recomputation under memgate's model. They rank in the first
+// five: Meta's (Llama 3 paper, section 3.3, table 4: TP 8, CP 1, PP 16 on
+// 16,384 H100s at 8k, one layer fewer on the first and last stages,
+// interleaved, 94.6 GiB on stage 1 without recomputation; and TP 8, CP 16,
+// PP 16 at 128k, 16M tokens a step) and NVIDIA's (Megatron-Bridge
 // performance preset LLAMA31_405B_PRETRAIN_CONFIG_H100_BF16_V1: TP 8, PP 8,
-// CP 2, virtual stages, 1,024 H100s, global batch 512). Meta's comes in
-// Megatron's accounted form and its job estimates to the candidate's peak.
-TEST(PlannerTest, PublishedLlama405bLayoutsRankInTheFirstFive) {
+// CP 2, virtual stages, 1,024 H100s, global batch 512). Meta's 16-stage
+// ones come in Megatron's accounted form. So does NVIDIA's Llama-3-70B H100
+// preset (LLAMA3_70B_PRETRAIN_CONFIG_H100_BF16_V1: TP 4, CP 2, PP 4, 64
+// GPUs, global batch 128), which fits plain. Every job estimates to the
+// candidate's peak. (Meta's 8,192-GPU run, DP 64, needs three quarters of
+// a chunk or more recomputed under memgate's model: not in the first five,
+// bench/RESULTS.md.)
+TEST(PlannerTest, PublishedLayoutsRankInTheFirstFive) {
   struct Published {
-    uint32_t gpus, gbs, tp, cp, pp;
+    const char* model;
+    uint32_t gpus, gbs, tp, cp, pp, seq;
   };
-  for (const Published& pub : {Published{16384, 2048, 8, 1, 16},
-                               Published{1024, 512, 8, 2, 8}}) {
+  for (const Published& pub :
+       {Published{"llama-3.1-405b", 16384, 2048, 8, 1, 16, 8192},
+        Published{"llama-3.1-405b", 16384, 128, 8, 16, 16, 131072},
+        Published{"llama-3.1-405b", 1024, 512, 8, 2, 8, 8192},
+        Published{"llama-3.1-70b", 64, 128, 4, 2, 4, 8192}}) {
     v1::PlanRequest r =
-        Request("llama-3.1-405b", "h100-80gb", pub.gpus, 8192, pub.gbs);
+        Request(pub.model, "h100-80gb", pub.gpus, pub.seq, pub.gbs);
     r.set_top_k(5);
     absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
     ASSERT_TRUE(plan.ok()) << plan.status();
@@ -264,18 +284,21 @@ TEST(PlannerTest, PublishedLlama405bLayoutsRankInTheFirstFive) {
         break;
       }
     }
-    ASSERT_NE(found, nullptr) << "(" << pub.tp << ", " << pub.cp << ", "
-                              << pub.pp << ") on " << pub.gpus;
+    ASSERT_NE(found, nullptr) << pub.model << " (" << pub.tp << ", "
+                              << pub.cp << ", " << pub.pp << ") on "
+                              << pub.gpus;
     const v1::Candidate& c = *found;
     EXPECT_EQ(c.zone(), v1::ZONE_GREEN);
-    EXPECT_GT(c.virtual_pipeline_stages(), 1u);
-    EXPECT_GT(c.recompute_num_layers(), 0u);
-    EXPECT_LE(RecomputedShare(c, 126), 0.5);
     const absl::StatusOr<v1::Estimate> e = EstimateJob(JobForCandidate(r, c));
     ASSERT_TRUE(e.ok()) << e.status();
     EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
     EXPECT_DOUBLE_EQ(e->peak().total_bytes(), c.peak_bytes());
-    if (pub.cp != 1) continue;
+    if (std::string(pub.model) != "llama-3.1-405b") continue;
+    // 405B's need interleaving and a competing share of recomputation.
+    EXPECT_GT(c.virtual_pipeline_stages(), 1u);
+    EXPECT_GT(c.recompute_num_layers(), 0u);
+    EXPECT_LE(RecomputedShare(c, 126), 0.5);
+    if (pub.pp != 16) continue;
     EXPECT_EQ(c.first_stage_layers(), 7u);
     EXPECT_EQ(c.last_stage_layers(), 7u);
     EXPECT_TRUE(c.account_for_embedding() && c.account_for_loss());
@@ -468,6 +491,90 @@ TEST(PlannerTest, RefusalsSuggestWhatFits) {
       testing::PaperJob("llama-3.1-8b", "a100-40gb", 1, 1, 1, 16, 8, 8192),
       AdmissionPolicy());
   EXPECT_EQ(d->min_gpus_that_fit(), 0u);
+}
+
+// A refused job learns the least full recomputation that makes it fit as it
+// is: recomputing that many layers of each stage admits it, one fewer not.
+TEST(PlannerTest, RefusalsNameTheLeastRecomputationThatFits) {
+  v1::Job job =
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192);
+  absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  const uint32_t n = d->min_recompute_layers_that_fit();
+  ASSERT_GT(n, 0u);
+  ASSERT_LE(n, 16u);
+  auto verdict_with = [&](uint32_t layers) {
+    v1::Job with = job;
+    v1::Recompute& r = *with.mutable_training()->mutable_recompute();
+    r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+    r.set_method(v1::Recompute::METHOD_BLOCK);
+    r.set_num_layers(layers);
+    absl::StatusOr<v1::Decision> again = AdmitJob(with, AdmissionPolicy());
+    EXPECT_TRUE(again.ok()) << again.status();
+    return again.ok() ? again->verdict() : v1::VERDICT_UNSPECIFIED;
+  };
+  EXPECT_EQ(verdict_with(n), v1::VERDICT_ADMIT);
+  if (n > 1) {
+    EXPECT_EQ(verdict_with(n - 1), v1::VERDICT_REFUSE);
+  }
+
+  // A job that already recomputes whole layers gets no such hint.
+  v1::Job recomputing = job;
+  v1::Recompute& r = *recomputing.mutable_training()->mutable_recompute();
+  r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+  r.set_method(v1::Recompute::METHOD_UNIFORM);
+  r.set_num_layers(1);
+  EXPECT_EQ(LeastRecomputeThatFits(recomputing, kDefaultThreshold), 0u);
+  // Activations alone exceed the GPU even recomputing every layer.
+  EXPECT_EQ(LeastRecomputeThatFits(
+                testing::PaperJob("llama-3.1-8b", "a100-40gb", 1, 1, 1, 16,
+                                  8, 8192),
+                kDefaultThreshold),
+            0u);
+}
+
+// The search costs whole estimates on the Admit path: a job with more
+// (virtual) stages than kMaxRecomputeProbeStages is not searched, though
+// recomputation would make it fit, as it does with one stage fewer.
+TEST(PlannerTest, RecomputationSearchIsBoundedByTheStageCount) {
+  auto job_with_stages = [](uint32_t stages) {
+    v1::Job job = testing::JobFromText(R"pb(
+      model {
+        hidden_size: 128
+        ffn_hidden_size: 512
+        num_attention_heads: 2
+        num_query_groups: 2
+        vocab_size: 32000
+      }
+      parallel { tensor_parallel: 1 context_parallel: 1 }
+      training { micro_batch_size: 1 seq_length: 8192 }
+      accelerator { memory_bytes: 85899345920 gpus_per_node: 8 }
+    )pb");
+    job.mutable_model()->set_num_layers(stages);
+    job.mutable_parallel()->set_pipeline_parallel(4);
+    job.mutable_parallel()->set_virtual_pipeline_stages(stages / 4);
+    job.mutable_training()->set_global_batch_size(stages);
+    job.set_num_gpus(4);
+    return job;
+  };
+  const v1::Job allowed = job_with_stages(kMaxRecomputeProbeStages);
+  const v1::Job too_many = job_with_stages(kMaxRecomputeProbeStages + 4);
+  for (const v1::Job* job : {&allowed, &too_many}) {
+    absl::StatusOr<v1::Estimate> e = EstimateJob(*job);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_NE(e->zone(), v1::ZONE_GREEN);
+  }
+  EXPECT_EQ(LeastRecomputeThatFits(allowed, kDefaultThreshold), 1u);
+  EXPECT_EQ(LeastRecomputeThatFits(too_many, kDefaultThreshold), 0u);
+  v1::Job recomputed = too_many;
+  v1::Recompute& r = *recomputed.mutable_training()->mutable_recompute();
+  r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+  r.set_method(v1::Recompute::METHOD_BLOCK);
+  r.set_num_layers(1);
+  absl::StatusOr<v1::Estimate> e = EstimateJob(recomputed);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
 }
 
 // ---- Leave-one-table-out validation of the ranking ----------------------

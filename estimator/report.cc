@@ -8,6 +8,33 @@
 
 namespace memgate {
 
+// What sets a candidate apart beyond (TP, CP, PP, MBS): experts, uneven
+// stages, interleaving, recomputation.
+std::string CandidateVariant(const v1::Candidate& c) {
+  std::string v;
+  if (c.expert_parallel() > 0) {
+    absl::StrAppendFormat(&v, "EP %u, ETP %u; ", c.expert_parallel(),
+                          c.expert_tensor_parallel());
+  }
+  if (c.first_stage_layers() > 0) {
+    absl::StrAppendFormat(&v, "first/last stage %u/%u layers%s; ",
+                          c.first_stage_layers(), c.last_stage_layers(),
+                          c.account_for_embedding() || c.account_for_loss()
+                              ? " (embedding/loss in the split)"
+                              : "");
+  }
+  if (c.virtual_pipeline_stages() > 1) {
+    absl::StrAppendFormat(&v, "interleaved x%u; ", c.virtual_pipeline_stages());
+  }
+  if (c.recompute_num_layers() > 0) {
+    absl::StrAppendFormat(&v, "recompute %u layer%s a %s; ",
+                          c.recompute_num_layers(),
+                          c.recompute_num_layers() == 1 ? "" : "s",
+                          c.virtual_pipeline_stages() > 1 ? "chunk" : "stage");
+  }
+  return v;
+}
+
 std::string ZoneName(v1::Zone zone) {
   switch (zone) {
     case v1::ZONE_GREEN:

@@ -13,6 +13,12 @@ namespace memgate {
 // "GREEN" / "YELLOW" / "RED".
 std::string ZoneName(v1::Zone zone);
 
+// What sets a plan candidate apart beyond (TP, CP, PP, MBS), each part
+// followed by "; ": "EP 8, ETP 1; first/last stage 7/7 layers (embedding/
+// loss in the split); interleaved x4; recompute 1 layer a chunk; ". Empty
+// for a plain layout.
+std::string CandidateVariant(const v1::Candidate& c);
+
 // "weights 3.47 + gradients 6.94 + optimizer 1.20 + activations 26.00 GiB"
 std::string BreakdownLine(const v1::StageMemory& stage);
 

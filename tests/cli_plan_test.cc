@@ -36,7 +36,9 @@ TEST(CliPlanTest, JsonListsCandidatesInRankOrder) {
   v1::PlanResponse plan;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &plan).ok());
   ASSERT_GT(plan.candidates_size(), 10);
-  EXPECT_EQ(plan.considered(), static_cast<uint64_t>(plan.candidates_size()));
+  // Every layout is considered; its schedule variants are listed once
+  // (best) and again only plain (planner.h).
+  EXPECT_GT(plan.considered(), static_cast<uint64_t>(plan.candidates_size()));
   for (int i = 0; i < plan.candidates_size(); ++i) {
     EXPECT_EQ(plan.candidates(i).rank(), static_cast<uint32_t>(i + 1));
   }
@@ -197,6 +199,42 @@ TEST(CliPlanTest, RefusedCheckPrintsWhatFits) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("or this layout on 16 GPUs"), std::string::npos);
+}
+
+// A refused launch is told the least recomputation that makes it fit as it
+// is; the launch with those arguments added is admitted.
+TEST(CliPlanTest, RefusedLaunchLearnsTheRecomputationThatFits) {
+  const std::string launch =
+      "torchrun pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
+      "--ffn-hidden-size 14336 --num-attention-heads 32 " +
+      std::string(kLlama3Launch) +
+      "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 2 "
+      "--micro-batch-size 2 --global-batch-size 1024 --seq-length 8192 "
+      "--max-position-embeddings 8192 --sequence-parallel "
+      "--use-distributed-optimizer";
+  auto check = [](const std::string& words) {
+    std::vector<std::string> args = {testing::RunfilePath("client/memgate"),
+                                     "check", "--gpu=a100-40gb", "--gpus=8",
+                                     "--"};
+    for (absl::string_view w : absl::StrSplit(words, ' ', absl::SkipEmpty())) {
+      args.emplace_back(w);
+    }
+    return testing::Run(args);
+  };
+  const RunResult refused = check(launch);
+  ASSERT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  const size_t at = refused.out.find("fits with recomputation: ");
+  ASSERT_NE(at, std::string::npos) << refused.out;
+  const size_t open = refused.out.find("(--recompute-granularity", at);
+  ASSERT_NE(open, std::string::npos) << refused.out;
+  const std::string flags =
+      refused.out.substr(open + 1, refused.out.find(')', open) - open - 1);
+  EXPECT_EQ(flags.rfind("--recompute-granularity full --recompute-method "
+                        "block --recompute-num-layers ", 0),
+            0u)
+      << flags;
+  const RunResult admitted = check(launch + " " + flags);
+  EXPECT_EQ(admitted.exit_code, 0) << admitted.out << admitted.err;
 }
 
 }  // namespace

@@ -225,10 +225,10 @@ function M.refusal_message(output)
   local lines = {}
   for line in output:gmatch("[^\n]+") do
     if #lines == 0 or line:find("fits instead") or line:find("or this layout")
-        or line:find("peak stage") then
+        or line:find("fits with recomputation") or line:find("peak stage") then
       lines[#lines + 1] = (line:gsub("^%s+", ""))
     end
-    if #lines >= 6 then break end
+    if #lines >= 7 then break end
   end
   return "memgate: " .. table.concat(lines, "\n  ")
 end
