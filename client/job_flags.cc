@@ -19,16 +19,6 @@ absl::Status Required(absl::string_view flag, absl::string_view what) {
       absl::StrCat("--", flag, ": required (", what, ")"));
 }
 
-absl::StatusOr<v1::Precision> ParsePrecision(const std::string& text) {
-  const std::string p = absl::AsciiStrToLower(text);
-  if (p == "bf16") return v1::PRECISION_BF16_FP32_GRADS;
-  if (p == "bf16-bf16-grads") return v1::PRECISION_BF16_BF16_GRADS;
-  if (p == "fp32") return v1::PRECISION_FP32;
-  if (p == "fp16") return v1::PRECISION_FP16;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--precision: must be bf16, bf16-bf16-grads, fp16 or fp32 (got '", text,
-      "')"));
-}
 
 struct FlagForField {
   const char* field;
@@ -60,6 +50,17 @@ constexpr FlagForField kFlagForField[] = {
 };
 
 }  // namespace
+
+absl::StatusOr<v1::Precision> ParsePrecision(const std::string& text) {
+  const std::string p = absl::AsciiStrToLower(text);
+  if (p == "bf16") return v1::PRECISION_BF16_FP32_GRADS;
+  if (p == "bf16-bf16-grads") return v1::PRECISION_BF16_BF16_GRADS;
+  if (p == "fp32") return v1::PRECISION_FP32;
+  if (p == "fp16") return v1::PRECISION_FP16;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--precision: must be bf16, bf16-bf16-grads, fp16 or fp32 (got '", text,
+      "')"));
+}
 
 void JobFlags::Register(FlagSet& f) {
   f.String("model", "NAME",

@@ -52,6 +52,9 @@ struct JobFlags {
 // so a CLI user sees the flag that sets the field the estimator names.
 std::string WithFlagHint(const std::string& message);
 
+// --precision's values: bf16 (fp32 gradients), bf16-bf16-grads, fp16, fp32.
+absl::StatusOr<v1::Precision> ParsePrecision(const std::string& text);
+
 }  // namespace memgate::cli
 
 #endif  // MEMGATE_CLIENT_JOB_FLAGS_H_

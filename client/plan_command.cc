@@ -30,7 +30,7 @@ constexpr char kUsage[] =
 
 struct PlanFlags {
   JobFlags model;  // only the model and GPU flags are registered
-  std::optional<std::string> gpus, format, server;
+  std::optional<std::string> gpus, format, server, precision;
   std::optional<uint32_t> seq, gbs, top, max_mbs;
   std::optional<bool> cross_node_tp, table, recompute;
   std::optional<double> threshold, timeout;
@@ -55,6 +55,10 @@ struct PlanFlags {
              &max_mbs);
     f.Bool("allow-cross-node-tp", "let TP span nodes", &cross_node_tp);
     f.Double("threshold", "F", "GREEN limit (default 0.8)", &threshold);
+    f.String("precision", "P",
+             "bf16 (fp32 gradients, Megatron's with --bf16; default), "
+             "bf16-bf16-grads (--grad-reduce-in-bf16), fp16 or fp32",
+             &precision);
     f.Bool("recompute",
            "fit layouts that do not fit by the least full recomputation, "
            "ranked by its cost (default on; --no-recompute)",
@@ -110,6 +114,11 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(const PlanFlags& f) {
   request.set_max_micro_batch_size(f.max_mbs.value_or(0));
   request.set_allow_cross_node_tp(f.cross_node_tp.value_or(false));
   request.set_threshold(f.threshold.value_or(0));
+  if (f.precision) {
+    absl::StatusOr<v1::Precision> precision = ParsePrecision(*f.precision);
+    if (!precision.ok()) return precision.status();
+    request.set_precision(*precision);
+  }
   request.set_no_recompute(!f.recompute.value_or(true) ||
                            f.table.value_or(false));
   return request;

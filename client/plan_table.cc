@@ -140,9 +140,26 @@ std::string RenderPlanTable(const std::vector<uint32_t>& gpu_counts,
   return out;
 }
 
+// The Megatron flags that give the plan's precision: the candidates' lines
+// leave them to the launch they are pasted into.
+const char* PrecisionFlags(v1::Precision p) {
+  switch (p) {
+    case v1::PRECISION_BF16_BF16_GRADS:
+      return "--bf16 --grad-reduce-in-bf16";
+    case v1::PRECISION_FP16:
+      return "--fp16";
+    case v1::PRECISION_FP32:
+      return "neither --bf16 nor --fp16 (fp32)";
+    default:
+      return "--bf16";
+  }
+}
+
 std::string RenderMegatronArguments(const v1::PlanRequest& request,
                                     const v1::PlanResponse& plan) {
-  std::string out;
+  std::string out = absl::StrFormat(
+      "# every line assumes a launch with %s and the model's flags\n",
+      PrecisionFlags(request.precision()));
   for (const v1::Candidate& c : plan.candidates()) {
     absl::StrAppendFormat(&out, "# rank %u: %s %.2f GiB on %u GPUs (DP %u)\n",
                           c.rank(), ZoneName(c.zone()), c.peak_gib(),

@@ -73,7 +73,7 @@ int ExpectArgumentsRoundTrip(const RunResult& plan, const std::string& model,
       header = std::string(line);
       continue;
     }
-    if (line.empty()) continue;
+    if (line.empty() || absl::StartsWith(line, "#")) continue;
     std::vector<std::string> args = {testing::RunfilePath("client/memgate"),
                                      "check", "--gpu=" + gpu,
                                      "--gpus=" + gpus, "--"};
@@ -137,6 +137,60 @@ TEST(CliPlanTest, FrontierArgumentsRoundTripThroughCheck) {
                     std::string(kLlama3Launch),
                 "h100-80gb", "16384"),
             5);
+}
+
+// --precision plans for the launch's precision: bf16 gradients (Megatron's
+// --grad-reduce-in-bf16) hold half the gradient bytes, so the same layout
+// peaks lower, and the arguments say which launch flags they assume; the
+// candidates pasted into such a launch read back as the same jobs.
+TEST(CliPlanTest, PrecisionIsPlannedAndSaid) {
+  auto plan_of = [](const RunResult& r) {
+    v1::PlanResponse plan;
+    EXPECT_TRUE(
+        google::protobuf::util::JsonStringToMessage(r.out, &plan).ok())
+        << r.out << r.err;
+    return plan;
+  };
+  const std::vector<std::string> base =
+      With(kA100, {"--gpus=64", "--no-recompute", "--format=json"});
+  const v1::PlanResponse fp32_grads = plan_of(Plan(base));
+  const v1::PlanResponse bf16_grads =
+      plan_of(Plan(With(base, {"--precision=bf16-bf16-grads"})));
+  ASSERT_GT(fp32_grads.candidates_size(), 0);
+  const v1::Candidate& layout = fp32_grads.candidates(0);
+  bool found = false;
+  for (const v1::Candidate& c : bf16_grads.candidates()) {
+    if (c.tensor_parallel() == layout.tensor_parallel() &&
+        c.context_parallel() == layout.context_parallel() &&
+        c.pipeline_parallel() == layout.pipeline_parallel() &&
+        c.micro_batch_size() == layout.micro_batch_size() &&
+        c.virtual_pipeline_stages() == layout.virtual_pipeline_stages()) {
+      found = true;
+      EXPECT_LT(c.peak_bytes(), layout.peak_bytes());
+    }
+  }
+  EXPECT_TRUE(found);
+
+  const RunResult args = Plan(With(kA100, {"--gpus=64", "--top=3",
+                                           "--precision=bf16-bf16-grads",
+                                           "--format=megatron-args"}));
+  ASSERT_EQ(args.exit_code, 0) << args.err;
+  EXPECT_TRUE(absl::StartsWith(
+      args.out, "# every line assumes a launch with --bf16 "
+                "--grad-reduce-in-bf16"))
+      << args.out;
+  EXPECT_EQ(ExpectArgumentsRoundTrip(
+                args,
+                "pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
+                "--ffn-hidden-size 14336 --num-attention-heads 32 "
+                "--grad-reduce-in-bf16 " +
+                    std::string(kLlama3Launch),
+                "a100-40gb", "64"),
+            3);
+  const RunResult bad = Plan(With(kA100, {"--gpus=8", "--precision=fp8"}));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--precision: must be"), std::string::npos)
+      << bad.err;
 }
 
 TEST(CliPlanTest, PaperTableInTextCsvAndMarkdown) {
