@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "estimator/estimate.h"
 #include "estimator/fixed_format.h"
-#include "estimator/planner.h"
+#include "estimator/refusal_hints.h"
 
 namespace memgate {
 namespace {

@@ -1,12 +1,8 @@
 #include "estimator/planner.h"
 
 #include <algorithm>
-#include <cmath>
 #include <iterator>
-#include <limits>
-#include <set>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -15,9 +11,11 @@
 #include "absl/strings/str_format.h"
 #include "estimator/catalog.h"
 #include "estimator/cost_model.h"
+#include "estimator/divisors.h"
 #include "estimator/estimate.h"
 #include "estimator/job_resolver.h"
 #include "estimator/memory_model.h"
+#include "estimator/plan_ranking.h"
 #include "estimator/report.h"
 #include "estimator/units.h"
 #include "estimator/validation.h"
@@ -28,39 +26,6 @@ namespace {
 constexpr uint32_t kMaxPipelineStages = 4096;
 // How many layouts pass between two calls of the interrupt check.
 constexpr uint64_t kInterruptEvery = 4096;
-// Suggestions run on the Admit path of every refusal, which must stay fast
-// whatever the job: a search over more layouts than this gets none (a
-// 16,384-GPU cluster has about 10,000).
-constexpr uint64_t kMaxSuggestionLayouts = 1u << 15;
-
-// One layout in the search. Plain data: the inner loop fills a reserved
-// vector of these and allocates nothing per candidate.
-struct Layout4D {
-  uint32_t t, c, p, b, d;
-  uint32_t ep, etp;  // 1, 1 for dense models
-  // Uneven pipeline (Megatron --decoder-first/last-pipeline-num-layers):
-  // the first and last stages' layers; 0 for an even split.
-  uint32_t first_layers, last_layers;
-  uint32_t v;          // model chunks per rank (interleaved 1F1B); 1: none
-  bool account_embedding, account_loss;  // ChunkForm::kAccounted
-  uint32_t recompute;  // layers a stage recomputes (full, block); 0: none
-  double recompute_cost;  // 1 + recompute / (3 x stage layers); 1: none
-  double peak_bytes;
-  double speed;
-  double bubble;
-  v1::Zone zone;
-};
-
-std::vector<uint32_t> Divisors(uint32_t n) {
-  std::vector<uint32_t> out;
-  for (uint64_t i = 1; i * i <= n; ++i) {
-    if (n % i) continue;
-    out.push_back(static_cast<uint32_t>(i));
-    if (i * i != n) out.push_back(static_cast<uint32_t>(n / i));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // How L layers go over p stages: evenly when p divides L; otherwise as
 // Megatron's uneven split, the middle stages ceil(L/p) layers each and the
@@ -124,168 +89,6 @@ absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
   probe.mutable_training()->set_global_batch_size(0);
   if (absl::Status s = ValidateJob(probe); !s.ok()) return s;
   return resolved;
-}
-
-uint64_t GroupOf(const Layout4D& l) { return uint64_t{l.t} * l.c * l.p; }
-
-// Where a layout goes in the ranking, in this order (planner.h).
-enum class Tier { kFits, kFitsByRecomputing, kFallback, kDoesNotFit };
-
-Tier TierOf(const Layout4D& l) {
-  if (l.zone != v1::ZONE_GREEN) return Tier::kDoesNotFit;
-  if (l.recompute == 0) return Tier::kFits;
-  return l.recompute_cost <= kMaxCompetingRecomputeCost
-             ? Tier::kFitsByRecomputing
-             : Tier::kFallback;
-}
-
-// Deterministic last resort of every order below.
-bool TieBreak(const Layout4D& x, const Layout4D& y) {
-  if (GroupOf(x) != GroupOf(y)) return GroupOf(x) < GroupOf(y);
-  if (x.b != y.b) return x.b > y.b;
-  return std::tie(x.t, x.c, x.p, x.ep, x.etp, x.v, x.recompute) <
-         std::tie(y.t, y.c, y.p, y.ep, y.etp, y.v, y.recompute);
-}
-
-// Tier::kFits: the paper's rule, the smallest TP x CP x PP first (unless
-// kCostModel), then the cost model (kPaperRule: larger micro-batches, then
-// the smaller bubble).
-struct FitsBefore {
-  Ranking ranking;
-  bool operator()(const Layout4D& x, const Layout4D& y) const {
-    if (ranking != Ranking::kCostModel && GroupOf(x) != GroupOf(y)) {
-      return GroupOf(x) < GroupOf(y);
-    }
-    if (ranking == Ranking::kPaperRule) {
-      if (x.b != y.b) return x.b > y.b;  // larger micro-batches help
-      if (x.bubble != y.bubble) return x.bubble < y.bubble;
-    }
-    if (x.speed != y.speed) return x.speed > y.speed;
-    return TieBreak(x, y);
-  }
-};
-
-// Tier::kFallback: fastest first.
-bool FallbackBefore(const Layout4D& x, const Layout4D& y) {
-  if (x.speed != y.speed) return x.speed > y.speed;
-  return TieBreak(x, y);
-}
-
-// Tier::kDoesNotFit: closest to fitting first.
-bool MissBefore(const Layout4D& x, const Layout4D& y) {
-  if (x.peak_bytes != y.peak_bytes) return x.peak_bytes < y.peak_bytes;
-  return TieBreak(x, y);
-}
-
-// A layout's schedule variants (interleaving, recomputation) share its
-// TP, CP, PP, EP, ETP and MBS: at most three of each tier (v = 1, 2, 4).
-constexpr size_t kVariantsPerTier = 3;
-
-using LayoutKey = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t,
-                             uint32_t, uint32_t>;
-
-LayoutKey KeyOf(const Layout4D& l) {
-  return {l.t, l.c, l.p, l.ep, l.etp, l.b};
-}
-
-// Plain 1F1B without recomputation: what the paper measured.
-bool IsPlain(const Layout4D& l) { return l.v == 1 && l.recompute == 0; }
-
-// Where each competing recomputation goes among `fits` (in their ranked
-// order): before the first of them with a larger TP x CP x PP that the
-// cost model finds slower; fits.size() when none is. Per distinct product
-// of `recomputing`, one pass over `fits` builds the running minimum of the
-// eligible speeds (non-increasing), which each layout then searches.
-std::vector<size_t> PositionsAmong(const std::vector<Layout4D>& fits,
-                                   std::vector<Layout4D>& recomputing) {
-  std::sort(recomputing.begin(), recomputing.end(),
-            [](const Layout4D& x, const Layout4D& y) {
-              if (GroupOf(x) != GroupOf(y)) return GroupOf(x) < GroupOf(y);
-              return FallbackBefore(x, y);
-            });
-  std::vector<size_t> position(recomputing.size());
-  std::vector<double> running_min(fits.size());
-  uint64_t built_for = 0;
-  for (size_t r = 0; r < recomputing.size(); ++r) {
-    const uint64_t group = GroupOf(recomputing[r]);
-    if (r == 0 || group != built_for) {
-      double low = std::numeric_limits<double>::infinity();
-      for (size_t i = 0; i < fits.size(); ++i) {
-        if (GroupOf(fits[i]) > group) low = std::min(low, fits[i].speed);
-        running_min[i] = low;
-      }
-      built_for = group;
-    }
-    const double speed = recomputing[r].speed;
-    position[r] = static_cast<size_t>(
-        std::partition_point(running_min.begin(), running_min.end(),
-                             [speed](double low) { return low >= speed; }) -
-        running_min.begin());
-  }
-  return position;
-}
-
-// The first `keep` layouts, best first: those that fit without
-// recomputation in the rule's order, each that fits by a competing
-// recomputation placed before the first of them that has a larger TP x CP
-// x PP and is slower under the cost model (never before one of the same or
-// a smaller product: the rule already prefers it); then the fallback
-// recomputations; then those that do not fit. A layout appears at most
-// twice: with its best schedule, and plain (what the paper measured) when
-// that also fits; its other variants would crowd the list with the same
-// GPUs and groups. Reorders `layouts`; O(n + keep log n).
-std::vector<Layout4D> RankLayouts(std::vector<Layout4D>& layouts, size_t keep,
-                                  Ranking ranking) {
-  using It = std::vector<Layout4D>::iterator;
-  It bounds[5] = {layouts.begin()};
-  for (int k = 0; k < 3; ++k) {
-    bounds[k + 1] = std::partition(bounds[k], layouts.end(),
-                                   [k](const Layout4D& l) {
-                                     return static_cast<int>(TierOf(l)) == k;
-                                   });
-  }
-  bounds[4] = layouts.end();
-  // Enough of each tier's best that `keep` distinct layouts survive the
-  // de-duplication below.
-  const size_t enough = keep * kVariantsPerTier;
-  auto best_of = [&](int k, auto before) {
-    const size_t n =
-        std::min(enough, static_cast<size_t>(bounds[k + 1] - bounds[k]));
-    std::partial_sort(bounds[k], bounds[k] + n, bounds[k + 1], before);
-    return std::vector<Layout4D>(bounds[k], bounds[k] + n);
-  };
-  const std::vector<Layout4D> fits = best_of(0, FitsBefore{ranking});
-  std::vector<Layout4D> recomputing = best_of(1, FallbackBefore);
-  const std::vector<size_t> position = PositionsAmong(fits, recomputing);
-  std::vector<size_t> order(recomputing.size());
-  for (size_t r = 0; r < order.size(); ++r) order[r] = r;
-  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-    if (position[x] != position[y]) return position[x] < position[y];
-    return FallbackBefore(recomputing[x], recomputing[y]);
-  });
-
-  std::vector<Layout4D> out;
-  out.reserve(keep);
-  std::set<LayoutKey> shown;
-  auto emit = [&](const Layout4D& l) {
-    if (out.size() == keep) return;
-    const bool first = shown.insert(KeyOf(l)).second;
-    if (first || IsPlain(l)) out.push_back(l);
-  };
-  size_t next = 0;  // into order
-  for (size_t i = 0; i <= fits.size() && out.size() < keep; ++i) {
-    while (next < order.size() && position[order[next]] == i) {
-      emit(recomputing[order[next++]]);
-    }
-    if (i < fits.size()) emit(fits[i]);
-  }
-  if (out.size() < keep) {
-    for (const Layout4D& l : best_of(2, FallbackBefore)) emit(l);
-  }
-  if (out.size() < keep) {
-    for (const Layout4D& l : best_of(3, MissBefore)) emit(l);
-  }
-  return out;
 }
 
 std::string WhyOf(const Layout4D& l, const SpeedFactors& f, double capacity,
@@ -782,116 +585,6 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
     c->set_rank(static_cast<uint32_t>(i + 1));
   }
   return response;
-}
-
-std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
-                                          int count) {
-  v1::PlanRequest request;
-  *request.mutable_model() = job.model();
-  *request.mutable_accelerator() = job.accelerator();
-  request.set_num_gpus(job.num_gpus());
-  request.set_seq_length(job.training().seq_length());
-  // Without a global batch, any one that every layout divides: the
-  // suggestions are about memory, and the bubble is then only indicative.
-  const uint64_t any_batch = uint64_t{job.num_gpus()} * kDefaultMaxMicroBatch;
-  request.set_global_batch_size(
-      job.training().global_batch_size() ? job.training().global_batch_size()
-      : any_batch <= UINT32_MAX          ? static_cast<uint32_t>(any_batch)
-                                         : job.num_gpus());
-  request.set_precision(job.training().precision());
-  request.set_threshold(threshold);
-  request.set_top_k(static_cast<uint32_t>(
-      std::clamp<int>(count, 0, static_cast<int>(kMaxPlanCandidates))));
-  std::vector<v1::Candidate> out;
-  absl::StatusOr<uint64_t> size = CountPlanLayouts(request);
-  if (!size.ok() || *size > kMaxSuggestionLayouts) return out;
-  // Recomputation only when nothing fits without it: the Admit path stays
-  // one estimate per layout in the common case.
-  for (bool no_recompute : {true, false}) {
-    request.set_no_recompute(no_recompute);
-    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
-    if (!plan.ok()) return out;
-    for (const v1::Candidate& c : plan->candidates()) {
-      if (c.zone() == v1::ZONE_GREEN) out.push_back(c);
-    }
-    if (!out.empty()) break;
-  }
-  return out;
-}
-
-uint32_t LeastRecomputeThatFits(const v1::Job& job, double threshold) {
-  if (job.training().recompute().granularity() ==
-      v1::Recompute::GRANULARITY_FULL) {
-    return 0;
-  }
-  const v1::ParallelConfig& par = job.parallel();
-  const uint64_t stages = uint64_t{par.pipeline_parallel()} *
-                          std::max(1u, par.virtual_pipeline_stages());
-  if (stages == 0 || stages > kMaxRecomputeProbeStages) return 0;
-  // Megatron's block method recomputes the first N layers of every
-  // (virtual) stage, so N need not exceed the largest stage's layers.
-  uint64_t largest = 0;
-  for (uint32_t n : par.layers_per_stage()) largest = std::max<uint64_t>(largest, n);
-  if (par.layers_per_stage_size() == 0) {
-    largest = (uint64_t{job.model().num_layers()} + stages - 1) / stages;
-  }
-  if (largest == 0 || largest > UINT32_MAX) return 0;
-  v1::Job probe = job;
-  auto fits = [&](uint64_t n) {
-    v1::Recompute& r = *probe.mutable_training()->mutable_recompute();
-    r.Clear();
-    r.set_granularity(v1::Recompute::GRANULARITY_FULL);
-    r.set_method(v1::Recompute::METHOD_BLOCK);
-    r.set_num_layers(static_cast<uint32_t>(n));
-    absl::StatusOr<v1::Estimate> e = EstimateJob(probe, threshold);
-    return e.ok() && e->zone() == v1::ZONE_GREEN;
-  };
-  if (!fits(largest)) return 0;
-  // More layers recomputed never hold more memory: bisect for the least.
-  uint64_t lo = 1, hi = largest;
-  while (lo < hi) {
-    const uint64_t mid = lo + (hi - lo) / 2;
-    if (fits(mid)) hi = mid; else lo = mid + 1;
-  }
-  return static_cast<uint32_t>(lo);
-}
-
-uint32_t SmallestGpuCountThatFits(const v1::Job& job, double threshold) {
-  const ModelShape shape = ShapeOf(job.model());
-  Layout layout = LayoutOf(job);
-  const double capacity = static_cast<double>(job.accelerator().memory_bytes());
-  const uint64_t group = uint64_t{job.parallel().tensor_parallel()} *
-                         job.parallel().pipeline_parallel() *
-                         job.parallel().context_parallel();
-  const uint32_t b = job.training().micro_batch_size();
-  const uint32_t gbs = job.training().global_batch_size();
-  // MoE: the expert group (EP x ETP x PP) must divide the GPU count.
-  const uint64_t expert_group = uint64_t{std::max(1u, job.parallel().expert_parallel())} *
-                                static_cast<uint64_t>(layout.expert_tensor) *
-                                job.parallel().pipeline_parallel();
-  auto fits = [&](uint64_t d) {
-    if (job.model().has_moe() && (d * group) % expert_group != 0) return false;
-    layout.data = static_cast<double>(d);
-    layout.microbatches = gbs == 0 ? 0 : static_cast<double>(gbs) / (b * d);
-    return PeakBytesEvenStages(shape, layout) <= threshold * capacity;
-  };
-  const uint64_t max_d = UINT32_MAX / group;
-  if (max_d == 0) return 0;
-  if (gbs != 0) {  // d must divide gbs / b
-    if (gbs % b) return 0;
-    for (uint32_t d : Divisors(gbs / b)) {
-      if (d > max_d) break;
-      if (fits(d)) return static_cast<uint32_t>(d * group);
-    }
-    return 0;
-  }
-  if (!fits(max_d)) return 0;  // peak only falls as d grows
-  uint64_t lo = 1, hi = max_d;
-  while (lo < hi) {
-    const uint64_t mid = lo + (hi - lo) / 2;
-    if (fits(mid)) hi = mid; else lo = mid + 1;
-  }
-  return static_cast<uint32_t>(lo * group);
 }
 
 }  // namespace memgate

@@ -100,30 +100,6 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
 // without estimating any; errors as PlanLayouts' for the request's fields.
 absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request);
 
-// For a refused job: the best `count` admitted layouts on the same GPUs
-// (same model, GPU, sequence and global batch). Runs on the Admit path, so
-// a search over more than 32,768 layouts (an absurd cluster) suggests none.
-std::vector<v1::Candidate> SuggestLayouts(const v1::Job& resolved_job,
-                                          double threshold, int count);
-
-// For a refused job: the smallest GPU count at which the same TP, CP, PP and
-// MBS fit under `threshold` (more data-parallel ranks shard the optimizer
-// further), or 0 when no count does.
-uint32_t SmallestGpuCountThatFits(const v1::Job& resolved_job,
-                                  double threshold);
-
-// Jobs with more (virtual) pipeline stages than this are not searched for
-// the recomputation that would make them fit: each probe is a whole
-// estimate, and the search runs on the Admit path.
-inline constexpr uint32_t kMaxRecomputeProbeStages = 4096;
-
-// For a refused job that does not recompute whole layers: the fewest layers
-// of each (virtual) stage whose full recomputation (method block) makes the
-// same job fit under `threshold`, by bisection (at most about 2 + log2 of a
-// stage's layers estimates); 0 when even every layer does not, or the job
-// has more than kMaxRecomputeProbeStages stages.
-uint32_t LeastRecomputeThatFits(const v1::Job& resolved_job, double threshold);
-
 }  // namespace memgate
 
 #endif  // MEMGATE_ESTIMATOR_PLANNER_H_

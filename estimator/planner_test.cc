@@ -7,7 +7,6 @@
 #include <tuple>
 #include <vector>
 
-#include "estimator/admission.h"
 #include "estimator/estimate.h"
 #include "gtest/gtest.h"
 #include "tests/paper_tables.h"
@@ -472,119 +471,6 @@ TEST(PlannerTest, TopKAboveTheReplyBoundNamesTheField) {
   absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(plan.status().message().find("top_k"), std::string::npos);
-}
-
-TEST(PlannerTest, RefusalsSuggestWhatFits) {
-  // (4,1,2,2) on 8 A100s: 37.58 GiB, YELLOW. The paper's table says the
-  // same layout is GREEN (31.97) on 16.
-  absl::StatusOr<v1::Decision> d = AdmitJob(
-      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192),
-      AdmissionPolicy());
-  ASSERT_TRUE(d.ok());
-  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
-  ASSERT_GT(d->suggestions_size(), 0);
-  for (const v1::Candidate& c : d->suggestions()) {
-    EXPECT_EQ(c.zone(), v1::ZONE_GREEN);
-    EXPECT_EQ(c.num_gpus(), 8u);
-    EXPECT_LE(c.peak_gib(), 32.0);
-  }
-  EXPECT_EQ(d->min_gpus_that_fit(), 16u);
-
-  d = AdmitJob(
-      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 8, 8192),
-      AdmissionPolicy());
-  EXPECT_EQ(d->suggestions_size(), 0);  // admitted: nothing to suggest
-  EXPECT_EQ(d->min_gpus_that_fit(), 0u);
-
-  // Activations alone exceed the GPU: no GPU count helps.
-  d = AdmitJob(
-      testing::PaperJob("llama-3.1-8b", "a100-40gb", 1, 1, 1, 16, 8, 8192),
-      AdmissionPolicy());
-  EXPECT_EQ(d->min_gpus_that_fit(), 0u);
-}
-
-// A refused job learns the least full recomputation that makes it fit as it
-// is: recomputing that many layers of each stage admits it, one fewer not.
-TEST(PlannerTest, RefusalsNameTheLeastRecomputationThatFits) {
-  v1::Job job =
-      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192);
-  absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
-  ASSERT_TRUE(d.ok());
-  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
-  const uint32_t n = d->min_recompute_layers_that_fit();
-  ASSERT_GT(n, 0u);
-  ASSERT_LE(n, 16u);
-  auto verdict_with = [&](uint32_t layers) {
-    v1::Job with = job;
-    v1::Recompute& r = *with.mutable_training()->mutable_recompute();
-    r.set_granularity(v1::Recompute::GRANULARITY_FULL);
-    r.set_method(v1::Recompute::METHOD_BLOCK);
-    r.set_num_layers(layers);
-    absl::StatusOr<v1::Decision> again = AdmitJob(with, AdmissionPolicy());
-    EXPECT_TRUE(again.ok()) << again.status();
-    return again.ok() ? again->verdict() : v1::VERDICT_UNSPECIFIED;
-  };
-  EXPECT_EQ(verdict_with(n), v1::VERDICT_ADMIT);
-  if (n > 1) {
-    EXPECT_EQ(verdict_with(n - 1), v1::VERDICT_REFUSE);
-  }
-
-  // A job that already recomputes whole layers gets no such hint.
-  v1::Job recomputing = job;
-  v1::Recompute& r = *recomputing.mutable_training()->mutable_recompute();
-  r.set_granularity(v1::Recompute::GRANULARITY_FULL);
-  r.set_method(v1::Recompute::METHOD_UNIFORM);
-  r.set_num_layers(1);
-  EXPECT_EQ(LeastRecomputeThatFits(recomputing, kDefaultThreshold), 0u);
-  // Activations alone exceed the GPU even recomputing every layer.
-  EXPECT_EQ(LeastRecomputeThatFits(
-                testing::PaperJob("llama-3.1-8b", "a100-40gb", 1, 1, 1, 16,
-                                  8, 8192),
-                kDefaultThreshold),
-            0u);
-}
-
-// The search costs whole estimates on the Admit path: a job with more
-// (virtual) stages than kMaxRecomputeProbeStages is not searched, though
-// recomputation would make it fit, as it does with one stage fewer.
-TEST(PlannerTest, RecomputationSearchIsBoundedByTheStageCount) {
-  auto job_with_stages = [](uint32_t stages) {
-    v1::Job job = testing::JobFromText(R"pb(
-      model {
-        hidden_size: 128
-        ffn_hidden_size: 512
-        num_attention_heads: 2
-        num_query_groups: 2
-        vocab_size: 32000
-      }
-      parallel { tensor_parallel: 1 context_parallel: 1 }
-      training { micro_batch_size: 1 seq_length: 8192 }
-      accelerator { memory_bytes: 85899345920 gpus_per_node: 8 }
-    )pb");
-    job.mutable_model()->set_num_layers(stages);
-    job.mutable_parallel()->set_pipeline_parallel(4);
-    job.mutable_parallel()->set_virtual_pipeline_stages(stages / 4);
-    job.mutable_training()->set_global_batch_size(stages);
-    job.set_num_gpus(4);
-    return job;
-  };
-  const v1::Job allowed = job_with_stages(kMaxRecomputeProbeStages);
-  const v1::Job too_many = job_with_stages(kMaxRecomputeProbeStages + 4);
-  for (const v1::Job* job : {&allowed, &too_many}) {
-    absl::StatusOr<v1::Estimate> e = EstimateJob(*job);
-    ASSERT_TRUE(e.ok()) << e.status();
-    EXPECT_NE(e->zone(), v1::ZONE_GREEN);
-  }
-  EXPECT_EQ(LeastRecomputeThatFits(allowed, kDefaultThreshold), 1u);
-  EXPECT_EQ(LeastRecomputeThatFits(too_many, kDefaultThreshold), 0u);
-  v1::Job recomputed = too_many;
-  v1::Recompute& r = *recomputed.mutable_training()->mutable_recompute();
-  r.set_granularity(v1::Recompute::GRANULARITY_FULL);
-  r.set_method(v1::Recompute::METHOD_BLOCK);
-  r.set_num_layers(1);
-  absl::StatusOr<v1::Estimate> e = EstimateJob(recomputed);
-  ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
 }
 
 // ---- Leave-one-table-out validation of the ranking ----------------------

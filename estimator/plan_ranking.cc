@@ -1,0 +1,162 @@
+#include "estimator/plan_ranking.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <tuple>
+
+namespace memgate {
+namespace {
+
+uint64_t GroupOf(const Layout4D& l) { return uint64_t{l.t} * l.c * l.p; }
+
+// Where a layout goes in the ranking, in this order (planner.h).
+enum class Tier { kFits, kFitsByRecomputing, kFallback, kDoesNotFit };
+
+Tier TierOf(const Layout4D& l) {
+  if (l.zone != v1::ZONE_GREEN) return Tier::kDoesNotFit;
+  if (l.recompute == 0) return Tier::kFits;
+  return l.recompute_cost <= kMaxCompetingRecomputeCost
+             ? Tier::kFitsByRecomputing
+             : Tier::kFallback;
+}
+
+// Deterministic last resort of every order below.
+bool TieBreak(const Layout4D& x, const Layout4D& y) {
+  if (GroupOf(x) != GroupOf(y)) return GroupOf(x) < GroupOf(y);
+  if (x.b != y.b) return x.b > y.b;
+  return std::tie(x.t, x.c, x.p, x.ep, x.etp, x.v, x.recompute) <
+         std::tie(y.t, y.c, y.p, y.ep, y.etp, y.v, y.recompute);
+}
+
+// Tier::kFits: the paper's rule, the smallest TP x CP x PP first (unless
+// kCostModel), then the cost model (kPaperRule: larger micro-batches, then
+// the smaller bubble).
+struct FitsBefore {
+  Ranking ranking;
+  bool operator()(const Layout4D& x, const Layout4D& y) const {
+    if (ranking != Ranking::kCostModel && GroupOf(x) != GroupOf(y)) {
+      return GroupOf(x) < GroupOf(y);
+    }
+    if (ranking == Ranking::kPaperRule) {
+      if (x.b != y.b) return x.b > y.b;  // larger micro-batches help
+      if (x.bubble != y.bubble) return x.bubble < y.bubble;
+    }
+    if (x.speed != y.speed) return x.speed > y.speed;
+    return TieBreak(x, y);
+  }
+};
+
+// Tier::kFallback: fastest first.
+bool FallbackBefore(const Layout4D& x, const Layout4D& y) {
+  if (x.speed != y.speed) return x.speed > y.speed;
+  return TieBreak(x, y);
+}
+
+// Tier::kDoesNotFit: closest to fitting first.
+bool MissBefore(const Layout4D& x, const Layout4D& y) {
+  if (x.peak_bytes != y.peak_bytes) return x.peak_bytes < y.peak_bytes;
+  return TieBreak(x, y);
+}
+
+using LayoutKey = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t,
+                             uint32_t, uint32_t>;
+
+LayoutKey KeyOf(const Layout4D& l) {
+  return {l.t, l.c, l.p, l.ep, l.etp, l.b};
+}
+
+// Plain 1F1B without recomputation: what the paper measured.
+bool IsPlain(const Layout4D& l) { return l.v == 1 && l.recompute == 0; }
+
+// Where each competing recomputation goes among `fits` (in their ranked
+// order): before the first of them with a larger TP x CP x PP that the
+// cost model finds slower; fits.size() when none is. Per distinct product
+// of `recomputing`, one pass over `fits` builds the running minimum of the
+// eligible speeds (non-increasing), which each layout then searches.
+std::vector<size_t> PositionsAmong(const std::vector<Layout4D>& fits,
+                                   std::vector<Layout4D>& recomputing) {
+  std::sort(recomputing.begin(), recomputing.end(),
+            [](const Layout4D& x, const Layout4D& y) {
+              if (GroupOf(x) != GroupOf(y)) return GroupOf(x) < GroupOf(y);
+              return FallbackBefore(x, y);
+            });
+  std::vector<size_t> position(recomputing.size());
+  std::vector<double> running_min(fits.size());
+  uint64_t built_for = 0;
+  for (size_t r = 0; r < recomputing.size(); ++r) {
+    const uint64_t group = GroupOf(recomputing[r]);
+    if (r == 0 || group != built_for) {
+      double low = std::numeric_limits<double>::infinity();
+      for (size_t i = 0; i < fits.size(); ++i) {
+        if (GroupOf(fits[i]) > group) low = std::min(low, fits[i].speed);
+        running_min[i] = low;
+      }
+      built_for = group;
+    }
+    const double speed = recomputing[r].speed;
+    position[r] = static_cast<size_t>(
+        std::partition_point(running_min.begin(), running_min.end(),
+                             [speed](double low) { return low >= speed; }) -
+        running_min.begin());
+  }
+  return position;
+}
+
+}  // namespace
+
+std::vector<Layout4D> RankLayouts(std::vector<Layout4D>& layouts, size_t keep,
+                                  Ranking ranking) {
+  using It = std::vector<Layout4D>::iterator;
+  It bounds[5] = {layouts.begin()};
+  for (int k = 0; k < 3; ++k) {
+    bounds[k + 1] = std::partition(bounds[k], layouts.end(),
+                                   [k](const Layout4D& l) {
+                                     return static_cast<int>(TierOf(l)) == k;
+                                   });
+  }
+  bounds[4] = layouts.end();
+  // Enough of each tier's best that `keep` distinct layouts survive the
+  // de-duplication below.
+  const size_t enough = keep * kVariantsPerTier;
+  auto best_of = [&](int k, auto before) {
+    const size_t n =
+        std::min(enough, static_cast<size_t>(bounds[k + 1] - bounds[k]));
+    std::partial_sort(bounds[k], bounds[k] + n, bounds[k + 1], before);
+    return std::vector<Layout4D>(bounds[k], bounds[k] + n);
+  };
+  const std::vector<Layout4D> fits = best_of(0, FitsBefore{ranking});
+  std::vector<Layout4D> recomputing = best_of(1, FallbackBefore);
+  const std::vector<size_t> position = PositionsAmong(fits, recomputing);
+  std::vector<size_t> order(recomputing.size());
+  for (size_t r = 0; r < order.size(); ++r) order[r] = r;
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    if (position[x] != position[y]) return position[x] < position[y];
+    return FallbackBefore(recomputing[x], recomputing[y]);
+  });
+
+  std::vector<Layout4D> out;
+  out.reserve(keep);
+  std::set<LayoutKey> shown;
+  auto emit = [&](const Layout4D& l) {
+    if (out.size() == keep) return;
+    const bool first = shown.insert(KeyOf(l)).second;
+    if (first || IsPlain(l)) out.push_back(l);
+  };
+  size_t next = 0;  // into order
+  for (size_t i = 0; i <= fits.size() && out.size() < keep; ++i) {
+    while (next < order.size() && position[order[next]] == i) {
+      emit(recomputing[order[next++]]);
+    }
+    if (i < fits.size()) emit(fits[i]);
+  }
+  if (out.size() < keep) {
+    for (const Layout4D& l : best_of(2, FallbackBefore)) emit(l);
+  }
+  if (out.size() < keep) {
+    for (const Layout4D& l : best_of(3, MissBefore)) emit(l);
+  }
+  return out;
+}
+
+}  // namespace memgate

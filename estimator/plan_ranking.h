@@ -1,0 +1,54 @@
+#ifndef MEMGATE_ESTIMATOR_PLAN_RANKING_H_
+#define MEMGATE_ESTIMATOR_PLAN_RANKING_H_
+
+// The planner's order of the layouts it estimated (planner.h, Ranking):
+// internal to the estimator library; planner.cc searches, this ranks.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "estimator/planner.h"
+#include "proto/memgate.pb.h"
+
+namespace memgate {
+
+// One layout in the search. Plain data: the inner loop fills a reserved
+// vector of these and allocates nothing per candidate.
+struct Layout4D {
+  uint32_t t, c, p, b, d;
+  uint32_t ep, etp;  // 1, 1 for dense models
+  // Uneven pipeline (Megatron --decoder-first/last-pipeline-num-layers):
+  // the first and last stages' layers; 0 for an even split.
+  uint32_t first_layers, last_layers;
+  uint32_t v;          // model chunks per rank (interleaved 1F1B); 1: none
+  bool account_embedding, account_loss;  // ChunkForm::kAccounted
+  uint32_t recompute;  // layers a stage recomputes (full, block); 0: none
+  double recompute_cost;  // 1 + recompute / (3 x stage layers); 1: none
+  double peak_bytes;
+  double speed;
+  double bubble;
+  v1::Zone zone;
+};
+
+// A layout's schedule variants (interleaving, recomputation) share its
+// TP, CP, PP, EP, ETP and MBS: at most this many in each tier of the
+// ranking, one a chunk count the planner tries (v = 1, 2, 4).
+inline constexpr size_t kVariantsPerTier = 3;
+
+// The first `keep` layouts, best first: those that fit without
+// recomputation in the rule's order, each that fits by a competing
+// recomputation (at most kMaxCompetingRecomputeCost) placed before the
+// first of them that has a larger TP x CP x PP and is slower under the
+// cost model (never before one of the same or a smaller product: the rule
+// already prefers it); then the costlier recomputations, fastest first;
+// then those that do not fit, closest first. A layout appears at most
+// twice: with its best schedule, and plain (what the paper measured) when
+// that also fits; its other variants would crowd the list with the same
+// GPUs and groups. Reorders `layouts`; O(n + keep log n).
+std::vector<Layout4D> RankLayouts(std::vector<Layout4D>& layouts, size_t keep,
+                                  Ranking ranking);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_ESTIMATOR_PLAN_RANKING_H_

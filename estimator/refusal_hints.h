@@ -1,0 +1,42 @@
+#ifndef MEMGATE_ESTIMATOR_REFUSAL_HINTS_H_
+#define MEMGATE_ESTIMATOR_REFUSAL_HINTS_H_
+
+// What a refused job is told it could do instead (admission.cc): other
+// layouts on the same GPUs, more GPUs for the same layout, or the least
+// recomputation that makes the job itself fit. Each runs on the Admit path
+// and is bounded by its input before it starts.
+
+#include <cstdint>
+#include <vector>
+
+#include "proto/memgate.pb.h"
+
+namespace memgate {
+
+// For a refused job: the best `count` admitted layouts on the same GPUs
+// (same model, GPU, sequence and global batch). Runs on the Admit path, so
+// a search over more than 32,768 layouts (an absurd cluster) suggests none.
+std::vector<v1::Candidate> SuggestLayouts(const v1::Job& resolved_job,
+                                          double threshold, int count);
+
+// For a refused job: the smallest GPU count at which the same TP, CP, PP and
+// MBS fit under `threshold` (more data-parallel ranks shard the optimizer
+// further), or 0 when no count does.
+uint32_t SmallestGpuCountThatFits(const v1::Job& resolved_job,
+                                  double threshold);
+
+// Jobs with more (virtual) pipeline stages than this are not searched for
+// the recomputation that would make them fit: each probe is a whole
+// estimate, and the search runs on the Admit path.
+inline constexpr uint32_t kMaxRecomputeProbeStages = 4096;
+
+// For a refused job that does not recompute whole layers: the fewest layers
+// of each (virtual) stage whose full recomputation (method block) makes the
+// same job fit under `threshold`, by bisection (at most about 2 + log2 of a
+// stage's layers estimates); 0 when even every layer does not, or the job
+// has more than kMaxRecomputeProbeStages stages.
+uint32_t LeastRecomputeThatFits(const v1::Job& resolved_job, double threshold);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_ESTIMATOR_REFUSAL_HINTS_H_
