@@ -107,6 +107,10 @@ std::string WhyOf(const Layout4D& l, const SpeedFactors& f, double capacity,
     absl::StrAppendFormat(&why, ", bubble %.1f%%, stage imbalance x%.2f",
                           100 * l.bubble, f.imbalance);
   }
+  if (l.recompute > 0) {
+    // One more forward of the recomputed layers (FitByRecomputing).
+    absl::StrAppendFormat(&why, ", recomputation x%.2f", 1 / l.recompute_cost);
+  }
   return why;
 }
 

@@ -307,6 +307,10 @@ TEST(PlannerTest, PublishedLayoutsRankInTheFirstFive) {
     EXPECT_GT(c.virtual_pipeline_stages(), 1u);
     EXPECT_GT(c.recompute_num_layers(), 0u);
     EXPECT_LE(RecomputedShare(c, 126), 0.5);
+    // The why says what the recomputation costs: one more forward of half
+    // a chunk's layers, x 1 / (1 + 0.5 / 3).
+    EXPECT_NE(c.why().find("recomputation x0.86"), std::string::npos)
+        << c.why();
     if (pub.pp != 16) continue;
     EXPECT_EQ(c.first_stage_layers(), 7u);
     EXPECT_EQ(c.last_stage_layers(), 7u);
