@@ -164,45 +164,10 @@ std::string RenderMegatronArguments(const v1::PlanRequest& request,
     absl::StrAppendFormat(&out, "# rank %u: %s %.2f GiB on %u GPUs (DP %u)\n",
                           c.rank(), ZoneName(c.zone()), c.peak_gib(),
                           c.num_gpus(), c.data_parallel());
-    absl::StrAppendFormat(
-        &out,
-        "--tensor-model-parallel-size %u --context-parallel-size %u "
-        "--pipeline-model-parallel-size %u --micro-batch-size %u "
-        "--global-batch-size %u --seq-length %u",
-        c.tensor_parallel(), c.context_parallel(), c.pipeline_parallel(),
-        c.micro_batch_size(), request.global_batch_size(),
-        request.seq_length());
-    if (c.tensor_parallel() > 1) out += " --sequence-parallel";
-    out += " --use-distributed-optimizer";
-    if (c.expert_parallel() > 0) {
-      absl::StrAppendFormat(&out,
-                            " --expert-model-parallel-size %u "
-                            "--expert-tensor-parallel-size %u",
-                            c.expert_parallel(), c.expert_tensor_parallel());
-    }
-    if (c.account_for_embedding() || c.account_for_loss()) {
-      // Megatron's form of uneven interleaved stages (planner.cc ChunkForm).
-      if (c.account_for_embedding()) {
-        out += " --account-for-embedding-in-pipeline-split";
-      }
-      if (c.account_for_loss()) out += " --account-for-loss-in-pipeline-split";
-    } else if (c.first_stage_layers() > 0) {
-      absl::StrAppendFormat(&out,
-                            " --decoder-first-pipeline-num-layers %u "
-                            "--decoder-last-pipeline-num-layers %u",
-                            c.first_stage_layers(), c.last_stage_layers());
-    }
-    if (c.virtual_pipeline_stages() > 1) {
-      absl::StrAppendFormat(&out, " --num-virtual-stages-per-pipeline-rank %u",
-                            c.virtual_pipeline_stages());
-    }
-    if (c.recompute_num_layers() > 0) {
-      absl::StrAppendFormat(&out,
-                            " --recompute-granularity full "
-                            "--recompute-method block "
-                            "--recompute-num-layers %u",
-                            c.recompute_num_layers());
-    }
+    out += c.megatron_arguments().empty()
+               ? CandidateMegatronArguments(c, request.global_batch_size(),
+                                            request.seq_length())
+               : c.megatron_arguments();
     out += "\n";
   }
   return out;

@@ -496,6 +496,7 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best,
   c.set_bubble_fraction(l.bubble);
   c.set_relative_speed(best > 0 ? l.speed / best : 0);
   c.set_why(WhyOf(l, f, s.capacity, s.threshold));
+  c.set_megatron_arguments(CandidateMegatronArguments(c, s.gbs, s.seq));
   return c;
 }
 

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "estimator/estimate.h"
 #include "gtest/gtest.h"
 #include "tests/paper_tables.h"
@@ -311,6 +312,17 @@ TEST(PlannerTest, PublishedLayoutsRankInTheFirstFive) {
     // a chunk's layers, x 1 / (1 + 0.5 / 3).
     EXPECT_NE(c.why().find("recomputation x0.86"), std::string::npos)
         << c.why();
+    // Its arguments, as a scheduler reading the gRPC answer gets them.
+    EXPECT_NE(c.megatron_arguments().find(absl::StrCat(
+                  "--tensor-model-parallel-size ", pub.tp,
+                  " --context-parallel-size ", pub.cp,
+                  " --pipeline-model-parallel-size ", pub.pp)),
+              std::string::npos)
+        << c.megatron_arguments();
+    EXPECT_NE(c.megatron_arguments().find(absl::StrCat(
+                  "--recompute-num-layers ", c.recompute_num_layers())),
+              std::string::npos)
+        << c.megatron_arguments();
     if (pub.pp != 16) continue;
     EXPECT_EQ(c.first_stage_layers(), 7u);
     EXPECT_EQ(c.last_stage_layers(), 7u);

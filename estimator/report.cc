@@ -35,6 +35,49 @@ std::string CandidateVariant(const v1::Candidate& c) {
   return v;
 }
 
+std::string CandidateMegatronArguments(const v1::Candidate& c,
+                                       uint32_t global_batch_size,
+                                       uint32_t seq_length) {
+  std::string args = absl::StrFormat(
+      "--tensor-model-parallel-size %u --context-parallel-size %u "
+      "--pipeline-model-parallel-size %u --micro-batch-size %u "
+      "--global-batch-size %u --seq-length %u",
+      c.tensor_parallel(), c.context_parallel(), c.pipeline_parallel(),
+      c.micro_batch_size(), global_batch_size, seq_length);
+  if (c.tensor_parallel() > 1) args += " --sequence-parallel";
+  args += " --use-distributed-optimizer";
+  if (c.expert_parallel() > 0) {
+    absl::StrAppendFormat(&args,
+                          " --expert-model-parallel-size %u "
+                          "--expert-tensor-parallel-size %u",
+                          c.expert_parallel(), c.expert_tensor_parallel());
+  }
+  if (c.account_for_embedding() || c.account_for_loss()) {
+    // Megatron's form of uneven interleaved stages (planner.cc ChunkForm).
+    if (c.account_for_embedding()) {
+      args += " --account-for-embedding-in-pipeline-split";
+    }
+    if (c.account_for_loss()) args += " --account-for-loss-in-pipeline-split";
+  } else if (c.first_stage_layers() > 0) {
+    absl::StrAppendFormat(&args,
+                          " --decoder-first-pipeline-num-layers %u "
+                          "--decoder-last-pipeline-num-layers %u",
+                          c.first_stage_layers(), c.last_stage_layers());
+  }
+  if (c.virtual_pipeline_stages() > 1) {
+    absl::StrAppendFormat(&args, " --num-virtual-stages-per-pipeline-rank %u",
+                          c.virtual_pipeline_stages());
+  }
+  if (c.recompute_num_layers() > 0) {
+    absl::StrAppendFormat(&args,
+                          " --recompute-granularity full "
+                          "--recompute-method block "
+                          "--recompute-num-layers %u",
+                          c.recompute_num_layers());
+  }
+  return args;
+}
+
 std::string ZoneName(v1::Zone zone) {
   switch (zone) {
     case v1::ZONE_GREEN:

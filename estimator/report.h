@@ -19,6 +19,13 @@ std::string ZoneName(v1::Zone zone);
 // for a plain layout.
 std::string CandidateVariant(const v1::Candidate& c);
 
+// The Megatron-LM arguments that run a plan candidate (its
+// megatron_arguments field): "--tensor-model-parallel-size 8 ... ", without
+// the model's or the precision's flags.
+std::string CandidateMegatronArguments(const v1::Candidate& c,
+                                       uint32_t global_batch_size,
+                                       uint32_t seq_length);
+
 // "weights 3.47 + gradients 6.94 + optimizer 1.20 + activations 26.00 GiB"
 std::string BreakdownLine(const v1::StageMemory& stage);
 

@@ -46,7 +46,7 @@ TEST(CliPlanTest, JsonListsCandidatesInRankOrder) {
   for (const char* field :
        {"\"tensor_parallel\"", "\"context_parallel\"", "\"pipeline_parallel\"",
         "\"micro_batch_size\"", "\"peak_bytes\"", "\"zone\"",
-        "\"bubble_fraction\"", "\"why\""}) {
+        "\"bubble_fraction\"", "\"why\"", "\"megatron_arguments\""}) {
     EXPECT_NE(r.out.find(field), std::string::npos) << field;
   }
 }
