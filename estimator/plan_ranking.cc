@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 #include <tuple>
+#include <utility>
 
 namespace memgate {
 namespace {
@@ -69,33 +70,32 @@ LayoutKey KeyOf(const Layout4D& l) {
 // Plain 1F1B without recomputation: what the paper measured.
 bool IsPlain(const Layout4D& l) { return l.v == 1 && l.recompute == 0; }
 
-// Where each competing recomputation goes among `fits` (in their ranked
-// order): before the first of them with a larger TP x CP x PP that the
-// cost model finds slower; fits.size() when none is. Per distinct product
-// of `recomputing`, one pass over `fits` builds the running minimum of the
-// eligible speeds (non-increasing), which each layout then searches.
+// Where each competing recomputation in [begin, end) goes among `fits`
+// (in their ranked order): before the first of them with a larger TP x CP x
+// PP that the cost model finds slower; fits.size() when none is. In
+// product order, one pass over `fits` per distinct product builds the
+// running minimum of the eligible speeds (non-increasing), which each
+// layout of that product then searches: O(r log r + products x fits).
+template <typename It>
 std::vector<size_t> PositionsAmong(const std::vector<Layout4D>& fits,
-                                   std::vector<Layout4D>& recomputing) {
-  std::sort(recomputing.begin(), recomputing.end(),
-            [](const Layout4D& x, const Layout4D& y) {
-              if (GroupOf(x) != GroupOf(y)) return GroupOf(x) < GroupOf(y);
-              return FallbackBefore(x, y);
-            });
-  std::vector<size_t> position(recomputing.size());
+                                   It begin, It end) {
+  const size_t n = static_cast<size_t>(end - begin);
+  std::vector<std::pair<uint64_t, size_t>> by_group(n);
+  for (size_t r = 0; r < n; ++r) by_group[r] = {GroupOf(begin[r]), r};
+  std::sort(by_group.begin(), by_group.end());
+  std::vector<size_t> position(n);
   std::vector<double> running_min(fits.size());
-  uint64_t built_for = 0;
-  for (size_t r = 0; r < recomputing.size(); ++r) {
-    const uint64_t group = GroupOf(recomputing[r]);
-    if (r == 0 || group != built_for) {
+  for (size_t k = 0; k < n; ++k) {
+    const uint64_t group = by_group[k].first;
+    if (k == 0 || group != by_group[k - 1].first) {
       double low = std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < fits.size(); ++i) {
         if (GroupOf(fits[i]) > group) low = std::min(low, fits[i].speed);
         running_min[i] = low;
       }
-      built_for = group;
     }
-    const double speed = recomputing[r].speed;
-    position[r] = static_cast<size_t>(
+    const double speed = begin[by_group[k].second].speed;
+    position[by_group[k].second] = static_cast<size_t>(
         std::partition_point(running_min.begin(), running_min.end(),
                              [speed](double low) { return low >= speed; }) -
         running_min.begin());
@@ -126,14 +126,22 @@ std::vector<Layout4D> RankLayouts(std::vector<Layout4D>& layouts, size_t keep,
     return std::vector<Layout4D>(bounds[k], bounds[k] + n);
   };
   const std::vector<Layout4D> fits = best_of(0, FitsBefore{ranking});
-  std::vector<Layout4D> recomputing = best_of(1, FallbackBefore);
-  const std::vector<size_t> position = PositionsAmong(fits, recomputing);
-  std::vector<size_t> order(recomputing.size());
+  // Every competing recomputation gets its place first: a slower one of a
+  // smaller product can go before a faster one of a larger product, so the
+  // fastest `enough` alone would not do.
+  const std::vector<size_t> position =
+      PositionsAmong(fits, bounds[1], bounds[2]);
+  std::vector<size_t> order(position.size());
   for (size_t r = 0; r < order.size(); ++r) order[r] = r;
-  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-    if (position[x] != position[y]) return position[x] < position[y];
-    return FallbackBefore(recomputing[x], recomputing[y]);
-  });
+  const size_t placed = std::min(enough, order.size());
+  std::partial_sort(order.begin(), order.begin() + placed, order.end(),
+                    [&](size_t x, size_t y) {
+                      if (position[x] != position[y]) {
+                        return position[x] < position[y];
+                      }
+                      return FallbackBefore(bounds[1][x], bounds[1][y]);
+                    });
+  order.resize(placed);
 
   std::vector<Layout4D> out;
   out.reserve(keep);
@@ -146,7 +154,7 @@ std::vector<Layout4D> RankLayouts(std::vector<Layout4D>& layouts, size_t keep,
   size_t next = 0;  // into order
   for (size_t i = 0; i <= fits.size() && out.size() < keep; ++i) {
     while (next < order.size() && position[order[next]] == i) {
-      emit(recomputing[order[next++]]);
+      emit(bounds[1][order[next++]]);
     }
     if (i < fits.size()) emit(fits[i]);
   }

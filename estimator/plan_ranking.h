@@ -2,7 +2,8 @@
 #define MEMGATE_ESTIMATOR_PLAN_RANKING_H_
 
 // The planner's order of the layouts it estimated (planner.h, Ranking):
-// internal to the estimator library; planner.cc searches, this ranks.
+// planner.cc searches, this ranks. Not part of memgate's API: exported
+// only for plan_ranking_test.
 
 #include <cstddef>
 #include <cstdint>

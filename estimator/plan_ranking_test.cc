@@ -1,0 +1,76 @@
+#include "estimator/plan_ranking.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace memgate {
+namespace {
+
+// A GREEN layout of product t (c = p = 1), micro-batch b, at `speed`;
+// `recompute` layers of a 4-layer stage recomputed (cost 1 + n / 12).
+Layout4D Green(uint32_t t, uint32_t b, double speed, uint32_t recompute = 0) {
+  Layout4D l{};
+  l.t = t;
+  l.c = l.p = l.d = 1;
+  l.b = b;
+  l.ep = l.etp = l.v = 1;
+  l.recompute = recompute;
+  l.recompute_cost = 1 + recompute / 12.0;
+  l.speed = speed;
+  l.zone = v1::ZONE_GREEN;
+  return l;
+}
+
+std::vector<std::pair<uint32_t, double>> Order(std::vector<Layout4D> layouts,
+                                               size_t keep) {
+  std::vector<std::pair<uint32_t, double>> out;
+  for (const Layout4D& l : RankLayouts(layouts, keep, Ranking::kRuleThenCost)) {
+    out.emplace_back(l.t, l.speed);
+  }
+  return out;
+}
+
+// The rule orders the plain layouts; a competing recomputation goes before
+// the first slower one of a larger product, never before its own product.
+TEST(PlanRankingTest, CompetingRecomputationGoesBeforeTheFirstSlowerLarger) {
+  const std::vector<Layout4D> layouts = {
+      Green(2, 1, 0.9), Green(4, 1, 0.8), Green(4, 2, 0.7),
+      Green(1, 1, 0.75, 2),   // competes: x 1.17
+      Green(2, 2, 0.95, 2),   // its own product first (2, 1, 0.9)
+      Green(1, 2, 0.99, 4)};  // all 4 layers (x 1.33): after every plain one
+  EXPECT_EQ(Order(layouts, 6),
+            (std::vector<std::pair<uint32_t, double>>{
+                {2, 0.9}, {2, 0.95}, {4, 0.8}, {1, 0.75}, {4, 0.7},
+                {1, 0.99}}));
+}
+
+// Many fast recomputations of a large product, which no plain layout is
+// larger than, do not crowd out a slower one of a small product that goes
+// early: each is placed before the list is cut.
+TEST(PlanRankingTest, ASlowSmallRecomputationIsNotCutByFastLargeOnes) {
+  std::vector<Layout4D> layouts = {Green(2, 1, 0.9), Green(4, 1, 0.8),
+                                   Green(4, 2, 0.7), Green(1, 1, 0.75, 2)};
+  for (uint32_t b = 1; b <= 20; ++b) layouts.push_back(Green(8, b, 0.99, 1));
+  const auto order = Order(layouts, 4);
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_EQ(order[2], (std::pair<uint32_t, double>{1, 0.75}));
+}
+
+// A layout shows once with its best schedule, and again only plain.
+TEST(PlanRankingTest, ALayoutShowsOnceAndAgainOnlyPlain) {
+  Layout4D interleaved = Green(2, 1, 0.95);
+  interleaved.v = 2;
+  Layout4D four = Green(2, 1, 0.94);
+  four.v = 4;
+  const std::vector<Layout4D> layouts = {Green(2, 1, 0.9), interleaved, four};
+  std::vector<Layout4D> copy = layouts;
+  const std::vector<Layout4D> ranked =
+      RankLayouts(copy, 3, Ranking::kRuleThenCost);
+  ASSERT_EQ(ranked.size(), 2u);
+  EXPECT_EQ(ranked[0].v, 2u);
+  EXPECT_EQ(ranked[1].v, 1u);
+}
+
+}  // namespace
+}  // namespace memgate
