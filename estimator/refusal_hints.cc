@@ -1,6 +1,8 @@
 #include "estimator/refusal_hints.h"
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 #include "absl/status/statusor.h"
 #include "estimator/divisors.h"
@@ -34,8 +36,10 @@ std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
                                          : job.num_gpus());
   request.set_precision(job.training().precision());
   request.set_threshold(threshold);
-  request.set_top_k(static_cast<uint32_t>(
-      std::clamp<int>(count, 0, static_cast<int>(kMaxPlanCandidates))));
+  // Twice as many as wanted: a layout may come back twice (its best
+  // schedule, then plain), and a suggestion names each layout once.
+  const int wanted = std::clamp<int>(count, 0, kMaxPlanCandidates / 2);
+  request.set_top_k(static_cast<uint32_t>(2 * wanted));
   std::vector<v1::Candidate> out;
   absl::StatusOr<uint64_t> size = CountPlanLayouts(request);
   if (!size.ok() || *size > kMaxSuggestionLayouts) return out;
@@ -45,8 +49,16 @@ std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
     request.set_no_recompute(no_recompute);
     absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
     if (!plan.ok()) return out;
+    using Key = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
+                           uint32_t>;
+    std::set<Key> named;
     for (const v1::Candidate& c : plan->candidates()) {
-      if (c.zone() == v1::ZONE_GREEN) out.push_back(c);
+      if (c.zone() != v1::ZONE_GREEN) continue;
+      if (out.size() == static_cast<size_t>(wanted)) break;
+      const Key key{c.tensor_parallel(),  c.context_parallel(),
+                    c.pipeline_parallel(), c.expert_parallel(),
+                    c.expert_tensor_parallel(), c.micro_batch_size()};
+      if (named.insert(key).second) out.push_back(c);
     }
     if (!out.empty()) break;
   }

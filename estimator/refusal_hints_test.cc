@@ -1,5 +1,8 @@
 #include "estimator/refusal_hints.h"
 
+#include <set>
+#include <tuple>
+
 #include "estimator/admission.h"
 #include "estimator/estimate.h"
 #include "gtest/gtest.h"
@@ -17,10 +20,16 @@ TEST(RefusalHintsTest, RefusalsSuggestWhatFits) {
   ASSERT_TRUE(d.ok());
   ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
   ASSERT_GT(d->suggestions_size(), 0);
+  std::set<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>> named;
   for (const v1::Candidate& c : d->suggestions()) {
     EXPECT_EQ(c.zone(), v1::ZONE_GREEN);
     EXPECT_EQ(c.num_gpus(), 8u);
     EXPECT_LE(c.peak_gib(), 32.0);
+    // Each suggestion is another layout, not a schedule of one already named.
+    EXPECT_TRUE(named
+                    .insert({c.tensor_parallel(), c.context_parallel(),
+                             c.pipeline_parallel(), c.micro_batch_size()})
+                    .second);
   }
   EXPECT_EQ(d->min_gpus_that_fit(), 16u);
 

@@ -248,9 +248,12 @@ TEST(CliPlanTest, RefusedCheckPrintsWhatFits) {
        "--model=llama-3.1-8b", "--gpu=a100-40gb", "--gpus=8", "--tp=4",
        "--pp=2", "--mbs=2", "--seq=8192", "--gbs=1024"});
   EXPECT_EQ(r.exit_code, 1);
+  // The same layout at MBS 1, with its best schedule, named once.
   EXPECT_NE(r.out.find("fits instead on 8 GPUs: TP=4 CP=1 PP=2 MBS=1 "
-                       "(27.20 GiB"),
+                       "(interleaved x4; 28.55 GiB"),
             std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("TP=4 CP=1 PP=2 MBS=1 (27.20 GiB"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("or this layout on 16 GPUs"), std::string::npos);
 }
