@@ -140,6 +140,8 @@ std::string RenderPlanTable(const std::vector<uint32_t>& gpu_counts,
   return out;
 }
 
+namespace {
+
 // The Megatron flags that give the plan's precision: the candidates' lines
 // leave them to the launch they are pasted into.
 const char* PrecisionFlags(v1::Precision p) {
@@ -154,6 +156,8 @@ const char* PrecisionFlags(v1::Precision p) {
       return "--bf16";
   }
 }
+
+}  // namespace
 
 std::string RenderMegatronArguments(const v1::PlanRequest& request,
                                     const v1::PlanResponse& plan) {
