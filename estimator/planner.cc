@@ -345,11 +345,24 @@ double PeakOf(const Search& s, const Layout& l, const StageSplit& split,
 // estimates, so the search stays bounded. Its speed pays one more forward
 // of the recomputed layers (a forward is about a third of forward plus
 // backward).
+//
+// Under full recomputation the peak never falls as the micro-batch grows
+// (what a stage holds is b times its micro-batches in flight, min(b x in
+// flight, tokens of the step), plus working sets that scale with b), so
+// for one layout in increasing micro-batch sizes `probe` carries what the
+// smaller ones found: once even every layer does not fit, no larger one is
+// tried, and no quarter below the least that fitted is.
+struct RecomputeProbe {
+  bool hopeless = false;   // every layer recomputed did not fit
+  uint32_t least = 0;      // the least quarter that fitted so far
+};
+
 void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
-                      const std::vector<RankChunks>& chunks, Layout4D& entry) {
+                      const std::vector<RankChunks>& chunks, Layout4D& entry,
+                      RecomputeProbe& probe) {
   const uint32_t stage_layers =
       std::max(split.middle, split.first) / std::max(1u, entry.v);
-  if (stage_layers == 0) return;
+  if (stage_layers == 0 || probe.hopeless) return;
   l.recompute = RecomputeKind::kFullBlock;
   auto fits = [&](uint32_t n, double& peak) {
     l.recompute_layers = n;
@@ -357,13 +370,16 @@ void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
     return ZoneOf(peak, s.capacity, s.threshold) == v1::ZONE_GREEN;
   };
   double peak = 0;
-  if (!fits(stage_layers, peak)) return;
+  if (!fits(stage_layers, peak)) {
+    probe.hopeless = true;
+    return;
+  }
   uint32_t least = stage_layers;
   double least_peak = peak;
   uint32_t previous = 0;
   for (uint32_t quarter = 1; quarter <= 3; ++quarter) {
     const uint32_t n = (stage_layers * quarter + 3) / 4;
-    if (n == previous || n >= stage_layers) continue;
+    if (n == previous || n >= stage_layers || n < probe.least) continue;
     previous = n;
     if (fits(n, peak)) {
       least = n;
@@ -371,6 +387,7 @@ void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
       break;
     }
   }
+  probe.least = least;
   entry.peak_bytes = least_peak;
   entry.zone = v1::ZONE_GREEN;
   entry.recompute = least;
@@ -395,6 +412,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
         if (form == ChunkForm::kNone) continue;
         const bool accounted = form == ChunkForm::kAccounted;
         const std::vector<RankChunks> chunks = UnevenChunksOf(split, p, v);
+        RecomputeProbe probe;  // micro-batch sizes come in increasing order
         for (uint32_t b = 1; b <= s.max_mbs && stop.ok(); ++b) {
           if (s.gbs % b || (s.gbs / b) % d) continue;
           const uint32_t m = s.gbs / b / d;
@@ -409,7 +427,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           entry.peak_bytes = PeakOf(s, l, split, chunks);
           entry.zone = ZoneOf(entry.peak_bytes, s.capacity, s.threshold);
           if (entry.zone != v1::ZONE_GREEN && s.allow_recompute) {
-            FitByRecomputing(s, l, split, chunks, entry);
+            FitByRecomputing(s, l, split, chunks, entry, probe);
           }
           out.push_back(entry);
           if (interrupt && out.size() % kInterruptEvery == 0) {

@@ -339,6 +339,42 @@ TEST(PlannerTest, PublishedLayoutsRankInTheFirstFive) {
   }
 }
 
+// The planner stops trying recomputation for larger micro-batches of a
+// layout once recomputing every layer did not fit (planner.cc
+// RecomputeProbe): that rests on the peak under full recomputation never
+// falling as the micro-batch grows. Checked over models, pipelines,
+// interleaving and GPU counts where the micro-batches in flight are capped
+// by the step's (b x in flight = min(b x p, tokens of the step)).
+TEST(PlannerTest, FullRecomputationPeakNeverFallsAsTheMicroBatchGrows) {
+  struct Shape {
+    const char* model;
+    uint32_t tp, cp, pp, v, gpus;
+  };
+  for (const Shape& sh : {Shape{"llama-3.1-8b", 1, 1, 4, 1, 64},
+                          Shape{"llama-3.1-8b", 2, 2, 8, 2, 64},
+                          Shape{"llama-3.1-70b", 4, 1, 8, 2, 512},
+                          Shape{"llama-3.1-70b", 8, 1, 4, 4, 32},
+                          Shape{"mixtral-8x7b", 2, 1, 4, 2, 64},
+                          Shape{"qwen3-30b-a3b", 2, 1, 4, 1, 32}}) {
+    double previous = 0;
+    for (uint32_t b : {1u, 2u, 4u, 8u, 16u}) {
+      v1::Job job = testing::PaperJob(sh.model, "h100-80gb", sh.tp, sh.cp,
+                                      sh.pp, b, sh.gpus, 8192);
+      if (sh.v > 1) job.mutable_parallel()->set_virtual_pipeline_stages(sh.v);
+      v1::Recompute& r = *job.mutable_training()->mutable_recompute();
+      r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+      r.set_method(v1::Recompute::METHOD_BLOCK);
+      r.set_num_layers(1000);  // every layer of every stage
+      absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+      ASSERT_TRUE(e.ok()) << sh.model << " b " << b << ": " << e.status();
+      EXPECT_GE(e->peak().total_bytes(), previous)
+          << sh.model << " (" << sh.tp << ", " << sh.cp << ", " << sh.pp
+          << ") v " << sh.v << " b " << b;
+      previous = e->peak().total_bytes();
+    }
+  }
+}
+
 TEST(PlannerTest, TopKKeepsTheBest) {
   v1::PlanRequest r = Request("llama-3.1-8b", "h100-94gb", 32, 8192, 1024);
   absl::StatusOr<v1::PlanResponse> all = PlanLayouts(r);
