@@ -39,16 +39,21 @@ void BM_EstimateMoeJob(benchmark::State& state) {
 }
 BENCHMARK(BM_EstimateMoeJob);
 
-// A plan of an MoE model over 16,384 H100s: EP and ETP multiply the
-// search. Arg: top_k.
-void BM_PlanQwen3_235BOn16384H100(benchmark::State& state) {
+// A plan over 16,384 H100s at 16,384 sequences a step.
+v1::PlanRequest PlanOn16384H100(const char* model, uint32_t seq,
+                                uint32_t top_k) {
   v1::PlanRequest request;
-  request.mutable_model()->set_name("qwen3-235b-a22b");
+  request.mutable_model()->set_name(model);
   request.mutable_accelerator()->set_name("h100-80gb");
   request.set_num_gpus(16384);
-  request.set_seq_length(4096);
+  request.set_seq_length(seq);
   request.set_global_batch_size(16384);
-  request.set_top_k(static_cast<uint32_t>(state.range(0)));
+  request.set_top_k(top_k);
+  return request;
+}
+
+// Plans `request` each iteration; reports the layouts it considered.
+void RunPlans(benchmark::State& state, const v1::PlanRequest& request) {
   uint64_t considered = 0;
   for (auto _ : state) {
     absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
@@ -56,6 +61,18 @@ void BM_PlanQwen3_235BOn16384H100(benchmark::State& state) {
     benchmark::DoNotOptimize(plan);
   }
   state.counters["candidates"] = static_cast<double>(considered);
+  // Candidates estimated and ranked per second; 1e6 / (this / 1000) is the
+  // cost in microseconds of a thousand candidates.
+  state.counters["candidates_per_s"] = benchmark::Counter(
+      static_cast<double>(considered),
+      benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// A plan of an MoE model over 16,384 H100s: EP and ETP multiply the
+// search. Arg: top_k.
+void BM_PlanQwen3_235BOn16384H100(benchmark::State& state) {
+  RunPlans(state, PlanOn16384H100("qwen3-235b-a22b", 4096,
+                                  static_cast<uint32_t>(state.range(0))));
 }
 BENCHMARK(BM_PlanQwen3_235BOn16384H100)
     ->Arg(10)
@@ -83,26 +100,11 @@ BENCHMARK(BM_AdmitJobRefusedWithSuggestions);
 
 // Args: sequence length, top_k (0: every candidate becomes a message).
 void BM_Plan405BOn16384H100(benchmark::State& state) {
-  v1::PlanRequest request;
-  request.mutable_model()->set_name("llama-3.1-405b");
-  request.mutable_accelerator()->set_name("h100-80gb");
-  request.set_num_gpus(16384);
-  request.set_seq_length(static_cast<uint32_t>(state.range(0)));
-  request.set_global_batch_size(16384);
-  request.set_top_k(static_cast<uint32_t>(state.range(1)));
+  v1::PlanRequest request =
+      PlanOn16384H100("llama-3.1-405b", static_cast<uint32_t>(state.range(0)),
+                      static_cast<uint32_t>(state.range(1)));
   request.set_allow_cross_node_tp(true);
-  uint64_t considered = 0;
-  for (auto _ : state) {
-    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
-    considered = plan->considered();
-    benchmark::DoNotOptimize(plan);
-  }
-  state.counters["candidates"] = static_cast<double>(considered);
-  // Candidates estimated and ranked per second; 1e6 / (this / 1000) is the
-  // cost in microseconds of a thousand candidates.
-  state.counters["candidates_per_s"] = benchmark::Counter(
-      static_cast<double>(considered),
-      benchmark::Counter::kIsIterationInvariantRate);
+  RunPlans(state, request);
 }
 BENCHMARK(BM_Plan405BOn16384H100)
     ->Args({8192, 10})

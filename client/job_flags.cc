@@ -19,7 +19,6 @@ absl::Status Required(absl::string_view flag, absl::string_view what) {
       absl::StrCat("--", flag, ": required (", what, ")"));
 }
 
-
 struct FlagForField {
   const char* field;
   const char* flag;

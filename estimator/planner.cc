@@ -406,12 +406,22 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
     if (!stop.ok()) return;
     const uint32_t d = s.gpus / t / c / p;
     const StageSplit split = SplitLayers(s.layers, p);
+    // The chunk forms and lists depend on (p, v) only: built once a group,
+    // not once an expert layout.
+    ChunkForm forms[kVariantsPerTier];
+    std::vector<RankChunks> chunk_lists[kVariantsPerTier];
+    for (size_t k = 0; k < kVariantsPerTier; ++k) {
+      forms[k] = ChunkFormOf(split, p, kVirtualStageChoices[k]);
+      if (forms[k] != ChunkForm::kNone) {
+        chunk_lists[k] = UnevenChunksOf(split, p, kVirtualStageChoices[k]);
+      }
+    }
     ForEachExpertLayout(s, t, p, [&](uint32_t ep, uint32_t etp) {
-      for (uint32_t v : kVirtualStageChoices) {
-        const ChunkForm form = ChunkFormOf(split, p, v);
-        if (form == ChunkForm::kNone) continue;
-        const bool accounted = form == ChunkForm::kAccounted;
-        const std::vector<RankChunks> chunks = UnevenChunksOf(split, p, v);
+      for (size_t k = 0; k < kVariantsPerTier; ++k) {
+        const uint32_t v = kVirtualStageChoices[k];
+        if (forms[k] == ChunkForm::kNone) continue;
+        const bool accounted = forms[k] == ChunkForm::kAccounted;
+        const std::vector<RankChunks>& chunks = chunk_lists[k];
         RecomputeProbe probe;  // micro-batch sizes come in increasing order
         for (uint32_t b = 1; b <= s.max_mbs && stop.ok(); ++b) {
           if (s.gbs % b || (s.gbs / b) % d) continue;
