@@ -11,17 +11,8 @@
 #include "estimator/planner.h"
 
 namespace memgate {
-namespace {
-
-// Suggestions run on the Admit path of every refusal, which must stay fast
-// whatever the job: a search over more layouts than this gets none (a
-// 16,384-GPU cluster has about 10,000).
-constexpr uint64_t kMaxSuggestionLayouts = 1u << 15;
-
-}  // namespace
-
 std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
-                                          int count) {
+                                          int count, uint64_t max_layouts) {
   v1::PlanRequest request;
   *request.mutable_model() = job.model();
   *request.mutable_accelerator() = job.accelerator();
@@ -42,7 +33,7 @@ std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
   request.set_top_k(static_cast<uint32_t>(2 * wanted));
   std::vector<v1::Candidate> out;
   absl::StatusOr<uint64_t> size = CountPlanLayouts(request);
-  if (!size.ok() || *size > kMaxSuggestionLayouts) return out;
+  if (!size.ok() || *size > max_layouts) return out;
   // Recomputation only when nothing fits without it: the Admit path stays
   // one estimate per layout in the common case.
   for (bool no_recompute : {true, false}) {

@@ -13,11 +13,17 @@
 
 namespace memgate {
 
+// Suggestions run on the Admit path of every refusal, which must stay fast
+// whatever the job: a search over more layouts than this gets none (a
+// 16,384-GPU cluster has about 10,000).
+inline constexpr uint64_t kMaxSuggestionLayouts = 1u << 15;
+
 // For a refused job: the best `count` admitted layouts on the same GPUs
-// (same model, GPU, sequence and global batch). Runs on the Admit path, so
-// a search over more than 32,768 layouts (an absurd cluster) suggests none.
-std::vector<v1::Candidate> SuggestLayouts(const v1::Job& resolved_job,
-                                          double threshold, int count);
+// (same model, GPU, sequence and global batch), each layout once. The
+// search is counted first and not done when it exceeds `max_layouts`.
+std::vector<v1::Candidate> SuggestLayouts(
+    const v1::Job& resolved_job, double threshold, int count,
+    uint64_t max_layouts = kMaxSuggestionLayouts);
 
 // For a refused job: the smallest GPU count at which the same TP, CP, PP and
 // MBS fit under `threshold` (more data-parallel ranks shard the optimizer

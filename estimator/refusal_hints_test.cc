@@ -46,6 +46,19 @@ TEST(RefusalHintsTest, RefusalsSuggestWhatFits) {
   EXPECT_EQ(d->min_gpus_that_fit(), 0u);
 }
 
+// The suggestions' search is counted before any layout is estimated: with
+// a bound below that count the same refused job gets none, while the
+// default bound (kMaxSuggestionLayouts, far above an 8-GPU plan) gives some.
+TEST(RefusalHintsTest, SuggestionsAreBoundedByTheSearchSize) {
+  absl::StatusOr<v1::Estimate> e = EstimateJob(
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192));
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_NE(e->zone(), v1::ZONE_GREEN);
+  EXPECT_FALSE(SuggestLayouts(e->job(), kDefaultThreshold, 3).empty());
+  EXPECT_TRUE(SuggestLayouts(e->job(), kDefaultThreshold, 3, 10).empty());
+  EXPECT_GT(kMaxSuggestionLayouts, 10'000u);  // a 16,384-GPU cluster's
+}
+
 // A refused job learns the least full recomputation that makes it fit as it
 // is: recomputing that many layers of each stage admits it, one fewer not.
 TEST(RefusalHintsTest, RefusalsNameTheLeastRecomputationThatFits) {
