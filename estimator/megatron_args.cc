@@ -397,7 +397,12 @@ absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
                  "interleaving needs --pipeline-model-parallel-size of 2 or "
                  "more");
     }
-    const uint32_t layers = launch.job.model().num_layers();
+    // arguments.py counts the embedding and the loss as a layer each when
+    // the split accounts for them, before dividing by the chunk size.
+    const uint64_t layers =
+        uint64_t{launch.job.model().num_layers()} +
+        (args.Has("account-for-embedding-in-pipeline-split") ? 1 : 0) +
+        (args.Has("account-for-loss-in-pipeline-split") ? 1 : 0);
     MEMGATE_ASSIGN_OR_RETURN(
         per_chunk, args.Number("num-layers-per-virtual-pipeline-stage", 0));
     MEMGATE_ASSIGN_OR_RETURN(
@@ -407,7 +412,10 @@ absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
       const uint64_t per_rank = static_cast<uint64_t>(per_chunk) * pp;
       if (layers % per_rank != 0) {
         return Bad("num-layers-per-virtual-pipeline-stage",
-                   absl::StrCat("x pipeline size must divide --num-layers ",
+                   absl::StrCat("x pipeline size must divide --num-layers",
+                                layers == launch.job.model().num_layers()
+                                    ? " "
+                                    : " plus the accounted embedding/loss ",
                                 layers));
       }
       const uint32_t v = static_cast<uint32_t>(layers / per_rank);
@@ -540,7 +548,8 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
             {"mlp", v1::Recompute::MODULE_MLP},
             {"moe", v1::Recompute::MODULE_MOE},
             {"moe_act", v1::Recompute::MODULE_MOE_ACT},
-            {"shared_experts", v1::Recompute::MODULE_SHARED_EXPERTS}};
+            {"shared_experts", v1::Recompute::MODULE_SHARED_EXPERTS},
+            {"layernorm", v1::Recompute::MODULE_LAYERNORM}};
     for (absl::string_view module :
          absl::StrSplit(args.Text("recompute-modules"), ' ',
                         absl::SkipEmpty())) {
@@ -548,7 +557,8 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
       if (it == modules->end()) {
         return Bad("recompute-modules",
                    absl::StrCat("'", module, "' is not modelled (core_attn, "
-                                "mlp, moe, moe_act, shared_experts)"));
+                                "mlp, moe, moe_act, shared_experts, "
+                                "layernorm)"));
       }
       r.add_modules(it->second);
     }

@@ -521,6 +521,51 @@ TEST(MegatronArgsTest, UnevenSplitsCombineWithInterleaving) {
             std::string::npos);
 }
 
+// --num-layers-per-virtual-pipeline-stage counts the accounted embedding
+// and loss as layers (arguments.py): 30 layers + 2 over PP 2 is 16 a rank,
+// 8 a chunk, v = 2 (7, 8, 8, 7), as NVIDIA's Qwen3-235B recipe gives it
+// (94 + 2 over PP 8, 3 a chunk). Without the accounting 30 does not divide.
+TEST(MegatronArgsTest, LayersPerVirtualStageCountTheAccountedUnits) {
+  const v1::Job job = LlamaLaunchJob(
+      "--num-layers 30 --account-for-embedding-in-pipeline-split "
+      "--account-for-loss-in-pipeline-split "
+      "--num-layers-per-virtual-pipeline-stage 8",
+      "--num-layers 32");
+  EXPECT_EQ(job.parallel().virtual_pipeline_stages(), 2u);
+  std::vector<uint32_t> layers(job.parallel().layers_per_stage().begin(),
+                               job.parallel().layers_per_stage().end());
+  EXPECT_EQ(layers, (std::vector<uint32_t>{7, 8, 8, 7}));
+  std::string line = std::string(kLlama31_8B) +
+                     " --num-layers-per-virtual-pipeline-stage 8";
+  line.replace(line.find("--num-layers 32"), 15, "--num-layers 30");
+  absl::StatusOr<MegatronLaunch> refused =
+      ParseMegatronLaunch(Words(line), nullptr);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(
+                "--num-layers-per-virtual-pipeline-stage: x pipeline size "
+                "must divide --num-layers 30"),
+            std::string::npos)
+      << refused.status();
+}
+
+// Selective recomputation of "layernorm" is read (NVIDIA's MoE recipes use
+// it with moe_act) and lowers an MoE model's peak; memory_model_test and
+// moe_terms_test hold the term itself.
+TEST(MegatronArgsTest, ReadsLayernormRecomputation) {
+  const std::string moe =
+      "--num-experts 8 --moe-ffn-hidden-size 1792 --moe-router-topk 2 "
+      "--expert-model-parallel-size 2 --moe-grouped-gemm "
+      "--moe-token-dispatcher-type alltoall ";
+  const v1::Job plain = LlamaLaunchJob(moe);
+  const v1::Job norms = LlamaLaunchJob(
+      moe + "--recompute-granularity selective --recompute-modules "
+            "moe_act layernorm");
+  ASSERT_EQ(norms.training().recompute().modules_size(), 2);
+  EXPECT_EQ(norms.training().recompute().modules(1),
+            v1::Recompute::MODULE_LAYERNORM);
+  EXPECT_LT(PeakOf(norms), PeakOf(plain));
+}
+
 // One accounted unit a chunk: rank 0's first chunk holds only the embedding
 // and the last rank's last only the loss (Megatron builds empty blocks;
 // Megatron-Bridge's 405B preset on TP 4, PP 16, v 8 is such a split). It

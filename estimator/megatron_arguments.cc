@@ -201,8 +201,8 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "layers"},
       {"recompute-num-layers", true, M, "", "N"},
       {"recompute-modules", true, P, "core_attn",
-       "core_attn, mlp, moe, moe_act, shared_experts; layernorm and "
-       "mla_up_proj refused"},
+       "core_attn, mlp, moe, moe_act, shared_experts, layernorm (MoE "
+       "layers' pre-MLP norm output); mla_up_proj refused"},
       {"rampup-batch-size", true, P, "off",
        "estimated at the final --global-batch-size (the largest m)"},
       // ---- Optimizer ----

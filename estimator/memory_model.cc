@@ -178,9 +178,19 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
   const double e = ActivationElementScale(l);
   const double sb = LocalTokens(l);
   const double sbh = sb * m.hidden;
-  // Sandwich norms store their inputs too: 2 x 2sbh [G].
+  // Sandwich norms store their inputs too: 2 x 2sbh [G]. Recomputing
+  // "layernorm" discards a norm's output (output-discarding checkpoint,
+  // transformer_layer.py) unless the norm is fused into the next linear
+  // layer (IdentityOp); TransformerEngine fuses the input norm into QKV
+  // and a dense MLP's norm into FC1, never an MoE layer's pre-MLP norm
+  // (router and dispatcher read it): 2sbh less there. The local
+  // implementation also drops the input norm's output; not credited
+  // (an over-estimate), nor under fp8, whose norm outputs are counted
+  // apart below.
+  const bool drops_norm_output = moe && l.recompute_layernorm && !l.fp8;
   const double hidden_sized = (m.sandwich_norms ? 12 : 8) * e +
-                              (l.hidden_dropout > 0 ? 2 : 0);
+                              (l.hidden_dropout > 0 ? 2 : 0) -
+                              (drops_norm_output ? 2 * e : 0);
   double width = m.mla ? 0
                        : 2 * QueryWidth(m) + 2 * QueryWidth(m) +
                              4 * KeyValueWidth(m);
@@ -470,6 +480,7 @@ Layout LayoutOf(const v1::Job& job) {
       l.recompute_moe_act |= module == v1::Recompute::MODULE_MOE_ACT;
       l.recompute_shared_experts |=
           module == v1::Recompute::MODULE_SHARED_EXPERTS;
+      l.recompute_layernorm |= module == v1::Recompute::MODULE_LAYERNORM;
     }
   } else if (r.granularity() == v1::Recompute::GRANULARITY_FULL) {
     l.recompute = r.method() == v1::Recompute::METHOD_BLOCK

@@ -87,6 +87,7 @@ struct Layout {
   bool recompute_mlp = false;
   bool recompute_moe = false;
   bool recompute_moe_act = false;
+  bool recompute_layernorm = false;
   bool recompute_shared_experts = false;
   // --use-precision-aware-optimizer: bytes a parameter's main gradient,
   // master weight and Adam states take (resolved by LayoutOf).

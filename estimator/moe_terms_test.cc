@@ -146,6 +146,24 @@ TEST(MoeTermsTest, MoeRecomputationDropsTheBlock) {
                    full - 2 * 2 * kSbh);
 }
 
+// Recomputing "layernorm" drops an MoE layer's pre-MLP norm output (2 sbh,
+// the router's input), the one norm TransformerEngine does not fuse into a
+// linear layer; dense layers' norms are fused and keep theirs.
+TEST(MoeTermsTest, LayernormRecomputationDropsTheMoePreMlpNormOutput) {
+  Layout l = EightGpus(1, 1, 1);
+  const double full = StageMemoryOf(SmallMoe(), l, 0, 2).activation_bytes;
+  l.recompute = RecomputeKind::kSelective;
+  l.recompute_layernorm = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(SmallMoe(), l, 0, 2).activation_bytes,
+                   full - 2 * 2 * kSbh);
+  ModelShape dense = SmallMoe();
+  dense.experts = 0;
+  dense.moe_prefix.clear();
+  Layout plain = EightGpus(1, 1, 1);
+  EXPECT_DOUBLE_EQ(StageMemoryOf(dense, l, 0, 2).activation_bytes,
+                   StageMemoryOf(dense, plain, 0, 2).activation_bytes);
+}
+
 // Dense and MoE layers of a pattern go to the stages that hold them:
 // layers 0 and 1 dense, 2 and 3 MoE, over p = 2.
 TEST(MoeTermsTest, LayerPatternPlacesMoeLayersOnTheirStages) {
