@@ -1,18 +1,71 @@
 #include "estimator/cost_model.h"
 
+#include <algorithm>
+
+#include "estimator/moe_terms.h"
+
 namespace memgate {
 namespace {
 
 double Efficiency(double size, double half) { return size / (size + half); }
 
+double Gated(const ModelShape& m) { return m.gelu_mlp ? 2 : 3; }
+
+// Per-token forward weight FLOPs / 2 of an average layer (2 FLOPs a weight
+// a token), split by GEMM shape: `dense` runs on the token rows of one
+// TP/CP rank (attention, dense MLPs, shared experts, router), `experts` on
+// the rows routed to each local expert (MoE layers' k active experts).
+struct LayerWeights {
+  double dense = 0;
+  double experts = 0;
+};
+
+LayerWeights ActiveWeightsPerToken(const ModelShape& m) {
+  const double h = m.hidden;
+  const double head_dim = m.head_dim > 0 ? m.head_dim : h / m.heads;
+  const double query = m.heads * head_dim;
+  Layout unsplit;  // t = 1: the whole layer's weights
+  const double attention =
+      m.mla ? MlaParameters(m, unsplit)
+            : h * (query + 2 * m.kv_heads * head_dim) + query * h;
+  const double dense_mlp = Gated(m) * h * m.ffn_hidden;
+  if (m.experts <= 0) return {attention + dense_mlp, 0};
+  // DeepSeek-V3's first layers are dense: average over the model.
+  const double moe_share = MoeLayersIn(m, 0, m.layers) / m.layers;
+  const double expert_ffn = m.expert_ffn > 0 ? m.expert_ffn : m.ffn_hidden;
+  const double moe_dense = Gated(m) * h * m.shared_ffn + h * m.experts;
+  return {attention + (1 - moe_share) * dense_mlp + moe_share * moe_dense,
+          moe_share * m.topk * Gated(m) * h * expert_ffn};
+}
+
 }  // namespace
 
 SpeedFactors SpeedOf(const ModelShape& m, const Layout& l, double microbatches,
-                     double gpus_per_node, const CostModel& cost) {
+                     double gpus_per_node, const CostModel& cost,
+                     StageLayers stages) {
   SpeedFactors f;
-  f.gemm = Efficiency(l.seq_length * l.micro_batch / l.context,
-                      cost.gemm_rows_half) *
-           Efficiency(m.hidden / l.tensor, cost.gemm_cols_half);
+  const LayerWeights weights = ActiveWeightsPerToken(m);
+  const double rows = l.seq_length * l.micro_batch / l.context;
+  const double dense_gemm = Efficiency(rows, cost.gemm_rows_half) *
+                            Efficiency(m.hidden / l.tensor, cost.gemm_cols_half);
+  f.gemm = dense_gemm;
+  if (weights.experts > 0) {
+    // [MM] A routed expert's grouped GEMM runs on the tokens routed to it:
+    // this rank's s*b/(t*c) (sequence parallel), gathered over ETP, k
+    // copies each, spread over the E experts of EP x ETP ranks (balanced
+    // load); its columns are the expert FFN split over ETP. Larger EP
+    // means fewer experts a rank and more rows each: Megatron's "better
+    // GEMM efficiency" of EP over TP (moe/README.md, Guideline 4).
+    const double expert_rows = rows / l.tensor * l.expert_tensor * m.topk *
+                               l.expert_parallel / m.experts;
+    const double expert_ffn = m.expert_ffn > 0 ? m.expert_ffn : m.ffn_hidden;
+    const double expert_gemm =
+        Efficiency(expert_rows, cost.gemm_rows_half) *
+        Efficiency(expert_ffn / l.expert_tensor, cost.gemm_cols_half);
+    // Time adds: the FLOP-weighted harmonic mean of the two efficiencies.
+    f.gemm = (weights.dense + weights.experts) /
+             (weights.dense / dense_gemm + weights.experts / expert_gemm);
+  }
   if (l.tensor > 1) {
     const bool cross_node = gpus_per_node > 0 && l.tensor > gpus_per_node;
     f.tensor = 1 / (1 + (cross_node ? cost.tensor_cross_node_overhead
@@ -22,16 +75,25 @@ SpeedFactors SpeedOf(const ModelShape& m, const Layout& l, double microbatches,
   if (l.pipeline > 1) {
     // Interleaving v chunks a rank divides the bubble by v [MT].
     f.bubble = (l.pipeline - 1) / (microbatches * l.virtual_stages);
-    // Per-token forward FLOPs of a layer: 2 per weight, plus causal
-    // attention's QK^T and AV (2sh); of the LM head: 2hv.
+    // Per-token forward FLOPs of a layer: 2 per active weight, plus causal
+    // attention's QK^T and AV (2 s a d); of the LM head: 2hv. For MoE
+    // models the active weights (k experts), not the dense FFN width.
+    // Multi-latent attention: QK^T over qk_nope + qk_rope, AV over v_head.
     const double h = m.hidden;
-    const double layer_weights =
-        2 * h * h * (1 + m.kv_heads / m.heads) + 3 * h * m.ffn_hidden;
-    const double head_in_layers =
-        2 * h * m.vocab / (2 * layer_weights + 2 * l.seq_length * h);
+    const double score_width =
+        m.mla ? m.heads * (m.qk_nope + m.qk_rope + m.v_head) / 2
+              : m.heads * (m.head_dim > 0 ? m.head_dim : h / m.heads);
+    const double layer_flops =
+        2 * (weights.dense + weights.experts) + 2 * l.seq_length * score_width;
+    const double head_in_layers = 2 * h * m.vocab / layer_flops;
     const double per_stage = m.layers / l.pipeline;
-    f.imbalance = (per_stage + head_in_layers / l.pipeline) /
-                  (per_stage + head_in_layers);
+    double slowest = per_stage + head_in_layers;  // the last stage
+    if (stages.first > 0 && l.pipeline > 2) {
+      const double middle =
+          (m.layers - stages.first - stages.last) / (l.pipeline - 2);
+      slowest = std::max({stages.first, middle, stages.last + head_in_layers});
+    }
+    f.imbalance = (per_stage + head_in_layers / l.pipeline) / slowest;
   }
   return f;
 }

@@ -18,7 +18,15 @@
 //  4. The pipeline: the 1F1B bubble (p - 1) / m with m micro-batches per
 //     step, and stage imbalance: the last stage also computes the LM head
 //     (2hv FLOPs a token, ~2 transformer layers for Llama-3's vocabulary),
-//     and the pipeline runs at the pace of its slowest stage.
+//     and the pipeline runs at the pace of its slowest stage (uneven first
+//     and last stages exist to even that out).
+//
+// Mixture-of-experts layers (beyond the paper): the routed experts' GEMMs
+// get their own size in (1), the tokens routed to each local expert, which
+// grow with EP; a layer's FLOPs count its k active experts, not a dense
+// FFN. No constant is added for them: the H100 measurements of NVIDIA's
+// Megatron MoE model zoo (Qwen3-235B, 256 GPUs) validate the order
+// (cost_model_test), they were not fitted to.
 //
 // The constants were set from the paper's H100 Llama-3.1-8B 8k table (MBS
 // 1 -> 2 gain, TP 2 -> 4 loss, TP 2 vs CP 2) and rounded. The planner uses
@@ -52,10 +60,19 @@ struct SpeedFactors {
   }
 };
 
+// Layers of the first and last pipeline stages (Megatron's
+// --decoder-first/last-pipeline-num-layers, or an accounted split's);
+// 0, 0: an even split.
+struct StageLayers {
+  double first = 0;
+  double last = 0;
+};
+
 // `microbatches` per step (m = global batch / (b * d)); `gpus_per_node` 0
 // means unknown (no cross-node penalty).
 SpeedFactors SpeedOf(const ModelShape& m, const Layout& l, double microbatches,
-                     double gpus_per_node, const CostModel& cost = {});
+                     double gpus_per_node, const CostModel& cost = {},
+                     StageLayers stages = {});
 
 }  // namespace memgate
 

@@ -429,7 +429,9 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           if (v > 1 && m % p) continue;  // Megatron's interleaving rule
           Layout l = LayoutFor(s, t, c, p, d, b, ep, etp);
           l.virtual_stages = v;
-          const SpeedFactors f = SpeedOf(s.shape, l, m, s.gpus_per_node, cost);
+          const SpeedFactors f =
+              SpeedOf(s.shape, l, m, s.gpus_per_node, cost,
+                      StageLayers{double(split.first), double(split.last)});
           Layout4D entry{t, c, p, b, d, ep, etp, split.first, split.last, v,
                          accounted && split.first < split.middle,
                          accounted && split.last < split.middle,
@@ -500,7 +502,9 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best,
   layout.virtual_stages = l.v;
   const SpeedFactors f = SpeedOf(s.shape, layout,
                                  static_cast<double>(s.gbs) / l.b / l.d,
-                                 s.gpus_per_node, cost);
+                                 s.gpus_per_node, cost,
+                                 StageLayers{double(l.first_layers),
+                                             double(l.last_layers)});
   v1::Candidate c;
   c.set_num_gpus(s.gpus);
   c.set_tensor_parallel(l.t);
