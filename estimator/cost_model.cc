@@ -9,42 +9,36 @@ namespace {
 
 double Efficiency(double size, double half) { return size / (size + half); }
 
-double Gated(const ModelShape& m) { return m.gelu_mlp ? 2 : 3; }
-
-// Per-token forward weight FLOPs / 2 of an average layer (2 FLOPs a weight
-// a token), split by GEMM shape: `dense` runs on the token rows of one
-// TP/CP rank (attention, dense MLPs, shared experts, router), `experts` on
-// the rows routed to each local expert (MoE layers' k active experts).
-struct LayerWeights {
-  double dense = 0;
-  double experts = 0;
-};
+}  // namespace
 
 LayerWeights ActiveWeightsPerToken(const ModelShape& m) {
   const double h = m.hidden;
-  const double head_dim = m.head_dim > 0 ? m.head_dim : h / m.heads;
-  const double query = m.heads * head_dim;
   Layout unsplit;  // t = 1: the whole layer's weights
   const double attention =
       m.mla ? MlaParameters(m, unsplit)
-            : h * (query + 2 * m.kv_heads * head_dim) + query * h;
+            : h * (QueryWidth(m) + 2 * m.kv_heads * HeadDim(m)) +
+                  QueryWidth(m) * h;
   const double dense_mlp = Gated(m) * h * m.ffn_hidden;
   if (m.experts <= 0) return {attention + dense_mlp, 0};
   // DeepSeek-V3's first layers are dense: average over the model.
   const double moe_share = MoeLayersIn(m, 0, m.layers) / m.layers;
-  const double expert_ffn = m.expert_ffn > 0 ? m.expert_ffn : m.ffn_hidden;
   const double moe_dense = Gated(m) * h * m.shared_ffn + h * m.experts;
   return {attention + (1 - moe_share) * dense_mlp + moe_share * moe_dense,
-          moe_share * m.topk * Gated(m) * h * expert_ffn};
+          moe_share * m.topk * Gated(m) * h * ExpertFfn(m)};
 }
-
-}  // namespace
 
 SpeedFactors SpeedOf(const ModelShape& m, const Layout& l, double microbatches,
                      double gpus_per_node, const CostModel& cost,
                      StageLayers stages) {
+  return SpeedOf(m, ActiveWeightsPerToken(m), l, microbatches, gpus_per_node,
+                 cost, stages);
+}
+
+SpeedFactors SpeedOf(const ModelShape& m, const LayerWeights& weights,
+                     const Layout& l, double microbatches,
+                     double gpus_per_node, const CostModel& cost,
+                     StageLayers stages) {
   SpeedFactors f;
-  const LayerWeights weights = ActiveWeightsPerToken(m);
   const double rows = l.seq_length * l.micro_batch / l.context;
   const double dense_gemm = Efficiency(rows, cost.gemm_rows_half) *
                             Efficiency(m.hidden / l.tensor, cost.gemm_cols_half);
@@ -58,10 +52,9 @@ SpeedFactors SpeedOf(const ModelShape& m, const Layout& l, double microbatches,
     // GEMM efficiency" of EP over TP (moe/README.md, Guideline 4).
     const double expert_rows = rows / l.tensor * l.expert_tensor * m.topk *
                                l.expert_parallel / m.experts;
-    const double expert_ffn = m.expert_ffn > 0 ? m.expert_ffn : m.ffn_hidden;
     const double expert_gemm =
         Efficiency(expert_rows, cost.gemm_rows_half) *
-        Efficiency(expert_ffn / l.expert_tensor, cost.gemm_cols_half);
+        Efficiency(ExpertFfn(m) / l.expert_tensor, cost.gemm_cols_half);
     // Time adds: the FLOP-weighted harmonic mean of the two efficiencies.
     f.gemm = (weights.dense + weights.experts) /
              (weights.dense / dense_gemm + weights.experts / expert_gemm);
@@ -82,7 +75,7 @@ SpeedFactors SpeedOf(const ModelShape& m, const Layout& l, double microbatches,
     const double h = m.hidden;
     const double score_width =
         m.mla ? m.heads * (m.qk_nope + m.qk_rope + m.v_head) / 2
-              : m.heads * (m.head_dim > 0 ? m.head_dim : h / m.heads);
+              : QueryWidth(m);
     const double layer_flops =
         2 * (weights.dense + weights.experts) + 2 * l.seq_length * score_width;
     const double head_in_layers = 2 * h * m.vocab / layer_flops;

@@ -68,8 +68,24 @@ struct StageLayers {
   double last = 0;
 };
 
+// Per-token forward weight FLOPs / 2 of an average layer (2 FLOPs a weight
+// a token), split by GEMM shape: `dense` runs on the token rows of one
+// TP/CP rank (attention, dense MLPs, shared experts, router), `experts` on
+// the rows routed to each local expert (MoE layers' k active experts).
+// Depends on the model only: a search computes it once.
+struct LayerWeights {
+  double dense = 0;
+  double experts = 0;
+};
+LayerWeights ActiveWeightsPerToken(const ModelShape& m);
+
 // `microbatches` per step (m = global batch / (b * d)); `gpus_per_node` 0
 // means unknown (no cross-node penalty).
+SpeedFactors SpeedOf(const ModelShape& m, const LayerWeights& weights,
+                     const Layout& l, double microbatches,
+                     double gpus_per_node, const CostModel& cost = {},
+                     StageLayers stages = {});
+// The same, computing `weights` from `m`.
 SpeedFactors SpeedOf(const ModelShape& m, const Layout& l, double microbatches,
                      double gpus_per_node, const CostModel& cost = {},
                      StageLayers stages = {});

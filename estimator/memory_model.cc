@@ -104,11 +104,6 @@ double ActivationElementScale(const Layout& l) {
 
 // ---- Parameters -----------------------------------------------------------
 
-// Width of the attention projections: a*d (= h in the paper's Llama).
-double HeadDim(const ModelShape& m) {
-  return m.head_dim > 0 ? m.head_dim : m.hidden / std::max(m.heads, 1.0);
-}
-double QueryWidth(const ModelShape& m) { return m.heads * HeadDim(m); }
 double KeyValueWidth(const ModelShape& m) { return m.kv_heads * HeadDim(m); }
 
 double NormParameters(const ModelShape& m) {
@@ -344,6 +339,11 @@ double MtpActivations(const ModelShape& m, const Layout& l) {
 }
 
 }  // namespace
+
+double HeadDim(const ModelShape& m) {
+  return m.head_dim > 0 ? m.head_dim : m.hidden / std::max(m.heads, 1.0);
+}
+double QueryWidth(const ModelShape& m) { return m.heads * HeadDim(m); }
 
 ModelShape ShapeOf(const v1::ModelConfig& model) {
   ModelShape m;

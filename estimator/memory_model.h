@@ -131,6 +131,11 @@ struct StageFigures {
 };
 
 ModelShape ShapeOf(const v1::ModelConfig& model);
+
+// d, and the width of the attention projections a*d (= h in the paper's
+// Llama).
+double HeadDim(const ModelShape& m);
+double QueryWidth(const ModelShape& m);
 Layout LayoutOf(const v1::Job& resolved_job);
 
 // Parameters of the whole, unsharded model (the paper's equation 3,

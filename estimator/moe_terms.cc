@@ -20,15 +20,11 @@
 namespace memgate {
 namespace {
 
-double Gated(const ModelShape& m) { return m.gelu_mlp ? 2 : 3; }
 // Bytes an MLP stores per token per unit of FFN width [K]: gated 8, GeLU 4.
 double MlpWidthBytes(const ModelShape& m) { return m.gelu_mlp ? 4 : 8; }
 double NormWidth(const ModelShape& m) { return m.layernorm ? 2 : 1; }
 double ElementScale(const Layout& l) {
   return l.precision == v1::PRECISION_FP32 ? 2 : 1;
-}
-double ExpertFfn(const ModelShape& m) {
-  return m.expert_ffn > 0 ? m.expert_ffn : m.ffn_hidden;
 }
 
 // Tokens of one micro-batch on this rank inside the MoE layer: s*b/c,
@@ -54,6 +50,11 @@ double RoutedCopies(const ModelShape& m, const Layout& l) {
 }
 
 }  // namespace
+
+double Gated(const ModelShape& m) { return m.gelu_mlp ? 2 : 3; }
+double ExpertFfn(const ModelShape& m) {
+  return m.expert_ffn > 0 ? m.expert_ffn : m.ffn_hidden;
+}
 
 double MoeLayersIn(const ModelShape& m, double first, double count) {
   if (m.experts <= 0 || m.moe_prefix.empty() || count <= 0) return 0;

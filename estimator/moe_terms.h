@@ -10,6 +10,13 @@
 
 namespace memgate {
 
+// ---- Shapes ----
+
+// Matrices of an MLP: 3 (SwiGLU) or 2 (GeLU).
+double Gated(const ModelShape& m);
+// A routed expert's FFN width (--moe-ffn-hidden-size, else the dense one).
+double ExpertFfn(const ModelShape& m);
+
 // ---- Which layers are MoE ----
 
 // MoE layers among layers [first, first + count) of the model.

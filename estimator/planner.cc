@@ -116,6 +116,7 @@ std::string WhyOf(const Layout4D& l, const SpeedFactors& f, double capacity,
 
 struct Search {
   ModelShape shape;
+  LayerWeights weights;  // ActiveWeightsPerToken(shape), for the cost model
   Layout base;
   double capacity = 0;
   double threshold = 0;
@@ -430,7 +431,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           Layout l = LayoutFor(s, t, c, p, d, b, ep, etp);
           l.virtual_stages = v;
           const SpeedFactors f =
-              SpeedOf(s.shape, l, m, s.gpus_per_node, cost,
+              SpeedOf(s.shape, s.weights, l, m, s.gpus_per_node, cost,
                       StageLayers{double(split.first), double(split.last)});
           Layout4D entry{t, c, p, b, d, ep, etp, split.first, split.last, v,
                          accounted && split.first < split.middle,
@@ -461,6 +462,7 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
   if (absl::Status st = ValidateThreshold(threshold); !st.ok()) return st;
   Search s;
   s.shape = ShapeOf(job->model());
+  s.weights = ActiveWeightsPerToken(s.shape);
   s.base = LayoutOf(*job);
   s.capacity = static_cast<double>(job->accelerator().memory_bytes());
   s.threshold = threshold;
@@ -500,7 +502,7 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best,
                           const CostModel& cost) {
   Layout layout = LayoutFor(s, l.t, l.c, l.p, l.d, l.b, l.ep, l.etp);
   layout.virtual_stages = l.v;
-  const SpeedFactors f = SpeedOf(s.shape, layout,
+  const SpeedFactors f = SpeedOf(s.shape, s.weights, layout,
                                  static_cast<double>(s.gbs) / l.b / l.d,
                                  s.gpus_per_node, cost,
                                  StageLayers{double(l.first_layers),
