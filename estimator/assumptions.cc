@@ -2,6 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "estimator/memory_model.h"
+#include "estimator/moe_terms.h"
+
+#include <algorithm>
 
 namespace memgate {
 
@@ -80,13 +83,17 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
   }
   if (m.has_moe()) {
     const v1::MoeConfig& moe = m.moe();
+    const double most_loaded =
+        std::min<double>(l.load_imbalance, MaxExpertLoad(ShapeOf(m), l));
     std::string routing =
         moe.capacity_factor() > 0
             ? absl::StrCat("capacity ", moe.capacity_factor(), "x",
                            moe.pad_to_capacity() ? ", padded" : "")
-            : absl::StrCat("dropless: balanced load estimated, the zone "
+        : most_loaded > 1
+            ? absl::StrCat("dropless: balanced load estimated, the zone "
                            "counts the most loaded EP rank at ",
-                           l.load_imbalance, "x");
+                           most_loaded, "x")
+            : "dropless: every expert on this rank, no load margin";
     out.push_back(absl::StrCat(
         "MoE: ", moe.num_experts(), " experts, top-", moe.router_topk(),
         ", EP ", l.expert_parallel, ", ETP ", l.expert_tensor, " (",

@@ -709,10 +709,14 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
 
   f.activation_bytes = StageActivations(m, l, stage, mix, chunks);
   // Dropless routing: the most loaded expert-parallel rank receives more
-  // than its share; admission counts that margin above the estimate.
-  if (m.experts > 0 && l.expert_load == 1 && l.load_imbalance > 1) {
+  // than its share; admission counts that margin above the estimate, never
+  // more than routing can send one rank (none with EP = 1: measured on a
+  // real Megatron-Core MoE, bench/RESULTS.md).
+  const double most_loaded = std::min<double>(l.load_imbalance,
+                                              MaxExpertLoad(m, l));
+  if (m.experts > 0 && l.expert_load == 1 && most_loaded > 1) {
     Layout loaded = l;
-    loaded.expert_load = l.load_imbalance;
+    loaded.expert_load = most_loaded;
     f.imbalance_bytes =
         StageActivations(m, loaded, stage, mix, chunks) - f.activation_bytes;
   }

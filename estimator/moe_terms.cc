@@ -117,6 +117,12 @@ double MoeMlpActivations(const ModelShape& m, const Layout& l) {
   return bytes;
 }
 
+double MaxExpertLoad(const ModelShape& m, const Layout& l) {
+  if (m.experts <= 0 || m.topk <= 0) return 1;
+  const double ep = std::max(1.0, l.expert_parallel);
+  return ep * std::min(m.topk, m.experts / ep) / m.topk;
+}
+
 double MlaActivations(const ModelShape& m, const Layout& l) {
   const double e = ElementScale(l);
   const double sb = l.seq_length * l.micro_batch / l.context;

@@ -45,6 +45,13 @@ double RoutedExpertParameters(const ModelShape& m, const Layout& l);
 // saved expert outputs, the shared experts.
 double MoeMlpActivations(const ModelShape& m, const Layout& l);
 
+// The most an expert-parallel rank's dropless load can exceed its balanced
+// share: a token's k copies go to k distinct experts (top-k), so a rank
+// holding E/EP experts receives at most min(k, E/EP) copies of each token,
+// EP x min(k, E/EP) / k times its share. 1 with EP = 1: every expert is
+// local and the rank always processes all T x k copies.
+double MaxExpertLoad(const ModelShape& m, const Layout& l);
+
 // What multi-latent attention stores in place of grouped-query attention.
 double MlaActivations(const ModelShape& m, const Layout& l);
 
