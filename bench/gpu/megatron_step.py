@@ -1,0 +1,338 @@
+"""Measures the per-GPU memory of real Megatron-Core training steps on one
+GPU, for memgate to be compared against end to end (not term by term, as
+activation_terms.py and moe_terms.py do).
+
+Each job below is a Megatron-LM launch (its arguments are printed, so that
+`memgate check` can read the very same line) and is built here with
+Megatron-Core's own modules: GPTModel with the local layer spec (the
+image has no TransformerEngine or Apex; `--transformer-impl local`, so
+core attention is unfused and stores the s x s softmax), Megatron's
+DistributedDataParallel (fp32 main-grad buffer) and get_megatron_optimizer
+(the distributed optimizer's fp32 master shards; Adam from torch, since
+TE/Apex FusedAdam are absent). One micro-batch a step, as
+forward_backward_no_pipelining runs it with PP = 1.
+
+Each job runs in its own process (a fresh caching allocator) and reports,
+after two warm steps, the bytes allocated at each phase of a third:
+  static        weights + gradient buffer + optimizer states, between steps
+  stored        after the forward pass minus before it: what is kept for
+                backward (plus the loss, b*s fp32)
+  peak_fwd_bwd  the highest allocation during forward and backward
+  peak_step     the highest allocation during the optimizer step
+and the process's highest allocation and reservation overall.
+
+    PYTHONPATH=<megatron-lm checkout> python3 bench/gpu/megatron_step.py \
+        [--only NAME,PREFIX*] [--census] > results.jsonl
+"""
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+import traceback
+
+# name -> Megatron-LM launch arguments (one GPU: TP = PP = CP = EP = 1).
+BASE = (
+    "--num-layers 8 --hidden-size 2048 --ffn-hidden-size 5632 "
+    "--num-attention-heads 16 --group-query-attention --num-query-groups 4 "
+    "--seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 "
+    "--global-batch-size 1 --swiglu --normalization RMSNorm "
+    "--position-embedding-type rope --untie-embeddings-and-output-weights "
+    "--disable-bias-linear --transformer-impl local --vocab-size 128256 "
+    "--make-vocab-size-divisible-by 128"
+)
+NO_DROPOUT = "--attention-dropout 0 --hidden-dropout 0"
+BF16 = "--bf16 --use-distributed-optimizer"
+MOE = ("--num-experts 16 --moe-router-topk 4 --moe-ffn-hidden-size 1024 "
+       "--moe-aux-loss-coeff 0")
+
+JOBS = {
+    "dense": f"{BASE} {BF16} {NO_DROPOUT}",
+    "dense_mbs2": f"{BASE} {BF16} {NO_DROPOUT}".replace(
+        "--micro-batch-size 1 --global-batch-size 1",
+        "--micro-batch-size 2 --global-batch-size 2"),
+    # Megatron's own dropout defaults (0.1 on attention and hidden states).
+    "dense_dropout": f"{BASE} {BF16}",
+    "dense_selective": f"{BASE} {BF16} --recompute-granularity selective",
+    "dense_full_uniform": (f"{BASE} {BF16} {NO_DROPOUT} "
+                           "--recompute-granularity full "
+                           "--recompute-method uniform --recompute-num-layers 1"),
+    "dense_plain_optimizer": f"{BASE} --bf16 {NO_DROPOUT}",
+    # Megatron's default precision: fp32 without --bf16.
+    "dense_fp32": f"{BASE} --use-distributed-optimizer {NO_DROPOUT}".replace(
+        "--seq-length 4096", "--seq-length 2048").replace(
+        "--max-position-embeddings 4096", "--max-position-embeddings 2048"),
+    "moe_allgather": f"{BASE} {BF16} {NO_DROPOUT} {MOE}",
+    "moe_alltoall": (f"{BASE} {BF16} {NO_DROPOUT} {MOE} "
+                     "--moe-token-dispatcher-type alltoall"),
+}
+
+# Jobs memgate admits at the edge of the 80% rule on an 80 GiB GPU
+# (63.1-63.7 GiB estimated): do they run?
+def _layers(line, n):
+    return line.replace("--num-layers 8 ", f"--num-layers {n} ")
+
+
+JOBS.update({
+    "edge_dropout_L23": _layers(JOBS["dense_dropout"], 23),
+    "edge_mbs2_L22": _layers(JOBS["dense_mbs2"], 22),
+    "edge_selective_L50": _layers(JOBS["dense_selective"], 50),
+    "edge_moe_L19": _layers(JOBS["moe_alltoall"], 19),
+})
+
+
+def parse(line):
+    """The few launch arguments this script needs, as a dict."""
+    words = line.split()
+    args = {}
+    i = 0
+    while i < len(words):
+        key = words[i][2:].replace("-", "_")
+        if i + 1 < len(words) and not words[i + 1].startswith("--"):
+            args[key] = words[i + 1]
+            i += 2
+        else:
+            args[key] = True
+            i += 1
+    return args
+
+
+def _record(census, t):
+    """Saved-tensor hook: notes what autograd keeps, returns it unchanged."""
+    if t.is_cuda:
+        storage = t.untyped_storage()
+        census.append((storage.data_ptr(), storage.nbytes(), tuple(t.shape),
+                       str(t.dtype)))
+    return t
+
+
+def _summarize(census, parameter_storages):
+    """Distinct storages autograd keeps (weights excluded), by shape."""
+    seen = set()
+    groups = {}
+    for ptr, nbytes, shape, dtype in census:
+        if ptr in seen or ptr in parameter_storages:
+            continue
+        seen.add(ptr)
+        key = f"{list(shape)} {dtype}"
+        count, total = groups.get(key, (0, 0))
+        groups[key] = (count + 1, total + nbytes)
+    rows = sorted(groups.items(), key=lambda kv: -kv[1][1])
+    return {"distinct_bytes": sum(v[1] for _, v in rows),
+            "by_shape": [{"shape": k, "count": c, "bytes": b}
+                         for k, (c, b) in rows[:40]]}
+
+
+def run_job(name, fused, census_mode=False):
+    import torch
+    import torch.nn.functional as F
+
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29511")
+    torch.cuda.set_device(0)
+    torch.distributed.init_process_group("nccl", rank=0, world_size=1)
+
+    from megatron.core import parallel_state
+    from megatron.core.distributed import (DistributedDataParallel,
+                                           DistributedDataParallelConfig)
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+    from megatron.core.models.gpt.gpt_model import GPTModel
+    from megatron.core.optimizer import OptimizerConfig, get_megatron_optimizer
+    from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    parallel_state.initialize_model_parallel(1, 1)
+    model_parallel_cuda_manual_seed(1234)
+
+    a = parse(JOBS[name])
+    bf16 = "bf16" in a
+    dtype = torch.bfloat16 if bf16 else torch.float32
+    seq = int(a["seq_length"])
+    mbs = int(a["micro_batch_size"])
+    experts = int(a.get("num_experts", 0)) or None
+    recompute = a.get("recompute_granularity")
+    kw = {}
+    if experts:
+        kw.update(num_moe_experts=experts,
+                  moe_router_topk=int(a["moe_router_topk"]),
+                  moe_ffn_hidden_size=int(a["moe_ffn_hidden_size"]),
+                  moe_aux_loss_coeff=float(a["moe_aux_loss_coeff"]),
+                  moe_token_dispatcher_type=a.get(
+                      "moe_token_dispatcher_type", "allgather"),
+                  moe_grouped_gemm=False)
+    if recompute == "full":
+        kw.update(recompute_granularity="full",
+                  recompute_method=a["recompute_method"],
+                  recompute_num_layers=int(a["recompute_num_layers"]))
+    elif recompute == "selective":
+        kw.update(recompute_granularity="selective")
+    config = TransformerConfig(
+        num_layers=int(a["num_layers"]),
+        hidden_size=int(a["hidden_size"]),
+        ffn_hidden_size=int(a["ffn_hidden_size"]),
+        num_attention_heads=int(a["num_attention_heads"]),
+        num_query_groups=int(a["num_query_groups"]),
+        gated_linear_unit=True,
+        activation_func=F.silu,
+        normalization="RMSNorm",
+        add_bias_linear=False,
+        # Megatron-LM's argument defaults (arguments.py): dropout 0.1 unless
+        # given; fp32 softmax only with --attention-softmax-in-fp32.
+        hidden_dropout=float(a.get("hidden_dropout", 0.1)),
+        attention_dropout=float(a.get("attention_dropout", 0.1)),
+        attention_softmax_in_fp32=False,
+        # The fused softmax needs Megatron's CUDA extension (absent); the
+        # PyTorch fallback stores the same bf16 softmax output.
+        masked_softmax_fusion=False,
+        # On by default in Megatron-LM (--no-bias-swiglu-fusion,
+        # --no-bias-dropout-fusion turn them off); torch.compile'd here.
+        bias_activation_fusion=fused,
+        bias_dropout_fusion=fused,
+        gradient_accumulation_fusion=False,  # needs Apex
+        bf16=bf16,
+        params_dtype=dtype,
+        pipeline_dtype=dtype,
+        **kw,
+    )
+    vocab = int(a["vocab_size"])
+    spec = get_gpt_layer_local_spec(num_experts=experts, moe_grouped_gemm=False,
+                                    normalization="RMSNorm")
+    model = GPTModel(config, spec, vocab_size=vocab, max_sequence_length=seq,
+                     position_embedding_type="rope",
+                     share_embeddings_and_output_weights=False)
+    parameters = sum(p.numel() for p in model.parameters())
+    model.cuda()
+    if bf16:
+        # As megatron/training/training.py get_model does: without it the
+        # torch norms keep fp32 weights and store fp32 activations.
+        from megatron.core.transformer.module import Float16Module
+        model = Float16Module(config, model)
+    weights = torch.cuda.memory_allocated()
+    dist_opt = "use_distributed_optimizer" in a
+    model = DistributedDataParallel(
+        config,
+        DistributedDataParallelConfig(grad_reduce_in_fp32=True,
+                                      overlap_grad_reduce=False,
+                                      use_distributed_optimizer=dist_opt),
+        model)
+    with_grad_buffer = torch.cuda.memory_allocated()
+    optimizer = get_megatron_optimizer(
+        OptimizerConfig(optimizer="adam", lr=1e-4, weight_decay=0.01,
+                        bf16=bf16, params_dtype=dtype,
+                        use_distributed_optimizer=dist_opt),
+        [model])
+    with_master = torch.cuda.memory_allocated()
+
+    tokens = torch.randint(0, vocab, (mbs, seq), device="cuda")
+    labels = torch.randint(0, vocab, (mbs, seq), device="cuda")
+    positions = torch.arange(seq, device="cuda").unsqueeze(0).expand(mbs, -1)
+
+    census = []
+    phases = {}
+    for step in range(3):
+        model.zero_grad_buffer()
+        optimizer.zero_grad()
+        gc.collect()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        if census_mode and step == 2:
+            with torch.autograd.graph.saved_tensors_hooks(
+                    lambda t: _record(census, t), lambda t: t):
+                losses = model(tokens, positions, None, labels=labels)
+        else:
+            losses = model(tokens, positions, None, labels=labels)
+        after_forward = torch.cuda.memory_allocated()
+        loss = losses.float().mean()
+        loss.backward()
+        del losses, loss
+        model.finish_grad_sync()
+        peak_fwd_bwd = torch.cuda.max_memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        optimizer.step()
+        peak_step = torch.cuda.max_memory_allocated()
+        phases = {
+            "static": before,
+            "stored": after_forward - before,
+            "peak_fwd_bwd": peak_fwd_bwd,
+            "peak_step": peak_step,
+            "after_step": torch.cuda.memory_allocated(),
+        }
+    free, total = torch.cuda.mem_get_info()
+    extra = {}
+    if census_mode:
+        parameter_storages = {p.untyped_storage().data_ptr()
+                              for p in model.parameters()}
+        extra["saved"] = _summarize(census, parameter_storages)
+    return {
+        **extra,
+        "job": name,
+        "fused": fused,
+        "launch": JOBS[name],
+        "parameters": parameters,
+        "weights": weights,
+        "with_grad_buffer": with_grad_buffer,
+        "with_master": with_master,
+        **phases,
+        "max_reserved": torch.cuda.max_memory_reserved(),
+        "device_used": total - free,
+        "device": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+    }
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--only")
+    p.add_argument("--child")
+    p.add_argument("--unfused", action="store_true")
+    p.add_argument("--census", action="store_true",
+                   help="also list the tensors autograd saves (step 3)")
+    p.add_argument("--list", action="store_true")
+    p.add_argument("--budget-s", type=float, default=480)
+    flags = p.parse_args()
+    if flags.list:
+        for name, line in JOBS.items():
+            print(json.dumps({"job": name, "launch": line}))
+        return
+    if flags.child:
+        try:
+            print(json.dumps(run_job(flags.child, not flags.unfused,
+                                     flags.census)))
+        except Exception as e:  # reported as data; the parent goes on
+            import torch
+            oom = isinstance(e, torch.OutOfMemoryError)
+            print(json.dumps({
+                "job": flags.child, "fused": not flags.unfused,
+                "launch": JOBS[flags.child], "oom": oom,
+                "max_allocated": torch.cuda.max_memory_allocated(),
+                "max_reserved": torch.cuda.max_memory_reserved(),
+                "error": traceback.format_exc()[-(600 if oom else 3000):]}))
+        return
+    import time
+    start = time.monotonic()
+    # --only a,b,edge*: exact names, or prefixes ending in '*', in that order.
+    names = list(JOBS)
+    if flags.only:
+        names = [name for n in flags.only.split(",") for name in JOBS
+                 if name == n or (n.endswith("*") and name.startswith(n[:-1]))]
+    for name in names:
+        if time.monotonic() - start > flags.budget_s:
+            print(json.dumps({"job": name, "error": "skipped: time budget"}))
+            continue
+        for extra in ([], ["--unfused"]):
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", name] + extra +
+                (["--census"] if flags.census else []),
+                capture_output=True, text=True, timeout=240)
+            lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
+            result = json.loads(lines[-1]) if lines else {
+                "job": name, "error": out.stderr[-3000:]}
+            print(json.dumps(result), flush=True)
+            if "error" not in result or result.get("oom"):
+                break
+
+
+if __name__ == "__main__":
+    main()
