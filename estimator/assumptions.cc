@@ -97,8 +97,13 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
     out.push_back(absl::StrCat(
         "MoE: ", moe.num_experts(), " experts, top-", moe.router_topk(),
         ", EP ", l.expert_parallel, ", ETP ", l.expert_tensor, " (",
-        l.allgather_dispatcher ? "allgather" : "all-to-all", "; ", routing,
-        ")"));
+        l.allgather_dispatcher ? "allgather"
+        : l.deepep_dispatcher
+            ? absl::StrCat("flex: DeepEP with ", l.deepep_sms,
+                           " SMs, its NVLink/RDMA buffers and workspace "
+                           "counted")
+            : "all-to-all",
+        "; ", routing, ")"));
   }
   if (m.has_mla()) {
     out.push_back("multi-latent attention: latents stored on every TP "

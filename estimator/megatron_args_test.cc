@@ -425,6 +425,55 @@ TEST(MegatronArgsTest, MixtureOfExpertsLaunchIsModelled) {
             peak(parse("--num-experts 8")));
 }
 
+// --moe-token-dispatcher-type flex: DeepEP's buffers were read past (the
+// job estimated as alltoall). Now they are on every GPU of an MoE stage,
+// sized by the SMs; the other backends, and DeepEP's settings without
+// flex, are refused by name.
+TEST(MegatronArgsTest, FlexDispatcherCountsDeepEpsBuffers) {
+  const std::string moe =
+      "--num-experts 8 --expert-model-parallel-size 2 --moe-router-topk 2 "
+      "--moe-ffn-hidden-size 7168 --moe-token-dispatcher-type ";
+  const v1::Job alltoall = LlamaLaunchJob(moe + "alltoall");
+  const v1::Job flex = LlamaLaunchJob(moe + "flex");
+  EXPECT_EQ(flex.model().moe().token_dispatcher(),
+            v1::MoeConfig::DISPATCHER_FLEX);
+  EXPECT_EQ(flex.model().moe().flex_dispatcher_num_sms(), 20u);
+  absl::StatusOr<v1::Estimate> e = EstimateJob(flex);
+  ASSERT_TRUE(e.ok()) << e.status();
+  // EP 2 x ETP 4 = 8 ranks in a node: NVLink buffer and workspace only.
+  const double buffers = e->peak().communication_buffer_bytes();
+  EXPECT_GT(buffers, 200e6);
+  EXPECT_LT(buffers, 300e6);
+  EXPECT_NEAR(PeakOf(flex) - PeakOf(alltoall), buffers, 1);
+  // More SMs, larger buffers; the older flags say the same.
+  const v1::Job sms = LlamaLaunchJob(moe + "flex --moe-flex-dispatcher-num-sms 32");
+  EXPECT_EQ(sms.model().moe().flex_dispatcher_num_sms(), 32u);
+  EXPECT_GT(PeakOf(sms), PeakOf(flex));
+  EXPECT_EQ(LlamaLaunchJob(moe + "flex --moe-enable-deepep --moe-deepep-num-sms 32")
+                .model().moe().flex_dispatcher_num_sms(),
+            32u);
+
+  auto refused = [&](const std::string& extra) {
+    absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+        Words(std::string(kLlama31_8B) + " " + moe + extra), nullptr);
+    return l.ok() ? std::string("accepted") : std::string(l.status().message());
+  };
+  EXPECT_NE(refused("flex --moe-flex-dispatcher-backend hybridep")
+                .find("moe-flex-dispatcher-backend"),
+            std::string::npos);
+  EXPECT_NE(refused("flex --moe-flex-dispatcher-backend ncclep")
+                .find("moe-flex-dispatcher-backend"),
+            std::string::npos);
+  EXPECT_NE(refused("flex --moe-flex-dispatcher-num-sms 21")
+                .find("moe-flex-dispatcher-num-sms"),
+            std::string::npos);
+  EXPECT_NE(refused("alltoall --moe-enable-deepep").find("moe-enable-deepep"),
+            std::string::npos);
+  EXPECT_NE(refused("alltoall --moe-deepep-num-sms 24")
+                .find("moe-deepep-num-sms"),
+            std::string::npos);
+}
+
 // Megatron counts the embedding / the loss as a layer in the split: 32
 // layers + 2 over 2 stages is 17 each, so 16 transformer layers each; with
 // the embedding only, 33 does not split over 2 (refused), over 3 it is 11:

@@ -227,7 +227,17 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"expert-tensor-parallel-size", true, M, "TP", "ETP"},
       {"moe-token-dispatcher-type", true, M, "allgather",
        "the dispatch working set: all-to-all buffers, or the hidden states "
-       "gathered over EP x ETP"},
+       "gathered over EP x ETP; flex: as alltoall, plus DeepEP's buffers"},
+      {"moe-flex-dispatcher-backend", true, P, "deepep",
+       "deepep: its NVLink and RDMA buffers and workspace on every GPU of "
+       "an MoE stage (sized by EP x ETP, h and the SMs); hybridep, ncclep "
+       "refused"},
+      {"moe-enable-deepep", false, M, "off",
+       "older spelling of the deepep backend (needs flex)"},
+      {"moe-flex-dispatcher-num-sms", true, M, "20",
+       "SMs DeepEP uses: its buffers grow with them"},
+      {"moe-deepep-num-sms", true, M, "20",
+       "older name of --moe-flex-dispatcher-num-sms"},
       {"moe-expert-capacity-factor", true, M, "dropless",
        "caps (with padding: fixes) each expert's tokens at that multiple "
        "of its share"},

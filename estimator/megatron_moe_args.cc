@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "estimator/deepep_buffers.h"
 #include "estimator/layer_pattern.h"
 
 namespace memgate {
@@ -34,6 +35,36 @@ absl::Status FillLayerFrequency(const Arguments& args, v1::MoeConfig& moe,
   return absl::OkStatus();
 }
 
+// --moe-token-dispatcher-type flex: Megatron's backend is DeepEP unless
+// --moe-flex-dispatcher-backend says otherwise (transformer_config.py);
+// HybridEP and NCCL EP hold buffers of other shapes, not modelled. The
+// SMs DeepEP gets size its buffers (deepep_buffers.h).
+absl::Status FillFlexBackend(const Arguments& args, MegatronLaunch& launch,
+                             v1::MoeConfig& moe) {
+  const std::string backend = args.Has("moe-flex-dispatcher-backend")
+                                  ? args.Text("moe-flex-dispatcher-backend")
+                                  : std::string("deepep");
+  if (backend != "deepep") {
+    return Bad("moe-flex-dispatcher-backend",
+               absl::StrCat("'", backend,
+                            "' holds communication buffers memgate does not "
+                            "model (deepep is modelled)"));
+  }
+  const char* sms_flag = args.Has("moe-flex-dispatcher-num-sms")
+                             ? "moe-flex-dispatcher-num-sms"
+                             : "moe-deepep-num-sms";
+  MEMGATE_ASSIGN_OR_RETURN(sms, args.Number(sms_flag, kDefaultDeepEpSms));
+  if (sms == 0 || sms % 2 != 0) {
+    return Bad(sms_flag, "must be a positive even number (DeepEP pairs SMs)");
+  }
+  moe.set_flex_dispatcher_num_sms(sms);
+  launch.notes.push_back(absl::StrCat(
+      "flex dispatcher: DeepEP with ", sms, " SMs",
+      args.Has(sms_flag) ? "" : " (Megatron's default)",
+      ", its buffers counted on every GPU of a stage with MoE layers"));
+  return absl::OkStatus();
+}
+
 absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
                           v1::MoeConfig& moe) {
   const std::string dispatcher = args.Has("moe-token-dispatcher-type")
@@ -43,12 +74,27 @@ absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
     launch.notes.push_back(
         "no --moe-token-dispatcher-type: Megatron's default allgather");
   }
+  if (dispatcher != "flex") {
+    // Megatron refuses these without the flex dispatcher.
+    for (const char* needs : {"moe-enable-deepep",
+                              "moe-flex-dispatcher-num-sms",
+                              "moe-deepep-num-sms"}) {
+      if (args.Has(needs)) {
+        return Bad(needs, "needs --moe-token-dispatcher-type flex");
+      }
+    }
+    if (args.Text("moe-flex-dispatcher-backend") == "ncclep") {
+      return Bad("moe-flex-dispatcher-backend",
+                 "ncclep needs --moe-token-dispatcher-type flex");
+    }
+  }
   if (dispatcher == "allgather") {
     moe.set_token_dispatcher(v1::MoeConfig::DISPATCHER_ALLGATHER);
   } else if (dispatcher == "alltoall") {
     moe.set_token_dispatcher(v1::MoeConfig::DISPATCHER_ALLTOALL);
   } else if (dispatcher == "flex") {
     moe.set_token_dispatcher(v1::MoeConfig::DISPATCHER_FLEX);
+    if (absl::Status s = FillFlexBackend(args, launch, moe); !s.ok()) return s;
   } else {
     return Bad("moe-token-dispatcher-type",
                absl::StrCat("'", dispatcher, "' is not one of allgather, "

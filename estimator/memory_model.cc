@@ -1,5 +1,6 @@
 #include "estimator/memory_model.h"
 
+#include "estimator/deepep_buffers.h"
 #include "estimator/moe_terms.h"
 
 #include <algorithm>
@@ -496,6 +497,11 @@ Layout LayoutOf(const v1::Job& job) {
   const v1::MoeConfig& moe = job.model().moe();
   l.allgather_dispatcher =
       moe.token_dispatcher() == v1::MoeConfig::DISPATCHER_ALLGATHER;
+  l.deepep_dispatcher =
+      moe.token_dispatcher() == v1::MoeConfig::DISPATCHER_FLEX;
+  l.deepep_sms = moe.flex_dispatcher_num_sms() > 0
+                     ? moe.flex_dispatcher_num_sms()
+                     : kDefaultDeepEpSms;
   l.capacity_factor = moe.capacity_factor();
   l.pad_to_capacity = moe.pad_to_capacity();
   l.load_imbalance = moe.has_load_imbalance() ? moe.load_imbalance() : 1.25;
@@ -708,6 +714,16 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
                        : params + expert_params);
 
   f.activation_bytes = StageActivations(m, l, stage, mix, chunks);
+  // DeepEP allocates its buffers at a rank's first dispatch: on the GPUs
+  // of stages that hold an MoE layer (the MTP layer included).
+  const bool dispatches = mix.moe > 0 || (last && m.mtp_layers > 0 &&
+                                          MtpLayerIsMoe(m));
+  if (l.deepep_dispatcher && dispatches) {
+    f.buffer_bytes = DeepEpBufferBytes(
+        m.hidden, 2 * ActivationElementScale(l),
+        static_cast<uint32_t>(l.expert_parallel * l.expert_tensor),
+        static_cast<uint32_t>(l.deepep_sms));
+  }
   // Dropless routing: the most loaded expert-parallel rank receives more
   // than its share; admission counts that margin above the estimate, never
   // more than routing can send one rank (none with EP = 1: measured on a

@@ -107,6 +107,10 @@ struct Layout {
   double expert_parallel = 1;  // EP
   double expert_tensor = 1;    // ETP
   bool allgather_dispatcher = false;
+  // --moe-token-dispatcher-type flex (DeepEP): its buffers on every GPU
+  // of a stage with MoE layers (deepep_buffers.h), with this many SMs.
+  bool deepep_dispatcher = false;
+  double deepep_sms = 20;
   double capacity_factor = 0;  // 0: dropless
   bool pad_to_capacity = false;
   // Token copies the most loaded expert-parallel rank receives, as a
@@ -124,8 +128,11 @@ struct StageFigures {
   // MoE: what the most loaded expert-parallel rank adds above the balanced
   // load (Layout::load_imbalance); not in total_bytes, in admission_bytes.
   double imbalance_bytes = 0;
+  // Fixed communication buffers outside the activations (DeepEP's).
+  double buffer_bytes = 0;
   double total_bytes() const {
-    return weight_bytes + gradient_bytes + optimizer_bytes + activation_bytes;
+    return weight_bytes + gradient_bytes + optimizer_bytes +
+           activation_bytes + buffer_bytes;
   }
   double admission_bytes() const { return total_bytes() + imbalance_bytes; }
 };

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "estimator/catalog.h"
 #include "estimator/cost_model.h"
+#include "estimator/deepep_buffers.h"
 #include "estimator/divisors.h"
 #include "estimator/estimate.h"
 #include "estimator/job_resolver.h"
@@ -87,6 +88,18 @@ absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
   // (the global batch is checked per layout).
   v1::Job probe = *resolved;
   probe.mutable_training()->set_global_batch_size(0);
+  if (probe.model().moe().token_dispatcher() ==
+      v1::MoeConfig::DISPATCHER_FLEX) {
+    // The flex dispatcher needs an expert group of 2 or more: its group
+    // sizes are the layouts' (ForEachExpertLayout), the rest checked here.
+    if (absl::Status s = ValidateFlexDispatcher(probe.model().moe(), 2);
+        !s.ok()) {
+      return s;
+    }
+    v1::MoeConfig& moe = *probe.mutable_model()->mutable_moe();
+    moe.set_token_dispatcher(v1::MoeConfig::DISPATCHER_ALLTOALL);
+    moe.clear_flex_dispatcher_num_sms();
+  }
   if (absl::Status s = ValidateJob(probe); !s.ok()) return s;
   return resolved;
 }
@@ -180,7 +193,8 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
 
 // Calls visit(ep, etp) for the expert layouts of a (TP, CP, PP) group that
 // Megatron allows (validation.cc): EP divides E, EP x ETP x PP divides the
-// GPUs and fits in a stage's GPUs; ETP is 1 or TP. Dense models: (1, 1).
+// GPUs and fits in a stage's GPUs; ETP is 1 or TP; with the flex
+// dispatcher, a group DeepEP supports. Dense models: (1, 1).
 template <typename Visit>
 void ForEachExpertLayout(const Search& s, uint32_t t, uint32_t p,
                          Visit visit) {
@@ -193,6 +207,12 @@ void ForEachExpertLayout(const Search& s, uint32_t t, uint32_t p,
     for (uint32_t ep : s.expert_divisors) {
       const uint64_t group = uint64_t{ep} * etp;
       if (group > stage_gpus) break;
+      // The flex dispatcher runs only on the group sizes DeepEP has a
+      // config for (validation.cc).
+      if (s.base.deepep_dispatcher &&
+          !DeepEpSupportsGroup(static_cast<uint32_t>(group))) {
+        continue;
+      }
       if (stage_gpus % group == 0) visit(ep, etp);
     }
     if (t == 1) break;  // ETP 1 and TP are the same choice

@@ -8,7 +8,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "estimator/catalog.h"
+#include "estimator/deepep_buffers.h"
 #include "estimator/estimate.h"
+#include "estimator/job_resolver.h"
+#include "estimator/validation.h"
 #include "gtest/gtest.h"
 #include "tests/paper_tables.h"
 #include "tests/test_util.h"
@@ -499,6 +503,42 @@ TEST(PlannerTest, TensorParallelTilesANodeAndEveryCandidateIsValid) {
                      c.peak_bytes())
         << c.ShortDebugString();
   }
+}
+
+// With the flex dispatcher the plan proposes only expert groups DeepEP has
+// a config for (EP x ETP of 2 to 160, not 1, not 12) and every candidate
+// carries DeepEP's buffers in its peak: the same job as `memgate check`.
+TEST(PlannerTest, FlexDispatcherPlansOnlyDeepEpGroupsWithTheirBuffers) {
+  v1::PlanRequest r = Request("qwen3-30b-a3b", "h100-80gb", 96, 4096, 96);
+  *r.mutable_model()->mutable_moe() = LookupModel("qwen3-30b-a3b")->moe();
+  r.mutable_model()->mutable_moe()->set_token_dispatcher(
+      v1::MoeConfig::DISPATCHER_FLEX);
+  r.set_top_k(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_GT(plan->candidates_size(), 0);
+  std::set<uint32_t> groups;
+  for (const v1::Candidate& c : plan->candidates()) {
+    const uint32_t group = c.expert_parallel() * c.expert_tensor_parallel();
+    groups.insert(group);
+    EXPECT_TRUE(DeepEpSupportsGroup(group)) << c.ShortDebugString();
+    const v1::Job job = JobForCandidate(r, c);
+    absl::StatusOr<v1::Job> resolved = ResolveJob(job);
+    ASSERT_TRUE(resolved.ok()) << resolved.status();
+    ASSERT_TRUE(ValidateJob(*resolved).ok()) << c.ShortDebugString();
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_GT(e->peak().communication_buffer_bytes(), 0)
+        << c.ShortDebugString();
+    EXPECT_DOUBLE_EQ(e->peak().total_bytes() +
+                         e->peak().expert_imbalance_bytes(),
+                     c.peak_bytes())
+        << c.ShortDebugString();
+  }
+  // 96 GPUs allow EP x ETP of 1, 3, 6, 12, ... too; none of them is here.
+  EXPECT_EQ(groups.count(1), 0u);
+  EXPECT_EQ(groups.count(12), 0u);
+  EXPECT_GT(groups.count(8), 0u);
 }
 
 // Context parallelism leaves every rank at least 1024 tokens: at 8k, CP is

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "estimator/deepep_buffers.h"
 
 namespace memgate {
 namespace {
@@ -179,6 +180,7 @@ absl::Status ValidateExperts(const v1::Job& job) {
                      "GPUs",
                      absl::StrCat(ep * etp));
     }
+    MEMGATE_RETURN_IF_ERROR(ValidateFlexDispatcher(moe, ep * etp));
   }
   if (m.has_mla()) {
     const v1::MlaConfig& mla = m.mla();
@@ -492,6 +494,43 @@ absl::Status ValidateTraining(const v1::Job& job) {
 }
 
 }  // namespace
+
+// The flex dispatcher (DeepEP) over an ETP x EP group of `group` ranks:
+// Megatron asserts TP x EP > 1 and refuses drop-and-pad with DeepEP
+// (transformer_config.py); DeepEP has configs for a few group sizes only
+// and runs on an even number of SMs (deepep_buffers.h).
+absl::Status ValidateFlexDispatcher(const v1::MoeConfig& moe,
+                                    uint64_t group) {
+  if (moe.token_dispatcher() != v1::MoeConfig::DISPATCHER_FLEX) {
+    if (moe.flex_dispatcher_num_sms() > 0) {
+      return Invalid("model.moe.flex_dispatcher_num_sms",
+                     "needs token_dispatcher DISPATCHER_FLEX",
+                     absl::StrCat(moe.flex_dispatcher_num_sms()));
+    }
+    return absl::OkStatus();
+  }
+  if (group > UINT32_MAX || !DeepEpSupportsGroup(static_cast<uint32_t>(group))) {
+    return Invalid("parallel.expert_parallel",
+                   "x expert_tensor_parallel must be a group size DeepEP has "
+                   "a config for with the flex dispatcher (2, 4, 8, 16, 24, "
+                   "32, 48, 64, 96, 128, 144 or 160)",
+                   absl::StrCat(group));
+  }
+  if (moe.pad_to_capacity()) {
+    return Invalid("model.moe.pad_to_capacity",
+                   "is not supported by the flex dispatcher with DeepEP "
+                   "(Megatron refuses it)",
+                   "true");
+  }
+  const uint32_t sms = moe.flex_dispatcher_num_sms();
+  if (sms > 0 && (sms % 2 != 0 || sms > 1024)) {
+    return Invalid("model.moe.flex_dispatcher_num_sms",
+                   "must be even (DeepEP pairs SMs into channels) and at "
+                   "most 1024",
+                   absl::StrCat(sms));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ValidateJob(const v1::Job& job) {
   MEMGATE_RETURN_IF_ERROR(ValidateModel(job.model()));

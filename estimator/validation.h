@@ -13,6 +13,10 @@ namespace memgate {
 // the sizes.
 absl::Status ValidateJob(const v1::Job& job);
 
+// The flex dispatcher's rules for an ETP x EP group of `group` ranks (part
+// of ValidateJob; the planner checks the layout-free ones with group 2).
+absl::Status ValidateFlexDispatcher(const v1::MoeConfig& moe, uint64_t group);
+
 // The GREEN limit as a fraction of capacity: (0, 1].
 absl::Status ValidateThreshold(double threshold);
 

@@ -51,6 +51,38 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_model()->mutable_moe()->set_router_topk(2);
                j.mutable_parallel()->set_expert_parallel(4);
              }, "model.moe.num_experts"},
+        // The flex dispatcher (DeepEP): a group of 1 (EP 1 x ETP 1), a size
+        // DeepEP has no config for (EP 2 x ETP 6 would need 12; EP 1 x ETP
+        // 4 = 4 is fine, so break it with ETP 1), drop-and-pad, odd SMs,
+        // and SMs without flex.
+        Rule{"FlexDispatcherNeedsAnExpertGroup", [](v1::Job& j) {
+               auto& moe = *j.mutable_model()->mutable_moe();
+               moe.set_num_experts(8);
+               moe.set_router_topk(2);
+               moe.set_token_dispatcher(v1::MoeConfig::DISPATCHER_FLEX);
+               j.mutable_parallel()->set_expert_tensor_parallel(1);
+             }, "parallel.expert_parallel"},
+        Rule{"FlexDispatcherPadsNoCapacity", [](v1::Job& j) {
+               auto& moe = *j.mutable_model()->mutable_moe();
+               moe.set_num_experts(8);
+               moe.set_router_topk(2);
+               moe.set_token_dispatcher(v1::MoeConfig::DISPATCHER_FLEX);
+               moe.set_capacity_factor(1);
+               moe.set_pad_to_capacity(true);
+             }, "model.moe.pad_to_capacity"},
+        Rule{"FlexDispatcherSmsAreEven", [](v1::Job& j) {
+               auto& moe = *j.mutable_model()->mutable_moe();
+               moe.set_num_experts(8);
+               moe.set_router_topk(2);
+               moe.set_token_dispatcher(v1::MoeConfig::DISPATCHER_FLEX);
+               moe.set_flex_dispatcher_num_sms(21);
+             }, "model.moe.flex_dispatcher_num_sms"},
+        Rule{"DeepEpSmsNeedTheFlexDispatcher", [](v1::Job& j) {
+               auto& moe = *j.mutable_model()->mutable_moe();
+               moe.set_num_experts(8);
+               moe.set_router_topk(2);
+               moe.set_flex_dispatcher_num_sms(24);
+             }, "model.moe.flex_dispatcher_num_sms"},
         Rule{"ExpertGroupDoesNotDivideGpus", [](v1::Job& j) {
                j.mutable_model()->mutable_moe()->set_num_experts(24);
                j.mutable_model()->mutable_moe()->set_router_topk(2);
