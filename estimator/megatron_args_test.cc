@@ -467,6 +467,12 @@ TEST(MegatronArgsTest, FlexDispatcherCountsDeepEpsBuffers) {
   EXPECT_NE(refused("flex --moe-flex-dispatcher-num-sms 21")
                 .find("moe-flex-dispatcher-num-sms"),
             std::string::npos);
+  EXPECT_NE(refused("flex --moe-flex-dispatcher-num-sms 24 "
+                    "--moe-deepep-num-sms 32")
+                .find("moe-deepep-num-sms"),
+            std::string::npos);
+  EXPECT_NE(refused("flex --moe-paged-stash").find("moe-paged-stash"),
+            std::string::npos);
   EXPECT_NE(refused("alltoall --moe-enable-deepep").find("moe-enable-deepep"),
             std::string::npos);
   EXPECT_NE(refused("alltoall --moe-deepep-num-sms 24")

@@ -250,6 +250,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"moe-latent-size", true, R, "off", "latent MoE: not modelled"},
       {"moe-use-upcycling", false, R, "off",
        "upcycling holds the dense and the MoE model: not modelled"},
+      {"moe-paged-stash", false, R, "off",
+       "expert activations stashed in paged device / host buffers: not "
+       "modelled"},
       {"overlap-moe-expert-parallel-comm", false, R, "off",
        "one more micro-batch in flight: not modelled"},
       {"multi-latent-attention", false, M, "off",

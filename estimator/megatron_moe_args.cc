@@ -50,6 +50,13 @@ absl::Status FillFlexBackend(const Arguments& args, MegatronLaunch& launch,
                             "' holds communication buffers memgate does not "
                             "model (deepep is modelled)"));
   }
+  if (args.Has("moe-flex-dispatcher-num-sms") &&
+      args.Has("moe-deepep-num-sms") &&
+      args.Text("moe-flex-dispatcher-num-sms") !=
+          args.Text("moe-deepep-num-sms")) {
+    return Bad("moe-deepep-num-sms",
+               "contradicts --moe-flex-dispatcher-num-sms (its newer name)");
+  }
   const char* sms_flag = args.Has("moe-flex-dispatcher-num-sms")
                              ? "moe-flex-dispatcher-num-sms"
                              : "moe-deepep-num-sms";

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "estimator/deepep_buffers.h"
 #include "proto/memgate.pb.h"
 
 namespace memgate {
@@ -110,7 +111,7 @@ struct Layout {
   // --moe-token-dispatcher-type flex (DeepEP): its buffers on every GPU
   // of a stage with MoE layers (deepep_buffers.h), with this many SMs.
   bool deepep_dispatcher = false;
-  double deepep_sms = 20;
+  double deepep_sms = kDefaultDeepEpSms;
   double capacity_factor = 0;  // 0: dropless
   bool pad_to_capacity = false;
   // Token copies the most loaded expert-parallel rank receives, as a

@@ -77,6 +77,13 @@ INSTANTIATE_TEST_SUITE_P(
                moe.set_token_dispatcher(v1::MoeConfig::DISPATCHER_FLEX);
                moe.set_flex_dispatcher_num_sms(21);
              }, "model.moe.flex_dispatcher_num_sms"},
+        Rule{"FlexDispatcherSmsAreBounded", [](v1::Job& j) {
+               auto& moe = *j.mutable_model()->mutable_moe();
+               moe.set_num_experts(8);
+               moe.set_router_topk(2);
+               moe.set_token_dispatcher(v1::MoeConfig::DISPATCHER_FLEX);
+               moe.set_flex_dispatcher_num_sms(1u << 30);
+             }, "model.moe.flex_dispatcher_num_sms"},
         Rule{"DeepEpSmsNeedTheFlexDispatcher", [](v1::Job& j) {
                auto& moe = *j.mutable_model()->mutable_moe();
                moe.set_num_experts(8);
