@@ -226,6 +226,11 @@ void PrintDecision(const v1::Decision& d,
   out << "  peak stage " << d.estimate().peak().stage() << ": "
       << BreakdownLine(d.estimate().peak()) << "\n";
   for (const std::string& w : d.warnings()) out << "  warning: " << w << "\n";
+  if (d.fits_without_dataloader_mask()) {
+    out << "  fits without the dataloader's attention mask "
+           "(--no-create-attention-mask-in-dataloader; FlashAttention does "
+           "not read it)\n";
+  }
   if (const uint32_t n = d.min_recompute_layers_that_fit(); n != 0) {
     // The least change to the job itself: same GPUs, same layout.
     out << absl::StrFormat(

@@ -91,6 +91,14 @@ absl::Status AdmitJobInto(const v1::Job& job, const AdmissionPolicy& policy,
         SmallestGpuCountThatFits(estimate.job(), policy.threshold));
     decision.set_min_recompute_layers_that_fit(
         LeastRecomputeThatFits(estimate.job(), policy.threshold));
+    if (estimate.job().training().dataloader_attention_mask()) {
+      // One more estimate: the cheapest change there is, a flag.
+      v1::Job probe = estimate.job();
+      probe.mutable_training()->set_dataloader_attention_mask(false);
+      absl::StatusOr<v1::Estimate> e = EstimateJob(probe, policy.threshold);
+      decision.set_fits_without_dataloader_mask(
+          e.ok() && e->zone() == v1::ZONE_GREEN);
+    }
   }
   return absl::OkStatus();
 }

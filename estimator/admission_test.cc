@@ -37,6 +37,33 @@ TEST(AdmissionTest, RefusesYellowByDefault) {
       << d->reason();
 }
 
+// The dataloader's mask is a flag away: a refusal says when dropping it
+// alone fits (27.20 GiB + 8192^2 B = 27.27 at a 27.22 GiB limit), not when it
+// does not (the RED job).
+TEST(AdmissionTest, RefusalSaysWhenTheDataloaderMaskAloneDecides) {
+  v1::Job job = kGreen;
+  job.mutable_training()->set_dataloader_attention_mask(true);
+  AdmissionPolicy policy;
+  policy.threshold = 27.22 / 40;
+  absl::StatusOr<v1::Decision> d = AdmitJob(job, policy);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->verdict(), v1::VERDICT_REFUSE) << d->reason();
+  EXPECT_NE(d->reason().find("peak 27.27 GiB"), std::string::npos)
+      << d->reason();
+  EXPECT_TRUE(d->fits_without_dataloader_mask());
+  job = kRed;
+  job.mutable_training()->set_dataloader_attention_mask(true);
+  d = AdmitJob(job, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_FALSE(d->fits_without_dataloader_mask());
+  // Without the mask in the job there is nothing to drop.
+  policy.threshold = 27.0 / 40;
+  d = AdmitJob(kGreen, policy);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  EXPECT_FALSE(d->fits_without_dataloader_mask());
+}
+
 TEST(AdmissionTest, PolicyMayAdmitYellowWithAWarning) {
   AdmissionPolicy policy;
   policy.admit_yellow = true;

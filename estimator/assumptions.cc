@@ -1,10 +1,10 @@
 #include "estimator/assumptions.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "estimator/memory_model.h"
 #include "estimator/moe_terms.h"
-
-#include <algorithm>
 
 namespace memgate {
 
@@ -136,6 +136,21 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
   if (selective && !unfused) {
     out.push_back("selective recomputation of core attention: saves nothing "
                   "with FlashAttention");
+  }
+  if (t.dataloader_attention_mask()) {
+    const bool kept =
+        unfused || t.recompute().granularity() ==
+                       v1::Recompute::GRANULARITY_FULL ||
+        (selective && (t.recompute().modules_size() == 0 ||
+                       std::find(t.recompute().modules().begin(),
+                                 t.recompute().modules().end(),
+                                 v1::Recompute::MODULE_CORE_ATTN) !=
+                           t.recompute().modules().end()));
+    out.push_back(absl::StrCat(
+        "dataloader attention mask: b x s x s bool on the first and last "
+        "stages (s/c rows a context-parallel rank), ",
+        kept ? "kept for every micro-batch in flight (saved for backward)"
+             : "the current micro-batch's"));
   }
   if (t.recompute().granularity() == v1::Recompute::GRANULARITY_FULL) {
     out.push_back(absl::StrCat(

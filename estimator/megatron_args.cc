@@ -504,6 +504,18 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
     }
   }
 
+  // Megatron's GPT dataloader builds a dense attention mask unless told
+  // not to; inter-document masking turns it off (arguments.py).
+  const bool mask = !args.Has("no-create-attention-mask-in-dataloader") &&
+                    !args.Has("dataloader-inter-document-masking");
+  t.set_dataloader_attention_mask(mask);
+  if (mask) {
+    launch.notes.push_back(
+        "no --no-create-attention-mask-in-dataloader: Megatron's dataloader "
+        "puts a b x s x s bool attention mask on the first and last stages' "
+        "GPUs every micro-batch (counted; FlashAttention does not need it)");
+  }
+
   const std::string backend = args.Has("attention-backend")
                                   ? args.Text("attention-backend")
                                   : std::string("auto");

@@ -65,15 +65,17 @@ TEST(MegatronArgsTest, ReadsTheLlama31_8BLaunch) {
   EXPECT_EQ(job.training().seq_length(), 8192u);
   EXPECT_EQ(job.training().micro_batch_size(), 1u);
   EXPECT_EQ(job.training().global_batch_size(), 1024u);
-  ASSERT_EQ(l->notes.size(), 1u);
+  ASSERT_EQ(l->notes.size(), 2u);
   EXPECT_NE(l->notes[0].find("128256 -> 128512"), std::string::npos);
+  EXPECT_NE(l->notes[1].find("attention mask"), std::string::npos);
 
-  // Close to the paper's 21.59 GiB: only the padded vocabulary differs.
+  // The paper's 21.59 GiB plus what its equations leave out: the padded
+  // vocabulary and Megatron's dataloader mask, 8192^2 bytes (1/16 GiB).
   v1::Job with_gpu = job;
   with_gpu.mutable_accelerator()->set_name("a100-40gb");
   absl::StatusOr<v1::Estimate> e = EstimateJob(with_gpu);
   ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_NEAR(e->peak_gib(), 21.59, 0.02);
+  EXPECT_NEAR(e->peak_gib(), 21.59 + 1.0 / 16, 0.02);
   EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
 }
 
@@ -478,6 +480,34 @@ TEST(MegatronArgsTest, FlexDispatcherCountsDeepEpsBuffers) {
   EXPECT_NE(refused("alltoall --moe-deepep-num-sms 24")
                 .find("moe-deepep-num-sms"),
             std::string::npos);
+}
+
+// Megatron's dataloader builds a b x 1 x s x s bool mask unless told not
+// to: at s = 8192, b = 1 and PP 2 that is 64 MiB on each stage (both read
+// data), and only that (no recomputation: the current micro-batch's).
+TEST(MegatronArgsTest, DataloaderAttentionMaskIsMegatronsDefault) {
+  const v1::Job with_mask = LlamaLaunchJob("");
+  EXPECT_TRUE(with_mask.training().dataloader_attention_mask());
+  const v1::Job without = LlamaLaunchJob("--no-create-attention-mask-in-dataloader");
+  EXPECT_FALSE(without.training().dataloader_attention_mask());
+  EXPECT_DOUBLE_EQ(PeakOf(with_mask) - PeakOf(without), 8192.0 * 8192);
+  EXPECT_FALSE(LlamaLaunchJob("--dataloader-inter-document-masking")
+                   .training()
+                   .dataloader_attention_mask());
+  // The note says so; the flag is a switch (the next word stays a flag).
+  absl::StatusOr<MegatronLaunch> l =
+      ParseMegatronLaunch(Words(kLlama31_8B), nullptr);
+  ASSERT_TRUE(l.ok()) << l.status();
+  std::string notes;
+  for (const std::string& n : l->notes) notes += n + "\n";
+  EXPECT_NE(notes.find("--no-create-attention-mask-in-dataloader"),
+            std::string::npos)
+      << notes;
+  EXPECT_EQ(LlamaLaunchJob("--no-create-attention-mask-in-dataloader --fp16",
+                           "--bf16")
+                .training()
+                .precision(),
+            v1::PRECISION_FP16);
 }
 
 // Megatron counts the embedding / the loss as a layer in the split: 32

@@ -182,6 +182,12 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "above 0: 1-byte masks after attention, MLP and embedding"},
       {"attention-dropout", true, M, "0.1",
        "above 0 without FlashAttention: the a*s^2*b mask and output"},
+      {"no-create-attention-mask-in-dataloader", false, M, "",
+       "without it the dataloader's b x s x s bool mask is counted on the "
+       "first and last stages (s/c rows a context-parallel rank, kept per "
+       "micro-batch in flight under recomputation)"},
+      {"dataloader-inter-document-masking", false, M, "off",
+       "no dataloader attention mask (Megatron turns it off)"},
       {"attention-backend", true, M, "auto",
        "flash / fused / auto: no s^2 term; unfused / local: the softmax "
        "output is stored"},

@@ -38,6 +38,14 @@
 //      Practical Size", section 2 (RMSNorm on the input and the output of
 //      each sub-layer; logit soft-capping) and transformers'
 //      modeling_gemma2.py / modeling_gemma3.py, which build them.
+// [DL] Megatron-LM's GPT data path: pretrain_gpt.py get_batch and
+//      megatron/core/utils.py get_batch_on_this_tp_rank (with
+//      create_attention_mask_in_dataloader, Megatron's default, every
+//      tensor-parallel rank of the first and last stages receives a
+//      b x 1 x s x s bool mask), _get_batch_on_this_cp_rank_per_sequence_
+//      balancing (context parallelism keeps s/c of its rows), and
+//      tensor_parallel/random.py CheckpointFunction, which saves its
+//      arguments, the mask among them, for backward.
 // [MF] Megatron-LM docs/user-guide/features/megatron_fsdp.md: ZeRO-1/2/3
 //      sharding over the data-parallel ranks; "at least two FSDP units
 //      worth of un-sharded weight memory" and of gradient memory.
@@ -308,6 +316,30 @@ double HeadActivations(const ModelShape& m, const Layout& l) {
          (4 + softcap) * sb * m.vocab / l.tensor;
 }
 
+// The dataloader's attention mask on a stage that reads data [DL]: 1 byte
+// per element, b x (s/c) x s after context parallelism took its rows.
+// The current micro-batch's mask lives through its forward; a micro-batch
+// whose layers checkpoint (full recomputation, selective recomputation of
+// core attention) or whose unfused attention masks its scores in place
+// saves it for backward, so each of the `in_flight` micro-batches of the
+// data-reading chunk keeps one. Before the forward, the whole b x s x s
+// mask arrives and is sliced for context parallelism: both exist for a
+// moment, when the stage holds one micro-batch's layers fewer
+// (`one_microbatch`, what a micro-batch stores): counted when larger.
+double DataloaderMaskBytes(const Layout& l, double in_flight,
+                           double one_microbatch) {
+  if (!l.dataloader_mask) return 0;
+  const double whole = l.micro_batch * l.seq_length * l.seq_length;
+  const double sliced = whole / l.context;
+  const bool saved =
+      l.unfused_attention || l.recompute == RecomputeKind::kFullUniform ||
+      (l.recompute == RecomputeKind::kFullBlock && l.recompute_layers > 0) ||
+      (l.recompute == RecomputeKind::kSelective && l.recompute_core_attn);
+  double bytes = (saved ? std::max(1.0, in_flight) : 1.0) * sliced;
+  if (l.context > 1) bytes += std::max(0.0, whole - one_microbatch);
+  return bytes;
+}
+
 // Is the multi-token-prediction layer an MoE layer: as the model's last
 // layer is [TM in moe_terms.cc].
 bool MtpLayerIsMoe(const ModelShape& m) {
@@ -470,6 +502,7 @@ Layout LayoutOf(const v1::Job& job) {
   l.attention_dropout = train.attention_dropout();
   l.unfused_attention =
       train.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED;
+  l.dataloader_mask = train.dataloader_attention_mask();
   const v1::Recompute& r = train.recompute();
   if (r.granularity() == v1::Recompute::GRANULARITY_SELECTIVE) {
     l.recompute = RecomputeKind::kSelective;
@@ -635,6 +668,24 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
   if (stage == 0) {
     activations += EmbeddingActivations(
         m, l, EmbeddingMicrobatchesInFlight(l, in_flight));
+  }
+  // The stages that read data hold the dataloader's mask: rank 0 for its
+  // first chunk, the last rank for its last (one stage, one chunk: once).
+  if (l.dataloader_mask) {
+    const size_t last_chunk = static_cast<size_t>(l.virtual_stages) - 1;
+    auto data_chunk_mask = [&](size_t j) {
+      const LayerMix chunk =
+          chunks != nullptr && j < chunks->size()
+              ? (*chunks)[j]
+              : LayerMix{mix.dense / l.virtual_stages,
+                         mix.moe / l.virtual_stages};
+      return DataloaderMaskBytes(l, ChunkMicrobatchesInFlight(l, in_flight, j),
+                                 StoredActivations(m, l, chunk));
+    };
+    if (stage == 0) activations += data_chunk_mask(0);
+    if (last && (stage != 0 || last_chunk > 0)) {
+      activations += data_chunk_mask(last_chunk);
+    }
   }
   if (last) {
     activations += HeadActivations(m, l);

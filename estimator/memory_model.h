@@ -79,6 +79,9 @@ struct Layout {
   double hidden_dropout = 0;
   double attention_dropout = 0;
   bool unfused_attention = false;
+  // Megatron's dataloader attention mask (b x s x s bool) on the stages
+  // that read data (DataloaderMaskBytes in memory_model.cc).
+  bool dataloader_mask = false;
   RecomputeKind recompute = RecomputeKind::kNone;
   double recompute_layers = 0;  // N of full recomputation
   // Selective recomputation of modules beyond core attention [MT]: the

@@ -150,6 +150,54 @@ TEST(MemoryTermsTest, FullRecomputationStoresLayerInputsPlusAWorkingSet) {
                    2 * 2 * 2 * kSbh + kLayerBf16 + 2 * kEmbeddingBf16);
 }
 
+// Megatron's dataloader mask [DL]: b x s x s bools = 1024^2 = kSbh bytes
+// here (s = h = 1024). Without recomputation only the current micro-batch
+// holds one; checkpointing saves it, one a micro-batch in flight; under
+// context parallelism a rank keeps s/c rows, and the whole mask arrives
+// first, counted where it exceeds one micro-batch's stored layers.
+TEST(MemoryTermsTest, DataloaderMaskOnTheStagesThatReadData) {
+  const double mask = 1024.0 * 1024;
+  Layout l = OneGpu();
+  l.dataloader_mask = true;
+  const double base = 2 * kLayerBf16 + kEmbeddingBf16 + kHeadBf16;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l), base + mask);  // one stage: once
+  // PP 2 (m unknown: 2 in flight on stage 0): the first and the last stage
+  // read data, one layer each.
+  l.pipeline = 2;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l, 0, 1),
+                   2 * kLayerBf16 + 2 * kEmbeddingBf16 + mask);
+  EXPECT_DOUBLE_EQ(Activations(Small(), l, 1, 1),
+                   kLayerBf16 + kHeadBf16 + mask);
+  // A stage in the middle does not.
+  l.pipeline = 3;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l, 1, 1), 2 * kLayerBf16);
+  // Selective recomputation of core attention checkpoints with the mask:
+  // stage 0 of 2 keeps both micro-batches' masks.
+  l.pipeline = 2;
+  l.recompute = RecomputeKind::kSelective;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l, 0, 1),
+                   2 * kLayerBf16 + 2 * kEmbeddingBf16 + 2 * mask);
+  // CP 2 on one stage: s/c = 512 rows, sbh halves; the whole mask (kSbh)
+  // beside the half one, less the micro-batch's 24 sbh layer not built
+  // yet: nothing more. Under full recomputation at CP 4 a micro-batch
+  // stores only its layer's input, 2 sbh / 4, and the whole mask exceeds
+  // it by kSbh / 2 (the layer's full activations are the working set).
+  l = OneGpu();
+  l.dataloader_mask = true;
+  l.context = 2;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l, 0, 1),
+                   (kLayerBf16 + kEmbeddingBf16 + kHeadBf16) / 2 + mask / 2);
+  l.context = 4;
+  l.recompute = RecomputeKind::kFullUniform;
+  l.recompute_layers = 1;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l, 0, 1),
+                   2 * kSbh / 4 + (kLayerBf16 + kEmbeddingBf16 + kHeadBf16) / 4 +
+                       mask / 4 + (mask - 2 * kSbh / 4));
+  l.dataloader_mask = false;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l, 0, 1),
+                   2 * kSbh / 4 + (kLayerBf16 + kEmbeddingBf16 + kHeadBf16) / 4);
+}
+
 // Megatron's 1F1B runs min(p - rank - 1, m) warm-up forwards, then one:
 // stage i holds min(p - i, m) micro-batches [MT].
 TEST(MemoryTermsTest, MicroBatchesInFlightAreCappedByTheStep) {

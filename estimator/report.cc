@@ -46,6 +46,10 @@ std::string CandidateMegatronArguments(const v1::Candidate& c,
       c.micro_batch_size(), global_batch_size, seq_length);
   if (c.tensor_parallel() > 1) args += " --sequence-parallel";
   args += " --use-distributed-optimizer";
+  // Plans do not count Megatron's dataloader attention mask (b x s x s
+  // bytes, unused by FlashAttention): the launch turns it off, so that it
+  // fits as planned (memory_model.cc, DataloaderMaskBytes).
+  args += " --no-create-attention-mask-in-dataloader";
   if (c.expert_parallel() > 0) {
     absl::StrAppendFormat(&args,
                           " --expert-model-parallel-size %u "

@@ -21,7 +21,8 @@ std::string CandidateVariant(const v1::Candidate& c);
 
 // The Megatron-LM arguments that run a plan candidate (its
 // megatron_arguments field): "--tensor-model-parallel-size 8 ... ", without
-// the model's or the precision's flags.
+// the model's or the precision's flags, with the dataloader's attention
+// mask turned off (plans do not count it).
 std::string CandidateMegatronArguments(const v1::Candidate& c,
                                        uint32_t global_batch_size,
                                        uint32_t seq_length);

@@ -98,7 +98,18 @@ TEST(CliExecTest, ALaunchIsCrossCheckedWithItsJobFile) {
   std::vector<std::string> cmd = {"/bin/sh", "-c", "echo STARTED", "sh"};
   std::vector<std::string> megatron = Megatron("2");
   cmd.insert(cmd.end(), megatron.begin(), megatron.end());
-  RunResult r = Exec({"--job=" + JobFile("agrees.json", 2)}, cmd);
+  // At 31.97 of 32 GiB, Megatron's dataloader mask (2 x 8192^2 bytes,
+  // 0.125 GiB) decides: the launch must turn it off to fit.
+  RunResult r = Exec({"--job=" + JobFile("with_mask.json", 2)}, cmd);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("REFUSE [YELLOW] peak 32.10"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("fits without the dataloader's attention mask "
+                       "(--no-create-attention-mask-in-dataloader"),
+            std::string::npos)
+      << r.err;
+  cmd.push_back("--no-create-attention-mask-in-dataloader");
+  r = Exec({"--job=" + JobFile("agrees.json", 2)}, cmd);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "STARTED\n");
 
