@@ -172,6 +172,10 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
   if (m.mlp_activation() == v1::MLP_ACTIVATION_GELU) {
     out.push_back("GeLU MLP (2 matrices)");
   }
+  if (m.mlp_activation() == v1::MLP_ACTIVATION_QUICK_GEGLU) {
+    out.push_back("quick-GeGLU MLP, unfused: 12 bytes an FFN column a token "
+                  "(an upper bound)");
+  }
   if (m.normalization() == v1::NORMALIZATION_LAYERNORM) {
     out.push_back("LayerNorm (weight and bias)");
   }

@@ -103,8 +103,19 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
   auto note = [&](absl::string_view text) {
     launch.notes.push_back(std::string(text));
   };
-  if (args.Has("swiglu") || args.Has("quick-geglu")) {
+  if (args.Has("swiglu")) {
     m.set_mlp_activation(v1::MLP_ACTIVATION_SWIGLU);  // gated: 3 matrices
+    // Megatron's fused bias-SwiGLU keeps its input; unfused, glu() keeps
+    // silu(x) and x_linear + offset too, and experts the probability
+    // product (mlp.py, moe/experts.py).
+    if (args.Has("no-bias-swiglu-fusion")) {
+      return Bad("no-bias-swiglu-fusion",
+                 "the unfused SwiGLU keeps silu(x) and x_linear + offset "
+                 "beside its input (more than the 8 bytes an FFN column "
+                 "memgate counts): not modelled");
+    }
+  } else if (args.Has("quick-geglu")) {
+    m.set_mlp_activation(v1::MLP_ACTIVATION_QUICK_GEGLU);
   } else {
     m.set_mlp_activation(v1::MLP_ACTIVATION_GELU);
     note("no --swiglu: Megatron's GeLU MLP (2 matrices, 4h_ffn/h activations)");

@@ -279,9 +279,9 @@ TEST(MegatronArgsTest, MemoryArgumentsMapToTheJob) {
   EXPECT_TRUE(parse("--add-qkv-bias").model().qkv_bias());
   EXPECT_EQ(parse("", "--swiglu").model().mlp_activation(),
             v1::MLP_ACTIVATION_GELU);
-  // Quick GeGLU is gated: three matrices, like SwiGLU.
+  // Quick GeGLU is gated (three matrices, like SwiGLU), and unfused.
   EXPECT_EQ(parse("--quick-geglu", "--swiglu").model().mlp_activation(),
-            v1::MLP_ACTIVATION_SWIGLU);
+            v1::MLP_ACTIVATION_QUICK_GEGLU);
   EXPECT_EQ(parse("--no-position-embedding").model().position_embedding(),
             v1::POSITION_EMBEDDING_ROPE);
 }
@@ -508,6 +508,24 @@ TEST(MegatronArgsTest, DataloaderAttentionMaskIsMegatronsDefault) {
                 .training()
                 .precision(),
             v1::PRECISION_FP16);
+}
+
+// --quick-geglu is its own activation (unfused, 12 bytes an FFN column);
+// the unfused SwiGLU is refused by name, and without --swiglu the fusion
+// flag changes nothing.
+TEST(MegatronArgsTest, GatedActivationFusionIsReadNotPassed) {
+  EXPECT_EQ(LlamaLaunchJob("--quick-geglu", "--swiglu").model().mlp_activation(),
+            v1::MLP_ACTIVATION_QUICK_GEGLU);
+  EXPECT_GT(PeakOf(LlamaLaunchJob("--quick-geglu", "--swiglu")),
+            PeakOf(LlamaLaunchJob("")));
+  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+      Words(std::string(kLlama31_8B) + " --no-bias-swiglu-fusion"), nullptr);
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("--no-bias-swiglu-fusion"),
+            std::string::npos)
+      << l.status();
+  EXPECT_EQ(PeakOf(LlamaLaunchJob("--no-bias-swiglu-fusion", "--swiglu")),
+            PeakOf(LlamaLaunchJob("", "--swiglu")));
 }
 
 // Megatron counts the embedding / the loss as a layer in the split: 32

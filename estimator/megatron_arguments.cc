@@ -32,7 +32,12 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"swiglu", false, M, "GeLU MLP",
        "SwiGLU (3 matrices, 8h_ffn/h activations) instead of GeLU (2, 4)"},
       {"quick-geglu", false, M, "GeLU MLP",
-       "a gated MLP like --swiglu (3 matrices, 8h_ffn/h activations)"},
+       "a gated MLP (3 matrices) run unfused: 12h_ffn/h activations (the "
+       "FC1 output, quick-GeLU's sigmoid and output, the linear half, the "
+       "FC2 input)"},
+      {"no-bias-swiglu-fusion", false, P, "fused",
+       "with --swiglu refused: the unfused SwiGLU keeps silu(x) and the "
+       "linear half beside its input (not modelled); otherwise no effect"},
       {"normalization", true, P, "LayerNorm",
        "LayerNorm (weight + bias) or RMSNorm (weight); others refused"},
       {"disable-bias-linear", false, M, "biases on",

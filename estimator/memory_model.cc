@@ -200,7 +200,7 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
                              4 * KeyValueWidth(m);
   // Selective recomputation of "mlp" keeps only the MLP's input [MT].
   if (!moe && !l.recompute_mlp) {
-    width += (m.gelu_mlp ? 4 : 8) * m.ffn_hidden;
+    width += MlpWidthBytes(m) * m.ffn_hidden;
   }
   // QK-norm stores the inputs of its two norms: Q and K once more.
   if (m.qk_norm) width += 2 * QueryWidth(m) + 2 * KeyValueWidth(m);
@@ -389,6 +389,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
   m.head_dim = model.head_dim();  // 0: h / a
   m.tied_embeddings = model.tie_word_embeddings();
   m.gelu_mlp = model.mlp_activation() == v1::MLP_ACTIVATION_GELU;
+  m.quick_geglu = model.mlp_activation() == v1::MLP_ACTIVATION_QUICK_GEGLU;
   m.layernorm = model.normalization() == v1::NORMALIZATION_LAYERNORM;
   m.linear_bias = model.linear_bias();
   m.qkv_bias = model.qkv_bias();

@@ -29,6 +29,7 @@ struct ModelShape {
   double head_dim = 0;    // d; 0 means h / a
   bool tied_embeddings = false;
   bool gelu_mlp = false;         // GPT's 2-matrix MLP instead of SwiGLU
+  bool quick_geglu = false;      // gated, unfused (MlpWidthBytes)
   bool layernorm = false;        // LayerNorm (weight + bias) vs RMSNorm
   bool linear_bias = false;      // biases on every linear layer
   bool qkv_bias = false;         // a bias on the QKV projection only

@@ -198,6 +198,18 @@ TEST(MemoryTermsTest, DataloaderMaskOnTheStagesThatReadData) {
                    2 * kSbh / 4 + (kLayerBf16 + kEmbeddingBf16 + kHeadBf16) / 4);
 }
 
+// Megatron runs --quick-geglu through its unfused glu [QG]: 12 bytes an
+// FFN column against SwiGLU's 8, sb x 4 x h_ffn = 16 sbh more a layer
+// here; the parameters are SwiGLU's.
+TEST(MemoryTermsTest, QuickGegluKeepsItsUnfusedIntermediates) {
+  ModelShape m = Small();
+  m.quick_geglu = true;
+  const StageFigures f = StageMemoryOf(m, OneGpu(), 0, 2);
+  EXPECT_DOUBLE_EQ(f.parameters, kModelParams);
+  EXPECT_DOUBLE_EQ(f.activation_bytes,
+                   2 * (kLayerBf16 + 16 * kSbh) + kEmbeddingBf16 + kHeadBf16);
+}
+
 // Megatron's 1F1B runs min(p - rank - 1, m) warm-up forwards, then one:
 // stage i holds min(p - i, m) micro-batches [MT].
 TEST(MemoryTermsTest, MicroBatchesInFlightAreCappedByTheStep) {

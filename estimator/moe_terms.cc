@@ -16,12 +16,26 @@
 //      multi_latent_attention.py (down projections "duplicated").
 // [K]  Korthikanti et al. 2022 section 4: an MLP stores its input and, per
 //      token, 8 bytes per unit of (gated) FFN width in 16-bit training.
+// [QG] Megatron-LM mlp.py / moe/experts.py: with bias_activation_fusion
+//      off (--quick-geglu without biases turns it off, arguments.py) the
+//      gated activation runs as glu(x) = act(x_glu) * (x_linear +
+//      glu_linear_offset), activations.py quick_gelu(x) =
+//      x * sigmoid(1.702 x); autograd keeps each product's operands.
 
 namespace memgate {
+
+double MlpWidthBytes(const ModelShape& m) {
+  if (m.gelu_mlp) return 4;
+  // [QG] x_glu's FC1 output (4: both halves share its storage), then
+  // sigmoid(1.702 x) and x * sigmoid (2 each), x_linear + offset (2), the
+  // FC2 input (2): everything quick_gelu's definition makes, an upper
+  // bound of what its fused (jit) form keeps.
+  if (m.quick_geglu) return 12;
+  return 8;
+}
+
 namespace {
 
-// Bytes an MLP stores per token per unit of FFN width [K]: gated 8, GeLU 4.
-double MlpWidthBytes(const ModelShape& m) { return m.gelu_mlp ? 4 : 8; }
 double NormWidth(const ModelShape& m) { return m.layernorm ? 2 : 1; }
 double ElementScale(const Layout& l) {
   return l.precision == v1::PRECISION_FP32 ? 2 : 1;

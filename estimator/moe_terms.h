@@ -17,6 +17,10 @@ double Gated(const ModelShape& m);
 // A routed expert's FFN width (--moe-ffn-hidden-size, else the dense one).
 double ExpertFfn(const ModelShape& m);
 
+// Bytes an MLP stores per token per unit of FFN width, beside its input
+// (16-bit training): SwiGLU 8 [K], GeLU 4, quick-GeGLU 12 (moe_terms.cc).
+double MlpWidthBytes(const ModelShape& m);
+
 // ---- Which layers are MoE ----
 
 // MoE layers among layers [first, first + count) of the model.
