@@ -249,6 +249,13 @@ void PrintDecision(const v1::Decision& d,
         c.pipeline_parallel(), c.micro_batch_size(), CandidateVariant(c),
         c.peak_gib(), c.relative_speed());
   }
+  if (d.suggestions_size() > 0 &&
+      d.estimate().job().training().dataloader_attention_mask()) {
+    // Plans do not count the mask this launch keeps (planner.h).
+    out << "  (those layouts are planned without the dataloader's attention "
+           "mask: launch them with --no-create-attention-mask-in-dataloader)"
+           "\n";
+  }
   if (d.min_gpus_that_fit() != 0) {
     out << "  or this layout on " << d.min_gpus_that_fit()
         << " GPUs (more data-parallel ranks shard the optimizer further)\n";

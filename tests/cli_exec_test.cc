@@ -108,6 +108,11 @@ TEST(CliExecTest, ALaunchIsCrossCheckedWithItsJobFile) {
                        "(--no-create-attention-mask-in-dataloader"),
             std::string::npos)
       << r.err;
+  // Its suggestions are plans, which do not count the mask: said so.
+  EXPECT_NE(r.err.find("fits instead on 16 GPUs"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("planned without the dataloader's attention mask"),
+            std::string::npos)
+      << r.err;
   cmd.push_back("--no-create-attention-mask-in-dataloader");
   r = Exec({"--job=" + JobFile("agrees.json", 2)}, cmd);
   EXPECT_EQ(r.exit_code, 0) << r.err;
