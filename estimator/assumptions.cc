@@ -138,14 +138,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                   "with FlashAttention");
   }
   if (t.dataloader_attention_mask()) {
-    const bool kept =
-        unfused || t.recompute().granularity() ==
-                       v1::Recompute::GRANULARITY_FULL ||
-        (selective && (t.recompute().modules_size() == 0 ||
-                       std::find(t.recompute().modules().begin(),
-                                 t.recompute().modules().end(),
-                                 v1::Recompute::MODULE_CORE_ATTN) !=
-                           t.recompute().modules().end()));
+    const bool kept = DataloaderMaskIsSaved(l);
     out.push_back(absl::StrCat(
         "dataloader attention mask: b x s x s bool on the first and last "
         "stages (s/c rows a context-parallel rank), ",

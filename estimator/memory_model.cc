@@ -331,11 +331,8 @@ double DataloaderMaskBytes(const Layout& l, double in_flight,
   if (!l.dataloader_mask) return 0;
   const double whole = l.micro_batch * l.seq_length * l.seq_length;
   const double sliced = whole / l.context;
-  const bool saved =
-      l.unfused_attention || l.recompute == RecomputeKind::kFullUniform ||
-      (l.recompute == RecomputeKind::kFullBlock && l.recompute_layers > 0) ||
-      (l.recompute == RecomputeKind::kSelective && l.recompute_core_attn);
-  double bytes = (saved ? std::max(1.0, in_flight) : 1.0) * sliced;
+  double bytes =
+      (DataloaderMaskIsSaved(l) ? std::max(1.0, in_flight) : 1.0) * sliced;
   if (l.context > 1) bytes += std::max(0.0, whole - one_microbatch);
   return bytes;
 }
@@ -577,6 +574,13 @@ double TotalParameters(const ModelShape& m) {
          moe * (LayerParameters(m, unsplit, true) + experts) + mtp;
 }
 
+bool DataloaderMaskIsSaved(const Layout& l) {
+  return l.unfused_attention || l.recompute == RecomputeKind::kFullUniform ||
+         (l.recompute == RecomputeKind::kFullBlock &&
+          l.recompute_layers > 0) ||
+         (l.recompute == RecomputeKind::kSelective && l.recompute_core_attn);
+}
+
 double MicrobatchesInFlight(const Layout& l, uint32_t stage) {
   if (l.virtual_stages > 1) {
     const double chunks =
@@ -645,12 +649,16 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
                         const LayerMix& mix,
                         const std::vector<LayerMix>* chunks) {
   const double in_flight = MicrobatchesInFlight(l, stage);
+  // Without `chunks`, each of the v chunks holds an equal share.
+  const LayerMix even_chunk{mix.dense / l.virtual_stages,
+                            mix.moe / l.virtual_stages};
+  auto chunk_mix = [&](size_t j) {
+    return chunks != nullptr ? (*chunks)[j] : even_chunk;
+  };
   double activations = 0;
   if (chunks == nullptr) {
-    const LayerMix chunk{mix.dense / l.virtual_stages,
-                         mix.moe / l.virtual_stages};
-    activations = in_flight * StoredActivations(m, l, chunk) +
-                  RecomputeWorkingSet(m, l, chunk);
+    activations = in_flight * StoredActivations(m, l, even_chunk) +
+                  RecomputeWorkingSet(m, l, even_chunk);
   } else {
     double working_set = 0;
     for (size_t j = 0; j < chunks->size(); ++j) {
@@ -675,13 +683,8 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
   if (l.dataloader_mask) {
     const size_t last_chunk = static_cast<size_t>(l.virtual_stages) - 1;
     auto data_chunk_mask = [&](size_t j) {
-      const LayerMix chunk =
-          chunks != nullptr && j < chunks->size()
-              ? (*chunks)[j]
-              : LayerMix{mix.dense / l.virtual_stages,
-                         mix.moe / l.virtual_stages};
       return DataloaderMaskBytes(l, ChunkMicrobatchesInFlight(l, in_flight, j),
-                                 StoredActivations(m, l, chunk));
+                                 StoredActivations(m, l, chunk_mix(j)));
     };
     if (stage == 0) activations += data_chunk_mask(0);
     if (last && (stage != 0 || last_chunk > 0)) {

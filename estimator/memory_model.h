@@ -160,6 +160,12 @@ double TotalParameters(const ModelShape& m);
 // 1F1B: the model chunks (micro-batch x chunk) in flight on that rank.
 double MicrobatchesInFlight(const Layout& l, uint32_t stage);
 
+// Whether a micro-batch keeps the dataloader's attention mask for backward
+// (checkpointed layers or core attention save it as an argument; unfused
+// attention masks its scores in place), rather than only during its
+// forward [DL in memory_model.cc].
+bool DataloaderMaskIsSaved(const Layout& l);
+
 // Memory of one GPU of pipeline stage `stage` (0-based) holding
 // `stage_layers` transformer layers, under the 1F1B schedule.
 // `first_layer` is the index of the stage's first layer (which of its
