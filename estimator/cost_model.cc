@@ -4,6 +4,18 @@
 
 #include "estimator/moe_terms.h"
 
+// Sources, cited below:
+// [MT]   Megatron-LM megatron/core/pipeline_parallel/schedules.py: the
+//        interleaved 1F1B schedule (v model chunks a rank) and
+//        get_tensor_shapes (a p2p send is s / c tokens, / t under
+//        sequence parallelism, x b x h).
+// [NA21] Narayanan et al. 2021, "Efficient Large-Scale Language Model
+//        Training on GPU Clusters Using Megatron-LM", section 2.2.2: the
+//        interleaved schedule divides the bubble by v and multiplies the
+//        pipeline's point-to-point communication by v.
+// [MM]   Megatron-LM megatron/core/transformer/moe/README.md (Guideline 4:
+//        expert parallelism's better GEMM efficiency).
+
 namespace memgate {
 namespace {
 
@@ -87,6 +99,33 @@ SpeedFactors SpeedOf(const ModelShape& m, const LayerWeights& weights,
       slowest = std::max({stages.first, middle, stages.last + head_in_layers});
     }
     f.imbalance = (per_stage + head_in_layers / l.pipeline) / slowest;
+    // (5) [NA21] Interleaving's sends: v chunks a rank send 2v times a
+    // micro-batch where plain 1F1B sends twice. Plain 1F1B is what the
+    // paper measured and the model reproduces without a send price, so
+    // only the 2(v - 1) extra sends are priced: 2-byte elements (4 in
+    // fp32), s*b/c x h of them (/ t under sequence parallelism: Megatron's
+    // p2p tensor shape [MT]), against the rank's 3 x L/p layers of
+    // forward-and-backward FLOPs on the same tokens (/ t; the s*b/c tokens
+    // cancel), run at the efficiency (1) to (3) make of the GPU's peak.
+    // Pipeline neighbours are t*c*d ranks apart (rank order tp-cp-ep-dp-
+    // pp): across nodes when that reaches a node's GPUs (or the node size
+    // is unknown), over NVLink otherwise.
+    if (l.virtual_stages > 1) {
+      const bool cross_node =
+          gpus_per_node <= 0 ||
+          l.tensor * l.context * l.data >= gpus_per_node;
+      const double flops_per_byte = cross_node
+                                        ? cost.peak_flops_per_network_byte
+                                        : cost.peak_flops_per_nvlink_byte;
+      const double element_bytes =
+          l.precision == v1::PRECISION_FP32 ? 4 : 2;
+      const double send_bytes = element_bytes * h *
+                                (l.sequence_parallel ? 1 : l.tensor);
+      const double compute = 3 * per_stage * layer_flops;
+      const double achieved = f.gemm * f.tensor * f.context;
+      f.p2p = 1 / (1 + 2 * (l.virtual_stages - 1) * send_bytes *
+                           flops_per_byte * achieved / compute);
+    }
   }
   return f;
 }

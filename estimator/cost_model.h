@@ -3,7 +3,7 @@
 
 // A deliberately simple model of relative training speed, used to rank
 // layouts that fit. It encodes the paper's findings (section 4.2) as four
-// mechanisms, each a factor in (0, 1]:
+// mechanisms, and interleaving's price as a fifth, each a factor in (0, 1]:
 //
 //  1. GEMM efficiency. Matrix multiplies run closer to peak when they are
 //     large: rows are the tokens of one micro-batch on one CP rank (s*b/c),
@@ -20,6 +20,19 @@
 //     (2hv FLOPs a token, ~2 transformer layers for Llama-3's vocabulary),
 //     and the pipeline runs at the pace of its slowest stage (uneven first
 //     and last stages exist to even that out).
+//  5. Interleaving's point-to-point sends: each micro-batch leaves each of
+//     a rank's v model chunks twice (its activations forward, their
+//     gradient backward), s*b/c x h elements (split over TP under sequence
+//     parallelism). Interleaving divides the bubble by v and multiplies
+//     these sends by v (Narayanan et al. 2021, section 2.2.2: "the amount
+//     of communication also increases by v"), so its depth is a trade:
+//     the 2(v - 1) sends beyond plain 1F1B's are priced as not overlapped
+//     with compute (an upper bound: Megatron's overlap_p2p_comm hides
+//     part of them): 2-layer chunks of Llama-3.1-405B (TP 8, CP 2) cost
+//     ~2% of the compute, 1-layer chunks ~4%. Plain 1F1B's own two sends
+//     stay unpriced, as in the measurements the model reproduces. Sent
+//     over the network or, when pipeline neighbours (t*c*d ranks apart in
+//     Megatron's default rank order tp-cp-ep-dp-pp) share a node, NVLink.
 //
 // Mixture-of-experts layers (beyond the paper): the routed experts' GEMMs
 // get their own size in (1), the tokens routed to each local expert, which
@@ -47,6 +60,17 @@ struct CostModel {
   double tensor_overhead = 0.25;  // t > 1, within a node
   double tensor_cross_node_overhead = 1.0;  // t > GPUs per node
   double context_overhead = 0.1;  // times (c - 1) / c
+  // (5) Peak dense compute over network bandwidth, FLOPs per byte: an
+  // H100's 989 bf16 TFLOP/s over its one 400 Gb/s NIC (50 GB/s) is 2e4
+  // (A100: 312 over 25 GB/s, 1.2e4; B200 over the same NIC, 4.5e4). Scaled
+  // by the efficiency factors (1) to (3), it is the achieved compute a
+  // byte of p2p costs. A datasheet ratio, not fitted: no table of the
+  // paper interleaves; one value for all GPUs (H100, memgate's common
+  // case) is a known simplification.
+  double peak_flops_per_network_byte = 2e4;
+  // The same over NVLink, between pipeline neighbours in one node: 989
+  // TFLOP/s over NVLink 4's 450 GB/s a direction (A100: 312 over 300).
+  double peak_flops_per_nvlink_byte = 2.2e3;
 };
 
 struct SpeedFactors {
@@ -55,8 +79,9 @@ struct SpeedFactors {
   double context = 1;     // (3)
   double bubble = 0;      // (p - 1) / m
   double imbalance = 1;   // (4): ideal / slowest stage
+  double p2p = 1;         // (5); 1 without interleaving
   double speed() const {
-    return gemm * tensor * context * imbalance / (1 + bubble);
+    return gemm * tensor * context * imbalance * p2p / (1 + bubble);
   }
 };
 

@@ -34,7 +34,8 @@ struct Layout4D {
 
 // A layout's schedule variants (interleaving, recomputation) share its
 // TP, CP, PP, EP, ETP and MBS: at most this many in each tier of the
-// ranking, one a chunk count the planner tries (v = 1, 2, 4).
+// ranking, one a schedule the planner tries (plain, the fastest
+// interleaving, the deepest).
 inline constexpr size_t kVariantsPerTier = 3;
 
 // The first `keep` layouts, best first: those that fit without

@@ -119,6 +119,7 @@ std::string WhyOf(const Layout4D& l, const SpeedFactors& f, double capacity,
   if (l.p > 1) {
     absl::StrAppendFormat(&why, ", bubble %.1f%%, stage imbalance x%.2f",
                           100 * l.bubble, f.imbalance);
+    if (f.p2p < 1) absl::StrAppendFormat(&why, ", p2p x%.2f", f.p2p);
   }
   if (l.recompute > 0) {
     // One more forward of the recomputed layers (FitByRecomputing).
@@ -219,14 +220,6 @@ void ForEachExpertLayout(const Search& s, uint32_t t, uint32_t p,
   }
 }
 
-// Model chunks per rank tried for a pipeline: 1, 2 and 4 where the split
-// allows them (interleaved 1F1B trades memory for a smaller bubble).
-// Megatron also needs the micro-batches per step to be a multiple of p,
-// checked per layout.
-constexpr uint32_t kVirtualStageChoices[] = {1, 2, 4};
-static_assert(std::size(kVirtualStageChoices) == kVariantsPerTier,
-              "one variant of a layout per chunk count in each tier");
-
 // How each rank's layers go over its v chunks, as Megatron allows
 // (transformer_config.py, "Uneven PP" and the accounted split):
 //  kEven        an even split, L / (p v) a chunk;
@@ -282,20 +275,6 @@ uint64_t MicroBatchChoices(const Search& s) {
   return n;
 }
 
-uint64_t CountLayouts(const Search& s,
-                      const std::vector<uint32_t>& gpu_divisors) {
-  uint64_t groups = 0;
-  ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t, uint32_t p) {
-    ForEachExpertLayout(s, t, p, [&](uint32_t, uint32_t) {
-      const StageSplit split = SplitLayers(s.layers, p);
-      for (uint32_t v : kVirtualStageChoices) {
-        groups += ChunkFormOf(split, p, v) != ChunkForm::kNone;
-      }
-    });
-  });
-  return groups * MicroBatchChoices(s);
-}
-
 // Uneven interleaved chunks of the ranks whose peak can be the largest: 0,
 // 1 and p - 1 (the others are rank 1's chunks with fewer micro-batches in
 // flight). They depend only on (split, p, v), so Enumerate builds them once
@@ -332,6 +311,82 @@ std::vector<RankChunks> UnevenChunksOf(const StageSplit& split, uint32_t p,
     ranks.push_back(std::move(rank));
   }
   return ranks;
+}
+
+// The schedules a pipeline of p stages can run: plain 1F1B (v = 1) and
+// every chunk count v up to kMaxPlanVirtualStages that its split allows
+// (ChunkFormOf). Each layout is tried with three of them (Enumerate):
+// plain, the interleaving the cost model finds fastest, and the deepest.
+// Deeper interleaving holds fewer chunks' layers beyond a stage's own
+// (1 + (p - 1) / (p v)) and divides the bubble by v, but multiplies the
+// point-to-point sends by v: the cost model prices that trade (cost_model.h,
+// (5)) instead of the planner fixing a depth (NVIDIA's Llama-3.1-405B
+// recipes interleave 7 chunks over 9 stages, 8 over 8); the deepest needs
+// the least memory of the interleavings, so it is the one that fits when
+// any does. Megatron also needs the micro-batches per step to be a multiple
+// of p when v > 1, checked per layout.
+struct Chunking {
+  uint32_t v;
+  ChunkForm form;
+  std::vector<RankChunks> chunks;  // UnevenChunksOf(split, p, v)
+};
+
+struct PipelineChoices {
+  StageSplit split;
+  // v increasing, v = 1 first; empty: p is not tried.
+  std::vector<Chunking> chunkings;
+};
+
+// Schedules a layout is tried with: plain, the fastest interleaving and
+// the deepest.
+constexpr size_t kSchedulesPerLayout = 3;
+static_assert(kSchedulesPerLayout == kVariantsPerTier,
+              "one variant of a layout per schedule in each tier");
+
+// One entry per divisor of the GPU count (the p's ForEachGroup can visit),
+// built once a plan: O(|divisors| x kMaxPlanVirtualStages^2).
+std::vector<PipelineChoices> PipelinesOf(
+    const Search& s, const std::vector<uint32_t>& gpu_divisors) {
+  std::vector<PipelineChoices> out(gpu_divisors.size());
+  for (size_t i = 0; i < gpu_divisors.size(); ++i) {
+    const uint32_t p = gpu_divisors[i];
+    if (p > kMaxPipelineStages) break;
+    PipelineChoices& choices = out[i];
+    choices.split = SplitLayers(s.layers, p);
+    if (!choices.split.ok) continue;
+    const uint32_t deepest = std::min(kMaxPlanVirtualStages,
+                                      std::max(1u, choices.split.middle));
+    for (uint32_t v = 1; v <= deepest; ++v) {
+      const ChunkForm form = ChunkFormOf(choices.split, p, v);
+      if (form == ChunkForm::kNone) continue;
+      choices.chunkings.push_back(
+          Chunking{v, form, UnevenChunksOf(choices.split, p, v)});
+    }
+  }
+  return out;
+}
+
+const PipelineChoices& ChoicesFor(
+    const std::vector<PipelineChoices>& pipelines,
+    const std::vector<uint32_t>& gpu_divisors, uint32_t p) {
+  const size_t i = static_cast<size_t>(
+      std::lower_bound(gpu_divisors.begin(), gpu_divisors.end(), p) -
+      gpu_divisors.begin());
+  return pipelines[i];
+}
+
+uint64_t CountLayouts(const Search& s,
+                      const std::vector<uint32_t>& gpu_divisors,
+                      const std::vector<PipelineChoices>& pipelines) {
+  uint64_t groups = 0;
+  ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t, uint32_t p) {
+    const size_t schedules =
+        std::min(kSchedulesPerLayout,
+                 ChoicesFor(pipelines, gpu_divisors, p).chunkings.size());
+    ForEachExpertLayout(s, t, p,
+                        [&](uint32_t, uint32_t) { groups += schedules; });
+  });
+  return groups * MicroBatchChoices(s);
 }
 
 // The admission peak of a layout: the even split's (memory_model.h), or an
@@ -416,51 +471,81 @@ void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   entry.speed /= entry.recompute_cost;
 }
 
+// The index in `chunkings` (1 or more) of the interleaving the cost model
+// finds fastest. Speed depends on v only through the bubble, B / v with B
+// = (p - 1) / m the plain one, and interleaving's extra sends, a share k of
+// the compute for each of the v - 1 extra chunks (cost_model.h (4), (5)):
+// it is the largest 1 / ((1 + B / v)(1 + k (v - 1))), the deeper on a tie
+// (less memory). k comes from the deepest's p2p factor.
+size_t FastestInterleaving(const std::vector<Chunking>& chunkings,
+                           double plain_bubble, const SpeedFactors& deepest) {
+  const double deepest_v = chunkings.back().v;
+  const double k = (1 / deepest.p2p - 1) / (deepest_v - 1);
+  size_t best = chunkings.size() - 1;
+  double best_cost = 0;
+  for (size_t i = chunkings.size() - 1; i >= 1; --i) {
+    const double v = chunkings[i].v;
+    const double cost = (1 + plain_bubble / v) * (1 + k * (v - 1));
+    if (i == chunkings.size() - 1 || cost < best_cost) {
+      best = i;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
 // Every valid layout, estimated; stops early with the interrupt's status.
 absl::StatusOr<std::vector<Layout4D>> Enumerate(
     const Search& s, const std::vector<uint32_t>& gpu_divisors,
-    uint64_t expected, const PlanInterrupt& interrupt, const CostModel& cost) {
+    const std::vector<PipelineChoices>& pipelines, uint64_t expected,
+    const PlanInterrupt& interrupt, const CostModel& cost) {
   std::vector<Layout4D> out;
   out.reserve(expected);
   absl::Status stop;
   ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t c, uint32_t p) {
     if (!stop.ok()) return;
     const uint32_t d = s.gpus / t / c / p;
-    const StageSplit split = SplitLayers(s.layers, p);
-    // The chunk forms and lists depend on (p, v) only: built once a group,
-    // not once an expert layout.
-    ChunkForm forms[kVariantsPerTier];
-    std::vector<RankChunks> chunk_lists[kVariantsPerTier];
-    for (size_t k = 0; k < kVariantsPerTier; ++k) {
-      forms[k] = ChunkFormOf(split, p, kVirtualStageChoices[k]);
-      if (forms[k] != ChunkForm::kNone) {
-        chunk_lists[k] = UnevenChunksOf(split, p, kVirtualStageChoices[k]);
-      }
-    }
+    const PipelineChoices& choices = ChoicesFor(pipelines, gpu_divisors, p);
+    const StageSplit& split = choices.split;
+    const std::vector<Chunking>& chunkings = choices.chunkings;
     ForEachExpertLayout(s, t, p, [&](uint32_t ep, uint32_t etp) {
-      for (size_t k = 0; k < kVariantsPerTier; ++k) {
-        const uint32_t v = kVirtualStageChoices[k];
-        if (forms[k] == ChunkForm::kNone) continue;
-        const bool accounted = forms[k] == ChunkForm::kAccounted;
-        const std::vector<RankChunks>& chunks = chunk_lists[k];
-        RecomputeProbe probe;  // micro-batch sizes come in increasing order
-        for (uint32_t b = 1; b <= s.max_mbs && stop.ok(); ++b) {
-          if (s.gbs % b || (s.gbs / b) % d) continue;
-          const uint32_t m = s.gbs / b / d;
-          if (v > 1 && m % p) continue;  // Megatron's interleaving rule
-          Layout l = LayoutFor(s, t, c, p, d, b, ep, etp);
-          l.virtual_stages = v;
-          const SpeedFactors f =
-              SpeedOf(s.shape, s.weights, l, m, s.gpus_per_node, cost,
-                      StageLayers{double(split.first), double(split.last)});
+      // Per schedule: micro-batch sizes come in increasing order.
+      RecomputeProbe probes[kMaxPlanVirtualStages];
+      for (uint32_t b = 1; b <= s.max_mbs && stop.ok(); ++b) {
+        if (s.gbs % b || (s.gbs / b) % d) continue;
+        const uint32_t m = s.gbs / b / d;
+        Layout l = LayoutFor(s, t, c, p, d, b, ep, etp);
+        const StageLayers stages{double(split.first), double(split.last)};
+        auto speed_of = [&](const Chunking& chunking) {
+          l.virtual_stages = chunking.v;
+          return SpeedOf(s.shape, s.weights, l, m, s.gpus_per_node, cost,
+                         stages);
+        };
+        // Plain, then (Megatron's interleaving rule: m a multiple of p)
+        // the fastest and the deepest interleaving.
+        size_t schedules[kSchedulesPerLayout] = {0};
+        size_t n = 1;
+        if (chunkings.size() > 1 && m % p == 0) {
+          const size_t deepest = chunkings.size() - 1;
+          const size_t fastest = FastestInterleaving(
+              chunkings, (p - 1.0) / m, speed_of(chunkings[deepest]));
+          schedules[n++] = fastest;
+          if (fastest != deepest) schedules[n++] = deepest;
+        }
+        for (size_t k = 0; k < n; ++k) {
+          const Chunking& chunking = chunkings[schedules[k]];
+          const uint32_t v = chunking.v;
+          const bool accounted = chunking.form == ChunkForm::kAccounted;
+          const SpeedFactors f = speed_of(chunking);
           Layout4D entry{t, c, p, b, d, ep, etp, split.first, split.last, v,
                          accounted && split.first < split.middle,
                          accounted && split.last < split.middle,
                          0, 1, 0, f.speed(), f.bubble, v1::ZONE_UNSPECIFIED};
-          entry.peak_bytes = PeakOf(s, l, split, chunks);
+          entry.peak_bytes = PeakOf(s, l, split, chunking.chunks);
           entry.zone = ZoneOf(entry.peak_bytes, s.capacity, s.threshold);
           if (entry.zone != v1::ZONE_GREEN && s.allow_recompute) {
-            FitByRecomputing(s, l, split, chunks, entry, probe);
+            FitByRecomputing(s, l, split, chunking.chunks, entry,
+                             probes[schedules[k]]);
           }
           out.push_back(entry);
           if (interrupt && out.size() % kInterruptEvery == 0) {
@@ -607,7 +692,9 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
 absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request) {
   absl::StatusOr<Search> search = SearchFor(request);
   if (!search.ok()) return search.status();
-  return CountLayouts(*search, Divisors(search->gpus));
+  const std::vector<uint32_t> gpu_divisors = Divisors(search->gpus);
+  return CountLayouts(*search, gpu_divisors,
+                      PipelinesOf(*search, gpu_divisors));
 }
 
 absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
@@ -616,7 +703,9 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
   absl::StatusOr<Search> search = SearchFor(request);
   if (!search.ok()) return search.status();
   const std::vector<uint32_t> gpu_divisors = Divisors(search->gpus);
-  const uint64_t bound = CountLayouts(*search, gpu_divisors);
+  const std::vector<PipelineChoices> pipelines =
+      PipelinesOf(*search, gpu_divisors);
+  const uint64_t bound = CountLayouts(*search, gpu_divisors, pipelines);
   if (bound > kMaxPlanLayouts) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "plan: up to ", bound, " layouts for ", search->gpus,
@@ -625,7 +714,8 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
         " (lower max_micro_batch_size)"));
   }
   absl::StatusOr<std::vector<Layout4D>> enumerated =
-      Enumerate(*search, gpu_divisors, bound, interrupt, options.cost);
+      Enumerate(*search, gpu_divisors, pipelines, bound, interrupt,
+                options.cost);
   if (!enumerated.ok()) return enumerated.status();
   std::vector<Layout4D>& layouts = *enumerated;
   const size_t wanted =

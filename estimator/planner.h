@@ -24,6 +24,13 @@ namespace memgate {
 // propose them.
 inline constexpr uint32_t kMinTokensPerContextRank = 1024;
 
+// The deepest interleaving a plan tries: model chunks a pipeline rank
+// holds (Megatron's --num-virtual-stages-per-pipeline-rank): 32 chunks
+// are 1-layer chunks of a 32-layer stage, and published recipes use 2 to 8
+// (the cost model's point-to-point price rises with v). Bounds the
+// schedules each layout is tried with.
+inline constexpr uint32_t kMaxPlanVirtualStages = 32;
+
 // Largest micro-batch size tried when a request does not say.
 inline constexpr uint32_t kDefaultMaxMicroBatch = 16;
 

@@ -56,8 +56,9 @@ TEST(CliPlanTest, TextListShowsTheTopK) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("1     (4, 1, 1, 1)"), std::string::npos) << r.out;
   // Plain 1F1B layouts (CP keeping 1024 tokens a rank) and interleaved ones
-  // (2 or 4 chunks a rank).
-  EXPECT_NE(r.out.find("3 of 360 valid layouts shown."), std::string::npos)
+  // (the fastest and the deepest interleaving of each, one when they are
+  // the same).
+  EXPECT_NE(r.out.find("3 of 349 valid layouts shown."), std::string::npos)
       << r.out;
 }
 
@@ -248,12 +249,15 @@ TEST(CliPlanTest, RefusedCheckPrintsWhatFits) {
        "--model=llama-3.1-8b", "--gpu=a100-40gb", "--gpus=8", "--tp=4",
        "--pp=2", "--mbs=2", "--seq=8192", "--gbs=1024"});
   EXPECT_EQ(r.exit_code, 1);
-  // The same layout at MBS 1, with its best schedule, named once.
+  // The same layout at MBS 1, with its best schedule, named once: plain
+  // 1F1B, as 1,024 micro-batches a step leave a 0.1% bubble that
+  // interleaving's extra sends cost more than they save.
   EXPECT_NE(r.out.find("fits instead on 8 GPUs: TP=4 CP=1 PP=2 MBS=1 "
-                       "(interleaved x4; 28.55 GiB"),
+                       "(27.20 GiB"),
             std::string::npos)
       << r.out;
-  EXPECT_EQ(r.out.find("TP=4 CP=1 PP=2 MBS=1 (27.20 GiB"), std::string::npos)
+  EXPECT_EQ(r.out.find("TP=4 CP=1 PP=2 MBS=1 (interleaved"),
+            std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("or this layout on 16 GPUs"), std::string::npos);
 }
