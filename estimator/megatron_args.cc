@@ -140,7 +140,9 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
          "layer");
   }
   m.set_qkv_bias(args.Has("add-qkv-bias"));
-  m.set_qk_norm(args.Has("qk-layernorm"));
+  // L2 norms store the same inputs as layer norms (megatron/core/
+  // transformer/attention.py picks L2Norm or TENorm for q/k_layernorm).
+  m.set_qk_norm(args.Has("qk-layernorm") || args.Has("qk-l2-norm"));
   std::string position = args.Text("position-embedding-type");
   if (position.empty()) {
     if (args.Has("use-rotary-position-embeddings")) {
@@ -211,9 +213,20 @@ uint32_t VocabularyFromTokenizer(const Arguments& args,
 }
 
 // Megatron pads the vocabulary to a multiple of
-// --make-vocab-size-divisible-by (default 128) times TP.
+// --make-vocab-size-divisible-by (default 128) times TP, unless
+// --padded-vocab-size gives the model's vocabulary outright
+// (core/tokenizers/utils/build_tokenizer.py _set_padded_vocab_size pads
+// only when it is absent).
 absl::Status PadVocabulary(const Arguments& args, MegatronLaunch& launch) {
   v1::ModelConfig& m = *launch.job.mutable_model();
+  MEMGATE_ASSIGN_OR_RETURN(outright, args.Number("padded-vocab-size", 0));
+  if (args.Has("padded-vocab-size")) {
+    if (outright == 0) return Bad("padded-vocab-size", "must be at least 1");
+    m.set_vocab_size(outright);
+    launch.notes.push_back(absl::StrCat("vocabulary ", outright,
+                                        " as given (--padded-vocab-size)"));
+    return absl::OkStatus();
+  }
   MEMGATE_ASSIGN_OR_RETURN(given, args.Number("vocab-size", m.vocab_size()));
   const uint32_t vocab =
       given != 0 ? given : VocabularyFromTokenizer(args, m, launch.notes);

@@ -27,6 +27,8 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"vocab-size", true, M, "from the tokenizer",
        "v, padded to --make-vocab-size-divisible-by x TP"},
       {"make-vocab-size-divisible-by", true, M, "128", "vocabulary padding"},
+      {"padded-vocab-size", true, M, "padded --vocab-size",
+       "v as given: no padding on top"},
       {"untie-embeddings-and-output-weights", false, M, "tied",
        "a separate LM head matrix on the last stage"},
       {"swiglu", false, M, "GeLU MLP",
@@ -279,6 +281,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "projection, norms and their own logits each"},
       {"qk-layernorm", false, M, "off",
        "norms on Q and K: 2d parameters a layer, their inputs stored"},
+      {"qk-l2-norm", false, M, "off",
+       "L2 norms on Q and K (attention.py L2Norm): their inputs stored, "
+       "counted as --qk-layernorm (whose 2d weights it lacks: over by "
+       "those)"},
       {"squared-relu", false, R, "off", "not modelled"},
       {"encoder-num-layers", true, R, "", "encoder-decoder: not modelled"},
       {"heterogeneous-layers-config-path", true, R, "",
@@ -298,6 +304,24 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "hybrid Mamba models: not modelled"},
       {"hybrid-override-pattern", true, R, "",
        "hybrid Mamba models: not modelled"},
+      // Generated from TransformerConfig fields (argument_utils.py
+      // ArgumentGroupFactory: --no-/--disable- for fields true by default).
+      {"no-fp8-wgrad", false, R, "",
+       "fp8 GEMMs whose weight gradients run in bf16 keep their bf16 "
+       "inputs too: not modelled"},
+      {"disable-fp8-wgrad", false, R, "", "the same as --no-fp8-wgrad"},
+      {"attention-output-gate", false, R, "off",
+       "a sigmoid gate on the attention output (its projection widens "
+       "linear_qkv, its activations are kept): not modelled"},
+      {"experimental-attention-variant", true, R, "off",
+       "gated delta net / DeepSeek sparse attention layers: not modelled"},
+      {"enable-mhc-connections", false, R, "off",
+       "hyper-connections: --mhc-num-residual-streams copies of the "
+       "residual stream: not modelled"},
+      {"is-hybrid-model", false, R, "off",
+       "hybrid Mamba models: not modelled"},
+      {"mtp-hybrid-override-pattern", true, R, "",
+       "hybrid multi-token prediction layers: not modelled"},
       {"yaml-cfg", true, R, "",
        "the arguments are in a file memgate cannot read: pass them on the "
        "command line"},
