@@ -824,6 +824,18 @@ absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
   if (seq == 0) return Bad("seq-length", "missing");
   MEMGATE_ASSIGN_OR_RETURN(mbs, args.Number("micro-batch-size", 1));
   MEMGATE_ASSIGN_OR_RETURN(gbs, args.Number("global-batch-size", 0));
+  // Evaluation runs forward only (no activations kept for backward), so a
+  // training step of the same micro-batch bounds it; a larger evaluation
+  // micro-batch (arguments.py: eval_micro_batch_size, micro_batch_size
+  // when absent) multiplies the forward's working set and the logits,
+  // which memgate does not estimate.
+  MEMGATE_ASSIGN_OR_RETURN(eval_mbs, args.Number("eval-micro-batch-size", mbs));
+  if (eval_mbs > mbs) {
+    return Bad("eval-micro-batch-size",
+               absl::StrCat("above --micro-batch-size (", eval_mbs, " > ", mbs,
+                            "): evaluation's forward at a larger micro-batch "
+                            "is not modelled"));
+  }
   t.set_seq_length(seq);
   t.set_micro_batch_size(mbs);
   t.set_global_batch_size(gbs);

@@ -231,6 +231,19 @@ TEST(MegatronArgsTest, PaddedVocabularySizeIsTheModelsVocabulary) {
             std::string::npos);
 }
 
+// Evaluation at a micro-batch up to the training one is bounded by the
+// training step (forward only); a larger one is refused by name.
+TEST(MegatronArgsTest, EvaluationMicroBatchAboveTrainingsIsRefused) {
+  EXPECT_EQ(PeakOf(LlamaLaunchJob("--eval-micro-batch-size 1")),
+            PeakOf(LlamaLaunchJob("")));
+  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+      Words(std::string(kLlama31_8B) + " --eval-micro-batch-size 8"), nullptr);
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("--eval-micro-batch-size"),
+            std::string::npos)
+      << l.status();
+}
+
 // What Megatron builds when a launch says nothing (arguments.py): fp32,
 // dropout 0.1, LayerNorm, biases, learned absolute positions, a GeLU MLP
 // of 4h; each default is applied and said in a note.

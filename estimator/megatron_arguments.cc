@@ -183,6 +183,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "CUDA graphs hold static buffers: not modelled"},
       // ---- Activations ----
       {"micro-batch-size", true, M, "1", "b"},
+      {"eval-micro-batch-size", true, P, "--micro-batch-size",
+       "up to b: evaluation runs forward only, bounded by the training "
+       "step; larger refused"},
       {"global-batch-size", true, M, "", "m = gbs / (b x d) caps the "
        "micro-batches a stage holds"},
       {"hidden-dropout", true, M, "0.1",
