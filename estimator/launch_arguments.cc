@@ -1,10 +1,13 @@
 #include "estimator/launch_arguments.h"
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "estimator/megatron_argument_names.h"
 #include "estimator/megatron_arguments.h"
 
 namespace memgate {
@@ -38,6 +41,14 @@ absl::Status Bad(absl::string_view arg, absl::string_view rule) {
 }
 
 absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
+  // Words before the script are the launcher's (torchrun, python -m).
+  size_t script = 0;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (absl::EndsWith(argv[i], ".py")) {
+      script = i + 1;
+      break;
+    }
+  }
   for (size_t i = 0; i < argv.size(); ++i) {
     absl::string_view word = argv[i];
     if (!absl::StartsWith(word, "--") || word.size() == 2) continue;
@@ -62,7 +73,17 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
     } else if (IsSwitch(name)) {
       value = "true";
     } else {
-      continue;  // not ours: torchrun's or the trainer's other settings
+      // Not memory-relevant. Megatron's own names were reviewed as such;
+      // others (a newer Megatron's, a fork's) were not, and are named.
+      if (i >= script && !IsMegatronArgumentName(name) &&
+          std::find(unreviewed_.begin(), unreviewed_.end(), name) ==
+              unreviewed_.end()) {
+        if (unreviewed_.size() < kMaxUnreviewedNamed) {
+          unreviewed_.push_back(name);
+        }
+        ++unreviewed_count_;
+      }
+      continue;
     }
     auto [it, inserted] = values_.emplace(name, value);
     if (!inserted && it->second != value) {

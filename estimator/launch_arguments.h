@@ -43,8 +43,18 @@ class Arguments {
   absl::StatusOr<uint32_t> Number(const std::string& name,
                                   uint32_t fallback) const;
 
+  // Arguments after the script (the first word ending in .py; every word
+  // when there is none) that are neither in the table nor Megatron-LM's
+  // (megatron_argument_names.h): the first kMaxUnreviewedNamed, in order,
+  // and how many there were.
+  static constexpr size_t kMaxUnreviewedNamed = 8;
+  const std::vector<std::string>& unreviewed() const { return unreviewed_; }
+  size_t unreviewed_count() const { return unreviewed_count_; }
+
  private:
   std::map<std::string, std::string> values_;
+  std::vector<std::string> unreviewed_;
+  size_t unreviewed_count_ = 0;
 };
 
 #define MEMGATE_ASSIGN_OR_RETURN(lhs, expr)     \

@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "estimator/catalog.h"
 #include "estimator/launch_arguments.h"
+#include "estimator/megatron_argument_names.h"
 #include "estimator/megatron_arguments.h"
 #include "estimator/megatron_moe_args.h"
 #include "estimator/pipeline_layout.h"
@@ -909,6 +910,22 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
   for (auto fill : {FillArchitecture, FillParallel, PadVocabulary,
                     FillTraining, FillExpertsFromLaunch, FillGpuCount}) {
     if (absl::Status s = fill(args, launch); !s.ok()) return s;
+  }
+  if (args.unreviewed_count() > 0) {
+    std::string named = absl::StrCat(
+        "--", absl::StrJoin(args.unreviewed(), ", --"),
+        args.unreviewed_count() > args.unreviewed().size()
+            ? absl::StrCat(" and ",
+                           args.unreviewed_count() - args.unreviewed().size(),
+                           " more")
+            : "");
+    const bool one = args.unreviewed_count() == 1;
+    launch.notes.push_back(absl::StrCat(
+        "not read: ", named, one ? ": not an argument of " : ": not arguments of ",
+        MegatronArgumentNamesRevision(),
+        ", which memgate was reviewed against; ",
+        one ? "if it changes memory, this estimate does not count it"
+            : "one that changes memory is not counted in this estimate"));
   }
   return launch;
 }

@@ -1,5 +1,6 @@
 #include "estimator/megatron_args.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "estimator/catalog.h"
 #include "estimator/estimate.h"
@@ -767,14 +768,44 @@ TEST(MegatronArgsTest, StageCountIsBoundedBeforeSplitting) {
       << error;
 }
 
-TEST(MegatronArgsTest, UnknownArgumentsAreIgnored) {
+// Arguments that are neither memory-relevant (the table) nor Megatron-LM's
+// at the reviewed revision (a newer Megatron's, a fork's) are not read, and
+// a note names them: one may change memory. Megatron's own other
+// arguments (--data-path, --save) and the launcher's words before the
+// script are not named.
+TEST(MegatronArgsTest, UnreviewedArgumentsAreNamedInANote) {
   absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
-      Words("pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
-            "--num-attention-heads 32 --swiglu --vocab-size 32000 "
-            "--seq-length 4096 --some-new-flag 17 --another --data-path "
-            "/data/x --save /ckpt"),
+      Words("torchrun --nproc_per_node 8 --rdzv-backend c10d pretrain_gpt.py "
+            "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 "
+            "--swiglu --vocab-size 32000 --seq-length 4096 --some-new-flag 17 "
+            "--another --data-path /data/x --save /ckpt --another"),
       nullptr);
-  EXPECT_TRUE(l.ok()) << l.status();
+  ASSERT_TRUE(l.ok()) << l.status();
+  std::string note;
+  for (const std::string& n : l->notes) {
+    if (n.find("not read:") != std::string::npos) note = n;
+  }
+  EXPECT_NE(note.find("--some-new-flag, --another:"), std::string::npos)
+      << note;
+  EXPECT_NE(note.find("not arguments of Megatron-LM d98e8a6"),
+            std::string::npos)
+      << note;
+  for (const char* known : {"data-path", "save", "rdzv", "nproc"}) {
+    EXPECT_EQ(note.find(known), std::string::npos) << note;
+  }
+  // Bounded: the first eight are named, the rest counted.
+  std::string many = std::string(kLlama31_8B);
+  for (int i = 0; i < 20; ++i) absl::StrAppend(&many, " --fork-flag-", i);
+  l = ParseMegatronLaunch(Words(many), nullptr);
+  ASSERT_TRUE(l.ok()) << l.status();
+  bool counted = false;
+  for (const std::string& n : l->notes) {
+    if (n.find("--fork-flag-7 and 12 more:") != std::string::npos) {
+      counted = true;
+      EXPECT_EQ(n.find("fork-flag-8"), std::string::npos) << n;
+    }
+  }
+  EXPECT_TRUE(counted);
 }
 
 }  // namespace

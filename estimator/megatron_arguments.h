@@ -8,7 +8,9 @@
 //   - refused: its presence is an error naming it and why (memgate does
 //     not model it, and answering without it could admit an OOM);
 //   - partly modelled: some values are modelled, the others refused.
-// Arguments not listed do not change per-GPU memory and are ignored.
+// Megatron's other arguments (megatron_argument_names.h) do not change
+// per-GPU memory and are ignored; others are not read and a note names
+// them.
 // docs/megatron-arguments.md is generated from this table
 // (`bazel run //estimator:megatron_arguments_doc`) and a test keeps the
 // two equal.

@@ -1,0 +1,24 @@
+#include "estimator/megatron_argument_names.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace memgate {
+namespace {
+
+// Sorted (the generator sorts them), so a lookup is a binary search.
+constexpr absl::string_view kNames[] = {
+#include "estimator/megatron_argument_names.inc"
+};
+
+}  // namespace
+
+absl::string_view MegatronArgumentNamesRevision() {
+  return "Megatron-LM d98e8a6";
+}
+
+bool IsMegatronArgumentName(absl::string_view dashed) {
+  return std::binary_search(std::begin(kNames), std::end(kNames), dashed);
+}
+
+}  // namespace memgate
