@@ -39,6 +39,18 @@ void BM_EstimateMoeJob(benchmark::State& state) {
 }
 BENCHMARK(BM_EstimateMoeJob);
 
+// The largest MoE job validation allows (65,536 layers over 4,096 stages
+// of 16 chunks): the bound EstimateTest.LargestInterleavedMoeJobIsBoundedWork
+// checks the shape of, timed here.
+void BM_EstimateLargestInterleavedMoeJob(benchmark::State& state) {
+  const v1::Job job = testing::LargestInterleavedMoeJob();
+  for (auto _ : state) {
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    benchmark::DoNotOptimize(e);
+  }
+}
+BENCHMARK(BM_EstimateLargestInterleavedMoeJob)->Unit(benchmark::kMillisecond);
+
 // A plan over 16,384 H100s at 16,384 sequences a step.
 v1::PlanRequest PlanOn16384H100(const char* model, uint32_t seq,
                                 uint32_t top_k) {

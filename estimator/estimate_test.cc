@@ -1,6 +1,5 @@
 #include "estimator/estimate.h"
 
-#include <chrono>
 
 #include "estimator/units.h"
 #include "gtest/gtest.h"
@@ -47,24 +46,20 @@ TEST(EstimateTest, CatalogNameBringsExpertsWithExplicitDimensions) {
 }
 
 // The largest MoE job validation allows (65,536 layers, 4096 stages of 16
-// chunks each) is estimated in far under a second: the per-layer table and
-// the chunk offsets are built once, O(L + p v), never per stage.
+// chunks each) is estimated, and one more layer's worth is refused by
+// validation before any work. Its cost (the per-layer table and the chunk
+// offsets are built once, O(L + p v), never per stage) is measured by
+// BM_EstimateLargestInterleavedMoeJob (bench/estimator_benchmark.cc), not
+// timed here.
 TEST(EstimateTest, LargestInterleavedMoeJobIsBoundedWork) {
-  v1::Job job = PaperJob("llama-3.1-8b", "h100-80gb", 1, 1, 4096, 1, 4096,
-                         1024);
-  job.mutable_training()->set_global_batch_size(0);
-  v1::ModelConfig& m = *job.mutable_model();
-  m.set_num_layers(65536);
-  m.mutable_moe()->set_num_experts(8);
-  m.mutable_moe()->set_router_topk(2);
-  job.mutable_parallel()->set_virtual_pipeline_stages(16);
-  const auto start = std::chrono::steady_clock::now();
+  v1::Job job = testing::LargestInterleavedMoeJob();
   absl::StatusOr<v1::Estimate> e = EstimateJob(job);
   ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_EQ(e->stages_size(), 4096);
-  EXPECT_LT(std::chrono::steady_clock::now() - start,
-            std::chrono::seconds(1));
-  m.set_num_layers(65536 * 2);
+  ASSERT_EQ(e->stages_size(), 4096);
+  for (const v1::StageMemory& s : e->stages()) {
+    ASSERT_EQ(s.num_layers(), 16u) << s.stage();
+  }
+  job.mutable_model()->set_num_layers(65536 * 2);
   EXPECT_NE(EstimateJob(job).status().message().find(
                 "model.num_layers: must be at most 65536 with experts"),
             std::string::npos);

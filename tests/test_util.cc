@@ -49,6 +49,18 @@ v1::Job JobFromText(const std::string& text) {
   return job;
 }
 
+v1::Job LargestInterleavedMoeJob() {
+  v1::Job job = PaperJob("llama-3.1-8b", "h100-80gb", 1, 1, 4096, 1, 4096,
+                         1024);
+  job.mutable_training()->set_global_batch_size(0);
+  v1::ModelConfig& m = *job.mutable_model();
+  m.set_num_layers(65536);
+  m.mutable_moe()->set_num_experts(8);
+  m.mutable_moe()->set_router_topk(2);
+  job.mutable_parallel()->set_virtual_pipeline_stages(16);
+  return job;
+}
+
 v1::PlanRequest WorstCasePlanRequest(uint32_t max_micro_batch_size) {
   constexpr uint32_t kMostDivisible = 720720;  // 240 divisors
   v1::PlanRequest r;

@@ -26,6 +26,10 @@ v1::Job ExplicitLlama31_8BJob();
 // plan allowed.
 v1::PlanRequest WorstCasePlanRequest(uint32_t max_micro_batch_size);
 
+// The largest MoE job validation allows: 65,536 layers (8 experts, top 2)
+// over 4,096 stages of 16 chunks each, no global batch.
+v1::Job LargestInterleavedMoeJob();
+
 // Parses a Job from text format; the test fails loudly on a typo.
 v1::Job JobFromText(const std::string& text);
 
