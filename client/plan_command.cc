@@ -32,7 +32,7 @@ struct PlanFlags {
   JobFlags model;  // only the model and GPU flags are registered
   std::optional<std::string> gpus, format, server, precision;
   std::optional<uint32_t> seq, gbs, top, max_mbs;
-  std::optional<bool> cross_node_tp, table, recompute;
+  std::optional<bool> cross_node_tp, table, recompute, interleave;
   std::optional<double> threshold, timeout;
 
   void Register(FlagSet& f) {
@@ -63,6 +63,11 @@ struct PlanFlags {
            "fit layouts that do not fit by the least full recomputation, "
            "ranked by its cost (default on; --no-recompute)",
            &recompute);
+    f.Bool("interleave",
+           "try interleaved 1F1B (virtual pipeline stages) at the depth the "
+           "cost model finds fastest and the deepest (default on; "
+           "--no-interleave: plain 1F1B only)",
+           &interleave);
     f.Bool("table", "the paper-style table over the GPU counts (plain 1F1B "
            "layouts, no recomputation)", &table);
     f.String("format", "text|json|csv|markdown|megatron-args",
@@ -121,6 +126,9 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(const PlanFlags& f) {
   }
   request.set_no_recompute(!f.recompute.value_or(true) ||
                            f.table.value_or(false));
+  // The paper's table is of plain 1F1B layouts.
+  request.set_no_interleave(!f.interleave.value_or(true) ||
+                            f.table.value_or(false));
   return request;
 }
 

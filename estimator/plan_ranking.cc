@@ -67,8 +67,6 @@ LayoutKey KeyOf(const Layout4D& l) {
   return {l.t, l.c, l.p, l.ep, l.etp, l.b};
 }
 
-// Plain 1F1B without recomputation: what the paper measured.
-bool IsPlain(const Layout4D& l) { return l.v == 1 && l.recompute == 0; }
 
 // Where each competing recomputation in [begin, end) goes among `fits`
 // (in their ranked order): before the first of them with a larger TP x CP x
@@ -149,7 +147,7 @@ std::vector<Layout4D> RankLayouts(std::vector<Layout4D>& layouts, size_t keep,
   auto emit = [&](const Layout4D& l) {
     if (out.size() == keep) return;
     const bool first = shown.insert(KeyOf(l)).second;
-    if (first || IsPlain(l)) out.push_back(l);
+    if (first) out.push_back(l);
   };
   size_t next = 0;  // into order
   for (size_t i = 0; i <= fits.size() && out.size() < keep; ++i) {

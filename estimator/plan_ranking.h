@@ -44,10 +44,11 @@ inline constexpr size_t kVariantsPerTier = 3;
 // first of them that has a larger TP x CP x PP and is slower under the
 // cost model (never before one of the same or a smaller product: the rule
 // already prefers it); then the costlier recomputations, fastest first;
-// then those that do not fit, closest first. A layout appears at most
-// twice: with its best schedule, and plain (what the paper measured) when
-// that also fits; its other variants would crowd the list with the same
-// GPUs and groups. Reorders `layouts`; O(n + keep log n).
+// then those that do not fit, closest first. A layout appears once, with
+// its best schedule: its other variants (plain, other depths, more
+// recomputation) would crowd the list with the same GPUs and groups (an
+// interleaved one without recomputation implies the plain one fits too).
+// Reorders `layouts`; O(n + keep log n).
 std::vector<Layout4D> RankLayouts(std::vector<Layout4D>& layouts, size_t keep,
                                   Ranking ranking);
 

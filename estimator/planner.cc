@@ -140,6 +140,7 @@ struct Search {
   uint32_t heads = 0, kv_heads = 0, layers = 0;
   std::vector<uint32_t> expert_divisors;  // of E; empty for dense models
   bool allow_recompute = true;
+  bool allow_interleave = true;
 };
 
 Layout LayoutFor(const Search& s, uint32_t t, uint32_t c, uint32_t p,
@@ -381,8 +382,10 @@ uint64_t CountLayouts(const Search& s,
   uint64_t groups = 0;
   ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t, uint32_t p) {
     const size_t schedules =
-        std::min(kSchedulesPerLayout,
-                 ChoicesFor(pipelines, gpu_divisors, p).chunkings.size());
+        s.allow_interleave
+            ? std::min(kSchedulesPerLayout,
+                       ChoicesFor(pipelines, gpu_divisors, p).chunkings.size())
+            : 1;
     ForEachExpertLayout(s, t, p,
                         [&](uint32_t, uint32_t) { groups += schedules; });
   });
@@ -525,7 +528,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
         // the fastest and the deepest interleaving.
         size_t schedules[kSchedulesPerLayout] = {0};
         size_t n = 1;
-        if (chunkings.size() > 1 && m % p == 0) {
+        if (s.allow_interleave && chunkings.size() > 1 && m % p == 0) {
           const size_t deepest = chunkings.size() - 1;
           const size_t fastest = FastestInterleaving(
               chunkings, (p - 1.0) / m, speed_of(chunkings[deepest]));
@@ -600,6 +603,7 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
     s.expert_divisors = Divisors(job->model().moe().num_experts());
   }
   s.allow_recompute = !request.no_recompute();
+  s.allow_interleave = !request.no_interleave();
   return s;
 }
 

@@ -66,8 +66,8 @@ using PlanInterrupt = std::function<absl::Status()>;
 // a larger product that the cost model finds slower (never before one of
 // the same or a smaller product); costlier recomputation comes after all
 // the others, fastest first. Each layout (TP, CP, PP, EP, ETP, MBS) is
-// listed with its best schedule, and again only plain (what the paper
-// measured) when that fits too.
+// listed once, with its best schedule (PlanRequest.no_interleave keeps
+// pipelines plain, as the paper measured them).
 enum class Ranking { kCostModel, kPaperRule, kRuleThenCost };
 
 // Recomputation that costs at most this (one more forward of the

@@ -64,28 +64,35 @@ std::map<Key, double> BruteForce(const v1::PlanRequest& r, uint32_t max_tp) {
   return valid;
 }
 
-// The plain layouts (even stages, no interleaving; recomputation off) are
-// exactly the brute force's; the planner adds interleaved and uneven ones.
+// The even-stage layouts (recomputation off) are exactly the brute
+// force's, each listed once with its best schedule: plain, with the
+// estimate's peak, or interleaved, which holds more (the planner adds
+// uneven ones too).
 void ExpectCompleteAndExact(v1::PlanRequest r, uint32_t max_tp) {
   r.set_no_recompute(true);
   absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
   ASSERT_TRUE(plan.ok()) << plan.status();
   const std::map<Key, double> expected = BruteForce(r, max_tp);
   ASSERT_FALSE(expected.empty());
-  std::map<Key, double> got;
+  std::map<Key, const v1::Candidate*> got;
   for (const v1::Candidate& c : plan->candidates()) {
     EXPECT_EQ(c.data_parallel() * c.tensor_parallel() * c.context_parallel() *
                   c.pipeline_parallel(),
               r.num_gpus());
     EXPECT_EQ(c.recompute_num_layers(), 0u);
-    if (c.virtual_pipeline_stages() > 1 || c.first_stage_layers() > 0) continue;
-    EXPECT_TRUE(got.emplace(KeyOf(c), c.peak_bytes()).second) << "duplicate";
+    if (c.first_stage_layers() > 0) continue;
+    EXPECT_TRUE(got.emplace(KeyOf(c), &c).second) << "duplicate";
   }
   EXPECT_GE(plan->considered(), expected.size());
   ASSERT_EQ(got.size(), expected.size());
   for (const auto& [key, peak] : expected) {
     ASSERT_TRUE(got.count(key));
-    EXPECT_DOUBLE_EQ(got[key], peak);  // the planner's peak is the estimate's
+    const v1::Candidate& c = *got[key];
+    if (c.virtual_pipeline_stages() > 1) {
+      EXPECT_GT(c.peak_bytes(), peak);
+    } else {
+      EXPECT_DOUBLE_EQ(c.peak_bytes(), peak);  // the estimate's peak
+    }
   }
 }
 
@@ -205,15 +212,10 @@ TEST(PlannerTest, RankingPutsAdmittedFirstSmallestGroupThenFastest) {
                        (c.pipeline_parallel() - 1) /
                            (m * std::max(1u, c.virtual_pipeline_stages())));
     }
-    // A layout appears with its best schedule, and again only plain.
+    // A layout appears once, with its best schedule.
     std::map<Key, int> seen;
     for (const v1::Candidate& c : plan->candidates()) {
-      const int before = seen[KeyOf(c)]++;
-      EXPECT_LE(before, 1);
-      if (before == 1) {
-        EXPECT_EQ(c.recompute_num_layers(), 0u);
-        EXPECT_LE(c.virtual_pipeline_stages(), 1u);
-      }
+      EXPECT_EQ(seen[KeyOf(c)]++, 0) << c.why();
     }
     EXPECT_TRUE(left_green) << gpu;
     EXPECT_TRUE(saw_competing) << gpu;
@@ -352,19 +354,27 @@ TEST(PlannerTest, PublishedLayoutsRankInTheFirstFive) {
 // VP 7 on 576 to 2,304 GPUs, global batch 252 per 576). Each ranks in the
 // first five, GREEN, and on 576 GPUs with the recipe's own depth of
 // interleaving (7 chunks of 2 layers: the cost model's price of the sends,
-// not a fixed depth, picks it among 2, 7 and 14). Megatron's default fp32
-// gradients take 11 GiB more at PP 9: bench/RESULTS.md has those ranks.
+// not a fixed depth, picks it among 2, 7 and 14). With Megatron's default
+// fp32 gradients (11 GiB more at PP 9) they rank there too, with more
+// recomputation.
 TEST(PlannerTest, NvidiaLlama405BRecipesRankInTheFirstFive) {
   struct Recipe {
+    v1::Precision precision;
     uint32_t gpus, gbs, tp, cp, pp, v;  // v 0: any schedule
   };
-  for (const Recipe& recipe : {Recipe{512, 288, 8, 2, 8, 0},
-                               Recipe{576, 252, 8, 2, 9, 7},
-                               Recipe{1152, 504, 8, 2, 9, 0},
-                               Recipe{2304, 1008, 8, 2, 9, 0}}) {
+  constexpr v1::Precision kBf16Grads = v1::PRECISION_BF16_BF16_GRADS;
+  constexpr v1::Precision kFp32Grads = v1::PRECISION_BF16_FP32_GRADS;
+  for (const Recipe& recipe : {Recipe{kBf16Grads, 512, 288, 8, 2, 8, 0},
+                               Recipe{kBf16Grads, 576, 252, 8, 2, 9, 7},
+                               Recipe{kBf16Grads, 1152, 504, 8, 2, 9, 0},
+                               Recipe{kBf16Grads, 2304, 1008, 8, 2, 9, 0},
+                               Recipe{kFp32Grads, 512, 288, 8, 2, 8, 0},
+                               Recipe{kFp32Grads, 576, 252, 8, 2, 9, 0},
+                               Recipe{kFp32Grads, 1152, 504, 8, 2, 9, 0},
+                               Recipe{kFp32Grads, 2304, 1008, 8, 2, 9, 0}}) {
     v1::PlanRequest r = Request("llama-3.1-405b", "h100-80gb", recipe.gpus,
                                 8192, recipe.gbs);
-    r.set_precision(v1::PRECISION_BF16_BF16_GRADS);
+    r.set_precision(recipe.precision);
     r.set_top_k(5);
     absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
     ASSERT_TRUE(plan.ok()) << plan.status();
@@ -392,6 +402,24 @@ TEST(PlannerTest, NvidiaLlama405BRecipesRankInTheFirstFive) {
     ASSERT_TRUE(e.ok()) << e.status();
     EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
     EXPECT_DOUBLE_EQ(e->peak().total_bytes(), found->peak_bytes());
+  }
+}
+
+// no_interleave keeps every pipeline plain 1F1B (the paper's setting, and
+// the table view's), and its search is counted as such.
+TEST(PlannerTest, NoInterleaveKeepsPipelinesPlain) {
+  v1::PlanRequest r = Request("llama-3.1-405b", "h100-80gb", 1024, 8192, 512);
+  const absl::StatusOr<uint64_t> all = CountPlanLayouts(r);
+  r.set_no_interleave(true);
+  const absl::StatusOr<uint64_t> plain = CountPlanLayouts(r);
+  ASSERT_TRUE(all.ok() && plain.ok());
+  EXPECT_LT(*plain, *all);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_GT(plan->candidates_size(), 0);
+  EXPECT_LE(plan->considered(), *plain);
+  for (const v1::Candidate& c : plan->candidates()) {
+    EXPECT_LE(c.virtual_pipeline_stages(), 1u) << c.why();
   }
 }
 
@@ -619,12 +647,14 @@ TEST(PlannerTest, TopKAboveTheReplyBoundNamesTheField) {
 
 // ---- Leave-one-table-out validation of the ranking ----------------------
 
-// The paper ran plain 1F1B without recomputation: an interleaved or
-// recomputing candidate is another run than the measured one of its
-// (TP, CP, PP, MBS).
+// The paper ran plain 1F1B without recomputation: a recomputing candidate
+// is another run than the measured one of its (TP, CP, PP, MBS). An
+// interleaved one without recomputation stands for it: interleaving holds
+// more than plain 1F1B, so the plain run fits too, and the paper's
+// measurement of it is what the pick is scored by (interleaving, listed
+// because the cost model finds it faster, is not measured).
 bool AsThePaperRan(const v1::Candidate& c) {
-  return c.virtual_pipeline_stages() <= 1 && c.recompute_num_layers() == 0 &&
-         c.first_stage_layers() == 0;
+  return c.recompute_num_layers() == 0 && c.first_stage_layers() == 0;
 }
 
 // One GPU-count column of a paper table: what was measured per layout, and

@@ -27,8 +27,9 @@ std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
                                          : job.num_gpus());
   request.set_precision(job.training().precision());
   request.set_threshold(threshold);
-  // Twice as many as wanted: a layout may come back twice (its best
-  // schedule, then plain), and a suggestion names each layout once.
+  // A plan lists each layout once (its best schedule); suggestions name
+  // each (TP, CP, PP, MBS) once, so a few spare for MoE layouts that
+  // differ only in EP or ETP.
   const int wanted = std::clamp<int>(count, 0, kMaxPlanCandidates / 2);
   request.set_top_k(static_cast<uint32_t>(2 * wanted));
   std::vector<v1::Candidate> out;

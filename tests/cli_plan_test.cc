@@ -36,8 +36,8 @@ TEST(CliPlanTest, JsonListsCandidatesInRankOrder) {
   v1::PlanResponse plan;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &plan).ok());
   ASSERT_GT(plan.candidates_size(), 10);
-  // Every layout is considered; its schedule variants are listed once
-  // (best) and again only plain (planner.h).
+  // Every layout is considered; its schedule variants are listed once,
+  // the best (planner.h).
   EXPECT_GT(plan.considered(), static_cast<uint64_t>(plan.candidates_size()));
   for (int i = 0; i < plan.candidates_size(); ++i) {
     EXPECT_EQ(plan.candidates(i).rank(), static_cast<uint32_t>(i + 1));
