@@ -405,6 +405,30 @@ TEST(PlannerTest, NvidiaLlama405BRecipesRankInTheFirstFive) {
   }
 }
 
+// The depth of interleaving tried is bounded by kMaxPlanVirtualStages,
+// whatever the layers a stage: a small model of 2,048 layers over 2 stages
+// with 2 micro-batches a step (a 50% plain bubble, sends over NVLink that
+// cost little) is fastest cut as deep as it can be; 1,024 chunks a rank
+// would be allowed, the plan tries at most 32.
+TEST(PlannerTest, InterleavingDepthIsBounded) {
+  v1::PlanRequest r = Request("", "h100-80gb", 2, 8192, 2);
+  v1::ModelConfig& m = *r.mutable_model();
+  m.set_num_layers(2048);
+  m.set_hidden_size(256);
+  m.set_ffn_hidden_size(1024);
+  m.set_num_attention_heads(4);
+  m.set_num_query_groups(4);
+  m.set_vocab_size(32000);
+  r.set_top_k(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  uint32_t deepest = 0;
+  for (const v1::Candidate& c : plan->candidates()) {
+    deepest = std::max(deepest, c.virtual_pipeline_stages());
+  }
+  EXPECT_EQ(deepest, kMaxPlanVirtualStages);
+}
+
 // no_interleave keeps every pipeline plain 1F1B (the paper's setting, and
 // the table view's), and its search is counted as such.
 TEST(PlannerTest, NoInterleaveKeepsPipelinesPlain) {
