@@ -110,7 +110,7 @@ SpeedFactors SpeedOf(const ModelShape& m, const LayerWeights& weights,
     // Pipeline neighbours are t*c*d ranks apart (rank order tp-cp-ep-dp-
     // pp): across nodes when that reaches a node's GPUs (or the node size
     // is unknown), over NVLink otherwise.
-    if (l.virtual_stages > 1) {
+    {
       const bool cross_node =
           gpus_per_node <= 0 ||
           l.tensor * l.context * l.data >= gpus_per_node;
@@ -123,8 +123,8 @@ SpeedFactors SpeedOf(const ModelShape& m, const LayerWeights& weights,
                                 (l.sequence_parallel ? 1 : l.tensor);
       const double compute = 3 * per_stage * layer_flops;
       const double achieved = f.gemm * f.tensor * f.context;
-      f.p2p = 1 / (1 + 2 * (l.virtual_stages - 1) * send_bytes *
-                           flops_per_byte * achieved / compute);
+      f.send_share = 2 * send_bytes * flops_per_byte * achieved / compute;
+      f.p2p = 1 / (1 + (l.virtual_stages - 1) * f.send_share);
     }
   }
   return f;

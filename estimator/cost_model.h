@@ -79,7 +79,11 @@ struct SpeedFactors {
   double context = 1;     // (3)
   double bubble = 0;      // (p - 1) / m
   double imbalance = 1;   // (4): ideal / slowest stage
-  double p2p = 1;         // (5); 1 without interleaving
+  // (5): the compute share one chunk beyond the first adds in sends
+  // (whatever v: it is a property of the layout), and the factor it makes
+  // with v chunks, 1 / (1 + (v - 1) send_share); 1 without interleaving.
+  double send_share = 0;
+  double p2p = 1;
   double speed() const {
     return gemm * tensor * context * imbalance * p2p / (1 + bubble);
   }

@@ -476,19 +476,18 @@ void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
 
 // The index in `chunkings` (1 or more) of the interleaving the cost model
 // finds fastest. Speed depends on v only through the bubble, B / v with B
-// = (p - 1) / m the plain one, and interleaving's extra sends, a share k of
-// the compute for each of the v - 1 extra chunks (cost_model.h (4), (5)):
-// it is the largest 1 / ((1 + B / v)(1 + k (v - 1))), the deeper on a tie
-// (less memory). k comes from the deepest's p2p factor.
+// = (p - 1) / m the plain one, and interleaving's extra sends, `send_share`
+// of the compute for each of the v - 1 extra chunks (cost_model.h (4),
+// (5)): it is the largest 1 / ((1 + B / v)(1 + send_share (v - 1))), the
+// deeper on a tie (less memory).
 size_t FastestInterleaving(const std::vector<Chunking>& chunkings,
-                           double plain_bubble, const SpeedFactors& deepest) {
-  const double deepest_v = chunkings.back().v;
-  const double k = (1 / deepest.p2p - 1) / (deepest_v - 1);
+                           const SpeedFactors& plain) {
   size_t best = chunkings.size() - 1;
   double best_cost = 0;
   for (size_t i = chunkings.size() - 1; i >= 1; --i) {
     const double v = chunkings[i].v;
-    const double cost = (1 + plain_bubble / v) * (1 + k * (v - 1));
+    const double cost =
+        (1 + plain.bubble / v) * (1 + plain.send_share * (v - 1));
     if (i == chunkings.size() - 1 || cost < best_cost) {
       best = i;
       best_cost = cost;
@@ -519,19 +518,15 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
         const uint32_t m = s.gbs / b / d;
         Layout l = LayoutFor(s, t, c, p, d, b, ep, etp);
         const StageLayers stages{double(split.first), double(split.last)};
-        auto speed_of = [&](const Chunking& chunking) {
-          l.virtual_stages = chunking.v;
-          return SpeedOf(s.shape, s.weights, l, m, s.gpus_per_node, cost,
-                         stages);
-        };
+        const SpeedFactors plain = SpeedOf(s.shape, s.weights, l, m,
+                                           s.gpus_per_node, cost, stages);
         // Plain, then (Megatron's interleaving rule: m a multiple of p)
         // the fastest and the deepest interleaving.
         size_t schedules[kSchedulesPerLayout] = {0};
         size_t n = 1;
         if (s.allow_interleave && chunkings.size() > 1 && m % p == 0) {
           const size_t deepest = chunkings.size() - 1;
-          const size_t fastest = FastestInterleaving(
-              chunkings, (p - 1.0) / m, speed_of(chunkings[deepest]));
+          const size_t fastest = FastestInterleaving(chunkings, plain);
           schedules[n++] = fastest;
           if (fastest != deepest) schedules[n++] = deepest;
         }
@@ -539,7 +534,11 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           const Chunking& chunking = chunkings[schedules[k]];
           const uint32_t v = chunking.v;
           const bool accounted = chunking.form == ChunkForm::kAccounted;
-          const SpeedFactors f = speed_of(chunking);
+          l.virtual_stages = v;
+          const SpeedFactors f =
+              k == 0 ? plain
+                     : SpeedOf(s.shape, s.weights, l, m, s.gpus_per_node,
+                               cost, stages);
           Layout4D entry{t, c, p, b, d, ep, etp, split.first, split.last, v,
                          accounted && split.first < split.middle,
                          accounted && split.last < split.middle,
