@@ -325,6 +325,12 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "hybrid Mamba models: not modelled"},
       {"mtp-hybrid-override-pattern", true, R, "",
        "hybrid multi-token prediction layers: not modelled"},
+      {"fp8-output-proj", false, R, "off",
+       "the LM head in MXFP8 adds fp8 copies of its h x v/t weight: not "
+       "modelled"},
+      {"symmetric-ar-type", true, R, "off",
+       "TransformerEngine's all-reduces through symmetric-memory buffers: "
+       "not modelled"},
       {"yaml-cfg", true, R, "",
        "the arguments are in a file memgate cannot read: pass them on the "
        "command line"},
