@@ -14,14 +14,96 @@
 //        interleaved schedule divides the bubble by v and multiplies the
 //        pipeline's point-to-point communication by v.
 // [MM]   Megatron-LM megatron/core/transformer/moe/README.md (Guideline 4:
-//        expert parallelism's better GEMM efficiency).
+//        expert parallelism's better GEMM efficiency; Guideline 2: keep
+//        EP x TP inside NVLink, EP's exchange is communication-heavy).
+// [MD]   Megatron-LM megatron/core/transformer/moe/token_dispatcher.py:
+//        MoEAllGatherTokenDispatcher gathers every token of the tp_ep group
+//        (gather_from_sequence_parallel_region) and reduce-scatters it
+//        back; MoEAlltoAllTokenDispatcher sends the k routed copies of a
+//        token over the ep group (all_to_all), then gathers them over the
+//        expert-TP group; MoEFlexTokenDispatcher hands the tp_ep group to
+//        DeepEP. Backward runs each collective's transpose: four passes.
+// [DE]   DeepEP README (deepseek-ai/DeepEP), normal kernels: a token goes
+//        once over RDMA to each remote node holding one of its experts and
+//        is forwarded over NVLink to that node's GPUs that hold them.
 
 namespace memgate {
 namespace {
 
 double Efficiency(double size, double half) { return size / (size + half); }
 
+// Per-token forward FLOPs of an average layer: 2 per active weight, plus
+// causal attention's QK^T and AV (2 s a d). For MoE models the active
+// weights (k experts), not the dense FFN width. Multi-latent attention:
+// QK^T over qk_nope + qk_rope, AV over v_head.
+double LayerFlops(const ModelShape& m, const LayerWeights& weights,
+                  double seq_length) {
+  const double score_width =
+      m.mla ? m.heads * (m.qk_nope + m.qk_rope + m.v_head) / 2
+            : QueryWidth(m);
+  return 2 * (weights.dense + weights.experts) + 2 * seq_length * score_width;
+}
+
+// The chance that one of `units` equal shares of the E experts holds at
+// least one of a token's k distinct experts (uniform routing, the balanced
+// load the cost model assumes): 1 - C(E - E/units, k) / C(E, k).
+double ShareHit(double experts, double topk, double units) {
+  const double held = experts / units;
+  double none = 1;
+  for (double i = 0; i < topk && none > 0; ++i) {
+    none *= std::max(0.0, experts - held - i) / (experts - i);
+  }
+  return 1 - none;
+}
+
+// Copies of one token's hidden state that a pass of the dispatcher sends
+// to other GPUs of the node and to other nodes [MD], [DE]. An expert
+// group's EP x ETP ranks are consecutive, an expert rank's ETP GPUs side by
+// side (Megatron's expert rank order tp-ep-dp-pp). With the node size
+// unknown every copy is taken to cross the network, as (5) does.
+struct ExchangeCopies {
+  double nvlink = 0;
+  double network = 0;
+};
+
+ExchangeCopies CopiesPerToken(const ModelShape& m, const Layout& l,
+                              double gpus_per_node) {
+  const double ep = l.expert_parallel, etp = l.expert_tensor;
+  const double group = ep * etp;
+  const double node = gpus_per_node > 0 ? std::min(gpus_per_node, group) : 1;
+  ExchangeCopies c;
+  if (l.allgather_dispatcher) {
+    // Every token of the group to every rank of it.
+    c.nvlink = node - 1;
+    c.network = group - node;
+    return c;
+  }
+  // Expert ranks a node holds, and nodes the group spans.
+  const double ranks_per_node = std::max(1.0, node / etp);
+  const double nodes = ep / ranks_per_node;
+  const double node_hit = ShareHit(m.experts, m.topk, nodes);
+  if (l.deepep_dispatcher) {
+    // One RDMA copy per remote node hit, then one NVLink copy per further
+    // GPU hit on each node hit (each ETP GPU of an expert rank needs it).
+    const double gpus_hit = ep * ShareHit(m.experts, m.topk, ep) * etp;
+    c.network = (nodes - 1) * node_hit;
+    c.nvlink = std::max(0.0, gpus_hit - nodes * node_hit);
+    return c;
+  }
+  // All-to-all: each of the k copies to its expert's rank, those on other
+  // nodes over the network; then the expert-TP gather brings each rank the
+  // copies of its ETP - 1 peers (NVLink: ETP stays inside a node).
+  c.network = m.topk * (1 - ranks_per_node / ep);
+  c.nvlink = m.topk * ((ranks_per_node - 1) / ep + (etp - 1));
+  if (gpus_per_node <= 0) {
+    c.network += c.nvlink;
+    c.nvlink = 0;
+  }
+  return c;
+}
+
 }  // namespace
+
 
 LayerWeights ActiveWeightsPerToken(const ModelShape& m) {
   const double h = m.hidden;
@@ -77,19 +159,28 @@ SpeedFactors SpeedOf(const ModelShape& m, const LayerWeights& weights,
                                     : cost.tensor_overhead));
   }
   f.context = 1 / (1 + cost.context_overhead * (l.context - 1) / l.context);
+  const double layer_flops = LayerFlops(m, weights, l.seq_length);
+  const double element_bytes = l.precision == v1::PRECISION_FP32 ? 4 : 2;
+  const double achieved = f.gemm * f.tensor * f.context;
+  if (weights.experts > 0) {
+    // (6) [MD] A rank's token exchange against those tokens' forward and
+    // backward compute (3 x a layer's forward FLOPs; the rank's s*b/(t*c)
+    // tokens cancel): 4 passes of each copy's h elements, averaged over
+    // the layers (DeepSeek-V3's dense layers exchange nothing), each byte
+    // at its link's datasheet ratio times the achieved efficiency, as (5).
+    const ExchangeCopies copies = CopiesPerToken(m, l, gpus_per_node);
+    const double moe_share = MoeLayersIn(m, 0, m.layers) / m.layers;
+    const double exchange =
+        4 * moe_share * m.hidden * element_bytes *
+        (copies.network * cost.peak_flops_per_network_byte +
+         copies.nvlink * cost.peak_flops_per_nvlink_byte);
+    f.expert = 1 / (1 + exchange * achieved / (3 * layer_flops));
+  }
   if (l.pipeline > 1) {
     // Interleaving v chunks a rank divides the bubble by v [MT].
     f.bubble = (l.pipeline - 1) / (microbatches * l.virtual_stages);
-    // Per-token forward FLOPs of a layer: 2 per active weight, plus causal
-    // attention's QK^T and AV (2 s a d); of the LM head: 2hv. For MoE
-    // models the active weights (k experts), not the dense FFN width.
-    // Multi-latent attention: QK^T over qk_nope + qk_rope, AV over v_head.
+    // The LM head's per-token forward FLOPs, 2hv, in layers.
     const double h = m.hidden;
-    const double score_width =
-        m.mla ? m.heads * (m.qk_nope + m.qk_rope + m.v_head) / 2
-              : QueryWidth(m);
-    const double layer_flops =
-        2 * (weights.dense + weights.experts) + 2 * l.seq_length * score_width;
     const double head_in_layers = 2 * h * m.vocab / layer_flops;
     const double per_stage = m.layers / l.pipeline;
     double slowest = per_stage + head_in_layers;  // the last stage
@@ -117,12 +208,9 @@ SpeedFactors SpeedOf(const ModelShape& m, const LayerWeights& weights,
       const double flops_per_byte = cross_node
                                         ? cost.peak_flops_per_network_byte
                                         : cost.peak_flops_per_nvlink_byte;
-      const double element_bytes =
-          l.precision == v1::PRECISION_FP32 ? 4 : 2;
       const double send_bytes = element_bytes * h *
                                 (l.sequence_parallel ? 1 : l.tensor);
       const double compute = 3 * per_stage * layer_flops;
-      const double achieved = f.gemm * f.tensor * f.context;
       f.send_share = 2 * send_bytes * flops_per_byte * achieved / compute;
       f.p2p = 1 / (1 + (l.virtual_stages - 1) * f.send_share);
     }

@@ -33,13 +33,23 @@
 //     stay unpriced, as in the measurements the model reproduces. Sent
 //     over the network or, when pipeline neighbours (t*c*d ranks apart in
 //     Megatron's default rank order tp-cp-ep-dp-pp) share a node, NVLink.
+//  6. Expert parallelism's token exchange (MoE layers): the dispatcher
+//     sends each token's hidden state to the ranks of its k experts and
+//     back (dispatch and combine, forward and backward: four passes), over
+//     NVLink inside a node and the network beyond it. What a token costs
+//     depends on the dispatcher: all-to-all sends one copy per routed
+//     expert, DeepEP (flex) one per node and per GPU its experts are on,
+//     all-gather every token of the group to every rank. Priced like (5),
+//     at the same two datasheet ratios, as not overlapped (an upper bound:
+//     --overlap-moe-expert-parallel-comm and DeepEP hide part of it).
 //
 // Mixture-of-experts layers (beyond the paper): the routed experts' GEMMs
 // get their own size in (1), the tokens routed to each local expert, which
 // grow with EP; a layer's FLOPs count its k active experts, not a dense
-// FFN. No constant is added for them: the H100 measurements of NVIDIA's
-// Megatron MoE model zoo (Qwen3-235B, 256 GPUs) validate the order
-// (cost_model_test), they were not fitted to.
+// FFN; (6) prices the token exchange that EP costs. No constant is added
+// for them: the H100 measurements of NVIDIA's Megatron MoE model zoo
+// (Qwen3-235B, 256 GPUs) validate the order (cost_model_test), they were
+// not fitted to.
 //
 // The constants were set from the paper's H100 Llama-3.1-8B 8k table (MBS
 // 1 -> 2 gain, TP 2 -> 4 loss, TP 2 vs CP 2) and rounded. The planner uses
@@ -84,8 +94,10 @@ struct SpeedFactors {
   // with v chunks, 1 / (1 + (v - 1) send_share); 1 without interleaving.
   double send_share = 0;
   double p2p = 1;
+  double expert = 1;      // (6): 1 / (1 + the exchange's compute share)
   double speed() const {
-    return gemm * tensor * context * imbalance * p2p / (1 + bubble);
+    return gemm * tensor * context * imbalance * p2p * expert /
+           (1 + bubble);
   }
 };
 

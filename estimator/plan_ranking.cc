@@ -1,6 +1,7 @@
 #include "estimator/plan_ranking.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 #include <tuple>
@@ -9,7 +10,7 @@
 namespace memgate {
 namespace {
 
-uint64_t GroupOf(const Layout4D& l) { return uint64_t{l.t} * l.c * l.p; }
+uint64_t GroupOf(const Layout4D& l) { return RuleGroupOf(l); }
 
 // Where a layout goes in the ranking, in this order (planner.h).
 enum class Tier { kFits, kFitsByRecomputing, kFallback, kDoesNotFit };
@@ -102,6 +103,15 @@ std::vector<size_t> PositionsAmong(const std::vector<Layout4D>& fits,
 }
 
 }  // namespace
+
+uint64_t RuleGroupOf(const Layout4D& l) {
+  const uint64_t product = uint64_t{l.t} * l.c * l.p;
+  if (!(l.exchange < 1) || !(l.exchange > 0)) return product;
+  // At most 32 doublings: a product of at most 2^32 GPUs stays in 64 bits.
+  const double doublings = std::min(
+      32.0, std::floor(std::log(l.exchange) / std::log(kWorstMeasuredDoubling)));
+  return product << static_cast<int>(doublings);
+}
 
 std::vector<Layout4D> RankLayouts(std::vector<Layout4D>& layouts, size_t keep,
                                   Ranking ranking) {

@@ -30,7 +30,21 @@ struct Layout4D {
   double speed;
   double bubble;
   v1::Zone zone;
+  // The cost model's expert-exchange factor (cost_model.h (6)); 1 for
+  // dense models and for EP 1.
+  double exchange = 1;
 };
+
+// The group the paper's rule minimises: TP x CP x PP, doubled once for
+// each whole factor of 1 / kWorstMeasuredDoubling that the layout's
+// expert exchange costs. The rule was measured on dense models, where
+// model parallelism's price grows with that product; expert parallelism's
+// exchange is a price the product does not see (EP is not in it), so an
+// exchange that costs at least what the worst doubling of TP x CP x PP
+// cost in the paper's tables counts as that doubling: the fewest
+// doublings it is certainly worth. Dense layouts and exchanges inside a
+// node's NVLink (x0.85 and up) keep their product.
+uint64_t RuleGroupOf(const Layout4D& l);
 
 // A layout's schedule variants (interleaving, recomputation) share its
 // TP, CP, PP, EP, ETP and MBS: at most this many in each tier of the

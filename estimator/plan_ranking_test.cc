@@ -71,5 +71,42 @@ TEST(PlanRankingTest, ALayoutShowsOnceWithItsBestSchedule) {
   EXPECT_EQ(ranked[0].v, 2u);
 }
 
+// The rule's group counts each whole x0.815 of expert exchange (the worst
+// doubling of TP x CP x PP the paper measured) as one doubling: none for a
+// dense layout or an exchange inside a node, two for one that costs
+// x0.815^2 or a little more, and at most 32 however small the factor.
+TEST(PlanRankingTest, ExpertExchangeCountsAsDoublingsOfTheRuleGroup) {
+  Layout4D l = Green(2, 1, 0.9);
+  l.p = 4;
+  EXPECT_EQ(RuleGroupOf(l), 8u);
+  l.exchange = 0.9;
+  EXPECT_EQ(RuleGroupOf(l), 8u);
+  l.exchange = kWorstMeasuredDoubling * kWorstMeasuredDoubling * 0.999;
+  EXPECT_EQ(RuleGroupOf(l), 32u);
+  l.exchange = 0.6;  // 2.5 doublings' worth: two whole ones
+  EXPECT_EQ(RuleGroupOf(l), 32u);
+  l.exchange = 1e-300;
+  EXPECT_EQ(RuleGroupOf(l), uint64_t{8} << 32);
+}
+
+// An in-node layout of a larger product goes before a smaller one whose
+// exchange crosses nodes at x0.4 (four doublings), even if the cost model
+// finds them equal; among equal rule groups the cost model decides.
+TEST(PlanRankingTest, AnExpensiveExchangeLosesTheRulesPrecedence) {
+  Layout4D across = Green(1, 1, 0.8);
+  across.exchange = 0.4;  // group 1 x 16
+  Layout4D in_node = Green(8, 1, 0.7);
+  in_node.exchange = 0.9;  // group 8
+  Layout4D larger = Green(16, 1, 0.75);
+  const std::vector<Layout4D> ranked = [&] {
+    std::vector<Layout4D> layouts = {across, in_node, larger};
+    return RankLayouts(layouts, 3, Ranking::kRuleThenCost);
+  }();
+  ASSERT_EQ(ranked.size(), 3u);
+  EXPECT_EQ(ranked[0].t, 8u);
+  EXPECT_EQ(ranked[1].t, 1u);   // group 16, faster than t 16
+  EXPECT_EQ(ranked[2].t, 16u);
+}
+
 }  // namespace
 }  // namespace memgate

@@ -121,6 +121,9 @@ std::string WhyOf(const Layout4D& l, const SpeedFactors& f, double capacity,
                           100 * l.bubble, f.imbalance);
     if (f.p2p < 1) absl::StrAppendFormat(&why, ", p2p x%.2f", f.p2p);
   }
+  if (f.expert < 1) {
+    absl::StrAppendFormat(&why, ", EP exchange x%.2f", f.expert);
+  }
   if (l.recompute > 0) {
     // One more forward of the recomputed layers (FitByRecomputing).
     absl::StrAppendFormat(&why, ", recomputation x%.2f", 1 / l.recompute_cost);
@@ -543,6 +546,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
                          accounted && split.first < split.middle,
                          accounted && split.last < split.middle,
                          0, 1, 0, f.speed(), f.bubble, v1::ZONE_UNSPECIFIED};
+          entry.exchange = f.expert;
           entry.peak_bytes = PeakOf(s, l, split, chunking.chunks);
           entry.zone = ZoneOf(entry.peak_bytes, s.capacity, s.threshold);
           if (entry.zone != v1::ZONE_GREEN && s.allow_recompute) {
