@@ -104,7 +104,6 @@ ExchangeCopies CopiesPerToken(const ModelShape& m, const Layout& l,
 
 }  // namespace
 
-
 LayerWeights ActiveWeightsPerToken(const ModelShape& m) {
   const double h = m.hidden;
   Layout unsplit;  // t = 1: the whole layer's weights
