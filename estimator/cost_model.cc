@@ -81,10 +81,10 @@ ExchangeCopies CopiesPerToken(const ModelShape& m, const Layout& l,
   // Expert ranks a node holds, and nodes the group spans.
   const double ranks_per_node = std::max(1.0, node / etp);
   const double nodes = ep / ranks_per_node;
-  const double node_hit = ShareHit(m.experts, m.topk, nodes);
   if (l.deepep_dispatcher) {
     // One RDMA copy per remote node hit, then one NVLink copy per further
     // GPU hit on each node hit (each ETP GPU of an expert rank needs it).
+    const double node_hit = ShareHit(m.experts, m.topk, nodes);
     const double gpus_hit = ep * ShareHit(m.experts, m.topk, ep) * etp;
     c.network = (nodes - 1) * node_hit;
     c.nvlink = std::max(0.0, gpus_hit - nodes * node_hit);

@@ -106,7 +106,11 @@ std::vector<size_t> PositionsAmong(const std::vector<Layout4D>& fits,
 
 uint64_t RuleGroupOf(const Layout4D& l) {
   const uint64_t product = uint64_t{l.t} * l.c * l.p;
-  if (!(l.exchange < 1) || !(l.exchange > 0)) return product;
+  // No whole doubling (dense, in-node, or not a number): no logarithm, as
+  // the comparators of RankLayouts call this for every comparison.
+  if (!(l.exchange <= kWorstMeasuredDoubling) || !(l.exchange > 0)) {
+    return product;
+  }
   // At most 32 doublings: a product of at most 2^32 GPUs stays in 64 bits.
   const double doublings = std::min(
       32.0, std::floor(std::log(l.exchange) / std::log(kWorstMeasuredDoubling)));

@@ -33,6 +33,18 @@ v1::PlanRequest Request(const std::string& model, const std::string& gpu,
   return r;
 }
 
+// The first candidate of `plan` with this TP, CP and PP; null if none.
+const v1::Candidate* FirstWithGroup(const v1::PlanResponse& plan, uint32_t tp,
+                                    uint32_t cp, uint32_t pp) {
+  for (const v1::Candidate& c : plan.candidates()) {
+    if (c.tensor_parallel() == tp && c.context_parallel() == cp &&
+        c.pipeline_parallel() == pp) {
+      return &c;
+    }
+  }
+  return nullptr;
+}
+
 Key KeyOf(const v1::Candidate& c) {
   return {c.tensor_parallel(), c.context_parallel(), c.pipeline_parallel(),
           c.micro_batch_size()};
@@ -292,14 +304,8 @@ TEST(PlannerTest, PublishedLayoutsRankInTheFirstFive) {
     r.set_top_k(5);
     absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
     ASSERT_TRUE(plan.ok()) << plan.status();
-    const v1::Candidate* found = nullptr;
-    for (const v1::Candidate& c : plan->candidates()) {
-      if (c.tensor_parallel() == pub.tp && c.context_parallel() == pub.cp &&
-          c.pipeline_parallel() == pub.pp) {
-        found = &c;
-        break;
-      }
-    }
+    const v1::Candidate* found =
+        FirstWithGroup(*plan, pub.tp, pub.cp, pub.pp);
     ASSERT_NE(found, nullptr) << pub.model << " (" << pub.tp << ", "
                               << pub.cp << ", " << pub.pp << ") on "
                               << pub.gpus;
@@ -378,15 +384,8 @@ TEST(PlannerTest, NvidiaLlama405BRecipesRankInTheFirstFive) {
     r.set_top_k(5);
     absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
     ASSERT_TRUE(plan.ok()) << plan.status();
-    const v1::Candidate* found = nullptr;
-    for (const v1::Candidate& c : plan->candidates()) {
-      if (c.tensor_parallel() == recipe.tp &&
-          c.context_parallel() == recipe.cp &&
-          c.pipeline_parallel() == recipe.pp) {
-        found = &c;
-        break;
-      }
-    }
+    const v1::Candidate* found =
+        FirstWithGroup(*plan, recipe.tp, recipe.cp, recipe.pp);
     ASSERT_NE(found, nullptr) << "(" << recipe.tp << ", " << recipe.cp
                               << ", " << recipe.pp << ") on " << recipe.gpus;
     EXPECT_EQ(found->zone(), v1::ZONE_GREEN);
@@ -427,14 +426,7 @@ TEST(PlannerTest, NvidiaQwen3MoePresetRanksInTheFirstFive) {
     const v1::Candidate& first = plan->candidates(0);
     EXPECT_LE(first.expert_parallel() * first.expert_tensor_parallel(), 8u)
         << first.ShortDebugString();
-    const v1::Candidate* found = nullptr;
-    for (const v1::Candidate& c : plan->candidates()) {
-      if (c.tensor_parallel() == 2 && c.context_parallel() == 1 &&
-          c.pipeline_parallel() == 8) {
-        found = &c;
-        break;
-      }
-    }
+    const v1::Candidate* found = FirstWithGroup(*plan, 2, 1, 8);
     ASSERT_NE(found, nullptr) << v1::Precision_Name(precision);
     EXPECT_EQ(found->zone(), v1::ZONE_GREEN);
     const absl::StatusOr<v1::Estimate> e =
