@@ -63,17 +63,82 @@ uint32_t JobLayers(const v1::PlanRequest& request) {
   return known == nullptr ? 0 : known->num_layers();
 }
 
+// PlanRequest.training may not set what the planner searches, and must
+// agree with what the request says elsewhere (memgate.proto); a precision
+// either of them gives is the plan's.
+absl::Status CheckTrainingTemplate(const v1::PlanRequest& request) {
+  const v1::TrainingConfig& t = request.training();
+  if (t.micro_batch_size() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.micro_batch_size: the planner searches micro-batch sizes "
+        "(max_micro_batch_size bounds them); leave it unset (got ",
+        t.micro_batch_size(), ")"));
+  }
+  struct Agreed {
+    const char* name;
+    uint32_t in_training, in_request;
+  };
+  for (const Agreed& a :
+       {Agreed{"seq_length", t.seq_length(), request.seq_length()},
+        Agreed{"global_batch_size", t.global_batch_size(),
+               request.global_batch_size()}}) {
+    if (a.in_training != 0 && a.in_training != a.in_request) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "training.", a.name, ": ", a.in_training,
+          " disagrees with the request's ", a.name, " (", a.in_request,
+          "); leave it unset or equal"));
+    }
+  }
+  if (t.precision() != v1::PRECISION_UNSPECIFIED &&
+      request.precision() != v1::PRECISION_UNSPECIFIED &&
+      t.precision() != request.precision()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.precision: ", v1::Precision_Name(t.precision()),
+        " disagrees with the request's precision (",
+        v1::Precision_Name(request.precision()), "); leave it unset or equal"));
+  }
+  if (t.recompute().granularity() == v1::Recompute::GRANULARITY_FULL) {
+    return absl::InvalidArgumentError(
+        "training.recompute: full recomputation is what the planner searches "
+        "(the least that fits each layout); leave it unset or selective");
+  }
+  return absl::OkStatus();
+}
+
+// The training settings of every layout: the request's template, then
+// what the planner owns. Candidates turn the dataloader's attention mask
+// off (report.cc), so no layout counts it.
+v1::TrainingConfig TrainingOf(const v1::PlanRequest& request,
+                              uint32_t micro_batch_size) {
+  v1::TrainingConfig t = request.training();
+  t.set_micro_batch_size(micro_batch_size);
+  t.set_seq_length(request.seq_length());
+  t.set_global_batch_size(request.global_batch_size());
+  if (request.precision() != v1::PRECISION_UNSPECIFIED) {
+    t.set_precision(request.precision());
+  }
+  t.set_dataloader_attention_mask(false);
+  return t;
+}
+
+// Full recomputation replaces a template's selective one: Megatron has one
+// --recompute-granularity, and under "full" its --recompute-modules do
+// nothing.
+void UseFullRecomputation(Layout& l) {
+  l.recompute = RecomputeKind::kFullBlock;
+  l.recompute_mlp = l.recompute_moe = l.recompute_moe_act = false;
+  l.recompute_layernorm = l.recompute_shared_experts = false;
+}
+
 // The request as a job template: resolves catalog names and checks what
 // does not depend on the layout.
 absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
+  if (absl::Status s = CheckTrainingTemplate(request); !s.ok()) return s;
   v1::Job job;
   *job.mutable_model() = request.model();
   *job.mutable_accelerator() = request.accelerator();
   job.set_num_gpus(request.num_gpus());
-  job.mutable_training()->set_seq_length(request.seq_length());
-  job.mutable_training()->set_global_batch_size(request.global_batch_size());
-  job.mutable_training()->set_precision(request.precision());
-  job.mutable_training()->set_micro_batch_size(1);
+  *job.mutable_training() = TrainingOf(request, 1);
   job.mutable_parallel()->set_tensor_parallel(1);
   job.mutable_parallel()->set_pipeline_parallel(1);
   job.mutable_parallel()->set_context_parallel(1);
@@ -182,6 +247,8 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
       if ((s.gpus / t) % c) continue;
       if (c > 1 && s.seq % (2ull * c)) continue;
       if (c > 1 && s.seq / c < kMinTokensPerContextRank) continue;
+      // Megatron's CP needs TransformerEngine's fused attention.
+      if (c > 1 && s.base.unfused_attention) continue;
       // The rule ValidateJob enforces: s / c tokens split over t.
       if (t > 1 && s.base.sequence_parallel && s.seq % (uint64_t{c} * t)) {
         continue;
@@ -445,7 +512,7 @@ void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   const uint32_t stage_layers =
       std::max(split.middle, split.first) / std::max(1u, entry.v);
   if (stage_layers == 0 || probe.hopeless) return;
-  l.recompute = RecomputeKind::kFullBlock;
+  UseFullRecomputation(l);
   auto fits = [&](uint32_t n, double& peak) {
     l.recompute_layers = n;
     peak = PeakOf(s, l, split, chunks);
@@ -683,17 +750,28 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
     }
   }
   v1::TrainingConfig& t = *job.mutable_training();
-  t.set_micro_batch_size(c.micro_batch_size());
-  t.set_seq_length(request.seq_length());
-  t.set_global_batch_size(request.global_batch_size());
-  t.set_precision(request.precision());
+  t = TrainingOf(request, c.micro_batch_size());
   if (c.recompute_num_layers() > 0) {
     v1::Recompute& r = *t.mutable_recompute();
+    r.Clear();  // replaces the template's selective recomputation
     r.set_granularity(v1::Recompute::GRANULARITY_FULL);
     r.set_method(v1::Recompute::METHOD_BLOCK);
     r.set_num_layers(c.recompute_num_layers());
   }
   return job;
+}
+
+v1::TrainingConfig PlanTemplateOf(const v1::TrainingConfig& training) {
+  v1::TrainingConfig t = training;
+  t.clear_micro_batch_size();
+  t.clear_seq_length();
+  t.clear_global_batch_size();
+  t.clear_precision();
+  t.clear_dataloader_attention_mask();
+  if (t.recompute().granularity() == v1::Recompute::GRANULARITY_FULL) {
+    t.clear_recompute();
+  }
+  return t;
 }
 
 absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request) {

@@ -106,6 +106,12 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(
 v1::Job JobForCandidate(const v1::PlanRequest& request,
                         const v1::Candidate& candidate);
 
+// A job's training settings as a plan's template (PlanRequest.training):
+// all of them but what a plan searches or its request gives (micro-batch,
+// sequence length, global batch, precision, full recomputation) and the
+// dataloader's attention mask, which candidates turn off.
+v1::TrainingConfig PlanTemplateOf(const v1::TrainingConfig& training);
+
 // An upper bound on the layouts PlanLayouts(request) would estimate, counted
 // without estimating any; errors as PlanLayouts' for the request's fields.
 absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request);

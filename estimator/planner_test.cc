@@ -554,6 +554,141 @@ TEST(PlannerTest, BadRequestsNameTheField) {
             std::string::npos);
 }
 
+// PlanRequest.training: the job's settings the planner does not search
+// (here the precision-aware optimizer's bf16 Adam states, half the
+// optimizer offloaded, dropout, selective recomputation of the MLPs)
+// reach every layout: each candidate's job carries them and estimates to
+// the candidate's peak, and they change the peaks the plan compares.
+TEST(PlannerTest, TheTrainingTemplateAppliesToEveryLayout) {
+  v1::PlanRequest plain = Request("llama-3.1-70b", "h100-80gb", 64, 8192, 128);
+  plain.set_top_k(0);
+  v1::PlanRequest r = plain;
+  v1::TrainingConfig& t = *r.mutable_training();
+  t.mutable_precision_aware_optimizer()->set_exp_avg_dtype(v1::DTYPE_BF16);
+  t.mutable_precision_aware_optimizer()->set_exp_avg_sq_dtype(v1::DTYPE_BF16);
+  t.set_optimizer_offload_fraction(0.5);
+  t.set_hidden_dropout(0.1f);
+  t.mutable_recompute()->set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+  t.mutable_recompute()->add_modules(v1::Recompute::MODULE_MLP);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<v1::PlanResponse> without = PlanLayouts(plain);
+  ASSERT_TRUE(without.ok()) << without.status();
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t>,
+           double>
+      plain_peaks;  // (t, c, p, b, v) without recomputation
+  for (const v1::Candidate& c : without->candidates()) {
+    if (c.recompute_num_layers() == 0 && c.first_stage_layers() == 0) {
+      plain_peaks[{c.tensor_parallel(), c.context_parallel(),
+                   c.pipeline_parallel(), c.micro_batch_size(),
+                   c.virtual_pipeline_stages()}] = c.peak_bytes();
+    }
+  }
+  int compared = 0, recomputing = 0;
+  for (const v1::Candidate& c : plan->candidates()) {
+    const v1::Job job = JobForCandidate(r, c);
+    EXPECT_DOUBLE_EQ(job.training().optimizer_offload_fraction(), 0.5);
+    EXPECT_EQ(job.training().precision_aware_optimizer().exp_avg_dtype(),
+              v1::DTYPE_BF16);
+    EXPECT_FLOAT_EQ(job.training().hidden_dropout(), 0.1f);
+    if (c.recompute_num_layers() > 0) {
+      // Full recomputation replaces the selective one (one granularity).
+      ++recomputing;
+      EXPECT_EQ(job.training().recompute().granularity(),
+                v1::Recompute::GRANULARITY_FULL);
+      EXPECT_EQ(job.training().recompute().modules_size(), 0);
+    } else {
+      EXPECT_EQ(job.training().recompute().granularity(),
+                v1::Recompute::GRANULARITY_SELECTIVE);
+    }
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
+    EXPECT_EQ(e->zone(), c.zone()) << c.ShortDebugString();
+    EXPECT_DOUBLE_EQ(e->peak().total_bytes(), c.peak_bytes())
+        << c.ShortDebugString();
+    const auto same = plain_peaks.find(
+        {c.tensor_parallel(), c.context_parallel(), c.pipeline_parallel(),
+         c.micro_batch_size(), c.virtual_pipeline_stages()});
+    if (c.recompute_num_layers() == 0 && c.first_stage_layers() == 0 &&
+        same != plain_peaks.end()) {
+      ++compared;
+      EXPECT_NE(c.peak_bytes(), same->second) << c.ShortDebugString();
+    }
+  }
+  EXPECT_GT(compared, 10);
+  EXPECT_GT(recomputing, 0);
+
+  // A setting that rules layouts out rules them out of the plan: unfused
+  // attention cannot run with context parallelism (ValidateJob), so no
+  // candidate has CP > 1, and every one is a valid job.
+  r.mutable_training()->set_attention_kernel(v1::ATTENTION_KERNEL_UNFUSED);
+  r.set_seq_length(4096);
+  plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_GT(plan->candidates_size(), 0);
+  for (const v1::Candidate& c : plan->candidates()) {
+    EXPECT_EQ(c.context_parallel(), 1u) << c.ShortDebugString();
+    absl::StatusOr<v1::Job> job = ResolveJob(JobForCandidate(r, c));
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_TRUE(ValidateJob(*job).ok()) << c.ShortDebugString();
+  }
+}
+
+// What the planner searches, or the request gives elsewhere, is not the
+// template's to set: each is refused by its field's name.
+TEST(PlannerTest, TheTrainingTemplateLeavesThePlansChoicesAlone) {
+  const v1::PlanRequest base =
+      Request("llama-3.1-8b", "h100-80gb", 16, 8192, 64);
+  std::vector<std::pair<v1::PlanRequest, std::string>> cases;
+  v1::PlanRequest r = base;
+  r.mutable_training()->set_micro_batch_size(2);
+  cases.push_back({r, "training.micro_batch_size"});
+  r = base;
+  r.mutable_training()->set_seq_length(4096);
+  cases.push_back({r, "training.seq_length"});
+  r = base;
+  r.mutable_training()->set_global_batch_size(32);
+  cases.push_back({r, "training.global_batch_size"});
+  r = base;
+  r.set_precision(v1::PRECISION_BF16_FP32_GRADS);
+  r.mutable_training()->set_precision(v1::PRECISION_FP32);
+  cases.push_back({r, "training.precision"});
+  r = base;
+  r.mutable_training()->mutable_recompute()->set_granularity(
+      v1::Recompute::GRANULARITY_FULL);
+  cases.push_back({r, "training.recompute"});
+  r = base;
+  r.mutable_training()->set_optimizer_offload_fraction(1.5);
+  cases.push_back({r, "optimizer_offload_fraction"});
+  for (const auto& [request, field] : cases) {
+    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
+    ASSERT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument)
+        << field;
+    EXPECT_NE(plan.status().message().find(field), std::string::npos)
+        << plan.status();
+  }
+  // Equal values, and a precision only the template gives, are fine: the
+  // template's precision is the plan's.
+  r = base;
+  r.mutable_training()->set_seq_length(8192);
+  r.mutable_training()->set_global_batch_size(64);
+  r.mutable_training()->set_precision(v1::PRECISION_FP32);
+  r.set_top_k(1);
+  absl::StatusOr<v1::PlanResponse> fp32 = PlanLayouts(r);
+  ASSERT_TRUE(fp32.ok()) << fp32.status();
+  EXPECT_EQ(JobForCandidate(r, fp32->candidates(0)).training().precision(),
+            v1::PRECISION_FP32);
+  v1::PlanRequest bf16 = base;
+  bf16.set_top_k(1);
+  absl::StatusOr<v1::PlanResponse> default_plan = PlanLayouts(bf16);
+  ASSERT_TRUE(default_plan.ok());
+  const v1::Candidate& c = fp32->candidates(0);
+  v1::Job as_bf16 = JobForCandidate(bf16, c);
+  absl::StatusOr<v1::Estimate> e = EstimateJob(as_bf16);
+  ASSERT_TRUE(e.ok());
+  EXPECT_GT(c.peak_bytes(), e->peak().total_bytes());  // fp32 holds more
+}
+
 // The hardening issue's attack: a 60-byte request with the most divisible
 // GPU count under the bound, dimensions that every divisor divides, and the
 // largest micro-batch range. It used to run 85 s and take 6 GB; it must now

@@ -26,6 +26,10 @@ std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
       : any_batch <= UINT32_MAX          ? static_cast<uint32_t>(any_batch)
                                          : job.num_gpus());
   request.set_precision(job.training().precision());
+  // Planned as the job runs (dropout, optimizer, offload, fp8, selective
+  // recomputation...): with the paper's settings, a suggestion could be
+  // refused again once tried.
+  *request.mutable_training() = PlanTemplateOf(job.training());
   request.set_threshold(threshold);
   // A plan lists each layout once (its best schedule); suggestions name
   // each (TP, CP, PP, MBS) once, so a few spare for MoE layouts that

@@ -46,6 +46,47 @@ TEST(RefusalHintsTest, RefusalsSuggestWhatFits) {
   EXPECT_EQ(d->min_gpus_that_fit(), 0u);
 }
 
+// A refused job's suggestions are planned with the job's own settings
+// (here Megatron's default dropout, whose masks the paper's setting does
+// not store, and unfused attention's s x s scores): each one, run as that
+// job, fits. They were planned with the paper's settings, so a suggestion
+// could be refused again once tried.
+TEST(RefusalHintsTest, SuggestionsFitWithTheJobsOwnSettings) {
+  v1::Job job =
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192);
+  job.mutable_training()->set_hidden_dropout(0.1f);
+  job.mutable_training()->set_attention_dropout(0.1f);
+  job.mutable_training()->set_attention_kernel(
+      v1::ATTENTION_KERNEL_UNFUSED);
+  absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  ASSERT_GT(d->suggestions_size(), 0);
+  for (const v1::Candidate& c : d->suggestions()) {
+    v1::Job as_suggested = job;
+    v1::ParallelConfig& par = *as_suggested.mutable_parallel();
+    par.set_tensor_parallel(c.tensor_parallel());
+    par.set_context_parallel(c.context_parallel());
+    par.set_pipeline_parallel(c.pipeline_parallel());
+    par.set_data_parallel(0);
+    ASSERT_EQ(c.first_stage_layers(), 0u);  // 32 layers split evenly
+    par.set_virtual_pipeline_stages(c.virtual_pipeline_stages());
+    as_suggested.mutable_training()->set_micro_batch_size(
+        c.micro_batch_size());
+    if (c.recompute_num_layers() > 0) {
+      v1::Recompute& r = *as_suggested.mutable_training()->mutable_recompute();
+      r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+      r.set_method(v1::Recompute::METHOD_BLOCK);
+      r.set_num_layers(c.recompute_num_layers());
+    }
+    absl::StatusOr<v1::Estimate> e = EstimateJob(as_suggested);
+    ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
+    EXPECT_EQ(e->zone(), v1::ZONE_GREEN) << c.ShortDebugString();
+    EXPECT_DOUBLE_EQ(e->peak().total_bytes(), c.peak_bytes())
+        << c.ShortDebugString();
+  }
+}
+
 // The suggestions' search is counted before any layout is estimated: with
 // a bound below that count the same refused job gets none, while the
 // default bound (kMaxSuggestionLayouts, far above an 8-GPU plan) gives some.
