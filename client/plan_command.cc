@@ -10,8 +10,10 @@
 #include "client/flags.h"
 #include "client/job_flags.h"
 #include "client/json_output.h"
+#include "client/plan_launch.h"
 #include "client/plan_table.h"
 #include "client/remote_client.h"
+#include "estimator/megatron_args.h"
 #include "estimator/planner.h"
 #include "estimator/units.h"
 
@@ -20,13 +22,19 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: memgate plan --model=NAME|--model-config=FILE --gpu=NAME "
-    "--gpus=N[,N...] --seq=N --gbs=N [--top=K] [--table]\n\n"
+    "--gpus=N[,N...] --seq=N --gbs=N [--top=K] [--table] "
+    "[-- <launch command>]\n\n"
     "Enumerates every valid (TP, CP, PP, MBS) for the model on the cluster, "
     "with\nthe peak memory and zone of each, ranked: layouts that fit "
     "(GREEN) first,\nthen by expected speed (GEMM efficiency, TP/CP "
     "communication, pipeline\nbubble and stage imbalance). With several GPU "
     "counts and --table, prints\nthe paper's table: rows (TP, CP, PP, MBS), "
-    "columns GPU counts, cells GiB.";
+    "columns GPU counts, cells GiB.\n\n"
+    "After `--`, a torchrun/Megatron-LM launch is planned as that job runs: "
+    "its\nmodel, precision, --seq-length, --global-batch-size and training "
+    "settings\n(fp8, precision-aware optimizer, optimizer offload, dropout, "
+    "selective\nrecomputation) apply to every layout; its TP, CP, PP, EP, "
+    "VP, MBS and full\nrecomputation are what the plan searches.";
 
 struct PlanFlags {
   JobFlags model;  // only the model and GPU flags are registered
@@ -96,34 +104,59 @@ absl::StatusOr<std::vector<uint32_t>> ParseGpuCounts(const std::string& text) {
   return counts;
 }
 
-absl::StatusOr<v1::PlanRequest> RequestFrom(const PlanFlags& f) {
-  if (!f.model.model && !f.model.model_config) {
+// The request from the flags and, when given, a launch after `--`
+// (plan_launch.h): the launch gives the model, precision, sequence length,
+// global batch and training settings; flags fill in or must agree.
+absl::StatusOr<v1::PlanRequest> RequestFrom(
+    const PlanFlags& f, const std::vector<std::string>& launch,
+    std::vector<std::string>& notes) {
+  if (launch.empty() && !f.model.model && !f.model.model_config) {
     return absl::InvalidArgumentError("--model: required (or --model-config)");
   }
   if (!f.model.gpu && !f.model.gpu_memory_gib) {
     return absl::InvalidArgumentError("--gpu: required (or --gpu-memory-gib)");
   }
-  if (!f.seq) return absl::InvalidArgumentError("--seq: required");
-  if (!f.gbs) return absl::InvalidArgumentError("--gbs: required");
   absl::StatusOr<std::optional<v1::ModelConfig>> model = f.model.ModelToFill();
   if (!model.ok()) return model.status();
-  v1::Job job;  // carries the model and GPU flags
-  *job.mutable_model() = **model;
-  if (absl::Status s = f.model.ApplyTo(job, false); !s.ok()) return s;
   v1::PlanRequest request;
-  *request.mutable_model() = job.model();
-  *request.mutable_accelerator() = job.accelerator();
-  request.set_seq_length(*f.seq);
-  request.set_global_batch_size(*f.gbs);
-  request.set_top_k(f.top.value_or(0));
-  request.set_max_micro_batch_size(f.max_mbs.value_or(0));
-  request.set_allow_cross_node_tp(f.cross_node_tp.value_or(false));
-  request.set_threshold(f.threshold.value_or(0));
+  request.set_seq_length(f.seq.value_or(0));
+  request.set_global_batch_size(f.gbs.value_or(0));
   if (f.precision) {
     absl::StatusOr<v1::Precision> precision = ParsePrecision(*f.precision);
     if (!precision.ok()) return precision.status();
     request.set_precision(*precision);
   }
+  v1::Job job;  // carries the model and GPU flags
+  if (launch.empty()) {
+    *job.mutable_model() = **model;
+  } else {
+    absl::StatusOr<MegatronLaunch> parsed =
+        ParseMegatronLaunch(launch, *model ? &**model : nullptr);
+    if (!parsed.ok()) return parsed.status();
+    if (absl::Status s = ApplyLaunchToPlan(*parsed, request, notes);
+        !s.ok()) {
+      return s;
+    }
+    *job.mutable_model() = request.model();
+  }
+  if (absl::Status s = f.model.ApplyTo(job, false); !s.ok()) return s;
+  if (request.seq_length() == 0) {
+    return absl::InvalidArgumentError(
+        launch.empty() ? "--seq: required"
+                       : "--seq: required (the launch has no --seq-length)");
+  }
+  if (request.global_batch_size() == 0) {
+    return absl::InvalidArgumentError(
+        launch.empty()
+            ? "--gbs: required"
+            : "--gbs: required (the launch has no --global-batch-size)");
+  }
+  *request.mutable_model() = job.model();
+  *request.mutable_accelerator() = job.accelerator();
+  request.set_top_k(f.top.value_or(0));
+  request.set_max_micro_batch_size(f.max_mbs.value_or(0));
+  request.set_allow_cross_node_tp(f.cross_node_tp.value_or(false));
+  request.set_threshold(f.threshold.value_or(0));
   request.set_no_recompute(!f.recompute.value_or(true) ||
                            f.table.value_or(false));
   // The paper's table is of plain 1F1B layouts.
@@ -139,7 +172,8 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
   FlagSet flags(kUsage);
   PlanFlags plan_flags;
   plan_flags.Register(flags);
-  absl::Status status = flags.Parse(args);
+  std::vector<std::string> launch;
+  absl::Status status = flags.Parse(args, &launch);
   if (flags.help_requested()) {
     out << flags.Help();
     return kExitAdmit;
@@ -171,8 +205,12 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
   absl::StatusOr<std::vector<uint32_t>> counts =
       ParseGpuCounts(*plan_flags.gpus);
   if (!counts.ok()) return fail(counts.status());
-  absl::StatusOr<v1::PlanRequest> request = RequestFrom(plan_flags);
+  std::vector<std::string> notes;
+  absl::StatusOr<v1::PlanRequest> request =
+      RequestFrom(plan_flags, launch, notes);
   if (!request.ok()) return fail(request.status());
+  // On stderr: stdout stays the plan (JSON, arguments) for a program.
+  for (const std::string& n : notes) err << "memgate plan: note: " << n << "\n";
   RemoteOptions remote;
   if (plan_flags.server) remote.server = *plan_flags.server;
   if (plan_flags.timeout) {

@@ -161,9 +161,18 @@ const char* PrecisionFlags(v1::Precision p) {
 
 std::string RenderMegatronArguments(const v1::PlanRequest& request,
                                     const v1::PlanResponse& plan) {
+  const v1::Precision precision =
+      request.precision() != v1::PRECISION_UNSPECIFIED
+          ? request.precision()
+          : request.training().precision();
   std::string out = absl::StrFormat(
-      "# every line assumes a launch with %s and the model's flags\n",
-      PrecisionFlags(request.precision()));
+      "# every line assumes a launch with %s and the model's flags%s\n",
+      PrecisionFlags(precision),
+      request.has_training()
+          ? ", and the planned launch's other settings: a line replaces its "
+            "layout arguments (parallel sizes, micro-batch, pipeline split, "
+            "virtual stages) and, where it recomputes, its recomputation"
+          : "");
   for (const v1::Candidate& c : plan.candidates()) {
     absl::StrAppendFormat(&out, "# rank %u: %s %.2f GiB on %u GPUs (DP %u)\n",
                           c.rank(), ZoneName(c.zone()), c.peak_gib(),

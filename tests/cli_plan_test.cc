@@ -194,6 +194,111 @@ TEST(CliPlanTest, PrecisionIsPlannedAndSaid) {
       << bad.err;
 }
 
+// `memgate plan ... -- <launch>` plans as the launch runs: a launch with
+// nothing beyond the catalog model's settings plans exactly like the
+// flags; one with the precision-aware optimizer and half its optimizer
+// offloaded plans with them, says what it replaced, and each candidate
+// pasted into that launch (in place of its layout arguments) reads back
+// as the same job.
+TEST(CliPlanTest, ALaunchIsPlannedAsItRuns) {
+  const std::string dims =
+      "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 "
+      "--num-attention-heads 32 --seq-length 8192 --global-batch-size 1024 " +
+      std::string(kLlama3Launch);
+  auto launch = [&](const std::string& extra) {
+    std::vector<std::string> args = {"--gpu=a100-40gb", "--gpus=64", "--top=4",
+                                     "--format=json", "--", "torchrun",
+                                     "pretrain_gpt.py"};
+    for (absl::string_view w :
+         absl::StrSplit(dims + extra, ' ', absl::SkipEmpty())) {
+      args.emplace_back(w);
+    }
+    return args;
+  };
+  auto plan_of = [](const RunResult& r) {
+    v1::PlanResponse plan;
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(
+        google::protobuf::util::JsonStringToMessage(r.out, &plan).ok())
+        << r.out << r.err;
+    return plan;
+  };
+  const v1::PlanResponse by_flags =
+      plan_of(Plan(With(kA100, {"--gpus=64", "--top=4", "--format=json"})));
+  const v1::PlanResponse by_launch = plan_of(Plan(launch("")));
+  ASSERT_EQ(by_launch.candidates_size(), 4);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(by_launch.candidates(i).megatron_arguments(),
+              by_flags.candidates(i).megatron_arguments());
+    EXPECT_EQ(by_launch.candidates(i).peak_bytes(),
+              by_flags.candidates(i).peak_bytes());
+  }
+
+  const std::string settings =
+      "--use-distributed-optimizer --sequence-parallel "
+      "--no-create-attention-mask-in-dataloader --optimizer-cpu-offload "
+      "--optimizer-offload-fraction 0.5 --use-precision-aware-optimizer "
+      "--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16 ";
+  std::vector<std::string> args = launch(
+      settings + "--tensor-model-parallel-size 8 --micro-batch-size 2");
+  args[3] = "--format=megatron-args";
+  const RunResult planned = Plan(args);
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  EXPECT_NE(planned.err.find("memgate plan: note: the launch's layout (TP 8, "
+                             "CP 1, PP 1, MBS 2) is what the plan searches"),
+            std::string::npos)
+      << planned.err;
+  EXPECT_NE(planned.out.find("and the planned launch's other settings"),
+            std::string::npos)
+      << planned.out;
+  EXPECT_EQ(ExpectArgumentsRoundTrip(planned, "pretrain_gpt.py " + dims +
+                                                  settings,
+                                     "a100-40gb", "64"),
+            4);
+  // The offload and bf16 states lower the layouts' peaks.
+  args[3] = "--format=json";
+  const v1::PlanResponse offloaded = plan_of(Plan(args));
+  ASSERT_GT(offloaded.candidates_size(), 0);
+  for (const v1::Candidate& c : by_flags.candidates()) {
+    for (const v1::Candidate& o : offloaded.candidates()) {
+      if (o.megatron_arguments() == c.megatron_arguments()) {
+        EXPECT_LT(o.peak_bytes(), c.peak_bytes()) << c.megatron_arguments();
+      }
+    }
+  }
+}
+
+// What a launch and the flags both give must agree, and a launch the
+// planner cannot honour is refused by name.
+TEST(CliPlanTest, ALaunchThatDisagreesOrShardsWithFsdpIsRefused) {
+  const std::vector<std::string> launch = {
+      "--", "torchrun", "pretrain_gpt.py", "--num-layers", "32",
+      "--hidden-size", "4096", "--num-attention-heads", "32",
+      "--seq-length", "8192", "--global-batch-size", "64", "--bf16",
+      "--vocab-size", "32000"};
+  RunResult r = Plan(With({"--gpu=a100-40gb", "--gpus=16", "--seq=4096"},
+                          launch));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--seq: 4096 but the launch says --seq-length 8192"),
+            std::string::npos)
+      << r.err;
+  r = Plan(With({"--gpu=a100-40gb", "--gpus=16", "--precision=fp32"}, launch));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--precision:"), std::string::npos) << r.err;
+  r = Plan(With(With({"--gpu=a100-40gb", "--gpus=16"}, launch),
+                {"--use-distributed-optimizer", "--use-megatron-fsdp",
+                 "--data-parallel-sharding-strategy", "optim_grads_params"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("Megatron FSDP"), std::string::npos) << r.err;
+  // Without --seq-length and --seq, nothing says the sequence length.
+  r = Plan({"--gpu=a100-40gb", "--gpus=16", "--", "torchrun", "pretrain_gpt.py",
+            "--num-layers", "32", "--hidden-size", "4096",
+            "--num-attention-heads", "32", "--global-batch-size", "64",
+            "--vocab-size", "32000"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("seq"), std::string::npos) << r.err;
+}
+
 TEST(CliPlanTest, PaperTableInTextCsvAndMarkdown) {
   const std::vector<std::string> table =
       With(kA100, {"--gpus=8,16,32,64,128,256", "--table", "--max-mbs=8"});

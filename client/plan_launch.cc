@@ -1,0 +1,122 @@
+#include "client/plan_launch.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "estimator/planner.h"
+
+namespace memgate::cli {
+namespace {
+
+// A plan-level value a flag and the launch may both give: equal or one.
+absl::Status Agree(const char* flag, const char* argument, uint32_t& value,
+                   uint32_t from_launch) {
+  if (from_launch == 0) return absl::OkStatus();
+  if (value != 0 && value != from_launch) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, ": ", value, " but the launch says ", argument, " ",
+        from_launch, "; give one or make them equal"));
+  }
+  value = from_launch;
+  return absl::OkStatus();
+}
+
+// What the launch's layout was, for the note that the plan replaces it.
+std::string LayoutOf(const v1::Job& job) {
+  const v1::ParallelConfig& p = job.parallel();
+  std::vector<std::string> parts = {
+      absl::StrCat("TP ", std::max(1u, p.tensor_parallel())),
+      absl::StrCat("CP ", std::max(1u, p.context_parallel())),
+      absl::StrCat("PP ", std::max(1u, p.pipeline_parallel()))};
+  if (p.expert_parallel() > 1) {
+    parts.push_back(absl::StrCat("EP ", p.expert_parallel()));
+  }
+  if (p.virtual_pipeline_stages() > 1) {
+    parts.push_back(absl::StrCat("VP ", p.virtual_pipeline_stages()));
+  }
+  parts.push_back(
+      absl::StrCat("MBS ", std::max(1u, job.training().micro_batch_size())));
+  return absl::StrJoin(parts, ", ");
+}
+
+}  // namespace
+
+absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
+                               v1::PlanRequest& request,
+                               std::vector<std::string>& notes) {
+  const v1::Job& job = launch.job;
+  const v1::ParallelConfig& par = job.parallel();
+  if (par.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
+    return absl::InvalidArgumentError(
+        "the launch shards with Megatron FSDP (--use-megatron-fsdp, "
+        "--data-parallel-sharding-strategy); plans shard the optimizer with "
+        "--use-distributed-optimizer only: drop FSDP from the launch to plan "
+        "it, or check the FSDP launch with `memgate check`");
+  }
+  const v1::TrainingConfig& training = job.training();
+  uint32_t seq = request.seq_length(), gbs = request.global_batch_size();
+  if (absl::Status s =
+          Agree("seq", "--seq-length", seq, training.seq_length());
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = Agree("gbs", "--global-batch-size", gbs,
+                             training.global_batch_size());
+      !s.ok()) {
+    return s;
+  }
+  if (request.precision() != v1::PRECISION_UNSPECIFIED &&
+      training.precision() != v1::PRECISION_UNSPECIFIED &&
+      request.precision() != training.precision()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--precision: ", v1::Precision_Name(request.precision()),
+        " but the launch's is ", v1::Precision_Name(training.precision()),
+        "; give one or make them equal"));
+  }
+  if (request.precision() == v1::PRECISION_UNSPECIFIED) {
+    request.set_precision(training.precision());
+  }
+  request.set_seq_length(seq);
+  request.set_global_batch_size(gbs);
+  *request.mutable_model() = job.model();
+
+  for (const std::string& note : launch.notes) {
+    // The parser's note counts the dataloader's mask; the plan does not
+    // (below says why).
+    if (absl::StrContains(note, "--no-create-attention-mask-in-dataloader")) {
+      continue;
+    }
+    notes.push_back(note);
+  }
+  notes.push_back(absl::StrCat("the launch's layout (", LayoutOf(job),
+                               ") is what the plan searches: replaced by "
+                               "each candidate's"));
+  if (training.recompute().granularity() ==
+      v1::Recompute::GRANULARITY_FULL) {
+    notes.push_back(
+        "the launch's full recomputation is dropped: each candidate "
+        "recomputes the least its layout needs to fit");
+  }
+  if (training.dataloader_attention_mask()) {
+    notes.push_back(
+        "candidates turn off the dataloader's attention mask "
+        "(--no-create-attention-mask-in-dataloader): planned without it");
+  }
+  if (!par.distributed_optimizer()) {
+    notes.push_back(
+        "the launch has no --use-distributed-optimizer: candidates add it "
+        "(optimizer states sharded over DP x CP)");
+  }
+  if (!par.sequence_parallel()) {
+    notes.push_back(
+        "the launch has no --sequence-parallel: candidates with TP > 1 add "
+        "it");
+  }
+  *request.mutable_training() = PlanTemplateOf(training);
+  return absl::OkStatus();
+}
+
+}  // namespace memgate::cli
