@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/exit_codes.h"
 #include "client/flags.h"
@@ -255,6 +256,23 @@ void PrintDecision(const v1::Decision& d,
     out << "  (those layouts are planned without the dataloader's attention "
            "mask: launch them with --no-create-attention-mask-in-dataloader)"
            "\n";
+  }
+  if (d.suggestions_size() > 0) {
+    // Plans shard the optimizer and split activations as their candidates'
+    // arguments say (report.cc); a job without them holds more.
+    const v1::ParallelConfig& par = d.estimate().job().parallel();
+    std::vector<std::string> planned_with;
+    if (!par.distributed_optimizer()) {
+      planned_with.push_back("--use-distributed-optimizer");
+    }
+    if (!par.sequence_parallel()) {
+      planned_with.push_back("--sequence-parallel (where TP > 1)");
+    }
+    if (!planned_with.empty()) {
+      out << "  (those layouts are planned with "
+          << absl::StrJoin(planned_with, " and ")
+          << ", which this job does not use)\n";
+    }
   }
   if (d.min_gpus_that_fit() != 0) {
     out << "  or this layout on " << d.min_gpus_that_fit()

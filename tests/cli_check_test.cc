@@ -101,6 +101,32 @@ TEST(CliCheckTest, FlagsFillOrContradictTheLaunch) {
   EXPECT_NE(r.err.find("no Megatron-LM arguments"), std::string::npos);
 }
 
+// A refused job's suggestions are plans, which shard the optimizer and
+// split activations over TP: a job that does neither is told so (it holds
+// more than those layouts as it is written), and a job that does both is
+// not.
+TEST(CliCheckTest, SuggestionsSayWhatTheyArePlannedWith) {
+  const std::vector<std::string> job = {
+      "--model=llama-3.1-8b", "--gpu=a100-40gb", "--gpus=8", "--tp=4",
+      "--pp=2", "--mbs=2", "--seq=8192"};
+  std::vector<std::string> without = job;
+  without.push_back("--no-distributed-optimizer");
+  without.push_back("--no-sequence-parallel");
+  RunResult r = Check(without);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("fits instead on 8 GPUs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(those layouts are planned with "
+                       "--use-distributed-optimizer and --sequence-parallel "
+                       "(where TP > 1), which this job does not use)"),
+            std::string::npos)
+      << r.out;
+  r = Check(job);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("fits instead on 8 GPUs"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("those layouts are planned with"), std::string::npos)
+      << r.out;
+}
+
 TEST(CliCheckTest, JobFilesInJsonAndTextFormat) {
   const std::string json = testing::WriteTempFile(
       "job.json",
