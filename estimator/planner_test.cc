@@ -45,6 +45,18 @@ const v1::Candidate* FirstWithGroup(const v1::PlanResponse& plan, uint32_t tp,
   return nullptr;
 }
 
+// Each request is INVALID_ARGUMENT with a message that names its field.
+void ExpectEachRefusedNaming(
+    const std::vector<std::pair<v1::PlanRequest, std::string>>& cases) {
+  for (const auto& [request, field] : cases) {
+    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
+    ASSERT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument)
+        << field;
+    EXPECT_NE(plan.status().message().find(field), std::string::npos)
+        << plan.status();
+  }
+}
+
 Key KeyOf(const v1::Candidate& c) {
   return {c.tensor_parallel(), c.context_parallel(), c.pipeline_parallel(),
           c.micro_batch_size()};
@@ -534,13 +546,7 @@ TEST(PlannerTest, BadRequestsNameTheField) {
       {Request("llama-9", "a100-40gb", 16, 8192, 64), "model.name"},
       {Request("llama-3.1-8b", "", 16, 8192, 64), "accelerator.memory_bytes"},
   };
-  for (const auto& [request, field] : cases) {
-    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
-    ASSERT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument)
-        << field;
-    EXPECT_NE(plan.status().message().find(field), std::string::npos)
-        << plan.status();
-  }
+  ExpectEachRefusedNaming(cases);
   v1::PlanRequest r = Request("llama-3.1-8b", "a100-40gb", 16, 8192, 64);
   r.set_threshold(2);
   EXPECT_FALSE(PlanLayouts(r).ok());
@@ -660,13 +666,7 @@ TEST(PlannerTest, TheTrainingTemplateLeavesThePlansChoicesAlone) {
   r = base;
   r.mutable_training()->set_optimizer_offload_fraction(1.5);
   cases.push_back({r, "optimizer_offload_fraction"});
-  for (const auto& [request, field] : cases) {
-    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
-    ASSERT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument)
-        << field;
-    EXPECT_NE(plan.status().message().find(field), std::string::npos)
-        << plan.status();
-  }
+  ExpectEachRefusedNaming(cases);
   // Equal values, and a precision only the template gives, are fine: the
   // template's precision is the plan's.
   r = base;
