@@ -114,10 +114,41 @@ TEST_F(ServerTest, PlanIsThePlannersRanking) {
   EXPECT_EQ(response.candidates(0).zone(), v1::ZONE_GREEN);
   EXPECT_EQ(response.candidates(0).rank(), 1u);
 
+  // A training template reaches the plan: half the optimizer offloaded
+  // lowers the first layout's peak.
+  grpc::ClientContext offloaded;
+  v1::PlanRequest with_template = request;
+  v1::TrainingConfig& t = *with_template.mutable_training();
+  t.mutable_precision_aware_optimizer();
+  t.set_optimizer_offload_fraction(0.5);
+  v1::PlanResponse lighter;
+  ASSERT_TRUE(stub_->Plan(&offloaded, with_template, &lighter).ok());
+  ASSERT_GT(lighter.candidates_size(), 0);
+  int same_layout = 0;
+  for (const v1::Candidate& c : lighter.candidates()) {
+    if (c.megatron_arguments() == response.candidates(0).megatron_arguments()) {
+      ++same_layout;
+      EXPECT_LT(c.peak_bytes(), response.candidates(0).peak_bytes());
+    }
+  }
+  EXPECT_EQ(same_layout, 1);
+
   grpc::ClientContext bad;
   request.set_global_batch_size(0);
   EXPECT_EQ(stub_->Plan(&bad, request, &response).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+  // A template that sets what the plan searches: INVALID_ARGUMENT, and the
+  // server still answers.
+  grpc::ClientContext bad_template;
+  with_template.mutable_training()->set_micro_batch_size(4);
+  grpc::Status refused = stub_->Plan(&bad_template, with_template, &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(refused.error_message().find("training.micro_batch_size"),
+            std::string::npos)
+      << refused.error_message();
+  grpc::ClientContext after;
+  with_template.mutable_training()->clear_micro_batch_size();
+  EXPECT_TRUE(stub_->Plan(&after, with_template, &response).ok());
 }
 
 TEST_F(ServerTest, AdmitAnswersASummaryUnlessAskedForDetail) {
