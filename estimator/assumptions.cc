@@ -173,7 +173,12 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
     out.push_back("LayerNorm (weight and bias)");
   }
   if (m.linear_bias()) out.push_back("biases on every linear layer");
-  if (m.qk_norm()) out.push_back("QK-norm: norms on Q and K, inputs stored");
+  if (m.qk_norm()) {
+    out.push_back(m.has_mla()
+                      ? "latent norms (--qk-layernorm with MLA): fused into "
+                        "the up projections, their inputs stored"
+                      : "QK-norm: norms on Q and K, inputs stored");
+  }
   if (m.sandwich_norms()) {
     out.push_back("sandwich norms (Gemma 2/3): 4 norms a layer, inputs "
                   "stored");

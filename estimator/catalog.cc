@@ -50,7 +50,9 @@ constexpr MoeEntry kMoeModels[] = {
     {{"qwen3-235b-a22b", 94, 4096, 12288, 64, 4, 151936}, 128, true,
      128, 8, 1536, 0, 0, 0, 0, 0},
     // MLA: 128 heads of 128 + 64 (rotary) dims for Q and K, 128 for V.
-    {{"deepseek-v3", 61, 7168, 18432, 128, 128, 129280}, 0, false,
+    // qk_norm: its latent norms (q_a/kv_a_layernorm; Megatron's
+    // --qk-layernorm with MLA).
+    {{"deepseek-v3", 61, 7168, 18432, 128, 128, 129280}, 0, true,
      256, 8, 2048, 2048, 3, 1536, 512, 1},
 };
 

@@ -178,6 +178,9 @@ absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
       mla.set_v_head_dim(hf.v_head_dim());
       // MLA has no grouped K/V heads.
       model.set_num_query_groups(model.num_attention_heads());
+      // DeepSeek's q_a_layernorm and kv_a_layernorm on the latents:
+      // Megatron's --qk-layernorm with MLA (gpt_layer_specs.py).
+      model.set_qk_norm(true);
       model.set_mtp_num_layers(hf.num_nextn_predict_layers());
       break;
     }

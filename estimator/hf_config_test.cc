@@ -198,6 +198,9 @@ TEST(HfConfigTest, MixtureOfExpertsConfigsGiveThePublishedTotals) {
       ReadHuggingFaceConfig("tests/testdata/hf/deepseek-v3.json");
   ASSERT_TRUE(v3.ok()) << v3.status();
   EXPECT_EQ(v3->mtp_num_layers(), 1u);
+  // q_a_layernorm and kv_a_layernorm: the latent norms, counted as
+  // Megatron's --qk-layernorm with MLA counts them.
+  EXPECT_TRUE(v3->qk_norm());
   EXPECT_EQ(v3->moe().layer_pattern(2), 0u);  // first_k_dense_replace 3
   EXPECT_EQ(v3->moe().layer_pattern(3), 1u);
   EXPECT_NEAR(TotalParameters(ShapeOf(*v3)) / 685e9, 1, 0.005);

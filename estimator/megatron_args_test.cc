@@ -453,6 +453,24 @@ TEST(MegatronArgsTest, MixtureOfExpertsLaunchIsModelled) {
   EXPECT_EQ(v3.model().mtp_num_layers(), 1u);
   EXPECT_EQ(v3.training().recompute().modules_size(), 2);
   EXPECT_GT(peak(v3), 0);
+  // --qk-layernorm with MLA is DeepSeek's latent norms (Megatron makes the
+  // up projections LayerNormLinear): modelled, no longer refused; the
+  // norms' inputs are stored, so the same launch with them peaks higher.
+  // Attention biases with MLA stay refused by name.
+  const std::string v3_args =
+      "--num-experts 16 --moe-layer-freq ([0]*2+[1]*30) "
+      "--moe-shared-expert-intermediate-size 2048 --multi-latent-attention "
+      "--q-lora-rank 1536 --kv-lora-rank 512 --expert-model-parallel-size 2 "
+      "--expert-tensor-parallel-size 1";
+  const std::string no_gqa = "--group-query-attention --num-query-groups 8";
+  const v1::Job latent_norms = parse(v3_args + " --qk-layernorm", no_gqa);
+  EXPECT_TRUE(latent_norms.model().qk_norm());
+  EXPECT_GT(peak(latent_norms), peak(parse(v3_args, no_gqa)));
+  absl::StatusOr<v1::Estimate> biased = EstimateJob(
+      LlamaLaunchJob(v3_args + " --add-qkv-bias", no_gqa));
+  EXPECT_EQ(biased.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(biased.status().message().find("model.mla"), std::string::npos)
+      << biased.status();
 
   // --moe-layer-recompute keeps only the MoE blocks' inputs.
   EXPECT_LT(peak(parse("--num-experts 8 --moe-layer-recompute")),

@@ -136,7 +136,9 @@ double LayerParameters(const ModelShape& m, const Layout& l,
   // Two norms a layer; Gemma 2/3's sandwich norms add two after attention
   // and the MLP [G].
   double replicated = (m.sandwich_norms ? 4 : 2) * NormParameters(m);
-  if (m.qk_norm) {  // one norm of size d each for Q and K, shared by heads
+  // One norm of size d each for Q and K, shared by heads; MLA's are on its
+  // latents (MlaParameters).
+  if (m.qk_norm && !m.mla) {
     replicated += 2 * HeadDim(m) * (m.layernorm ? 2 : 1);
   }
   if (m.linear_bias) {
@@ -203,7 +205,8 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
     width += MlpWidthBytes(m) * m.ffn_hidden;
   }
   // QK-norm stores the inputs of its two norms: Q and K once more.
-  if (m.qk_norm) width += 2 * QueryWidth(m) + 2 * KeyValueWidth(m);
+  // (MLA's latent norms: MlaActivations.)
+  if (m.qk_norm && !m.mla) width += 2 * QueryWidth(m) + 2 * KeyValueWidth(m);
   double bytes = e * sb * width / l.tensor;
   if (m.mla) bytes += MlaActivations(m, l);
   if (moe) bytes += MoeMlpActivations(m, l);

@@ -82,10 +82,12 @@ double MoeLayersIn(const ModelShape& m, double first, double count) {
 double MlaParameters(const ModelShape& m, const Layout& l) {
   const double h = m.hidden, a = m.heads;
   const double qk = m.qk_nope + m.qk_rope;
-  double replicated = h * (m.kv_lora + m.qk_rope) + m.kv_lora * NormWidth(m);
+  // The latent norms exist with --qk-layernorm only (gpt_layer_specs.py).
+  const double norm = m.qk_norm ? NormWidth(m) : 0;
+  double replicated = h * (m.kv_lora + m.qk_rope) + m.kv_lora * norm;
   double split = m.kv_lora * a * (m.qk_nope + m.v_head) + a * m.v_head * h;
   if (m.q_lora > 0) {
-    replicated += h * m.q_lora + m.q_lora * NormWidth(m);
+    replicated += h * m.q_lora + m.q_lora * norm;
     split += m.q_lora * a * qk;
   } else {
     split += h * a * qk;
@@ -146,9 +148,14 @@ double MlaActivations(const ModelShape& m, const Layout& l) {
   // (2 B each of a*d_v), split over t by heads ...
   const double per_head = (2 * qk + 2 * qk + 2 * v + 2 * v) / l.tensor;
   // ... and the latents, computed whole on every TP rank: the Q and KV
-  // latents' norm inputs and up-projection inputs (2 + 2 B each), the
-  // shared rotary key (2 B).
-  const double latents = 4 * m.q_lora + 4 * m.kv_lora + 2 * m.qk_rope;
+  // latents' up-projection inputs (2 B each), and with the latent norms
+  // (DeepSeek's q_a/kv_a layernorms, Megatron's --qk-layernorm with MLA,
+  // which fuses them into the up projections as TE LayerNormLinear:
+  // gpt_layer_specs.py) the norms' inputs too (2 B each); the shared
+  // rotary key (2 B).
+  const double latent_bytes = m.qk_norm ? 4 : 2;
+  const double latents =
+      latent_bytes * (m.q_lora + m.kv_lora) + 2 * m.qk_rope;
   return e * sb * (per_head + latents);
 }
 

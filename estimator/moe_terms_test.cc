@@ -220,12 +220,14 @@ TEST(MoeTermsTest, LayerPatternPlacesMoeLayersOnTheirStages) {
 // projections h x (128 + 32) and h x 256 and their norms (128, 256); split:
 // KV up 128 x 8 x (64 + 64), Q up 256 x 8 x 96, output 8 x 64 x h.
 // Stored per token: Q and K 2 x 2 x 768, V and the output 2 x 2 x 512, all
-// over t; the latents 4 x 256 + 4 x 128 + 2 x 32 on every rank.
+// over t; the latents 4 x 256 + 4 x 128 + 2 x 32 on every rank (with their
+// norms, --qk-layernorm: the norms' inputs and the up projections' inputs).
 TEST(MoeTermsTest, MultiLatentAttentionParametersAndActivations) {
   ModelShape m = SmallMoe();
   m.experts = 0;
   m.moe_prefix.clear();
   m.mla = true;
+  m.qk_norm = true;
   m.q_lora = 256;
   m.kv_lora = 128;
   m.qk_nope = 64;
@@ -233,6 +235,7 @@ TEST(MoeTermsTest, MultiLatentAttentionParametersAndActivations) {
   m.v_head = 64;
   ModelShape gqa = m;
   gqa.mla = false;
+  gqa.qk_norm = false;
   Layout l = EightGpus(2, 1, 2);
   l.sequence_parallel = false;  // keep the hidden-sized terms whole
   const double mla_params = 1024.0 * 160 + 128 + 1024.0 * 256 + 256 +
@@ -248,6 +251,19 @@ TEST(MoeTermsTest, MultiLatentAttentionParametersAndActivations) {
   EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 1).activation_bytes -
                        StageMemoryOf(gqa, l, 0, 1).activation_bytes,
                    mla_bytes - gqa_bytes);
+
+  // Without --qk-layernorm Megatron's MLA has no latent norms
+  // (gpt_layer_specs.py: plain column-parallel up projections): their
+  // 128 + 256 weights and the norms' 2 B inputs go; no Q/K head norms
+  // either way.
+  ModelShape plain = m;
+  plain.qk_norm = false;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 1).parameters -
+                       StageMemoryOf(plain, l, 0, 1).parameters,
+                   128 + 256);
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 1).activation_bytes -
+                       StageMemoryOf(plain, l, 0, 1).activation_bytes,
+                   1024.0 * 2 * (256 + 128));
 }
 
 // One multi-token-prediction layer on the (only) stage: an h x 2h

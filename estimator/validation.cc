@@ -190,10 +190,12 @@ absl::Status ValidateExperts(const v1::Job& job) {
         RequirePositive("model.mla.qk_head_dim", mla.qk_head_dim()));
     MEMGATE_RETURN_IF_ERROR(
         RequirePositive("model.mla.v_head_dim", mla.v_head_dim()));
-    if (m.qk_norm() || m.linear_bias() || m.qkv_bias()) {
-      return Invalid("model.mla",
-                     "with QK-norm or attention biases is not modelled",
-                     m.qk_norm() ? "qk_norm" : "biases");
+    // QK-norm with MLA is DeepSeek's latent norms (Megatron's
+    // --qk-layernorm makes the up projections LayerNormLinear:
+    // gpt_layer_specs.py), modelled in MlaActivations.
+    if (m.linear_bias() || m.qkv_bias()) {
+      return Invalid("model.mla", "with attention biases is not modelled",
+                     "biases");
     }
   }
   if (m.mtp_num_layers() > 16) {
