@@ -471,6 +471,15 @@ TEST(MegatronArgsTest, MixtureOfExpertsLaunchIsModelled) {
   EXPECT_EQ(biased.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(biased.status().message().find("model.mla"), std::string::npos)
       << biased.status();
+  std::string l2_line =
+      std::string(kLlama31_8B) + " " + v3_args + " --qk-l2-norm";
+  l2_line.replace(l2_line.find(no_gqa), no_gqa.size(), "");
+  absl::StatusOr<MegatronLaunch> l2 =
+      ParseMegatronLaunch(Words(l2_line), nullptr);
+  EXPECT_NE(l2.status().message().find("--qk-l2-norm: cannot be given with "
+                                       "--multi-latent-attention"),
+            std::string::npos)
+      << l2.status();
 
   // --moe-layer-recompute keeps only the MoE blocks' inputs.
   EXPECT_LT(peak(parse("--num-experts 8 --moe-layer-recompute")),

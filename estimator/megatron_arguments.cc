@@ -283,7 +283,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "multi-token prediction layers on the last stage: a layer, an h x 2h "
        "projection, norms and their own logits each"},
       {"qk-layernorm", false, M, "off",
-       "norms on Q and K: 2d parameters a layer, their inputs stored"},
+       "norms on Q and K: 2d parameters a layer, their inputs stored; with "
+       "--multi-latent-attention the latent norms (fused into the up "
+       "projections)"},
       {"qk-l2-norm", false, M, "off",
        "L2 norms on Q and K (attention.py L2Norm): their inputs stored, "
        "counted as --qk-layernorm (whose 2d weights it lacks: over by "

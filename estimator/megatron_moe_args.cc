@@ -216,6 +216,13 @@ absl::Status FillMla(const Arguments& args, MegatronLaunch& launch) {
                  "cannot be given with --multi-latent-attention (Megatron "
                  "refuses it)");
     }
+    // gpt_layer_specs.py asserts qk_l2_norm is off with MLA;
+    // --qk-layernorm is MLA's latent norms (MlaActivations).
+    if (args.Has("qk-l2-norm")) {
+      return Bad("qk-l2-norm",
+                 "cannot be given with --multi-latent-attention (Megatron "
+                 "refuses it)");
+    }
     m.set_num_query_groups(m.num_attention_heads());
   }
   MEMGATE_ASSIGN_OR_RETURN(mtp, args.Number("mtp-num-layers", 0));
