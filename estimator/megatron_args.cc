@@ -586,7 +586,8 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
             {"moe", v1::Recompute::MODULE_MOE},
             {"moe_act", v1::Recompute::MODULE_MOE_ACT},
             {"shared_experts", v1::Recompute::MODULE_SHARED_EXPERTS},
-            {"layernorm", v1::Recompute::MODULE_LAYERNORM}};
+            {"layernorm", v1::Recompute::MODULE_LAYERNORM},
+            {"mla_up_proj", v1::Recompute::MODULE_MLA_UP_PROJ}};
     for (absl::string_view module :
          absl::StrSplit(args.Text("recompute-modules"), ' ',
                         absl::SkipEmpty())) {
@@ -595,7 +596,7 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
         return Bad("recompute-modules",
                    absl::StrCat("'", module, "' is not modelled (core_attn, "
                                 "mlp, moe, moe_act, shared_experts, "
-                                "layernorm)"));
+                                "layernorm, mla_up_proj)"));
       }
       r.add_modules(it->second);
     }

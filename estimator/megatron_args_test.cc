@@ -471,6 +471,17 @@ TEST(MegatronArgsTest, MixtureOfExpertsLaunchIsModelled) {
   EXPECT_EQ(biased.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(biased.status().message().find("model.mla"), std::string::npos)
       << biased.status();
+  // --recompute-modules mla_up_proj: modelled (the recipes' setting), and
+  // refused without MLA, as Megatron refuses it.
+  const std::string selective = " --recompute-granularity selective "
+                                "--recompute-modules ";
+  EXPECT_LT(peak(parse(v3_args + selective + "mla_up_proj mlp", no_gqa)),
+            peak(parse(v3_args + selective + "mlp", no_gqa)));
+  absl::StatusOr<v1::Estimate> no_mla =
+      EstimateJob(LlamaLaunchJob(selective + "mla_up_proj"));
+  EXPECT_NE(no_mla.status().message().find("training.recompute.modules"),
+            std::string::npos)
+      << no_mla.status();
   std::string l2_line =
       std::string(kLlama31_8B) + " " + v3_args + " --qk-l2-norm";
   l2_line.replace(l2_line.find(no_gqa), no_gqa.size(), "");

@@ -218,7 +218,8 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"recompute-num-layers", true, M, "", "N"},
       {"recompute-modules", true, P, "core_attn",
        "core_attn, mlp, moe, moe_act, shared_experts, layernorm (MoE "
-       "layers' pre-MLP norm output); mla_up_proj refused"},
+       "layers' pre-MLP norm output), mla_up_proj (MLA's expanded Q, K, V "
+       "not stored)"},
       {"rampup-batch-size", true, P, "off",
        "estimated at the final --global-batch-size (the largest m)"},
       // ---- Optimizer ----

@@ -85,7 +85,7 @@ TEST(MegatronArgumentsTest, UnmodelledValuesAreRefusedByName) {
       {"--attention-backend", "ring"},
       {"--transformer-impl", "inference_optimized"},
       {"--recompute-granularity", "selective", "--recompute-modules",
-       "core_attn", "mla_up_proj"},
+       "core_attn", "gdn_norm_out"},
       {"--num-experts", "8", "--moe-router-dtype", "fp64"},
       {"--num-experts", "8", "--moe-layer-freq", "[1]*31"},
       {"--num-experts", "8", "--moe-token-dispatcher-type", "deepep"},

@@ -516,6 +516,7 @@ Layout LayoutOf(const v1::Job& job) {
       l.recompute_shared_experts |=
           module == v1::Recompute::MODULE_SHARED_EXPERTS;
       l.recompute_layernorm |= module == v1::Recompute::MODULE_LAYERNORM;
+      l.recompute_mla_up_proj |= module == v1::Recompute::MODULE_MLA_UP_PROJ;
     }
   } else if (r.granularity() == v1::Recompute::GRANULARITY_FULL) {
     l.recompute = r.method() == v1::Recompute::METHOD_BLOCK

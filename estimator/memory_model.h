@@ -94,6 +94,7 @@ struct Layout {
   bool recompute_moe_act = false;
   bool recompute_layernorm = false;
   bool recompute_shared_experts = false;
+  bool recompute_mla_up_proj = false;
   // --use-precision-aware-optimizer: bytes a parameter's main gradient,
   // master weight and Adam states take (resolved by LayoutOf).
   bool precision_aware = false;

@@ -146,14 +146,22 @@ double MlaActivations(const ModelShape& m, const Layout& l) {
   const double v = m.heads * m.v_head;
   // Q and K (2 B each of a*(d_nope + d_rope)), V and the attention output
   // (2 B each of a*d_v), split over t by heads ...
-  const double per_head = (2 * qk + 2 * qk + 2 * v + 2 * v) / l.tensor;
+  // Selective recomputation of "mla_up_proj" (multi_latent_attention.py:
+  // CheckpointWithoutOutput around the up projections and RoPE, its
+  // output discarded once core attention has run) keeps neither Q, K, V
+  // nor the norms' outputs: only the attention output and the
+  // checkpoint's inputs (the latents and the rotary key) stay.
+  const bool up_proj_recomputed = l.recompute_mla_up_proj;
+  const double per_head =
+      (up_proj_recomputed ? 2 * v : 2 * qk + 2 * qk + 2 * v + 2 * v) /
+      l.tensor;
   // ... and the latents, computed whole on every TP rank: the Q and KV
   // latents' up-projection inputs (2 B each), and with the latent norms
   // (DeepSeek's q_a/kv_a layernorms, Megatron's --qk-layernorm with MLA,
   // which fuses them into the up projections as TE LayerNormLinear:
   // gpt_layer_specs.py) the norms' inputs too (2 B each); the shared
   // rotary key (2 B).
-  const double latent_bytes = m.qk_norm ? 4 : 2;
+  const double latent_bytes = m.qk_norm && !up_proj_recomputed ? 4 : 2;
   const double latents =
       latent_bytes * (m.q_lora + m.kv_lora) + 2 * m.qk_rope;
   return e * sb * (per_head + latents);

@@ -264,6 +264,20 @@ TEST(MoeTermsTest, MultiLatentAttentionParametersAndActivations) {
   EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 1).activation_bytes -
                        StageMemoryOf(plain, l, 0, 1).activation_bytes,
                    1024.0 * 2 * (256 + 128));
+
+  // --recompute-modules mla_up_proj: Q, K and V (2 x 768 + 2 x 768 +
+  // 2 x 512 over t) and the latent norms' outputs (2 x (256 + 128)) are
+  // not kept; the attention output, the latents and the rotary key are.
+  Layout up_proj = l;
+  up_proj.recompute = RecomputeKind::kSelective;
+  up_proj.recompute_core_attn = false;
+  up_proj.recompute_mla_up_proj = true;
+  Layout selective_none = up_proj;
+  selective_none.recompute_mla_up_proj = false;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, selective_none, 0, 1).activation_bytes -
+                       StageMemoryOf(m, up_proj, 0, 1).activation_bytes,
+                   1024.0 * ((2 * 768 + 2 * 768 + 2 * 512) / 2.0 +
+                             2 * (256 + 128)));
 }
 
 // One multi-token-prediction layer on the (only) stage: an h x 2h

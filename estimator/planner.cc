@@ -128,6 +128,7 @@ void UseFullRecomputation(Layout& l) {
   l.recompute = RecomputeKind::kFullBlock;
   l.recompute_mlp = l.recompute_moe = l.recompute_moe_act = false;
   l.recompute_layernorm = l.recompute_shared_experts = false;
+  l.recompute_mla_up_proj = false;
 }
 
 // The request as a job template: resolves catalog names and checks what

@@ -482,8 +482,16 @@ absl::Status ValidateTraining(const v1::Job& job) {
                    "method and num_layers apply to GRANULARITY_FULL only",
                    r.ShortDebugString());
   }
-  MEMGATE_RETURN_IF_ERROR(ValidateOptimizerStorage(job));
   const v1::ModelConfig& m = job.model();
+  for (int module : r.modules()) {
+    if (module == v1::Recompute::MODULE_MLA_UP_PROJ && !m.has_mla()) {
+      return Invalid("training.recompute.modules",
+                     "MODULE_MLA_UP_PROJ needs multi-latent attention "
+                     "(Megatron refuses it otherwise)",
+                     "no model.mla");
+    }
+  }
+  MEMGATE_RETURN_IF_ERROR(ValidateOptimizerStorage(job));
   if (m.position_embedding() == v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE &&
       m.max_position_embeddings() != 0 &&
       m.max_position_embeddings() < tr.seq_length()) {
