@@ -143,7 +143,7 @@ absl::StatusOr<v1::Job> JobFromLaunchAndFlags(
     from_file = *std::move(job);
   }
   absl::StatusOr<std::optional<v1::ModelConfig>> fill =
-      flags.job.ModelToFill();
+      flags.job.ModelToFill(&notes);
   if (!fill.ok()) return fill.status();
   if (from_file && !*fill && from_file->has_model()) {
     *fill = from_file->model();  // what the launch leaves out, the file says
@@ -151,7 +151,7 @@ absl::StatusOr<v1::Job> JobFromLaunchAndFlags(
   absl::StatusOr<MegatronLaunch> parsed =
       ParseMegatronLaunch(launch, *fill ? &**fill : nullptr);
   if (!parsed.ok()) return parsed.status();
-  notes = parsed->notes;
+  notes.insert(notes.end(), parsed->notes.begin(), parsed->notes.end());
   v1::Job job = parsed->job;
   if (from_file) {
     if (absl::Status s = CrossCheck(*from_file, job); !s.ok()) return s;
@@ -178,7 +178,7 @@ absl::StatusOr<v1::Job> BuildJob(const std::vector<std::string>& launch,
                                  const CheckFlags& flags,
                                  std::vector<std::string>& notes) {
   if (!launch.empty()) return JobFromLaunchAndFlags(launch, flags, notes);
-  if (!flags.job_file) return flags.job.ToJob();
+  if (!flags.job_file) return flags.job.ToJob(&notes);
   absl::StatusOr<v1::Job> job = ReadJobFile(UserPath(*flags.job_file));
   if (!job.ok()) {
     return absl::InvalidArgumentError(

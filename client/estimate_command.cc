@@ -44,8 +44,13 @@ int RunEstimate(const std::vector<std::string>& args, std::ostream& out,
     parsed = absl::InvalidArgumentError(
         "--format: must be text or json (got '" + fmt + "')");
   }
+  std::vector<std::string> notes;
   absl::StatusOr<v1::Job> job =
-      parsed.ok() ? job_flags.ToJob() : absl::StatusOr<v1::Job>(parsed);
+      parsed.ok() ? job_flags.ToJob(&notes) : absl::StatusOr<v1::Job>(parsed);
+  // On stderr: stdout stays the estimate (JSON) for a program.
+  for (const std::string& n : notes) {
+    err << "memgate estimate: note: " << n << "\n";
+  }
   absl::StatusOr<v1::Estimate> estimate =
       job.ok() ? EstimateJob(*job, threshold.value_or(kDefaultThreshold))
                : absl::StatusOr<v1::Estimate>(job.status());

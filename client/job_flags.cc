@@ -110,11 +110,11 @@ void JobFlags::Register(FlagSet& f) {
            &precision);
 }
 
-absl::StatusOr<std::optional<v1::ModelConfig>> JobFlags::ModelToFill()
-    const {
+absl::StatusOr<std::optional<v1::ModelConfig>> JobFlags::ModelToFill(
+    std::vector<std::string>* notes) const {
   if (model_config) {
     absl::StatusOr<v1::ModelConfig> from_file =
-        ReadHuggingFaceConfig(UserPath(*model_config));
+        ReadHuggingFaceConfig(UserPath(*model_config), notes);
     if (!from_file.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--model-config: ", from_file.status().message()));
@@ -133,7 +133,8 @@ absl::StatusOr<std::optional<v1::ModelConfig>> JobFlags::ModelToFill()
   return std::optional<v1::ModelConfig>();
 }
 
-absl::StatusOr<v1::Job> JobFlags::ToJob() const {
+absl::StatusOr<v1::Job> JobFlags::ToJob(
+    std::vector<std::string>* notes) const {
   if (!model && !model_config && !layers && !hidden) {
     return Required("model", "or --model-config, or the dimensions "
                              "--layers --hidden --ffn-hidden --heads "
@@ -144,7 +145,8 @@ absl::StatusOr<v1::Job> JobFlags::ToJob() const {
   if (!seq) return Required("seq", "the sequence length");
   v1::Job job;
   if (model_config) {
-    absl::StatusOr<std::optional<v1::ModelConfig>> from_file = ModelToFill();
+    absl::StatusOr<std::optional<v1::ModelConfig>> from_file =
+        ModelToFill(notes);
     if (!from_file.ok()) return from_file.status();
     *job.mutable_model() = **from_file;
   }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "client/flags.h"
@@ -35,7 +36,9 @@ struct JobFlags {
   // model, GPU, GPU count and sequence length are required.
   // INVALID_ARGUMENT names the flag. Semantic rules (divisibility...) are
   // the estimator's: see ValidateJob.
-  absl::StatusOr<v1::Job> ToJob() const;
+  // With `notes`, appends what reading the model said (a --model-config's
+  // unreviewed keys).
+  absl::StatusOr<v1::Job> ToJob(std::vector<std::string>* notes = nullptr) const;
 
   // Sets on `job` what the flags give (a job file's or a launch's values are
   // overridden). With `refuse_conflicts`, a flag that disagrees with a value
@@ -45,7 +48,8 @@ struct JobFlags {
 
   // The model --model-config or --model names, if any: what a launch line
   // leaves out is filled from it.
-  absl::StatusOr<std::optional<v1::ModelConfig>> ModelToFill() const;
+  absl::StatusOr<std::optional<v1::ModelConfig>> ModelToFill(
+      std::vector<std::string>* notes = nullptr) const;
 };
 
 // "parallel.tensor_parallel: ..." -> "parallel.tensor_parallel (--tp): ...",

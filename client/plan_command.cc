@@ -116,7 +116,8 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
   if (!f.model.gpu && !f.model.gpu_memory_gib) {
     return absl::InvalidArgumentError("--gpu: required (or --gpu-memory-gib)");
   }
-  absl::StatusOr<std::optional<v1::ModelConfig>> model = f.model.ModelToFill();
+  absl::StatusOr<std::optional<v1::ModelConfig>> model =
+      f.model.ModelToFill(&notes);
   if (!model.ok()) return model.status();
   v1::PlanRequest request;
   request.set_seq_length(f.seq.value_or(0));

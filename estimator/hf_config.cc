@@ -1,13 +1,16 @@
 #include "estimator/hf_config.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "estimator/file_util.h"
+#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/hf_config.pb.h"
 
@@ -252,13 +255,76 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
   return model;
 }
 
-absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(const std::string& path) {
+std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
+  // Reviewed and read past: they do not change per-GPU training memory
+  // under Megatron. Token ids, initialisation, inference caches and
+  // transformers' bookkeeping; rotary frequencies, scaling and partial
+  // rotary (no parameters); norm epsilons; activation names (the families'
+  // MLPs are gated whatever the function); routing weights, groups and
+  // auxiliary losses (the routed copies are top-k either way); sliding
+  // windows and attention logit scales (FlashAttention stores no s^2
+  // scores either way); dropout probabilities (the job's training settings
+  // decide); the checkpoint's dtype and quantization (training keeps its
+  // own precision).
+  static const auto* reviewed = new std::set<std::string>{
+      "attention_dropout", "attn_logit_softcapping", "auto_map",
+      "aux_loss_alpha", "bos_token_id", "cache_implementation", "dtype",
+      "embd_pdrop", "eos_token_id", "ep_size", "hidden_act",
+      "hidden_activation", "initializer_range", "layer_types",
+      "max_position_embeddings", "max_window_layers", "n_group",
+      "norm_topk_prob", "original_max_position_embeddings",
+      "output_router_logits", "pad_token_id", "partial_rotary_factor",
+      "pretraining_tp", "quantization_config", "query_pre_attn_scalar",
+      "resid_pdrop", "rms_norm_eps", "rope_local_base_freq",
+      "rope_parameters", "rope_scaling", "rope_theta",
+      "routed_scaling_factor", "router_aux_loss_coef", "scoring_func",
+      "seq_aux", "sliding_window", "sliding_window_pattern",
+      "sliding_window_size", "topk_group", "topk_method", "torch_dtype",
+      "transformers_version", "use_cache", "use_sliding_window"};
+  std::vector<std::string> out;
+  google::protobuf::Struct top;
+  google::protobuf::util::JsonParseOptions options;
+  if (!google::protobuf::util::JsonStringToMessage(
+           google::protobuf::StringPiece(json.data(), json.size()), &top,
+           options)
+           .ok()) {
+    return out;
+  }
+  const google::protobuf::Descriptor* read =
+      v1::HuggingFaceConfig::descriptor();
+  for (const auto& [key, value] : top.fields()) {
+    if (read->FindFieldByName(key) == nullptr && !reviewed->count(key)) {
+      out.push_back(key);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
+    const std::string& path, std::vector<std::string>* notes) {
   absl::StatusOr<std::string> json = ReadSmallFile(path);
   if (!json.ok()) return json.status();
   absl::StatusOr<v1::ModelConfig> model = ModelFromHuggingFaceJson(*json, path);
   if (!model.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": ", model.status().message()));
+  }
+  const std::vector<std::string> unreviewed = UnreviewedHuggingFaceKeys(*json);
+  if (notes != nullptr && !unreviewed.empty()) {
+    // A file may hold thousands of keys: the note names the first few.
+    constexpr size_t kNamed = 10;
+    std::vector<std::string> named(
+        unreviewed.begin(),
+        unreviewed.begin() + std::min(kNamed, unreviewed.size()));
+    std::string list = absl::StrJoin(named, ", ");
+    if (unreviewed.size() > kNamed) {
+      absl::StrAppend(&list, " and ", unreviewed.size() - kNamed, " more");
+    }
+    notes->push_back(absl::StrCat(
+        path, ": keys memgate has not reviewed, read past: ", list,
+        " (if one changes the model's shape or memory, the estimate does not "
+        "count it)"));
   }
   return model;
 }

@@ -1,5 +1,6 @@
 // `memgate check` embedded: jobs from flags, files and launch lines.
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,36 @@ TEST(CliCheckTest, SuggestionsSayWhatTheyArePlannedWith) {
   EXPECT_NE(r.out.find("fits instead on 8 GPUs"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("those layouts are planned with"), std::string::npos)
       << r.out;
+}
+
+// A --model-config key memgate has not reviewed is named in the check's
+// notes and on estimate's stderr, also when a launch is checked with it.
+TEST(CliCheckTest, UnreviewedConfigKeysAreNoted) {
+  const std::string path = ::testing::TempDir() + "/unreviewed.json";
+  FILE* f = fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs(R"({"model_type": "llama", "hidden_size": 4096,
+            "num_hidden_layers": 32, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "intermediate_size": 14336,
+            "vocab_size": 128256, "use_parallel_residual": true})",
+        f);
+  fclose(f);
+  const std::string said =
+      "keys memgate has not reviewed, read past: use_parallel_residual";
+  RunResult r = Check({"--model-config=" + path, "--gpu=h100-80gb",
+                       "--gpus=8", "--seq=4096"});
+  EXPECT_NE(r.exit_code, 2) << r.err;  // a verdict, whichever
+  EXPECT_NE(r.out.find("note: " + path + ": " + said), std::string::npos)
+      << r.out;
+  r = Check(Launch({"--model-config=" + path, "--gpu=h100-80gb"}));
+  EXPECT_NE(r.out.find(said), std::string::npos) << r.out << r.err;
+  r = testing::Run({testing::RunfilePath("client/memgate"), "estimate",
+                    "--model-config=" + path, "--gpu=h100-80gb", "--gpus=8",
+                    "--seq=4096"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("memgate estimate: note: " + path + ": " + said),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(CliCheckTest, JobFilesInJsonAndTextFormat) {

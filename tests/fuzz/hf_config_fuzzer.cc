@@ -9,6 +9,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string json(reinterpret_cast<const char*>(data), size);
+  // The key review reads any input and names at most its keys.
+  memgate::fuzz::Require(memgate::UnreviewedHuggingFaceKeys(json).size() <=
+                         size);
   absl::StatusOr<memgate::v1::ModelConfig> model =
       memgate::ModelFromHuggingFaceJson(json, "fuzz");
   if (!model.ok()) {
