@@ -38,7 +38,8 @@ struct JobFlags {
   // the estimator's: see ValidateJob.
   // With `notes`, appends what reading the model said (a --model-config's
   // unreviewed keys).
-  absl::StatusOr<v1::Job> ToJob(std::vector<std::string>* notes = nullptr) const;
+  absl::StatusOr<v1::Job> ToJob(
+      std::vector<std::string>* notes = nullptr) const;
 
   // Sets on `job` what the flags give (a job file's or a launch's values are
   // overridden). With `refuse_conflicts`, a flag that disagrees with a value

@@ -25,7 +25,7 @@ absl::Status Agree(const char* flag, const char* argument, uint32_t& value,
 }
 
 // What the launch's layout was, for the note that the plan replaces it.
-std::string LayoutOf(const v1::Job& job) {
+std::string LaunchLayoutText(const v1::Job& job) {
   const v1::ParallelConfig& p = job.parallel();
   std::vector<std::string> parts = {
       absl::StrCat("TP ", std::max(1u, p.tensor_parallel())),
@@ -91,7 +91,7 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
     }
     notes.push_back(note);
   }
-  notes.push_back(absl::StrCat("the launch's layout (", LayoutOf(job),
+  notes.push_back(absl::StrCat("the launch's layout (", LaunchLayoutText(job),
                                ") is what the plan searches: replaced by "
                                "each candidate's"));
   if (training.recompute().granularity() ==
