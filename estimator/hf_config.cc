@@ -310,8 +310,10 @@ absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": ", model.status().message()));
   }
+  if (notes == nullptr) return model;
+  // A second parse of the (size-bounded) file, only when asked for.
   const std::vector<std::string> unreviewed = UnreviewedHuggingFaceKeys(*json);
-  if (notes != nullptr && !unreviewed.empty()) {
+  if (!unreviewed.empty()) {
     // A file may hold thousands of keys: the note names the first few.
     constexpr size_t kNamed = 10;
     std::vector<std::string> named(
