@@ -130,6 +130,26 @@ TEST(HfConfigTest, UnreviewedKeysAreNamed) {
   EXPECT_NE(notes[0].find("k19 and 2 more"), std::string::npos) << notes[0];
 }
 
+// The file is read whole and parsed twice (the model, then its keys), so
+// its size is bounded before either: a 16 MiB + 1 file (a mistaken path to
+// weights, or a hostile one) is refused by size, unparsed.
+TEST(HfConfigTest, AnOversizedConfigIsRefusedBeforeParsing) {
+  const std::string path = ::testing::TempDir() + "/huge_config.json";
+  FILE* f = fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  const std::string chunk(1 << 20, ' ');
+  for (int i = 0; i < 16; ++i) fputs(chunk.c_str(), f);
+  fputs(kLlama31_8B, f);  // valid JSON after the blanks
+  fclose(f);
+  std::vector<std::string> notes;
+  absl::StatusOr<v1::ModelConfig> m = ReadHuggingFaceConfig(path, &notes);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("larger than"), std::string::npos)
+      << m.status();
+  EXPECT_TRUE(notes.empty());
+  remove(path.c_str());
+}
+
 // Published configs (tests/testdata/hf/) read into the published totals.
 TEST(HfConfigTest, PublishedConfigsGiveThePublishedParameterCounts) {
   const std::vector<std::pair<std::string, double>> cases = {
