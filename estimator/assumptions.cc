@@ -56,12 +56,26 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                                "% of the optimizer in host memory"));
   }
   if (l.fp8) {
+    const char* recipe = "delayed";
+    switch (t.fp8().recipe()) {
+      case v1::Fp8::RECIPE_TENSORWISE: recipe = "tensorwise"; break;
+      case v1::Fp8::RECIPE_BLOCKWISE: recipe = "blockwise"; break;
+      case v1::Fp8::RECIPE_MXFP8: recipe = "MXFP8"; break;
+      default: break;
+    }
     out.push_back(absl::StrCat(
-        "fp8 (TransformerEngine", l.fp8_scale_bytes > 0 ? ", MXFP8" : "",
+        "fp8 (TransformerEngine, ", recipe, l.fp8_scale_bytes > 0
+            ? absl::StrCat(", ", l.fp8_scale_bytes, " B of scales an "
+                           "activation element")
+            : "",
         "): ",
         l.fp8_param_gather ? "GEMM weights in fp8 only"
                            : "+2 B fp8 copies of each GEMM weight",
-        "; GEMM inputs saved in fp8"));
+        "; GEMM inputs saved in fp8",
+        m.has_moe() ? absl::StrCat("; each local expert's tokens "
+                                           "padded to a multiple of ",
+                                           l.fp8_align)
+                            : ""));
   }
   switch (l.sharding) {
     case FsdpSharding::kNoShard:

@@ -278,8 +278,12 @@ absl::Status FillLayout(const Arguments& args, MegatronLaunch& launch) {
     text = text.substr(1, text.size() - 2);
   }
   v1::ParallelConfig& p = *launch.job.mutable_parallel();
+  // The MTP layers are read with the experts, after the layout: read
+  // their count here (or the named model's).
+  MEMGATE_ASSIGN_OR_RETURN(
+      mtp, args.Number("mtp-num-layers", launch.job.model().mtp_num_layers()));
   absl::StatusOr<PipelineLayout> layout = ParsePipelineLayout(
-      text, p.pipeline_parallel(), launch.job.model().num_layers());
+      text, p.pipeline_parallel(), launch.job.model().num_layers(), mtp);
   if (!layout.ok()) return layout.status();
   if (layout->virtual_stages > 1) {
     p.set_virtual_pipeline_stages(layout->virtual_stages);

@@ -497,6 +497,90 @@ TEST(MegatronArgsTest, MixtureOfExpertsLaunchIsModelled) {
             peak(parse("--num-experts 8")));
 }
 
+// NVIDIA's DeepSeek-V3 H100 recipe (Megatron-MoE-ModelZoo
+// best_practice/deepseek-v3/run_deepseek_v3_h100.sh on 1,024 GPUs, with
+// model_configs/benchmarking/DeepSeek-V3.yaml and sbatch_benchmarking.sh's
+// PR=fp8 arguments), less its A2A_OVERLAP arguments, which are refused.
+constexpr char kDeepSeekV3H100[] =
+    "torchrun --nnodes 128 --nproc-per-node 8 pretrain_gpt.py "
+    "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 8 "
+    "--expert-model-parallel-size 64 --context-parallel-size 1 "
+    "--expert-tensor-parallel-size 1 --use-distributed-optimizer "
+    "--overlap-grad-reduce --overlap-param-gather --use-mcore-models "
+    "--sequence-parallel --use-flash-attn --disable-bias-linear "
+    "--micro-batch-size 1 --global-batch-size 8192 "
+    "--cross-entropy-loss-fusion --cross-entropy-fusion-impl native "
+    "--manual-gc --manual-gc-interval 10 --transformer-impl "
+    "transformer_engine --seq-length 4096 --tokenizer-type "
+    "HuggingFaceTokenizer --tokenizer-model unsloth/DeepSeek-V3 "
+    "--no-create-attention-mask-in-dataloader --num-layers 61 "
+    "--hidden-size 7168 --ffn-hidden-size 18432 --num-attention-heads "
+    "128 --kv-channels 128 --max-position-embeddings 4096 "
+    "--position-embedding-type rope --rotary-base 10000 "
+    "--make-vocab-size-divisible-by 3232 --normalization RMSNorm "
+    "--norm-epsilon 1e-6 --swiglu "
+    "--untie-embeddings-and-output-weights --multi-latent-attention "
+    "--attention-dropout 0.0 --hidden-dropout 0.0 --clip-grad 1.0 "
+    "--weight-decay 0.1 --qk-layernorm --num-experts 256 "
+    "--moe-layer-freq ([0]*3+[1]*58) --moe-ffn-hidden-size 2048 "
+    "--moe-shared-expert-intermediate-size 2048 "
+    "--moe-router-load-balancing-type seq_aux_loss --moe-router-topk 8 "
+    "--moe-grouped-gemm --moe-aux-loss-coeff 1e-4 "
+    "--moe-router-group-topk 4 --moe-router-num-groups 8 "
+    "--moe-router-topk-scaling-factor 2.5 --moe-router-score-function "
+    "sigmoid --moe-router-enable-expert-bias "
+    "--moe-router-bias-update-rate 1e-3 --moe-router-dtype fp32 "
+    "--moe-permute-fusion --moe-router-fusion --q-lora-rank 1536 "
+    "--kv-lora-rank 512 --qk-head-dim 128 --qk-pos-emb-head-dim 64 "
+    "--v-head-dim 128 --rotary-scaling-factor 40 --mscale 1.0 "
+    "--mscale-all-dim 1.0 --bf16 --enable-experimental "
+    "--recompute-granularity selective --recompute-modules mla_up_proj "
+    "mlp --mtp-num-layers 1 --mtp-loss-scaling-factor 0.1 "
+    "--pipeline-model-parallel-layout Et|(tt|)*30mL "
+    "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend "
+    "deepep ";
+constexpr char kDeepSeekV3Fp8[] =
+    "--fp8-recipe blockwise --fp8-format e4m3 --fp8-param-gather "
+    "--use-precision-aware-optimizer --main-grads-dtype fp32 "
+    "--main-params-dtype fp32 --exp-avg-dtype bf16 --exp-avg-sq-dtype "
+    "bf16 --moe-router-padding-for-fp8 ";
+
+// FP8 with experts and MLA and an MTP layer in the pipeline layout were
+// refused; the recipe now reads as it runs, and its fp8 saves memory.
+TEST(MegatronArgsTest, ReadsTheDeepSeekV3RecipeWithItsFp8AndMtpLayout) {
+  const std::string fp8_line =
+      absl::StrCat(kDeepSeekV3H100, " ", kDeepSeekV3Fp8);
+  absl::StatusOr<MegatronLaunch> fp8 =
+      ParseMegatronLaunch(Words(fp8_line), nullptr);
+  ASSERT_TRUE(fp8.ok()) << fp8.status();
+  const v1::Job& job = fp8->job;
+  EXPECT_EQ(job.training().fp8().recipe(), v1::Fp8::RECIPE_BLOCKWISE);
+  EXPECT_TRUE(job.training().fp8().param_gather());
+  EXPECT_EQ(job.num_gpus(), 1024u);
+  EXPECT_EQ(job.model().mtp_num_layers(), 1u);
+  EXPECT_EQ(job.parallel().virtual_pipeline_stages(), 4u);
+  ASSERT_EQ(job.parallel().layers_per_stage_size(), 32);
+  EXPECT_EQ(job.parallel().layers_per_stage(0), 1u);
+  EXPECT_EQ(job.parallel().layers_per_stage(31), 0u);  // "mL"
+  absl::StatusOr<MegatronLaunch> bf16 =
+      ParseMegatronLaunch(Words(kDeepSeekV3H100), nullptr);
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  v1::Job fp8_job = job, bf16_job = bf16->job;
+  fp8_job.mutable_accelerator()->set_name("h100-80gb");
+  bf16_job.mutable_accelerator()->set_name("h100-80gb");
+  EXPECT_LT(PeakOf(fp8_job), PeakOf(bf16_job));
+
+  // The recipe's EP all-to-all overlap stays refused by name.
+  absl::StatusOr<MegatronLaunch> overlap = ParseMegatronLaunch(
+      Words(fp8_line + " --delay-wgrad-compute "
+                       "--overlap-moe-expert-parallel-comm"),
+      nullptr);
+  EXPECT_NE(overlap.status().message().find(
+                "--overlap-moe-expert-parallel-comm"),
+            std::string::npos)
+      << overlap.status();
+}
+
 // --moe-token-dispatcher-type flex: DeepEP's buffers were read past (the
 // job estimated as alltoall). Now they are on every GPU of an MoE stage,
 // sized by the SMs; the other backends, and DeepEP's settings without

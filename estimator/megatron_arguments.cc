@@ -81,11 +81,14 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "Adam v: fp32 4, bf16/fp16 2, fp8 1 B"},
       {"fp8-format", true, M, "off",
        "TransformerEngine fp8: +2 B per GEMM weight (rowwise and columnwise "
-       "fp8 copies); the norms' outputs and the second MLP GEMM's input "
-       "saved in 1 B, an fp8 copy of the attention output added"},
+       "fp8 copies; experts', MLA's and MTP's too); GEMM inputs saved in "
+       "1 B (the norms' outputs, MLA's latents, the experts' inputs, the "
+       "second MLP GEMMs' inputs), an fp8 copy of the attention output "
+       "added; each local expert's rows padded to 16 (MXFP8 32)"},
       {"fp8", true, M, "off", "TransformerConfig's spelling of --fp8-format"},
       {"fp8-recipe", true, P, "delayed",
-       "delayed, tensorwise, blockwise, mxfp8 (scales: 1/32 B an element); "
+       "delayed, tensorwise, blockwise, mxfp8 (scales: 1/32 B an element "
+       "with mxfp8, an activation element with blockwise); "
        "custom refused"},
       {"fp8-param-gather", false, M, "off",
        "GEMM weights kept in fp8 only: no bf16 copy beside the fp8 pair"},
@@ -260,6 +263,12 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "of its share"},
       {"moe-pad-expert-input-to-capacity", false, M, "off",
        "every expert computes its full capacity"},
+      {"moe-router-padding-for-fp8", false, M, "off",
+       "each local expert's rows padded to the fp8 alignment by the router "
+       "rather than by the grouped MLP: counted under fp8 either way (at "
+       "most 15, MXFP8 31, more token copies an expert)"},
+      {"moe-router-padding-for-quantization", false, M, "off",
+       "the same as --moe-router-padding-for-fp8"},
       {"moe-router-dtype", true, P, "model dtype",
        "router scores counted in fp32 (an upper bound); fp64 refused"},
       {"moe-layer-recompute", false, M, "off",

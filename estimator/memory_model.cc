@@ -100,8 +100,8 @@ double OptimizerBytesPerParameter(const Layout& l) {
 // replaces the bf16 weight (2 B instead of 2 B: nothing added).
 double Fp8WeightCopyBytesPerParameter(const Layout& l) {
   if (!l.fp8) return 0;
-  return l.fp8_param_gather ? 2 * l.fp8_scale_bytes
-                            : 2 * (1 + l.fp8_scale_bytes);
+  return l.fp8_param_gather ? 2 * l.fp8_weight_scale_bytes
+                            : 2 * (1 + l.fp8_weight_scale_bytes);
 }
 
 // Bytes of one activation element: 2 in bf16/fp16, 4 in fp32 training.
@@ -151,13 +151,22 @@ double LayerParameters(const ModelShape& m, const Layout& l,
          (moe ? MoeDenseParameters(m, l) : 0);
 }
 
-// The weights of the layer's four GEMMs on one tensor-parallel rank (no
-// biases, no norms): what TransformerEngine runs in fp8 [TE].
-double LinearWeightParameters(const ModelShape& m, const Layout& l) {
+// The weights a layer's GEMMs hold on one rank (no biases, norms or
+// router): what TransformerEngine runs in fp8 [TE]. Attention's four (or
+// MLA's five: down and up projections, output); a dense MLP's, or an MoE
+// layer's shared experts and the rank's routed experts.
+double LinearWeightParameters(const ModelShape& m, const Layout& l,
+                              bool moe) {
   const double h = m.hidden;
   const double attention =
-      h * (QueryWidth(m) + 2 * KeyValueWidth(m)) + QueryWidth(m) * h;
-  return (attention + (m.gelu_mlp ? 2 : 3) * h * m.ffn_hidden) / l.tensor;
+      m.mla ? MlaLinearParameters(m, l)
+            : (h * (QueryWidth(m) + 2 * KeyValueWidth(m)) + QueryWidth(m) * h) /
+                  l.tensor;
+  if (moe) {
+    return attention + Gated(m) * h * m.shared_ffn / l.tensor +
+           RoutedExpertParameters(m, l);
+  }
+  return attention + Gated(m) * h * m.ffn_hidden / l.tensor;
 }
 
 // ---- Activations of one transformer layer, one micro-batch ----------------
@@ -213,14 +222,25 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
   bytes += l.sequence_parallel ? sbh * hidden_sized / l.tensor
                                : sbh * hidden_sized;
   if (l.fp8) {
-    // [TE] the QKV and first MLP GEMMs save their inputs (the norms'
-    // outputs) in fp8, and the second MLP GEMM its input (the activation's
-    // output, sb*h_ffn); the output projection saves an fp8 copy of the
-    // attention output beside the 2-byte one FlashAttention keeps.
-    const double f8 = 1 + l.fp8_scale_bytes;
-    const double norm_outputs = 2 * (f8 - 2) * sbh;
-    bytes += l.sequence_parallel ? norm_outputs / l.tensor : norm_outputs;
-    bytes += ((f8 - 2) * m.ffn_hidden + f8 * QueryWidth(m)) * sb / l.tensor;
+    // [TE] GEMMs save their inputs quantized, f8 bytes an element: QKV its
+    // input (the input norm's output) in place of the 16-bit one; MLA's
+    // down projections of Q and KV (unfused from the norm: TENorm, then
+    // two TELinear) one fp8 copy each. A dense MLP's first GEMM its input
+    // and its second the activation's output (sb*h_ffn), unless the MLP
+    // is recomputed (its checkpoint keeps the 16-bit input). An MoE
+    // layer's router keeps the 16-bit MLP input; its experts:
+    // MoeMlpActivations. The output projection saves an fp8 copy of the
+    // attention output beside the 2-byte one FlashAttention keeps (MLA's:
+    // MlaActivations).
+    const double f8 = Fp8ElementBytes(l);
+    double norm_outputs = m.mla ? 2 * f8 - 2 : f8 - 2;
+    double per_token = m.mla ? 0 : f8 * QueryWidth(m);
+    if (!moe && !l.recompute_mlp) {
+      norm_outputs += f8 - 2;
+      per_token += (f8 - 2) * m.ffn_hidden;
+    }
+    bytes += (l.sequence_parallel ? sbh / l.tensor : sbh) * norm_outputs;
+    bytes += per_token * sb / l.tensor;
   }
   if (l.unfused_attention &&
       !(l.recompute == RecomputeKind::kSelective && l.recompute_core_attn)) {
@@ -543,8 +563,18 @@ Layout LayoutOf(const v1::Job& job) {
   if (train.has_fp8()) {
     l.fp8 = true;
     l.fp8_param_gather = train.fp8().param_gather();
-    l.fp8_scale_bytes =
-        train.fp8().recipe() == v1::Fp8::RECIPE_MXFP8 ? 1.0 / 32 : 0;
+    switch (train.fp8().recipe()) {
+      case v1::Fp8::RECIPE_MXFP8:
+        l.fp8_scale_bytes = l.fp8_weight_scale_bytes = 1.0 / 32;
+        l.fp8_align = 32;
+        break;
+      case v1::Fp8::RECIPE_BLOCKWISE:
+        l.fp8_scale_bytes = 4.0 / 128;
+        l.fp8_weight_scale_bytes = 4.0 / (128 * 128);
+        break;
+      default:
+        break;
+    }
   }
   switch (par.data_parallel_sharding()) {
     case v1::DATA_PARALLEL_SHARDING_NO_SHARD:
@@ -759,8 +789,17 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
   const double weight_bytes = WeightBytesPerParameter(l.precision);
   f.weight_bytes = shard_params ? weight_bytes * (params / shards + gathered)
                                 : weight_bytes * (params + expert_params);
-  f.weight_bytes += Fp8WeightCopyBytesPerParameter(l) * stage_layers *
-                    LinearWeightParameters(m, l);
+  if (l.fp8) {
+    double linear = mix.dense * LinearWeightParameters(m, l, false);
+    if (mix.moe > 0) linear += mix.moe * LinearWeightParameters(m, l, true);
+    if (last && m.mtp_layers > 0) {
+      // Each MTP layer: its transformer layer and its h x 2h projection.
+      linear += m.mtp_layers *
+                (LinearWeightParameters(m, l, MtpLayerIsMoe(m)) +
+                 2 * m.hidden * m.hidden / l.tensor);
+    }
+    f.weight_bytes += Fp8WeightCopyBytesPerParameter(l) * linear;
+  }
   const double gradient_bytes = GradientBytesPerParameter(l);
   f.gradient_bytes = shard_grads
                          ? gradient_bytes * (params / shards + gathered)

@@ -107,7 +107,15 @@ struct Layout {
   // TransformerEngine fp8: fp8 weight copies and fp8-saved GEMM inputs.
   bool fp8 = false;
   bool fp8_param_gather = false;
-  double fp8_scale_bytes = 0;  // per fp8 element: 1/32 for MXFP8, else 0
+  // Scale bytes an fp8 element carries [TE recipes]: MXFP8 one E8M0 byte
+  // per 32 elements of activations and weights; blockwise one fp32 scale
+  // per 1 x 128 tile of an activation and per 128 x 128 block of a weight;
+  // the per-tensor recipes (delayed, tensorwise) none to speak of.
+  double fp8_scale_bytes = 0;         // of a saved activation element
+  double fp8_weight_scale_bytes = 0;  // of a weight element
+  // Rows every local expert's tokens are padded to under fp8
+  // (fp8_utils.py get_fp8_align_size): 16, 32 for MXFP8.
+  double fp8_align = 16;
   FsdpSharding sharding = FsdpSharding::kNone;
   // Expert parallelism: routed experts over ep ranks, each split over etp.
   double expert_parallel = 1;  // EP
@@ -124,6 +132,11 @@ struct Layout {
   double expert_load = 1;
   double load_imbalance = 1.25;  // what admission assumes (dropless)
 };
+
+// Bytes of one fp8-saved activation element with its share of scales.
+inline double Fp8ElementBytes(const Layout& l) {
+  return 1 + l.fp8_scale_bytes;
+}
 
 struct StageFigures {
   double parameters = 0;

@@ -161,6 +161,32 @@ TEST(ModelStatesTest, Fp8AddsWeightCopiesAndSavesGemmInputsInOneByte) {
                    2 * kParams + 2 * (1 + 1.0 / 32) * 2 * kLayerGemms);
   EXPECT_DOUBLE_EQ(f.activation_bytes,
                    bf16.activation_bytes - 2 * (5 - 7.0 / 32) * kSbh);
+
+  // Blockwise (DeepSeek's recipe): one fp32 scale per 1 x 128 tile of an
+  // activation (1/32 B an element, as MXFP8) and per 128 x 128 block of a
+  // weight (4/16384 B).
+  job.mutable_training()->mutable_fp8()->set_recipe(
+      v1::Fp8::RECIPE_BLOCKWISE);
+  f = Figures(job);
+  EXPECT_DOUBLE_EQ(f.weight_bytes,
+                   2 * kParams + 2 * (1 + 4.0 / 16384) * 2 * kLayerGemms);
+  EXPECT_DOUBLE_EQ(f.activation_bytes,
+                   bf16.activation_bytes - 2 * (5 - 7.0 / 32) * kSbh);
+}
+
+// With the MLP recomputed its checkpoint keeps the 16-bit input and
+// nothing inside: fp8 changes only attention's input (-1 sbh) and adds the
+// output projection's copy (+1 sbh), so the activations equal bf16's.
+// (The MLP's fp8 savings were once subtracted from bytes not counted.)
+TEST(ModelStatesTest, Fp8SavesNothingOfARecomputedMlp) {
+  v1::Job job = SmallJob();
+  v1::Recompute& r = *job.mutable_training()->mutable_recompute();
+  r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+  r.add_modules(v1::Recompute::MODULE_MLP);
+  const StageFigures bf16 = Figures(job);
+  job.mutable_training()->mutable_fp8()->set_recipe(
+      v1::Fp8::RECIPE_DELAYED);
+  EXPECT_DOUBLE_EQ(Figures(job).activation_bytes, bf16.activation_bytes);
 }
 
 TEST(ModelStatesTest, ValidationNamesTheFieldAndTheRule) {

@@ -21,6 +21,14 @@
 //      gated activation runs as glu(x) = act(x_glu) * (x_linear +
 //      glu_linear_offset), activations.py quick_gelu(x) =
 //      x * sigmoid(1.702 x); autograd keeps each product's operands.
+// [F8] TransformerEngine under fp8 (module/linear.py, layernorm_linear.py,
+//      grouped_linear.py): a GEMM quantizes its input and saves the fp8
+//      tensor (1 B an element and its scales, Fp8ElementBytes) for the
+//      weight gradient; the 16-bit input is freed unless another op saves
+//      it. Megatron-LM runs every TE linear layer of a transformer layer,
+//      its experts and its MTP layers in fp8 (fp8_utils.py
+//      get_fp8_context; multi_token_prediction.py), never the router or
+//      the LM head.
 
 namespace memgate {
 
@@ -49,18 +57,28 @@ double TokensPerRank(const Layout& l) {
   return l.sequence_parallel ? tokens / l.tensor : tokens;
 }
 
+// Under fp8 every local expert's rows are padded to the GEMM's alignment
+// (fp8_utils.py get_fp8_align_size: 16, 32 for MXFP8), by the grouped MLP
+// (experts.py, Fp8Padding) or by the router with
+// --moe-router-padding-for-fp8: at most align - 1 more copies an expert.
+double Fp8PaddingCopies(const ModelShape& m, const Layout& l) {
+  if (!l.fp8) return 0;
+  return (l.fp8_align - 1) * m.experts / l.expert_parallel;
+}
+
 // Routed token copies this rank's experts process [MM]: its tokens and its
 // expert-tensor-parallel peers' (gathered), k copies each, spread evenly
 // over the EP ranks, which hold E / EP experts each; the balanced share,
 // scaled by the load (dropless), or fixed at the capacity (drop-and-pad).
 double RoutedCopies(const ModelShape& m, const Layout& l) {
   const double balanced = TokensPerRank(l) * l.expert_tensor * m.topk;
-  if (l.capacity_factor > 0) {
-    return balanced * (l.pad_to_capacity
-                           ? l.capacity_factor
-                           : std::min(l.capacity_factor, l.expert_load));
-  }
-  return balanced * l.expert_load;
+  const double copies =
+      l.capacity_factor > 0
+          ? balanced * (l.pad_to_capacity
+                            ? l.capacity_factor
+                            : std::min(l.capacity_factor, l.expert_load))
+          : balanced * l.expert_load;
+  return copies + Fp8PaddingCopies(m, l);
 }
 
 }  // namespace
@@ -79,20 +97,26 @@ double MoeLayersIn(const ModelShape& m, double first, double count) {
          m.moe_prefix[static_cast<size_t>(begin)];
 }
 
-double MlaParameters(const ModelShape& m, const Layout& l) {
+double MlaLinearParameters(const ModelShape& m, const Layout& l) {
   const double h = m.hidden, a = m.heads;
   const double qk = m.qk_nope + m.qk_rope;
-  // The latent norms exist with --qk-layernorm only (gpt_layer_specs.py).
-  const double norm = m.qk_norm ? NormWidth(m) : 0;
-  double replicated = h * (m.kv_lora + m.qk_rope) + m.kv_lora * norm;
+  double replicated = h * (m.kv_lora + m.qk_rope);
   double split = m.kv_lora * a * (m.qk_nope + m.v_head) + a * m.v_head * h;
   if (m.q_lora > 0) {
-    replicated += h * m.q_lora + m.q_lora * norm;
+    replicated += h * m.q_lora;
     split += m.q_lora * a * qk;
   } else {
     split += h * a * qk;
   }
   return replicated + split / l.tensor;
+}
+
+double MlaParameters(const ModelShape& m, const Layout& l) {
+  // The latent norms exist with --qk-layernorm only (gpt_layer_specs.py),
+  // replicated over TP.
+  const double norms =
+      m.qk_norm ? NormWidth(m) * (m.kv_lora + m.q_lora) : 0;
+  return MlaLinearParameters(m, l) + norms;
 }
 
 double MoeDenseParameters(const ModelShape& m, const Layout& l) {
@@ -116,11 +140,21 @@ double MoeMlpActivations(const ModelShape& m, const Layout& l) {
     bytes += m.router_bytes * tokens * m.experts;
     // Each routed copy: the first expert GEMM's input (2h) and the
     // expert's FFN activations over ETP [K]; moe_act recomputation drops
-    // the activation function's output (2 of the 8 bytes).
+    // the activation function's output (2 of the 8 bytes). Under fp8 the
+    // grouped GEMMs save their inputs quantized, columnwise only
+    // (grouped_linear.py: update_usage(rowwise_usage=False)): the first's
+    // f8 bytes an element in place of the 16-bit copy, which dies once
+    // quantized [F8], and the second's, the activation's output, f8 in
+    // place of 2 (with moe_act recomputation the second saves the 16-bit
+    // output it recomputes: experts.py set_save_original_input).
+    const double f8 = Fp8ElementBytes(l);
+    const double input_bytes = l.fp8 ? f8 : 2 * e;
     const double width_bytes =
-        MlpWidthBytes(m) - (l.recompute_moe_act ? 2 : 0);
-    bytes += RoutedCopies(m, l) * e *
-             (2 * m.hidden + width_bytes * ExpertFfn(m) / l.expert_tensor);
+        MlpWidthBytes(m) * e -
+        (l.recompute_moe_act ? 2 * e : (l.fp8 ? 2 - f8 : 0));
+    bytes += RoutedCopies(m, l) *
+             (input_bytes * m.hidden +
+              width_bytes * ExpertFfn(m) / l.expert_tensor);
     // Unpermute keeps the k expert outputs of this rank's tokens to take
     // the gradient of the routing probabilities [MM].
     bytes += tokens * m.topk * e * 2 * m.hidden;
@@ -129,6 +163,16 @@ double MoeMlpActivations(const ModelShape& m, const Layout& l) {
     // Shared experts: a dense MLP of width shared_ffn over t [K].
     const double sb = l.seq_length * l.micro_batch / l.context;
     bytes += e * sb * MlpWidthBytes(m) * m.shared_ffn / l.tensor;
+    if (l.fp8) {
+      // Their second GEMM saves its input in fp8 (f8 in place of 2), and
+      // their first an fp8 copy of the pre-MLP norm's output beside the
+      // 16-bit one the router keeps. (Megatron with TE 2.6 and a recipe
+      // other than delayed saves the 16-bit one instead, shared_experts.py
+      // set_save_original_input: counted anyway, an upper bound.)
+      const double f8 = Fp8ElementBytes(l);
+      bytes += (f8 - 2) * sb * m.shared_ffn / l.tensor +
+               f8 * TokensPerRank(l) * m.hidden;
+    }
   }
   return bytes;
 }
@@ -155,16 +199,28 @@ double MlaActivations(const ModelShape& m, const Layout& l) {
   const double per_head =
       (up_proj_recomputed ? 2 * v : 2 * qk + 2 * qk + 2 * v + 2 * v) /
       l.tensor;
+  // Under fp8 the output projection saves an fp8 copy of the attention
+  // output beside FlashAttention's [F8] (as for dense attention; Megatron
+  // with TE 2.6 and a recipe other than delayed saves the 16-bit one
+  // instead, multi_latent_attention.py set_save_original_input: counted
+  // anyway, an upper bound).
+  const double f8 = Fp8ElementBytes(l);
+  const double output_copy = l.fp8 ? f8 * v / l.tensor : 0;
   // ... and the latents, computed whole on every TP rank: the Q and KV
   // latents' up-projection inputs (2 B each), and with the latent norms
   // (DeepSeek's q_a/kv_a layernorms, Megatron's --qk-layernorm with MLA,
   // which fuses them into the up projections as TE LayerNormLinear:
   // gpt_layer_specs.py) the norms' inputs too (2 B each); the shared
   // rotary key (2 B).
-  const double latent_bytes = m.qk_norm && !up_proj_recomputed ? 4 : 2;
+  // Under fp8 the up projections save their inputs (the norms' outputs)
+  // quantized: f8 in place of 2.
+  const double saved_input = l.fp8 ? f8 : 2 * e;
+  const double latent_bytes =
+      up_proj_recomputed ? 2 * e
+                         : (m.qk_norm ? 2 * e : 0) + saved_input;
   const double latents =
-      latent_bytes * (m.q_lora + m.kv_lora) + 2 * m.qk_rope;
-  return e * sb * (per_head + latents);
+      latent_bytes * (m.q_lora + m.kv_lora) + 2 * e * m.qk_rope;
+  return sb * (e * per_head + output_copy + latents);
 }
 
 double DispatchWorkingSet(const ModelShape& m, const Layout& l) {

@@ -33,6 +33,10 @@ double MoeLayersIn(const ModelShape& m, double first, double count);
 // up projections and the output projection split over t.
 double MlaParameters(const ModelShape& m, const Layout& l);
 
+// MLA's GEMM weights alone (MlaParameters less the latent norms): what
+// runs in fp8.
+double MlaLinearParameters(const ModelShape& m, const Layout& l);
+
 // An MoE layer's MLP side that is not routed experts: shared experts
 // (split over t), the router (h x E) and the shared-expert gate
 // (replicated).

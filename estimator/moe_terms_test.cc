@@ -278,6 +278,95 @@ TEST(MoeTermsTest, MultiLatentAttentionParametersAndActivations) {
                        StageMemoryOf(m, up_proj, 0, 1).activation_bytes,
                    1024.0 * ((2 * 768 + 2 * 768 + 2 * 512) / 2.0 +
                              2 * (256 + 128)));
+
+  // Blockwise fp8 (1/32 B of scales an activation element, 4 B a
+  // 128 x 128 weight block) [F8]: MLA's two down projections each save
+  // the input norm's output quantized (2 x 33/32 in place of 2); the
+  // up projections their inputs, the latent norms' outputs (33/32 in place
+  // of 2 a latent element); the output projection an fp8 copy of the
+  // attention output (33/32 x a x d_v over t); the dense MLP its input and
+  // its second GEMM's (33/32 in place of 2, sbh and sb x h_ffn over t).
+  // Weights: 2 x (1 + 4/16384) B a GEMM weight (MLA's without its norms).
+  Layout fp8 = l;
+  fp8.fp8 = true;
+  fp8.fp8_scale_bytes = 4.0 / 128;
+  fp8.fp8_weight_scale_bytes = 4.0 / (128 * 128);
+  const double f8 = 1 + 1.0 / 32;
+  EXPECT_DOUBLE_EQ(
+      StageMemoryOf(m, fp8, 0, 1).activation_bytes -
+          StageMemoryOf(m, l, 0, 1).activation_bytes,
+      1024.0 * ((2 * f8 - 2) * 1024 + (f8 - 2) * (256 + 128) +
+                f8 * 512 / 2 + (f8 - 2) * 1024 + (f8 - 2) * 4096 / 2));
+  const double mla_gemms = mla_params - 128 - 256;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, fp8, 0, 1).weight_bytes -
+                       StageMemoryOf(m, l, 0, 1).weight_bytes,
+                   2 * (1 + 4.0 / 16384) *
+                       (mla_gemms + 3 * 1024.0 * 4096 / 2));
+}
+
+// fp8 (delayed scaling: no scales) on layout A [F8]. Weights: 2 B of fp8
+// copies of every GEMM weight, attention's 4h^2 and the 8 local experts',
+// a layer. Activations a layer: attention's input 1 B instead of 2
+// (-1 sbh), the output projection's fp8 copy (+1 sbh), the router's
+// 16-bit input unchanged; every local expert's rows padded to a multiple
+// of 16, at most 15 x 8 = 120 more copies (2168), each saving its input
+// in 1 B and its second GEMM's input in 1 B: 2168 x (h + 7 x 512) in
+// place of 2048 x (2h + 8 x 512) = 12 sbh. The all-to-all's received
+// copies grow by the 120 padded ones (2h each, once a stage).
+TEST(MoeTermsTest, Fp8SavesExpertInputsInOneByteAndCopiesExpertWeights) {
+  const ModelShape m = SmallMoe();
+  const Layout bf16 = EightGpus(1, 1, 1);
+  Layout fp8 = bf16;
+  fp8.fp8 = true;
+  const StageFigures plain = StageMemoryOf(m, bf16, 0, 2);
+  const StageFigures f = StageMemoryOf(m, fp8, 0, 2);
+  EXPECT_DOUBLE_EQ(f.weight_bytes - plain.weight_bytes,
+                   2 * 2 * (4194304 + 8 * kExpert));
+  const double layer = -kSbh + kSbh + 2168.0 * (1024 + 7 * 512) - 12 * kSbh;
+  EXPECT_DOUBLE_EQ(f.activation_bytes - plain.activation_bytes,
+                   2 * layer + 2 * 1024.0 * 120);
+
+  // moe_act recomputation under fp8: the second GEMM saves the 16-bit
+  // output it recomputes (experts.py), so the layer keeps neither.
+  Layout act = fp8;
+  act.recompute = RecomputeKind::kSelective;
+  act.recompute_moe_act = true;
+  EXPECT_DOUBLE_EQ(f.activation_bytes -
+                       StageMemoryOf(m, act, 0, 2).activation_bytes,
+                   2 * 2168.0 * 512);
+
+  // An MTP layer adds its own layer's and its h x 2h projection's copies.
+  ModelShape mtp = m;
+  mtp.mtp_layers = 1;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(mtp, fp8, 0, 2).weight_bytes -
+                       StageMemoryOf(mtp, bf16, 0, 2).weight_bytes,
+                   2 * (3 * (4194304 + 8 * kExpert) + 2 * 1024.0 * 1024));
+}
+
+// MXFP8 (1/32 B of scales an element, rows padded to 32) with shared
+// experts of width 1024: their second GEMM saves its input in 33/32 B
+// (-31/32 sb x 1024) and their first an fp8 copy of the pre-MLP norm's
+// output (+33/32 sbh) beside the router's 16-bit one; their weights
+// 3 x h x 1024 get fp8 copies too.
+TEST(MoeTermsTest, Fp8SharedExpertsSaveAnFp8CopyBesideTheRouters) {
+  ModelShape m = SmallMoe();
+  m.shared_ffn = 1024;
+  ModelShape routed_only = SmallMoe();
+  Layout l = EightGpus(1, 1, 1);
+  l.fp8 = true;
+  l.fp8_scale_bytes = l.fp8_weight_scale_bytes = 1.0 / 32;
+  l.fp8_align = 32;
+  const Layout bf16 = EightGpus(1, 1, 1);
+  const double shared_bf16 =
+      StageMemoryOf(m, bf16, 0, 2).activation_bytes -
+      StageMemoryOf(routed_only, bf16, 0, 2).activation_bytes;
+  EXPECT_DOUBLE_EQ(shared_bf16, 2 * 8 * kSbh);  // SwiGLU 8 B a unit
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes -
+                       StageMemoryOf(routed_only, l, 0, 2).activation_bytes,
+                   shared_bf16 + 2 * (-31.0 / 32 + 33.0 / 32) * kSbh);
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).weight_bytes -
+                       StageMemoryOf(routed_only, l, 0, 2).weight_bytes,
+                   2 * 3 * 1024.0 * 1024 * (2 + 2 * 33.0 / 32));
 }
 
 // One multi-token-prediction layer on the (only) stage: an h x 2h

@@ -92,7 +92,8 @@ absl::StatusOr<std::string> UnrollCharacters(absl::string_view text) {
 
 absl::StatusOr<PipelineLayout> ParsePipelineLayout(absl::string_view text,
                                                    uint32_t pipeline,
-                                                   uint32_t num_layers) {
+                                                   uint32_t num_layers,
+                                                   uint32_t mtp_layers) {
   if (text.size() > kMaxExpandedLayout) {
     return Bad(absl::StrCat("longer than ", kMaxExpandedLayout,
                             " characters"));
@@ -108,7 +109,8 @@ absl::StatusOr<PipelineLayout> ParsePipelineLayout(absl::string_view text,
 
   PipelineLayout layout;
   layout.layers.push_back(0);
-  uint64_t decoders = 0;
+  uint64_t decoders = 0, mtps = 0;
+  size_t mtp_stage = 0;  // the stage of the last 'm'
   int embeddings = 0, losses = 0;
   for (size_t i = 0; i < flat->size(); ++i) {
     const char c = (*flat)[i];
@@ -117,6 +119,10 @@ absl::StatusOr<PipelineLayout> ParsePipelineLayout(absl::string_view text,
         layout.layers.push_back(0);
         break;
       case 't':
+        if (mtps > 0) {
+          return Bad("transformer layers ('t') must come before the MTP "
+                     "layers ('m')");
+        }
         ++layout.layers.back();
         ++decoders;
         break;
@@ -131,7 +137,9 @@ absl::StatusOr<PipelineLayout> ParsePipelineLayout(absl::string_view text,
         ++losses;
         break;
       case 'm':
-        return Bad("'m' (multi-token prediction layers) is not modelled yet");
+        ++mtps;
+        mtp_stage = layout.layers.size() - 1;
+        break;
       default:
         return Bad(absl::StrCat("'", std::string(1, c),
                                 "' is not a layer (E, t, m, L, |)"));
@@ -143,6 +151,16 @@ absl::StatusOr<PipelineLayout> ParsePipelineLayout(absl::string_view text,
   if (decoders != num_layers) {
     return Bad(absl::StrCat("has ", decoders, " transformer layers ('t'); "
                             "--num-layers is ", num_layers));
+  }
+  if (mtps != mtp_layers) {
+    return Bad(absl::StrCat("has ", mtps, " MTP layers ('m'); "
+                            "--mtp-num-layers is ", mtp_layers));
+  }
+  // Megatron allows the MTP layers in the last chunk of any rank but the
+  // first ("standalone"); memgate models them beside the loss.
+  if (mtps > 0 && mtp_stage + 1 != layout.layers.size()) {
+    return Bad("MTP layers ('m') outside the last stage (standalone MTP on "
+               "another rank) are not modelled: put them beside 'L'");
   }
   if (pipeline == 0 || layout.layers.size() % pipeline != 0) {
     return Bad(absl::StrCat(layout.layers.size(), " stages do not divide "

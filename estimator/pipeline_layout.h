@@ -29,11 +29,14 @@ struct PipelineLayout {
 
 // Errors name --pipeline-model-parallel-layout and the rule: the stage
 // count must be a multiple of `pipeline`, 'E' must open and 'L' close the
-// layout (once each), the 't's must number `num_layers`; 'm' (multi-token
-// prediction) is not modelled yet and refused.
+// layout (once each), the 't's must number `num_layers` and the 'm's
+// (multi-token prediction layers) `mtp_layers`, after every 't'. 'm' is
+// modelled in the last stage, beside 'L' (where memgate counts the MTP
+// layers); elsewhere (Megatron's "standalone" MTP) it is refused.
 absl::StatusOr<PipelineLayout> ParsePipelineLayout(absl::string_view text,
                                                    uint32_t pipeline,
-                                                   uint32_t num_layers);
+                                                   uint32_t num_layers,
+                                                   uint32_t mtp_layers = 0);
 
 }  // namespace memgate
 

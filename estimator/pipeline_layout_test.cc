@@ -8,8 +8,10 @@
 namespace memgate {
 namespace {
 
-std::string Error(absl::string_view text, uint32_t p, uint32_t layers) {
-  absl::StatusOr<PipelineLayout> l = ParsePipelineLayout(text, p, layers);
+std::string Error(absl::string_view text, uint32_t p, uint32_t layers,
+                  uint32_t mtp_layers = 0) {
+  absl::StatusOr<PipelineLayout> l =
+      ParsePipelineLayout(text, p, layers, mtp_layers);
   return l.ok() ? "ok" : std::string(l.status().message());
 }
 
@@ -27,6 +29,20 @@ TEST(PipelineLayoutTest, ReadsMegatronsExample) {
   EXPECT_EQ(l->layers[29], 2u);  // the 29th "tt|"
   EXPECT_EQ(l->layers[30], 1u);  // ",t|"
   EXPECT_EQ(l->layers[31], 0u);  // only the loss
+}
+
+// NVIDIA's DeepSeek-V3 H100 recipe (model zoo best_practice/deepseek-v3):
+// 61 layers and one MTP layer over PP 8, "Et|(tt|)*30mL": 32 stages, v = 4,
+// the last stage holding the MTP layer and the loss, no transformer layer.
+TEST(PipelineLayoutTest, ReadsTheMtpLayerBesideTheLoss) {
+  absl::StatusOr<PipelineLayout> l =
+      ParsePipelineLayout("Et|(tt|)*30mL", 8, 61, 1);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->virtual_stages, 4u);
+  ASSERT_EQ(l->layers.size(), 32u);
+  EXPECT_EQ(l->layers[0], 1u);
+  EXPECT_EQ(l->layers[30], 2u);
+  EXPECT_EQ(l->layers[31], 0u);
 }
 
 // 8 stages over PP 4: v = 2, chunk j of rank r is entry j * 4 + r.
@@ -48,8 +64,18 @@ TEST(PipelineLayoutTest, BreakingMegatronsRulesIsNamed) {
             std::string::npos);
   EXPECT_NE(Error("Et|t|tL", 2, 3).find("3 stages do not divide"),
             std::string::npos);
-  EXPECT_NE(Error("Et|tm|L", 3, 2).find("'m' (multi-token prediction"),
+  // MTP layers: as many as --mtp-num-layers, after every 't', and (what
+  // memgate models) in the last stage.
+  EXPECT_NE(Error("Et|tm|L", 3, 2, 1).find("outside the last stage"),
             std::string::npos);
+  EXPECT_NE(Error("Et|tmL", 2, 2, 2).find("has 1 MTP layers ('m'); "
+                                          "--mtp-num-layers is 2"),
+            std::string::npos);
+  EXPECT_NE(Error("Et|tL", 2, 2, 1).find("has 0 MTP layers"),
+            std::string::npos);
+  EXPECT_NE(Error("Et|mtL", 2, 2, 1).find("must come before the MTP"),
+            std::string::npos);
+  EXPECT_EQ(Error("Et|tmL", 2, 2, 1), "ok");
   EXPECT_NE(Error("Et|x|L", 3, 1).find("'x' is not a layer"),
             std::string::npos);
   EXPECT_EQ(Error("Et|tL", 2, 9).rfind("--pipeline-model-parallel-layout: ",

@@ -202,12 +202,9 @@ absl::Status ValidateExperts(const v1::Job& job) {
     return Invalid("model.mtp_num_layers", "must be at most 16",
                    absl::StrCat(m.mtp_num_layers()));
   }
-  const v1::TrainingConfig& tr = job.training();
   if ((m.has_moe() || m.has_mla() || m.mtp_num_layers() > 0) &&
-      (tr.has_fp8() ||
-       par.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED)) {
-    return Invalid(tr.has_fp8() ? "training.fp8"
-                                : "parallel.data_parallel_sharding",
+      par.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
+    return Invalid("parallel.data_parallel_sharding",
                    "with MoE, MLA or MTP is not modelled", "set");
   }
   return absl::OkStatus();

@@ -110,6 +110,12 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_model()->mutable_moe()->set_router_topk(2);
                j.mutable_model()->mutable_moe()->set_load_imbalance(0.5);
              }, "model.moe.load_imbalance"},
+        Rule{"FsdpWithExperts", [](v1::Job& j) {
+               j.mutable_model()->mutable_moe()->set_num_experts(8);
+               j.mutable_model()->mutable_moe()->set_router_topk(2);
+               j.mutable_parallel()->set_data_parallel_sharding(
+                   v1::DATA_PARALLEL_SHARDING_OPTIM);
+             }, "parallel.data_parallel_sharding"},
         Rule{"MlaWithoutKvLatent", [](v1::Job& j) {
                j.mutable_model()->mutable_mla()->set_qk_head_dim(128);
              }, "model.mla.kv_lora_rank"},
@@ -207,6 +213,22 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_model()->set_num_layers(1u << 31);
              }, "parallel.pipeline_parallel"}),
     [](const ::testing::TestParamInfo<Rule>& info) { return info.param.name; });
+
+// fp8 with experts, MLA and MTP is modelled (moe_terms.cc [F8]): accepted.
+TEST(ValidationTest, Fp8WithExpertsLatentAttentionAndMtpIsModelled) {
+  v1::Job job = ValidJob();
+  job.mutable_model()->mutable_moe()->set_num_experts(8);
+  job.mutable_model()->mutable_moe()->set_router_topk(2);
+  v1::MlaConfig& mla = *job.mutable_model()->mutable_mla();
+  mla.set_kv_lora_rank(512);
+  mla.set_qk_head_dim(128);
+  mla.set_qk_pos_emb_head_dim(64);
+  mla.set_v_head_dim(128);
+  job.mutable_model()->set_mtp_num_layers(1);
+  job.mutable_training()->mutable_fp8()->set_recipe(
+      v1::Fp8::RECIPE_BLOCKWISE);
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+}
 
 TEST(ValidationTest, HugeProductsDoNotOverflowIntoAFalsePass) {
   // t*p*c = 2^96 would wrap in 64-bit arithmetic; it must simply not divide.
