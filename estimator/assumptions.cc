@@ -118,6 +118,12 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                            "counted")
             : "all-to-all",
         "; ", routing, ")"));
+    if (moe.overlap_expert_parallel_comm()) {
+      out.push_back(
+          "EP all-to-all overlap (combined 1F1B): one more micro-batch (or "
+          "chunk) in flight on every rank; the exchange still priced "
+          "un-overlapped in plans");
+    }
   }
   if (m.has_mla()) {
     out.push_back("multi-latent attention: latents stored on every TP "

@@ -500,7 +500,7 @@ TEST(MegatronArgsTest, MixtureOfExpertsLaunchIsModelled) {
 // NVIDIA's DeepSeek-V3 H100 recipe (Megatron-MoE-ModelZoo
 // best_practice/deepseek-v3/run_deepseek_v3_h100.sh on 1,024 GPUs, with
 // model_configs/benchmarking/DeepSeek-V3.yaml and sbatch_benchmarking.sh's
-// PR=fp8 arguments), less its A2A_OVERLAP arguments, which are refused.
+// PR=fp8 arguments); its A2A_OVERLAP arguments are added below.
 constexpr char kDeepSeekV3H100[] =
     "torchrun --nnodes 128 --nproc-per-node 8 pretrain_gpt.py "
     "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 8 "
@@ -570,15 +570,36 @@ TEST(MegatronArgsTest, ReadsTheDeepSeekV3RecipeWithItsFp8AndMtpLayout) {
   bf16_job.mutable_accelerator()->set_name("h100-80gb");
   EXPECT_LT(PeakOf(fp8_job), PeakOf(bf16_job));
 
-  // The recipe's EP all-to-all overlap stays refused by name.
-  absl::StatusOr<MegatronLaunch> overlap = ParseMegatronLaunch(
-      Words(fp8_line + " --delay-wgrad-compute "
-                       "--overlap-moe-expert-parallel-comm"),
+  // With the recipe's EP all-to-all overlap (A2A_OVERLAP=1), one more
+  // chunk in flight: a higher peak. Megatron's rules for it are checked:
+  // full recomputation beside it is refused by field.
+  const std::string overlap_line =
+      fp8_line + " --delay-wgrad-compute --overlap-moe-expert-parallel-comm";
+  absl::StatusOr<MegatronLaunch> overlap =
+      ParseMegatronLaunch(Words(overlap_line), nullptr);
+  ASSERT_TRUE(overlap.ok()) << overlap.status();
+  EXPECT_TRUE(overlap->job.model().moe().overlap_expert_parallel_comm());
+  v1::Job overlap_job = overlap->job;
+  overlap_job.mutable_accelerator()->set_name("h100-80gb");
+  EXPECT_GT(PeakOf(overlap_job), PeakOf(fp8_job));
+  absl::StatusOr<MegatronLaunch> full = ParseMegatronLaunch(
+      Words(absl::StrCat(kDeepSeekV3H100,
+                         " --overlap-moe-expert-parallel-comm")),
       nullptr);
-  EXPECT_NE(overlap.status().message().find(
-                "--overlap-moe-expert-parallel-comm"),
+  ASSERT_TRUE(full.ok()) << full.status();
+  v1::Job full_job = full->job;
+  full_job.mutable_accelerator()->set_name("h100-80gb");
+  v1::Recompute& r = *full_job.mutable_training()->mutable_recompute();
+  r.Clear();
+  r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+  r.set_method(v1::Recompute::METHOD_UNIFORM);
+  r.set_num_layers(1);
+  absl::StatusOr<v1::Estimate> refused = EstimateJob(full_job);
+  EXPECT_NE(refused.status().message().find(
+                "model.moe.overlap_expert_parallel_comm: cannot be used with "
+                "full recomputation"),
             std::string::npos)
-      << overlap.status();
+      << refused.status();
 }
 
 // --moe-token-dispatcher-type flex: DeepEP's buffers were read past (the

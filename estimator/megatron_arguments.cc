@@ -279,8 +279,15 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"moe-paged-stash", false, R, "off",
        "expert activations stashed in paged device / host buffers: not "
        "modelled"},
-      {"overlap-moe-expert-parallel-comm", false, R, "off",
-       "one more micro-batch in flight: not modelled"},
+      {"overlap-moe-expert-parallel-comm", false, M, "off",
+       "the EP all-to-all overlapped by running a micro-batch's forward "
+       "beside another's backward (combined_1f1b.py): one more (chunk of "
+       "a) micro-batch in flight; Megatron's rules checked (EP > 1, "
+       "interleaving when PP > 1, no full recomputation, ...)"},
+      {"delay-wgrad-compute", false, M, "off",
+       "weight gradients run later in the same layer's backward: their "
+       "inputs are kept anyway; the output gradients they wait on are a "
+       "layer's backward working set (headroom)"},
       {"multi-latent-attention", false, M, "off",
        "MLA: LoRA-compressed Q and KV (down projections replicated over "
        "TP), their latents stored"},

@@ -127,6 +127,9 @@ absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
   }
   moe.set_router_dtype(v1::DTYPE_FP32);  // default: an upper bound
   moe.set_grouped_gemm(args.Has("moe-grouped-gemm"));
+  // Megatron's rules for it are validation's (ValidateExpertOverlap).
+  moe.set_overlap_expert_parallel_comm(
+      args.Has("overlap-moe-expert-parallel-comm"));
   return absl::OkStatus();
 }
 
@@ -136,7 +139,8 @@ absl::Status FillMoe(const Arguments& args, MegatronLaunch& launch) {
   if (!args.Has("num-experts")) {
     for (const char* needs : {"expert-model-parallel-size",
                               "expert-tensor-parallel-size",
-                              "moe-layer-recompute"}) {
+                              "moe-layer-recompute",
+                              "overlap-moe-expert-parallel-comm"}) {
       if (args.Has(needs)) return Bad(needs, "needs --num-experts");
     }
     return absl::OkStatus();

@@ -559,6 +559,7 @@ Layout LayoutOf(const v1::Job& job) {
                      : kDefaultDeepEpSms;
   l.capacity_factor = moe.capacity_factor();
   l.pad_to_capacity = moe.pad_to_capacity();
+  l.ep_overlap = moe.overlap_expert_parallel_comm();
   l.load_imbalance = moe.has_load_imbalance() ? moe.load_imbalance() : 1.25;
   if (train.has_fp8()) {
     l.fp8 = true;
@@ -615,15 +616,23 @@ bool DataloaderMaskIsSaved(const Layout& l) {
          (l.recompute == RecomputeKind::kSelective && l.recompute_core_attn);
 }
 
+// The EP all-to-all overlap (schedules.py get_pp_rank_microbatches: one
+// more warm-up forward "to ensure the forward and backward computations are
+// independent in all 1f1b steps"; combined_1f1b.py then runs each step's
+// forward beside the oldest one's backward, whose activations are freed as
+// the new ones are made): one more in flight, under plain no-pipelining
+// too (its combined schedule overlaps micro-batch i + 1's forward with i's
+// backward).
 double MicrobatchesInFlight(const Layout& l, uint32_t stage) {
+  const double overlap = l.ep_overlap ? 1 : 0;
   if (l.virtual_stages > 1) {
-    const double chunks =
-        2 * (l.pipeline - stage - 1) + (l.virtual_stages - 1) * l.pipeline + 1;
+    const double chunks = 2 * (l.pipeline - stage - 1) +
+                          (l.virtual_stages - 1) * l.pipeline + 1 + overlap;
     return l.microbatches > 0
                ? std::min(chunks, l.microbatches * l.virtual_stages)
                : chunks;
   }
-  const double one_f_one_b = l.pipeline - stage;
+  const double one_f_one_b = l.pipeline - stage + overlap;
   return l.microbatches > 0 ? std::min(one_f_one_b, l.microbatches)
                             : one_f_one_b;
 }

@@ -125,6 +125,9 @@ struct Layout {
   // of a stage with MoE layers (deepep_buffers.h), with this many SMs.
   bool deepep_dispatcher = false;
   double deepep_sms = kDefaultDeepEpSms;
+  // --overlap-moe-expert-parallel-comm: one more micro-batch (under
+  // interleaving, chunk) in flight (MicrobatchesInFlight).
+  bool ep_overlap = false;
   double capacity_factor = 0;  // 0: dropless
   bool pad_to_capacity = false;
   // Token copies the most loaded expert-parallel rank receives, as a
@@ -171,7 +174,8 @@ double TotalParameters(const ModelShape& m);
 // Micro-batches whose activations pipeline stage `stage` holds at its
 // peak: p - stage under 1F1B (the paper), at most m (Megatron's 1F1B runs
 // min(p - stage - 1, m) warm-up forwards, then one more). Under interleaved
-// 1F1B: the model chunks (micro-batch x chunk) in flight on that rank.
+// 1F1B: the model chunks (micro-batch x chunk) in flight on that rank. With
+// the EP all-to-all overlap, one more of either.
 double MicrobatchesInFlight(const Layout& l, uint32_t stage);
 
 // Whether a micro-batch keeps the dataloader's attention mask for backward

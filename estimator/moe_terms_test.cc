@@ -369,6 +369,32 @@ TEST(MoeTermsTest, Fp8SharedExpertsSaveAnFp8CopyBesideTheRouters) {
                    2 * 3 * 1024.0 * 1024 * (2 + 2 * 33.0 / 32));
 }
 
+// The EP all-to-all overlap: one more warm-up forward (schedules.py) and
+// the combined steps' forward beside a backward: one more micro-batch (or
+// chunk) in flight, still capped by the step's m x v.
+TEST(MoeTermsTest, ExpertOverlapHoldsOneMoreMicrobatch) {
+  Layout l = EightGpus(1, 2, 1);
+  l.pipeline = 4;
+  l.virtual_stages = 2;
+  EXPECT_DOUBLE_EQ(MicrobatchesInFlight(l, 0), 2 * 3 + 1 * 4 + 1);
+  l.ep_overlap = true;
+  EXPECT_DOUBLE_EQ(MicrobatchesInFlight(l, 0), 2 * 3 + 1 * 4 + 2);
+  EXPECT_DOUBLE_EQ(MicrobatchesInFlight(l, 3), 1 * 4 + 2);
+  l.microbatches = 5;  // at most 5 x 2 chunks
+  EXPECT_DOUBLE_EQ(MicrobatchesInFlight(l, 0), 10);
+  // Without pipelining the combined schedule holds two micro-batches.
+  Layout one = EightGpus(1, 2, 1);
+  one.ep_overlap = true;
+  EXPECT_DOUBLE_EQ(MicrobatchesInFlight(one, 0), 2);
+  const StageFigures with = StageMemoryOf(SmallMoe(), one, 0, 2);
+  one.ep_overlap = false;
+  const StageFigures without = StageMemoryOf(SmallMoe(), one, 0, 2);
+  // The layers' activations twice; the LM head's logits once (the
+  // combined step's backward has left the head before its forward reaches
+  // it).
+  EXPECT_GT(with.activation_bytes, without.activation_bytes);
+}
+
 // One multi-token-prediction layer on the (only) stage: an h x 2h
 // projection, two norms, an MoE layer and the block's final norm; per
 // micro-batch the layer's 32 sbh + router, the projection's 2h input and

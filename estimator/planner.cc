@@ -166,6 +166,12 @@ absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
     moe.set_token_dispatcher(v1::MoeConfig::DISPATCHER_ALLTOALL);
     moe.clear_flex_dispatcher_num_sms();
   }
+  if (probe.model().moe().overlap_expert_parallel_comm()) {
+    // The EP overlap needs EP > 1 and interleaving when PP > 1: the
+    // layouts' (ForEachExpertLayout, Enumerate); its other rules here.
+    if (absl::Status s = ValidateExpertOverlap(probe, 2); !s.ok()) return s;
+    probe.mutable_model()->mutable_moe()->clear_overlap_expert_parallel_comm();
+  }
   if (absl::Status s = ValidateJob(probe); !s.ok()) return s;
   return resolved;
 }
@@ -286,6 +292,8 @@ void ForEachExpertLayout(const Search& s, uint32_t t, uint32_t p,
           !DeepEpSupportsGroup(static_cast<uint32_t>(group))) {
         continue;
       }
+      // The EP all-to-all overlap needs an exchange (validation.cc).
+      if (s.base.ep_overlap && ep == 1) continue;
       if (stage_gpus % group == 0) visit(ep, etp);
     }
     if (t == 1) break;  // ETP 1 and TP are the same choice
@@ -602,6 +610,8 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           if (fastest != deepest) schedules[n++] = deepest;
         }
         for (size_t k = 0; k < n; ++k) {
+          // With the EP overlap Megatron pipelines only interleaved.
+          if (k == 0 && p > 1 && s.base.ep_overlap) continue;
           const Chunking& chunking = chunkings[schedules[k]];
           const uint32_t v = chunking.v;
           const bool accounted = chunking.form == ChunkForm::kAccounted;
@@ -673,7 +683,8 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
   if (job->model().has_moe()) {
     s.expert_divisors = Divisors(job->model().moe().num_experts());
   }
-  s.allow_recompute = !request.no_recompute();
+  // Full recomputation is refused with the EP overlap (validation.cc).
+  s.allow_recompute = !request.no_recompute() && !s.base.ep_overlap;
   s.allow_interleave = !request.no_interleave();
   return s;
 }

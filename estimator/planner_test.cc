@@ -565,6 +565,64 @@ TEST(PlannerTest, BadRequestsNameTheField) {
 // optimizer offloaded, dropout, selective recomputation of the MLPs)
 // reach every layout: each candidate's job carries them and estimates to
 // the candidate's peak, and they change the peaks the plan compares.
+// The EP all-to-all overlap holds one more micro-batch (chunk) in flight
+// and Megatron runs it only with EP > 1, interleaving when PP > 1 and no
+// full recomputation: every candidate keeps those rules, is the job it
+// says (estimated as a job, the same peak), and holds more than the same
+// layout without the overlap.
+TEST(PlannerTest, TheExpertOverlapPlansOnlyLayoutsMegatronRuns) {
+  v1::PlanRequest plain = Request("qwen3-30b-a3b", "h100-80gb", 64, 4096, 256);
+  *plain.mutable_model()->mutable_moe() = LookupModel("qwen3-30b-a3b")->moe();
+  plain.set_top_k(0);
+  v1::PlanRequest r = plain;
+  r.mutable_model()->mutable_moe()->set_overlap_expert_parallel_comm(true);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<v1::PlanResponse> without = PlanLayouts(plain);
+  ASSERT_TRUE(without.ok()) << without.status();
+  ASSERT_GT(plan->candidates_size(), 0);
+  int compared = 0;
+  for (const v1::Candidate& c : plan->candidates()) {
+    EXPECT_GT(c.expert_parallel(), 1u) << c.ShortDebugString();
+    if (c.pipeline_parallel() > 1) {
+      EXPECT_GT(c.virtual_pipeline_stages(), 1u) << c.ShortDebugString();
+    }
+    EXPECT_EQ(c.recompute_num_layers(), 0u) << c.ShortDebugString();
+    const v1::Job job = JobForCandidate(r, c);
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
+    // A candidate's peak is what decides its zone: with the load margin.
+    EXPECT_DOUBLE_EQ(
+        e->peak().total_bytes() + e->peak().expert_imbalance_bytes(),
+        c.peak_bytes())
+        << c.ShortDebugString();
+    for (const v1::Candidate& w : without->candidates()) {
+      if (w.tensor_parallel() == c.tensor_parallel() &&
+          w.context_parallel() == c.context_parallel() &&
+          w.pipeline_parallel() == c.pipeline_parallel() &&
+          w.micro_batch_size() == c.micro_batch_size() &&
+          w.expert_parallel() == c.expert_parallel() &&
+          w.expert_tensor_parallel() == c.expert_tensor_parallel() &&
+          w.virtual_pipeline_stages() == c.virtual_pipeline_stages() &&
+          w.first_stage_layers() == c.first_stage_layers() &&
+          w.recompute_num_layers() == 0) {
+        ++compared;
+        EXPECT_GT(c.peak_bytes(), w.peak_bytes()) << c.ShortDebugString();
+      }
+    }
+  }
+  EXPECT_GT(compared, 10);
+
+  // Its layout-free rules are checked before any work.
+  v1::PlanRequest fp32 = r;
+  fp32.set_precision(v1::PRECISION_FP32);
+  absl::StatusOr<v1::PlanResponse> refused = PlanLayouts(fp32);
+  EXPECT_NE(refused.status().message().find(
+                "model.moe.overlap_expert_parallel_comm: needs bf16"),
+            std::string::npos)
+      << refused.status();
+}
+
 TEST(PlannerTest, TheTrainingTemplateAppliesToEveryLayout) {
   v1::PlanRequest plain = Request("llama-3.1-70b", "h100-80gb", 64, 8192, 128);
   plain.set_top_k(0);

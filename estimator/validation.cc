@@ -181,6 +181,7 @@ absl::Status ValidateExperts(const v1::Job& job) {
                      absl::StrCat(ep * etp));
     }
     MEMGATE_RETURN_IF_ERROR(ValidateFlexDispatcher(moe, ep * etp));
+    MEMGATE_RETURN_IF_ERROR(ValidateExpertOverlap(job, ep));
   }
   if (m.has_mla()) {
     const v1::MlaConfig& mla = m.mla();
@@ -506,6 +507,50 @@ absl::Status ValidateTraining(const v1::Job& job) {
 // Megatron asserts TP x EP > 1 and refuses drop-and-pad with DeepEP
 // (transformer_config.py); DeepEP has configs for a few group sizes only
 // and runs on an even number of SMs (deepep_buffers.h).
+// --overlap-moe-expert-parallel-comm under Megatron's own rules
+// (transformer_config.py __post_init__ asserts), so that what is estimated
+// is a job Megatron runs.
+absl::Status ValidateExpertOverlap(const v1::Job& job, uint64_t ep) {
+  if (!job.model().moe().overlap_expert_parallel_comm()) {
+    return absl::OkStatus();
+  }
+  const char* field = "model.moe.overlap_expert_parallel_comm";
+  const v1::ParallelConfig& par = job.parallel();
+  const v1::TrainingConfig& tr = job.training();
+  if (ep < 2) {
+    return Invalid(field, "needs parallel.expert_parallel of 2 or more",
+                   absl::StrCat(ep));
+  }
+  if (job.model().moe().token_dispatcher() ==
+      v1::MoeConfig::DISPATCHER_ALLGATHER) {
+    return Invalid(field, "needs the alltoall or flex dispatcher",
+                   "allgather");
+  }
+  if (tr.precision() == v1::PRECISION_FP32) {
+    return Invalid(field, "needs bf16 or fp16 training", "fp32");
+  }
+  if (par.pipeline_parallel() > 1 && par.virtual_pipeline_stages() < 2) {
+    return Invalid(field,
+                   "needs parallel.virtual_pipeline_stages when "
+                   "pipeline_parallel > 1",
+                   absl::StrCat(par.virtual_pipeline_stages()));
+  }
+  if (tr.recompute().granularity() == v1::Recompute::GRANULARITY_FULL) {
+    return Invalid(field, "cannot be used with full recomputation", "full");
+  }
+  for (int module : tr.recompute().modules()) {
+    if (module == v1::Recompute::MODULE_MOE) {
+      return Invalid(field, "cannot be used with the moe module recomputed",
+                     "moe");
+    }
+  }
+  if (job.model().mtp_num_layers() > 1) {
+    return Invalid(field, "allows at most one MTP layer",
+                   absl::StrCat(job.model().mtp_num_layers()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateFlexDispatcher(const v1::MoeConfig& moe,
                                     uint64_t group) {
   if (moe.token_dispatcher() != v1::MoeConfig::DISPATCHER_FLEX) {

@@ -17,6 +17,12 @@ absl::Status ValidateJob(const v1::Job& job);
 // of ValidateJob; the planner checks the layout-free ones with group 2).
 absl::Status ValidateFlexDispatcher(const v1::MoeConfig& moe, uint64_t group);
 
+// The EP all-to-all overlap's rules (model.moe.overlap_expert_parallel_comm)
+// with `expert_parallel` ranks (part of ValidateJob; the planner checks the
+// layout-free ones with 2).
+absl::Status ValidateExpertOverlap(const v1::Job& job,
+                                   uint64_t expert_parallel);
+
 // The GREEN limit as a fraction of capacity: (0, 1].
 absl::Status ValidateThreshold(double threshold);
 

@@ -17,6 +17,16 @@ v1::Job ValidJob() {
   return *ResolveJob(job);
 }
 
+// ValidJob with 8 experts over EP 2, interleaved (VP 2), and the EP
+// all-to-all overlap: valid until a rule is broken.
+void OverlapExperts(v1::Job& j) {
+  j.mutable_model()->mutable_moe()->set_num_experts(8);
+  j.mutable_model()->mutable_moe()->set_router_topk(2);
+  j.mutable_model()->mutable_moe()->set_overlap_expert_parallel_comm(true);
+  j.mutable_parallel()->set_expert_parallel(2);
+  j.mutable_parallel()->set_virtual_pipeline_stages(2);
+}
+
 struct Rule {
   std::string name;
   std::function<void(v1::Job&)> breaks_it;
@@ -116,6 +126,39 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_parallel()->set_data_parallel_sharding(
                    v1::DATA_PARALLEL_SHARDING_OPTIM);
              }, "parallel.data_parallel_sharding"},
+        // The EP overlap under Megatron's rules (transformer_config.py).
+        Rule{"ExpertOverlapNeedsExpertParallelism", [](v1::Job& j) {
+               OverlapExperts(j);
+               j.mutable_parallel()->set_expert_parallel(1);
+             }, "model.moe.overlap_expert_parallel_comm"},
+        Rule{"ExpertOverlapNeedsInterleaving", [](v1::Job& j) {
+               OverlapExperts(j);
+               j.mutable_parallel()->set_virtual_pipeline_stages(0);
+             }, "model.moe.overlap_expert_parallel_comm"},
+        Rule{"ExpertOverlapNeedsAnExchange", [](v1::Job& j) {
+               OverlapExperts(j);
+               j.mutable_model()->mutable_moe()->set_token_dispatcher(
+                   v1::MoeConfig::DISPATCHER_ALLGATHER);
+             }, "model.moe.overlap_expert_parallel_comm"},
+        Rule{"ExpertOverlapNeeds16BitTraining", [](v1::Job& j) {
+               OverlapExperts(j);
+               j.mutable_training()->set_precision(v1::PRECISION_FP32);
+             }, "model.moe.overlap_expert_parallel_comm"},
+        Rule{"ExpertOverlapWithoutFullRecomputation", [](v1::Job& j) {
+               OverlapExperts(j);
+               j.mutable_training()->mutable_recompute()->set_granularity(
+                   v1::Recompute::GRANULARITY_FULL);
+             }, "model.moe.overlap_expert_parallel_comm"},
+        Rule{"ExpertOverlapWithoutMoeRecomputation", [](v1::Job& j) {
+               OverlapExperts(j);
+               v1::Recompute& r = *j.mutable_training()->mutable_recompute();
+               r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+               r.add_modules(v1::Recompute::MODULE_MOE);
+             }, "model.moe.overlap_expert_parallel_comm"},
+        Rule{"ExpertOverlapWithOneMtpLayerAtMost", [](v1::Job& j) {
+               OverlapExperts(j);
+               j.mutable_model()->set_mtp_num_layers(2);
+             }, "model.moe.overlap_expert_parallel_comm"},
         Rule{"MlaWithoutKvLatent", [](v1::Job& j) {
                j.mutable_model()->mutable_mla()->set_qk_head_dim(128);
              }, "model.mla.kv_lora_rank"},
@@ -213,6 +256,12 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_model()->set_num_layers(1u << 31);
              }, "parallel.pipeline_parallel"}),
     [](const ::testing::TestParamInfo<Rule>& info) { return info.param.name; });
+
+TEST(ValidationTest, TheExpertOverlapUnderMegatronsRulesIsValid) {
+  v1::Job job = ValidJob();
+  OverlapExperts(job);
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+}
 
 // fp8 with experts, MLA and MTP is modelled (moe_terms.cc [F8]): accepted.
 TEST(ValidationTest, Fp8WithExpertsLatentAttentionAndMtpIsModelled) {
