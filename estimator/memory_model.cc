@@ -874,6 +874,20 @@ StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
   return StageFiguresOf(m, l, stage, stage_mix, &chunks);
 }
 
+uint32_t LastPeakCandidateRank(const ModelShape& m, uint32_t pipeline) {
+  if (pipeline < 3) return 0;
+  uint32_t dense = 0;  // leading dense layers
+  if (m.experts > 0) {
+    while (dense + 1 < m.moe_prefix.size() &&
+           m.moe_prefix[dense + 1] == m.moe_prefix[dense]) {
+      ++dense;
+    }
+  }
+  // Dense models and all-MoE ones: rank 1. With experts, rank 1 at least
+  // (its layers may all be MoE while rank 0 holds the embedding).
+  return std::min(pipeline - 2, 1 + dense);
+}
+
 double PeakBytesEvenStages(const ModelShape& m, const Layout& l) {
   const double stage_layers = m.layers / l.pipeline;
   const double first =
@@ -882,11 +896,16 @@ double PeakBytesEvenStages(const ModelShape& m, const Layout& l) {
   const uint32_t last_stage = static_cast<uint32_t>(l.pipeline) - 1;
   double peak = std::max(first, StageMemoryOf(m, l, last_stage, stage_layers)
                                     .admission_bytes());
-  // With leading dense layers (DeepSeek) the second stage holds nearly as
-  // many micro-batches as the first and only MoE layers: evaluate it too.
-  if (m.experts > 0 && l.pipeline > 2) {
-    peak = std::max(peak, StageMemoryOf(m, l, 1, stage_layers)
-                              .admission_bytes());
+  // With experts, the middle ranks that can peak (dense models: their
+  // peak is below the first stage's, which holds more micro-batches and
+  // the embedding).
+  if (m.experts > 0) {
+    const uint32_t last_candidate =
+        LastPeakCandidateRank(m, static_cast<uint32_t>(l.pipeline));
+    for (uint32_t rank = 1; rank <= last_candidate; ++rank) {
+      peak = std::max(peak, StageMemoryOf(m, l, rank, stage_layers)
+                                .admission_bytes());
+    }
   }
   return peak;
 }

@@ -208,6 +208,15 @@ StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
 // those are evaluated.
 double PeakBytesEvenStages(const ModelShape& m, const Layout& l);
 
+// The middle pipeline ranks whose peak can exceed the others': 1 up to
+// this rank. Middle ranks hold the same number of layers and fewer
+// micro-batches in flight the later they are, so rank 1's peak is theirs,
+// unless leading dense layers (DeepSeek's first three) make rank 1's
+// first chunk lighter than a later rank's: then every rank up to the
+// first whose chunks are past them (each chunk holds a layer at least).
+// At most p - 2.
+uint32_t LastPeakCandidateRank(const ModelShape& m, uint32_t pipeline);
+
 }  // namespace memgate
 
 #endif  // MEMGATE_ESTIMATOR_MEMORY_MODEL_H_

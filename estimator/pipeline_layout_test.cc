@@ -43,6 +43,11 @@ TEST(PipelineLayoutTest, ReadsTheMtpLayerBesideTheLoss) {
   EXPECT_EQ(l->layers[0], 1u);
   EXPECT_EQ(l->layers[30], 2u);
   EXPECT_EQ(l->layers[31], 0u);
+  // The planner writes the same layout with a repeat inside the group.
+  absl::StatusOr<PipelineLayout> planned =
+      ParsePipelineLayout("Et|(t*2|)*30mL", 8, 61, 1);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  EXPECT_EQ(planned->layers, l->layers);
 }
 
 // 8 stages over PP 4: v = 2, chunk j of rank r is entry j * 4 + r.

@@ -33,6 +33,9 @@ struct Layout4D {
   // The cost model's expert-exchange factor (cost_model.h (6)); 1 for
   // dense models and for EP 1.
   double exchange = 1;
+  // Interleaved chunks in the MTP-counting form (planner.cc kMtpLayout),
+  // which only --pipeline-model-parallel-layout expresses.
+  bool mtp_layout = false;
 };
 
 // The group the paper's rule minimises: TP x CP x PP, doubled once for

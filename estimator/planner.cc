@@ -16,6 +16,7 @@
 #include "estimator/estimate.h"
 #include "estimator/job_resolver.h"
 #include "estimator/memory_model.h"
+#include "estimator/pipeline_layout.h"
 #include "estimator/plan_ranking.h"
 #include "estimator/report.h"
 #include "estimator/units.h"
@@ -35,11 +36,36 @@ constexpr uint64_t kInterruptEvery = 4096;
 struct StageSplit {
   bool ok = false;
   uint32_t first = 0, middle = 0, last = 0;  // first = last = 0: even
+  // The model's MTP layers, counted as units of the last stage beside the
+  // loss (first = middle - 1, last = middle - 1 - mtp); 0: not so split.
+  uint32_t mtp = 0;
 };
 
-StageSplit SplitLayers(uint32_t layers, uint32_t p) {
+// A model with MTP layers whose layers, the embedding, the loss and the
+// MTP layers, counted as one unit each, split evenly over p stages: the
+// first stage one layer short (the embedding), the last 1 + mtp short
+// (the loss and the MTP layers it holds). NVIDIA's DeepSeek-V3 layout
+// "Et|(tt|)*30mL" is this split over 8 x 4 chunks. Invalid otherwise.
+StageSplit SplitCountingMtp(uint32_t layers, uint32_t p, uint32_t mtp) {
+  StageSplit split;
+  const uint64_t units = uint64_t{layers} + 2 + mtp;
+  if (mtp == 0 || p < 3 || units % p != 0) return split;
+  split.middle = static_cast<uint32_t>(units / p);
+  if (split.middle < 2 + mtp) return split;
+  split.first = split.middle - 1;
+  split.last = split.middle - 1 - mtp;
+  split.mtp = mtp;
+  split.ok = true;
+  return split;
+}
+
+StageSplit SplitLayers(uint32_t layers, uint32_t p, uint32_t mtp = 0) {
   StageSplit split;
   if (p == 0 || p > layers) return split;
+  if (layers % p != 0) {
+    const StageSplit counting_mtp = SplitCountingMtp(layers, p, mtp);
+    if (counting_mtp.ok) return counting_mtp;
+  }
   if (layers % p == 0) {
     split.ok = true;
     split.middle = layers / p;
@@ -61,6 +87,15 @@ uint32_t JobLayers(const v1::PlanRequest& request) {
   if (request.model().num_layers() > 0) return request.model().num_layers();
   const v1::ModelConfig* known = LookupModel(request.model().name());
   return known == nullptr ? 0 : known->num_layers();
+}
+
+// The request's MTP layers, its catalog model's when it names one.
+uint32_t JobMtpLayers(const v1::PlanRequest& request) {
+  if (request.model().mtp_num_layers() > 0) {
+    return request.model().mtp_num_layers();
+  }
+  const v1::ModelConfig* known = LookupModel(request.model().name());
+  return known == nullptr ? 0 : known->mtp_num_layers();
 }
 
 // PlanRequest.training may not set what the planner searches, and must
@@ -213,6 +248,7 @@ struct Search {
   uint32_t gpus = 0, gbs = 0, seq = 0, max_mbs = 0;
   bool cross_node_tp = false;
   uint32_t heads = 0, kv_heads = 0, layers = 0;
+  uint32_t mtp = 0;  // MTP layers, on the last stage
   std::vector<uint32_t> expert_divisors;  // of E; empty for dense models
   bool allow_recompute = true;
   bool allow_interleave = true;
@@ -263,7 +299,9 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
       for (uint32_t p : gpu_divisors) {
         if (p > s.gpus / t / c) break;
         if ((s.gpus / t / c) % p) continue;
-        if (p > kMaxPipelineStages || !SplitLayers(s.layers, p).ok) continue;
+        if (p > kMaxPipelineStages || !SplitLayers(s.layers, p, s.mtp).ok) {
+          continue;
+        }
         visit(t, c, p);
       }
     }
@@ -309,8 +347,11 @@ void ForEachExpertLayout(const Search& s, uint32_t t, uint32_t p,
 //               last, one fewer (Llama-3.1-405B: 7, 8 x 14, 7);
 //  kFirstLast   --decoder-first/last-pipeline-num-layers with every rank's
 //               layers a multiple of v, a rank's layers / v a chunk;
+//  kMtpLayout   --pipeline-model-parallel-layout: as kAccounted, the last
+//               rank's last chunk also short of its MTP layers, which it
+//               holds beside the loss (SplitCountingMtp);
 //  kNone        v does not fit the split.
-enum class ChunkForm { kNone, kEven, kAccounted, kFirstLast };
+enum class ChunkForm { kNone, kEven, kAccounted, kFirstLast, kMtpLayout };
 
 ChunkForm ChunkFormOf(const StageSplit& split, uint32_t p, uint32_t v) {
   if (!split.ok) return ChunkForm::kNone;
@@ -319,6 +360,14 @@ ChunkForm ChunkFormOf(const StageSplit& split, uint32_t p, uint32_t v) {
                                                         : ChunkForm::kNone;
   }
   if (v == 1) return ChunkForm::kFirstLast;
+  if (split.mtp > 0) {
+    // Every chunk middle / v layers, the first one fewer, the last
+    // 1 + mtp fewer (none left is allowed: "mL").
+    return split.middle % v == 0 && split.middle / v >= 2 &&
+                   split.middle / v >= 1 + split.mtp
+               ? ChunkForm::kMtpLayout
+               : ChunkForm::kNone;
+  }
   const bool first_short = split.first + 1 == split.middle;
   const bool last_short = split.last + 1 == split.middle;
   if ((first_short || split.first == split.middle) &&
@@ -335,16 +384,33 @@ ChunkForm ChunkFormOf(const StageSplit& split, uint32_t p, uint32_t v) {
 // Layers of chunk j of rank i (kAccounted / kFirstLast, v > 1).
 uint32_t ChunkLayers(ChunkForm form, const StageSplit& split, uint32_t p,
                      uint32_t v, uint32_t i, uint32_t j) {
-  if (form == ChunkForm::kAccounted) {
+  if (form == ChunkForm::kAccounted || form == ChunkForm::kMtpLayout) {
     uint32_t n = split.middle / v;
     if (i == 0 && j == 0 && split.first < split.middle) --n;
-    if (i + 1 == p && j + 1 == v && split.last < split.middle) --n;
+    if (i + 1 == p && j + 1 == v && split.last < split.middle) {
+      n -= 1 + split.mtp;
+    }
     return n;
   }
   const uint32_t rank = i == 0 ? split.first
                         : i + 1 == p ? split.last
                                      : split.middle;
   return rank / v;
+}
+
+// A kMtpLayout chunking as Megatron's --pipeline-model-parallel-layout
+// (pipeline_layout.h): "E" and the first chunk's layers, the p v - 2
+// middle chunks, the last chunk's layers, the MTP layers and "L";
+// "Et|(t*2|)*30mL" for DeepSeek-V3 over 8 x 4.
+std::string MtpLayoutText(const StageSplit& split, uint32_t p, uint32_t v) {
+  const uint32_t k = split.middle / v;
+  auto run = [](char c, uint32_t n) {
+    return n == 0 ? std::string()
+                  : n == 1 ? std::string(1, c) : absl::StrCat(std::string(1, c), "*", n);
+  };
+  return absl::StrCat("E", run('t', k - 1), "|(", run('t', k), "|)*",
+                      p * v - 2, run('t', k - 1 - split.mtp),
+                      run('m', split.mtp), "L");
 }
 
 // Micro-batch sizes up to max_mbs that divide the global batch (the data-
@@ -356,16 +422,17 @@ uint64_t MicroBatchChoices(const Search& s) {
 }
 
 // Uneven interleaved chunks of the ranks whose peak can be the largest: 0,
-// 1 and p - 1 (the others are rank 1's chunks with fewer micro-batches in
-// flight). They depend only on (split, p, v), so Enumerate builds them once
-// per pipeline and chunk count, not once per layout. Empty otherwise.
+// 1 up to `last_middle` (LastPeakCandidateRank: the later middle ranks are
+// its chunks with fewer micro-batches in flight) and p - 1. They depend
+// only on (split, p, v) and the model, so Enumerate builds them once per
+// pipeline and chunk count, not once per layout. Empty otherwise.
 struct RankChunks {
   uint32_t stage;
   std::vector<double> layers, first;
 };
 
 std::vector<RankChunks> UnevenChunksOf(const StageSplit& split, uint32_t p,
-                                       uint32_t v) {
+                                       uint32_t v, uint32_t last_middle) {
   std::vector<RankChunks> ranks;
   if (split.first == 0 || v <= 1) return ranks;
   const ChunkForm form = ChunkFormOf(split, p, v);
@@ -375,15 +442,18 @@ std::vector<RankChunks> UnevenChunksOf(const StageSplit& split, uint32_t p,
   auto chunk = [&](uint32_t i, uint32_t j) {
     return static_cast<double>(ChunkLayers(form, split, p, v, i, j));
   };
-  for (uint32_t stage : {0u, 1u, p - 1}) {
+  std::vector<uint32_t> stages = {0};
+  for (uint32_t r = 1; r <= std::max(1u, last_middle); ++r) stages.push_back(r);
+  stages.push_back(p - 1);
+  for (uint32_t stage : stages) {
     RankChunks rank{stage, {}, {}};
     double before = 0;  // layers of the rounds before round j
     for (uint32_t j = 0; j < v; ++j) {
       const double round =
           chunk(0, j) + (p - 2) * chunk(1, j) + chunk(p - 1, j);
-      const double ahead = stage == 0   ? 0
-                           : stage == 1 ? chunk(0, j)
-                                        : round - chunk(p - 1, j);
+      // Ranks ahead of this one in round j: rank 0 and the middle ones.
+      const double ahead =
+          stage == 0 ? 0 : chunk(0, j) + (stage - 1.0) * chunk(1, j);
       rank.layers.push_back(chunk(stage, j));
       rank.first.push_back(before + ahead);
       before += round;
@@ -432,15 +502,17 @@ std::vector<PipelineChoices> PipelinesOf(
     const uint32_t p = gpu_divisors[i];
     if (p > kMaxPipelineStages) break;
     PipelineChoices& choices = out[i];
-    choices.split = SplitLayers(s.layers, p);
+    choices.split = SplitLayers(s.layers, p, s.mtp);
     if (!choices.split.ok) continue;
     const uint32_t deepest = std::min(kMaxPlanVirtualStages,
                                       std::max(1u, choices.split.middle));
     for (uint32_t v = 1; v <= deepest; ++v) {
       const ChunkForm form = ChunkFormOf(choices.split, p, v);
       if (form == ChunkForm::kNone) continue;
-      choices.chunkings.push_back(
-          Chunking{v, form, UnevenChunksOf(choices.split, p, v)});
+      choices.chunkings.push_back(Chunking{
+          v, form,
+          UnevenChunksOf(choices.split, p, v,
+                         LastPeakCandidateRank(s.shape, p))});
     }
   }
   return out;
@@ -491,9 +563,15 @@ double PeakOf(const Search& s, const Layout& l, const StageSplit& split,
       StageMemoryOf(s.shape, l, 0, split.first, 0).admission_bytes(),
       StageMemoryOf(s.shape, l, p - 1, split.last, s.layers - split.last)
           .admission_bytes());
-  return std::max(peak, StageMemoryOf(s.shape, l, 1, split.middle,
-                                      split.first)
-                            .admission_bytes());
+  const uint32_t last_middle =
+      std::max(1u, LastPeakCandidateRank(s.shape, p));
+  for (uint32_t rank = 1; rank <= last_middle; ++rank) {
+    peak = std::max(peak, StageMemoryOf(s.shape, l, rank, split.middle,
+                                        split.first +
+                                            (rank - 1.0) * split.middle)
+                              .admission_bytes());
+  }
+  return peak;
 }
 
 // A layout that does not fit is tried with the least full recomputation
@@ -625,6 +703,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
                          accounted && split.last < split.middle,
                          0, 1, 0, f.speed(), f.bubble, v1::ZONE_UNSPECIFIED};
           entry.exchange = f.expert;
+          entry.mtp_layout = chunking.form == ChunkForm::kMtpLayout;
           entry.peak_bytes = PeakOf(s, l, split, chunking.chunks);
           entry.zone = ZoneOf(entry.peak_bytes, s.capacity, s.threshold);
           if (entry.zone != v1::ZONE_GREEN && s.allow_recompute) {
@@ -680,6 +759,7 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
   s.heads = job->model().num_attention_heads();
   s.kv_heads = job->model().num_query_groups();
   s.layers = job->model().num_layers();
+  s.mtp = job->model().mtp_num_layers();
   if (job->model().has_moe()) {
     s.expert_divisors = Divisors(job->model().moe().num_experts());
   }
@@ -714,6 +794,10 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best,
   if (l.v > 1) c.set_virtual_pipeline_stages(l.v);
   c.set_account_for_embedding(l.account_embedding);
   c.set_account_for_loss(l.account_loss);
+  if (l.mtp_layout) {
+    c.set_pipeline_layout(MtpLayoutText(SplitLayers(s.layers, l.p, s.mtp),
+                                        l.p, l.v));
+  }
   c.set_recompute_num_layers(l.recompute);
   c.set_peak_bytes(l.peak_bytes);
   c.set_peak_gib(ToGiB(l.peak_bytes));
@@ -744,11 +828,20 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
   if (c.virtual_pipeline_stages() > 1) {
     par.set_virtual_pipeline_stages(c.virtual_pipeline_stages());
   }
-  if (c.first_stage_layers() > 0) {
+  absl::StatusOr<PipelineLayout> layout =
+      c.pipeline_layout().empty()
+          ? absl::StatusOr<PipelineLayout>(absl::NotFoundError(""))
+          : ParsePipelineLayout(c.pipeline_layout(), c.pipeline_parallel(),
+                                JobLayers(request), JobMtpLayers(request));
+  if (layout.ok()) {
+    for (uint32_t n : layout->layers) par.add_layers_per_stage(n);
+  } else if (c.first_stage_layers() > 0) {
     const uint32_t p = c.pipeline_parallel();
     const uint32_t v = std::max(1u, c.virtual_pipeline_stages());
     StageSplit split;
-    split.middle = p > 2 ? SplitLayers(JobLayers(request), p).middle : 0;
+    split.middle =
+        p > 2 ? SplitLayers(JobLayers(request), p, JobMtpLayers(request)).middle
+              : 0;
     split.first = c.first_stage_layers();
     split.last = c.last_stage_layers();
     const ChunkForm form = c.account_for_embedding() || c.account_for_loss()

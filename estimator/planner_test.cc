@@ -565,6 +565,49 @@ TEST(PlannerTest, BadRequestsNameTheField) {
 // optimizer offloaded, dropout, selective recomputation of the MLPs)
 // reach every layout: each candidate's job carries them and estimates to
 // the candidate's peak, and they change the peaks the plan compares.
+// DeepSeek-V3's 61 layers and MTP layer interleave over 8 ranks only as
+// NVIDIA's recipe does, with --pipeline-model-parallel-layout
+// "Et|(tt|)*30mL" (the embedding, the loss and the MTP layer each a unit of
+// the split). The planner proposes that form, and every candidate is the
+// job it says: estimated as a job, the same peak (margin included). Its
+// three leading dense layers make rank 2 or later peak in some layouts
+// (rank 1's first chunk is dense): those are evaluated too.
+TEST(PlannerTest, MtpModelsInterleaveWithMegatronsLayout) {
+  v1::PlanRequest r = Request("deepseek-v3", "h100-80gb", 1024, 4096, 8192);
+  r.set_top_k(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int layouts = 0, later_rank_peaks = 0;
+  bool recipe_form = false;
+  for (const v1::Candidate& c : plan->candidates()) {
+    if (!c.pipeline_layout().empty()) {
+      ++layouts;
+      EXPECT_NE(c.megatron_arguments().find(
+                    "--pipeline-model-parallel-layout \"" +
+                    c.pipeline_layout() + "\""),
+                std::string::npos);
+      EXPECT_EQ(c.megatron_arguments().find("--num-virtual-stages"),
+                std::string::npos);
+      recipe_form |= c.pipeline_parallel() == 8 &&
+                     c.virtual_pipeline_stages() == 4 &&
+                     c.pipeline_layout() == "Et|(t*2|)*30mL";
+    }
+    absl::StatusOr<v1::Estimate> e = EstimateJob(JobForCandidate(r, c));
+    ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
+    EXPECT_DOUBLE_EQ(
+        e->peak().total_bytes() + e->peak().expert_imbalance_bytes(),
+        c.peak_bytes())
+        << c.ShortDebugString();
+    if (c.pipeline_parallel() > 3 && e->peak().stage() >= 2 &&
+        e->peak().stage() + 1 < c.pipeline_parallel()) {
+      ++later_rank_peaks;
+    }
+  }
+  EXPECT_GT(layouts, 10);
+  EXPECT_TRUE(recipe_form);
+  EXPECT_GT(later_rank_peaks, 0);
+}
+
 // The EP all-to-all overlap holds one more micro-batch (chunk) in flight
 // and Megatron runs it only with EP > 1, interleaving when PP > 1 and no
 // full recomputation: every candidate keeps those rules, is the job it

@@ -19,7 +19,9 @@ std::string CandidateVariant(const v1::Candidate& c) {
   if (c.first_stage_layers() > 0) {
     absl::StrAppendFormat(&v, "first/last stage %u/%u layers%s; ",
                           c.first_stage_layers(), c.last_stage_layers(),
-                          c.account_for_embedding() || c.account_for_loss()
+                          !c.pipeline_layout().empty()
+                              ? " (embedding/loss/MTP in the split)"
+                          : c.account_for_embedding() || c.account_for_loss()
                               ? " (embedding/loss in the split)"
                               : "");
   }
@@ -56,7 +58,12 @@ std::string CandidateMegatronArguments(const v1::Candidate& c,
                           "--expert-tensor-parallel-size %u",
                           c.expert_parallel(), c.expert_tensor_parallel());
   }
-  if (c.account_for_embedding() || c.account_for_loss()) {
+  if (!c.pipeline_layout().empty()) {
+    // The layout fixes the chunks too: Megatron takes no other split or
+    // virtual-stage argument beside it. Quoted for a shell ('|', '(').
+    absl::StrAppend(&args, " --pipeline-model-parallel-layout \"",
+                    c.pipeline_layout(), "\"");
+  } else if (c.account_for_embedding() || c.account_for_loss()) {
     // Megatron's form of uneven interleaved stages (planner.cc ChunkForm).
     if (c.account_for_embedding()) {
       args += " --account-for-embedding-in-pipeline-split";
@@ -68,7 +75,7 @@ std::string CandidateMegatronArguments(const v1::Candidate& c,
                           "--decoder-last-pipeline-num-layers %u",
                           c.first_stage_layers(), c.last_stage_layers());
   }
-  if (c.virtual_pipeline_stages() > 1) {
+  if (c.virtual_pipeline_stages() > 1 && c.pipeline_layout().empty()) {
     absl::StrAppendFormat(&args, " --num-virtual-stages-per-pipeline-rank %u",
                           c.virtual_pipeline_stages());
   }
