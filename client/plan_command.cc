@@ -139,6 +139,8 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
       return s;
     }
     *job.mutable_model() = request.model();
+    // torchrun's nodes x GPUs a node: the count planned without --gpus.
+    request.set_num_gpus(parsed->job.num_gpus());
   }
   if (absl::Status s = f.model.ApplyTo(job, false); !s.ok()) return s;
   if (request.seq_length() == 0) {
@@ -200,16 +202,28 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
     return fail(absl::InvalidArgumentError(
         "--format: csv and markdown need --table"));
   }
-  if (!plan_flags.gpus) {
+  if (!plan_flags.gpus && launch.empty()) {
     return fail(absl::InvalidArgumentError("--gpus: required"));
   }
-  absl::StatusOr<std::vector<uint32_t>> counts =
-      ParseGpuCounts(*plan_flags.gpus);
-  if (!counts.ok()) return fail(counts.status());
   std::vector<std::string> notes;
   absl::StatusOr<v1::PlanRequest> request =
       RequestFrom(plan_flags, launch, notes);
   if (!request.ok()) return fail(request.status());
+  absl::StatusOr<std::vector<uint32_t>> counts = std::vector<uint32_t>{};
+  if (plan_flags.gpus) {
+    counts = ParseGpuCounts(*plan_flags.gpus);
+  } else if (request->num_gpus() > 0) {
+    // A launch's own GPU count (torchrun --nnodes x --nproc-per-node).
+    counts = std::vector<uint32_t>{request->num_gpus()};
+    notes.push_back(absl::StrCat("planned on the launch's ",
+                                 request->num_gpus(),
+                                 " GPUs; --gpus plans other counts"));
+  } else {
+    return fail(absl::InvalidArgumentError(
+        "--gpus: required (the launch has no torchrun --nnodes and "
+        "--nproc-per-node)"));
+  }
+  if (!counts.ok()) return fail(counts.status());
   // On stderr: stdout stays the plan (JSON, arguments) for a program.
   for (const std::string& n : notes) err << "memgate plan: note: " << n << "\n";
   RemoteOptions remote;

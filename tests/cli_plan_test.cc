@@ -200,6 +200,39 @@ TEST(CliPlanTest, PrecisionIsPlannedAndSaid) {
 // offloaded plans with them, says what it replaced, and each candidate
 // pasted into that launch (in place of its layout arguments) reads back
 // as the same job.
+// Without --gpus a torchrun launch is planned on its own GPU count (nodes
+// x GPUs a node), said on stderr; a launch without one still needs --gpus.
+TEST(CliPlanTest, ALaunchIsPlannedOnItsOwnGpuCount) {
+  std::vector<std::string> args = {"--gpu=a100-40gb", "--top=2",
+                                   "--format=json", "--", "torchrun",
+                                   "--nnodes", "8", "--nproc-per-node", "8",
+                                   "pretrain_gpt.py"};
+  const std::string dims =
+      "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 "
+      "--num-attention-heads 32 --seq-length 8192 --global-batch-size 1024 " +
+      std::string(kLlama3Launch);
+  for (absl::string_view w : absl::StrSplit(dims, ' ', absl::SkipEmpty())) {
+    args.emplace_back(w);
+  }
+  const RunResult r = Plan(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  v1::PlanResponse plan;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &plan).ok())
+      << r.out;
+  ASSERT_GT(plan.candidates_size(), 0);
+  EXPECT_EQ(plan.candidates(0).num_gpus(), 64u);
+  EXPECT_NE(r.err.find("planned on the launch's 64 GPUs"), std::string::npos)
+      << r.err;
+
+  std::vector<std::string> bare = args;
+  bare.erase(bare.begin() + 4, bare.begin() + 9);  // torchrun and its counts
+  const RunResult refused = Plan(bare);
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_NE(refused.err.find("--gpus: required (the launch has no torchrun"),
+            std::string::npos)
+      << refused.err;
+}
+
 TEST(CliPlanTest, ALaunchIsPlannedAsItRuns) {
   const std::string dims =
       "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 "
