@@ -279,9 +279,9 @@ absl::Status FillLayout(const Arguments& args, MegatronLaunch& launch) {
   }
   v1::ParallelConfig& p = *launch.job.mutable_parallel();
   // The MTP layers are read with the experts, after the layout: read
-  // their count here (or the named model's).
-  MEMGATE_ASSIGN_OR_RETURN(
-      mtp, args.Number("mtp-num-layers", launch.job.model().mtp_num_layers()));
+  // their count here as FillMla does (the launch's, 0 when absent, as
+  // Megatron counts the layout's 'm's against it).
+  MEMGATE_ASSIGN_OR_RETURN(mtp, args.Number("mtp-num-layers", 0));
   absl::StatusOr<PipelineLayout> layout = ParsePipelineLayout(
       text, p.pipeline_parallel(), launch.job.model().num_layers(), mtp);
   if (!layout.ok()) return layout.status();

@@ -570,6 +570,20 @@ TEST(MegatronArgsTest, ReadsTheDeepSeekV3RecipeWithItsFp8AndMtpLayout) {
   bf16_job.mutable_accelerator()->set_name("h100-80gb");
   EXPECT_LT(PeakOf(fp8_job), PeakOf(bf16_job));
 
+  // The layout's 'm's count against the launch's --mtp-num-layers, as
+  // Megatron counts them, never against a named model's MTP layers (the
+  // launch without the argument has none).
+  std::string no_mtp = fp8_line;
+  const std::string mtp_args = "--mtp-num-layers 1 ";
+  ASSERT_NE(no_mtp.find(mtp_args), std::string::npos);
+  no_mtp.erase(no_mtp.find(mtp_args), mtp_args.size());
+  absl::StatusOr<MegatronLaunch> unmatched =
+      ParseMegatronLaunch(Words(no_mtp), LookupModel("deepseek-v3"));
+  EXPECT_NE(unmatched.status().message().find(
+                "has 1 MTP layers ('m'); --mtp-num-layers is 0"),
+            std::string::npos)
+      << unmatched.status();
+
   // With the recipe's EP all-to-all overlap (A2A_OVERLAP=1), one more
   // chunk in flight: a higher peak. Megatron's rules for it are checked:
   // full recomputation beside it is refused by field.
