@@ -404,9 +404,9 @@ uint32_t ChunkLayers(ChunkForm form, const StageSplit& split, uint32_t p,
 // "Et|(t*2|)*30mL" for DeepSeek-V3 over 8 x 4.
 std::string MtpLayoutText(const StageSplit& split, uint32_t p, uint32_t v) {
   const uint32_t k = split.middle / v;
-  auto run = [](char c, uint32_t n) {
-    return n == 0 ? std::string()
-                  : n == 1 ? std::string(1, c) : absl::StrCat(std::string(1, c), "*", n);
+  auto run = [](char c, uint32_t n) {  // n layers of kind c
+    const std::string one(1, c);
+    return n == 0 ? std::string() : n == 1 ? one : absl::StrCat(one, "*", n);
   };
   return absl::StrCat("E", run('t', k - 1), "|(", run('t', k), "|)*",
                       p * v - 2, run('t', k - 1 - split.mtp),
@@ -443,7 +443,7 @@ std::vector<RankChunks> UnevenChunksOf(const StageSplit& split, uint32_t p,
     return static_cast<double>(ChunkLayers(form, split, p, v, i, j));
   };
   std::vector<uint32_t> stages = {0};
-  for (uint32_t r = 1; r <= std::max(1u, last_middle); ++r) stages.push_back(r);
+  for (uint32_t r = 1; r <= last_middle; ++r) stages.push_back(r);
   stages.push_back(p - 1);
   for (uint32_t stage : stages) {
     RankChunks rank{stage, {}, {}};
@@ -563,8 +563,8 @@ double PeakOf(const Search& s, const Layout& l, const StageSplit& split,
       StageMemoryOf(s.shape, l, 0, split.first, 0).admission_bytes(),
       StageMemoryOf(s.shape, l, p - 1, split.last, s.layers - split.last)
           .admission_bytes());
-  const uint32_t last_middle =
-      std::max(1u, LastPeakCandidateRank(s.shape, p));
+  // An uneven split has p >= 3 (SplitLayers): rank 1 at least.
+  const uint32_t last_middle = LastPeakCandidateRank(s.shape, p);
   for (uint32_t rank = 1; rank <= last_middle; ++rank) {
     peak = std::max(peak, StageMemoryOf(s.shape, l, rank, split.middle,
                                         split.first +
@@ -828,13 +828,15 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
   if (c.virtual_pipeline_stages() > 1) {
     par.set_virtual_pipeline_stages(c.virtual_pipeline_stages());
   }
-  absl::StatusOr<PipelineLayout> layout =
-      c.pipeline_layout().empty()
-          ? absl::StatusOr<PipelineLayout>(absl::NotFoundError(""))
-          : ParsePipelineLayout(c.pipeline_layout(), c.pipeline_parallel(),
-                                JobLayers(request), JobMtpLayers(request));
-  if (layout.ok()) {
-    for (uint32_t n : layout->layers) par.add_layers_per_stage(n);
+  if (!c.pipeline_layout().empty()) {
+    // The planner's own text; one that does not parse leaves the stages
+    // unset, and the job's estimate names what is wrong.
+    absl::StatusOr<PipelineLayout> layout =
+        ParsePipelineLayout(c.pipeline_layout(), c.pipeline_parallel(),
+                            JobLayers(request), JobMtpLayers(request));
+    if (layout.ok()) {
+      for (uint32_t n : layout->layers) par.add_layers_per_stage(n);
+    }
   } else if (c.first_stage_layers() > 0) {
     const uint32_t p = c.pipeline_parallel();
     const uint32_t v = std::max(1u, c.virtual_pipeline_stages());

@@ -194,12 +194,15 @@ TEST(CliPlanTest, PrecisionIsPlannedAndSaid) {
       << bad.err;
 }
 
-// `memgate plan ... -- <launch>` plans as the launch runs: a launch with
-// nothing beyond the catalog model's settings plans exactly like the
-// flags; one with the precision-aware optimizer and half its optimizer
-// offloaded plans with them, says what it replaced, and each candidate
-// pasted into that launch (in place of its layout arguments) reads back
-// as the same job.
+// Llama-3.1-8B's dimensions and batch as launch arguments, with the
+// rest of its launch (kLlama3Launch).
+std::string Llama3Dims() {
+  return "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 "
+         "--num-attention-heads 32 --seq-length 8192 --global-batch-size "
+         "1024 " +
+         std::string(kLlama3Launch);
+}
+
 // Without --gpus a torchrun launch is planned on its own GPU count (nodes
 // x GPUs a node), said on stderr; a launch without one still needs --gpus.
 TEST(CliPlanTest, ALaunchIsPlannedOnItsOwnGpuCount) {
@@ -207,11 +210,8 @@ TEST(CliPlanTest, ALaunchIsPlannedOnItsOwnGpuCount) {
                                    "--format=json", "--", "torchrun",
                                    "--nnodes", "8", "--nproc-per-node", "8",
                                    "pretrain_gpt.py"};
-  const std::string dims =
-      "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 "
-      "--num-attention-heads 32 --seq-length 8192 --global-batch-size 1024 " +
-      std::string(kLlama3Launch);
-  for (absl::string_view w : absl::StrSplit(dims, ' ', absl::SkipEmpty())) {
+  for (absl::string_view w :
+       absl::StrSplit(Llama3Dims(), ' ', absl::SkipEmpty())) {
     args.emplace_back(w);
   }
   const RunResult r = Plan(args);
@@ -233,11 +233,14 @@ TEST(CliPlanTest, ALaunchIsPlannedOnItsOwnGpuCount) {
       << refused.err;
 }
 
+// `memgate plan ... -- <launch>` plans as the launch runs: a launch with
+// nothing beyond the catalog model's settings plans exactly like the
+// flags; one with the precision-aware optimizer and half its optimizer
+// offloaded plans with them, says what it replaced, and each candidate
+// pasted into that launch (in place of its layout arguments) reads back
+// as the same job.
 TEST(CliPlanTest, ALaunchIsPlannedAsItRuns) {
-  const std::string dims =
-      "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 "
-      "--num-attention-heads 32 --seq-length 8192 --global-batch-size 1024 " +
-      std::string(kLlama3Launch);
+  const std::string dims = Llama3Dims();
   auto launch = [&](const std::string& extra) {
     std::vector<std::string> args = {"--gpu=a100-40gb", "--gpus=64", "--top=4",
                                      "--format=json", "--", "torchrun",
