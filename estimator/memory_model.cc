@@ -439,6 +439,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
                               ? moe.layer_pattern(static_cast<int>(i)) != 0
                               : i % freq == 0;
       m.moe_prefix[i + 1] = m.moe_prefix[i] + (is_moe ? 1 : 0);
+      if (m.moe_prefix[i + 1] == 0) m.leading_dense = i + 1;
     }
   }
   if (model.has_mla()) {
@@ -874,18 +875,23 @@ StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
   return StageFiguresOf(m, l, stage, stage_mix, &chunks);
 }
 
-uint32_t LastPeakCandidateRank(const ModelShape& m, uint32_t pipeline) {
-  if (pipeline < 3) return 0;
-  uint32_t dense = 0;  // leading dense layers
-  if (m.experts > 0) {
-    while (dense + 1 < m.moe_prefix.size() &&
-           m.moe_prefix[dense + 1] == m.moe_prefix[dense]) {
-      ++dense;
-    }
+PeakRanks MiddlePeakRanks(uint32_t pipeline, uint32_t boundary) {
+  PeakRanks ranks;
+  if (pipeline < 3) return ranks;
+  for (uint64_t r : {uint64_t{1}, uint64_t{boundary}, uint64_t{boundary} + 1}) {
+    if (r < 1 || r > pipeline - 2) continue;
+    if (ranks.count > 0 && ranks.rank[ranks.count - 1] >= r) continue;
+    ranks.rank[ranks.count++] = static_cast<uint32_t>(r);
   }
-  // Dense models and all-MoE ones: rank 1. With experts, rank 1 at least
-  // (its layers may all be MoE while rank 0 holds the embedding).
-  return std::min(pipeline - 2, 1 + dense);
+  return ranks;
+}
+
+uint32_t RankHoldingLayer(double layer, double first, double middle,
+                          double round, uint32_t pipeline) {
+  const double within = round > 0 ? std::fmod(layer, round) : layer;
+  if (within < first || middle <= 0) return 0;
+  return static_cast<uint32_t>(std::min<double>(
+      pipeline - 1, 1 + std::floor((within - first) / middle)));
 }
 
 double PeakBytesEvenStages(const ModelShape& m, const Layout& l) {
@@ -900,10 +906,12 @@ double PeakBytesEvenStages(const ModelShape& m, const Layout& l) {
   // peak is below the first stage's, which holds more micro-batches and
   // the embedding).
   if (m.experts > 0) {
-    const uint32_t last_candidate =
-        LastPeakCandidateRank(m, static_cast<uint32_t>(l.pipeline));
-    for (uint32_t rank = 1; rank <= last_candidate; ++rank) {
-      peak = std::max(peak, StageMemoryOf(m, l, rank, stage_layers)
+    const uint32_t p = static_cast<uint32_t>(l.pipeline);
+    const double chunk = stage_layers / std::max(1.0, l.virtual_stages);
+    const PeakRanks ranks = MiddlePeakRanks(
+        p, RankHoldingLayer(m.leading_dense, chunk, chunk, chunk * p, p));
+    for (uint32_t k = 0; k < ranks.count; ++k) {
+      peak = std::max(peak, StageMemoryOf(m, l, ranks.rank[k], stage_layers)
                                 .admission_bytes());
     }
   }

@@ -47,6 +47,9 @@ struct ModelShape {
   // Which layers are MoE: moe_prefix[i] is how many of layers 0..i-1 are
   // (size L + 1); empty with experts == 0.
   std::vector<uint32_t> moe_prefix;
+  // Dense layers before the first MoE layer (DeepSeek-V3: 3); the layer
+  // count when none is MoE, 0 without experts.
+  double leading_dense = 0;
   // Multi-latent attention (mla == false: grouped-query attention).
   bool mla = false;
   double q_lora = 0, kv_lora = 0, qk_nope = 0, qk_rope = 0, v_head = 0;
@@ -208,14 +211,26 @@ StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
 // those are evaluated.
 double PeakBytesEvenStages(const ModelShape& m, const Layout& l);
 
-// The middle pipeline ranks whose peak can exceed the others': 1 up to
-// this rank. Middle ranks hold the same number of layers and fewer
-// micro-batches in flight the later they are, so rank 1's peak is theirs,
-// unless leading dense layers (DeepSeek's first three) make rank 1's
-// first chunk lighter than a later rank's: then every rank up to the
-// first whose chunks are past them (each chunk holds a layer at least).
-// At most p - 2.
-uint32_t LastPeakCandidateRank(const ModelShape& m, uint32_t pipeline);
+// The middle pipeline ranks (1 .. p - 2) whose peak can exceed the
+// others'. Middle ranks hold alike chunks and fewer micro-batches in
+// flight the later they are, so of ranks with the same mix of dense and
+// MoE layers the earliest peaks. Leading dense layers (DeepSeek's first
+// three) make two mixes, split at `boundary`, the rank whose chunks hold
+// the first MoE layer: rank 1, it and the rank after it. At most three
+// ranks whatever the model, so no layer pattern makes a plan evaluate
+// every rank of every layout.
+struct PeakRanks {
+  uint32_t rank[3] = {0, 0, 0};
+  uint32_t count = 0;
+};
+PeakRanks MiddlePeakRanks(uint32_t pipeline, uint32_t boundary);
+
+// The rank whose layers hold layer `layer` when rank 0's first chunk has
+// `first` layers and every other chunk of the round `middle` (the round
+// being p chunks of a virtual stage: `round` layers in all), clamped to
+// p - 1.
+uint32_t RankHoldingLayer(double layer, double first, double middle,
+                          double round, uint32_t pipeline);
 
 }  // namespace memgate
 

@@ -395,6 +395,31 @@ TEST(MoeTermsTest, ExpertOverlapHoldsOneMoreMicrobatch) {
   EXPECT_GT(with.activation_bytes, without.activation_bytes);
 }
 
+// Which middle ranks can peak: rank 1, the rank holding the first MoE
+// layer and the one after it, never more than three, whatever the layer
+// pattern (a model of 511 dense layers and one MoE layer over PP 512
+// would otherwise have every rank evaluated in every layout of a plan).
+TEST(MoeTermsTest, AtMostThreeMiddleRanksCanPeak) {
+  auto ranks = [](uint32_t p, uint32_t boundary) {
+    const PeakRanks r = MiddlePeakRanks(p, boundary);
+    return std::vector<uint32_t>(r.rank, r.rank + r.count);
+  };
+  EXPECT_EQ(ranks(8, 0), (std::vector<uint32_t>{1}));   // all-MoE middles
+  EXPECT_EQ(ranks(8, 1), (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(ranks(8, 2), (std::vector<uint32_t>{1, 2, 3}));
+  EXPECT_EQ(ranks(8, 6), (std::vector<uint32_t>{1, 6}));
+  EXPECT_EQ(ranks(8, 7), (std::vector<uint32_t>{1}));   // all-dense middles
+  EXPECT_EQ(ranks(512, 510), (std::vector<uint32_t>{1, 510}));
+  EXPECT_TRUE(ranks(2, 1).empty());
+  // DeepSeek-V3 as "Et|(tt|)*30mL": rank 0's first chunk layer 0, rank 1's
+  // layers 1-2 (dense), rank 2's 3-4: the first MoE layer (3) on rank 2.
+  EXPECT_EQ(RankHoldingLayer(3, 1, 2, 0, 8), 2u);
+  // Even chunks of 4 over p = 4 (rounds of 16): layer 21 is in the second
+  // round, on rank 1; a layer past the last rank's clamps to p - 1.
+  EXPECT_EQ(RankHoldingLayer(21, 4, 4, 16, 4), 1u);
+  EXPECT_EQ(RankHoldingLayer(40, 4, 4, 0, 4), 3u);
+}
+
 // One multi-token-prediction layer on the (only) stage: an h x 2h
 // projection, two norms, an MoE layer and the block's final norm; per
 // micro-batch the layer's 32 sbh + router, the projection's 2h input and

@@ -422,17 +422,17 @@ uint64_t MicroBatchChoices(const Search& s) {
 }
 
 // Uneven interleaved chunks of the ranks whose peak can be the largest: 0,
-// 1 up to `last_middle` (LastPeakCandidateRank: the later middle ranks are
-// its chunks with fewer micro-batches in flight) and p - 1. They depend
-// only on (split, p, v) and the model, so Enumerate builds them once per
-// pipeline and chunk count, not once per layout. Empty otherwise.
+// the middle ranks MiddlePeakRanks names (at most three; the others are
+// one of theirs with fewer micro-batches in flight) and p - 1. They
+// depend only on (split, p, v) and the model, so Enumerate builds them
+// once per pipeline and chunk count, not once per layout. Empty otherwise.
 struct RankChunks {
   uint32_t stage;
   std::vector<double> layers, first;
 };
 
 std::vector<RankChunks> UnevenChunksOf(const StageSplit& split, uint32_t p,
-                                       uint32_t v, uint32_t last_middle) {
+                                       uint32_t v, double leading_dense) {
   std::vector<RankChunks> ranks;
   if (split.first == 0 || v <= 1) return ranks;
   const ChunkForm form = ChunkFormOf(split, p, v);
@@ -442,8 +442,25 @@ std::vector<RankChunks> UnevenChunksOf(const StageSplit& split, uint32_t p,
   auto chunk = [&](uint32_t i, uint32_t j) {
     return static_cast<double>(ChunkLayers(form, split, p, v, i, j));
   };
+  // The rank holding the first MoE layer: in the round (chunk j of every
+  // rank) that reaches it.
+  uint32_t boundary = p - 1;
+  double passed = 0;  // layers of the rounds before round j
+  for (uint32_t j = 0; j < v; ++j) {
+    const double round =
+        chunk(0, j) + (p - 2) * chunk(1, j) + chunk(p - 1, j);
+    if (leading_dense < passed + round) {
+      boundary = RankHoldingLayer(leading_dense - passed, chunk(0, j),
+                                  chunk(1, j), 0, p);
+      break;
+    }
+    passed += round;
+  }
   std::vector<uint32_t> stages = {0};
-  for (uint32_t r = 1; r <= last_middle; ++r) stages.push_back(r);
+  const PeakRanks middle = MiddlePeakRanks(p, boundary);
+  for (uint32_t k = 0; k < middle.count; ++k) {
+    stages.push_back(middle.rank[k]);
+  }
   stages.push_back(p - 1);
   for (uint32_t stage : stages) {
     RankChunks rank{stage, {}, {}};
@@ -511,8 +528,7 @@ std::vector<PipelineChoices> PipelinesOf(
       if (form == ChunkForm::kNone) continue;
       choices.chunkings.push_back(Chunking{
           v, form,
-          UnevenChunksOf(choices.split, p, v,
-                         LastPeakCandidateRank(s.shape, p))});
+          UnevenChunksOf(choices.split, p, v, s.shape.leading_dense)});
     }
   }
   return out;
@@ -564,8 +580,11 @@ double PeakOf(const Search& s, const Layout& l, const StageSplit& split,
       StageMemoryOf(s.shape, l, p - 1, split.last, s.layers - split.last)
           .admission_bytes());
   // An uneven split has p >= 3 (SplitLayers): rank 1 at least.
-  const uint32_t last_middle = LastPeakCandidateRank(s.shape, p);
-  for (uint32_t rank = 1; rank <= last_middle; ++rank) {
+  const PeakRanks middle = MiddlePeakRanks(
+      p, RankHoldingLayer(s.shape.leading_dense, split.first, split.middle, 0,
+                          p));
+  for (uint32_t k = 0; k < middle.count; ++k) {
+    const uint32_t rank = middle.rank[k];
     peak = std::max(peak, StageMemoryOf(s.shape, l, rank, split.middle,
                                         split.first +
                                             (rank - 1.0) * split.middle)
