@@ -8,6 +8,32 @@
 
 namespace memgate {
 
+namespace {
+
+// Where the routing probabilities are applied (moe_terms.cc [PA]).
+std::string RoutingProbsAssumption(const v1::MoeConfig& moe) {
+  switch (moe.routing_probs_applied()) {
+    case v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE:
+      return "routing probabilities applied at unpermute (Megatron-Core "
+             "0.12.0 and earlier): the weighted expert outputs kept, 2h B "
+             "a routed copy";
+    case v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS:
+      return "routing probabilities applied in the experts (Megatron-Core "
+             "0.12.1 and later): no weighted copy kept";
+    case v1::MoeConfig::PROBS_APPLIED_ON_INPUT:
+      return "routing probabilities applied to the expert input: the "
+             "unweighted input kept, 2h B a routed copy";
+    default:
+      return "Megatron-Core release unknown: MoE layers count the larger "
+             "of 0.12.0's weighted unpermute copy and later releases' "
+             "in-expert weighting (model.moe.routing_probs_applied says "
+             "which)";
+  }
+}
+
+}  // namespace
+
+
 std::vector<std::string> AssumptionsOf(const v1::Job& job) {
   std::vector<std::string> out;
   const v1::TrainingConfig& t = job.training();
@@ -118,6 +144,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                            "counted")
             : "all-to-all",
         "; ", routing, ")"));
+    out.push_back(RoutingProbsAssumption(moe));
     if (moe.overlap_expert_parallel_comm()) {
       out.push_back(
           "EP all-to-all overlap (combined 1F1B): one more micro-batch (or "

@@ -56,6 +56,10 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
     std::string name(word.substr(0, word.find('=')));
     // torchrun takes --nproc_per_node and --nproc-per-node alike.
     absl::StrReplaceAll({{"_", "-"}}, &name);
+    if (i >= script && after_core_0_12_0_.empty() &&
+        IsArgumentAfterCore0120(name)) {
+      after_core_0_12_0_ = name;
+    }
     const bool inline_value = word.find('=') != absl::string_view::npos;
     std::string value;
     if (TakesValue(name)) {

@@ -47,6 +47,11 @@ class Arguments {
   // when there is none) that are neither in the table nor Megatron-LM's
   // (megatron_argument_names.h): the first kMaxUnreviewedNamed, in order,
   // and how many there were.
+  // The first argument after the script that only Megatron-LM after
+  // core 0.12.0 accepts (IsArgumentAfterCore0120), or "": it dates the
+  // launch's release.
+  const std::string& after_core_0_12_0() const { return after_core_0_12_0_; }
+
   static constexpr size_t kMaxUnreviewedNamed = 8;
   const std::vector<std::string>& unreviewed() const { return unreviewed_; }
   size_t unreviewed_count() const { return unreviewed_count_; }
@@ -55,6 +60,7 @@ class Arguments {
   std::map<std::string, std::string> values_;
   std::vector<std::string> unreviewed_;
   size_t unreviewed_count_ = 0;
+  std::string after_core_0_12_0_;
 };
 
 #define MEMGATE_ASSIGN_OR_RETURN(lhs, expr)     \

@@ -11,6 +11,10 @@ constexpr absl::string_view kNames[] = {
 #include "estimator/megatron_argument_names.inc"
 };
 
+constexpr absl::string_view kAfterCore0120[] = {
+#include "estimator/megatron_arguments_after_core_0_12_0.inc"
+};
+
 }  // namespace
 
 absl::string_view MegatronArgumentNamesRevision() {
@@ -19,6 +23,11 @@ absl::string_view MegatronArgumentNamesRevision() {
 
 bool IsMegatronArgumentName(absl::string_view dashed) {
   return std::binary_search(std::begin(kNames), std::end(kNames), dashed);
+}
+
+bool IsArgumentAfterCore0120(absl::string_view dashed) {
+  return std::binary_search(std::begin(kAfterCore0120),
+                            std::end(kAfterCore0120), dashed);
 }
 
 }  // namespace memgate

@@ -15,6 +15,10 @@ constexpr absl::string_view kGenerated[] = {
 #include "estimator/megatron_argument_names.inc"
 };
 
+constexpr absl::string_view kAfterCore0120[] = {
+#include "estimator/megatron_arguments_after_core_0_12_0.inc"
+};
+
 // The lookup is a binary search: the generated list must be sorted and
 // free of repeats, and every name in it found.
 TEST(MegatronArgumentNamesTest, TheGeneratedListIsSortedAndFound) {
@@ -49,10 +53,35 @@ TEST(MegatronArgumentNamesTest, LiteralAndGeneratedArgumentsAreListed) {
 TEST(MegatronArgumentNamesTest, TheTableIsMegatronsButForOlderSpellings) {
   const std::set<std::string> older = {
       "fp4", "fp8", "use-custom-fsdp", "checkpoint-activations",
-      "model-parallel-size", "moe-enable-deepep", "moe-deepep-num-sms"};
+      "model-parallel-size", "moe-enable-deepep", "moe-deepep-num-sms",
+      "moe-use-legacy-grouped-gemm"};
   for (const MegatronArgument& a : MegatronMemoryArguments()) {
     if (older.count(a.name)) continue;
     EXPECT_TRUE(IsMegatronArgumentName(a.name)) << a.name;
+  }
+}
+
+// The arguments that date a launch after core 0.12.0 are Megatron's,
+// sorted and found; those the DeepSeek-V3 recipe and later MoE launches
+// use are among them, and arguments core 0.12.0 already had are not.
+TEST(MegatronArgumentNamesTest, ArgumentsAfterCore0120DateALaunch) {
+  EXPECT_GT(std::size(kAfterCore0120), 400u);
+  EXPECT_TRUE(
+      std::is_sorted(std::begin(kAfterCore0120), std::end(kAfterCore0120)));
+  for (absl::string_view name : kAfterCore0120) {
+    EXPECT_TRUE(IsArgumentAfterCore0120(name)) << name;
+    EXPECT_TRUE(IsMegatronArgumentName(name)) << name;
+  }
+  for (const char* name :
+       {"overlap-moe-expert-parallel-comm", "pipeline-model-parallel-layout",
+        "moe-router-padding-for-fp8", "delay-wgrad-compute"}) {
+    EXPECT_TRUE(IsArgumentAfterCore0120(name)) << name;
+  }
+  for (const char* name :
+       {"num-experts", "moe-router-topk", "moe-token-dispatcher-type",
+        "moe-permute-fusion", "recompute-modules", "mtp-num-layers",
+        "moe-apply-probs-on-input", "bf16", "some-new-flag"}) {
+    EXPECT_FALSE(IsArgumentAfterCore0120(name)) << name;
   }
 }
 

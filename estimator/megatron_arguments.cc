@@ -128,8 +128,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"num-virtual-stages-per-pipeline-rank", true, M, "off",
        "interleaved 1F1B with v model chunks per rank"},
       {"pipeline-model-parallel-layout", true, P, "off",
-       "the layers of every (virtual) stage, e.g. Et*3|(tt|)*29,m|L: "
-       "uneven interleaved chunks; 'm' (MTP) refused"},
+       "the layers of every (virtual) stage, e.g. Et|(tt|)*30mL: uneven "
+       "interleaved chunks; 'm' (MTP layers, --mtp-num-layers of them) "
+       "beside 'L' on the last stage; an MTP stage of its own refused"},
       {"account-for-embedding-in-pipeline-split", false, M, "off",
        "the embedding counts as a layer: (L + 1 [+ 1]) / (p x v) a "
        "(virtual) stage, rank 0's first one transformer layer fewer"},
@@ -273,6 +274,21 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "router scores counted in fp32 (an upper bound); fp64 refused"},
       {"moe-layer-recompute", false, M, "off",
        "MoE blocks keep only their input (as --recompute-modules moe)"},
+      {"moe-apply-probs-on-input", false, M, "off",
+       "the routing probabilities weight the expert input (top-1 only): "
+       "the multiply keeps the unweighted input, 2h B a routed copy"},
+      {"moe-mlp-glu-interleave-size", true, M, "off",
+       "the experts' gate and linear halves interleaved: the unfused "
+       "activation keeps its output once more for the probabilities' "
+       "multiply (2 B a unit of expert FFN)"},
+      {"use-te-activation-func", false, M, "off",
+       "TransformerEngine's activation module: in the experts, with the "
+       "probabilities applied after it, its output is kept once more "
+       "(2 B a unit of expert FFN)"},
+      {"moe-use-legacy-grouped-gemm", false, M, "off",
+       "the legacy GroupedMLP (removed in later Megatron): its unfused "
+       "activation keeps its output once more for the probabilities' "
+       "multiply (2 B a unit of expert FFN)"},
       {"moe-latent-size", true, R, "off", "latent MoE: not modelled"},
       {"moe-use-upcycling", false, R, "off",
        "upcycling holds the dense and the MoE model: not modelled"},

@@ -72,6 +72,38 @@ absl::Status FillFlexBackend(const Arguments& args, MegatronLaunch& launch,
   return absl::OkStatus();
 }
 
+// Where the routing probabilities weight the expert outputs depends on
+// the Megatron-Core release (moe_terms.cc [PA]); an argument that no
+// release before ADLR/megatron-lm!2668 accepts dates the launch after it
+// (Megatron's argparse refuses arguments it does not know).
+void FillProbsApplied(const Arguments& args, MegatronLaunch& launch,
+                      v1::MoeConfig& moe) {
+  if (args.Has("moe-mlp-glu-interleave-size") ||
+      args.Has("moe-use-legacy-grouped-gemm") ||
+      args.Has("use-te-activation-func")) {
+    moe.set_expert_activation_unfused(true);
+  }
+  if (args.Has("moe-apply-probs-on-input")) {
+    // Top-1 only: validation names the rule.
+    moe.set_routing_probs_applied(v1::MoeConfig::PROBS_APPLIED_ON_INPUT);
+    return;
+  }
+  if (!args.after_core_0_12_0().empty()) {
+    moe.set_routing_probs_applied(v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS);
+    launch.notes.push_back(absl::StrCat(
+        "--", args.after_core_0_12_0(),
+        " dates the launch after Megatron-Core 0.12.0: the routing "
+        "probabilities are applied in the experts, unpermute keeps no "
+        "weighted copy"));
+    return;
+  }
+  launch.notes.push_back(
+      "no argument dates the launch after Megatron-Core 0.12.0: MoE "
+      "layers count the larger of 0.12.0's weighted unpermute copy (2h B a "
+      "routed copy) and later releases' in-expert weighting; "
+      "model.moe.routing_probs_applied in a job file says which");
+}
+
 absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
                           v1::MoeConfig& moe) {
   const std::string dispatcher = args.Has("moe-token-dispatcher-type")
@@ -126,6 +158,7 @@ absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
                absl::StrCat("'", router, "' is not modelled (fp32)"));
   }
   moe.set_router_dtype(v1::DTYPE_FP32);  // default: an upper bound
+  FillProbsApplied(args, launch, moe);
   moe.set_grouped_gemm(args.Has("moe-grouped-gemm"));
   // Megatron's rules for it are validation's (ValidateExpertOverlap).
   moe.set_overlap_expert_parallel_comm(

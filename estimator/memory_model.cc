@@ -426,6 +426,8 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
     m.topk = moe.router_topk();
     m.expert_ffn = moe.expert_ffn_hidden_size();
     m.shared_ffn = moe.shared_expert_ffn_hidden_size();
+    m.probs_applied = moe.routing_probs_applied();
+    m.expert_activation_unfused = moe.expert_activation_unfused();
     m.shared_gate = moe.shared_expert_gate();
     m.router_bytes = moe.router_dtype() == v1::DTYPE_BF16 ||
                              moe.router_dtype() == v1::DTYPE_FP16

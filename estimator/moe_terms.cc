@@ -11,9 +11,23 @@
 //      ETP x EP, router and norms replicated.
 // [MM] Megatron-LM megatron/core/transformer/moe/ (router.py: fp32 router
 //      scores by default; token_dispatcher.py: alltoall / allgather / flex,
-//      capacity and padding; experts.py; moe_utils.py unpermute, which
-//      keeps the expert outputs to weight them by the routing probs) and
-//      multi_latent_attention.py (down projections "duplicated").
+//      capacity and padding; experts.py) and multi_latent_attention.py
+//      (down projections "duplicated").
+// [PA] Where the routing probabilities weight the expert outputs.
+//      Megatron-Core 0.12.0 and earlier: moe_utils.py unpermute(probs=...)
+//      multiplies the expert outputs and keeps them for the probabilities'
+//      gradient, on the tokens' rank after the all-to-all (token_
+//      dispatcher.py MoEAlltoAllTokenDispatcher), on the experts' rank
+//      with allgather and DeepEP. From ADLR/megatron-lm!2668 ("Memory
+//      efficient token permutation", main 2025-04-09, core 0.12.1's
+//      cherry-pick d5d00fdc87, core 0.13 and later) the dispatchers hand
+//      the permuted probabilities to the experts and unpermute gets none:
+//      the fused SwiGLU applies them (fused_bias_swiglu.py
+//      WeightedSwiGLUFunction saves its input and the probabilities), an
+//      unfused activation in a multiply after it, which keeps the
+//      activation's output (experts.py bias_act_func, the legacy
+//      GroupedMLP's activation_func_with_probs). --moe-apply-probs-on-input
+//      weights the expert input instead, keeping the unweighted input.
 // [K]  Korthikanti et al. 2022 section 4: an MLP stores its input and, per
 //      token, 8 bytes per unit of (gated) FFN width in 16-bit training.
 // [QG] Megatron-LM mlp.py / moe/experts.py: with bias_activation_fusion
@@ -131,6 +145,76 @@ double RoutedExpertParameters(const ModelShape& m, const Layout& l) {
          l.expert_tensor;
 }
 
+namespace {
+
+// Bytes an expert keeps a unit of its FFN width for each routed copy, in
+// 16-bit training before fp8 and recomputation.
+double ExpertWidthBytes(const ModelShape& m, bool probs_multiplied) {
+  const bool unfused =
+      m.gelu_mlp || m.quick_geglu || m.expert_activation_unfused;
+  // Megatron's fused SwiGLU (fused_bias_swiglu.py: bias_swiglu_impl, and
+  // weighted_bias_swiglu_impl with the probabilities) saves only its
+  // input, the FC1 output (4), and FC2 its own input (2): 6 of
+  // Korthikanti's 8 [K], which counts the activation's output apart, as
+  // an unfused SwiGLU keeps it. The session-7 census of real Megatron
+  // steps (bench/RESULTS.md) found 6 in its experts.
+  double bytes = MlpWidthBytes(m) - (unfused ? 0 : 2);
+  // An unfused activation followed by the probabilities' multiply keeps
+  // its output once more (2) [PA]: GeLU and quick-GeGLU experts, the
+  // legacy GroupedMLP, interleaved GLU halves, TE's activation module.
+  if (probs_multiplied && unfused) bytes += 2;
+  return bytes;
+}
+
+// Bytes the routed copies keep for the backward, for one place the
+// routing probabilities are applied [PA].
+double RoutedCopyActivations(const ModelShape& m, const Layout& l,
+                             v1::MoeConfig::ProbsApplied where) {
+  const double e = ElementScale(l);
+  const double copies = RoutedCopies(m, l);
+  // Each routed copy: the first expert GEMM's input (2h) and the
+  // expert's FFN activations over ETP (ExpertWidthBytes); moe_act
+  // recomputation drops the activation function's output (2 of them),
+  // and runs the probabilities' multiply inside its checkpoint. Under fp8 the
+  // grouped GEMMs save their inputs quantized, columnwise only
+  // (grouped_linear.py: update_usage(rowwise_usage=False)): the first's
+  // f8 bytes an element in place of the 16-bit copy, which dies once
+  // quantized [F8], and the second's, the activation's output, f8 in
+  // place of 2 (with moe_act recomputation the second saves the 16-bit
+  // output it recomputes: experts.py set_save_original_input).
+  const double f8 = Fp8ElementBytes(l);
+  const double input_bytes = l.fp8 ? f8 : 2 * e;
+  const bool probs_in_experts =
+      where != v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE;
+  const double width_bytes =
+      ExpertWidthBytes(m, probs_in_experts && !l.recompute_moe_act) * e -
+      (l.recompute_moe_act ? 2 * e : (l.fp8 ? 2 - f8 : 0));
+  double kept = 0;
+  switch (where) {
+    case v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE:
+      // The weighted expert outputs, 2h a copy: k copies of each of this
+      // rank's tokens (every expert's capacity when padded to it), or,
+      // with allgather and DeepEP, the copies this rank's experts ran.
+      kept = (l.allgather_dispatcher || l.deepep_dispatcher
+                  ? copies
+                  : TokensPerRank(l) * m.topk *
+                        (l.pad_to_capacity ? l.capacity_factor : 1)) *
+             2 * e * m.hidden;
+      break;
+    case v1::MoeConfig::PROBS_APPLIED_ON_INPUT:
+      // The unweighted expert input the multiply keeps (the first GEMM
+      // saves the weighted one), 2h a copy.
+      kept = copies * 2 * e * m.hidden;
+      break;
+    default:
+      break;
+  }
+  return kept + copies * (input_bytes * m.hidden +
+                          width_bytes * ExpertFfn(m) / l.expert_tensor);
+}
+
+}  // namespace
+
 double MoeMlpActivations(const ModelShape& m, const Layout& l) {
   const double e = ElementScale(l);
   const double tokens = TokensPerRank(l);
@@ -138,26 +222,14 @@ double MoeMlpActivations(const ModelShape& m, const Layout& l) {
   if (!l.recompute_moe) {
     // Router scores, kept for the softmax / sigmoid backward [MM].
     bytes += m.router_bytes * tokens * m.experts;
-    // Each routed copy: the first expert GEMM's input (2h) and the
-    // expert's FFN activations over ETP [K]; moe_act recomputation drops
-    // the activation function's output (2 of the 8 bytes). Under fp8 the
-    // grouped GEMMs save their inputs quantized, columnwise only
-    // (grouped_linear.py: update_usage(rowwise_usage=False)): the first's
-    // f8 bytes an element in place of the 16-bit copy, which dies once
-    // quantized [F8], and the second's, the activation's output, f8 in
-    // place of 2 (with moe_act recomputation the second saves the 16-bit
-    // output it recomputes: experts.py set_save_original_input).
-    const double f8 = Fp8ElementBytes(l);
-    const double input_bytes = l.fp8 ? f8 : 2 * e;
-    const double width_bytes =
-        MlpWidthBytes(m) * e -
-        (l.recompute_moe_act ? 2 * e : (l.fp8 ? 2 - f8 : 0));
-    bytes += RoutedCopies(m, l) *
-             (input_bytes * m.hidden +
-              width_bytes * ExpertFfn(m) / l.expert_tensor);
-    // Unpermute keeps the k expert outputs of this rank's tokens to take
-    // the gradient of the routing probabilities [MM].
-    bytes += tokens * m.topk * e * 2 * m.hidden;
+    // An unknown release: the larger of the two releases' terms [PA].
+    bytes += m.probs_applied == v1::MoeConfig::PROBS_APPLIED_UNSPECIFIED
+                 ? std::max(
+                       RoutedCopyActivations(
+                           m, l, v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE),
+                       RoutedCopyActivations(
+                           m, l, v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS))
+                 : RoutedCopyActivations(m, l, m.probs_applied);
   }
   if (!l.recompute_moe && !l.recompute_shared_experts && m.shared_ffn > 0) {
     // Shared experts: a dense MLP of width shared_ffn over t [K].

@@ -48,7 +48,9 @@ Layout EightGpus(double t, double ep, double etp) {
 // expert-data-parallel group is all 8 ranks, like the dense one.
 // Activations a layer (bytes): norms and inputs 8 sbh, attention 8 sbh,
 // router scores 4 x 1024 tokens x 8 experts, 2048 routed copies of
-// (2h + 8 x 512) = 12 sbh, the combine's 2 x 1024 outputs of 2h = 4 sbh.
+// (2h + 6 x 512) = 10 sbh (the fused SwiGLU keeps 6 B a unit of expert
+// width), the combine's 2 x 1024 outputs of 2h = 4 sbh (core 0.12.0's
+// weighted unpermute, counted for an unknown release).
 TEST(MoeTermsTest, ExpertsReplicatedWithoutExpertParallelism) {
   const Layout l = EightGpus(1, 1, 1);
   const StageFigures f = StageMemoryOf(SmallMoe(), l, 0, 2);
@@ -58,7 +60,7 @@ TEST(MoeTermsTest, ExpertsReplicatedWithoutExpertParallelism) {
   EXPECT_DOUBLE_EQ(f.weight_bytes, 2 * (dense + experts));
   EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * (dense + experts));
   EXPECT_DOUBLE_EQ(f.optimizer_bytes, 12 * dense / 8 + 12 * experts / 8);
-  const double layer = 32 * kSbh + 4.0 * 1024 * 8;
+  const double layer = 30 * kSbh + 4.0 * 1024 * 8;
   // + the all-to-all's sent and received copies 2h x (2048 + 2048) = 8 sbh,
   // the embedding's 8 sbh, the head's 4 sbh + 4sbv.
   EXPECT_DOUBLE_EQ(f.activation_bytes,
@@ -84,9 +86,10 @@ TEST(MoeTermsTest, ExpertParallelismSplitsExpertsNotTheirTokens) {
                    StageMemoryOf(SmallMoe(), EightGpus(1, 1, 1), 0, 2)
                        .activation_bytes);
   // The 1.25x load margin of dropless routing: a quarter more routed
-  // copies in both layers (2 x 3 sbh) and in the received buffer (1 sbh).
-  EXPECT_DOUBLE_EQ(f.imbalance_bytes, 7 * kSbh);
-  EXPECT_DOUBLE_EQ(f.admission_bytes(), f.total_bytes() + 7 * kSbh);
+  // copies in both layers (2 x 2.5 sbh) and in the received buffer
+  // (1 sbh).
+  EXPECT_DOUBLE_EQ(f.imbalance_bytes, 6 * kSbh);
+  EXPECT_DOUBLE_EQ(f.admission_bytes(), f.total_bytes() + 6 * kSbh);
 }
 
 // A rank's dropless load is bounded by routing itself: a token's k copies
@@ -119,8 +122,8 @@ TEST(MoeTermsTest, LoadMarginIsBoundedByWhatRoutingCanSend) {
 // Layout C: t = 2 with sequence parallelism, EP = 4, ETP = 1, d = 4.
 // Per rank: attention and the vocabulary halved, 2 experts a layer, expert
 // states over t*c*d / (ETP x EP) = 2 ranks. 512 tokens a rank: router
-// 4 x 512 x 8, 1024 copies of 6 KiB = 6 sbh, the combine 2 sbh, norms,
-// inputs and attention 8 sbh: 16 sbh a layer; the all-to-all
+// 4 x 512 x 8, 1024 copies of 5 KiB = 5 sbh, the combine 2 sbh, norms,
+// inputs and attention 8 sbh: 15 sbh a layer; the all-to-all
 // 2h x (1024 + 1024) = 4 sbh; embedding 4 sbh, head 2 sbh + 4sbv/2.
 TEST(MoeTermsTest, TensorAndExpertParallelismTogether) {
   const Layout l = EightGpus(2, 4, 1);
@@ -130,47 +133,50 @@ TEST(MoeTermsTest, TensorAndExpertParallelismTogether) {
   EXPECT_DOUBLE_EQ(f.parameters, dense + experts);
   EXPECT_DOUBLE_EQ(f.optimizer_bytes, 12 * dense / 4 + 12 * experts / 2);
   EXPECT_DOUBLE_EQ(f.activation_bytes,
-                   2 * (16 * kSbh + 4.0 * 512 * 8) + 4 * kSbh + 4 * kSbh +
+                   2 * (15 * kSbh + 4.0 * 512 * 8) + 4 * kSbh + 4 * kSbh +
                        2 * kSbh + 2 * 1024 * 32000.0);
 }
 
 // ETP = t = 2, EP = 2: each rank gathers its TP peer's tokens (1024) and
-// computes half of each expert's columns: 2048 copies of (2h + 8 x 256)
-// = 8 sbh a layer; 4 experts of half width a rank.
+// computes half of each expert's columns: 2048 copies of (2h + 6 x 256)
+// = 7 sbh a layer; 4 experts of half width a rank.
 TEST(MoeTermsTest, ExpertTensorParallelismSplitsEachExpert) {
   const Layout l = EightGpus(2, 2, 2);
   const StageFigures f = StageMemoryOf(SmallMoe(), l, 0, 2);
   const double dense = 2 * (4194304 / 2 + 2048 + 8192) + kVocab + 1024;
   EXPECT_DOUBLE_EQ(f.parameters, dense + 2 * 4 * kExpert / 2);
-  const double layer = 8 * kSbh + 4.0 * 512 * 8 + 8 * kSbh + 2 * kSbh;
+  const double layer = 8 * kSbh + 4.0 * 512 * 8 + 7 * kSbh + 2 * kSbh;
   // All-to-all: 2h x (1024 sent + 2048 received) = 6 sbh.
   EXPECT_DOUBLE_EQ(f.activation_bytes, 2 * layer + 6 * kSbh + 4 * kSbh +
                                            2 * kSbh + 2 * 1024 * 32000.0);
 }
 
 // Drop-and-pad: every expert computes capacity = 1.5x its share, whatever
-// the routing: 1.5 x 12 sbh a layer, and no load margin.
+// the routing: 1.5 x 10 sbh a layer, and no load margin.
 TEST(MoeTermsTest, PaddedCapacityFixesTheLoad) {
   Layout l = EightGpus(1, 1, 1);
   const double balanced = StageMemoryOf(SmallMoe(), l, 0, 2).activation_bytes;
   l.capacity_factor = 1.5;
   l.pad_to_capacity = true;
   const StageFigures f = StageMemoryOf(SmallMoe(), l, 0, 2);
-  // 2 layers x 0.5 x 12 sbh, and half of the received buffer's 4 sbh.
-  EXPECT_DOUBLE_EQ(f.activation_bytes, balanced + 12 * kSbh + 2 * kSbh);
+  // 2 layers x 0.5 x 10 sbh, and half of the received buffer's 4 sbh;
+  // core 0.12.0's unpermute (which an unknown release counts) weights
+  // every expert's capacity: 2 layers x 0.5 x its 4 sbh.
+  EXPECT_DOUBLE_EQ(f.activation_bytes,
+                   balanced + 10 * kSbh + 2 * kSbh + 4 * kSbh);
   EXPECT_DOUBLE_EQ(f.imbalance_bytes, 0);
 }
 
 // Recomputing the MoE block keeps only its input: the router, the routed
-// copies and the combine (12 + 4 sbh + 32 KiB a layer) are gone.
+// copies and the combine (10 + 4 sbh + 32 KiB a layer) are gone.
 TEST(MoeTermsTest, MoeRecomputationDropsTheBlock) {
   Layout l = EightGpus(1, 1, 1);
   const double full = StageMemoryOf(SmallMoe(), l, 0, 2).activation_bytes;
   l.recompute = RecomputeKind::kSelective;
   l.recompute_moe = true;
   EXPECT_DOUBLE_EQ(StageMemoryOf(SmallMoe(), l, 0, 2).activation_bytes,
-                   full - 2 * (16 * kSbh + 4.0 * 1024 * 8));
-  // moe_act: only the activation function's output, 2 bytes of the 8 per
+                   full - 2 * (14 * kSbh + 4.0 * 1024 * 8));
+  // moe_act: only the activation function's output, 2 bytes of the 6 per
   // unit of expert width: 2048 copies x 2 x 512 = 2 sbh a layer.
   l.recompute_moe = false;
   l.recompute_moe_act = true;
@@ -310,8 +316,8 @@ TEST(MoeTermsTest, MultiLatentAttentionParametersAndActivations) {
 // (-1 sbh), the output projection's fp8 copy (+1 sbh), the router's
 // 16-bit input unchanged; every local expert's rows padded to a multiple
 // of 16, at most 15 x 8 = 120 more copies (2168), each saving its input
-// in 1 B and its second GEMM's input in 1 B: 2168 x (h + 7 x 512) in
-// place of 2048 x (2h + 8 x 512) = 12 sbh. The all-to-all's received
+// in 1 B and its second GEMM's input in 1 B: 2168 x (h + 5 x 512) in
+// place of 2048 x (2h + 6 x 512) = 10 sbh. The all-to-all's received
 // copies grow by the 120 padded ones (2h each, once a stage).
 TEST(MoeTermsTest, Fp8SavesExpertInputsInOneByteAndCopiesExpertWeights) {
   const ModelShape m = SmallMoe();
@@ -322,7 +328,7 @@ TEST(MoeTermsTest, Fp8SavesExpertInputsInOneByteAndCopiesExpertWeights) {
   const StageFigures f = StageMemoryOf(m, fp8, 0, 2);
   EXPECT_DOUBLE_EQ(f.weight_bytes - plain.weight_bytes,
                    2 * 2 * (4194304 + 8 * kExpert));
-  const double layer = -kSbh + kSbh + 2168.0 * (1024 + 7 * 512) - 12 * kSbh;
+  const double layer = -kSbh + kSbh + 2168.0 * (1024 + 5 * 512) - 10 * kSbh;
   EXPECT_DOUBLE_EQ(f.activation_bytes - plain.activation_bytes,
                    2 * layer + 2 * 1024.0 * 120);
 
@@ -422,7 +428,7 @@ TEST(MoeTermsTest, AtMostThreeMiddleRanksCanPeak) {
 
 // One multi-token-prediction layer on the (only) stage: an h x 2h
 // projection, two norms, an MoE layer and the block's final norm; per
-// micro-batch the layer's 32 sbh + router, the projection's 2h input and
+// micro-batch the layer's 30 sbh + router, the projection's 2h input and
 // the norms' inputs (8 sbh), and a second LM head (4 sbh + 4sbv).
 TEST(MoeTermsTest, MultiTokenPredictionAddsALayerAndAHead) {
   ModelShape m = SmallMoe();
@@ -434,13 +440,100 @@ TEST(MoeTermsTest, MultiTokenPredictionAddsALayerAndAHead) {
                    2 * 1024.0 * 1024 + 2048 +
                        (4194304 + 2048 + 8192 + 8 * kExpert) + 1024);
   EXPECT_DOUBLE_EQ(with.activation_bytes - without.activation_bytes,
-                   32 * kSbh + 4.0 * 1024 * 8 + 8 * kSbh + 4 * kSbh +
+                   30 * kSbh + 4.0 * 1024 * 8 + 8 * kSbh + 4 * kSbh +
                        4 * 1024 * 32000.0);
   EXPECT_DOUBLE_EQ(TotalParameters(m) - 2 * (4194304 + 2048 + 8192 +
                                              8 * kExpert) -
                        2 * kVocab - 1024,
                    2 * 1024.0 * 1024 + 2048 +
                        (4194304 + 2048 + 8192 + 8 * kExpert) + 1024);
+}
+
+// Where the routing probabilities are applied (MoeConfig.ProbsApplied).
+// Core 0.12.0's unpermute keeps the weighted outputs: the combine's
+// 2 x 1024 copies of 2h = 4 sbh a layer; later releases apply them in
+// the fused SwiGLU and keep nothing more. An unknown release counts the
+// larger, layer by layer.
+TEST(MoeTermsTest, ProbabilitiesAppliedInTheExpertsKeepNoUnpermuteCopy) {
+  const Layout l = EightGpus(1, 8, 1);
+  ModelShape m = SmallMoe();
+  const double unknown = StageMemoryOf(m, l, 0, 2).activation_bytes;
+  m.probs_applied = v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes, unknown);
+  m.probs_applied = v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS;
+  const double in_experts = StageMemoryOf(m, l, 0, 2).activation_bytes;
+  EXPECT_DOUBLE_EQ(in_experts, unknown - 2 * 4 * kSbh);
+  // An unfused activation (the legacy GroupedMLP, interleaved halves)
+  // keeps its output apart (8 B a unit, not 6), and once more for the
+  // multiply after it (10): 2048 copies x 4 B x 512 = 4 sbh a layer.
+  m.expert_activation_unfused = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes,
+                   in_experts + 2 * 4 * kSbh);
+  // Core 0.12.0's unfused activation: 8 B and the unpermute copy.
+  m.probs_applied = v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes,
+                   unknown + 2 * 2 * kSbh);
+  // ... which the moe_act checkpoint recomputes.
+  Layout act = l;
+  act.recompute = RecomputeKind::kSelective;
+  act.recompute_moe_act = true;
+  m.probs_applied = v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE;
+  const double old_act = StageMemoryOf(m, act, 0, 2).activation_bytes;
+  m.probs_applied = v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, act, 0, 2).activation_bytes,
+                   old_act - 2 * 4 * kSbh);
+}
+
+// With wide unfused experts the in-expert multiply outweighs the
+// unpermute copy (2 B x 4096 > 2h = 2048 B a copy): an unknown release
+// counts it, not the 0.12.0 term.
+TEST(MoeTermsTest, AnUnknownReleaseCountsTheLargerTerm) {
+  const Layout l = EightGpus(1, 8, 1);
+  ModelShape m = SmallMoe();
+  m.expert_ffn = 4096;
+  m.gelu_mlp = true;
+  const double unknown = StageMemoryOf(m, l, 0, 2).activation_bytes;
+  m.probs_applied = v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS;
+  const double in_experts = StageMemoryOf(m, l, 0, 2).activation_bytes;
+  m.probs_applied = v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE;
+  const double at_unpermute = StageMemoryOf(m, l, 0, 2).activation_bytes;
+  EXPECT_DOUBLE_EQ(unknown, in_experts);
+  // 2048 copies x (2 x 4096 - 2h) a layer.
+  EXPECT_DOUBLE_EQ(in_experts - at_unpermute, 2 * 2048 * (8192.0 - 2048));
+}
+
+// --moe-apply-probs-on-input (top-1): the multiply before FC1 keeps the
+// unweighted input, 2h a copy on the experts' rank, so it grows with the
+// load; core 0.12.0's unpermute copy stays on the tokens' rank.
+TEST(MoeTermsTest, ProbabilitiesOnTheInputKeepTheUnweightedInput) {
+  ModelShape m = SmallMoe();
+  m.topk = 1;
+  Layout l = EightGpus(1, 8, 1);
+  m.probs_applied = v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS;
+  const double in_experts = StageMemoryOf(m, l, 0, 2).activation_bytes;
+  m.probs_applied = v1::MoeConfig::PROBS_APPLIED_ON_INPUT;
+  const StageFigures on_input = StageMemoryOf(m, l, 0, 2);
+  // 1024 copies x 2h = 2 sbh a layer.
+  EXPECT_DOUBLE_EQ(on_input.activation_bytes, in_experts + 2 * 2 * kSbh);
+  m.probs_applied = v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE;
+  const StageFigures at_unpermute = StageMemoryOf(m, l, 0, 2);
+  EXPECT_DOUBLE_EQ(at_unpermute.activation_bytes, on_input.activation_bytes);
+  EXPECT_GT(on_input.imbalance_bytes, at_unpermute.imbalance_bytes);
+}
+
+// Core 0.12.0's allgather dispatcher weights the copies its experts ran:
+// with ETP 2 (each expert split over two ranks, both given every copy)
+// twice the tokens' k copies.
+TEST(MoeTermsTest, AllgatherWeightsTheCopiesItsExpertsRan) {
+  ModelShape m = SmallMoe();
+  Layout l = EightGpus(2, 4, 2);
+  l.allgather_dispatcher = true;
+  m.probs_applied = v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS;
+  const double in_experts = StageMemoryOf(m, l, 0, 2).activation_bytes;
+  m.probs_applied = v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE;
+  // 512 tokens a rank (SP over t = 2), x 2 (ETP) x k = 2048 copies of 2h.
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes,
+                   in_experts + 2 * 4 * kSbh);
 }
 
 }  // namespace

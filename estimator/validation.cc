@@ -130,9 +130,20 @@ absl::Status ValidateExperts(const v1::Job& job) {
       }
     }
     if (!v1::MoeConfig::Dispatcher_IsValid(moe.token_dispatcher()) ||
-        !v1::DType_IsValid(moe.router_dtype())) {
-      return Invalid("model.moe", "must name a known dispatcher and dtype",
+        !v1::DType_IsValid(moe.router_dtype()) ||
+        !v1::MoeConfig::ProbsApplied_IsValid(moe.routing_probs_applied())) {
+      return Invalid("model.moe",
+                     "must name a known dispatcher, dtype and place the "
+                     "routing probabilities are applied",
                      moe.ShortDebugString());
+    }
+    if (moe.routing_probs_applied() ==
+            v1::MoeConfig::PROBS_APPLIED_ON_INPUT &&
+        moe.router_topk() != 1) {
+      return Invalid("model.moe.routing_probs_applied",
+                     "PROBS_APPLIED_ON_INPUT (--moe-apply-probs-on-input) "
+                     "needs router_topk 1 (Megatron asserts it)",
+                     absl::StrCat("router_topk ", moe.router_topk()));
     }
     if (!(moe.capacity_factor() >= 0 && moe.capacity_factor() <= 1024)) {
       return Invalid("model.moe.capacity_factor",
