@@ -1,10 +1,12 @@
 #include "estimator/megatron_args.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "estimator/catalog.h"
 #include "estimator/estimate.h"
 #include "gtest/gtest.h"
+#include "tests/recipe_launches.h"
 
 namespace memgate {
 namespace {
@@ -497,59 +499,19 @@ TEST(MegatronArgsTest, MixtureOfExpertsLaunchIsModelled) {
             peak(parse("--num-experts 8")));
 }
 
-// NVIDIA's DeepSeek-V3 H100 recipe (Megatron-MoE-ModelZoo
-// best_practice/deepseek-v3/run_deepseek_v3_h100.sh on 1,024 GPUs, with
-// model_configs/benchmarking/DeepSeek-V3.yaml and sbatch_benchmarking.sh's
-// PR=fp8 arguments); its A2A_OVERLAP arguments are added below.
-constexpr char kDeepSeekV3H100[] =
-    "torchrun --nnodes 128 --nproc-per-node 8 pretrain_gpt.py "
-    "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 8 "
-    "--expert-model-parallel-size 64 --context-parallel-size 1 "
-    "--expert-tensor-parallel-size 1 --use-distributed-optimizer "
-    "--overlap-grad-reduce --overlap-param-gather --use-mcore-models "
-    "--sequence-parallel --use-flash-attn --disable-bias-linear "
-    "--micro-batch-size 1 --global-batch-size 8192 "
-    "--cross-entropy-loss-fusion --cross-entropy-fusion-impl native "
-    "--manual-gc --manual-gc-interval 10 --transformer-impl "
-    "transformer_engine --seq-length 4096 --tokenizer-type "
-    "HuggingFaceTokenizer --tokenizer-model unsloth/DeepSeek-V3 "
-    "--no-create-attention-mask-in-dataloader --num-layers 61 "
-    "--hidden-size 7168 --ffn-hidden-size 18432 --num-attention-heads "
-    "128 --kv-channels 128 --max-position-embeddings 4096 "
-    "--position-embedding-type rope --rotary-base 10000 "
-    "--make-vocab-size-divisible-by 3232 --normalization RMSNorm "
-    "--norm-epsilon 1e-6 --swiglu "
-    "--untie-embeddings-and-output-weights --multi-latent-attention "
-    "--attention-dropout 0.0 --hidden-dropout 0.0 --clip-grad 1.0 "
-    "--weight-decay 0.1 --qk-layernorm --num-experts 256 "
-    "--moe-layer-freq ([0]*3+[1]*58) --moe-ffn-hidden-size 2048 "
-    "--moe-shared-expert-intermediate-size 2048 "
-    "--moe-router-load-balancing-type seq_aux_loss --moe-router-topk 8 "
-    "--moe-grouped-gemm --moe-aux-loss-coeff 1e-4 "
-    "--moe-router-group-topk 4 --moe-router-num-groups 8 "
-    "--moe-router-topk-scaling-factor 2.5 --moe-router-score-function "
-    "sigmoid --moe-router-enable-expert-bias "
-    "--moe-router-bias-update-rate 1e-3 --moe-router-dtype fp32 "
-    "--moe-permute-fusion --moe-router-fusion --q-lora-rank 1536 "
-    "--kv-lora-rank 512 --qk-head-dim 128 --qk-pos-emb-head-dim 64 "
-    "--v-head-dim 128 --rotary-scaling-factor 40 --mscale 1.0 "
-    "--mscale-all-dim 1.0 --bf16 --enable-experimental "
-    "--recompute-granularity selective --recompute-modules mla_up_proj "
-    "mlp --mtp-num-layers 1 --mtp-loss-scaling-factor 0.1 "
-    "--pipeline-model-parallel-layout Et|(tt|)*30mL "
-    "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend "
-    "deepep ";
-constexpr char kDeepSeekV3Fp8[] =
-    "--fp8-recipe blockwise --fp8-format e4m3 --fp8-param-gather "
-    "--use-precision-aware-optimizer --main-grads-dtype fp32 "
-    "--main-params-dtype fp32 --exp-avg-dtype bf16 --exp-avg-sq-dtype "
-    "bf16 --moe-router-padding-for-fp8 ";
+// NVIDIA's DeepSeek-V3 H100 recipe (tests/testdata/launches/
+// deepseek_v3_h100.txt: Megatron-MoE-ModelZoo best_practice/deepseek-v3 on
+// 1,024 GPUs): "base" in bf16, "fp8" its PR=fp8 arguments, "overlap" its
+// A2A_OVERLAP ones.
+std::string DeepSeekV3(const std::vector<std::string>& parts) {
+  return testing::RecipeLaunch("deepseek_v3_h100", parts);
+}
 
 // FP8 with experts and MLA and an MTP layer in the pipeline layout were
 // refused; the recipe now reads as it runs, and its fp8 saves memory.
 TEST(MegatronArgsTest, ReadsTheDeepSeekV3RecipeWithItsFp8AndMtpLayout) {
   const std::string fp8_line =
-      absl::StrCat(kDeepSeekV3H100, " ", kDeepSeekV3Fp8);
+      DeepSeekV3({"base", "fp8"});
   absl::StatusOr<MegatronLaunch> fp8 =
       ParseMegatronLaunch(Words(fp8_line), nullptr);
   ASSERT_TRUE(fp8.ok()) << fp8.status();
@@ -563,7 +525,7 @@ TEST(MegatronArgsTest, ReadsTheDeepSeekV3RecipeWithItsFp8AndMtpLayout) {
   EXPECT_EQ(job.parallel().layers_per_stage(0), 1u);
   EXPECT_EQ(job.parallel().layers_per_stage(31), 0u);  // "mL"
   absl::StatusOr<MegatronLaunch> bf16 =
-      ParseMegatronLaunch(Words(kDeepSeekV3H100), nullptr);
+      ParseMegatronLaunch(Words(DeepSeekV3({"base"})), nullptr);
   ASSERT_TRUE(bf16.ok()) << bf16.status();
   v1::Job fp8_job = job, bf16_job = bf16->job;
   fp8_job.mutable_accelerator()->set_name("h100-80gb");
@@ -587,8 +549,7 @@ TEST(MegatronArgsTest, ReadsTheDeepSeekV3RecipeWithItsFp8AndMtpLayout) {
   // With the recipe's EP all-to-all overlap (A2A_OVERLAP=1), one more
   // chunk in flight: a higher peak. Megatron's rules for it are checked:
   // full recomputation beside it is refused by field.
-  const std::string overlap_line =
-      fp8_line + " --delay-wgrad-compute --overlap-moe-expert-parallel-comm";
+  const std::string overlap_line = DeepSeekV3({"base", "fp8", "overlap"});
   absl::StatusOr<MegatronLaunch> overlap =
       ParseMegatronLaunch(Words(overlap_line), nullptr);
   ASSERT_TRUE(overlap.ok()) << overlap.status();
@@ -597,8 +558,7 @@ TEST(MegatronArgsTest, ReadsTheDeepSeekV3RecipeWithItsFp8AndMtpLayout) {
   overlap_job.mutable_accelerator()->set_name("h100-80gb");
   EXPECT_GT(PeakOf(overlap_job), PeakOf(fp8_job));
   absl::StatusOr<MegatronLaunch> full = ParseMegatronLaunch(
-      Words(absl::StrCat(kDeepSeekV3H100,
-                         " --overlap-moe-expert-parallel-comm")),
+      Words(DeepSeekV3({"base"}) + " --overlap-moe-expert-parallel-comm"),
       nullptr);
   ASSERT_TRUE(full.ok()) << full.status();
   v1::Job full_job = full->job;
@@ -614,6 +574,95 @@ TEST(MegatronArgsTest, ReadsTheDeepSeekV3RecipeWithItsFp8AndMtpLayout) {
                 "full recomputation"),
             std::string::npos)
       << refused.status();
+}
+
+// The recipe names arguments no Megatron-Core before the probabilities
+// moved into the experts accepts (the first: --moe-router-fusion), so it
+// is read as the release it runs, and fits under the 80% rule. Read as an
+// unknown release (core 0.12.0's weighted unpermute copy counted, 2h B a
+// routed copy) it does not.
+TEST(MegatronArgsTest, TheDeepSeekV3RecipeFitsAsItsReleaseRunsIt) {
+  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+      Words(DeepSeekV3({"base", "fp8", "overlap"})),
+      nullptr);
+  ASSERT_TRUE(l.ok()) << l.status();
+  v1::Job job = l->job;
+  EXPECT_EQ(job.model().moe().routing_probs_applied(),
+            v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS);
+  bool noted = false;
+  for (const std::string& n : l->notes) {
+    noted |= absl::StrContains(
+        n, "--moe-router-fusion dates the launch after Megatron-Core 0.12.0");
+  }
+  EXPECT_TRUE(noted);
+  job.mutable_accelerator()->set_name("h100-80gb");
+  absl::StatusOr<v1::Estimate> fits = EstimateJob(job);
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(fits->zone(), v1::ZONE_GREEN);
+  for (v1::MoeConfig::ProbsApplied older :
+       {v1::MoeConfig::PROBS_APPLIED_UNSPECIFIED,
+        v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE}) {
+    job.mutable_model()->mutable_moe()->set_routing_probs_applied(older);
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_NE(e->zone(), v1::ZONE_GREEN) << older;
+  }
+}
+
+// Where a launch's MoE layers apply the routing probabilities: unknown
+// (the larger term, said in a note) unless an argument dates the launch;
+// --moe-apply-probs-on-input weights the expert input (top-1 only, as
+// Megatron asserts); the legacy GroupedMLP, interleaved GLU halves and
+// TE's activation module run the activation unfused, which keeps more.
+TEST(MegatronArgsTest, RoutingProbabilitiesFollowTheLaunchsRelease) {
+  const std::string moe =
+      "--num-experts 8 --expert-model-parallel-size 2 --moe-router-topk 2 "
+      "--moe-ffn-hidden-size 7168 --moe-token-dispatcher-type alltoall ";
+  absl::StatusOr<MegatronLaunch> undated = ParseMegatronLaunch(
+      Words(absl::StrCat(kLlama31_8B, " ", moe)), nullptr);
+  ASSERT_TRUE(undated.ok()) << undated.status();
+  EXPECT_EQ(undated->job.model().moe().routing_probs_applied(),
+            v1::MoeConfig::PROBS_APPLIED_UNSPECIFIED);
+  bool noted = false;
+  for (const std::string& n : undated->notes) {
+    noted |= absl::StrContains(n, "no argument dates the launch");
+  }
+  EXPECT_TRUE(noted);
+  // A dated launch keeps less: no weighted unpermute copy.
+  const v1::Job dated = LlamaLaunchJob(moe + "--moe-router-fusion");
+  EXPECT_EQ(dated.model().moe().routing_probs_applied(),
+            v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS);
+  EXPECT_LT(PeakOf(dated), PeakOf(LlamaLaunchJob(moe)));
+  // Unfused activations keep more than the fused SwiGLU.
+  for (const char* unfused :
+       {"--moe-use-legacy-grouped-gemm", "--use-te-activation-func",
+        "--moe-mlp-glu-interleave-size 32"}) {
+    const v1::Job job =
+        LlamaLaunchJob(moe + "--moe-router-fusion " + unfused);
+    EXPECT_TRUE(job.model().moe().expert_activation_unfused()) << unfused;
+    EXPECT_GT(PeakOf(job), PeakOf(dated)) << unfused;
+  }
+  // On the input: top-1 only.
+  const std::string top1 =
+      "--num-experts 8 --expert-model-parallel-size 2 --moe-router-topk 1 "
+      "--moe-ffn-hidden-size 7168 --moe-token-dispatcher-type alltoall ";
+  const v1::Job on_input = LlamaLaunchJob(top1 + "--moe-apply-probs-on-input");
+  EXPECT_EQ(on_input.model().moe().routing_probs_applied(),
+            v1::MoeConfig::PROBS_APPLIED_ON_INPUT);
+  EXPECT_GT(PeakOf(on_input),
+            PeakOf(LlamaLaunchJob(top1 + "--moe-router-fusion")));
+  absl::StatusOr<MegatronLaunch> top2 = ParseMegatronLaunch(
+      Words(absl::StrCat(kLlama31_8B, " ", moe, "--moe-apply-probs-on-input")),
+      nullptr);
+  ASSERT_TRUE(top2.ok()) << top2.status();
+  v1::Job refused = top2->job;
+  refused.mutable_accelerator()->set_name("h100-80gb");
+  absl::StatusOr<v1::Estimate> e = EstimateJob(refused);
+  EXPECT_NE(e.status().message().find(
+                "model.moe.routing_probs_applied: PROBS_APPLIED_ON_INPUT "
+                "(--moe-apply-probs-on-input) needs router_topk 1"),
+            std::string::npos)
+      << e.status();
 }
 
 // --moe-token-dispatcher-type flex: DeepEP's buffers were read past (the

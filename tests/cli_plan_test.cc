@@ -8,6 +8,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "proto/memgate.pb.h"
+#include "tests/recipe_launches.h"
 #include "tests/subprocess.h"
 
 namespace memgate {
@@ -305,6 +306,55 @@ TEST(CliPlanTest, ALaunchIsPlannedAsItRuns) {
     }
   }
   EXPECT_GT(compared, 0);
+}
+
+// NVIDIA's DeepSeek-V3 H100 recipe (TP 2, PP 8, EP 64, interleaved in
+// its layout, fp8 and the EP overlap) planned with its own launch: the
+// published layout is among the first five, GREEN, in the recipe's
+// layout form, with the peak `check` gives the launch itself.
+TEST(CliPlanTest, TheDeepSeekV3RecipeRanksInTheFirstFive) {
+  std::vector<std::string> launch;
+  for (absl::string_view w :
+       absl::StrSplit(testing::RecipeLaunch("deepseek_v3_h100",
+                                            {"base", "fp8", "overlap"}),
+                      ' ', absl::SkipEmpty())) {
+    launch.emplace_back(w);
+  }
+  const RunResult r = Plan(
+      With({"--gpu=h100-80gb", "--top=5", "--format=json", "--"}, launch));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  v1::PlanResponse plan;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &plan).ok())
+      << r.out;
+  ASSERT_EQ(plan.candidates_size(), 5);
+  const v1::Candidate* published = nullptr;
+  for (const v1::Candidate& c : plan.candidates()) {
+    EXPECT_EQ(c.zone(), v1::ZONE_GREEN) << c.why();
+    if (c.tensor_parallel() == 2 && c.context_parallel() == 1 &&
+        c.pipeline_parallel() == 8 && c.expert_parallel() == 64) {
+      published = &c;
+    }
+  }
+  ASSERT_NE(published, nullptr) << r.out;
+  EXPECT_EQ(published->num_gpus(), 1024u);
+  EXPECT_NE(published->megatron_arguments().find(
+                "--pipeline-model-parallel-layout"),
+            std::string::npos)
+      << published->megatron_arguments();
+
+  const RunResult check = testing::Run(
+      With({testing::RunfilePath("client/memgate"), "check",
+            "--gpu=h100-80gb", "--format=json", "--"},
+           launch));
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  v1::Decision decision;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(check.out, &decision).ok())
+      << check.out;
+  EXPECT_EQ(decision.verdict(), v1::VERDICT_ADMIT);
+  const v1::StageMemory& peak = decision.estimate().peak();
+  EXPECT_NEAR(published->peak_bytes(),
+              peak.total_bytes() + peak.expert_imbalance_bytes(), 1);
 }
 
 // What a launch and the flags both give must agree, and a launch the
