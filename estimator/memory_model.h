@@ -44,12 +44,6 @@ struct ModelShape {
   double shared_ffn = 0;     // shared experts' FFN width (0: none)
   bool shared_gate = false;  // a sigmoid gate on the shared experts
   double router_bytes = 4;   // bytes of a router score (fp32 by default)
-  // Where the routing probabilities weight the expert outputs (what the
-  // Megatron-Core release keeps: MoeMlpActivations); unspecified counts
-  // the larger of its two releases' terms.
-  v1::MoeConfig::ProbsApplied probs_applied =
-      v1::MoeConfig::PROBS_APPLIED_UNSPECIFIED;
-  bool expert_activation_unfused = false;  // separate activation ops
   // Which layers are MoE: moe_prefix[i] is how many of layers 0..i-1 are
   // (size L + 1); empty with experts == 0.
   std::vector<uint32_t> moe_prefix;
@@ -60,6 +54,12 @@ struct ModelShape {
   bool mla = false;
   double q_lora = 0, kv_lora = 0, qk_nope = 0, qk_rope = 0, v_head = 0;
   double mtp_layers = 0;  // multi-token prediction layers, last stage
+  // MoE: where the routing probabilities weight the expert outputs (what the
+  // Megatron-Core release keeps: MoeMlpActivations); unspecified counts
+  // the larger of its two releases' terms.
+  v1::MoeConfig::ProbsApplied probs_applied =
+      v1::MoeConfig::PROBS_APPLIED_UNSPECIFIED;
+  bool expert_activation_unfused = false;  // separate activation ops
 };
 
 enum class RecomputeKind { kNone, kSelective, kFullUniform, kFullBlock };

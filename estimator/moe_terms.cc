@@ -147,70 +147,65 @@ double RoutedExpertParameters(const ModelShape& m, const Layout& l) {
 
 namespace {
 
-// Bytes an expert keeps a unit of its FFN width for each routed copy, in
-// 16-bit training before fp8 and recomputation.
-double ExpertWidthBytes(const ModelShape& m, bool probs_multiplied) {
-  const bool unfused =
-      m.gelu_mlp || m.quick_geglu || m.expert_activation_unfused;
-  // Megatron's fused SwiGLU (fused_bias_swiglu.py: bias_swiglu_impl, and
-  // weighted_bias_swiglu_impl with the probabilities) saves only its
-  // input, the FC1 output (4), and FC2 its own input (2): 6 of
-  // Korthikanti's 8 [K], which counts the activation's output apart, as
-  // an unfused SwiGLU keeps it. The session-7 census of real Megatron
-  // steps (bench/RESULTS.md) found 6 in its experts.
-  double bytes = MlpWidthBytes(m) - (unfused ? 0 : 2);
-  // An unfused activation followed by the probabilities' multiply keeps
-  // its output once more (2) [PA]: GeLU and quick-GeGLU experts, the
-  // legacy GroupedMLP, interleaved GLU halves, TE's activation module.
-  if (probs_multiplied && unfused) bytes += 2;
-  return bytes;
-}
-
-// Bytes the routed copies keep for the backward, for one place the
-// routing probabilities are applied [PA].
-double RoutedCopyActivations(const ModelShape& m, const Layout& l,
-                             v1::MoeConfig::ProbsApplied where) {
+// Bytes the routed copies keep for the backward, by where the routing
+// probabilities are applied [PA]; an unknown release the larger of core
+// 0.12.0's and later releases' (one pass: the planner calls this for
+// every stage it estimates).
+double RoutedCopyActivations(const ModelShape& m, const Layout& l) {
   const double e = ElementScale(l);
   const double copies = RoutedCopies(m, l);
   // Each routed copy: the first expert GEMM's input (2h) and the
-  // expert's FFN activations over ETP (ExpertWidthBytes); moe_act
-  // recomputation drops the activation function's output (2 of them),
-  // and runs the probabilities' multiply inside its checkpoint. Under fp8 the
-  // grouped GEMMs save their inputs quantized, columnwise only
-  // (grouped_linear.py: update_usage(rowwise_usage=False)): the first's
-  // f8 bytes an element in place of the 16-bit copy, which dies once
-  // quantized [F8], and the second's, the activation's output, f8 in
-  // place of 2 (with moe_act recomputation the second saves the 16-bit
-  // output it recomputes: experts.py set_save_original_input).
+  // expert's FFN activations over ETP. Megatron's fused SwiGLU
+  // (fused_bias_swiglu.py: bias_swiglu_impl, and weighted_bias_swiglu_impl
+  // with the probabilities) saves only its input, the FC1 output (4 B a
+  // unit of width), and FC2 its own input (2): 6 of Korthikanti's 8 [K],
+  // which counts the activation's output apart, as an unfused activation
+  // keeps it (the session-7 census of real Megatron steps found 6 in its
+  // experts, bench/RESULTS.md). moe_act recomputation drops the
+  // activation's output (2). Under fp8 the grouped GEMMs save their
+  // inputs quantized, columnwise only (grouped_linear.py:
+  // update_usage(rowwise_usage=False)): the first's f8 bytes an element in
+  // place of the 16-bit copy, which dies once quantized [F8], and the
+  // second's, the activation's output, f8 in place of 2 (with moe_act
+  // recomputation the second saves the 16-bit output it recomputes:
+  // experts.py set_save_original_input).
+  const bool unfused =
+      m.gelu_mlp || m.quick_geglu || m.expert_activation_unfused;
   const double f8 = Fp8ElementBytes(l);
   const double input_bytes = l.fp8 ? f8 : 2 * e;
-  const bool probs_in_experts =
-      where != v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE;
   const double width_bytes =
-      ExpertWidthBytes(m, probs_in_experts && !l.recompute_moe_act) * e -
+      (MlpWidthBytes(m) - (unfused ? 0 : 2)) * e -
       (l.recompute_moe_act ? 2 * e : (l.fp8 ? 2 - f8 : 0));
-  double kept = 0;
-  switch (where) {
+  const double width = ExpertFfn(m) / l.expert_tensor;
+  const double common = copies * (input_bytes * m.hidden + width_bytes * width);
+  // Core 0.12.0: unpermute keeps the weighted expert outputs, 2h a copy:
+  // k copies of each of this rank's tokens (every expert's capacity when
+  // padded to it), or, with allgather and DeepEP, the copies this rank's
+  // experts ran.
+  const double unpermute_kept =
+      (l.allgather_dispatcher || l.deepep_dispatcher
+           ? copies
+           : TokensPerRank(l) * m.topk *
+                 (l.pad_to_capacity ? l.capacity_factor : 1)) *
+      2 * e * m.hidden;
+  // Later releases: an unfused activation followed by the probabilities'
+  // multiply keeps its output once more (2 B a unit of width; inside the
+  // moe_act checkpoint it is recomputed): GeLU and quick-GeGLU experts,
+  // the legacy GroupedMLP, interleaved GLU halves, TE's activation module.
+  const double multiply_kept =
+      unfused && !l.recompute_moe_act ? copies * 2 * e * width : 0;
+  switch (m.probs_applied) {
     case v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE:
-      // The weighted expert outputs, 2h a copy: k copies of each of this
-      // rank's tokens (every expert's capacity when padded to it), or,
-      // with allgather and DeepEP, the copies this rank's experts ran.
-      kept = (l.allgather_dispatcher || l.deepep_dispatcher
-                  ? copies
-                  : TokensPerRank(l) * m.topk *
-                        (l.pad_to_capacity ? l.capacity_factor : 1)) *
-             2 * e * m.hidden;
-      break;
+      return common + unpermute_kept;
+    case v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS:
+      return common + multiply_kept;
     case v1::MoeConfig::PROBS_APPLIED_ON_INPUT:
-      // The unweighted expert input the multiply keeps (the first GEMM
+      // The unweighted expert input the multiply before FC1 keeps (FC1
       // saves the weighted one), 2h a copy.
-      kept = copies * 2 * e * m.hidden;
-      break;
+      return common + multiply_kept + copies * 2 * e * m.hidden;
     default:
-      break;
+      return common + std::max(unpermute_kept, multiply_kept);
   }
-  return kept + copies * (input_bytes * m.hidden +
-                          width_bytes * ExpertFfn(m) / l.expert_tensor);
 }
 
 }  // namespace
@@ -222,14 +217,7 @@ double MoeMlpActivations(const ModelShape& m, const Layout& l) {
   if (!l.recompute_moe) {
     // Router scores, kept for the softmax / sigmoid backward [MM].
     bytes += m.router_bytes * tokens * m.experts;
-    // An unknown release: the larger of the two releases' terms [PA].
-    bytes += m.probs_applied == v1::MoeConfig::PROBS_APPLIED_UNSPECIFIED
-                 ? std::max(
-                       RoutedCopyActivations(
-                           m, l, v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE),
-                       RoutedCopyActivations(
-                           m, l, v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS))
-                 : RoutedCopyActivations(m, l, m.probs_applied);
+    bytes += RoutedCopyActivations(m, l);
   }
   if (!l.recompute_moe && !l.recompute_shared_experts && m.shared_ffn > 0) {
     // Shared experts: a dense MLP of width shared_ffn over t [K].
