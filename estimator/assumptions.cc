@@ -33,7 +33,6 @@ std::string RoutingProbsAssumption(const v1::MoeConfig& moe) {
 
 }  // namespace
 
-
 std::vector<std::string> AssumptionsOf(const v1::Job& job) {
   std::vector<std::string> out;
   const v1::TrainingConfig& t = job.training();

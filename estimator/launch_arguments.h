@@ -43,15 +43,15 @@ class Arguments {
   absl::StatusOr<uint32_t> Number(const std::string& name,
                                   uint32_t fallback) const;
 
-  // Arguments after the script (the first word ending in .py; every word
-  // when there is none) that are neither in the table nor Megatron-LM's
-  // (megatron_argument_names.h): the first kMaxUnreviewedNamed, in order,
-  // and how many there were.
   // The first argument after the script that only Megatron-LM after
   // core 0.12.0 accepts (IsArgumentAfterCore0120), or "": it dates the
   // launch's release.
   const std::string& after_core_0_12_0() const { return after_core_0_12_0_; }
 
+  // Arguments after the script (the first word ending in .py; every word
+  // when there is none) that are neither in the table nor Megatron-LM's
+  // (megatron_argument_names.h): the first kMaxUnreviewedNamed, in order,
+  // and how many there were.
   static constexpr size_t kMaxUnreviewedNamed = 8;
   const std::vector<std::string>& unreviewed() const { return unreviewed_; }
   size_t unreviewed_count() const { return unreviewed_count_; }

@@ -48,6 +48,13 @@ double PeakOf(const v1::Job& job) {
   return e.ok() ? e->peak().total_bytes() : 0.0;
 }
 
+// Every note of a read launch, one a line.
+std::string AllNotes(const MegatronLaunch& l) {
+  std::string notes;
+  for (const std::string& n : l.notes) notes += n + "\n";
+  return notes;
+}
+
 TEST(MegatronArgsTest, ReadsTheLlama31_8BLaunch) {
   absl::StatusOr<MegatronLaunch> l =
       ParseMegatronLaunch(Words(kLlama31_8B), nullptr);
@@ -269,8 +276,7 @@ TEST(MegatronArgsTest, MegatronsDefaultsAreAppliedAndSaid) {
   EXPECT_TRUE(m.linear_bias());
   EXPECT_EQ(m.position_embedding(), v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE);
   EXPECT_TRUE(m.tie_word_embeddings());
-  std::string notes;
-  for (const std::string& n : l->notes) notes += n + "\n";
+  const std::string notes = AllNotes(*l);
   for (const char* said : {"fp32", "--hidden-dropout", "--attention-dropout",
                            "LayerNorm", "--disable-bias-linear",
                            "learned absolute", "GeLU", "--ffn-hidden-size"}) {
@@ -583,18 +589,14 @@ TEST(MegatronArgsTest, ReadsTheDeepSeekV3RecipeWithItsFp8AndMtpLayout) {
 // routed copy) it does not.
 TEST(MegatronArgsTest, TheDeepSeekV3RecipeFitsAsItsReleaseRunsIt) {
   absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
-      Words(DeepSeekV3({"base", "fp8", "overlap"})),
-      nullptr);
+      Words(DeepSeekV3({"base", "fp8", "overlap"})), nullptr);
   ASSERT_TRUE(l.ok()) << l.status();
   v1::Job job = l->job;
   EXPECT_EQ(job.model().moe().routing_probs_applied(),
             v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS);
-  bool noted = false;
-  for (const std::string& n : l->notes) {
-    noted |= absl::StrContains(
-        n, "--moe-router-fusion dates the launch after Megatron-Core 0.12.0");
-  }
-  EXPECT_TRUE(noted);
+  EXPECT_TRUE(absl::StrContains(
+      AllNotes(*l),
+      "--moe-router-fusion dates the launch after Megatron-Core 0.12.0"));
   job.mutable_accelerator()->set_name("h100-80gb");
   absl::StatusOr<v1::Estimate> fits = EstimateJob(job);
   ASSERT_TRUE(fits.ok()) << fits.status();
@@ -623,11 +625,8 @@ TEST(MegatronArgsTest, RoutingProbabilitiesFollowTheLaunchsRelease) {
   ASSERT_TRUE(undated.ok()) << undated.status();
   EXPECT_EQ(undated->job.model().moe().routing_probs_applied(),
             v1::MoeConfig::PROBS_APPLIED_UNSPECIFIED);
-  bool noted = false;
-  for (const std::string& n : undated->notes) {
-    noted |= absl::StrContains(n, "no argument dates the launch");
-  }
-  EXPECT_TRUE(noted);
+  EXPECT_TRUE(
+      absl::StrContains(AllNotes(*undated), "no argument dates the launch"));
   // A dated launch keeps less: no weighted unpermute copy.
   const v1::Job dated = LlamaLaunchJob(moe + "--moe-router-fusion");
   EXPECT_EQ(dated.model().moe().routing_probs_applied(),
@@ -743,8 +742,7 @@ TEST(MegatronArgsTest, DataloaderAttentionMaskIsMegatronsDefault) {
   absl::StatusOr<MegatronLaunch> l =
       ParseMegatronLaunch(Words(kLlama31_8B), nullptr);
   ASSERT_TRUE(l.ok()) << l.status();
-  std::string notes;
-  for (const std::string& n : l->notes) notes += n + "\n";
+  const std::string notes = AllNotes(*l);
   EXPECT_NE(notes.find("--no-create-attention-mask-in-dataloader"),
             std::string::npos)
       << notes;

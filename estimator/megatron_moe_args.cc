@@ -158,7 +158,6 @@ absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
                absl::StrCat("'", router, "' is not modelled (fp32)"));
   }
   moe.set_router_dtype(v1::DTYPE_FP32);  // default: an upper bound
-  FillProbsApplied(args, launch, moe);
   moe.set_grouped_gemm(args.Has("moe-grouped-gemm"));
   // Megatron's rules for it are validation's (ValidateExpertOverlap).
   moe.set_overlap_expert_parallel_comm(
@@ -199,6 +198,7 @@ absl::Status FillMoe(const Arguments& args, MegatronLaunch& launch) {
     return s;
   }
   if (absl::Status s = FillDispatch(args, launch, moe); !s.ok()) return s;
+  FillProbsApplied(args, launch, moe);
   MEMGATE_ASSIGN_OR_RETURN(ep, args.Number("expert-model-parallel-size", 1));
   if (ep == 0) return Bad("expert-model-parallel-size", "must be at least 1");
   p.set_expert_parallel(ep);

@@ -144,15 +144,16 @@ TEST(MeasuredStepsTest, MoeStepsAreTheirReleasesTerms) {
   for (const MeasuredStep& s : ReadSteps()) {
     if (s.job.find("moe") == std::string::npos) continue;
     ++moe_rows;
-    v1::Job job = DecisionFor(s).estimate().job();
-    const double unknown_release =
-        DecisionFor(s).estimate().peak().activation_bytes();
+    const v1::Decision unknown_release = DecisionFor(s);
+    v1::Job job = unknown_release.estimate().job();
     job.mutable_model()->mutable_moe()->set_routing_probs_applied(
         v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS);
     absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
     ASSERT_TRUE(d.ok()) << s.job << ": " << d.status();
     const double activations = d->estimate().peak().activation_bytes();
-    EXPECT_LT(activations, unknown_release) << s.job;
+    EXPECT_LT(activations,
+              unknown_release.estimate().peak().activation_bytes())
+        << s.job;
     const double stored = s.stored - LocalAttentionExtras(job);
     EXPECT_LE(stored, activations) << s.job;
     EXPECT_GE(stored, 0.97 * activations) << s.job;
