@@ -44,6 +44,7 @@ constexpr FlagForField kFlagForField[] = {
     {"training.seq_length", "--seq"},
     {"training.global_batch_size", "--gbs"},
     {"training.precision", "--precision"},
+    {"training.megatron_core_version", "--megatron-core"},
     {"num_gpus", "--gpus"},
     {"threshold", "--threshold"},
 };
@@ -108,6 +109,15 @@ void JobFlags::Register(FlagSet& f) {
            "bf16 (fp32 gradients, the paper's; default), bf16-bf16-grads, "
            "fp16 or fp32 (Megatron without --bf16)",
            &precision);
+  RegisterRelease(f);
+}
+
+void JobFlags::RegisterRelease(FlagSet& f) {
+  f.String("megatron-core", "VERSION",
+           "the Megatron-Core release the job runs (0.13.0, core_v0.12.0): "
+           "MoE layers apply the routing probabilities as it does (default: "
+           "unknown, the larger term counted)",
+           &megatron_core);
 }
 
 absl::StatusOr<std::optional<v1::ModelConfig>> JobFlags::ModelToFill(
@@ -239,6 +249,7 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
     if (!parsed.ok()) return parsed.status();
     t.set_precision(*parsed);
   }
+  if (megatron_core) t.set_megatron_core_version(*megatron_core);
   return absl::OkStatus();
 }
 

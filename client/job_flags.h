@@ -29,8 +29,12 @@ struct JobFlags {
   std::optional<uint32_t> gpus, tp, cp, pp, dp, mbs, seq, gbs, ep, etp;
   std::optional<bool> sequence_parallel, distributed_optimizer;
   std::optional<std::string> precision;
+  // The Megatron-Core release (TrainingConfig.megatron_core_version).
+  std::optional<std::string> megatron_core;
 
   void Register(FlagSet& flags);
+  // --megatron-core alone (`plan` registers the model flags one by one).
+  void RegisterRelease(FlagSet& flags);
 
   // A job from these flags alone: TP, CP, PP and MBS default to 1; the
   // model, GPU, GPU count and sequence length are required.

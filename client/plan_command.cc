@@ -67,6 +67,7 @@ struct PlanFlags {
              "bf16 (fp32 gradients, Megatron's with --bf16; default), "
              "bf16-bf16-grads (--grad-reduce-in-bf16), fp16 or fp32",
              &precision);
+    model.RegisterRelease(f);
     f.Bool("recompute",
            "fit layouts that do not fit by the least full recomputation, "
            "ranked by its cost (default on; --no-recompute)",
@@ -143,6 +144,10 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
     request.set_num_gpus(parsed->job.num_gpus());
   }
   if (absl::Status s = f.model.ApplyTo(job, false); !s.ok()) return s;
+  if (f.model.megatron_core) {
+    request.mutable_training()->set_megatron_core_version(
+        *f.model.megatron_core);
+  }
   if (request.seq_length() == 0) {
     return absl::InvalidArgumentError(
         launch.empty() ? "--seq: required"

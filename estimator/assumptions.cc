@@ -26,8 +26,9 @@ std::string RoutingProbsAssumption(const v1::MoeConfig& moe) {
     default:
       return "Megatron-Core release unknown: MoE layers count the larger "
              "of 0.12.0's weighted unpermute copy and later releases' "
-             "in-expert weighting (model.moe.routing_probs_applied says "
-             "which)";
+             "in-expert weighting (training.megatron_core_version, "
+             "memgate's --megatron-core, or model.moe.routing_probs_applied "
+             "says which)";
   }
 }
 

@@ -3,6 +3,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "estimator/catalog.h"
+#include "estimator/megatron_release.h"
 
 namespace memgate {
 namespace {
@@ -72,6 +73,50 @@ absl::Status ResolveAccelerator(v1::Accelerator& gpu) {
   return absl::OkStatus();
 }
 
+// training.megatron_core_version sets what the release decides and the
+// job leaves unset: where MoE layers apply the routing probabilities. A
+// job that says otherwise is refused by field, so that a release cannot
+// quietly undo what a launch's arguments dated (megatron_moe_args.cc).
+absl::Status ResolveRelease(v1::Job& job) {
+  const std::string& version = job.training().megatron_core_version();
+  if (version.empty()) return absl::OkStatus();
+  absl::StatusOr<MegatronCoreRelease> release =
+      ParseMegatronCoreRelease(version);
+  absl::StatusOr<v1::MoeConfig::ProbsApplied> applied =
+      release.ok() ? RoutingProbsAppliedBy(*release)
+                   : absl::StatusOr<v1::MoeConfig::ProbsApplied>(
+                         release.status());
+  if (!applied.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.megatron_core_version: ", applied.status().message()));
+  }
+  if (!job.model().has_moe()) return absl::OkStatus();
+  v1::MoeConfig& moe = *job.mutable_model()->mutable_moe();
+  switch (moe.routing_probs_applied()) {
+    case v1::MoeConfig::PROBS_APPLIED_UNSPECIFIED:
+      moe.set_routing_probs_applied(*applied);
+      return absl::OkStatus();
+    case v1::MoeConfig::PROBS_APPLIED_ON_INPUT:
+      return absl::OkStatus();
+    default:
+      if (moe.routing_probs_applied() == *applied) return absl::OkStatus();
+      // An unknown enum value is validation's to name.
+      if (!v1::MoeConfig::ProbsApplied_IsValid(moe.routing_probs_applied())) {
+        return absl::OkStatus();
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "training.megatron_core_version: core ", version, " applies the "
+          "routing probabilities ",
+          *applied == v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE
+              ? "at unpermute"
+              : "in the experts",
+          ", but model.moe.routing_probs_applied is ",
+          v1::MoeConfig::ProbsApplied_Name(moe.routing_probs_applied()),
+          " (the job sets it or a launch's arguments date it): they "
+          "disagree"));
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<v1::Job> ResolveJob(const v1::Job& job) {
@@ -88,6 +133,7 @@ absl::Status ResolveJobInPlace(v1::Job& resolved) {
       !s.ok()) {
     return s;
   }
+  if (absl::Status s = ResolveRelease(resolved); !s.ok()) return s;
   v1::ParallelConfig& parallel = *resolved.mutable_parallel();
   if (!parallel.has_sequence_parallel()) parallel.set_sequence_parallel(true);
   if (!parallel.has_distributed_optimizer()) {

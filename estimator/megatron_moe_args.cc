@@ -98,10 +98,10 @@ void FillProbsApplied(const Arguments& args, MegatronLaunch& launch,
     return;
   }
   launch.notes.push_back(
-      "no argument dates the launch after Megatron-Core 0.12.0: MoE "
-      "layers count the larger of 0.12.0's weighted unpermute copy (2h B a "
-      "routed copy) and later releases' in-expert weighting; "
-      "model.moe.routing_probs_applied in a job file says which");
+      "no argument dates the launch after Megatron-Core 0.12.0: unless "
+      "memgate's --megatron-core=VERSION names the release, MoE layers "
+      "count the larger of 0.12.0's weighted unpermute copy (2h B a routed "
+      "copy) and later releases' in-expert weighting");
 }
 
 absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,

@@ -218,6 +218,18 @@ TEST_F(ServerTest, InvalidJobIsInvalidArgumentNamingTheField) {
             std::string::npos)
       << status.error_message();
   ASSERT_TRUE(Admit(Green(), &d).ok());  // and it stays up
+
+  // A release string from the wire: its length is bounded before it is
+  // read, and a long one is not echoed back.
+  job = Green();
+  job.mutable_training()->set_megatron_core_version(std::string(4096, '9'));
+  const grpc::Status release = Admit(job, &d);
+  EXPECT_EQ(release.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(release.error_message().rfind("training.megatron_core_version:", 0),
+            0u)
+      << release.error_message();
+  EXPECT_LT(release.error_message().size(), 200u);
+  ASSERT_TRUE(Admit(Green(), &d).ok());
 }
 
 TEST_F(ServerTest, RequestThresholdWithinTheServersBounds) {

@@ -192,13 +192,62 @@ TEST(CliCheckTest, JobFilesInJsonAndTextFormat) {
   EXPECT_EQ(r.exit_code, 2);
 }
 
+// The peak of a verdict line: "ADMIT [GREEN] peak 40.37 GiB ...".
+double PeakGiB(const std::string& out) {
+  const size_t at = out.find("peak ");
+  return at == std::string::npos ? -1 : std::stod(out.substr(at + 5));
+}
+
+// --megatron-core names the release a job runs, so a job checked by flags
+// (no launch to date it) gets its release's MoE term: core 0.12.0 keeps
+// the weighted unpermute copy, 0.13.0 does not, an unknown release counts
+// the larger; the assumptions say which. A release that names both sides
+// is refused by flag; a dense model takes any release.
+TEST(CliCheckTest, TheReleaseFlagSetsTheMoeTerm) {
+  const std::vector<std::string> job = {
+      "--model=qwen3-30b-a3b", "--gpu=h100-80gb", "--gpus=32", "--tp=1",
+      "--pp=4", "--ep=8", "--seq=4096", "--gbs=256"};
+  auto with = [&](const std::string& release) {
+    std::vector<std::string> args = job;
+    if (!release.empty()) args.push_back("--megatron-core=" + release);
+    return Check(args);
+  };
+  const RunResult unknown = with("");
+  const RunResult older = with("0.12.0");
+  const RunResult later = with("core_v0.13.0");
+  for (const RunResult* r : {&unknown, &older, &later}) {
+    ASSERT_EQ(r->exit_code, 0) << r->out << r->err;
+  }
+  EXPECT_GT(PeakGiB(older.out), PeakGiB(later.out) + 1) << later.out;
+  EXPECT_DOUBLE_EQ(PeakGiB(unknown.out), PeakGiB(older.out));
+  EXPECT_NE(unknown.out.find("Megatron-Core release unknown"),
+            std::string::npos)
+      << unknown.out;
+  EXPECT_NE(later.out.find("routing probabilities applied in the experts"),
+            std::string::npos)
+      << later.out;
+
+  const RunResult ambiguous = with("0.12");
+  EXPECT_EQ(ambiguous.exit_code, 2);
+  EXPECT_NE(ambiguous.err.find("training.megatron_core_version "
+                               "(--megatron-core): 0.12 names two"),
+            std::string::npos)
+      << ambiguous.err;
+
+  const RunResult dense = Check({"--model=llama-3.1-8b", "--gpu=a100-40gb",
+                                 "--gpus=8", "--tp=4", "--pp=2", "--seq=8192",
+                                 "--megatron-core=0.13.0"});
+  EXPECT_EQ(dense.exit_code, 0) << dense.err;
+}
+
 TEST(CliCheckTest, HelpListsTheCheckFlags) {
   const RunResult r = Check({"--help"});
   EXPECT_EQ(r.exit_code, 0);
   for (const char* flag :
        {"--job=", "--server=", "--timeout=", "--on-unavailable=",
         "--threshold=", "--admit-yellow", "--request-id=", "--tls-ca=",
-        "--tls-cert=", "--tls-key=", "--format=", "--tp=", "--model="}) {
+        "--tls-cert=", "--tls-key=", "--format=", "--tp=", "--model=",
+        "--megatron-core="}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   }
 }

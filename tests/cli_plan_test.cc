@@ -359,6 +359,53 @@ TEST(CliPlanTest, TheDeepSeekV3RecipeRanksInTheFirstFive) {
 
 // What a launch and the flags both give must agree, and a launch the
 // planner cannot honour is refused by name.
+// A plan by model name has no launch to date it: --megatron-core names
+// the release, and every layout is estimated as that release runs it (a
+// later release keeps no weighted unpermute copy: no layout estimated
+// plainly holds more, some hold less). A release that names both sides
+// is refused by flag.
+TEST(CliPlanTest, TheReleaseFlagPlansAsThatReleaseRuns) {
+  const std::vector<std::string> qwen = {
+      "--model=qwen3-30b-a3b", "--gpu=h100-80gb", "--gpus=64", "--seq=4096",
+      "--gbs=512", "--top=1000", "--format=json"};
+  auto plan_of = [](const RunResult& r) {
+    v1::PlanResponse plan;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &plan).ok())
+        << r.out << r.err;
+    return plan;
+  };
+  const RunResult unknown_run = Plan(qwen);
+  const RunResult later_run = Plan(With(qwen, {"--megatron-core=0.13.0"}));
+  ASSERT_EQ(unknown_run.exit_code, 0) << unknown_run.err;
+  ASSERT_EQ(later_run.exit_code, 0) << later_run.err;
+  const v1::PlanResponse unknown = plan_of(unknown_run);
+  const v1::PlanResponse later = plan_of(later_run);
+  auto key = [](const v1::Candidate& c) {
+    return std::vector<uint32_t>{
+        c.tensor_parallel(),        c.context_parallel(),
+        c.pipeline_parallel(),      c.expert_parallel(),
+        c.expert_tensor_parallel(), c.micro_batch_size(),
+        c.virtual_pipeline_stages(), c.recompute_num_layers()};
+  };
+  int compared = 0, lower = 0;
+  for (const v1::Candidate& c : later.candidates()) {
+    for (const v1::Candidate& u : unknown.candidates()) {
+      if (key(c) != key(u)) continue;
+      ++compared;
+      EXPECT_LE(c.peak_bytes(), u.peak_bytes()) << c.ShortDebugString();
+      if (c.peak_bytes() < u.peak_bytes()) ++lower;
+    }
+  }
+  EXPECT_GT(compared, 20);
+  EXPECT_GT(lower, compared / 2);
+
+  const RunResult ambiguous = Plan(With(qwen, {"--megatron-core=0.12"}));
+  EXPECT_EQ(ambiguous.exit_code, 2);
+  EXPECT_NE(ambiguous.err.find("(--megatron-core): 0.12 names two"),
+            std::string::npos)
+      << ambiguous.err;
+}
+
 TEST(CliPlanTest, ALaunchThatDisagreesOrShardsWithFsdpIsRefused) {
   const std::vector<std::string> launch = {
       "--", "torchrun", "pretrain_gpt.py", "--num-layers", "32",

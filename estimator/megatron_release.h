@@ -1,0 +1,43 @@
+#ifndef MEMGATE_ESTIMATOR_MEGATRON_RELEASE_H_
+#define MEMGATE_ESTIMATOR_MEGATRON_RELEASE_H_
+
+// Megatron-Core releases, as TrainingConfig.megatron_core_version names
+// them, and what memgate's terms take from them. Not part of memgate's
+// API: the resolver (job_resolver.h) applies it; exported for its test.
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/memgate.pb.h"
+
+namespace memgate {
+
+// "0.13.0", "v0.12.1", "core_v0.14.0rc2", "0.13": the forms of Megatron-
+// LM's core_v* tags. `patch` is absent when the text names a minor
+// release only; `rc` when it names a final release.
+struct MegatronCoreRelease {
+  uint32_t major = 0, minor = 0;
+  int64_t patch = -1;  // -1: not given
+  int64_t rc = -1;     // -1: a final release
+};
+
+// At most kMaxReleaseTextBytes characters of that grammar; INVALID_ARGUMENT
+// says which rule the text breaks (without the field's name).
+inline constexpr size_t kMaxReleaseTextBytes = 32;
+absl::StatusOr<MegatronCoreRelease> ParseMegatronCoreRelease(
+    absl::string_view text);
+
+// Where the release applies the routing probabilities (moe_terms.cc
+// [PA]): AT_UNPERMUTE up to core 0.12.0 (its release candidates
+// included), IN_EXPERTS from 0.12.1 and 0.13.0rc0 on (ADLR/megatron-lm!2668:
+// main 2659630721, cherry-picked into core_r0.12.0 as d5d00fdc87; every
+// core_v* tag from those on contains one of them, none before does).
+// INVALID_ARGUMENT for "0.12" (0.12.0 and 0.12.1 differ) and for a release
+// candidate of 0.12.1 (no such tag: which side it falls on is unknown).
+absl::StatusOr<v1::MoeConfig::ProbsApplied> RoutingProbsAppliedBy(
+    const MegatronCoreRelease& release);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_ESTIMATOR_MEGATRON_RELEASE_H_
