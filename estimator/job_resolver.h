@@ -11,7 +11,10 @@ namespace memgate {
 //   - model / accelerator fields left at 0 come from the catalog entry their
 //     `name` names (fields that are set win);
 //   - sequence_parallel and distributed_optimizer default to on, precision to
-//     PRECISION_BF16_FP32_GRADS (the paper's settings).
+//     PRECISION_BF16_FP32_GRADS (the paper's settings);
+//   - training.megatron_core_version sets what that release decides and the
+//     job leaves unset (model.moe.routing_probs_applied: megatron_release.h);
+//     a job that says otherwise is INVALID_ARGUMENT naming the field.
 // Fails (NOT_FOUND / INVALID_ARGUMENT) when a name is unknown and the
 // dimensions it would have supplied are missing. Does not validate: see
 // ValidateJob.
