@@ -80,16 +80,16 @@ absl::Status ResolveAccelerator(v1::Accelerator& gpu) {
 absl::Status ResolveRelease(v1::Job& job) {
   const std::string& version = job.training().megatron_core_version();
   if (version.empty()) return absl::OkStatus();
-  absl::StatusOr<MegatronCoreRelease> release =
+  auto invalid = [](const absl::Status& s) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("training.megatron_core_version: ", s.message()));
+  };
+  const absl::StatusOr<MegatronCoreRelease> release =
       ParseMegatronCoreRelease(version);
-  absl::StatusOr<v1::MoeConfig::ProbsApplied> applied =
-      release.ok() ? RoutingProbsAppliedBy(*release)
-                   : absl::StatusOr<v1::MoeConfig::ProbsApplied>(
-                         release.status());
-  if (!applied.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "training.megatron_core_version: ", applied.status().message()));
-  }
+  if (!release.ok()) return invalid(release.status());
+  const absl::StatusOr<v1::MoeConfig::ProbsApplied> applied =
+      RoutingProbsAppliedBy(*release);
+  if (!applied.ok()) return invalid(applied.status());
   if (!job.model().has_moe()) return absl::OkStatus();
   v1::MoeConfig& moe = *job.mutable_model()->mutable_moe();
   switch (moe.routing_probs_applied()) {
