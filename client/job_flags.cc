@@ -65,7 +65,7 @@ absl::StatusOr<v1::Precision> ParsePrecision(const std::string& text) {
 void JobFlags::Register(FlagSet& f) {
   f.String("model", "NAME",
            "catalog model (llama-2-7b/13b/70b, llama-3-8b/70b, "
-           "llama-3.1-8b/70b/405b, mixtral-8x7b/8x22b, "
+           "llama-3.1-8b/70b/405b, nemotron-4-340b, mixtral-8x7b/8x22b, "
            "qwen3-30b-a3b/235b-a22b, deepseek-v3)",
            &model);
   f.String("model-config", "FILE",

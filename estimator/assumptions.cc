@@ -212,6 +212,9 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
   if (m.mlp_activation() == v1::MLP_ACTIVATION_GELU) {
     out.push_back("GeLU MLP (2 matrices)");
   }
+  if (m.mlp_activation() == v1::MLP_ACTIVATION_SQUARED_RELU) {
+    out.push_back("squared-ReLU MLP (2 matrices; keeps what GeLU keeps)");
+  }
   if (m.mlp_activation() == v1::MLP_ACTIVATION_QUICK_GEGLU) {
     out.push_back("quick-GeGLU MLP, unfused: 12 bytes an FFN column a token "
                   "(an upper bound)");

@@ -14,9 +14,15 @@ namespace {
 struct ModelEntry {
   const char* name;
   uint32_t layers, hidden, ffn_hidden, heads, kv_heads, vocab;
+  // The Llama architecture's (SwiGLU, RMSNorm) unless said otherwise.
+  v1::MlpActivation activation = v1::MLP_ACTIVATION_UNSPECIFIED;
+  v1::Normalization normalization = v1::NORMALIZATION_UNSPECIFIED;
 };
 
-// Dimensions from each model's published config.json (Meta's releases).
+// Dimensions from each model's published config.json (Meta's releases;
+// NVIDIA's Nemotron-4 340B: its technical report, table 1, and NeMo's
+// Nemotron4Config340B: squared ReLU, LayerNorm (1p: zero-centred, weight
+// and bias), untied, no biases, RoPE on half of each head).
 constexpr ModelEntry kModels[] = {
     {"llama-2-7b", 32, 4096, 11008, 32, 32, 32000},
     {"llama-2-13b", 40, 5120, 13824, 40, 40, 32000},
@@ -26,6 +32,8 @@ constexpr ModelEntry kModels[] = {
     {"llama-3.1-8b", 32, 4096, 14336, 32, 8, 128256},
     {"llama-3.1-70b", 80, 8192, 28672, 64, 8, 128256},
     {"llama-3.1-405b", 126, 16384, 53248, 128, 8, 128256},
+    {"nemotron-4-340b", 96, 18432, 73728, 96, 8, 256000,
+     v1::MLP_ACTIVATION_SQUARED_RELU, v1::NORMALIZATION_LAYERNORM},
 };
 
 // Mixture-of-experts models, from their published config.json (Mistral AI,
@@ -84,6 +92,8 @@ void SetDimensions(const ModelEntry& m, v1::ModelConfig& model) {
   model.set_num_attention_heads(m.heads);
   model.set_num_query_groups(m.kv_heads);
   model.set_vocab_size(m.vocab);
+  model.set_mlp_activation(m.activation);
+  model.set_normalization(m.normalization);
 }
 
 // The tables as protos, built once.

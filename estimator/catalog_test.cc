@@ -21,7 +21,7 @@ TEST(CatalogTest, FindsModelsCaseInsensitively) {
 }
 
 TEST(CatalogTest, EveryListedModelIsFoundAndComplete) {
-  EXPECT_EQ(ModelNames().size(), 13u);
+  EXPECT_EQ(ModelNames().size(), 14u);
   for (const std::string& name : ModelNames()) {
     absl::StatusOr<v1::ModelConfig> m = FindModel(name);
     ASSERT_TRUE(m.ok()) << name;
@@ -64,6 +64,19 @@ TEST(CatalogTest, MoeEntriesMatchTheirPublishedConfigs) {
           << name << " stage " << stage;
     }
   }
+}
+
+// Nemotron-4 340B is not a Llama: squared ReLU (2 matrices) and LayerNorm
+// (weight and bias). Counted so, it has the 341.0B parameters of its
+// dimensions (the report's "340B"); as a SwiGLU model it would be 471B.
+TEST(CatalogTest, Nemotron4IsItsOwnArchitecture) {
+  absl::StatusOr<v1::ModelConfig> m = FindModel("nemotron-4-340b");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->mlp_activation(), v1::MLP_ACTIVATION_SQUARED_RELU);
+  EXPECT_EQ(m->normalization(), v1::NORMALIZATION_LAYERNORM);
+  EXPECT_FALSE(m->tie_word_embeddings());
+  EXPECT_FALSE(m->linear_bias());
+  EXPECT_NEAR(TotalParameters(ShapeOf(*m)), 341.03e9, 0.01e9);
 }
 
 TEST(CatalogTest, UnknownModelNamesTheKnownOnes) {

@@ -14,9 +14,16 @@ bool HasAllDimensions(const v1::ModelConfig& m) {
 }
 
 // Copies into `into` the catalog model's architecture it leaves unset:
-// experts, MLA, MTP, head_dim, QK-norm.
+// the MLP's activation and the norm (unset reads as the paper's SwiGLU and
+// RMSNorm, which Nemotron-4 is not), experts, MLA, MTP, head_dim, QK-norm.
 void FillArchitectureGaps(const v1::ModelConfig& from,
                           v1::ModelConfig& into) {
+  if (into.mlp_activation() == v1::MLP_ACTIVATION_UNSPECIFIED) {
+    into.set_mlp_activation(from.mlp_activation());
+  }
+  if (into.normalization() == v1::NORMALIZATION_UNSPECIFIED) {
+    into.set_normalization(from.normalization());
+  }
   if (!into.has_moe() && from.has_moe()) *into.mutable_moe() = from.moe();
   if (!into.has_mla() && from.has_mla()) *into.mutable_mla() = from.mla();
   if (!into.mtp_num_layers()) into.set_mtp_num_layers(from.mtp_num_layers());

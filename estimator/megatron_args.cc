@@ -104,7 +104,24 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
   auto note = [&](absl::string_view text) {
     launch.notes.push_back(std::string(text));
   };
-  if (args.Has("swiglu")) {
+  if (args.Has("squared-relu")) {
+    // argument_utils.py (arguments.py before core 0.14) checks it first:
+    // relu(x)^2 on an ungated MLP, asserting no --swiglu.
+    if (args.Has("swiglu")) {
+      return Bad("squared-relu", "with --swiglu: Megatron asserts not "
+                                 "args.swiglu");
+    }
+    // Biases on, --bias-gelu-fusion stays on (arguments.py turns it off
+    // only without biases), and mlp.py raises "Only support fusion of
+    // gelu and swiglu": the job never trains.
+    if (!args.Has("disable-bias-linear") && !args.Has("no-bias-gelu-fusion")) {
+      return Bad("squared-relu",
+                 "with biases on (no --disable-bias-linear) needs "
+                 "--no-bias-gelu-fusion: Megatron's MLP raises 'Only support "
+                 "fusion of gelu and swiglu'");
+    }
+    m.set_mlp_activation(v1::MLP_ACTIVATION_SQUARED_RELU);
+  } else if (args.Has("swiglu")) {
     m.set_mlp_activation(v1::MLP_ACTIVATION_SWIGLU);  // gated: 3 matrices
     // Megatron's fused bias-SwiGLU keeps its input; unfused, glu() keeps
     // silu(x) and x_linear + offset too, and experts the probability

@@ -5,6 +5,7 @@
 #include "absl/strings/str_split.h"
 #include "estimator/catalog.h"
 #include "estimator/estimate.h"
+#include "estimator/job_resolver.h"
 #include "gtest/gtest.h"
 #include "tests/recipe_launches.h"
 
@@ -324,6 +325,70 @@ TEST(MegatronArgsTest, MemoryArgumentsMapToTheJob) {
             v1::MLP_ACTIVATION_QUICK_GEGLU);
   EXPECT_EQ(parse("--no-position-embedding").model().position_embedding(),
             v1::POSITION_EMBEDDING_ROPE);
+}
+
+// --squared-relu (Nemotron-4): an ungated MLP keeping what GeLU keeps
+// (moe_terms.cc [SR]), and Megatron's two rules about it refused by name.
+TEST(MegatronArgsTest, SquaredReluIsModelledAsMegatronRunsIt) {
+  const v1::Job relu2 = LlamaLaunchJob("--squared-relu", "--swiglu");
+  EXPECT_EQ(relu2.model().mlp_activation(), v1::MLP_ACTIVATION_SQUARED_RELU);
+  const v1::Job gelu = LlamaLaunchJob("", "--swiglu");
+  EXPECT_EQ(PeakOf(relu2), PeakOf(gelu));
+  EXPECT_LT(PeakOf(relu2), PeakOf(LlamaLaunchJob("")));  // 2 matrices, not 3
+
+  auto refusal = [](const std::string& line) {
+    absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(Words(line), nullptr);
+    EXPECT_FALSE(l.ok()) << line;
+    return l.ok() ? std::string() : std::string(l.status().message());
+  };
+  const std::string with_swiglu =
+      refusal(std::string(kLlama31_8B) + " --squared-relu");
+  EXPECT_NE(with_swiglu.find("--squared-relu"), std::string::npos);
+  EXPECT_NE(with_swiglu.find("--swiglu"), std::string::npos);
+  std::string biased = std::string(kLlama31_8B) + " --squared-relu";
+  for (const char* drop : {"--swiglu", "--disable-bias-linear"}) {
+    biased.replace(biased.find(drop), std::string(drop).size(), "");
+  }
+  EXPECT_NE(refusal(biased).find("--no-bias-gelu-fusion"), std::string::npos);
+  absl::StatusOr<MegatronLaunch> unfused =
+      ParseMegatronLaunch(Words(biased + " --no-bias-gelu-fusion"), nullptr);
+  ASSERT_TRUE(unfused.ok()) << unfused.status();
+  EXPECT_TRUE(unfused->job.model().linear_bias());
+  EXPECT_EQ(unfused->job.model().mlp_activation(),
+            v1::MLP_ACTIVATION_SQUARED_RELU);
+}
+
+// NVIDIA's Nemotron-4 340B as its report and NeMo's recipe train it (TP 8,
+// PP 12, 8 virtual stages, 6,144 GPUs, global batch 2304) reads as the
+// catalog's nemotron-4-340b: the same peak as that model by name.
+TEST(MegatronArgsTest, TheNemotron4LaunchIsTheCatalogModel) {
+  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+      Words("torchrun --nnodes 768 --nproc-per-node 8 pretrain_gpt.py "
+            "--num-layers 96 --hidden-size 18432 --ffn-hidden-size 73728 "
+            "--num-attention-heads 96 --group-query-attention "
+            "--num-query-groups 8 --squared-relu --normalization LayerNorm "
+            "--apply-layernorm-1p --position-embedding-type rope "
+            "--rotary-percent 0.5 --untie-embeddings-and-output-weights "
+            "--disable-bias-linear --hidden-dropout 0 --attention-dropout 0 "
+            "--vocab-size 256000 --tensor-model-parallel-size 8 "
+            "--pipeline-model-parallel-size 12 "
+            "--num-layers-per-virtual-pipeline-stage 1 --sequence-parallel "
+            "--use-distributed-optimizer --micro-batch-size 1 "
+            "--global-batch-size 2304 --seq-length 4096 --bf16"),
+      nullptr);
+  ASSERT_TRUE(l.ok()) << l.status();
+  v1::Job launch = l->job;
+  launch.mutable_accelerator()->set_name("h100-80gb");
+  v1::Job by_name = launch;
+  *by_name.mutable_model() = v1::ModelConfig();
+  by_name.mutable_model()->set_name("nemotron-4-340b");
+  absl::StatusOr<v1::Job> resolved = ResolveJob(by_name);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->model().mlp_activation(),
+            v1::MLP_ACTIVATION_SQUARED_RELU);
+  EXPECT_EQ(resolved->model().normalization(), v1::NORMALIZATION_LAYERNORM);
+  EXPECT_EQ(PeakOf(launch), PeakOf(*resolved));
+  EXPECT_EQ(launch.parallel().virtual_pipeline_stages(), 8u);
 }
 
 // Each optimizer-storage, fp8 and FSDP argument reaches the job and moves

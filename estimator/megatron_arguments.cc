@@ -37,6 +37,13 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "a gated MLP (3 matrices) run unfused: 12h_ffn/h activations (the "
        "FC1 output, quick-GeLU's sigmoid and output, the linear half, the "
        "FC2 input)"},
+      {"squared-relu", false, M, "GeLU MLP",
+       "relu(x)^2 (2 matrices, 4h_ffn/h activations as GeLU); refused with "
+       "--swiglu, and with biases unless --no-bias-gelu-fusion (Megatron "
+       "raises)"},
+      {"no-bias-gelu-fusion", false, M, "fused (off without biases)",
+       "no change: GeLU and squared ReLU keep 4h_ffn/h fused or not; lets "
+       "--squared-relu run with biases"},
       {"no-bias-swiglu-fusion", false, P, "fused",
        "with --swiglu refused: the unfused SwiGLU keeps silu(x) and the "
        "linear half beside its input (not modelled); otherwise no effect"},
@@ -323,7 +330,6 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "L2 norms on Q and K (attention.py L2Norm): their inputs stored, "
        "counted as --qk-layernorm (whose 2d weights it lacks: over by "
        "those)"},
-      {"squared-relu", false, R, "off", "not modelled"},
       {"encoder-num-layers", true, R, "", "encoder-decoder: not modelled"},
       {"heterogeneous-layers-config-path", true, R, "",
        "per-layer shapes: not modelled"},

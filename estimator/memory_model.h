@@ -28,7 +28,7 @@ struct ModelShape {
   double vocab = 0;       // v
   double head_dim = 0;    // d; 0 means h / a
   bool tied_embeddings = false;
-  bool gelu_mlp = false;         // GPT's 2-matrix MLP instead of SwiGLU
+  bool ungated_mlp = false;      // GeLU or squared ReLU: 2 matrices, not 3
   bool quick_geglu = false;      // gated, unfused (MlpWidthBytes)
   bool layernorm = false;        // LayerNorm (weight + bias) vs RMSNorm
   bool linear_bias = false;      // biases on every linear layer

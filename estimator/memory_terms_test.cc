@@ -308,7 +308,7 @@ TEST(MemoryTermsTest, QkNormAddsItsWeightsAndInputs) {
 // max_positions x h on the first stage.
 TEST(MemoryTermsTest, GptStyleModelParametersAndActivations) {
   ModelShape m = Small();
-  m.gelu_mlp = true;
+  m.ungated_mlp = true;
   m.layernorm = true;
   m.linear_bias = true;
   m.learned_positions = 2048;

@@ -35,6 +35,14 @@
 //      gated activation runs as glu(x) = act(x_glu) * (x_linear +
 //      glu_linear_offset), activations.py quick_gelu(x) =
 //      x * sigmoid(1.702 x); autograd keeps each product's operands.
+// [SR] Megatron-LM activations.py: squared_relu(x) = pow(relu(x), 2)
+//      under jit_fuser. Run eagerly, relu keeps its output and pow its
+//      input (the same tensor, 2 B a unit of FFN); compiled, the fusion
+//      keeps its input instead (the FC1 output, 2 B). Either way FC2
+//      keeps its input (2 B): 4 B, GeLU's. Megatron fuses no bias into
+//      it (mlp.py raises "Only support fusion of gelu and swiglu"), and
+//      experts weight its output by the probabilities unfused
+//      (experts.py), as GeLU experts.
 // [F8] TransformerEngine under fp8 (module/linear.py, layernorm_linear.py,
 //      grouped_linear.py): a GEMM quantizes its input and saves the fp8
 //      tensor (1 B an element and its scales, Fp8ElementBytes) for the
@@ -47,7 +55,7 @@
 namespace memgate {
 
 double MlpWidthBytes(const ModelShape& m) {
-  if (m.gelu_mlp) return 4;
+  if (m.ungated_mlp) return 4;  // [K] GeLU; [SR] squared ReLU
   // [QG] x_glu's FC1 output (4: both halves share its storage), then
   // sigmoid(1.702 x) and x * sigmoid (2 each), x_linear + offset (2), the
   // FC2 input (2): everything quick_gelu's definition makes, an upper
@@ -97,7 +105,7 @@ double RoutedCopies(const ModelShape& m, const Layout& l) {
 
 }  // namespace
 
-double Gated(const ModelShape& m) { return m.gelu_mlp ? 2 : 3; }
+double Gated(const ModelShape& m) { return m.ungated_mlp ? 2 : 3; }
 double ExpertFfn(const ModelShape& m) {
   return m.expert_ffn > 0 ? m.expert_ffn : m.ffn_hidden;
 }
@@ -170,7 +178,7 @@ double RoutedCopyActivations(const ModelShape& m, const Layout& l) {
   // recomputation the second saves the 16-bit output it recomputes:
   // experts.py set_save_original_input).
   const bool unfused =
-      m.gelu_mlp || m.quick_geglu || m.expert_activation_unfused;
+      m.ungated_mlp || m.quick_geglu || m.expert_activation_unfused;
   const double f8 = Fp8ElementBytes(l);
   const double input_bytes = l.fp8 ? f8 : 2 * e;
   const double width_bytes =

@@ -491,7 +491,7 @@ TEST(MoeTermsTest, AnUnknownReleaseCountsTheLargerTerm) {
   const Layout l = EightGpus(1, 8, 1);
   ModelShape m = SmallMoe();
   m.expert_ffn = 4096;
-  m.gelu_mlp = true;
+  m.ungated_mlp = true;
   const double unknown = StageMemoryOf(m, l, 0, 2).activation_bytes;
   m.probs_applied = v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS;
   const double in_experts = StageMemoryOf(m, l, 0, 2).activation_bytes;
