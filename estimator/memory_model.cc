@@ -268,6 +268,20 @@ struct LayerMix {
   double total() const { return dense + moe; }
 };
 
+// One micro-batch's full activations of a dense and of an MoE layer
+// (LayerActivationsFull): the same for every chunk of a stage, so a stage
+// computes them once rather than once a chunk (the planner's inner loop).
+struct FullLayers {
+  double dense = 0;
+  double moe = 0;  // 0 when the stage has no MoE layer
+};
+
+FullLayers FullLayersOf(const ModelShape& m, const Layout& l,
+                        const LayerMix& stage) {
+  return {LayerActivationsFull(m, l, false),
+          stage.moe > 0 ? LayerActivationsFull(m, l, true) : 0};
+}
+
 // Per micro-batch in flight, the activations a mix of layers stores [MT]:
 // all of them without full recomputation; with method uniform, the input
 // of each group of N layers; with method block, the input of the first N
@@ -275,9 +289,9 @@ struct LayerMix {
 // layers of the mix (an upper bound whatever order dense and MoE layers
 // come in).
 double StoredActivations(const ModelShape& m, const Layout& l,
-                         const LayerMix& mix) {
-  const double dense = LayerActivationsFull(m, l, false);
-  const double moe = mix.moe > 0 ? LayerActivationsFull(m, l, true) : 0;
+                         const LayerMix& mix, const FullLayers& full) {
+  const double dense = full.dense;
+  const double moe = mix.moe > 0 ? full.moe : 0;
   const double layers = mix.total();
   switch (l.recompute) {
     case RecomputeKind::kFullUniform:
@@ -299,12 +313,11 @@ double StoredActivations(const ModelShape& m, const Layout& l,
 // While one micro-batch's backward recomputes, its recomputed layers hold
 // their full activations again: a group of N layers (uniform) or one layer
 // (block) [MT, K 5]. Counted once a stage, above what is stored.
-double RecomputeWorkingSet(const ModelShape& m, const Layout& l,
-                           const LayerMix& mix) {
+double RecomputeWorkingSet(const Layout& l, const LayerMix& mix,
+                           const FullLayers& full) {
   const double layers = mix.total();
-  const double largest =
-      std::max(mix.dense > 0 ? LayerActivationsFull(m, l, false) : 0,
-               mix.moe > 0 ? LayerActivationsFull(m, l, true) : 0);
+  const double largest = std::max(mix.dense > 0 ? full.dense : 0,
+                                  mix.moe > 0 ? full.moe : 0);
   switch (l.recompute) {
     case RecomputeKind::kFullUniform:
       return std::min(l.recompute_layers, layers) * largest;
@@ -703,17 +716,18 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
   auto chunk_mix = [&](size_t j) {
     return chunks != nullptr ? (*chunks)[j] : even_chunk;
   };
+  const FullLayers full = FullLayersOf(m, l, mix);
   double activations = 0;
   if (chunks == nullptr) {
-    activations = in_flight * StoredActivations(m, l, even_chunk) +
-                  RecomputeWorkingSet(m, l, even_chunk);
+    activations = in_flight * StoredActivations(m, l, even_chunk, full) +
+                  RecomputeWorkingSet(l, even_chunk, full);
   } else {
     double working_set = 0;
     for (size_t j = 0; j < chunks->size(); ++j) {
       activations += ChunkMicrobatchesInFlight(l, in_flight, j) *
-                     StoredActivations(m, l, (*chunks)[j]);
+                     StoredActivations(m, l, (*chunks)[j], full);
       working_set =
-          std::max(working_set, RecomputeWorkingSet(m, l, (*chunks)[j]));
+          std::max(working_set, RecomputeWorkingSet(l, (*chunks)[j], full));
     }
     activations += working_set;
   }
@@ -732,7 +746,7 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
     const size_t last_chunk = static_cast<size_t>(l.virtual_stages) - 1;
     auto data_chunk_mask = [&](size_t j) {
       return DataloaderMaskBytes(l, ChunkMicrobatchesInFlight(l, in_flight, j),
-                                 StoredActivations(m, l, chunk_mix(j)));
+                                 StoredActivations(m, l, chunk_mix(j), full));
     };
     if (stage == 0) activations += data_chunk_mask(0);
     if (last && (stage != 0 || last_chunk > 0)) {
