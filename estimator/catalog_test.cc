@@ -77,6 +77,22 @@ TEST(CatalogTest, Nemotron4IsItsOwnArchitecture) {
   EXPECT_FALSE(m->tie_word_embeddings());
   EXPECT_FALSE(m->linear_bias());
   EXPECT_NEAR(TotalParameters(ShapeOf(*m)), 341.03e9, 0.01e9);
+  // The same model as transformers' NemotronConfig writes it (the keys of
+  // its NeMo conversion, the 340B's dimensions; tests/testdata/hf/).
+  absl::StatusOr<v1::ModelConfig> hf =
+      ReadHuggingFaceConfig("tests/testdata/hf/nemotron-4-340b.json");
+  ASSERT_TRUE(hf.ok()) << hf.status();
+  Layout l;
+  l.tensor = 8;
+  l.pipeline = 12;
+  l.data = 16;
+  l.seq_length = 4096;
+  for (uint32_t stage : {0u, 5u, 11u}) {
+    EXPECT_DOUBLE_EQ(
+        StageMemoryOf(ShapeOf(*m), l, stage, 8).total_bytes(),
+        StageMemoryOf(ShapeOf(*hf), l, stage, 8).total_bytes())
+        << "stage " << stage;
+  }
 }
 
 TEST(CatalogTest, UnknownModelNamesTheKnownOnes) {

@@ -32,10 +32,15 @@ struct Family {
   bool qk_norm;          // RMSNorm on Q and K per head (Qwen3Attention)
   bool sandwich_norms;   // norms after attention and the MLP too (Gemma 2/3)
   enum Experts { kDense, kMixtral, kQwenMoe, kDeepseek } experts = kDense;
+  // Nemotron: an ungated MLP of hidden_act (up, down) and LayerNorm1P
+  // (weight and bias), transformers' modeling_nemotron.py.
+  bool ungated_mlp = false;
+  bool layernorm = false;
 };
 
 // Dense decoders with a gated MLP (SwiGLU / GeGLU: three matrices), RMSNorm
-// and rotary positions, as transformers builds them.
+// and rotary positions, as transformers builds them; Nemotron's ungated
+// squared-ReLU MLP and LayerNorm.
 const std::vector<Family>& Families() {
   static const auto* families = new std::vector<Family>{
       {"llama", {"LlamaForCausalLM"}, false, false, false, false},
@@ -56,6 +61,8 @@ const std::vector<Family>& Families() {
        Family::kDeepseek},
       {"deepseek_v3", {"DeepseekV3ForCausalLM"}, false, false, false, false,
        Family::kDeepseek},
+      {"nemotron", {"NemotronForCausalLM"}, false, false, false, false,
+       Family::kDense, true, true},
   };
   return *families;
 }
@@ -73,7 +80,7 @@ const char* WhyNotModelled(absl::string_view model_type) {
   }
   return "not a family memgate models (llama, mistral, qwen2, qwen3, phi3, "
          "gemma, gemma2, gemma3_text, mixtral, qwen2_moe, qwen3_moe, "
-         "deepseek_v2, deepseek_v3)";
+         "deepseek_v2, deepseek_v3, nemotron)";
 }
 
 absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
@@ -81,7 +88,7 @@ absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
     return absl::InvalidArgumentError(
         "config.json: model_type: missing (memgate reads llama, mistral, "
         "qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, mixtral, qwen2_moe, "
-        "qwen3_moe, deepseek_v2 and deepseek_v3 configs)");
+        "qwen3_moe, deepseek_v2, deepseek_v3 and nemotron configs)");
   }
   for (const Family& f : Families()) {
     if (hf.model_type() != f.model_type) continue;
@@ -250,6 +257,20 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
   // The paper's Llama otherwise: gated MLP, RMSNorm, rotary positions.
   model.set_mlp_activation(v1::MLP_ACTIVATION_SWIGLU);
   model.set_normalization(v1::NORMALIZATION_RMSNORM);
+  if ((*family)->ungated_mlp) {
+    // NemotronConfig's default and every published Nemotron's: relu2.
+    const std::string act = hf.hidden_act().empty() ? "relu2" : hf.hidden_act();
+    if (act != "relu2") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config.json: hidden_act: '", act.substr(0, 32),
+          "' is not modelled for model_type '", (*family)->model_type,
+          "' (relu2)"));
+    }
+    model.set_mlp_activation(v1::MLP_ACTIVATION_SQUARED_RELU);
+  }
+  if ((*family)->layernorm) {
+    model.set_normalization(v1::NORMALIZATION_LAYERNORM);
+  }
   model.set_position_embedding(v1::POSITION_EMBEDDING_ROPE);
   if (absl::Status st = FillExperts(hf, **family, model); !st.ok()) return st;
   return model;
@@ -259,8 +280,8 @@ std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
   // Reviewed and read past: they do not change per-GPU training memory
   // under Megatron. Token ids, initialisation, inference caches and
   // transformers' bookkeeping; rotary frequencies, scaling and partial
-  // rotary (no parameters); norm epsilons; activation names (the families'
-  // MLPs are gated whatever the function); routing weights, groups and
+  // rotary (no parameters); norm epsilons; Gemma's activation name (its
+  // MLP is gated whatever the function); routing weights, groups and
   // auxiliary losses (the routed copies are top-k either way); sliding
   // windows and attention logit scales (FlashAttention stores no s^2
   // scores either way); dropout probabilities (the job's training settings
@@ -269,10 +290,10 @@ std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
   static const auto* reviewed = new std::set<std::string>{
       "attention_dropout", "attn_logit_softcapping", "auto_map",
       "aux_loss_alpha", "bos_token_id", "cache_implementation", "dtype",
-      "embd_pdrop", "eos_token_id", "ep_size", "hidden_act",
-      "hidden_activation", "initializer_range", "layer_types",
+      "embd_pdrop", "eos_token_id", "ep_size", "hidden_activation",
+      "initializer_range", "layer_norm_eps", "layer_types",
       "max_position_embeddings", "max_window_layers", "n_group",
-      "norm_topk_prob", "original_max_position_embeddings",
+      "norm_eps", "norm_topk_prob", "original_max_position_embeddings",
       "output_router_logits", "pad_token_id", "partial_rotary_factor",
       "pretraining_tp", "quantization_config", "query_pre_attn_scalar",
       "resid_pdrop", "rms_norm_eps", "rope_local_base_freq",
@@ -280,7 +301,8 @@ std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
       "routed_scaling_factor", "router_aux_loss_coef", "scoring_func",
       "seq_aux", "sliding_window", "sliding_window_pattern",
       "sliding_window_size", "topk_group", "topk_method", "torch_dtype",
-      "transformers_version", "use_cache", "use_sliding_window"};
+      "transformers_version", "unk_token_id", "use_cache",
+      "use_sliding_window"};
   std::vector<std::string> out;
   google::protobuf::Struct top;
   google::protobuf::util::JsonParseOptions options;

@@ -181,6 +181,30 @@ TEST(HfConfigTest, PublishedConfigsGiveThePublishedParameterCounts) {
   EXPECT_FLOAT_EQ(gemma3->final_logit_softcapping(), 0);  // null: none
 }
 
+// Nemotron (transformers' NemotronForCausalLM): an ungated squared-ReLU
+// MLP (up and down: 2 matrices) and LayerNorm1P (a weight and a bias).
+// Its epsilon keys are reviewed, not named as unread.
+TEST(HfConfigTest, NemotronIsSquaredReluAndLayerNorm) {
+  std::vector<std::string> notes;
+  absl::StatusOr<v1::ModelConfig> m = ReadHuggingFaceConfig(
+      "tests/testdata/hf/nemotron-4-340b.json", &notes);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->mlp_activation(), v1::MLP_ACTIVATION_SQUARED_RELU);
+  EXPECT_EQ(m->normalization(), v1::NORMALIZATION_LAYERNORM);
+  EXPECT_FALSE(m->tie_word_embeddings());
+  EXPECT_TRUE(notes.empty()) << notes.front();
+  // 96 x (attention 18432 x (18432 + 2 x 8 x 192) + 18432^2, MLP 2 x 18432
+  // x 73728, two norms of 2 x 18432) + embedding and head 2 x 256000 x
+  // 18432 + the final norm.
+  const double h = 18432, f = 73728, kv = 8 * 192, v = 256000;
+  EXPECT_DOUBLE_EQ(TotalParameters(ShapeOf(*m)),
+                   96 * (h * (h + 2 * kv) + h * h + 2 * h * f + 4 * h) +
+                       2 * v * h + 2 * h);
+  EXPECT_TRUE(UnreviewedHuggingFaceKeys(
+                  R"({"layer_norm_eps": 1e-5, "unk_token_id": 0})")
+                  .empty());
+}
+
 // Gemma 2's terms by hand, one GPU, s = 1024, b = 1, bf16: the two
 // sandwich norms store 2 x 2sbh more a layer (h = 3584), and the logits'
 // tanh 2sbv (v = 256000) on the last stage.
@@ -226,6 +250,9 @@ TEST(HfConfigTest, UnmodelledFamiliesAreRefusedByName) {
             "LlamaForSequenceClassification"},
            {R"({"model_type": "llama", "mlp_bias": true, )" + dims + "}",
             "mlp_bias"},
+           {R"({"model_type": "nemotron", "hidden_act": "gelu", )" + dims +
+                "}",
+            "hidden_act: 'gelu'"},
        }) {
     absl::StatusOr<v1::ModelConfig> r = ModelFromHuggingFaceJson(json, "x");
     ASSERT_FALSE(r.ok()) << json;
