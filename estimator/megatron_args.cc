@@ -105,7 +105,7 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
     launch.notes.push_back(std::string(text));
   };
   if (args.Has("squared-relu")) {
-    // argument_utils.py (arguments.py before core 0.14) checks it first:
+    // arguments.py (argument_utils.py from core 0.18) checks it first:
     // relu(x)^2 on an ungated MLP, asserting no --swiglu.
     if (args.Has("swiglu")) {
       return Bad("squared-relu", "with --swiglu: Megatron asserts not "
