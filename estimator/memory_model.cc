@@ -131,7 +131,7 @@ double LayerParameters(const ModelShape& m, const Layout& l,
   const double attention = m.mla ? 0 : h * qkv_out + QueryWidth(m) * h;
   // An MoE layer's MLP is its shared experts, router and routed experts
   // (moe_terms.cc; the routed ones are counted apart: other sharding).
-  const double mlp = moe ? 0 : (m.ungated_mlp ? 2 : 3) * h * m.ffn_hidden;
+  const double mlp = moe ? 0 : Gated(m) * h * m.ffn_hidden;
   double split = attention + mlp;
   // Two norms a layer; Gemma 2/3's sandwich norms add two after attention
   // and the MLP [G].
@@ -142,7 +142,7 @@ double LayerParameters(const ModelShape& m, const Layout& l,
     replicated += 2 * HeadDim(m) * (m.layernorm ? 2 : 1);
   }
   if (m.linear_bias) {
-    split += qkv_out + (m.ungated_mlp ? 1 : 2) * m.ffn_hidden;
+    split += qkv_out + (Gated(m) - 1) * m.ffn_hidden;  // FC1 bias
     replicated += 2 * h;
   } else if (m.qkv_bias) {
     split += qkv_out;

@@ -12,7 +12,8 @@ namespace memgate {
 
 // ---- Shapes ----
 
-// Matrices of an MLP: 3 (SwiGLU) or 2 (GeLU).
+// Matrices of an MLP: 3 (gated: SwiGLU, quick-GeGLU) or 2 (GeLU, squared
+// ReLU).
 double Gated(const ModelShape& m);
 // A routed expert's FFN width (--moe-ffn-hidden-size, else the dense one).
 double ExpertFfn(const ModelShape& m);
