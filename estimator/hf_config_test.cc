@@ -203,6 +203,17 @@ TEST(HfConfigTest, NemotronIsSquaredReluAndLayerNorm) {
   EXPECT_TRUE(UnreviewedHuggingFaceKeys(
                   R"({"layer_norm_eps": 1e-5, "unk_token_id": 0})")
                   .empty());
+  // A hostile hidden_act is refused without echoing it whole.
+  const std::string long_act(4096, 'x');
+  absl::StatusOr<v1::ModelConfig> hostile = ModelFromHuggingFaceJson(
+      R"({"model_type": "nemotron", "hidden_act": ")" + long_act +
+          R"(", "hidden_size": 64, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "intermediate_size": 256,
+          "vocab_size": 1000})",
+      "x");
+  ASSERT_FALSE(hostile.ok());
+  EXPECT_NE(hostile.status().message().find("hidden_act"), std::string::npos);
+  EXPECT_LT(hostile.status().message().size(), 200u);
 }
 
 // Gemma 2's terms by hand, one GPU, s = 1024, b = 1, bf16: the two

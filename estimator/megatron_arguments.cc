@@ -41,6 +41,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "relu(x)^2 (2 matrices, 4h_ffn/h activations as GeLU); refused with "
        "--swiglu, and with biases unless --no-bias-gelu-fusion (Megatron "
        "raises)"},
+      {"use-fused-weighted-squared-relu", false, M, "off",
+       "squared-ReLU experts weight their output by the probabilities in one "
+       "fused op (keeps its input and the probabilities): counted as the "
+       "unfused activation and multiply, an upper bound"},
       {"no-bias-gelu-fusion", false, M, "fused (off without biases)",
        "no change: GeLU and squared ReLU keep 4h_ffn/h fused or not; lets "
        "--squared-relu run with biases"},
