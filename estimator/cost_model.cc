@@ -180,7 +180,7 @@ SpeedFactors SpeedOf(const ModelShape& m, const LayerWeights& weights,
     f.bubble = (l.pipeline - 1) / (microbatches * l.virtual_stages);
     // The LM head's per-token forward FLOPs, 2hv, in layers.
     const double h = m.hidden;
-    const double head_in_layers = 2 * h * m.vocab / layer_flops;
+    const double head_in_layers = 2 * h * VocabRows(m, l.tensor) / layer_flops;
     const double per_stage = m.layers / l.pipeline;
     double slowest = per_stage + head_in_layers;  // the last stage
     if (stages.first > 0 && l.pipeline > 2) {

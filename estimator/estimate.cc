@@ -119,7 +119,7 @@ absl::Status EstimateJobInto(const v1::Job& job, double threshold,
   const uint32_t stages = resolved.parallel().pipeline_parallel();
 
   estimate.set_data_parallel(static_cast<uint32_t>(layout.data));
-  estimate.set_total_parameters(TotalParameters(shape));
+  estimate.set_total_parameters(TotalParameters(shape, layout.tensor));
   estimate.mutable_stages()->Reserve(static_cast<int>(stages));
   int peak_index = 0;
   const VirtualStages virtual_stages = VirtualStagesOf(resolved);

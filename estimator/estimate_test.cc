@@ -45,6 +45,33 @@ TEST(EstimateTest, CatalogNameBringsExpertsWithExplicitDimensions) {
   EXPECT_NEAR(named->total_parameters() / 46.7e9, 1, 0.005);
 }
 
+// model.vocab_size_divisible_by pads as Megatron does at the job's TP:
+// 128,256 with 128 x TP 8 is the job whose vocabulary is 129,024 outright,
+// stage for stage and in its parameter count; at TP 2 (a multiple of 256
+// already) nothing changes.
+TEST(EstimateTest, TheVocabularyMultiplePadsAtTheJobsTp) {
+  auto job_at = [](uint32_t tp, uint32_t vocab, uint32_t multiple) {
+    v1::Job job = PaperJob("llama-3.1-8b", "h100-80gb", tp, 1, 2, 1, 64, 8192);
+    job.mutable_model()->set_vocab_size(vocab);
+    job.mutable_model()->set_vocab_size_divisible_by(multiple);
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return *e;
+  };
+  const v1::Estimate padded = job_at(8, 128256, 128);
+  const v1::Estimate outright = job_at(8, 129024, 0);
+  ASSERT_EQ(padded.stages_size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_DOUBLE_EQ(padded.stages(i).total_bytes(),
+                     outright.stages(i).total_bytes());
+  }
+  EXPECT_DOUBLE_EQ(padded.total_parameters(), outright.total_parameters());
+  EXPECT_GT(padded.peak().total_bytes(),
+            job_at(8, 128256, 0).peak().total_bytes());
+  EXPECT_DOUBLE_EQ(job_at(2, 128256, 128).peak().total_bytes(),
+                   job_at(2, 128256, 0).peak().total_bytes());
+}
+
 // The largest MoE job validation allows (65,536 layers, 4096 stages of 16
 // chunks each) is estimated, and one more layer's worth is refused by
 // validation before any work. Its cost (the per-layer table and the chunk

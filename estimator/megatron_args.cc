@@ -20,6 +20,7 @@
 #include "estimator/megatron_arguments.h"
 #include "estimator/megatron_moe_args.h"
 #include "estimator/pipeline_layout.h"
+#include "estimator/validation.h"
 
 namespace memgate {
 namespace {
@@ -241,6 +242,7 @@ absl::Status PadVocabulary(const Arguments& args, MegatronLaunch& launch) {
   if (args.Has("padded-vocab-size")) {
     if (outright == 0) return Bad("padded-vocab-size", "must be at least 1");
     m.set_vocab_size(outright);
+    m.set_vocab_size_divisible_by(0);
     launch.notes.push_back(absl::StrCat("vocabulary ", outright,
                                         " as given (--padded-vocab-size)"));
     return absl::OkStatus();
@@ -255,8 +257,9 @@ absl::Status PadVocabulary(const Arguments& args, MegatronLaunch& launch) {
   }
   MEMGATE_ASSIGN_OR_RETURN(divisible,
                            args.Number("make-vocab-size-divisible-by", 128));
-  if (divisible == 0) {
-    return Bad("make-vocab-size-divisible-by", "must be at least 1");
+  if (divisible == 0 || divisible > kMaxVocabSizeDivisibleBy) {
+    return Bad("make-vocab-size-divisible-by",
+               absl::StrCat("must be 1 to ", kMaxVocabSizeDivisibleBy));
   }
   const uint64_t multiple =
       static_cast<uint64_t>(divisible) *
@@ -269,7 +272,10 @@ absl::Status PadVocabulary(const Arguments& args, MegatronLaunch& launch) {
                                         launch.job.parallel().tensor_parallel(),
                                         ")"));
   }
-  m.set_vocab_size(static_cast<uint32_t>(padded));
+  // The job keeps the tokenizer's size and the multiple: a plan from this
+  // launch pads again at each candidate's TP (memory_model.h VocabRows).
+  m.set_vocab_size(vocab);
+  m.set_vocab_size_divisible_by(divisible);
   return absl::OkStatus();
 }
 

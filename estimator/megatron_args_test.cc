@@ -6,6 +6,7 @@
 #include "estimator/catalog.h"
 #include "estimator/estimate.h"
 #include "estimator/job_resolver.h"
+#include "estimator/memory_model.h"
 #include "gtest/gtest.h"
 #include "tests/recipe_launches.h"
 
@@ -67,7 +68,12 @@ TEST(MegatronArgsTest, ReadsTheLlama31_8BLaunch) {
   EXPECT_EQ(job.model().ffn_hidden_size(), 14336u);
   EXPECT_EQ(job.model().num_query_groups(), 8u);
   EXPECT_FALSE(job.model().tie_word_embeddings());
-  EXPECT_EQ(job.model().vocab_size(), 128512u);  // padded to 128 x TP 4
+  // The tokenizer's vocabulary and Megatron's multiple: padded to 128 x TP
+  // 4 where the layout is known (the estimate; a plan at each candidate's
+  // TP).
+  EXPECT_EQ(job.model().vocab_size(), 128256u);
+  EXPECT_EQ(job.model().vocab_size_divisible_by(), 128u);
+  EXPECT_EQ(VocabRows(ShapeOf(job.model()), 4), 128512);
   EXPECT_EQ(job.parallel().tensor_parallel(), 4u);
   EXPECT_EQ(job.parallel().pipeline_parallel(), 2u);
   EXPECT_EQ(job.parallel().context_parallel(), 1u);
@@ -105,7 +111,7 @@ TEST(MegatronArgsTest, ReadsTheLlama31_70BLaunchWithEqualsAndUnderscores) {
   ASSERT_TRUE(l.ok()) << l.status();
   EXPECT_EQ(l->job.num_gpus(), 64u);
   EXPECT_EQ(l->job.parallel().context_parallel(), 2u);
-  EXPECT_EQ(l->job.model().vocab_size(), 129024u);  // multiple of 1024
+  EXPECT_EQ(VocabRows(ShapeOf(l->job.model()), 8), 129024);  // of 1024
 }
 
 TEST(MegatronArgsTest, CatalogModelFillsWhatTheLaunchLeavesOut) {
@@ -119,7 +125,7 @@ TEST(MegatronArgsTest, CatalogModelFillsWhatTheLaunchLeavesOut) {
   EXPECT_EQ(l->job.model().name(), "llama-3.1-8b");
   EXPECT_EQ(l->job.model().num_layers(), 32u);
   EXPECT_EQ(l->job.model().num_query_groups(), 8u);
-  EXPECT_EQ(l->job.model().vocab_size(), 128256u);  // already a multiple
+  EXPECT_EQ(VocabRows(ShapeOf(l->job.model()), 2), 128256);  // a multiple
   EXPECT_EQ(l->job.num_gpus(), 8u);
 }
 
@@ -231,10 +237,21 @@ TEST(MegatronArgsTest, VocabularyFromTheTokenizerOrTheCatalog) {
 TEST(MegatronArgsTest, PaddedVocabularySizeIsTheModelsVocabulary) {
   const v1::Job given = LlamaLaunchJob("--padded-vocab-size 256000");
   EXPECT_EQ(given.model().vocab_size(), 256000u);
+  EXPECT_EQ(given.model().vocab_size_divisible_by(), 0u);
   EXPECT_GT(PeakOf(given), PeakOf(LlamaLaunchJob("")));
   // Not rounded up to 128 x TP on top.
   EXPECT_EQ(LlamaLaunchJob("--padded-vocab-size 128257").model().vocab_size(),
             128257u);
+  // A padding multiple past validation's ceiling is refused by its name.
+  absl::StatusOr<MegatronLaunch> huge = ParseMegatronLaunch(
+      Words(std::string(kLlama31_8B) +
+            " --make-vocab-size-divisible-by 65537"),
+      nullptr);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("--make-vocab-size-divisible-by: "
+                                         "must be 1 to 65536"),
+            std::string::npos)
+      << huge.status();
   absl::StatusOr<MegatronLaunch> zero = ParseMegatronLaunch(
       Words(std::string(kLlama31_8B) + " --padded-vocab-size 0"), nullptr);
   ASSERT_FALSE(zero.ok());

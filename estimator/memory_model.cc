@@ -349,7 +349,7 @@ double HeadActivations(const ModelShape& m, const Layout& l) {
   const double softcap =
       m.logit_softcapping ? 2 * ActivationElementScale(l) : 0;
   return 4 * ActivationElementScale(l) * sb * m.hidden / split +
-         (4 + softcap) * sb * m.vocab / l.tensor;
+         (4 + softcap) * sb * VocabRows(m, l.tensor) / l.tensor;
 }
 
 // The dataloader's attention mask on a stage that reads data [DL]: 1 byte
@@ -419,6 +419,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
   m.heads = model.num_attention_heads();
   m.kv_heads = model.num_query_groups();
   m.vocab = model.vocab_size();
+  m.vocab_multiple = model.vocab_size_divisible_by();
   m.head_dim = model.head_dim();  // 0: h / a
   m.tied_embeddings = model.tie_word_embeddings();
   // Squared ReLU keeps what GeLU keeps (moe_terms.cc MlpWidthBytes [SR]).
@@ -614,9 +615,16 @@ Layout LayoutOf(const v1::Job& job) {
   return l;
 }
 
-double TotalParameters(const ModelShape& m) {
+double VocabRows(const ModelShape& m, double tensor) {
+  if (m.vocab_multiple <= 0) return m.vocab;
+  const double multiple = m.vocab_multiple * tensor;
+  return std::ceil(m.vocab / multiple) * multiple;
+}
+
+double TotalParameters(const ModelShape& m, double tensor) {
   Layout unsplit;  // t = EP = ETP = 1
-  const double embeddings = (m.tied_embeddings ? 1 : 2) * m.hidden * m.vocab;
+  const double embeddings =
+      (m.tied_embeddings ? 1 : 2) * m.hidden * VocabRows(m, tensor);
   const double moe = MoeLayersIn(m, 0, m.layers);
   const double experts = RoutedExpertParameters(m, unsplit);
   const double mtp =
@@ -687,7 +695,7 @@ double EmbeddingMicrobatchesInFlight(const Layout& l, double in_flight) {
 double TwoLargestUnits(const ModelShape& m, const Layout& l, uint32_t stage,
                        double stage_layers) {
   const double layer = LayerParameters(m, l);
-  const double vocab_shard = m.hidden * m.vocab / l.tensor;
+  const double vocab_shard = m.hidden * VocabRows(m, l.tensor) / l.tensor;
   double units[4] = {stage_layers >= 1 ? layer : 0,
                      stage_layers >= 2 ? layer : 0, 0, 0};
   if (stage == 0) units[2] = vocab_shard + m.learned_positions * m.hidden;
@@ -768,7 +776,7 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
                             const std::vector<LayerMix>* chunks) {
   const bool first = stage == 0;
   const bool last = stage + 1 >= l.pipeline;
-  const double vocab_shard = m.hidden * m.vocab / l.tensor;
+  const double vocab_shard = m.hidden * VocabRows(m, l.tensor) / l.tensor;
   const double stage_layers = mix.total();
 
   // Parameters held [P 3.1]: the embedding (and a learned position

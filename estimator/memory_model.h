@@ -25,7 +25,10 @@ struct ModelShape {
   double ffn_hidden = 0;  // h_ffn
   double heads = 0;       // a
   double kv_heads = 0;    // k
-  double vocab = 0;       // v
+  double vocab = 0;       // v (or the tokenizer's: vocab_multiple)
+  // Megatron pads v to a multiple of vocab_multiple x t per layout
+  // (VocabRows); 0: v is already padded.
+  double vocab_multiple = 0;
   double head_dim = 0;    // d; 0 means h / a
   bool tied_embeddings = false;
   bool ungated_mlp = false;      // GeLU or squared ReLU: 2 matrices, not 3
@@ -177,8 +180,15 @@ double QueryWidth(const ModelShape& m);
 Layout LayoutOf(const v1::Job& resolved_job);
 
 // Parameters of the whole, unsharded model (the paper's equation 3,
-// generalized to head_dim, GeLU, LayerNorm, biases, learned positions).
-double TotalParameters(const ModelShape& m);
+// generalized to head_dim, GeLU, LayerNorm, biases, learned positions),
+// with the vocabulary padded as at TP `tensor`.
+double TotalParameters(const ModelShape& m, double tensor = 1);
+
+// The vocabulary's rows as Megatron allocates them at TP `tensor`: v
+// rounded up to a multiple of vocab_multiple x t
+// (core/tokenizers/utils/build_tokenizer.py _set_padded_vocab_size), or v
+// when it is already padded.
+double VocabRows(const ModelShape& m, double tensor);
 
 // Micro-batches whose activations pipeline stage `stage` holds at its
 // peak: p - stage under 1F1B (the paper), at most m (Megatron's 1F1B runs

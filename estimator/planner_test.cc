@@ -889,6 +889,44 @@ TEST(PlannerTest, TensorParallelTilesANodeAndEveryCandidateIsValid) {
   }
 }
 
+// A plan from a launch keeps Megatron's padding multiple, not the
+// launch's padded vocabulary: a candidate of another TP pads 128,256 at its
+// own TP (128 x 8 = 1,024: 129,024 rows), so its peak is the one `memgate
+// check` gives its pasted launch. The plan used the launch TP's padding for
+// every candidate, a few MB under the check at larger TP.
+TEST(PlannerTest, EachCandidatePadsTheVocabularyAtItsOwnTp) {
+  v1::PlanRequest padded = Request("llama-3.1-8b", "h100-80gb", 64, 8192, 512);
+  padded.mutable_model()->set_vocab_size_divisible_by(128);
+  padded.set_top_k(0);
+  v1::PlanRequest unpadded = padded;
+  unpadded.mutable_model()->set_vocab_size_divisible_by(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(padded);
+  absl::StatusOr<v1::PlanResponse> plain = PlanLayouts(unpadded);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  std::map<std::string, double> plain_peaks;
+  for (const v1::Candidate& c : plain->candidates()) {
+    plain_peaks[c.megatron_arguments()] = c.peak_bytes();
+  }
+  std::set<uint32_t> padded_tps;
+  for (const v1::Candidate& c : plan->candidates()) {
+    absl::StatusOr<v1::Estimate> e = EstimateJob(JobForCandidate(padded, c));
+    ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
+    EXPECT_DOUBLE_EQ(e->peak().total_bytes(), c.peak_bytes())
+        << c.ShortDebugString();
+    // 128,256 is a multiple of 128 and 256: only TP 4 and 8 pad.
+    auto same = plain_peaks.find(c.megatron_arguments());
+    ASSERT_NE(same, plain_peaks.end()) << c.megatron_arguments();
+    if (c.tensor_parallel() >= 4) {
+      EXPECT_GT(c.peak_bytes(), same->second) << c.ShortDebugString();
+      padded_tps.insert(c.tensor_parallel());
+    } else {
+      EXPECT_EQ(c.peak_bytes(), same->second) << c.ShortDebugString();
+    }
+  }
+  EXPECT_EQ(padded_tps, (std::set<uint32_t>{4, 8}));
+}
+
 // With the flex dispatcher the plan proposes only expert groups DeepEP has
 // a config for (EP x ETP of 2 to 160, not 1, not 12) and every candidate
 // carries DeepEP's buffers in its peak: the same job as `memgate check`.

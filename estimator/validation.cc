@@ -55,6 +55,12 @@ absl::Status ValidateModel(const v1::ModelConfig& m) {
   MEMGATE_RETURN_IF_ERROR(
       RequirePositive("model.num_query_groups", m.num_query_groups()));
   MEMGATE_RETURN_IF_ERROR(RequirePositive("model.vocab_size", m.vocab_size()));
+  if (m.vocab_size_divisible_by() > kMaxVocabSizeDivisibleBy) {
+    return Invalid("model.vocab_size_divisible_by",
+                   absl::StrCat("must be at most ", kMaxVocabSizeDivisibleBy,
+                                " (0: vocab_size is already padded)"),
+                   absl::StrCat(m.vocab_size_divisible_by()));
+  }
   if (m.head_dim() == 0 && m.hidden_size() % m.num_attention_heads() != 0) {
     // Megatron: kv_channels = h / a unless given.
     return Invalid("model.hidden_size",

@@ -1,10 +1,16 @@
 #ifndef MEMGATE_ESTIMATOR_VALIDATION_H_
 #define MEMGATE_ESTIMATOR_VALIDATION_H_
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "proto/memgate.pb.h"
 
 namespace memgate {
+
+// model.vocab_size_divisible_by's ceiling: Megatron's default is 128, and
+// a multiple this large is a padding no tokenizer needs.
+inline constexpr uint32_t kMaxVocabSizeDivisibleBy = 1u << 16;
 
 // Checks a resolved job (see ResolveJob) against every rule a Megatron-style
 // trainer enforces for a Llama model under 4D parallelism. The first broken

@@ -241,6 +241,10 @@ INSTANTIATE_TEST_SUITE_P(
         Rule{"ZeroVocab", [](v1::Job& j) {
                j.mutable_model()->set_vocab_size(0);
              }, "model.vocab_size"},
+        Rule{"HugeVocabMultiple", [](v1::Job& j) {
+               j.mutable_model()->set_vocab_size_divisible_by(
+                   kMaxVocabSizeDivisibleBy + 1);
+             }, "model.vocab_size_divisible_by"},
         Rule{"NoGpuMemory", [](v1::Job& j) {
                j.mutable_accelerator()->set_memory_bytes(0);
              }, "accelerator.memory_bytes"},

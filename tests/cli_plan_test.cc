@@ -308,6 +308,48 @@ TEST(CliPlanTest, ALaunchIsPlannedAsItRuns) {
   EXPECT_GT(compared, 0);
 }
 
+// Under Megatron's default padding (128 x TP) a plan from a TP 1 launch
+// pads the vocabulary at each candidate's TP: a TP 8 candidate pasted into
+// the launch checks to the byte of the plan's peak (129,024 rows, not the
+// launch's 128,256). The plan padded every candidate at the launch's TP.
+TEST(CliPlanTest, ACandidateOfLargerTpChecksToItsOwnPeak) {
+  // kLlama3Launch pads by 1; this launch keeps Megatron's default.
+  std::string launch = "pretrain_gpt.py " + Llama3Dims();
+  const std::string no_padding = "--make-vocab-size-divisible-by 1 ";
+  launch.erase(launch.find(no_padding), no_padding.size());
+  std::vector<std::string> args = {"--gpu=h100-80gb", "--gpus=64", "--top=40",
+                                   "--format=json", "--", "torchrun"};
+  for (absl::string_view w : absl::StrSplit(launch, ' ', absl::SkipEmpty())) {
+    args.emplace_back(w);
+  }
+  const RunResult r = Plan(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  v1::PlanResponse plan;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &plan).ok())
+      << r.out;
+  int checked = 0;
+  for (const v1::Candidate& c : plan.candidates()) {
+    if (c.tensor_parallel() != 8 || checked == 2) continue;
+    std::vector<std::string> check = {testing::RunfilePath("client/memgate"),
+                                      "check", "--gpu=h100-80gb",
+                                      "--gpus=64", "--format=json", "--"};
+    for (absl::string_view w : absl::StrSplit(
+             launch + " " + c.megatron_arguments(), ' ', absl::SkipEmpty())) {
+      check.emplace_back(w);
+    }
+    const RunResult checked_run = testing::Run(check);
+    v1::Decision decision;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(checked_run.out,
+                                                            &decision)
+                    .ok())
+        << checked_run.out << checked_run.err;
+    EXPECT_DOUBLE_EQ(decision.estimate().peak().total_bytes(), c.peak_bytes())
+        << c.megatron_arguments();
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
+}
+
 // NVIDIA's DeepSeek-V3 H100 recipe (TP 2, PP 8, EP 64, interleaved in
 // its layout, fp8 and the EP overlap) planned with its own launch: the
 // published layout is among the first five, GREEN, in the recipe's
