@@ -93,6 +93,19 @@ scripts.variables = function()
          launch(32, "${MBS}"):gsub("tensor%-model%-parallel%-size 4", "tensor-model-parallel-size $TP") .. "\n"
 end
 
+-- A fine-grained MoE launch (64 experts, top 8) on 8 A100s, 6 layers at
+-- 8k, TP 2, EP 8: 33.0 GiB with the release unknown (the larger of the two
+-- releases' expert terms), 31.5 GiB under Megatron-Core 0.13.0, which
+-- applies the routing probabilities in the experts: refused by default,
+-- admitted where the site says it runs 0.13.0 (hook_test.sh runs both).
+scripts.moe_release = function()
+  return header .. launch(6, 1, " --num-experts 64 --moe-router-topk 8 " ..
+         "--moe-ffn-hidden-size 1792 --expert-model-parallel-size 8 " ..
+         "--expert-tensor-parallel-size 1 --moe-token-dispatcher-type alltoall")
+         :gsub("tensor%-model%-parallel%-size 4", "tensor-model-parallel-size 2")
+         :gsub("pipeline%-model%-parallel%-size 2", "pipeline-model-parallel-size 1") .. "\n"
+end
+
 local make = scripts[scenario]
 if make == nil then
   io.stderr:write("unknown scenario " .. tostring(scenario) .. "\n")

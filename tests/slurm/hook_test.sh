@@ -37,11 +37,13 @@ limit_ms=1000
 
 passed=0
 failed=0
-# $1 scenario, $2 expected verdict, $3 a fixed string the message must hold
+# $1 scenario, $2 expected verdict, $3 a fixed string the message must hold;
+# the hook as configured in $hook_dir.
+hook_dir=$work
 expect() {
   local start end ms out verdict hwm
   start=$(date +%s%N)
-  out=$(timeout 20 "$lua" "$scenarios" "$work" "$1" 2>&1)
+  out=$(timeout 20 "$lua" "$scenarios" "$hook_dir" "$1" 2>&1)
   end=$(date +%s%N)
   ms=$(( (end - start) / 1000000 ))
   verdict=$(sed -n 's/^verdict=\([a-z]*\) .*/\1/p' <<< "$out")
@@ -76,6 +78,18 @@ expect most_work_allowed admit ""
 expect too_many_launches refuse "more than 64 Megatron launches"
 expect too_many_substitutions refuse "more than 4096 variable substitutions"
 expect variables refuse "REFUSE [RED] peak 58.58"
+expect moe_release refuse "REFUSE [YELLOW] peak 32.09"
+
+# A site that names its Megatron-Core release: the hook passes it to
+# memgate, and the MoE launch is estimated as that release runs it.
+hook_dir="$work/release"
+mkdir -p "$hook_dir"
+cp "$work/memgate_launch.lua" "$hook_dir/"
+sed -e 's|  megatron_core = "",|  megatron_core = "0.13.0",|' \
+    "$work/job_submit.lua" > "$hook_dir/job_submit.lua"
+grep -q 'megatron_core = "0.13.0"' "$hook_dir/job_submit.lua" || { echo "hook test: could not set the release"; exit 1; }
+expect moe_release admit ""
+expect decoy refuse "REFUSE [RED] peak 58.58"  # a dense launch: the release changes nothing
 
 echo "hook test: ${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]

@@ -15,6 +15,7 @@ local SITE = {
   default_gpu = "h100-80gb",
   gpu_by_partition = {},
   model = "",
+  megatron_core = "",  -- the site's Megatron-Core release (job_submit.lua)
 }
 
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") ..

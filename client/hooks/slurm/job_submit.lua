@@ -19,6 +19,12 @@ local SITE = {
     -- a100 = "a100-40gb",
   },
   model = "",             -- optional catalog model to fill what launches omit
+  -- The Megatron-Core release this site trains with (e.g. "0.13.0"), as
+  -- `memgate check --megatron-core` takes it: it says where MoE layers
+  -- apply the routing probabilities, which sets their activations. ""
+  -- counts the larger of the releases' terms (a launch that gives an
+  -- argument only a newer release has still dates itself).
+  megatron_core = "",
 }
 
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") ..

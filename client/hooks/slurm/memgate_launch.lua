@@ -172,7 +172,7 @@ end
 --[[
 Runs one memgate check on every launch (a list of word lists). settings:
 memgate (path), gpu, gpus (or nil: torchrun's), server, timeout_seconds,
-on_unavailable, model. The launches travel in a temporary file, one per
+on_unavailable, model, megatron_core. The launches travel in a temporary file, one per
 line; the shell command itself is short and made of site settings only.
 Returns the exit code (124: memgate itself timed out) and the output. Lua
 5.1's popen cannot report exit codes, so the shell echoes it.
@@ -190,6 +190,9 @@ function M.check_all(launches, settings)
   if settings.gpus then args[#args + 1] = "--gpus=" .. tonumber(settings.gpus) end
   if settings.model and settings.model ~= "" then
     args[#args + 1] = "--model=" .. quote(settings.model)
+  end
+  if settings.megatron_core and settings.megatron_core ~= "" then
+    args[#args + 1] = "--megatron-core=" .. quote(settings.megatron_core)
   end
   if settings.server and settings.server ~= "" then
     args[#args + 1] = "--server=" .. quote(settings.server)
