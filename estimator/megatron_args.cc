@@ -241,6 +241,16 @@ absl::Status PadVocabulary(const Arguments& args, MegatronLaunch& launch) {
   MEMGATE_ASSIGN_OR_RETURN(outright, args.Number("padded-vocab-size", 0));
   if (args.Has("padded-vocab-size")) {
     if (outright == 0) return Bad("padded-vocab-size", "must be at least 1");
+    // The vocabulary-parallel embedding and output layer split it over TP
+    // (tensor_parallel/layers.py: VocabUtility and ColumnParallelLinear
+    // divide() assert it); Megatron's own padding always is.
+    const uint32_t tp = std::max(1u, launch.job.parallel().tensor_parallel());
+    if (outright % tp != 0) {
+      return Bad("padded-vocab-size",
+                 absl::StrCat("must be a multiple of the tensor-parallel size ",
+                              tp, " (Megatron splits the vocabulary over TP; "
+                              "got ", outright, ")"));
+    }
     m.set_vocab_size(outright);
     m.set_vocab_size_divisible_by(0);
     launch.notes.push_back(absl::StrCat("vocabulary ", outright,

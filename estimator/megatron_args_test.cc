@@ -240,8 +240,18 @@ TEST(MegatronArgsTest, PaddedVocabularySizeIsTheModelsVocabulary) {
   EXPECT_EQ(given.model().vocab_size_divisible_by(), 0u);
   EXPECT_GT(PeakOf(given), PeakOf(LlamaLaunchJob("")));
   // Not rounded up to 128 x TP on top.
-  EXPECT_EQ(LlamaLaunchJob("--padded-vocab-size 128257").model().vocab_size(),
-            128257u);
+  EXPECT_EQ(LlamaLaunchJob("--padded-vocab-size 128260").model().vocab_size(),
+            128260u);
+  // But split over TP 4, which Megatron asserts divides it.
+  absl::StatusOr<MegatronLaunch> odd = ParseMegatronLaunch(
+      Words(std::string(kLlama31_8B) + " --padded-vocab-size 128257"),
+      nullptr);
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find(
+                "--padded-vocab-size: must be a multiple of the "
+                "tensor-parallel size 4"),
+            std::string::npos)
+      << odd.status();
   // A padding multiple past validation's ceiling is refused by its name.
   absl::StatusOr<MegatronLaunch> huge = ParseMegatronLaunch(
       Words(std::string(kLlama31_8B) +

@@ -247,7 +247,7 @@ struct Search {
   double gpus_per_node = 0;
   uint32_t gpus = 0, gbs = 0, seq = 0, max_mbs = 0;
   bool cross_node_tp = false;
-  uint32_t heads = 0, kv_heads = 0, layers = 0;
+  uint32_t heads = 0, kv_heads = 0, layers = 0, vocab = 0;
   uint32_t mtp = 0;  // MTP layers, on the last stage
   std::vector<uint32_t> expert_divisors;  // of E; empty for dense models
   bool allow_recompute = true;
@@ -284,6 +284,8 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
       continue;
     }
     if (s.heads % t || s.kv_heads % t) continue;
+    // An allocated vocabulary is split over TP (ValidateJob).
+    if (s.shape.vocab_multiple <= 0 && s.vocab % t) continue;
     if (t > 1 && s.base.sequence_parallel && s.seq % t) continue;
     for (uint32_t c : gpu_divisors) {
       if (c > s.gpus / t) break;
@@ -777,6 +779,7 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
   s.cross_node_tp = request.allow_cross_node_tp();
   s.heads = job->model().num_attention_heads();
   s.kv_heads = job->model().num_query_groups();
+  s.vocab = job->model().vocab_size();
   s.layers = job->model().num_layers();
   s.mtp = job->model().mtp_num_layers();
   if (job->model().has_moe()) {

@@ -927,6 +927,29 @@ TEST(PlannerTest, EachCandidatePadsTheVocabularyAtItsOwnTp) {
   EXPECT_EQ(padded_tps, (std::set<uint32_t>{4, 8}));
 }
 
+// An allocated vocabulary (no multiple) is split over TP as Megatron
+// asserts: 128,260 = 4 x 32,065 allows TP 1, 2 and 4, not 8; the
+// tokenizer's size with Megatron's multiple is padded at every TP.
+TEST(PlannerTest, AnAllocatedVocabularyKeepsTpToItsDivisors) {
+  v1::PlanRequest r = Request("llama-3.1-8b", "h100-80gb", 64, 8192, 512);
+  r.mutable_model()->set_vocab_size(128260);
+  r.set_top_k(0);
+  auto tps = [](const v1::PlanRequest& request) {
+    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    std::set<uint32_t> seen;
+    for (const v1::Candidate& c : plan->candidates()) {
+      seen.insert(c.tensor_parallel());
+      EXPECT_TRUE(ValidateJob(*ResolveJob(JobForCandidate(request, c))).ok())
+          << c.ShortDebugString();
+    }
+    return seen;
+  };
+  EXPECT_EQ(tps(r), (std::set<uint32_t>{1, 2, 4}));
+  r.mutable_model()->set_vocab_size_divisible_by(128);
+  EXPECT_EQ(tps(r), (std::set<uint32_t>{1, 2, 4, 8}));
+}
+
 // With the flex dispatcher the plan proposes only expert groups DeepEP has
 // a config for (EP x ETP of 2 to 160, not 1, not 12) and every candidate
 // carries DeepEP's buffers in its peak: the same job as `memgate check`.

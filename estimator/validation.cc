@@ -313,6 +313,14 @@ absl::Status ValidateParallel(const v1::Job& job) {
   MEMGATE_RETURN_IF_ERROR(RequireMultiple("model.num_attention_heads",
                                           m.num_attention_heads(),
                                           "parallel.tensor_parallel", t));
+  // The vocabulary-parallel embedding and output layer split an allocated
+  // vocabulary over TP (tensor_parallel/layers.py: divide() asserts it);
+  // with vocab_size_divisible_by the padding makes it a multiple.
+  if (m.vocab_size_divisible_by() == 0) {
+    MEMGATE_RETURN_IF_ERROR(RequireMultiple("model.vocab_size",
+                                            m.vocab_size(),
+                                            "parallel.tensor_parallel", t));
+  }
   return RequireMultiple("model.num_query_groups", m.num_query_groups(),
                          "parallel.tensor_parallel", t);
 }

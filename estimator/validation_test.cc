@@ -241,6 +241,9 @@ INSTANTIATE_TEST_SUITE_P(
         Rule{"ZeroVocab", [](v1::Job& j) {
                j.mutable_model()->set_vocab_size(0);
              }, "model.vocab_size"},
+        Rule{"VocabNotSplitOverTp", [](v1::Job& j) {
+               j.mutable_model()->set_vocab_size(128257);  // TP 4
+             }, "model.vocab_size"},
         Rule{"HugeVocabMultiple", [](v1::Job& j) {
                j.mutable_model()->set_vocab_size_divisible_by(
                    kMaxVocabSizeDivisibleBy + 1);
@@ -280,6 +283,18 @@ TEST(ValidationTest, Fp8WithExpertsLatentAttentionAndMtpIsModelled) {
   job.mutable_model()->set_mtp_num_layers(1);
   job.mutable_training()->mutable_fp8()->set_recipe(
       v1::Fp8::RECIPE_BLOCKWISE);
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+}
+
+// An allocated vocabulary must split over TP; a tokenizer's, with
+// Megatron's multiple, is padded to one.
+TEST(ValidationTest, ATokenizersVocabularyWithItsMultipleNeedNotSplit) {
+  v1::Job job = ValidJob();
+  job.mutable_model()->set_vocab_size(128257);
+  EXPECT_EQ(ValidateJob(job).message(),
+            "model.vocab_size: must be a multiple of parallel.tensor_parallel "
+            "= 4 (got 128257)");
+  job.mutable_model()->set_vocab_size_divisible_by(128);
   EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
 }
 
