@@ -31,6 +31,25 @@ std::vector<std::string> With(std::vector<std::string> base,
   return base;
 }
 
+// `base` and then the words of `text`.
+std::vector<std::string> WithWords(std::vector<std::string> base,
+                                   absl::string_view text) {
+  for (absl::string_view w : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    base.emplace_back(w);
+  }
+  return base;
+}
+
+// The plan a successful `memgate plan --format=json` printed (a test
+// failure, and an empty plan, otherwise).
+v1::PlanResponse PlanOf(const RunResult& r) {
+  v1::PlanResponse plan;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &plan).ok())
+      << r.out << r.err;
+  return plan;
+}
+
 TEST(CliPlanTest, JsonListsCandidatesInRankOrder) {
   const RunResult r = Plan(With(kA100, {"--gpus=16", "--format=json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -146,18 +165,11 @@ TEST(CliPlanTest, FrontierArgumentsRoundTripThroughCheck) {
 // peaks lower, and the arguments say which launch flags they assume; the
 // candidates pasted into such a launch read back as the same jobs.
 TEST(CliPlanTest, PrecisionIsPlannedAndSaid) {
-  auto plan_of = [](const RunResult& r) {
-    v1::PlanResponse plan;
-    EXPECT_TRUE(
-        google::protobuf::util::JsonStringToMessage(r.out, &plan).ok())
-        << r.out << r.err;
-    return plan;
-  };
   const std::vector<std::string> base =
       With(kA100, {"--gpus=64", "--no-recompute", "--format=json"});
-  const v1::PlanResponse fp32_grads = plan_of(Plan(base));
+  const v1::PlanResponse fp32_grads = PlanOf(Plan(base));
   const v1::PlanResponse bf16_grads =
-      plan_of(Plan(With(base, {"--precision=bf16-bf16-grads"})));
+      PlanOf(Plan(With(base, {"--precision=bf16-bf16-grads"})));
   ASSERT_GT(fp32_grads.candidates_size(), 0);
   const v1::Candidate& layout = fp32_grads.candidates(0);
   bool found = false;
@@ -207,19 +219,12 @@ std::string Llama3Dims() {
 // Without --gpus a torchrun launch is planned on its own GPU count (nodes
 // x GPUs a node), said on stderr; a launch without one still needs --gpus.
 TEST(CliPlanTest, ALaunchIsPlannedOnItsOwnGpuCount) {
-  std::vector<std::string> args = {"--gpu=a100-40gb", "--top=2",
-                                   "--format=json", "--", "torchrun",
-                                   "--nnodes", "8", "--nproc-per-node", "8",
-                                   "pretrain_gpt.py"};
-  for (absl::string_view w :
-       absl::StrSplit(Llama3Dims(), ' ', absl::SkipEmpty())) {
-    args.emplace_back(w);
-  }
+  const std::vector<std::string> args = WithWords(
+      {"--gpu=a100-40gb", "--top=2", "--format=json", "--", "torchrun",
+       "--nnodes", "8", "--nproc-per-node", "8", "pretrain_gpt.py"},
+      Llama3Dims());
   const RunResult r = Plan(args);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  v1::PlanResponse plan;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &plan).ok())
-      << r.out;
+  const v1::PlanResponse plan = PlanOf(r);
   ASSERT_GT(plan.candidates_size(), 0);
   EXPECT_EQ(plan.candidates(0).num_gpus(), 64u);
   EXPECT_NE(r.err.find("planned on the launch's 64 GPUs"), std::string::npos)
@@ -252,17 +257,9 @@ TEST(CliPlanTest, ALaunchIsPlannedAsItRuns) {
     }
     return args;
   };
-  auto plan_of = [](const RunResult& r) {
-    v1::PlanResponse plan;
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_TRUE(
-        google::protobuf::util::JsonStringToMessage(r.out, &plan).ok())
-        << r.out << r.err;
-    return plan;
-  };
   const v1::PlanResponse by_flags =
-      plan_of(Plan(With(kA100, {"--gpus=64", "--top=4", "--format=json"})));
-  const v1::PlanResponse by_launch = plan_of(Plan(launch("")));
+      PlanOf(Plan(With(kA100, {"--gpus=64", "--top=4", "--format=json"})));
+  const v1::PlanResponse by_launch = PlanOf(Plan(launch("")));
   ASSERT_EQ(by_launch.candidates_size(), 4);
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(by_launch.candidates(i).megatron_arguments(),
@@ -294,7 +291,7 @@ TEST(CliPlanTest, ALaunchIsPlannedAsItRuns) {
             4);
   // The offload and bf16 states lower the layouts' peaks.
   args[3] = "--format=json";
-  const v1::PlanResponse offloaded = plan_of(Plan(args));
+  const v1::PlanResponse offloaded = PlanOf(Plan(args));
   ASSERT_GT(offloaded.candidates_size(), 0);
   int compared = 0;  // the loop below must compare something
   for (const v1::Candidate& c : by_flags.candidates()) {
@@ -317,27 +314,17 @@ TEST(CliPlanTest, ACandidateOfLargerTpChecksToItsOwnPeak) {
   std::string launch = "pretrain_gpt.py " + Llama3Dims();
   const std::string no_padding = "--make-vocab-size-divisible-by 1 ";
   launch.erase(launch.find(no_padding), no_padding.size());
-  std::vector<std::string> args = {"--gpu=h100-80gb", "--gpus=64", "--top=40",
-                                   "--format=json", "--", "torchrun"};
-  for (absl::string_view w : absl::StrSplit(launch, ' ', absl::SkipEmpty())) {
-    args.emplace_back(w);
-  }
-  const RunResult r = Plan(args);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  v1::PlanResponse plan;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &plan).ok())
-      << r.out;
+  const v1::PlanResponse plan = PlanOf(Plan(WithWords(
+      {"--gpu=h100-80gb", "--gpus=64", "--top=40", "--format=json", "--",
+       "torchrun"},
+      launch)));
   int checked = 0;
   for (const v1::Candidate& c : plan.candidates()) {
     if (c.tensor_parallel() != 8 || checked == 2) continue;
-    std::vector<std::string> check = {testing::RunfilePath("client/memgate"),
-                                      "check", "--gpu=h100-80gb",
-                                      "--gpus=64", "--format=json", "--"};
-    for (absl::string_view w : absl::StrSplit(
-             launch + " " + c.megatron_arguments(), ' ', absl::SkipEmpty())) {
-      check.emplace_back(w);
-    }
-    const RunResult checked_run = testing::Run(check);
+    const RunResult checked_run = testing::Run(WithWords(
+        {testing::RunfilePath("client/memgate"), "check", "--gpu=h100-80gb",
+         "--gpus=64", "--format=json", "--"},
+        launch + " " + c.megatron_arguments()));
     v1::Decision decision;
     ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(checked_run.out,
                                                             &decision)
@@ -410,18 +397,12 @@ TEST(CliPlanTest, TheReleaseFlagPlansAsThatReleaseRuns) {
   const std::vector<std::string> qwen = {
       "--model=qwen3-30b-a3b", "--gpu=h100-80gb", "--gpus=64", "--seq=4096",
       "--gbs=512", "--top=1000", "--format=json"};
-  auto plan_of = [](const RunResult& r) {
-    v1::PlanResponse plan;
-    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &plan).ok())
-        << r.out << r.err;
-    return plan;
-  };
   const RunResult unknown_run = Plan(qwen);
   const RunResult later_run = Plan(With(qwen, {"--megatron-core=0.13.0"}));
   ASSERT_EQ(unknown_run.exit_code, 0) << unknown_run.err;
   ASSERT_EQ(later_run.exit_code, 0) << later_run.err;
-  const v1::PlanResponse unknown = plan_of(unknown_run);
-  const v1::PlanResponse later = plan_of(later_run);
+  const v1::PlanResponse unknown = PlanOf(unknown_run);
+  const v1::PlanResponse later = PlanOf(later_run);
   auto key = [](const v1::Candidate& c) {
     return std::vector<uint32_t>{
         c.tensor_parallel(),        c.context_parallel(),
