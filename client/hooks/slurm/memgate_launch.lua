@@ -172,8 +172,9 @@ end
 --[[
 Runs one memgate check on every launch (a list of word lists). settings:
 memgate (path), gpu, gpus (or nil: torchrun's), server, timeout_seconds,
-on_unavailable, model, megatron_core. The launches travel in a temporary file, one per
-line; the shell command itself is short and made of site settings only.
+on_unavailable, model, megatron_core. The launches travel in a temporary
+file, one per line; the shell command itself is short and made of site
+settings only.
 Returns the exit code (124: memgate itself timed out) and the output. Lua
 5.1's popen cannot report exit codes, so the shell echoes it.
 ]]
