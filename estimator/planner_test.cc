@@ -567,6 +567,13 @@ TEST(PlannerTest, BadRequestsNameTheField) {
   r.set_max_micro_batch_size(5000);
   EXPECT_NE(PlanLayouts(r).status().message().find("max_micro_batch_size"),
             std::string::npos);
+  // The vocabulary multiple's ceiling holds for plans before any layout.
+  r = Request("llama-3.1-8b", "a100-40gb", 16, 8192, 64);
+  r.mutable_model()->set_vocab_size_divisible_by(kMaxVocabSizeDivisibleBy + 1);
+  EXPECT_NE(PlanLayouts(r).status().message().find(
+                "model.vocab_size_divisible_by: must be at most 65536"),
+            std::string::npos)
+      << PlanLayouts(r).status();
   // A bound on the search keeps every plan (and refusal) fast.
   r = Request("llama-3.1-8b", "a100-40gb", 3603600u * 1000, 8192, 64);
   EXPECT_NE(PlanLayouts(r).status().message().find("num_gpus"),
