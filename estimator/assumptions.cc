@@ -177,6 +177,14 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                               "(softmax output, dropout mask and output)"
                             : "unfused attention: the softmax output, 2as^2b "
                               "a layer");
+    if (!selective) {
+      out.push_back(absl::StrCat(
+          "unfused attention: K and V kept expanded to the query heads",
+          t.dataloader_attention_mask()
+              ? ""
+              : "; each layer's s x s bool causal mask kept (no mask from "
+                "the dataloader)"));
+    }
   } else if (t.attention_dropout() > 0) {
     out.push_back("attention dropout inside FlashAttention: no mask stored");
   }
@@ -208,6 +216,10 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
     out.push_back(absl::StrCat("head_dim ", m.head_dim(), " (a x d = ",
                                uint64_t{m.head_dim()} * m.num_attention_heads(),
                                ", not h)"));
+  }
+  if (t.fused_swiglu()) {
+    out.push_back("fused SwiGLU: the MLP keeps its FC1 output and FC2 input, "
+                  "6 B a unit of FFN width (the paper counts 8)");
   }
   if (m.mlp_activation() == v1::MLP_ACTIVATION_GELU) {
     out.push_back("GeLU MLP (2 matrices)");

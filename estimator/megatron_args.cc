@@ -133,6 +133,14 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
                  "beside its input (more than the 8 bytes an FFN column "
                  "memgate counts): not modelled");
     }
+    // TransformerEngine's activation module replaces the fused kernel in
+    // the dense MLP (mlp.py): what it saves is not reviewed, so the
+    // paper's 8 bytes stay counted there (an upper bound).
+    if (!args.Has("use-te-activation-func")) {
+      launch.job.mutable_training()->set_fused_swiglu(true);
+      note("--swiglu: Megatron's fused SwiGLU kernel (its default; "
+           "--no-bias-swiglu-fusion turns it off)");
+    }
   } else if (args.Has("quick-geglu")) {
     m.set_mlp_activation(v1::MLP_ACTIVATION_QUICK_GEGLU);
   } else {

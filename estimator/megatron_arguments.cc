@@ -33,7 +33,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"untie-embeddings-and-output-weights", false, M, "tied",
        "a separate LM head matrix on the last stage"},
       {"swiglu", false, M, "GeLU MLP",
-       "SwiGLU (3 matrices, 8h_ffn/h activations) instead of GeLU (2, 4)"},
+       "SwiGLU (3 matrices) instead of GeLU (2, 4h_ffn/h activations); "
+       "Megatron's fused SwiGLU keeps 6h_ffn/h (its input and FC2's), "
+       "the paper's unfused count 8 with --use-te-activation-func"},
       {"quick-geglu", false, M, "GeLU MLP",
        "a gated MLP (3 matrices) run unfused: 12h_ffn/h activations (the "
        "FC1 output, quick-GeLU's sigmoid and output, the linear half, the "
@@ -296,7 +298,8 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"use-te-activation-func", false, M, "off",
        "TransformerEngine's activation module: in the experts, with the "
        "probabilities applied after it, its output is kept once more "
-       "(2 B a unit of expert FFN)"},
+       "(2 B a unit of expert FFN); in a dense SwiGLU MLP the paper's 8 B "
+       "a unit of FFN are counted, not the fused kernel's 6"},
       {"moe-use-legacy-grouped-gemm", false, M, "off",
        "the legacy GroupedMLP (removed in later Megatron): its unfused "
        "activation keeps its output once more for the probabilities' "

@@ -46,6 +46,21 @@
 //      balancing (context parallelism keeps s/c of its rows), and
 //      tensor_parallel/random.py CheckpointFunction, which saves its
 //      arguments, the mask among them, for backward.
+// [UA] Megatron-LM's unfused core attention (transformer/dot_product_
+//      attention.py DotProductAttention, the local spec's and
+//      --attention-backend unfused's): with query groups it expands K and
+//      V to the a query heads (repeat_interleave) before baddbmm and bmm,
+//      which save the expanded copies for backward; fusions/
+//      fused_softmax.py forward_torch_softmax, given no mask, builds a new
+//      s x s bool causal mask a call (transformer/utils.py get_default_
+//      causal_mask, not cached) and attention_mask_func's masked_fill_
+//      keeps it. attention.py get_query_key_value_tensors splits the QKV
+//      GEMM's output into views (torch.split); RoPE makes new Q and K, V
+//      stays a view. Measured in the session-7 census of real steps
+//      (bench/gpu/results/h100_megatron_step.jsonl: 16 [s, a, d] expanded
+//      K and V and 8 [s, s] bool masks in 8 layers; under selective
+//      recomputation the QKV output's storage, 2(a + 2k)d a token, beside
+//      the rotated Q and K).
 // [MF] Megatron-LM docs/user-guide/features/megatron_fsdp.md: ZeRO-1/2/3
 //      sharding over the data-parallel ranks; "at least two FSDP units
 //      worth of un-sharded weight memory" and of gradient memory.
@@ -211,7 +226,7 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
                              4 * KeyValueWidth(m);
   // Selective recomputation of "mlp" keeps only the MLP's input [MT].
   if (!moe && !l.recompute_mlp) {
-    width += MlpWidthBytes(m) * m.ffn_hidden;
+    width += DenseMlpWidthBytes(m, l) * m.ffn_hidden;
   }
   // QK-norm stores the inputs of its two norms: Q and K once more.
   // (MLA's latent norms: MlaActivations.)
@@ -242,13 +257,33 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
     bytes += (l.sequence_parallel ? sbh / l.tensor : sbh) * norm_outputs;
     bytes += per_token * sb / l.tensor;
   }
-  if (l.unfused_attention &&
-      !(l.recompute == RecomputeKind::kSelective && l.recompute_core_attn)) {
+  const bool core_attn_recomputed =
+      l.recompute == RecomputeKind::kSelective && l.recompute_core_attn;
+  // [UA] V reaches the unfused attention's savers as a view of the QKV
+  // GEMM's output: the checkpoint of recomputed core attention saves it
+  // as given, and so does bmm when no expansion copies it (k = a). That
+  // output then stays whole: its Q and K parts too, beside the Q and K
+  // counted above (the rotated copies). Without RoPE Q and K would be
+  // views of it as well: an upper bound.
+  if (l.unfused_attention && !m.mla &&
+      (core_attn_recomputed || m.heads <= m.kv_heads)) {
+    bytes += e * sb * 2 * (QueryWidth(m) + KeyValueWidth(m)) / l.tensor;
+  }
+  if (l.unfused_attention && !core_attn_recomputed) {
     // a/t heads, s x s scores over the whole sequence (no CP: validated).
     const double scores = m.heads / l.tensor * l.seq_length * l.seq_length *
                           l.micro_batch;
     bytes += scores * 2 * e;                                // softmax out
     if (l.attention_dropout > 0) bytes += scores * (1 + 2 * e);  // mask, out
+    // [UA] the two GEMMs save K and V expanded to the a query heads: a - k
+    // heads more than the 4kd counted above (GQA; MLA has k = a).
+    if (!m.mla && m.heads > m.kv_heads) {
+      bytes += e * sb * 4 * (m.heads - m.kv_heads) * HeadDim(m) / l.tensor;
+    }
+    // [UA] with no mask from the dataloader, each layer's softmax builds
+    // an s x s bool causal mask and masked_fill_ keeps it (an upper bound:
+    // the fused kernel, where it applies, keeps none).
+    if (!l.dataloader_mask) bytes += l.seq_length * l.seq_length;
   }
   return bytes;
 }
@@ -543,6 +578,7 @@ Layout LayoutOf(const v1::Job& job) {
   l.unfused_attention =
       train.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED;
   l.dataloader_mask = train.dataloader_attention_mask();
+  l.fused_swiglu = train.fused_swiglu();
   const v1::Recompute& r = train.recompute();
   if (r.granularity() == v1::Recompute::GRANULARITY_SELECTIVE) {
     l.recompute = RecomputeKind::kSelective;

@@ -92,6 +92,10 @@ struct Layout {
   double hidden_dropout = 0;
   double attention_dropout = 0;
   bool unfused_attention = false;
+  // Megatron's fused bias-SwiGLU (TrainingConfig.fused_swiglu): the dense
+  // MLP and shared experts keep 6 B a unit of FFN width, not 8
+  // (DenseMlpWidthBytes).
+  bool fused_swiglu = false;
   // Megatron's dataloader attention mask (b x s x s bool) on the stages
   // that read data (DataloaderMaskBytes in memory_model.cc).
   bool dataloader_mask = false;

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "estimator/memory_model.h"
+#include "estimator/moe_terms.h"
 #include "gtest/gtest.h"
 
 namespace memgate {
@@ -107,21 +108,69 @@ TEST(MemoryTermsTest, HiddenDropoutKeepsOneByteMasks) {
                        4 * 1024.0 * 32000 / 2);
 }
 
+// [FS] Megatron's fused SwiGLU keeps its input (the FC1 output, 4 B a
+// unit of FFN width) and FC2 its own (2): 6 of the paper's 8, 2 h_ffn = 8h
+// bytes a token less on Small's SwiGLU layer. GeLU keeps its 4 either way
+// (validation refuses the flag there; the term ignores it).
+TEST(MemoryTermsTest, FusedSwigluKeepsSixBytesAFfnColumn) {
+  Layout l = OneGpu();
+  const double base = kEmbeddingBf16 + kHeadBf16;
+  l.fused_swiglu = true;
+  EXPECT_DOUBLE_EQ(DenseMlpWidthBytes(Small(), l), 6);
+  EXPECT_DOUBLE_EQ(Activations(Small(), l), 2 * (kLayerBf16 - 8 * kSbh) + base);
+  // Selective recomputation of the MLP keeps only its input either way.
+  l.recompute = RecomputeKind::kSelective;
+  l.recompute_core_attn = false;
+  l.recompute_mlp = true;
+  const double recomputed = Activations(Small(), l);
+  l.fused_swiglu = false;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l), recomputed);
+  ModelShape gelu = Small();
+  gelu.ungated_mlp = true;
+  l = OneGpu();
+  const double gelu_paper = Activations(gelu, l);
+  l.fused_swiglu = true;
+  EXPECT_DOUBLE_EQ(DenseMlpWidthBytes(gelu, l), 4);
+  EXPECT_DOUBLE_EQ(Activations(gelu, l), gelu_paper);
+}
+
 // [K eq. 1]: without FlashAttention the softmax output is stored, 2as^2b,
 // and with attention dropout its mask and output too: 5as^2b. Selective
-// recomputation of core attention drops them [K 5].
+// recomputation of core attention drops them [K 5]. Megatron's unfused
+// attention [UA] also keeps, per layer: an s x s bool causal mask when the
+// dataloader passes none; V as a view of the QKV output, which then stays
+// whole (its Q and K parts, 2(a + k)d a token, beside the counted copies)
+// when no expansion copies V (k = a) or the checkpoint saves it; and with
+// query groups K and V expanded to a heads, 4(a - k)d a token more.
 TEST(MemoryTermsTest, UnfusedAttentionStoresTheScores) {
   constexpr double kAs2b = 8 * 1024.0 * 1024;  // a*s^2*b
+  constexpr double kMask = 1024.0 * 1024;      // s^2 bool
+  constexpr double kQkvView = 4 * kSbh;        // 2(a + k)d sb, d = h / a
   Layout l = OneGpu();
   l.unfused_attention = true;
   const double base = kEmbeddingBf16 + kHeadBf16;
   EXPECT_DOUBLE_EQ(Activations(Small(), l),
-                   2 * (kLayerBf16 + 2 * kAs2b) + base);
+                   2 * (kLayerBf16 + 2 * kAs2b + kMask + kQkvView) + base);
+  // The dataloader's mask instead: one b x s x s bool for the stage, the
+  // layers share it.
+  l.dataloader_mask = true;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l),
+                   2 * (kLayerBf16 + 2 * kAs2b + kQkvView) + kMask + base);
+  l.dataloader_mask = false;
+  // Two query groups of four heads: K and V expanded (4(8 - 2)d sb =
+  // 3sbh), no view kept; the layer itself counts 4kd sb = sbh, 3sbh less.
+  ModelShape gqa = Small();
+  gqa.kv_heads = 2;
+  EXPECT_DOUBLE_EQ(Activations(gqa, l),
+                   2 * (kLayerBf16 - 3 * kSbh + 2 * kAs2b + kMask + 3 * kSbh) +
+                       base);
   l.attention_dropout = 0.1;
   EXPECT_DOUBLE_EQ(Activations(Small(), l),
-                   2 * (kLayerBf16 + 5 * kAs2b) + base);
+                   2 * (kLayerBf16 + 5 * kAs2b + kMask + kQkvView) + base);
   l.recompute = RecomputeKind::kSelective;
-  EXPECT_DOUBLE_EQ(Activations(Small(), l), 2 * kLayerBf16 + base);
+  EXPECT_DOUBLE_EQ(Activations(Small(), l), 2 * (kLayerBf16 + kQkvView) + base);
+  EXPECT_DOUBLE_EQ(Activations(gqa, l),
+                   2 * (kLayerBf16 - 3 * kSbh + 2.5 * kSbh) + base);
   // With FlashAttention selective recomputation changes nothing.
   l.unfused_attention = false;
   EXPECT_DOUBLE_EQ(Activations(Small(), l), 2 * kLayerBf16 + base);

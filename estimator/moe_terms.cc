@@ -30,6 +30,15 @@
 //      weights the expert input instead, keeping the unweighted input.
 // [K]  Korthikanti et al. 2022 section 4: an MLP stores its input and, per
 //      token, 8 bytes per unit of (gated) FFN width in 16-bit training.
+// [FS] Megatron-LM fused_bias_swiglu.py (SwiGLUFunction, BiasSwiGLUFunction:
+//      ctx.save_for_backward(input), since core_r0.6.0) and mlp.py (the
+//      dense MLP and SharedExpertMLP call bias_swiglu_impl when
+//      config.bias_activation_fusion, which argument_utils.py sets from
+//      --bias-swiglu-fusion, on by default, under --swiglu): the kernel
+//      recomputes silu(x_glu) * x_linear in backward from the FC1 output it
+//      saved. Measured: the census of real Megatron steps (session 7,
+//      bench/gpu/results/h100_megatron_step.jsonl) found per dense layer
+//      one [s, 2 h_ffn] and one [s, h_ffn] 16-bit tensor, 6 B a unit.
 // [QG] Megatron-LM mlp.py / moe/experts.py: with bias_activation_fusion
 //      off (--quick-geglu without biases turns it off, arguments.py) the
 //      gated activation runs as glu(x) = act(x_glu) * (x_linear +
@@ -62,6 +71,13 @@ double MlpWidthBytes(const ModelShape& m) {
   // bound of what its fused (jit) form keeps.
   if (m.quick_geglu) return 12;
   return 8;
+}
+
+double DenseMlpWidthBytes(const ModelShape& m, const Layout& l) {
+  // [FS] the fused kernel keeps no output of its own: FC1's output (4)
+  // and FC2's input (2). Validation admits the flag on SwiGLU only.
+  const bool swiglu = !m.ungated_mlp && !m.quick_geglu;
+  return MlpWidthBytes(m) - (l.fused_swiglu && swiglu ? 2 : 0);
 }
 
 namespace {
@@ -230,7 +246,7 @@ double MoeMlpActivations(const ModelShape& m, const Layout& l) {
   if (!l.recompute_moe && !l.recompute_shared_experts && m.shared_ffn > 0) {
     // Shared experts: a dense MLP of width shared_ffn over t [K].
     const double sb = l.seq_length * l.micro_batch / l.context;
-    bytes += e * sb * MlpWidthBytes(m) * m.shared_ffn / l.tensor;
+    bytes += e * sb * DenseMlpWidthBytes(m, l) * m.shared_ffn / l.tensor;
     if (l.fp8) {
       // Their second GEMM saves its input in fp8 (f8 in place of 2), and
       // their first an fp8 copy of the pre-MLP norm's output beside the

@@ -21,6 +21,9 @@ double ExpertFfn(const ModelShape& m);
 // Bytes an MLP stores per token per unit of FFN width, beside its input
 // (16-bit training): SwiGLU 8 [K], GeLU 4, quick-GeGLU 12 (moe_terms.cc).
 double MlpWidthBytes(const ModelShape& m);
+// The same for the dense MLP and shared experts of this job: 6 for SwiGLU
+// under Megatron's fused kernel (Layout::fused_swiglu), else MlpWidthBytes.
+double DenseMlpWidthBytes(const ModelShape& m, const Layout& l);
 
 // ---- Which layers are MoE ----
 

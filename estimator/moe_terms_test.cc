@@ -375,6 +375,23 @@ TEST(MoeTermsTest, Fp8SharedExpertsSaveAnFp8CopyBesideTheRouters) {
                    2 * 3 * 1024.0 * 1024 * (2 + 2 * 33.0 / 32));
 }
 
+// Shared experts are Megatron's dense MLP (SharedExpertMLP): under the
+// fused SwiGLU [FS] they keep 6 B a unit of their width, 2 x 1024 = 2 sbh
+// a layer less; the routed experts' fused term (6 already) is unchanged.
+TEST(MoeTermsTest, FusedSwigluSharedExpertsKeepSixBytes) {
+  ModelShape m = SmallMoe();
+  m.shared_ffn = 1024;
+  const ModelShape routed_only = SmallMoe();
+  Layout l = EightGpus(1, 1, 1);
+  l.fused_swiglu = true;
+  const Layout paper = EightGpus(1, 1, 1);
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes -
+                       StageMemoryOf(routed_only, l, 0, 2).activation_bytes,
+                   2 * 6 * kSbh);
+  EXPECT_DOUBLE_EQ(StageMemoryOf(routed_only, l, 0, 2).activation_bytes,
+                   StageMemoryOf(routed_only, paper, 0, 2).activation_bytes);
+}
+
 // The EP all-to-all overlap: one more warm-up forward (schedules.py) and
 // the combined steps' forward beside a backward: one more micro-batch (or
 // chunk) in flight, still capped by the step's m x v.

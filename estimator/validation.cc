@@ -485,6 +485,15 @@ absl::Status ValidateTraining(const v1::Job& job) {
                    "(Megatron's CP needs TransformerEngine's fused attention)",
                    "ATTENTION_KERNEL_UNFUSED with context_parallel > 1");
   }
+  const v1::MlpActivation act = job.model().mlp_activation();
+  if (tr.fused_swiglu() && act != v1::MLP_ACTIVATION_UNSPECIFIED &&
+      act != v1::MLP_ACTIVATION_SWIGLU) {
+    return Invalid("training.fused_swiglu",
+                   "applies to a SwiGLU MLP only (Megatron fuses no other "
+                   "gated activation this way)",
+                   absl::StrCat("model.mlp_activation ",
+                                v1::MlpActivation_Name(act)));
+  }
   const v1::Recompute& r = tr.recompute();
   if (!v1::Recompute::Granularity_IsValid(r.granularity()) ||
       !v1::Recompute::Method_IsValid(r.method())) {

@@ -248,6 +248,10 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_model()->set_vocab_size_divisible_by(
                    kMaxVocabSizeDivisibleBy + 1);
              }, "model.vocab_size_divisible_by"},
+        Rule{"FusedSwigluOnGelu", [](v1::Job& j) {
+               j.mutable_model()->set_mlp_activation(v1::MLP_ACTIVATION_GELU);
+               j.mutable_training()->set_fused_swiglu(true);
+             }, "training.fused_swiglu"},
         Rule{"NoGpuMemory", [](v1::Job& j) {
                j.mutable_accelerator()->set_memory_bytes(0);
              }, "accelerator.memory_bytes"},

@@ -53,13 +53,19 @@ std::vector<MeasuredStep> ReadSteps() {
   return steps;
 }
 
-// memgate's decision for the row's launch on one H100-80GB.
+// memgate's decision for the row's launch on one H100-80GB. The script
+// calls the model with no attention mask (megatron_step.py: model(tokens,
+// positions, None)), as pretrain_gpt.py does under
+// --no-create-attention-mask-in-dataloader, so the launch is read with it:
+// each layer of the local attention then builds and keeps its own causal
+// mask (memory_model.cc [UA]), which the census shows.
 v1::Decision DecisionFor(const MeasuredStep& s) {
   std::vector<std::string> argv = {"torchrun", "--nproc-per-node", "1",
                                    "pretrain_gpt.py"};
   for (absl::string_view w : absl::StrSplit(s.launch, ' ', absl::SkipEmpty())) {
     argv.emplace_back(w);
   }
+  argv.emplace_back("--no-create-attention-mask-in-dataloader");
   absl::StatusOr<MegatronLaunch> launch = ParseMegatronLaunch(argv, nullptr);
   EXPECT_TRUE(launch.ok()) << s.job << ": " << launch.status();
   if (!launch.ok()) return v1::Decision();
@@ -101,44 +107,32 @@ TEST(MeasuredStepsTest, ModelStatesAreTheEquations) {
 
 // What the forward pass keeps for backward is what memgate's activation
 // terms add up to: never more than 2% above them (no under-estimate), and
-// at most 10% below (memgate counts Korthikanti's 8 bytes an FFN column
-// where Megatron's fused SwiGLU keeps 6, and a 1.25x-free MoE load). Full
-// recomputation's estimate also holds the working set of the layer being
-// recomputed, which backward allocates: only the first bound applies.
+// for dense layers at most 2% below (measured 0.993-1.009: the fused
+// SwiGLU's 6 bytes an FFN column, the local attention's expanded K and V,
+// causal masks and QKV storage, memory_model.cc [FS], [UA]). MoE rows are
+// estimated at an unknown release, the larger expert term (measured
+// 0.93-0.94; MoeStepsAreTheirReleasesTerms holds them to their release).
+// Full recomputation's estimate also holds the working set of the layer
+// being recomputed, which backward allocates: only the first bound
+// applies.
 TEST(MeasuredStepsTest, StoredActivationsAreTheEquations) {
   for (const MeasuredStep& s : ReadSteps()) {
     const v1::Decision d = DecisionFor(s);
     const double activations = d.estimate().peak().activation_bytes();
     EXPECT_LE(s.stored, 1.02 * activations) << s.job;
-    if (s.job.find("full") == std::string::npos) {
-      EXPECT_LE(activations, 1.10 * s.stored) << s.job;
-    }
+    if (s.job.find("full") != std::string::npos) continue;
+    const bool moe = s.job.find("moe") != std::string::npos;
+    EXPECT_GE(s.stored, (moe ? 0.90 : 0.98) * activations) << s.job;
   }
-}
-
-// What the local layer spec keeps beyond the equations (the census,
-// bench/RESULTS.md): its core attention expands K and V from k to a heads
-// (4(a - k)d bytes a token in bf16) and saves an s x s bool causal mask,
-// each layer. One GPU: no TP or CP split.
-double LocalAttentionExtras(const v1::Job& job) {
-  const v1::ModelConfig& m = job.model();
-  const double d = m.head_dim() > 0
-                       ? m.head_dim()
-                       : 1.0 * m.hidden_size() / m.num_attention_heads();
-  const double s = job.training().seq_length();
-  const double b = job.training().micro_batch_size();
-  return m.num_layers() *
-         (4.0 * (m.num_attention_heads() - m.num_query_groups()) * d * s * b +
-          s * s * b);
 }
 
 // The steps ran Megatron-LM d98e8a6, which applies the routing
 // probabilities in the experts (moe_terms.cc [PA]); their launches name
 // no argument that dates them, so memgate counts the larger of the two
 // releases' terms above. Estimated as the release they ran, the MoE
-// steps' stored bytes, less the local attention's extras, are memgate's
-// term within 3% and never above it: the fused SwiGLU's 6 B a unit of
-// expert width, no weighted unpermute copy.
+// steps' stored bytes are memgate's term within 3% and never above it:
+// the fused SwiGLU's 6 B a unit of expert width, no weighted unpermute
+// copy, the local attention's expanded K and V and causal masks.
 TEST(MeasuredStepsTest, MoeStepsAreTheirReleasesTerms) {
   int moe_rows = 0;
   for (const MeasuredStep& s : ReadSteps()) {
@@ -154,9 +148,8 @@ TEST(MeasuredStepsTest, MoeStepsAreTheirReleasesTerms) {
     EXPECT_LT(activations,
               unknown_release.estimate().peak().activation_bytes())
         << s.job;
-    const double stored = s.stored - LocalAttentionExtras(job);
-    EXPECT_LE(stored, activations) << s.job;
-    EXPECT_GE(stored, 0.97 * activations) << s.job;
+    EXPECT_LE(s.stored, activations) << s.job;
+    EXPECT_GE(s.stored, 0.97 * activations) << s.job;
   }
   EXPECT_EQ(moe_rows, 3);
 }
