@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "estimator/memory_model.h"
 #include "estimator/moe_terms.h"
 
@@ -169,21 +170,27 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
   const bool unfused = t.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED;
   const bool selective = t.recompute().granularity() ==
                          v1::Recompute::GRANULARITY_SELECTIVE;
+  const UnfusedAttentionKept kept = UnfusedAttentionKeeps(ShapeOf(m), l);
   if (unfused) {
-    out.push_back(selective
+    out.push_back(!kept.scores
                       ? "unfused attention, its scores recomputed (selective)"
                       : t.attention_dropout() > 0
                             ? "unfused attention with dropout: 5as^2b a layer "
                               "(softmax output, dropout mask and output)"
                             : "unfused attention: the softmax output, 2as^2b "
                               "a layer");
-    if (!selective) {
-      out.push_back(absl::StrCat(
-          "unfused attention: K and V kept expanded to the query heads",
-          t.dataloader_attention_mask()
-              ? ""
-              : "; each layer's s x s bool causal mask kept (no mask from "
-                "the dataloader)"));
+    std::vector<std::string> also;
+    if (kept.expanded_kv) also.push_back("K and V expanded to the query heads");
+    if (kept.qkv_output) {
+      also.push_back("the whole QKV output (V is a view of it)");
+    }
+    if (kept.causal_masks) {
+      also.push_back("each layer's s x s bool causal mask (no mask from the "
+                     "dataloader)");
+    }
+    if (!also.empty()) {
+      out.push_back(absl::StrCat("unfused attention also keeps ",
+                                 absl::StrJoin(also, "; ")));
     }
   } else if (t.attention_dropout() > 0) {
     out.push_back("attention dropout inside FlashAttention: no mask stored");

@@ -257,36 +257,54 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
     bytes += (l.sequence_parallel ? sbh / l.tensor : sbh) * norm_outputs;
     bytes += per_token * sb / l.tensor;
   }
-  const bool core_attn_recomputed =
-      l.recompute == RecomputeKind::kSelective && l.recompute_core_attn;
-  // [UA] V reaches the unfused attention's savers as a view of the QKV
-  // GEMM's output: the checkpoint of recomputed core attention saves it
-  // as given, and so does bmm when no expansion copies it (k = a). That
-  // output then stays whole: its Q and K parts too, beside the Q and K
-  // counted above (the rotated copies). Without RoPE Q and K would be
-  // views of it as well: an upper bound.
-  if (l.unfused_attention && !m.mla &&
-      (core_attn_recomputed || m.heads <= m.kv_heads)) {
+  const UnfusedAttentionKept kept = UnfusedAttentionKeeps(m, l);
+  if (kept.qkv_output) {
+    // Its Q and K parts, beside the (rotated) Q and K counted above.
     bytes += e * sb * 2 * (QueryWidth(m) + KeyValueWidth(m)) / l.tensor;
   }
-  if (l.unfused_attention && !core_attn_recomputed) {
+  if (kept.scores) {
     // a/t heads, s x s scores over the whole sequence (no CP: validated).
     const double scores = m.heads / l.tensor * l.seq_length * l.seq_length *
                           l.micro_batch;
     bytes += scores * 2 * e;                                // softmax out
     if (l.attention_dropout > 0) bytes += scores * (1 + 2 * e);  // mask, out
-    // [UA] the two GEMMs save K and V expanded to the a query heads: a - k
-    // heads more than the 4kd counted above (GQA; MLA has k = a).
-    if (!m.mla && m.heads > m.kv_heads) {
-      bytes += e * sb * 4 * (m.heads - m.kv_heads) * HeadDim(m) / l.tensor;
-    }
-    // [UA] with no mask from the dataloader, each layer's softmax builds
-    // an s x s bool causal mask and masked_fill_ keeps it (an upper bound:
-    // the fused kernel, where it applies, keeps none).
-    if (!l.dataloader_mask) bytes += l.seq_length * l.seq_length;
   }
+  if (kept.expanded_kv) {
+    // a - k heads more than the 4kd counted above.
+    bytes += e * sb * 4 * (m.heads - m.kv_heads) * HeadDim(m) / l.tensor;
+  }
+  if (kept.causal_masks) bytes += l.seq_length * l.seq_length;
   return bytes;
 }
+
+}  // namespace
+
+UnfusedAttentionKept UnfusedAttentionKeeps(const ModelShape& m,
+                                           const Layout& l) {
+  UnfusedAttentionKept kept;
+  if (!l.unfused_attention) return kept;
+  // Selective recomputation of core attention keeps none of what it makes
+  // [K 5]; its checkpoint saves Q, K and V as given.
+  const bool recomputed =
+      l.recompute == RecomputeKind::kSelective && l.recompute_core_attn;
+  kept.scores = !recomputed;
+  // [UA] the two GEMMs save K and V expanded to the a query heads (GQA;
+  // MLA has k = a).
+  const bool expanded = !m.mla && m.heads > m.kv_heads;
+  kept.expanded_kv = !recomputed && expanded;
+  // [UA] V reaches its savers as a view of the QKV GEMM's output: the
+  // checkpoint saves it as given, and so does bmm when no expansion copies
+  // it. That output then stays whole. (Without RoPE Q and K would be views
+  // of it as well: an upper bound.)
+  kept.qkv_output = !m.mla && (recomputed || !expanded);
+  // [UA] with no mask from the dataloader, each layer's softmax builds an
+  // s x s bool causal mask and masked_fill_ keeps it (an upper bound: the
+  // fused kernel, where it applies, keeps none).
+  kept.causal_masks = !recomputed && !l.dataloader_mask;
+  return kept;
+}
+
+namespace {
 
 // A layer under full recomputation stores only its input [K 5: 2sbh,
 // split over t with sequence parallelism].

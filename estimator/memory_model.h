@@ -183,6 +183,19 @@ double HeadDim(const ModelShape& m);
 double QueryWidth(const ModelShape& m);
 Layout LayoutOf(const v1::Job& resolved_job);
 
+// What Megatron's unfused core attention keeps for backward in a layer
+// beyond Q, K, V and its output (memory_model.cc [K eq. 1], [UA]); all
+// false with FlashAttention. One decision for the activation term and the
+// estimate's assumptions.
+struct UnfusedAttentionKept {
+  bool scores = false;        // softmax output (dropout's mask and output)
+  bool expanded_kv = false;   // K and V expanded to the a query heads
+  bool qkv_output = false;    // the whole QKV output, through V's view
+  bool causal_masks = false;  // an s x s bool mask a layer
+};
+UnfusedAttentionKept UnfusedAttentionKeeps(const ModelShape& m,
+                                           const Layout& l);
+
 // Parameters of the whole, unsharded model (the paper's equation 3,
 // generalized to head_dim, GeLU, LayerNorm, biases, learned positions),
 // with the vocabulary padded as at TP `tensor`.
