@@ -78,6 +78,50 @@ TEST(EstimateTest, TheVocabularyMultiplePadsAtTheJobsTp) {
 // offsets are built once, O(L + p v), never per stage) is measured by
 // BM_EstimateLargestInterleavedMoeJob (bench/estimator_benchmark.cc), not
 // timed here.
+// The estimate's assumptions name what the unfused attention keeps, as
+// its term counts it (UnfusedAttentionKeeps): Llama-3.1-8B's query groups
+// are expanded; under selective recomputation the QKV output stays whole.
+TEST(EstimateTest, AssumptionsSayWhatTheUnfusedAttentionKeeps) {
+  v1::Job job = PaperJob("llama-3.1-8b", "h100-80gb", 1, 1, 1, 1, 1, 4096);
+  job.mutable_training()->set_attention_kernel(v1::ATTENTION_KERNEL_UNFUSED);
+  auto assumed = [&]() {
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    EXPECT_TRUE(e.ok()) << e.status();
+    std::string all;
+    if (e.ok()) {
+      for (const std::string& a : e->assumptions()) all += a + "\n";
+    }
+    return all;
+  };
+  std::string text = assumed();
+  EXPECT_NE(text.find("also keeps K and V expanded to the query heads; each "
+                      "layer's s x s bool causal mask"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("QKV output"), std::string::npos) << text;
+  job.mutable_training()->mutable_recompute()->set_granularity(
+      v1::Recompute::GRANULARITY_SELECTIVE);
+  text = assumed();
+  EXPECT_NE(text.find("its scores recomputed"), std::string::npos) << text;
+  EXPECT_NE(text.find("also keeps the whole QKV output"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("expanded"), std::string::npos) << text;
+}
+
+// training.fused_swiglu is validated on the resolved job: a catalog model
+// whose MLP is not SwiGLU (Nemotron-4's squared ReLU) cannot take it,
+// even when the job leaves model.mlp_activation unset.
+TEST(EstimateTest, FusedSwigluOnACatalogSquaredReluModelIsRefused) {
+  v1::Job job =
+      PaperJob("nemotron-4-340b", "h100-80gb", 8, 1, 12, 1, 96, 4096);
+  job.mutable_training()->set_fused_swiglu(true);
+  absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("training.fused_swiglu"),
+            std::string::npos)
+      << e.status();
+}
+
 TEST(EstimateTest, LargestInterleavedMoeJobIsBoundedWork) {
   v1::Job job = testing::LargestInterleavedMoeJob();
   absl::StatusOr<v1::Estimate> e = EstimateJob(job);
