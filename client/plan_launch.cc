@@ -56,6 +56,16 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
         "--use-distributed-optimizer only: drop FSDP from the launch to plan "
         "it, or check the FSDP launch with `memgate check`");
   }
+  if (par.microbatch_group_size() != 0) {
+    // The group must lie in [p, m]: a fixed one is wrong for most of the
+    // pipelines and batch splits the plan searches, and its candidates'
+    // arguments would not override it when pasted back.
+    return absl::InvalidArgumentError(
+        "--microbatch-group-size-per-virtual-pipeline-stage: plans run "
+        "interleaving with Megatron's default group (the pipeline size), and "
+        "the group is set per pipeline: drop it from the launch to plan it, "
+        "or check the launch with `memgate check`");
+  }
   const v1::TrainingConfig& training = job.training();
   uint32_t seq = request.seq_length(), gbs = request.global_batch_size();
   if (absl::Status s =

@@ -41,9 +41,15 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
   const v1::ModelConfig& m = job.model();
   const uint32_t v = job.parallel().virtual_pipeline_stages();
   if (v > 1) {
+    const uint32_t group = job.parallel().microbatch_group_size();
     out.push_back(absl::StrCat(
-        "interleaved 1F1B, ", v, " model chunks a rank: rank r holds up to "
-        "2(p - r - 1) + (v - 1)p + 1 chunks of L/(p v) layers"));
+        "interleaved 1F1B, ", v, " model chunks a rank",
+        group == 0 ? ""
+                   : absl::StrCat(", ", group,
+                                  " micro-batches a chunk in a row"),
+        ": rank r holds up to 2(p - r - 1) + (v - 1)",
+        group == 0 ? "p" : absl::StrCat(group), " + 1 chunks of L/(p v) "
+        "layers"));
   }
   switch (t.precision()) {
     case v1::PRECISION_FP32:

@@ -527,6 +527,28 @@ absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
   return absl::OkStatus();
 }
 
+// --microbatch-group-size-per-virtual-pipeline-stage (N): how many
+// micro-batches each model chunk runs in a row under interleaving, which
+// sets the warm-up forwards a rank holds (memory_model.cc [MT]). Without
+// interleaving Megatron never reads it: a note says so. Zero is Megatron's
+// error (N < p), refused here as it would read as "default".
+absl::Status FillMicrobatchGroup(const Arguments& args,
+                                 MegatronLaunch& launch) {
+  constexpr char kName[] = "microbatch-group-size-per-virtual-pipeline-stage";
+  if (!args.Has(kName)) return absl::OkStatus();
+  MEMGATE_ASSIGN_OR_RETURN(group, args.Number(kName, 0));
+  if (group == 0) return Bad(kName, "must be at least 1");
+  v1::ParallelConfig& p = *launch.job.mutable_parallel();
+  if (p.virtual_pipeline_stages() < 2) {
+    launch.notes.push_back(absl::StrCat(
+        "--", kName, ": no effect without interleaving (Megatron reads it "
+        "only with virtual pipeline stages)"));
+    return absl::OkStatus();
+  }
+  p.set_microbatch_group_size(group);
+  return absl::OkStatus();
+}
+
 // bf16 / fp16 / fp32 as Megatron trains: fp32 when neither is given
 // (arguments.py), bf16 with fp32 gradient accumulation (forced by --bf16),
 // bf16 gradients with --grad-reduce-in-bf16.
@@ -953,7 +975,8 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
   if (absl::Status s = RefuseUnmodelled(args); !s.ok()) return s;
   MegatronLaunch launch;
   if (absl::Status s = FillModel(args, fill_model, launch); !s.ok()) return s;
-  for (auto fill : {FillArchitecture, FillParallel, PadVocabulary,
+  for (auto fill : {FillArchitecture, FillParallel, FillMicrobatchGroup,
+                    PadVocabulary,
                     FillTraining, FillExpertsFromLaunch, FillGpuCount}) {
     if (absl::Status s = fill(args, launch); !s.ok()) return s;
   }

@@ -525,6 +525,64 @@ TEST(MegatronArgsTest, PipelineLayoutEstimatesAsTheSameSplitOtherwiseWritten) {
             std::string::npos);
 }
 
+// --microbatch-group-size-per-virtual-pipeline-stage N (read past before:
+// a group above p holds more chunks in flight than memgate counted).
+// Interleaved over PP 2 with m = 512: the group reaches the job; N = p is
+// Megatron's default; N = 8 holds 2 + 8 + 1 = 11 chunks on rank 0, not 5,
+// so the peak grows; without interleaving Megatron never reads it (a
+// note); 0 and groups Megatron's schedule raises on are refused.
+TEST(MegatronArgsTest, MicrobatchGroupSetsTheInterleavedWarmUp) {
+  const std::string interleaved = "--num-virtual-stages-per-pipeline-rank 2 ";
+  const v1::Job plain = LlamaLaunchJob(interleaved);
+  const v1::Job grouped = LlamaLaunchJob(
+      interleaved + "--microbatch-group-size-per-virtual-pipeline-stage 8");
+  EXPECT_EQ(grouped.parallel().microbatch_group_size(), 8u);
+  EXPECT_DOUBLE_EQ(
+      PeakOf(LlamaLaunchJob(
+          interleaved + "--microbatch-group-size-per-virtual-pipeline-stage 2")),
+      PeakOf(plain));
+  v1::Job set_by_field = plain;
+  set_by_field.mutable_parallel()->set_microbatch_group_size(8);
+  EXPECT_DOUBLE_EQ(PeakOf(grouped), PeakOf(set_by_field));
+  // Rank 0's activations: chunks of 16 layers, 11 in flight against 5.
+  absl::StatusOr<v1::Estimate> more = EstimateJob(grouped);
+  absl::StatusOr<v1::Estimate> fewer = EstimateJob(plain);
+  ASSERT_TRUE(more.ok() && fewer.ok());
+  EXPECT_GT(more->stages(0).activation_bytes(),
+            2 * fewer->stages(0).activation_bytes());
+
+  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+      Words(std::string(kLlama31_8B) +
+            " --microbatch-group-size-per-virtual-pipeline-stage 8"),
+      nullptr);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->job.parallel().microbatch_group_size(), 0u);
+  EXPECT_NE(AllNotes(*l).find("--microbatch-group-size-per-virtual-pipeline-"
+                              "stage: no effect without interleaving"),
+            std::string::npos)
+      << AllNotes(*l);
+
+  l = ParseMegatronLaunch(
+      Words(std::string(kLlama31_8B) + " " + interleaved +
+            "--microbatch-group-size-per-virtual-pipeline-stage 0"),
+      nullptr);
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find(
+                "--microbatch-group-size-per-virtual-pipeline-stage: must be "
+                "at least 1"),
+            std::string::npos)
+      << l.status();
+  for (const char* group : {"1", "513", "7"}) {
+    v1::Job bad = LlamaLaunchJob(
+        interleaved +
+        "--microbatch-group-size-per-virtual-pipeline-stage " + group);
+    const absl::Status s = EstimateJob(bad).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << group;
+    EXPECT_EQ(s.message().rfind("parallel.microbatch_group_size:", 0), 0u)
+        << s;
+  }
+}
+
 // The launch: experts were read past, giving the dense peak. Now
 // the experts, their parallelism and routing reach the job and the peak.
 TEST(MegatronArgsTest, MixtureOfExpertsLaunchIsModelled) {

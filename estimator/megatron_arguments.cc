@@ -137,10 +137,16 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "split evenly over its v chunks (a multiple of v, as Megatron "
        "requires)"},
       {"num-layers-per-virtual-pipeline-stage", true, M, "off",
-       "interleaved 1F1B: v = L / (p x N) model chunks per rank, each "
-       "rank holding 2(p - r - 1) + (v - 1)p + 1 chunks in flight"},
+       "interleaved 1F1B: v = L / (p x n) model chunks per rank (n its "
+       "layers), each rank holding 2(p - r - 1) + (v - 1)N + 1 chunks in "
+       "flight (N the micro-batch group below)"},
       {"num-virtual-stages-per-pipeline-rank", true, M, "off",
        "interleaved 1F1B with v model chunks per rank"},
+      {"microbatch-group-size-per-virtual-pipeline-stage", true, M, "p",
+       "interleaved 1F1B: N micro-batches a chunk in a row, (v - 1)N of "
+       "the warm-up forwards (N > p holds more); p <= N <= m and m % N 0 "
+       "or at least p, as Megatron's schedules.py raises otherwise; no "
+       "effect without interleaving"},
       {"pipeline-model-parallel-layout", true, P, "off",
        "the layers of every (virtual) stage, e.g. Et|(tt|)*30mL: uneven "
        "interleaved chunks; 'm' (MTP layers, --mtp-num-layers of them) "

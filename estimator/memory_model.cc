@@ -20,9 +20,12 @@
 //      (recompute_granularity, recompute_method uniform/block,
 //      recompute_num_layers) and megatron/core/pipeline_parallel/
 //      schedules.py (1F1B warm-up: min(p - rank - 1, m) micro-batches;
-//      interleaved: 2(p - rank - 1) + (v - 1) * p warm-up forwards of model
-//      chunks, in groups of p micro-batches per chunk, at most m * v), which
-//      reproduces Korthikanti's interleaving factor 1 + (p - 1) / (p * v).
+//      interleaved: 2(p - rank - 1) + (v - 1) * N warm-up forwards of model
+//      chunks, in groups of N micro-batches per chunk (N: --microbatch-
+//      group-size-per-virtual-pipeline-stage, default p; get_schedule_table
+//      makes the last group the m % N left over), at most m * v), which at
+//      N = p reproduces Korthikanti's interleaving factor
+//      1 + (p - 1) / (p * v).
 // [PA] Megatron-LM megatron/core/optimizer/optimizer_config.py and
 //      distrib_optimizer.py (precision-aware optimizer: main_grads_dtype,
 //      main_params_dtype, exp_avg(_sq)_dtype; store_param_remainders keeps
@@ -585,6 +588,7 @@ Layout LayoutOf(const v1::Job& job) {
                        ? 0
                        : train.global_batch_size() / (l.micro_batch * l.data);
   l.virtual_stages = std::max(1u, par.virtual_pipeline_stages());
+  l.microbatch_group = par.microbatch_group_size();
   l.sequence_parallel = par.sequence_parallel();
   l.distributed_optimizer = par.distributed_optimizer();
   l.precision = train.precision();
@@ -707,7 +711,8 @@ double MicrobatchesInFlight(const Layout& l, uint32_t stage) {
   const double overlap = l.ep_overlap ? 1 : 0;
   if (l.virtual_stages > 1) {
     const double chunks = 2 * (l.pipeline - stage - 1) +
-                          (l.virtual_stages - 1) * l.pipeline + 1 + overlap;
+                          (l.virtual_stages - 1) * MicrobatchGroup(l) + 1 +
+                          overlap;
     return l.microbatches > 0
                ? std::min(chunks, l.microbatches * l.virtual_stages)
                : chunks;
@@ -717,27 +722,43 @@ double MicrobatchesInFlight(const Layout& l, uint32_t stage) {
                             : one_f_one_b;
 }
 
+double MicrobatchGroup(const Layout& l) {
+  return l.microbatch_group > 0 ? l.microbatch_group : l.pipeline;
+}
+
+bool InterleavedGroupsRun(const Layout& l) {
+  if (l.virtual_stages <= 1 || l.microbatches <= 0) return true;
+  const double n = MicrobatchGroup(l);
+  const double rest = std::fmod(l.microbatches, n);
+  return n >= l.pipeline && n <= l.microbatches &&
+         (rest == 0 || rest >= l.pipeline);
+}
+
 namespace {
 
 // Under interleaving, how many of a rank's chunks in flight are its chunk
-// j: Megatron runs forwards in groups of p micro-batches per chunk, chunk
-// by chunk [MT]; forward k of a rank is chunk (k / p) % v of micro-batch
-// (k / (p*v)) * p + k % p. Of the first W forwards, each full cycle of p*v
-// gives chunk j the next p micro-batches and a partial cycle of r gives it
-// min(max(r - j*p, 0), p) more; none past m. Chunk 0 of rank 0 holds the
-// embedding. (Closed form: no loop over a count a hostile job could make
-// huge.)
+// j. Megatron runs forwards in groups of N micro-batches a chunk, chunk by
+// chunk, the last group being the m % N left over [MT]
+// (get_schedule_table): of the first W forwards, each whole group of N x v
+// gives chunk j N micro-batches, and the group W ends in, of size n (N, or
+// the remainder when it is the last), gives it min(max(r - j n, 0), n) of
+// its r forwards. In a schedule Megatron runs (p <= N <= m) a rank's
+// W <= (v - 1)N + 2p forwards end at most 2p - N <= p into the second
+// group, inside its first chunk; the remainder's size matters only when
+// N > m, kept exact for layouts nothing validated. (Closed form: no loop
+// over a count a hostile job could make huge.)
 double ChunkMicrobatchesInFlight(const Layout& l, double in_flight,
                                  double chunk) {
   if (l.virtual_stages <= 1) return in_flight;
-  const double cycle = l.pipeline * l.virtual_stages;
-  const double full_cycles = std::floor(in_flight / cycle);
-  const double rest = in_flight - full_cycles * cycle;
+  const double group = MicrobatchGroup(l);
+  const double v = l.virtual_stages;
   const double m = l.microbatches > 0 ? l.microbatches : HUGE_VAL;
-  const double before = full_cycles * l.pipeline;
-  return std::min(before, m) +
-         std::min(std::clamp(rest - chunk * l.pipeline, 0.0, l.pipeline),
-                  std::max(0.0, m - before));
+  const double whole_groups = std::floor(m / group);
+  const double done = std::min(std::floor(in_flight / (group * v)),
+                               whole_groups);
+  const double rest = in_flight - done * group * v;
+  const double size = done < whole_groups ? group : m - whole_groups * group;
+  return done * group + std::clamp(rest - chunk * size, 0.0, size);
 }
 
 double EmbeddingMicrobatchesInFlight(const Layout& l, double in_flight) {

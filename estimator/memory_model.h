@@ -84,6 +84,9 @@ struct Layout {
   double microbatches = 0;
   // v: model chunks per rank under interleaved 1F1B; 1 means plain 1F1B.
   double virtual_stages = 1;
+  // N: micro-batches a chunk runs in a row under interleaving
+  // (ParallelConfig.microbatch_group_size); 0 means p, Megatron's default.
+  double microbatch_group = 0;
   bool sequence_parallel = true;
   bool distributed_optimizer = true;
   v1::Precision precision = v1::PRECISION_BF16_FP32_GRADS;
@@ -210,9 +213,20 @@ double VocabRows(const ModelShape& m, double tensor);
 // Micro-batches whose activations pipeline stage `stage` holds at its
 // peak: p - stage under 1F1B (the paper), at most m (Megatron's 1F1B runs
 // min(p - stage - 1, m) warm-up forwards, then one more). Under interleaved
-// 1F1B: the model chunks (micro-batch x chunk) in flight on that rank. With
-// the EP all-to-all overlap, one more of either.
+// 1F1B: the model chunks (micro-batch x chunk) in flight on that rank,
+// 2(p - stage - 1) + (v - 1)N + 1 with N = MicrobatchGroup, at most m v.
+// With the EP all-to-all overlap, one more of either.
 double MicrobatchesInFlight(const Layout& l, uint32_t stage);
+
+// N, the micro-batches a model chunk runs in a row under interleaving:
+// the layout's microbatch_group, or p (Megatron's default).
+double MicrobatchGroup(const Layout& l);
+
+// Whether Megatron's interleaved schedule runs the layout's micro-batches
+// (schedules.py raises otherwise): p <= N <= m and m % N is 0 or at least
+// p. True without interleaving or without a known m. validation.cc refuses
+// jobs by the same rule, naming the field.
+bool InterleavedGroupsRun(const Layout& l);
 
 // Whether a micro-batch keeps the dataloader's attention mask for backward
 // (checkpointed layers or core attention save it as an argument; unfused
@@ -231,8 +245,8 @@ StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
 // The same under interleaving with model chunks of different sizes
 // (Megatron's --pipeline-model-parallel-layout): chunk_layers[j] is the
 // layers of this rank's chunk j, j < v. Each chunk's micro-batches in
-// flight are counted from the schedule's order (groups of p micro-batches
-// per chunk, chunk by chunk).
+// flight are counted from the schedule's order (groups of N micro-batches
+// per chunk, chunk by chunk: MicrobatchGroup).
 StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
                                  uint32_t stage,
                                  const std::vector<double>& chunk_layers,

@@ -6,7 +6,9 @@
 // sbh = 2^20 elements; one layer of the paper's Llama stores
 // sbh(12 + 4k/a + 8h_ffn/h) = 48 sbh bytes in bf16.
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "estimator/memory_model.h"
 #include "estimator/moe_terms.h"
@@ -298,6 +300,71 @@ TEST(MemoryTermsTest, InterleavingHoldsMoreChunksInFlight) {
   EXPECT_DOUBLE_EQ(MicrobatchesInFlight(l, 0), 4);
   EXPECT_DOUBLE_EQ(Activations(m, l, 0, 2),
                    4 * kLayerBf16 + 2 * kEmbeddingBf16);
+}
+
+// --microbatch-group-size-per-virtual-pipeline-stage N [MT]: rank r runs
+// 2(p - r - 1) + (v - 1)N warm-up forwards, then one, so N > p holds
+// more: p = 4, v = 2, N = 8 on rank 0 is 6 + 8 + 1 = 15 chunks, against
+// 11 at Megatron's default N = p.
+TEST(MemoryTermsTest, MicrobatchGroupSetsTheChunksInFlight) {
+  Layout l = OneGpu();
+  l.pipeline = 4;
+  l.virtual_stages = 2;
+  EXPECT_DOUBLE_EQ(MicrobatchesInFlight(l, 0), 11);
+  l.microbatch_group = 8;
+  EXPECT_DOUBLE_EQ(MicrobatchesInFlight(l, 0), 15);
+  EXPECT_DOUBLE_EQ(MicrobatchesInFlight(l, 3), 9);
+  l.microbatches = 6;  // at most m v = 12
+  EXPECT_DOUBLE_EQ(MicrobatchesInFlight(l, 0), 12);
+}
+
+// Which chunks those forwards are, against Megatron's own order: the
+// schedule table of schedules.py get_schedule_table (groups of N
+// micro-batches a chunk, chunk by chunk; the last group the m % N left
+// over), whose first min(warm-up + 1, m v) entries a rank holds. Every
+// valid (m, N) for p = 4, v = 2 and 3, every rank that holds no embedding
+// or head: each chunk's count, read as the activations of a stage whose
+// only layer is in that chunk.
+TEST(MemoryTermsTest, ChunksInFlightFollowMegatronsScheduleTable) {
+  const ModelShape m = Small();
+  int checked = 0;
+  for (uint32_t v : {2u, 3u}) {
+    for (uint32_t group = 4; group <= 9; ++group) {
+      for (uint32_t steps = group; steps <= 3 * group + 2; ++steps) {
+        if (steps % group != 0 && steps % group < 4) continue;  // refused
+        std::vector<uint32_t> table;  // the chunk of each forward
+        for (uint32_t start = 0; start < steps; start += group) {
+          const uint32_t end = start + group >= steps ? steps : start + group;
+          for (uint32_t chunk = 0; chunk < v; ++chunk) {
+            for (uint32_t mb = start; mb < end; ++mb) table.push_back(chunk);
+          }
+        }
+        for (uint32_t rank : {1u, 2u}) {
+          const uint32_t held = std::min<uint32_t>(
+              2 * (4 - rank - 1) + (v - 1) * group + 1, steps * v);
+          Layout l = OneGpu();
+          l.pipeline = 4;
+          l.virtual_stages = v;
+          l.microbatch_group = group;
+          l.microbatches = steps;
+          EXPECT_DOUBLE_EQ(MicrobatchesInFlight(l, rank), held);
+          for (uint32_t chunk = 0; chunk < v; ++chunk) {
+            const double expected = static_cast<double>(std::count(
+                table.begin(), table.begin() + held, chunk));
+            std::vector<double> layers(v, 0);
+            layers[chunk] = 1;
+            EXPECT_DOUBLE_EQ(
+                StageMemoryOfChunks(m, l, rank, layers).activation_bytes,
+                expected * kLayerBf16)
+                << "v " << v << " N " << group << " m " << steps << " rank "
+                << rank << " chunk " << chunk;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 300);
 }
 
 // Chunks of different sizes (--pipeline-model-parallel-layout), p = v = 2,

@@ -115,6 +115,7 @@ uint32_t SmallestGpuCountThatFits(const v1::Job& job, double threshold) {
     if (job.model().has_moe() && (d * group) % expert_group != 0) return false;
     layout.data = static_cast<double>(d);
     layout.microbatches = gbs == 0 ? 0 : static_cast<double>(gbs) / (b * d);
+    if (!InterleavedGroupsRun(layout)) return false;
     return PeakBytesEvenStages(shape, layout) <= threshold * capacity;
   };
   const uint64_t max_d = UINT32_MAX / group;

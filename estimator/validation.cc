@@ -419,6 +419,61 @@ absl::Status ValidateOptimizerStorage(const v1::Job& job) {
   return absl::OkStatus();
 }
 
+// Interleaved 1F1B's micro-batch groups, under the rules Megatron's
+// forward_backward_pipelining_with_interleaving raises on (schedules.py):
+// a chunk runs N micro-batches in a row, p <= N <= m, and the m % N left
+// over for the last group is 0 or at least p (N defaults to p, so then m
+// must be a multiple of p). A group set without interleaving is refused:
+// Megatron would ignore it, and a job that names it meant something else.
+absl::Status ValidateMicrobatchGroup(const v1::Job& job) {
+  const v1::ParallelConfig& par = job.parallel();
+  const uint64_t group = par.microbatch_group_size();
+  const uint64_t p = par.pipeline_parallel();
+  if (par.virtual_pipeline_stages() < 2) {
+    if (group == 0) return absl::OkStatus();
+    return Invalid("parallel.microbatch_group_size",
+                   "needs parallel.virtual_pipeline_stages of 2 or more (it "
+                   "groups interleaved 1F1B's micro-batches)",
+                   absl::StrCat(group));
+  }
+  if (group != 0 && group < p) {
+    return Invalid("parallel.microbatch_group_size",
+                   absl::StrCat("must be at least parallel.pipeline_parallel "
+                                "= ", p, " (Megatron's --microbatch-group-"
+                                "size-per-virtual-pipeline-stage; its "
+                                "schedules.py raises below)"),
+                   absl::StrCat(group));
+  }
+  const v1::TrainingConfig& tr = job.training();
+  if (tr.global_batch_size() == 0) return absl::OkStatus();
+  const uint64_t d = job.num_gpus() / par.tensor_parallel() / p /
+                     par.context_parallel();
+  const uint64_t m = tr.global_batch_size() / tr.micro_batch_size() / d;
+  const uint64_t n = group == 0 ? p : group;
+  const char* field = group == 0 ? "training.global_batch_size"
+                                 : "parallel.microbatch_group_size";
+  if (n > m) {
+    return Invalid(
+        field,
+        absl::StrCat("interleaved 1F1B runs groups of ", n,
+                     " micro-batches a chunk (parallel.microbatch_group_size, "
+                     "default pipeline_parallel): the step's ", m,
+                     " micro-batches must be at least that (Megatron's "
+                     "schedules.py)"),
+        absl::StrCat(group == 0 ? tr.global_batch_size() : group));
+  }
+  if (m % n != 0 && m % n < p) {
+    return Invalid(
+        field,
+        absl::StrCat("interleaved 1F1B's last group of micro-batches is the "
+                     "step's ", m, " modulo the group of ", n, " = ", m % n,
+                     ": it must be 0 or at least pipeline_parallel = ", p,
+                     " (Megatron's schedules.py)"),
+        absl::StrCat(group == 0 ? tr.global_batch_size() : group));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateTraining(const v1::Job& job) {
   const v1::TrainingConfig& tr = job.training();
   const v1::ParallelConfig& par = job.parallel();
@@ -452,6 +507,7 @@ absl::Status ValidateTraining(const v1::Job& job) {
                      absl::StrCat(gbs));
     }
   }
+  MEMGATE_RETURN_IF_ERROR(ValidateMicrobatchGroup(job));
   if (!v1::Precision_IsValid(tr.precision()) ||
       tr.precision() == v1::PRECISION_UNSPECIFIED) {
     return Invalid("training.precision", "must be a known precision",

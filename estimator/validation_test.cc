@@ -252,6 +252,33 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_model()->set_mlp_activation(v1::MLP_ACTIVATION_GELU);
                j.mutable_training()->set_fused_swiglu(true);
              }, "training.fused_swiglu"},
+        // Interleaved 1F1B's micro-batch groups (Megatron's schedules.py):
+        // ValidJob runs m = 1024 / 2 = 512 micro-batches over p = 2.
+        Rule{"MicrobatchGroupWithoutInterleaving", [](v1::Job& j) {
+               j.mutable_parallel()->set_microbatch_group_size(4);
+             }, "parallel.microbatch_group_size"},
+        Rule{"MicrobatchGroupBelowThePipeline", [](v1::Job& j) {
+               j.mutable_parallel()->set_virtual_pipeline_stages(2);
+               j.mutable_parallel()->set_microbatch_group_size(1);
+             }, "parallel.microbatch_group_size"},
+        Rule{"MicrobatchGroupAboveTheStepsMicrobatches", [](v1::Job& j) {
+               j.mutable_parallel()->set_virtual_pipeline_stages(2);
+               j.mutable_parallel()->set_microbatch_group_size(513);
+             }, "parallel.microbatch_group_size"},
+        Rule{"MicrobatchGroupLeavesALastGroupShorterThanThePipeline",
+             [](v1::Job& j) {  // 512 % 7 = 1 < p
+               j.mutable_parallel()->set_virtual_pipeline_stages(2);
+               j.mutable_parallel()->set_microbatch_group_size(7);
+             }, "parallel.microbatch_group_size"},
+        Rule{"InterleavingWithFewerMicrobatchesThanStages", [](v1::Job& j) {
+               j.mutable_parallel()->set_virtual_pipeline_stages(2);
+               j.mutable_training()->set_global_batch_size(2);  // m = 1
+             }, "training.global_batch_size"},
+        Rule{"InterleavingWithMicrobatchesNotAMultipleOfStages",
+             [](v1::Job& j) {
+               j.mutable_parallel()->set_virtual_pipeline_stages(2);
+               j.mutable_training()->set_global_batch_size(6);  // m = 3
+             }, "training.global_batch_size"},
         Rule{"NoGpuMemory", [](v1::Job& j) {
                j.mutable_accelerator()->set_memory_bytes(0);
              }, "accelerator.memory_bytes"},
@@ -267,6 +294,17 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_model()->set_num_layers(1u << 31);
              }, "parallel.pipeline_parallel"}),
     [](const ::testing::TestParamInfo<Rule>& info) { return info.param.name; });
+
+// Megatron runs a micro-batch group of N >= p whose last group, m % N, is
+// 0 or at least p: p = 2, m = 512, N = 3 leaves 2; N = 512 is one group.
+TEST(ValidationTest, MicrobatchGroupsMegatronRunsAreValid) {
+  for (uint32_t group : {0u, 2u, 3u, 256u, 512u}) {
+    v1::Job job = ValidJob();
+    job.mutable_parallel()->set_virtual_pipeline_stages(2);
+    job.mutable_parallel()->set_microbatch_group_size(group);
+    EXPECT_TRUE(ValidateJob(job).ok()) << group << ": " << ValidateJob(job);
+  }
+}
 
 TEST(ValidationTest, TheExpertOverlapUnderMegatronsRulesIsValid) {
   v1::Job job = ValidJob();

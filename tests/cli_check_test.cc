@@ -240,6 +240,40 @@ TEST(CliCheckTest, TheReleaseFlagSetsTheMoeTerm) {
   EXPECT_EQ(dense.exit_code, 0) << dense.err;
 }
 
+// A launch that groups 8 micro-batches a chunk over PP 2 (Megatron's
+// --microbatch-group-size-per-virtual-pipeline-stage) holds 2 + 8 + 1
+// chunks on rank 0, not the default's 2 + 2 + 1: the same launch that fits
+// with the default group is refused with it. memgate used to read the
+// group past and admit it at the default's peak.
+TEST(CliCheckTest, AMicrobatchGroupAboveThePipelineIsCounted) {
+  std::vector<std::string> launch = {
+      "--gpu=h100-80gb", "--",
+      "torchrun", "--nnodes", "2", "--nproc-per-node", "8", "pretrain_gpt.py",
+      "--num-layers", "32", "--hidden-size", "4096", "--ffn-hidden-size",
+      "14336", "--num-attention-heads", "32", "--group-query-attention",
+      "--num-query-groups", "8", "--vocab-size", "128256",
+      "--untie-embeddings-and-output-weights", "--swiglu", "--normalization",
+      "RMSNorm", "--disable-bias-linear", "--position-embedding-type", "rope",
+      "--hidden-dropout", "0", "--attention-dropout", "0", "--bf16",
+      "--no-create-attention-mask-in-dataloader",
+      "--tensor-model-parallel-size", "4", "--pipeline-model-parallel-size",
+      "2", "--num-virtual-stages-per-pipeline-rank", "2",
+      "--sequence-parallel", "--use-distributed-optimizer",
+      "--micro-batch-size", "4", "--global-batch-size", "1024",
+      "--seq-length", "8192"};
+  const RunResult by_default = Check(launch);
+  EXPECT_EQ(by_default.exit_code, 0) << by_default.out << by_default.err;
+  launch.insert(launch.end(),
+                {"--microbatch-group-size-per-virtual-pipeline-stage", "8"});
+  const RunResult grouped = Check(launch);
+  EXPECT_EQ(grouped.exit_code, 1) << grouped.out << grouped.err;
+  EXPECT_GT(PeakGiB(grouped.out), 1.5 * PeakGiB(by_default.out))
+      << grouped.out;
+  EXPECT_NE(grouped.out.find("8 micro-batches a chunk in a row"),
+            std::string::npos)
+      << grouped.out;
+}
+
 TEST(CliCheckTest, HelpListsTheCheckFlags) {
   const RunResult r = Check({"--help"});
   EXPECT_EQ(r.exit_code, 0);

@@ -489,7 +489,7 @@ TEST(CliPlanTest, TheReleaseFlagPlansAsThatReleaseRuns) {
       << ambiguous.err;
 }
 
-TEST(CliPlanTest, ALaunchThatDisagreesOrShardsWithFsdpIsRefused) {
+TEST(CliPlanTest, ALaunchThatDisagreesShardsWithFsdpOrGroupsIsRefused) {
   const std::vector<std::string> launch = {
       "--", "torchrun", "pretrain_gpt.py", "--num-layers", "32",
       "--hidden-size", "4096", "--num-attention-heads", "32",
@@ -509,6 +509,18 @@ TEST(CliPlanTest, ALaunchThatDisagreesOrShardsWithFsdpIsRefused) {
                  "--data-parallel-sharding-strategy", "optim_grads_params"}));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("Megatron FSDP"), std::string::npos) << r.err;
+  // A micro-batch group must lie in [p, m]: fixed, it would be wrong for
+  // most layouts, and a candidate pasted back would not override it.
+  r = Plan(With(With({"--gpu=a100-40gb", "--gpus=16"}, launch),
+                {"--pipeline-model-parallel-size", "2",
+                 "--num-virtual-stages-per-pipeline-rank", "2",
+                 "--microbatch-group-size-per-virtual-pipeline-stage", "4"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.find("memgate plan: --microbatch-group-size-per-virtual-"
+                       "pipeline-stage: plans run interleaving with "
+                       "Megatron's default group"),
+            0u)
+      << r.err;
   // Without --seq-length and --seq, nothing says the sequence length.
   r = Plan({"--gpu=a100-40gb", "--gpus=16", "--", "torchrun", "pretrain_gpt.py",
             "--num-layers", "32", "--hidden-size", "4096",
