@@ -135,4 +135,22 @@ absl::StatusOr<uint32_t> Arguments::Number(const std::string& name,
   return n;
 }
 
+// Megatron's generalized TP (--tensor-parallel-num-weight-shards and its
+// expert twin, arguments.py resolve_tensor_parallel_weight_shards): more
+// shards than the TP size add a gtp_remat axis to the world (parallel_state
+// world_size = tp x dp x pp x cp x ep x gtp_remat), so DP and every
+// sharded term would be wrong; equal to the TP size it is Megatron's
+// default and changes nothing.
+absl::Status RequireUnshardedWeights(const Arguments& args, const char* name,
+                                     const char* size_name, uint32_t size) {
+  if (!args.Has(name)) return absl::OkStatus();
+  MEMGATE_ASSIGN_OR_RETURN(shards, args.Number(name, size));
+  if (shards == size) return absl::OkStatus();
+  return Bad(name, absl::StrCat(
+                       "only ", size_name, " (", size,
+                       ") is modelled; ", shards,
+                       " shards turn on generalized TP, a parallel axis of "
+                       "its own whose weights are re-gathered per use"));
+}
+
 }  // namespace memgate

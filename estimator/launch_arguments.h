@@ -63,6 +63,12 @@ class Arguments {
   std::string after_core_0_12_0_;
 };
 
+// Refuses `name` (--tensor-parallel-num-weight-shards or its expert twin)
+// unless it equals `size`, the TP size it shards over (`size_name` says
+// which): more shards are Megatron's generalized TP, not modelled.
+absl::Status RequireUnshardedWeights(const Arguments& args, const char* name,
+                                     const char* size_name, uint32_t size);
+
 #define MEMGATE_ASSIGN_OR_RETURN(lhs, expr)     \
   auto lhs##_or = (expr);                       \
   if (!lhs##_or.ok()) return lhs##_or.status(); \

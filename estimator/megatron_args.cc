@@ -450,6 +450,12 @@ absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
   if (tp == 0) return Bad("tensor-model-parallel-size", "must be at least 1");
   if (pp == 0) return Bad("pipeline-model-parallel-size", "must be at least 1");
   if (cp == 0) return Bad("context-parallel-size", "must be at least 1");
+  if (absl::Status s = RequireUnshardedWeights(
+          args, "tensor-parallel-num-weight-shards",
+          "--tensor-model-parallel-size", tp);
+      !s.ok()) {
+    return s;
+  }
   p.set_tensor_parallel(tp);
   p.set_pipeline_parallel(pp);
   p.set_context_parallel(cp);
@@ -889,7 +895,15 @@ absl::Status FillFsdp(const Arguments& args, MegatronLaunch& launch) {
 
 absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
   v1::TrainingConfig& t = *launch.job.mutable_training();
-  MEMGATE_ASSIGN_OR_RETURN(seq, args.Number("seq-length", 0));
+  // arguments.py: --encoder-seq-length is the sequence length when
+  // --seq-length is absent, and asserted absent beside it.
+  if (args.Has("encoder-seq-length") && args.Has("seq-length")) {
+    return Bad("encoder-seq-length",
+               "cannot be given with --seq-length (Megatron asserts)");
+  }
+  const char* seq_name =
+      args.Has("encoder-seq-length") ? "encoder-seq-length" : "seq-length";
+  MEMGATE_ASSIGN_OR_RETURN(seq, args.Number(seq_name, 0));
   if (seq == 0) return Bad("seq-length", "missing");
   MEMGATE_ASSIGN_OR_RETURN(mbs, args.Number("micro-batch-size", 1));
   MEMGATE_ASSIGN_OR_RETURN(gbs, args.Number("global-batch-size", 0));

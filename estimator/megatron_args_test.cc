@@ -583,6 +583,72 @@ TEST(MegatronArgsTest, MicrobatchGroupSetsTheInterleavedWarmUp) {
   }
 }
 
+// Megatron's generalized TP (--tensor-parallel-num-weight-shards and the
+// experts' --expert-tensor-parallel-num-weight-shards) adds an axis of its
+// own to the world: read past, memgate would have taken DP from TP x CP x
+// PP alone. At the TP size (Megatron's default) it changes nothing; above
+// it, it is refused by name.
+TEST(MegatronArgsTest, GeneralizedTensorParallelismIsRefusedByName) {
+  EXPECT_DOUBLE_EQ(
+      PeakOf(LlamaLaunchJob("--tensor-parallel-num-weight-shards 4")),
+      PeakOf(LlamaLaunchJob("")));
+  auto refused = [](const std::string& extra) {
+    absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+        Words(std::string(kLlama31_8B) + " " + extra), nullptr);
+    return l.ok() ? std::string() : std::string(l.status().message());
+  };
+  EXPECT_EQ(refused("--tensor-parallel-num-weight-shards 8")
+                .rfind("--tensor-parallel-num-weight-shards: only "
+                       "--tensor-model-parallel-size (4) is modelled; 8 "
+                       "shards turn on generalized TP",
+                       0),
+            0u)
+      << refused("--tensor-parallel-num-weight-shards 8");
+  const std::string experts =
+      "--num-experts 8 --expert-model-parallel-size 2 "
+      "--expert-tensor-parallel-size 1 ";
+  // The argument is newer than Megatron-Core 0.12.0, so it dates the
+  // launch (routing probabilities applied in the experts): compared with
+  // the same release.
+  v1::Job sharded =
+      LlamaLaunchJob(experts + "--expert-tensor-parallel-num-weight-shards 1");
+  v1::Job plain = LlamaLaunchJob(experts);
+  EXPECT_EQ(sharded.model().moe().routing_probs_applied(),
+            v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS);
+  plain.mutable_model()->mutable_moe()->set_routing_probs_applied(
+      sharded.model().moe().routing_probs_applied());
+  EXPECT_DOUBLE_EQ(PeakOf(sharded), PeakOf(plain));
+  EXPECT_EQ(refused(experts + "--expert-tensor-parallel-num-weight-shards 2")
+                .rfind("--expert-tensor-parallel-num-weight-shards: only "
+                       "--expert-tensor-parallel-size (1) is modelled",
+                       0),
+            0u);
+  // Without experts the expert TP size is TP's.
+  EXPECT_EQ(refused("--expert-tensor-parallel-num-weight-shards 8")
+                .rfind("--expert-tensor-parallel-num-weight-shards: only the "
+                       "expert TP size (4) is modelled",
+                       0),
+            0u);
+  EXPECT_TRUE(
+      refused("--expert-tensor-parallel-num-weight-shards 4").empty());
+}
+
+// --encoder-seq-length is Megatron's sequence length when --seq-length is
+// absent (arguments.py), and asserted absent beside it.
+TEST(MegatronArgsTest, EncoderSeqLengthIsTheSequenceLengthAlone) {
+  const v1::Job spelled = LlamaLaunchJob("--encoder-seq-length 8192",
+                                         "--seq-length 8192");
+  EXPECT_EQ(spelled.training().seq_length(), 8192u);
+  EXPECT_DOUBLE_EQ(PeakOf(spelled), PeakOf(LlamaLaunchJob("")));
+  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+      Words(std::string(kLlama31_8B) + " --encoder-seq-length 4096"),
+      nullptr);
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().message(),
+            "--encoder-seq-length: cannot be given with --seq-length "
+            "(Megatron asserts)");
+}
+
 // The launch: experts were read past, giving the dense peak. Now
 // the experts, their parallelism and routing reach the job and the peak.
 TEST(MegatronArgsTest, MixtureOfExpertsLaunchIsModelled) {

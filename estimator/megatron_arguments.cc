@@ -70,6 +70,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"max-position-embeddings", true, M, "seq-length",
        "rows of the learned position embedding"},
       {"seq-length", true, M, "", "s"},
+      {"encoder-seq-length", true, M, "seq-length",
+       "s when --seq-length is absent (Megatron's other spelling); refused "
+       "beside it, as Megatron asserts"},
       {"tokenizer-type", true, M, "", "the vocabulary when --vocab-size is absent"},
       {"tokenizer-model", true, M, "", "the vocabulary when --vocab-size is absent"},
       // ---- Precision ----
@@ -126,6 +129,13 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"tensor-model-parallel-size", true, M, "1", "t"},
       {"pipeline-model-parallel-size", true, M, "1", "p"},
       {"context-parallel-size", true, M, "1", "c"},
+      {"tensor-parallel-num-weight-shards", true, P, "TP",
+       "equal to --tensor-model-parallel-size only; more shards turn on "
+       "generalized TP, a parallel axis of its own (world = TP x GTP x CP x "
+       "PP x DP) whose weights are re-gathered per use: refused"},
+      {"hybrid-context-parallel", false, R, "off",
+       "packed variable-length samples balanced over DP x CP, up to "
+       "--max-seqlen-per-dp-cp-rank tokens a rank: not modelled"},
       {"sequence-parallel", false, M, "off",
        "splits the hidden-sized activations over t"},
       {"use-distributed-optimizer", false, M, "off",
@@ -266,6 +276,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"moe-shared-expert-gate", false, M, "off", "h parameters a layer"},
       {"expert-model-parallel-size", true, M, "1", "EP"},
       {"expert-tensor-parallel-size", true, M, "TP", "ETP"},
+      {"expert-tensor-parallel-num-weight-shards", true, P, "ETP",
+       "equal to the expert TP size only; more shards turn on the experts' "
+       "generalized TP (an axis of its own, weights re-gathered per use): "
+       "refused"},
       {"moe-token-dispatcher-type", true, M, "allgather",
        "the dispatch working set: all-to-all buffers, or the hidden states "
        "gathered over EP x ETP; flex: as alltoall, plus DeepEP's buffers"},
@@ -373,6 +387,15 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "linear_qkv, its activations are kept): not modelled"},
       {"experimental-attention-variant", true, R, "off",
        "gated delta net / DeepSeek sparse attention layers: not modelled"},
+      {"perform-rl-step", false, R, "off",
+       "RL steps run an inference engine (KV cache, CUDA graphs, "
+       "rollouts) beside training on the same GPUs: not modelled"},
+      {"kitchen-config-file", true, R, "off",
+       "kitchen quantization of the linear layers: not modelled"},
+      {"kitchen-recipe-number", true, R, "off",
+       "kitchen quantization of the linear layers: not modelled"},
+      {"use-kitchen-attention", false, R, "off",
+       "kitchen's attention kernels keep other tensors: not modelled"},
       {"enable-mhc-connections", false, R, "off",
        "hyper-connections: --mhc-num-residual-streams copies of the "
        "residual stream: not modelled"},

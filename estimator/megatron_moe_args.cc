@@ -169,6 +169,13 @@ absl::Status FillMoe(const Arguments& args, MegatronLaunch& launch) {
   v1::ModelConfig& m = *launch.job.mutable_model();
   v1::ParallelConfig& p = *launch.job.mutable_parallel();
   if (!args.Has("num-experts")) {
+    // Without experts the expert TP size is TP's (Megatron's default).
+    if (absl::Status s = RequireUnshardedWeights(
+            args, "expert-tensor-parallel-num-weight-shards",
+            "the expert TP size", p.tensor_parallel());
+        !s.ok()) {
+      return s;
+    }
     for (const char* needs : {"expert-model-parallel-size",
                               "expert-tensor-parallel-size",
                               "moe-layer-recompute",
@@ -205,6 +212,12 @@ absl::Status FillMoe(const Arguments& args, MegatronLaunch& launch) {
   MEMGATE_ASSIGN_OR_RETURN(
       etp, args.Number("expert-tensor-parallel-size", p.tensor_parallel()));
   if (etp == 0) return Bad("expert-tensor-parallel-size", "must be at least 1");
+  if (absl::Status s = RequireUnshardedWeights(
+          args, "expert-tensor-parallel-num-weight-shards",
+          "--expert-tensor-parallel-size", etp);
+      !s.ok()) {
+    return s;
+  }
   p.set_expert_tensor_parallel(etp);
   if (args.Has("moe-layer-recompute")) {
     // Checkpointing the whole MoE block keeps only its input, as
