@@ -1,6 +1,7 @@
 #include "estimator/assumptions.h"
 
 #include <algorithm>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -233,6 +234,15 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
   if (t.fused_swiglu()) {
     out.push_back("fused SwiGLU: the MLP keeps its FC1 output and FC2 input, "
                   "6 B a unit of FFN width (the paper counts 8)");
+  }
+  if (t.defer_embedding_wgrad()) {
+    out.push_back(absl::StrCat(
+        "deferred output-layer weight gradient: the last stage keeps the "
+        "output layer's input and the logits' gradient of ",
+        t.wgrad_deferral_limit() == 0
+            ? std::string("every call of the step")
+            : absl::StrCat("at most ", t.wgrad_deferral_limit(), " calls"),
+        " until the pipeline flush"));
   }
   if (m.mlp_activation() == v1::MLP_ACTIVATION_GELU) {
     out.push_back("GeLU MLP (2 matrices)");

@@ -555,6 +555,32 @@ absl::Status FillMicrobatchGroup(const Arguments& args,
   return absl::OkStatus();
 }
 
+// --defer-embedding-wgrad-compute and --wgrad-deferral-limit
+// (memory_model.cc [DW]). Megatron raises without gradient accumulation
+// fusion (model_parallel_config.py), and never reads the limit without
+// the deferral: a note says so.
+absl::Status FillDeferredEmbeddingWgrad(const Arguments& args,
+                                        MegatronLaunch& launch) {
+  MEMGATE_ASSIGN_OR_RETURN(limit, args.Number("wgrad-deferral-limit", 0));
+  if (!args.Has("defer-embedding-wgrad-compute")) {
+    if (args.Has("wgrad-deferral-limit")) {
+      launch.notes.push_back(
+          "--wgrad-deferral-limit: no effect without "
+          "--defer-embedding-wgrad-compute");
+    }
+    return absl::OkStatus();
+  }
+  if (args.Has("no-gradient-accumulation-fusion")) {
+    return Bad("defer-embedding-wgrad-compute",
+               "needs gradient accumulation fusion: Megatron raises with "
+               "--no-gradient-accumulation-fusion");
+  }
+  v1::TrainingConfig& t = *launch.job.mutable_training();
+  t.set_defer_embedding_wgrad(true);
+  t.set_wgrad_deferral_limit(limit);
+  return absl::OkStatus();
+}
+
 // bf16 / fp16 / fp32 as Megatron trains: fp32 when neither is given
 // (arguments.py), bf16 with fp32 gradient accumulation (forced by --bf16),
 // bf16 gradients with --grad-reduce-in-bf16.
@@ -990,8 +1016,8 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
   MegatronLaunch launch;
   if (absl::Status s = FillModel(args, fill_model, launch); !s.ok()) return s;
   for (auto fill : {FillArchitecture, FillParallel, FillMicrobatchGroup,
-                    PadVocabulary,
-                    FillTraining, FillExpertsFromLaunch, FillGpuCount}) {
+                    PadVocabulary, FillTraining, FillDeferredEmbeddingWgrad,
+                    FillExpertsFromLaunch, FillGpuCount}) {
     if (absl::Status s = fill(args, launch); !s.ok()) return s;
   }
   if (args.unreviewed_count() > 0) {

@@ -583,6 +583,52 @@ TEST(MegatronArgsTest, MicrobatchGroupSetsTheInterleavedWarmUp) {
   }
 }
 
+// --defer-embedding-wgrad-compute (read past before: the last stage's
+// deferred output-layer tensors were not counted). The paper's 8B launch
+// over PP 2 with m = 512 micro-batches a step: each keeps the LM head's
+// input (8192/4 x 4096) and the logits' gradient (8192 x 128512/4), 2 B
+// each, on the last stage: 512 x 2 x (8,388,608 + 263,192,576) B, about
+// 259 GiB; --wgrad-deferral-limit 4 keeps 4. Megatron raises without
+// gradient accumulation fusion; the limit alone does nothing (a note).
+TEST(MegatronArgsTest, DeferredEmbeddingWgradHoldsTheStepsHeadTensors) {
+  const v1::Job plain = LlamaLaunchJob("");
+  const v1::Job deferred = LlamaLaunchJob("--defer-embedding-wgrad-compute");
+  const v1::Job limited = LlamaLaunchJob(
+      "--defer-embedding-wgrad-compute --wgrad-deferral-limit 4");
+  EXPECT_TRUE(deferred.training().defer_embedding_wgrad());
+  EXPECT_EQ(limited.training().wgrad_deferral_limit(), 4u);
+  absl::StatusOr<v1::Estimate> p = EstimateJob(plain);
+  absl::StatusOr<v1::Estimate> d = EstimateJob(deferred);
+  absl::StatusOr<v1::Estimate> k = EstimateJob(limited);
+  ASSERT_TRUE(p.ok() && d.ok() && k.ok());
+  const double entry = 2 * (8192.0 / 4 * 4096 + 8192.0 * 128512 / 4);
+  EXPECT_DOUBLE_EQ(d->stages(1).activation_bytes(),
+                   p->stages(1).activation_bytes() + 512 * entry);
+  EXPECT_DOUBLE_EQ(k->stages(1).activation_bytes(),
+                   p->stages(1).activation_bytes() + 4 * entry);
+  EXPECT_DOUBLE_EQ(d->stages(0).activation_bytes(),
+                   p->stages(0).activation_bytes());
+
+  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+      Words(std::string(kLlama31_8B) +
+            " --defer-embedding-wgrad-compute "
+            "--no-gradient-accumulation-fusion"),
+      nullptr);
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().message().rfind("--defer-embedding-wgrad-compute: "
+                                       "needs gradient accumulation fusion",
+                                       0),
+            0u)
+      << l.status();
+  l = ParseMegatronLaunch(
+      Words(std::string(kLlama31_8B) + " --wgrad-deferral-limit 4"), nullptr);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_FALSE(l->job.training().defer_embedding_wgrad());
+  EXPECT_EQ(l->job.training().wgrad_deferral_limit(), 0u);
+  EXPECT_NE(AllNotes(*l).find("--wgrad-deferral-limit: no effect"),
+            std::string::npos);
+}
+
 // Megatron's generalized TP (--tensor-parallel-num-weight-shards and the
 // experts' --expert-tensor-parallel-num-weight-shards) adds an axis of its
 // own to the world: read past, memgate would have taken DP from TP x CP x

@@ -335,6 +335,16 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "beside another's backward (combined_1f1b.py): one more (chunk of "
        "a) micro-batch in flight; Megatron's rules checked (EP > 1, "
        "interleaving when PP > 1, no full recomputation, ...)"},
+      {"defer-embedding-wgrad-compute", false, M, "off",
+       "the last stage keeps the output layer's input and the logits' "
+       "gradient of every micro-batch (m (1 + MTP) entries, or "
+       "--wgrad-deferral-limit) until the pipeline flush"},
+      {"wgrad-deferral-limit", true, M, "0 (all)",
+       "at most this many deferred entries; no effect without "
+       "--defer-embedding-wgrad-compute"},
+      {"no-gradient-accumulation-fusion", false, M, "fused",
+       "no change alone; refused with --defer-embedding-wgrad-compute, as "
+       "Megatron raises"},
       {"delay-wgrad-compute", false, M, "off",
        "weight gradients run later in the same layer's backward: their "
        "inputs are kept anyway; the output gradients they wait on are a "

@@ -49,6 +49,14 @@
 //      balancing (context parallelism keeps s/c of its rows), and
 //      tensor_parallel/random.py CheckpointFunction, which saves its
 //      arguments, the mask among them, for backward.
+// [DW] Megatron-LM --defer-embedding-wgrad-compute / --wgrad-deferral-limit
+//      (core/model_parallel_config.py; models/gpt/gpt_model.py gives the
+//      output layer embedding_activation_buffer and grad_output_buffer;
+//      tensor_parallel/layers.py ColumnParallelLinear.forward appends
+//      input_parallel, LinearWithGradAccumulationAndAsyncCommunication.
+//      backward appends grad_output instead of computing the weight
+//      gradient; pipeline_parallel/schedules.py finish_embedding_wgrad_
+//      compute drains both at the flush).
 // [UA] Megatron-LM's unfused core attention (transformer/dot_product_
 //      attention.py DotProductAttention, the local spec's and
 //      --attention-backend unfused's): with query groups it expands K and
@@ -408,6 +416,29 @@ double HeadActivations(const ModelShape& m, const Layout& l) {
          (4 + softcap) * sb * VocabRows(m, l.tensor) / l.tensor;
 }
 
+// Megatron's --defer-embedding-wgrad-compute [DW]: each call of the output
+// layer appends its input (the sequence-parallel shard, s/(ct) x b x h)
+// at forward and the logits' gradient (s/c x b x v/t, the logits' 16-bit
+// dtype) at backward, held until the pipeline flush: the step's m calls,
+// m (1 + MTP layers) with MTP, or the first wgrad_deferral_limit. Counted
+// whole beside the last stage's activations in flight (its peak nears the
+// step's end, when all but the last entry are held: at most one entry
+// over).
+double DeferredEmbeddingWgradBytes(const ModelShape& m, const Layout& l) {
+  if (!l.defer_embedding_wgrad) return 0;
+  const double calls = l.microbatches * (1 + std::max(0.0, m.mtp_layers));
+  const double entries =
+      l.wgrad_deferral_limit > 0
+          ? (calls > 0 ? std::min(l.wgrad_deferral_limit, calls)
+                       : l.wgrad_deferral_limit)
+          : calls;
+  const double sb = LocalTokens(l);
+  const double split = l.sequence_parallel ? l.tensor : 1;
+  const double element = 2 * ActivationElementScale(l);
+  return entries * element *
+         (sb * m.hidden / split + sb * VocabRows(m, l.tensor) / l.tensor);
+}
+
 // The dataloader's attention mask on a stage that reads data [DL]: 1 byte
 // per element, b x (s/c) x s after context parallelism took its rows.
 // The current micro-batch's mask lives through its forward; a micro-batch
@@ -601,6 +632,8 @@ Layout LayoutOf(const v1::Job& job) {
       train.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED;
   l.dataloader_mask = train.dataloader_attention_mask();
   l.fused_swiglu = train.fused_swiglu();
+  l.defer_embedding_wgrad = train.defer_embedding_wgrad();
+  l.wgrad_deferral_limit = train.wgrad_deferral_limit();
   const v1::Recompute& r = train.recompute();
   if (r.granularity() == v1::Recompute::GRANULARITY_SELECTIVE) {
     l.recompute = RecomputeKind::kSelective;
@@ -837,7 +870,7 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
     }
   }
   if (last) {
-    activations += HeadActivations(m, l);
+    activations += HeadActivations(m, l) + DeferredEmbeddingWgradBytes(m, l);
     // The MTP block sits in the last chunk of the last rank.
     activations += ChunkMicrobatchesInFlight(l, in_flight,
                                              l.virtual_stages - 1) *

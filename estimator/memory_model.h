@@ -99,6 +99,11 @@ struct Layout {
   // MLP and shared experts keep 6 B a unit of FFN width, not 8
   // (DenseMlpWidthBytes).
   bool fused_swiglu = false;
+  // Megatron's deferred output-layer weight gradient
+  // (TrainingConfig.defer_embedding_wgrad, DeferredEmbeddingWgradBytes):
+  // at most wgrad_deferral_limit entries (0: every call of the step).
+  bool defer_embedding_wgrad = false;
+  double wgrad_deferral_limit = 0;
   // Megatron's dataloader attention mask (b x s x s bool) on the stages
   // that read data (DataloaderMaskBytes in memory_model.cc).
   bool dataloader_mask = false;

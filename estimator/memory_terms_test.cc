@@ -367,6 +367,34 @@ TEST(MemoryTermsTest, ChunksInFlightFollowMegatronsScheduleTable) {
   EXPECT_GT(checked, 300);
 }
 
+// --defer-embedding-wgrad-compute [DW]: the last stage keeps each call's
+// output-layer input (sbh) and logits' gradient (sbv), 2 B each, until the
+// flush: 4 micro-batches add 4 x 2(sbh + sbv); --wgrad-deferral-limit 3
+// keeps 3; one MTP layer calls the output layer twice a micro-batch (8
+// entries, 3 at the limit). Other stages keep nothing more.
+TEST(MemoryTermsTest, DeferredEmbeddingWgradKeepsEachCallsHeadTensors) {
+  ModelShape m = Small();
+  Layout l = OneGpu();
+  l.pipeline = 2;
+  l.microbatches = 4;
+  const double entry = 2 * (kSbh + 1024.0 * 32000);
+  const double last = Activations(m, l, 1, 1);
+  const double first = Activations(m, l, 0, 1);
+  l.defer_embedding_wgrad = true;
+  EXPECT_DOUBLE_EQ(Activations(m, l, 1, 1), last + 4 * entry);
+  EXPECT_DOUBLE_EQ(Activations(m, l, 0, 1), first);
+  l.wgrad_deferral_limit = 3;
+  EXPECT_DOUBLE_EQ(Activations(m, l, 1, 1), last + 3 * entry);
+  l.wgrad_deferral_limit = 0;
+  m.mtp_layers = 1;
+  Layout plain = l;
+  plain.defer_embedding_wgrad = false;
+  const double with_mtp = Activations(m, plain, 1, 1);
+  EXPECT_DOUBLE_EQ(Activations(m, l, 1, 1), with_mtp + 8 * entry);
+  l.wgrad_deferral_limit = 3;
+  EXPECT_DOUBLE_EQ(Activations(m, l, 1, 1), with_mtp + 3 * entry);
+}
+
 // Chunks of different sizes (--pipeline-model-parallel-layout), p = v = 2,
 // rank 0 holding chunks of 1 and 3 layers: of its 5 forwards in flight,
 // 0, 1 and 4 are chunk 0 and 2, 3 chunk 1, so 3 x 1 + 2 x 3 = 9 layers'

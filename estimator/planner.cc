@@ -207,6 +207,12 @@ absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
     if (absl::Status s = ValidateExpertOverlap(probe, 2); !s.ok()) return s;
     probe.mutable_model()->mutable_moe()->clear_overlap_expert_parallel_comm();
   }
+  if (probe.training().defer_embedding_wgrad()) {
+    // Needs PP > 1 (the layouts', ForEachGroup) and a global batch (the
+    // request's, checked above); the 1-way probe has neither.
+    probe.mutable_training()->clear_defer_embedding_wgrad();
+    probe.mutable_training()->clear_wgrad_deferral_limit();
+  }
   if (absl::Status s = ValidateJob(probe); !s.ok()) return s;
   return resolved;
 }
@@ -304,6 +310,9 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
         if (p > kMaxPipelineStages || !SplitLayers(s.layers, p, s.mtp).ok) {
           continue;
         }
+        // Megatron defers the output layer's weight gradient to the
+        // pipeline flush only with a pipeline (ValidateJob).
+        if (p < 2 && s.base.defer_embedding_wgrad) continue;
         visit(t, c, p);
       }
     }

@@ -545,6 +545,35 @@ TEST(PlannerTest, FullRecomputationPeakNeverFallsAsTheMicroBatchGrows) {
   }
 }
 
+// A template that defers the output layer's weight gradient
+// (--defer-embedding-wgrad-compute) is planned over pipelines only, as
+// Megatron raises without one, and each candidate counts the deferred
+// entries of its own micro-batches: its job estimates to its peak.
+TEST(PlannerTest, DeferredEmbeddingWgradPlansPipelinesOnly) {
+  v1::PlanRequest r = Request("llama-3.1-8b", "h100-80gb", 16, 8192, 64);
+  r.set_top_k(0);
+  const absl::StatusOr<v1::PlanResponse> plain = PlanLayouts(r);
+  r.mutable_training()->set_defer_embedding_wgrad(true);
+  r.mutable_training()->set_wgrad_deferral_limit(4);
+  const absl::StatusOr<v1::PlanResponse> deferred = PlanLayouts(r);
+  ASSERT_TRUE(plain.ok() && deferred.ok()) << deferred.status();
+  ASSERT_GT(deferred->candidates_size(), 0);
+  bool plain_has_unpipelined = false;
+  for (const v1::Candidate& c : plain->candidates()) {
+    plain_has_unpipelined |= c.pipeline_parallel() == 1;
+  }
+  EXPECT_TRUE(plain_has_unpipelined);
+  for (const v1::Candidate& c : deferred->candidates()) {
+    ASSERT_GE(c.pipeline_parallel(), 2u) << c.ShortDebugString();
+    const absl::StatusOr<v1::Estimate> e = EstimateJob(JobForCandidate(r, c));
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_DOUBLE_EQ(e->peak().total_bytes() +
+                         e->peak().expert_imbalance_bytes(),
+                     c.peak_bytes());
+    EXPECT_TRUE(JobForCandidate(r, c).training().defer_embedding_wgrad());
+  }
+}
+
 TEST(PlannerTest, TopKKeepsTheBest) {
   v1::PlanRequest r = Request("llama-3.1-8b", "h100-94gb", 32, 8192, 1024);
   absl::StatusOr<v1::PlanResponse> all = PlanLayouts(r);

@@ -508,6 +508,25 @@ absl::Status ValidateTraining(const v1::Job& job) {
     }
   }
   MEMGATE_RETURN_IF_ERROR(ValidateMicrobatchGroup(job));
+  if (tr.defer_embedding_wgrad()) {
+    if (par.pipeline_parallel() < 2) {
+      return Invalid("training.defer_embedding_wgrad",
+                     "needs parallel.pipeline_parallel of 2 or more "
+                     "(Megatron raises without pipelining)",
+                     "true");
+    }
+    if (tr.global_batch_size() == 0 && tr.wgrad_deferral_limit() == 0) {
+      return Invalid("training.defer_embedding_wgrad",
+                     "needs training.global_batch_size or "
+                     "training.wgrad_deferral_limit: every micro-batch of "
+                     "the step is deferred",
+                     "neither");
+    }
+  } else if (tr.wgrad_deferral_limit() != 0) {
+    return Invalid("training.wgrad_deferral_limit",
+                   "applies with training.defer_embedding_wgrad only",
+                   absl::StrCat(tr.wgrad_deferral_limit()));
+  }
   if (!v1::Precision_IsValid(tr.precision()) ||
       tr.precision() == v1::PRECISION_UNSPECIFIED) {
     return Invalid("training.precision", "must be a known precision",

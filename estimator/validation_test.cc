@@ -279,6 +279,17 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_parallel()->set_virtual_pipeline_stages(2);
                j.mutable_training()->set_global_batch_size(6);  // m = 3
              }, "training.global_batch_size"},
+        Rule{"DeferredEmbeddingWgradWithoutPipelining", [](v1::Job& j) {
+               j.mutable_parallel()->set_pipeline_parallel(1);
+               j.mutable_training()->set_defer_embedding_wgrad(true);
+             }, "training.defer_embedding_wgrad"},
+        Rule{"DeferredEmbeddingWgradWithoutAStep", [](v1::Job& j) {
+               j.mutable_training()->set_global_batch_size(0);
+               j.mutable_training()->set_defer_embedding_wgrad(true);
+             }, "training.defer_embedding_wgrad"},
+        Rule{"WgradDeferralLimitWithoutDeferral", [](v1::Job& j) {
+               j.mutable_training()->set_wgrad_deferral_limit(4);
+             }, "training.wgrad_deferral_limit"},
         Rule{"NoGpuMemory", [](v1::Job& j) {
                j.mutable_accelerator()->set_memory_bytes(0);
              }, "accelerator.memory_bytes"},
