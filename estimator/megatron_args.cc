@@ -575,6 +575,13 @@ absl::Status FillDeferredEmbeddingWgrad(const Arguments& args,
                "needs gradient accumulation fusion: Megatron raises with "
                "--no-gradient-accumulation-fusion");
   }
+  // fp32 logits (layers.py _linear_forward's output_dtype) make each
+  // deferred logits' gradient 4 B; the term counts the activation dtype.
+  if (args.Text("output-logit-dtype") == "fp32") {
+    return Bad("defer-embedding-wgrad-compute",
+               "with --output-logit-dtype fp32 the deferred logits' "
+               "gradients are fp32: not modelled");
+  }
   v1::TrainingConfig& t = *launch.job.mutable_training();
   t.set_defer_embedding_wgrad(true);
   t.set_wgrad_deferral_limit(limit);

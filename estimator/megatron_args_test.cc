@@ -589,7 +589,8 @@ TEST(MegatronArgsTest, MicrobatchGroupSetsTheInterleavedWarmUp) {
 // input (8192/4 x 4096) and the logits' gradient (8192 x 128512/4), 2 B
 // each, on the last stage: 512 x 2 x (8,388,608 + 263,192,576) B, about
 // 259 GiB; --wgrad-deferral-limit 4 keeps 4. Megatron raises without
-// gradient accumulation fusion; the limit alone does nothing (a note).
+// gradient accumulation fusion; fp32 logits (4 B gradients) are refused;
+// the limit alone does nothing (a note).
 TEST(MegatronArgsTest, DeferredEmbeddingWgradHoldsTheStepsHeadTensors) {
   const v1::Job plain = LlamaLaunchJob("");
   const v1::Job deferred = LlamaLaunchJob("--defer-embedding-wgrad-compute");
@@ -619,6 +620,14 @@ TEST(MegatronArgsTest, DeferredEmbeddingWgradHoldsTheStepsHeadTensors) {
                                        "needs gradient accumulation fusion",
                                        0),
             0u)
+      << l.status();
+  l = ParseMegatronLaunch(
+      Words(std::string(kLlama31_8B) +
+            " --defer-embedding-wgrad-compute --output-logit-dtype fp32"),
+      nullptr);
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("--output-logit-dtype fp32"),
+            std::string::npos)
       << l.status();
   l = ParseMegatronLaunch(
       Words(std::string(kLlama31_8B) + " --wgrad-deferral-limit 4"), nullptr);

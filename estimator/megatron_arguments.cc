@@ -338,7 +338,8 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"defer-embedding-wgrad-compute", false, M, "off",
        "the last stage keeps the output layer's input and the logits' "
        "gradient of every micro-batch (m (1 + MTP) entries, or "
-       "--wgrad-deferral-limit) until the pipeline flush"},
+       "--wgrad-deferral-limit) until the pipeline flush; refused with "
+       "--output-logit-dtype fp32"},
       {"wgrad-deferral-limit", true, M, "0 (all)",
        "at most this many deferred entries; no effect without "
        "--defer-embedding-wgrad-compute"},
