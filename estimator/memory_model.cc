@@ -759,14 +759,6 @@ double MicrobatchGroup(const Layout& l) {
   return l.microbatch_group > 0 ? l.microbatch_group : l.pipeline;
 }
 
-bool InterleavedGroupsRun(const Layout& l) {
-  if (l.virtual_stages <= 1 || l.microbatches <= 0) return true;
-  const double n = MicrobatchGroup(l);
-  const double rest = std::fmod(l.microbatches, n);
-  return n >= l.pipeline && n <= l.microbatches &&
-         (rest == 0 || rest >= l.pipeline);
-}
-
 namespace {
 
 // Under interleaving, how many of a rank's chunks in flight are its chunk

@@ -227,12 +227,6 @@ double MicrobatchesInFlight(const Layout& l, uint32_t stage);
 // the layout's microbatch_group, or p (Megatron's default).
 double MicrobatchGroup(const Layout& l);
 
-// Whether Megatron's interleaved schedule runs the layout's micro-batches
-// (schedules.py raises otherwise): p <= N <= m and m % N is 0 or at least
-// p. True without interleaving or without a known m. validation.cc refuses
-// jobs by the same rule, naming the field.
-bool InterleavedGroupsRun(const Layout& l);
-
 // Whether a micro-batch keeps the dataloader's attention mask for backward
 // (checkpointed layers or core attention save it as an argument; unfused
 // attention masks its scores in place), rather than only during its

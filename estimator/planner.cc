@@ -707,11 +707,13 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
         const StageLayers stages{double(split.first), double(split.last)};
         const SpeedFactors plain = SpeedOf(s.shape, s.weights, l, m,
                                            s.gpus_per_node, cost, stages);
-        // Plain, then (Megatron's interleaving rule: m a multiple of p)
-        // the fastest and the deepest interleaving.
+        // Plain, then (Megatron's interleaving rule, at its default group
+        // of p micro-batches: m a multiple of p) the fastest and the
+        // deepest interleaving.
         size_t schedules[kSchedulesPerLayout] = {0};
         size_t n = 1;
-        if (s.allow_interleave && chunkings.size() > 1 && m % p == 0) {
+        if (s.allow_interleave && chunkings.size() > 1 &&
+            InterleavedGroupsRun(p, p, m)) {
           const size_t deepest = chunkings.size() - 1;
           const size_t fastest = FastestInterleaving(chunkings, plain);
           schedules[n++] = fastest;

@@ -9,6 +9,7 @@
 #include "estimator/estimate.h"
 #include "estimator/memory_model.h"
 #include "estimator/planner.h"
+#include "estimator/validation.h"
 
 namespace memgate {
 std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
@@ -115,7 +116,13 @@ uint32_t SmallestGpuCountThatFits(const v1::Job& job, double threshold) {
     if (job.model().has_moe() && (d * group) % expert_group != 0) return false;
     layout.data = static_cast<double>(d);
     layout.microbatches = gbs == 0 ? 0 : static_cast<double>(gbs) / (b * d);
-    if (!InterleavedGroupsRun(layout)) return false;
+    // Interleaving runs only whole groups of the job's micro-batches.
+    if (gbs != 0 && layout.virtual_stages > 1 &&
+        !InterleavedGroupsRun(job.parallel().pipeline_parallel(),
+                              static_cast<uint64_t>(MicrobatchGroup(layout)),
+                              gbs / b / d)) {
+      return false;
+    }
     return PeakBytesEvenStages(shape, layout) <= threshold * capacity;
   };
   const uint64_t max_d = UINT32_MAX / group;

@@ -46,6 +46,35 @@ TEST(RefusalHintsTest, RefusalsSuggestWhatFits) {
   EXPECT_EQ(d->min_gpus_that_fit(), 0u);
 }
 
+// Interleaved over p = 2 with 6 micro-batches a step, refused under a
+// 70% limit (29.83 GiB of 28): 2 data-parallel ranks would fit by memory
+// but leave each 3 micro-batches, a group of 2 and a last of 1, which
+// Megatron's schedule refuses; the count suggested runs (3 ranks, 2
+// micro-batches each) and fits.
+TEST(RefusalHintsTest, GpuCountSuggestedRunsTheInterleavedSchedule) {
+  v1::Job job =
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 8, 8192);
+  job.mutable_parallel()->set_virtual_pipeline_stages(2);
+  job.mutable_training()->set_global_batch_size(6);
+  AdmissionPolicy policy;
+  policy.threshold = 0.7;
+  absl::StatusOr<v1::Decision> d = AdmitJob(job, policy);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  v1::Job at_two = job;
+  at_two.set_num_gpus(16);
+  EXPECT_NE(EstimateJob(at_two).status().message().find(
+                "training.global_batch_size: interleaved 1F1B's last group"),
+            std::string::npos)
+      << EstimateJob(at_two).status();
+  ASSERT_EQ(d->min_gpus_that_fit(), 24u);
+  v1::Job suggested = job;
+  suggested.set_num_gpus(d->min_gpus_that_fit());
+  absl::StatusOr<v1::Estimate> e = EstimateJob(suggested, 0.7);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
+}
+
 // A refused job's suggestions are planned with the job's own settings
 // (here Megatron's default dropout, whose masks the paper's setting does
 // not store, and unfused attention's s x s scores): each one, run as that

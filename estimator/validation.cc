@@ -450,6 +450,7 @@ absl::Status ValidateMicrobatchGroup(const v1::Job& job) {
                      par.context_parallel();
   const uint64_t m = tr.global_batch_size() / tr.micro_batch_size() / d;
   const uint64_t n = group == 0 ? p : group;
+  if (InterleavedGroupsRun(p, n, m)) return absl::OkStatus();
   const char* field = group == 0 ? "training.global_batch_size"
                                  : "parallel.microbatch_group_size";
   if (n > m) {
@@ -462,16 +463,13 @@ absl::Status ValidateMicrobatchGroup(const v1::Job& job) {
                      "schedules.py)"),
         absl::StrCat(group == 0 ? tr.global_batch_size() : group));
   }
-  if (m % n != 0 && m % n < p) {
-    return Invalid(
-        field,
-        absl::StrCat("interleaved 1F1B's last group of micro-batches is the "
-                     "step's ", m, " modulo the group of ", n, " = ", m % n,
-                     ": it must be 0 or at least pipeline_parallel = ", p,
-                     " (Megatron's schedules.py)"),
-        absl::StrCat(group == 0 ? tr.global_batch_size() : group));
-  }
-  return absl::OkStatus();
+  return Invalid(
+      field,
+      absl::StrCat("interleaved 1F1B's last group of micro-batches is the "
+                   "step's ", m, " modulo the group of ", n, " = ", m % n,
+                   ": it must be 0 or at least pipeline_parallel = ", p,
+                   " (Megatron's schedules.py)"),
+      absl::StrCat(group == 0 ? tr.global_batch_size() : group));
 }
 
 absl::Status ValidateTraining(const v1::Job& job) {

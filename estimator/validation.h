@@ -8,6 +8,15 @@
 
 namespace memgate {
 
+// Whether Megatron's interleaved 1F1B runs m micro-batches a step over p
+// stages in groups of n a chunk: p <= n <= m, and the m % n left over for
+// the last group is 0 or at least p (schedules.py raises otherwise).
+// ValidateJob refuses jobs by it, naming the field; refusal hints skip
+// GPU counts it rules out.
+inline bool InterleavedGroupsRun(uint64_t p, uint64_t n, uint64_t m) {
+  return p <= n && n <= m && (m % n == 0 || m % n >= p);
+}
+
 // model.vocab_size_divisible_by's ceiling: Megatron's default is 128, and
 // a multiple this large is a padding no tokenizer needs.
 inline constexpr uint32_t kMaxVocabSizeDivisibleBy = 1u << 16;
