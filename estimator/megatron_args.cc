@@ -105,6 +105,7 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
   auto note = [&](absl::string_view text) {
     launch.notes.push_back(std::string(text));
   };
+  const bool te_activation = args.Has("use-te-activation-func");
   if (args.Has("squared-relu")) {
     // arguments.py (argument_utils.py from core 0.18) checks it first:
     // relu(x)^2 on an ungated MLP, asserting no --swiglu.
@@ -126,26 +127,65 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
     m.set_mlp_activation(v1::MLP_ACTIVATION_SWIGLU);  // gated: 3 matrices
     // Megatron's fused bias-SwiGLU keeps its input; unfused, glu() keeps
     // silu(x) and x_linear + offset too, and experts the probability
-    // product (mlp.py, moe/experts.py).
-    if (args.Has("no-bias-swiglu-fusion")) {
+    // product (mlp.py, moe/experts.py). TransformerEngine's SwiGLU op
+    // replaces the fused kernel, which must then be off
+    // (transformer_config.py raises otherwise), and keeps its input as
+    // the kernel does (moe_terms.cc [TA]).
+    if (te_activation && !args.Has("no-bias-swiglu-fusion")) {
+      return Bad("use-te-activation-func",
+                 "with --swiglu needs --no-bias-swiglu-fusion: Megatron "
+                 "raises 'bias_activation_fusion and use_te_activation_func "
+                 "cannot be both true'");
+    }
+    if (args.Has("no-bias-swiglu-fusion") && !te_activation) {
       return Bad("no-bias-swiglu-fusion",
                  "the unfused SwiGLU keeps silu(x) and x_linear + offset "
                  "beside its input (more than the 8 bytes an FFN column "
                  "memgate counts): not modelled");
     }
-    // TransformerEngine's activation module replaces the fused kernel in
-    // the dense MLP (mlp.py): what it saves is not reviewed, so the
-    // paper's 8 bytes stay counted there (an upper bound).
-    if (!args.Has("use-te-activation-func")) {
-      launch.job.mutable_training()->set_fused_swiglu(true);
-      note("--swiglu: Megatron's fused SwiGLU kernel (its default; "
-           "--no-bias-swiglu-fusion turns it off)");
-    }
+    launch.job.mutable_training()->set_fused_swiglu(true);
+    note(te_activation
+             ? "--use-te-activation-func: TransformerEngine's SwiGLU op, "
+               "which keeps only its input as Megatron's fused kernel does"
+             : "--swiglu: Megatron's fused SwiGLU kernel (its default; "
+               "--no-bias-swiglu-fusion turns it off)");
   } else if (args.Has("quick-geglu")) {
     m.set_mlp_activation(v1::MLP_ACTIVATION_QUICK_GEGLU);
   } else {
     m.set_mlp_activation(v1::MLP_ACTIVATION_GELU);
     note("no --swiglu: Megatron's GeLU MLP (2 matrices, 4h_ffn/h activations)");
+    // TransformerEngine's GELU op keeps its input, as the fused bias-GeLU
+    // does (4h_ffn/h either way), but Megatron raises with the fusion on,
+    // which it is unless turned off or without biases (arguments.py).
+    if (te_activation && !args.Has("no-bias-gelu-fusion") &&
+        !args.Has("disable-bias-linear")) {
+      return Bad("use-te-activation-func",
+                 "with GeLU and biases needs --no-bias-gelu-fusion: Megatron "
+                 "raises 'bias_activation_fusion and use_te_activation_func "
+                 "cannot be both true'");
+    }
+  }
+  const v1::MlpActivation act = m.mlp_activation();
+  if (te_activation && (act == v1::MLP_ACTIVATION_SQUARED_RELU ||
+                        act == v1::MLP_ACTIVATION_QUICK_GEGLU)) {
+    return Bad("use-te-activation-func",
+               absl::StrCat("with ", act == v1::MLP_ACTIVATION_SQUARED_RELU
+                                         ? "--squared-relu"
+                                         : "--quick-geglu",
+                            ": TransformerEngine's activation ops cover gelu, "
+                            "silu and relu only (Megatron raises)"));
+  }
+  if (args.Has("activation-func-fp8-input-store")) {
+    if (act != v1::MLP_ACTIVATION_SWIGLU) {
+      return Bad("activation-func-fp8-input-store",
+                 "needs --swiglu: Megatron raises 'Storing activation input "
+                 "in FP8 is supported only for SwiGLU'");
+    }
+    launch.job.mutable_training()->set_activation_fp8_input_store(true);
+    note("--activation-func-fp8-input-store: the SwiGLU input kept in fp8 "
+         "in the dense MLP and shared experts (4 B a unit of FFN); routed "
+         "experts counted with a 16-bit input (TransformerEngine's fused "
+         "grouped MLP ignores the setting)");
   }
   const std::string norm = args.Has("normalization")
                                ? args.Text("normalization")

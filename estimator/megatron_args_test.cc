@@ -912,7 +912,8 @@ TEST(MegatronArgsTest, RoutingProbabilitiesFollowTheLaunchsRelease) {
   EXPECT_LT(PeakOf(dated), PeakOf(LlamaLaunchJob(moe)));
   // Unfused activations keep more than the fused SwiGLU.
   for (const char* unfused :
-       {"--moe-use-legacy-grouped-gemm", "--use-te-activation-func",
+       {"--moe-use-legacy-grouped-gemm",
+        "--use-te-activation-func --no-bias-swiglu-fusion",
         "--moe-mlp-glu-interleave-size 32"}) {
     const v1::Job job =
         LlamaLaunchJob(moe + "--moe-router-fusion " + unfused);
@@ -1031,32 +1032,103 @@ TEST(MegatronArgsTest, DataloaderAttentionMaskIsMegatronsDefault) {
             v1::PRECISION_FP16);
 }
 
+// The refusal of the Llama-3.1-8B launch with `extra` (`drop` removed);
+// empty when it is read.
+std::string LaunchRefusal(const std::string& extra,
+                          const std::string& drop = "") {
+  std::string line = std::string(kLlama31_8B) + " " + extra;
+  if (!drop.empty()) line.replace(line.find(drop), drop.size(), "");
+  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(Words(line), nullptr);
+  return l.ok() ? "" : std::string(l.status().message());
+}
+
+// Whether that launch is refused with every one of `names` in the message.
+::testing::AssertionResult RefusedNaming(
+    const std::string& extra, const std::string& drop,
+    const std::vector<std::string>& names) {
+  const std::string refusal = LaunchRefusal(extra, drop);
+  if (refusal.empty()) {
+    return ::testing::AssertionFailure() << extra << ": read, not refused";
+  }
+  for (const std::string& name : names) {
+    if (!absl::StrContains(refusal, name)) {
+      return ::testing::AssertionFailure()
+             << extra << ": refusal without " << name << ": " << refusal;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // --quick-geglu is its own activation (unfused, 12 bytes an FFN column);
 // the unfused SwiGLU is refused by name, and without --swiglu the fusion
 // flag changes nothing.
 TEST(MegatronArgsTest, GatedActivationFusionIsReadNotPassed) {
-  // --swiglu runs Megatron's fused kernel unless TransformerEngine's
-  // activation module replaces it (not reviewed: the paper's 8 B stay).
   EXPECT_TRUE(LlamaLaunchJob("").training().fused_swiglu());
-  EXPECT_FALSE(LlamaLaunchJob("--use-te-activation-func")
-                   .training()
-                   .fused_swiglu());
-  EXPECT_LT(PeakOf(LlamaLaunchJob("")),
-            PeakOf(LlamaLaunchJob("--use-te-activation-func")));
   EXPECT_FALSE(
       LlamaLaunchJob("--quick-geglu", "--swiglu").training().fused_swiglu());
   EXPECT_EQ(LlamaLaunchJob("--quick-geglu", "--swiglu").model().mlp_activation(),
             v1::MLP_ACTIVATION_QUICK_GEGLU);
   EXPECT_GT(PeakOf(LlamaLaunchJob("--quick-geglu", "--swiglu")),
             PeakOf(LlamaLaunchJob("")));
-  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
-      Words(std::string(kLlama31_8B) + " --no-bias-swiglu-fusion"), nullptr);
-  ASSERT_FALSE(l.ok());
-  EXPECT_NE(l.status().message().find("--no-bias-swiglu-fusion"),
-            std::string::npos)
-      << l.status();
+  EXPECT_TRUE(RefusedNaming("--no-bias-swiglu-fusion", "",
+                            {"--no-bias-swiglu-fusion"}));
   EXPECT_EQ(PeakOf(LlamaLaunchJob("--no-bias-swiglu-fusion", "--swiglu")),
             PeakOf(LlamaLaunchJob("", "--swiglu")));
+}
+
+// [TA] TransformerEngine's SwiGLU op keeps only its input, as the fused
+// kernel: the same 6 B a unit of FFN. Megatron runs it only with the
+// kernel turned off and only for gelu, silu and relu; the rest raises.
+TEST(MegatronArgsTest, TransformerEngineActivationKeepsWhatTheKernelKeeps) {
+  const v1::Job te =
+      LlamaLaunchJob("--use-te-activation-func --no-bias-swiglu-fusion");
+  EXPECT_TRUE(te.training().fused_swiglu());
+  EXPECT_EQ(PeakOf(te), PeakOf(LlamaLaunchJob("")));
+  // Fusion on (the --swiglu default): "cannot be both true".
+  EXPECT_TRUE(RefusedNaming("--use-te-activation-func", "",
+                            {"--use-te-activation-func",
+                             "--no-bias-swiglu-fusion"}));
+  EXPECT_TRUE(RefusedNaming("--use-te-activation-func --quick-geglu",
+                            "--swiglu",
+                            {"--use-te-activation-func", "--quick-geglu"}));
+  EXPECT_TRUE(RefusedNaming("--use-te-activation-func --squared-relu",
+                            "--swiglu",
+                            {"--use-te-activation-func", "--squared-relu"}));
+  // GeLU: its op keeps what the fused bias-GeLU keeps; the launch has no
+  // biases, so the fusion is off and Megatron runs it.
+  const v1::Job gelu = LlamaLaunchJob("--use-te-activation-func", "--swiglu");
+  EXPECT_EQ(gelu.model().mlp_activation(), v1::MLP_ACTIVATION_GELU);
+  EXPECT_EQ(PeakOf(gelu), PeakOf(LlamaLaunchJob("", "--swiglu")));
+  const std::string with_biases =
+      "--swiglu --normalization RMSNorm --use-rotary-position-embeddings "
+      "--disable-bias-linear";
+  EXPECT_TRUE(RefusedNaming("--use-te-activation-func --normalization RMSNorm "
+                            "--use-rotary-position-embeddings",
+                            with_biases,
+                            {"--use-te-activation-func",
+                             "--no-bias-gelu-fusion"}));
+  EXPECT_EQ(LaunchRefusal("--use-te-activation-func --no-bias-gelu-fusion",
+                          "--swiglu"),
+            "");
+}
+
+// [F8S] --activation-func-fp8-input-store keeps the SwiGLU input (2 h_ffn
+// elements a token) in fp8: 2 B a unit of FFN less in every dense layer's
+// MLP, kernel or TransformerEngine op alike; SwiGLU only.
+TEST(MegatronArgsTest, Fp8ActivationInputStoreIsCounted) {
+  const v1::Job fp8_store = LlamaLaunchJob("--activation-func-fp8-input-store");
+  EXPECT_TRUE(fp8_store.training().activation_fp8_input_store());
+  const v1::Job te = LlamaLaunchJob(
+      "--activation-func-fp8-input-store --use-te-activation-func "
+      "--no-bias-swiglu-fusion");
+  EXPECT_EQ(PeakOf(te), PeakOf(fp8_store));
+  // The first stage of PP 2 holds 2 micro-batches of 16 layers in flight
+  // (1F1B warm-up), each 8192 tokens x 14336 / TP 4 FFN columns.
+  const double saved = 2.0 * 16 * 8192 * 14336 / 4 * 2;
+  EXPECT_DOUBLE_EQ(PeakOf(LlamaLaunchJob("")) - PeakOf(fp8_store), saved);
+  EXPECT_TRUE(RefusedNaming("--activation-func-fp8-input-store", "--swiglu",
+                            {"--activation-func-fp8-input-store",
+                             "--swiglu"}));
 }
 
 // Arguments Megatron generates from TransformerConfig's fields

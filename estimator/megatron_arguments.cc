@@ -34,8 +34,8 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "a separate LM head matrix on the last stage"},
       {"swiglu", false, M, "GeLU MLP",
        "SwiGLU (3 matrices) instead of GeLU (2, 4h_ffn/h activations); "
-       "Megatron's fused SwiGLU keeps 6h_ffn/h (its input and FC2's), "
-       "the paper's unfused count 8 with --use-te-activation-func"},
+       "Megatron's fused SwiGLU and TransformerEngine's SwiGLU op keep "
+       "6h_ffn/h (the activation's input and FC2's; the paper counts 8)"},
       {"quick-geglu", false, M, "GeLU MLP",
        "a gated MLP (3 matrices) run unfused: 12h_ffn/h activations (the "
        "FC1 output, quick-GeLU's sigmoid and output, the linear half, the "
@@ -52,8 +52,13 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "no change: GeLU and squared ReLU keep 4h_ffn/h fused or not; lets "
        "--squared-relu run with biases"},
       {"no-bias-swiglu-fusion", false, P, "fused",
-       "with --swiglu refused: the unfused SwiGLU keeps silu(x) and the "
-       "linear half beside its input (not modelled); otherwise no effect"},
+       "with --swiglu refused unless --use-te-activation-func replaces the "
+       "kernel: the unfused SwiGLU keeps silu(x) and the linear half beside "
+       "its input (not modelled); otherwise no effect"},
+      {"activation-func-fp8-input-store", false, M, "off",
+       "the SwiGLU input kept in fp8: 4h_ffn/h in the dense MLP and shared "
+       "experts (routed experts counted with a 16-bit input); refused "
+       "without --swiglu (Megatron raises)"},
       {"normalization", true, P, "LayerNorm",
        "LayerNorm (weight + bias) or RMSNorm (weight); others refused"},
       {"disable-bias-linear", false, M, "biases on",
@@ -316,10 +321,13 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "activation keeps its output once more for the probabilities' "
        "multiply (2 B a unit of expert FFN)"},
       {"use-te-activation-func", false, M, "off",
-       "TransformerEngine's activation module: in the experts, with the "
-       "probabilities applied after it, its output is kept once more "
-       "(2 B a unit of expert FFN); in a dense SwiGLU MLP the paper's 8 B "
-       "a unit of FFN are counted, not the fused kernel's 6"},
+       "TransformerEngine's activation op, which keeps only its input: a "
+       "dense SwiGLU MLP keeps 6 B a unit of FFN as the fused kernel; in "
+       "the experts, with the probabilities applied after it, its output "
+       "is kept once more (counted as an unfused activation, 2 B a unit "
+       "over). Refused where Megatron raises: with the bias-activation "
+       "fusion on (--swiglu needs --no-bias-swiglu-fusion), with "
+       "--squared-relu or --quick-geglu"},
       {"moe-use-legacy-grouped-gemm", false, M, "off",
        "the legacy GroupedMLP (removed in later Megatron): its unfused "
        "activation keeps its output once more for the probabilities' "

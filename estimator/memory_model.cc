@@ -235,14 +235,14 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
   double width = m.mla ? 0
                        : 2 * QueryWidth(m) + 2 * QueryWidth(m) +
                              4 * KeyValueWidth(m);
-  // Selective recomputation of "mlp" keeps only the MLP's input [MT].
-  if (!moe && !l.recompute_mlp) {
-    width += DenseMlpWidthBytes(m, l) * m.ffn_hidden;
-  }
   // QK-norm stores the inputs of its two norms: Q and K once more.
   // (MLA's latent norms: MlaActivations.)
   if (m.qk_norm && !m.mla) width += 2 * QueryWidth(m) + 2 * KeyValueWidth(m);
   double bytes = e * sb * width / l.tensor;
+  // Selective recomputation of "mlp" keeps only the MLP's input [MT].
+  if (!moe && !l.recompute_mlp) {
+    bytes += sb * DenseMlpBytes(m, l) * m.ffn_hidden / l.tensor;
+  }
   if (m.mla) bytes += MlaActivations(m, l);
   if (moe) bytes += MoeMlpActivations(m, l);
   bytes += l.sequence_parallel ? sbh * hidden_sized / l.tensor
@@ -632,6 +632,7 @@ Layout LayoutOf(const v1::Job& job) {
       train.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED;
   l.dataloader_mask = train.dataloader_attention_mask();
   l.fused_swiglu = train.fused_swiglu();
+  l.activation_fp8_input_store = train.activation_fp8_input_store();
   l.defer_embedding_wgrad = train.defer_embedding_wgrad();
   l.wgrad_deferral_limit = train.wgrad_deferral_limit();
   const v1::Recompute& r = train.recompute();

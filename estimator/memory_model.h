@@ -95,10 +95,13 @@ struct Layout {
   double hidden_dropout = 0;
   double attention_dropout = 0;
   bool unfused_attention = false;
-  // Megatron's fused bias-SwiGLU (TrainingConfig.fused_swiglu): the dense
-  // MLP and shared experts keep 6 B a unit of FFN width, not 8
-  // (DenseMlpWidthBytes).
+  // A SwiGLU activation that saves only its input (Megatron's fused kernel
+  // or TransformerEngine's op, TrainingConfig.fused_swiglu): the dense MLP
+  // and shared experts keep 6 B a unit of FFN width, not 8; with that
+  // input in fp8 (TrainingConfig.activation_fp8_input_store) 4
+  // (DenseMlpBytes).
   bool fused_swiglu = false;
+  bool activation_fp8_input_store = false;
   // Megatron's deferred output-layer weight gradient
   // (TrainingConfig.defer_embedding_wgrad, DeferredEmbeddingWgradBytes):
   // at most wgrad_deferral_limit entries (0: every call of the step).

@@ -118,7 +118,7 @@ TEST(MemoryTermsTest, FusedSwigluKeepsSixBytesAFfnColumn) {
   Layout l = OneGpu();
   const double base = kEmbeddingBf16 + kHeadBf16;
   l.fused_swiglu = true;
-  EXPECT_DOUBLE_EQ(DenseMlpWidthBytes(Small(), l), 6);
+  EXPECT_DOUBLE_EQ(DenseMlpBytes(Small(), l), 6);
   EXPECT_DOUBLE_EQ(Activations(Small(), l), 2 * (kLayerBf16 - 8 * kSbh) + base);
   // Selective recomputation of the MLP keeps only its input either way.
   l.recompute = RecomputeKind::kSelective;
@@ -132,8 +132,25 @@ TEST(MemoryTermsTest, FusedSwigluKeepsSixBytesAFfnColumn) {
   l = OneGpu();
   const double gelu_paper = Activations(gelu, l);
   l.fused_swiglu = true;
-  EXPECT_DOUBLE_EQ(DenseMlpWidthBytes(gelu, l), 4);
+  EXPECT_DOUBLE_EQ(DenseMlpBytes(gelu, l), 4);
   EXPECT_DOUBLE_EQ(Activations(gelu, l), gelu_paper);
+}
+
+// [F8S] The activation's input (2 h_ffn elements) kept in fp8, 1 B an
+// element whatever the training precision; FC2's input stays at the
+// job's element size.
+TEST(MemoryTermsTest, Fp8ActivationInputStoreKeepsOneByteAnElement) {
+  Layout l = OneGpu();
+  l.fused_swiglu = true;
+  const double fused = Activations(Small(), l);
+  l.activation_fp8_input_store = true;
+  EXPECT_DOUBLE_EQ(DenseMlpBytes(Small(), l), 4);
+  // Two layers, each 2 B a unit of FFN width less (Small: h_ffn = 4h).
+  EXPECT_DOUBLE_EQ(fused - Activations(Small(), l), 2 * 2 * 4 * kSbh);
+  l.precision = v1::PRECISION_FP32;
+  EXPECT_DOUBLE_EQ(DenseMlpBytes(Small(), l), 2 + 4);
+  l.activation_fp8_input_store = false;
+  EXPECT_DOUBLE_EQ(DenseMlpBytes(Small(), l), 8 + 4);
 }
 
 // [K eq. 1]: without FlashAttention the softmax output is stored, 2as^2b,

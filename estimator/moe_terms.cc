@@ -39,6 +39,21 @@
 //      saved. Measured: the census of real Megatron steps (session 7,
 //      bench/gpu/results/h100_megatron_step.jsonl) found per dense layer
 //      one [s, 2 h_ffn] and one [s, h_ffn] 16-bit tensor, 6 B a unit.
+// [TA] TransformerEngine transformer_engine/pytorch/ops/basic/activation.py
+//      (_ActivationOperation.op_forward: ctx.save_for_backward(x), its
+//      input only), which Megatron's mlp.py runs in place of the fused
+//      kernel under --use-te-activation-func (extensions/transformer_engine.py
+//      TEActivationOp: te.pytorch.ops.SwiGLU for a gated silu); Megatron
+//      raises unless bias_activation_fusion is off (transformer_config.py:
+//      "bias_activation_fusion and use_te_activation_func cannot be both
+//      true"). FC2 keeps the op's output: 6 B a unit, as [FS].
+// [F8S] --activation-func-fp8-input-store (transformer_config.py
+//      activation_func_fp8_input_store, SwiGLU only, else Megatron raises):
+//      fused_bias_swiglu.py saves input.to(torch.float8_e4m3fn), TE's op
+//      its input through Float8CurrentScalingQuantizer (cache_quantized_
+//      input): 1 B an element. The routed experts' fused TE grouped MLP
+//      (experts.py _make_fused_ops, TE 2.14 and later, ETP 1) does not
+//      pass the setting: their input stays counted at 16 bits.
 // [QG] Megatron-LM mlp.py / moe/experts.py: with bias_activation_fusion
 //      off (--quick-geglu without biases turns it off, arguments.py) the
 //      gated activation runs as glu(x) = act(x_glu) * (x_linear +
@@ -63,6 +78,14 @@
 
 namespace memgate {
 
+namespace {
+
+double ElementScale(const Layout& l) {
+  return l.precision == v1::PRECISION_FP32 ? 2 : 1;
+}
+
+}  // namespace
+
 double MlpWidthBytes(const ModelShape& m) {
   if (m.ungated_mlp) return 4;  // [K] GeLU; [SR] squared ReLU
   // [QG] x_glu's FC1 output (4: both halves share its storage), then
@@ -73,19 +96,21 @@ double MlpWidthBytes(const ModelShape& m) {
   return 8;
 }
 
-double DenseMlpWidthBytes(const ModelShape& m, const Layout& l) {
-  // [FS] the fused kernel keeps no output of its own: FC1's output (4)
-  // and FC2's input (2). Validation admits the flag on SwiGLU only.
+double DenseMlpBytes(const ModelShape& m, const Layout& l) {
+  const double e = ElementScale(l);
+  // Validation admits both flags on SwiGLU only.
   const bool swiglu = !m.ungated_mlp && !m.quick_geglu;
-  return MlpWidthBytes(m) - (l.fused_swiglu && swiglu ? 2 : 0);
+  if (!l.fused_swiglu || !swiglu) return MlpWidthBytes(m) * e;
+  // [FS] [TA] the activation keeps no output of its own: FC1's output (2
+  // elements a unit of width: 4 B) and FC2's input (2 B); [F8S] FC1's
+  // output in fp8, 1 B an element.
+  const double fc1_output = l.activation_fp8_input_store ? 2 : 4 * e;
+  return fc1_output + 2 * e;
 }
 
 namespace {
 
 double NormWidth(const ModelShape& m) { return m.layernorm ? 2 : 1; }
-double ElementScale(const Layout& l) {
-  return l.precision == v1::PRECISION_FP32 ? 2 : 1;
-}
 
 // Tokens of one micro-batch on this rank inside the MoE layer: s*b/c,
 // split over t by sequence parallelism (which Megatron requires for MoE
@@ -235,7 +260,6 @@ double RoutedCopyActivations(const ModelShape& m, const Layout& l) {
 }  // namespace
 
 double MoeMlpActivations(const ModelShape& m, const Layout& l) {
-  const double e = ElementScale(l);
   const double tokens = TokensPerRank(l);
   double bytes = 0;
   if (!l.recompute_moe) {
@@ -246,7 +270,7 @@ double MoeMlpActivations(const ModelShape& m, const Layout& l) {
   if (!l.recompute_moe && !l.recompute_shared_experts && m.shared_ffn > 0) {
     // Shared experts: a dense MLP of width shared_ffn over t [K].
     const double sb = l.seq_length * l.micro_batch / l.context;
-    bytes += e * sb * DenseMlpWidthBytes(m, l) * m.shared_ffn / l.tensor;
+    bytes += sb * DenseMlpBytes(m, l) * m.shared_ffn / l.tensor;
     if (l.fp8) {
       // Their second GEMM saves its input in fp8 (f8 in place of 2), and
       // their first an fp8 copy of the pre-MLP norm's output beside the

@@ -21,9 +21,12 @@ double ExpertFfn(const ModelShape& m);
 // Bytes an MLP stores per token per unit of FFN width, beside its input
 // (16-bit training): SwiGLU 8 [K], GeLU 4, quick-GeGLU 12 (moe_terms.cc).
 double MlpWidthBytes(const ModelShape& m);
-// The same for the dense MLP and shared experts of this job: 6 for SwiGLU
-// under Megatron's fused kernel (Layout::fused_swiglu), else MlpWidthBytes.
-double DenseMlpWidthBytes(const ModelShape& m, const Layout& l);
+// Bytes the dense MLP and the shared experts of this job store per token
+// per unit of FFN width, beside their input, at the job's element size
+// (x2 in fp32): MlpWidthBytes, 6 for SwiGLU when the activation saves only
+// its input (Layout::fused_swiglu), 4 when it saves it in fp8
+// (Layout::activation_fp8_input_store).
+double DenseMlpBytes(const ModelShape& m, const Layout& l);
 
 // ---- Which layers are MoE ----
 

@@ -567,6 +567,13 @@ absl::Status ValidateTraining(const v1::Job& job) {
                    absl::StrCat("model.mlp_activation ",
                                 v1::MlpActivation_Name(act)));
   }
+  if (tr.activation_fp8_input_store() && !tr.fused_swiglu()) {
+    return Invalid("training.activation_fp8_input_store",
+                   "needs training.fused_swiglu: only an activation that "
+                   "saves its input alone stores it in fp8 (Megatron's "
+                   "unfused SwiGLU ignores the setting; it is SwiGLU's only)",
+                   "fused_swiglu false");
+  }
   const v1::Recompute& r = tr.recompute();
   if (!v1::Recompute::Granularity_IsValid(r.granularity()) ||
       !v1::Recompute::Method_IsValid(r.method())) {

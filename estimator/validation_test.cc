@@ -252,6 +252,9 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_model()->set_mlp_activation(v1::MLP_ACTIVATION_GELU);
                j.mutable_training()->set_fused_swiglu(true);
              }, "training.fused_swiglu"},
+        Rule{"Fp8ActivationInputWithoutTheFusedActivation", [](v1::Job& j) {
+               j.mutable_training()->set_activation_fp8_input_store(true);
+             }, "training.activation_fp8_input_store"},
         // Interleaved 1F1B's micro-batch groups (Megatron's schedules.py):
         // ValidJob runs m = 1024 / 2 = 512 micro-batches over p = 2.
         Rule{"MicrobatchGroupWithoutInterleaving", [](v1::Job& j) {
