@@ -175,18 +175,6 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
                             ": TransformerEngine's activation ops cover gelu, "
                             "silu and relu only (Megatron raises)"));
   }
-  if (args.Has("activation-func-fp8-input-store")) {
-    if (act != v1::MLP_ACTIVATION_SWIGLU) {
-      return Bad("activation-func-fp8-input-store",
-                 "needs --swiglu: Megatron raises 'Storing activation input "
-                 "in FP8 is supported only for SwiGLU'");
-    }
-    launch.job.mutable_training()->set_activation_fp8_input_store(true);
-    note("--activation-func-fp8-input-store: the SwiGLU input kept in fp8 "
-         "in the dense MLP and shared experts (4 B a unit of FFN); routed "
-         "experts counted with a 16-bit input (TransformerEngine's fused "
-         "grouped MLP ignores the setting)");
-  }
   const std::string norm = args.Has("normalization")
                                ? args.Text("normalization")
                                : std::string("LayerNorm");

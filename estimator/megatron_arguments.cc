@@ -55,10 +55,6 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "with --swiglu refused unless --use-te-activation-func replaces the "
        "kernel: the unfused SwiGLU keeps silu(x) and the linear half beside "
        "its input (not modelled); otherwise no effect"},
-      {"activation-func-fp8-input-store", false, M, "off",
-       "the SwiGLU input kept in fp8: 4h_ffn/h in the dense MLP and shared "
-       "experts (routed experts counted with a 16-bit input); refused "
-       "without --swiglu (Megatron raises)"},
       {"normalization", true, P, "LayerNorm",
        "LayerNorm (weight + bias) or RMSNorm (weight); others refused"},
       {"disable-bias-linear", false, M, "biases on",
@@ -209,8 +205,6 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "not modelled"},
       {"cpu-offloading-num-layers", true, R, "0",
        "activation offloading to host memory: not modelled"},
-      {"cpu-offloading", false, R, "off",
-       "activation / weight offloading to host memory: not modelled"},
       {"fine-grained-activation-offloading", false, R, "off",
        "activation offloading to host memory: not modelled"},
       {"offload-modules", true, R, "", "activation offloading: not modelled"},

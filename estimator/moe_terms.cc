@@ -47,8 +47,9 @@
 //      raises unless bias_activation_fusion is off (transformer_config.py:
 //      "bias_activation_fusion and use_te_activation_func cannot be both
 //      true"). FC2 keeps the op's output: 6 B a unit, as [FS].
-// [F8S] --activation-func-fp8-input-store (transformer_config.py
-//      activation_func_fp8_input_store, SwiGLU only, else Megatron raises):
+// [F8S] TransformerConfig.activation_func_fp8_input_store (set in code:
+//      arguments.py excludes it from the command line; SwiGLU only, else
+//      transformer_config.py raises):
 //      fused_bias_swiglu.py saves input.to(torch.float8_e4m3fn), TE's op
 //      its input through Float8CurrentScalingQuantizer (cache_quantized_
 //      input): 1 B an element. The routed experts' fused TE grouped MLP

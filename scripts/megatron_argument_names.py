@@ -9,8 +9,10 @@ generated from config dataclasses (argument_utils.py ArgumentGroupFactory:
 a field becomes --field-name; a bool field true by default becomes
 --no-field-name and --disable-field-name; argparse_meta arg_names rename).
 Fields of every dataclass the parser is built from, inherited ones
-included, are listed; a few more names than Megatron accepts only means a
-few fewer notes.
+included, are listed, less those a factory call excludes (exclude=[...]:
+fields with no command-line argument, such as
+activation_func_fp8_input_store, which a launch cannot give); a few more
+names than Megatron accepts only means a few fewer notes.
 
 Usage (offline, against a fetched snapshot):
   scripts/megatron_argument_names.py --git-dir /path/to/Megatron-LM.git \
@@ -57,14 +59,42 @@ def show(git_dir, rev, path):
     return result.stdout
 
 
+# A class whose fields reach the parser through a subclass's factory, and
+# so take that factory's exclusions (TransformerConfig inherits
+# ModelParallelConfig's fields).
+FACTORY_OF_PARENT = {"ModelParallelConfig": "TransformerConfig"}
+
+
+def excluded_fields(arguments_source):
+    """Fields each ArgumentGroupFactory(Class, exclude=...) call of
+    arguments.py leaves off the command line ("no CLI argument exists for
+    these", callables, fields with another spelling), by class. The list is
+    literal or a variable assigned a literal list before the call."""
+    out = {}
+    call = re.compile(r"ArgumentGroupFactory\(\s*(\w+)\s*"
+                      r"(?:,\s*exclude\s*=\s*(\[[^\]]*\]|\w+))?\s*\)")
+    for m in call.finditer(arguments_source):
+        cls, exclude = m.group(1), m.group(2) or "[]"
+        if not exclude.startswith("["):
+            assigned = list(re.finditer(
+                r"^\s*" + exclude + r"\s*=\s*(\[[^\]]*\])",
+                arguments_source[:m.start()], re.M))
+            exclude = assigned[-1].group(1) if assigned else "[]"
+        out.setdefault(cls, set()).update(
+            re.findall(r"""['"](\w+)['"]""", exclude))
+    return out
+
+
 def argument_names(git_dir, rev):
     names = set()
     for path in LITERAL_FILES:
         names.update(re.findall(r"""['"]--([A-Za-z0-9][A-Za-z0-9_-]*)['"]""",
                                 show(git_dir, rev, path)))
+    excluded = excluded_fields(show(git_dir, rev, LITERAL_FILES[0]))
     for path, classes in DATACLASS_FILES.items():
-        for body in class_bodies(show(git_dir, rev, path), classes):
-            names.update(dataclass_names(body))
+        for name, body in class_bodies(show(git_dir, rev, path), classes):
+            skip = excluded.get(FACTORY_OF_PARENT.get(name, name), set())
+            names.update(dataclass_names(body, skip))
     return {n.replace("_", "-") for n in names
             if re.match(r"[a-z0-9]", n.replace("_", "-"))}
 
@@ -92,15 +122,17 @@ def class_bodies(source, names):
     for i, (name, start) in enumerate(starts):
         end = starts[i + 1][1] if i + 1 < len(starts) else len(source)
         if names is None or name in names:
-            yield source[start:end]
+            yield name, source[start:end]
 
 
-def dataclass_names(body):
+def dataclass_names(body, excluded=frozenset()):
     fields = list(re.finditer(
         r"^    ([a-z_][a-z0-9_]*)\s*:\s*([^\n=]+?)\s*(?:=\s*([^\n]*))?$",
         body, re.M))
     for i, m in enumerate(fields):
         name, annotation, default = m.group(1), m.group(2), m.group(3) or ""
+        if name in excluded:
+            continue
         end = fields[i + 1].start() if i + 1 < len(fields) else len(body)
         renamed = re.search(r'"arg_names"\s*:\s*\[([^\]]*)\]',
                             body[m.start():end])
