@@ -912,14 +912,23 @@ TEST(MegatronArgsTest, RoutingProbabilitiesFollowTheLaunchsRelease) {
   EXPECT_LT(PeakOf(dated), PeakOf(LlamaLaunchJob(moe)));
   // Unfused activations keep more than the fused SwiGLU.
   for (const char* unfused :
-       {"--moe-use-legacy-grouped-gemm",
-        "--use-te-activation-func --no-bias-swiglu-fusion",
-        "--moe-mlp-glu-interleave-size 32"}) {
+       {"--moe-use-legacy-grouped-gemm", "--moe-mlp-glu-interleave-size 32"}) {
     const v1::Job job =
         LlamaLaunchJob(moe + "--moe-router-fusion " + unfused);
     EXPECT_TRUE(job.model().moe().expert_activation_unfused()) << unfused;
     EXPECT_GT(PeakOf(job), PeakOf(dated)) << unfused;
   }
+  // TransformerEngine's op keeps what the kernel keeps, and the
+  // probabilities' multiply after it its output: between the two.
+  const v1::Job te = LlamaLaunchJob(
+      moe + "--moe-router-fusion --use-te-activation-func "
+            "--no-bias-swiglu-fusion");
+  EXPECT_TRUE(te.model().moe().expert_activation_te_op());
+  EXPECT_FALSE(te.model().moe().expert_activation_unfused());
+  EXPECT_GT(PeakOf(te), PeakOf(dated));
+  EXPECT_LT(PeakOf(te),
+            PeakOf(LlamaLaunchJob(moe + "--moe-router-fusion "
+                                        "--moe-use-legacy-grouped-gemm")));
   // On the input: top-1 only.
   const std::string top1 =
       "--num-experts 8 --expert-model-parallel-size 2 --moe-router-topk 1 "

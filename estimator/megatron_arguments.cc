@@ -318,10 +318,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "TransformerEngine's activation op, which keeps only its input: a "
        "dense SwiGLU MLP keeps 6 B a unit of FFN as the fused kernel; in "
        "the experts, with the probabilities applied after it, its output "
-       "is kept once more (counted as an unfused activation, 2 B a unit "
-       "over). Refused where Megatron raises: with the bias-activation "
-       "fusion on (--swiglu needs --no-bias-swiglu-fusion), with "
-       "--squared-relu or --quick-geglu"},
+       "is kept once more for their multiply (8 B a unit of expert FFN). "
+       "Refused where Megatron raises: with the bias-activation fusion on "
+       "(--swiglu needs --no-bias-swiglu-fusion), with --squared-relu or "
+       "--quick-geglu"},
       {"moe-use-legacy-grouped-gemm", false, M, "off",
        "the legacy GroupedMLP (removed in later Megatron): its unfused "
        "activation keeps its output once more for the probabilities' "

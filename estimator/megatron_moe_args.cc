@@ -79,9 +79,10 @@ absl::Status FillFlexBackend(const Arguments& args, MegatronLaunch& launch,
 void FillProbsApplied(const Arguments& args, MegatronLaunch& launch,
                       v1::MoeConfig& moe) {
   if (args.Has("moe-mlp-glu-interleave-size") ||
-      args.Has("moe-use-legacy-grouped-gemm") ||
-      args.Has("use-te-activation-func")) {
+      args.Has("moe-use-legacy-grouped-gemm")) {
     moe.set_expert_activation_unfused(true);
+  } else if (args.Has("use-te-activation-func")) {
+    moe.set_expert_activation_te_op(true);
   }
   if (args.Has("moe-apply-probs-on-input")) {
     // Top-1 only: validation names the rule.

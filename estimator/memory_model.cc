@@ -531,6 +531,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
     m.shared_ffn = moe.shared_expert_ffn_hidden_size();
     m.probs_applied = moe.routing_probs_applied();
     m.expert_activation_unfused = moe.expert_activation_unfused();
+    m.expert_activation_te_op = moe.expert_activation_te_op();
     m.shared_gate = moe.shared_expert_gate();
     m.router_bytes = moe.router_dtype() == v1::DTYPE_BF16 ||
                              moe.router_dtype() == v1::DTYPE_FP16

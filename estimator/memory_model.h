@@ -63,6 +63,7 @@ struct ModelShape {
   v1::MoeConfig::ProbsApplied probs_applied =
       v1::MoeConfig::PROBS_APPLIED_UNSPECIFIED;
   bool expert_activation_unfused = false;  // separate activation ops
+  bool expert_activation_te_op = false;    // TransformerEngine's op
 };
 
 enum class RecomputeKind { kNone, kSelective, kFullUniform, kFullBlock };

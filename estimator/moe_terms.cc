@@ -221,6 +221,9 @@ double RoutedCopyActivations(const ModelShape& m, const Layout& l) {
   // experts.py set_save_original_input).
   const bool unfused =
       m.ungated_mlp || m.quick_geglu || m.expert_activation_unfused;
+  // [TA] TransformerEngine's SwiGLU op keeps only its input, as the fused
+  // kernel, but the probabilities' multiply runs after it.
+  const bool te_op = m.expert_activation_te_op && !unfused;
   const double f8 = Fp8ElementBytes(l);
   const double input_bytes = l.fp8 ? f8 : 2 * e;
   const double width_bytes =
@@ -238,12 +241,13 @@ double RoutedCopyActivations(const ModelShape& m, const Layout& l) {
            : TokensPerRank(l) * m.topk *
                  (l.pad_to_capacity ? l.capacity_factor : 1)) *
       2 * e * m.hidden;
-  // Later releases: an unfused activation followed by the probabilities'
-  // multiply keeps its output once more (2 B a unit of width; inside the
-  // moe_act checkpoint it is recomputed): GeLU and quick-GeGLU experts,
-  // the legacy GroupedMLP, interleaved GLU halves, TE's activation module.
+  // Later releases: an activation followed by the probabilities' multiply
+  // keeps its output once more (2 B a unit of width; inside the moe_act
+  // checkpoint it is recomputed): GeLU and quick-GeGLU experts, the legacy
+  // GroupedMLP, interleaved GLU halves, TE's activation op.
   const double multiply_kept =
-      unfused && !l.recompute_moe_act ? copies * 2 * e * width : 0;
+      (unfused || te_op) && !l.recompute_moe_act ? copies * 2 * e * width
+                                                 : 0;
   switch (m.probs_applied) {
     case v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE:
       return common + unpermute_kept;

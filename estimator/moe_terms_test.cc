@@ -486,6 +486,22 @@ TEST(MoeTermsTest, ProbabilitiesAppliedInTheExpertsKeepNoUnpermuteCopy) {
   m.expert_activation_unfused = true;
   EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes,
                    in_experts + 2 * 4 * kSbh);
+  // [TA] TransformerEngine's op keeps only its input (6), and the
+  // multiply its output (8): 2 sbh a layer over the fused kernel; the
+  // unfused setting, where also given, wins.
+  m.expert_activation_te_op = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes,
+                   in_experts + 2 * 4 * kSbh);
+  m.expert_activation_unfused = false;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes,
+                   in_experts + 2 * 2 * kSbh);
+  // Core 0.12.0's unpermute applies the probabilities: no multiply after
+  // the op, which keeps what the kernel keeps.
+  m.probs_applied = v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes, unknown);
+  m.probs_applied = v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS;
+  m.expert_activation_te_op = false;
+  m.expert_activation_unfused = true;
   // Core 0.12.0's unfused activation: 8 B and the unpermute copy.
   m.probs_applied = v1::MoeConfig::PROBS_APPLIED_AT_UNPERMUTE;
   EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes,
