@@ -231,15 +231,14 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                                uint64_t{m.head_dim()} * m.num_attention_heads(),
                                ", not h)"));
   }
-  if (t.fused_swiglu() && !t.activation_fp8_input_store()) {
-    out.push_back("fused SwiGLU: the MLP keeps its FC1 output and FC2 input, "
-                  "6 B a unit of FFN width (the paper counts 8)");
-  }
-  if (t.fused_swiglu() && t.activation_fp8_input_store()) {
-    out.push_back("fused SwiGLU with its input stored in fp8: the MLP keeps "
-                  "its FC1 output (1 B an element) and FC2 input, 4 B a unit "
-                  "of FFN width (the paper counts 8); routed experts counted "
-                  "with a 16-bit input");
+  if (t.fused_swiglu()) {
+    out.push_back(t.activation_fp8_input_store()
+                      ? "fused SwiGLU with its input stored in fp8: the MLP "
+                        "keeps its FC1 output (1 B an element) and FC2 input, "
+                        "4 B a unit of FFN width (the paper counts 8); routed "
+                        "experts counted with a 16-bit input"
+                      : "fused SwiGLU: the MLP keeps its FC1 output and FC2 "
+                        "input, 6 B a unit of FFN width (the paper counts 8)");
   }
   if (t.defer_embedding_wgrad()) {
     out.push_back(absl::StrCat(

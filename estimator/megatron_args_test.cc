@@ -30,17 +30,47 @@ constexpr char kLlama31_8B[] =
     "--micro-batch-size 1 --global-batch-size 1024 --seq-length 8192 --bf16 "
     "--tokenizer-type Llama3Tokenizer --lr 1e-4 --train-iters 25000";
 
-// The Llama-3.1-8B launch with `extra` appended and `drop` removed, read
-// into a job on H100-80GB (a failure is reported and gives an empty job).
-v1::Job LlamaLaunchJob(const std::string& extra,
-                       const std::string& drop = "") {
+// The Llama-3.1-8B launch with `extra` appended and `drop` removed, read.
+absl::StatusOr<MegatronLaunch> ReadLlamaLaunch(const std::string& extra,
+                                               const std::string& drop) {
   std::string line = std::string(kLlama31_8B) + " " + extra;
   if (!drop.empty()) line.replace(line.find(drop), drop.size(), "");
-  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(Words(line), nullptr);
+  return ParseMegatronLaunch(Words(line), nullptr);
+}
+
+// That launch read into a job on H100-80GB (a failure is reported and
+// gives an empty job).
+v1::Job LlamaLaunchJob(const std::string& extra,
+                       const std::string& drop = "") {
+  absl::StatusOr<MegatronLaunch> l = ReadLlamaLaunch(extra, drop);
   EXPECT_TRUE(l.ok()) << extra << ": " << l.status();
   v1::Job job = l.ok() ? l->job : v1::Job();
   job.mutable_accelerator()->set_name("h100-80gb");
   return job;
+}
+
+// The refusal of that launch; empty when it is read.
+std::string LaunchRefusal(const std::string& extra,
+                          const std::string& drop = "") {
+  absl::StatusOr<MegatronLaunch> l = ReadLlamaLaunch(extra, drop);
+  return l.ok() ? "" : std::string(l.status().message());
+}
+
+// Whether that launch is refused with every one of `names` in the message.
+::testing::AssertionResult RefusedNaming(
+    const std::string& extra, const std::string& drop,
+    const std::vector<std::string>& names) {
+  const std::string refusal = LaunchRefusal(extra, drop);
+  if (refusal.empty()) {
+    return ::testing::AssertionFailure() << extra << ": read, not refused";
+  }
+  for (const std::string& name : names) {
+    if (!absl::StrContains(refusal, name)) {
+      return ::testing::AssertionFailure()
+             << extra << ": refusal without " << name << ": " << refusal;
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
 // The job's peak (what the zone decides on is checked elsewhere).
@@ -647,11 +677,7 @@ TEST(MegatronArgsTest, GeneralizedTensorParallelismIsRefusedByName) {
   EXPECT_DOUBLE_EQ(
       PeakOf(LlamaLaunchJob("--tensor-parallel-num-weight-shards 4")),
       PeakOf(LlamaLaunchJob("")));
-  auto refused = [](const std::string& extra) {
-    absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
-        Words(std::string(kLlama31_8B) + " " + extra), nullptr);
-    return l.ok() ? std::string() : std::string(l.status().message());
-  };
+  auto refused = [](const std::string& extra) { return LaunchRefusal(extra); };
   EXPECT_EQ(refused("--tensor-parallel-num-weight-shards 8")
                 .rfind("--tensor-parallel-num-weight-shards: only "
                        "--tensor-model-parallel-size (4) is modelled; 8 "
@@ -988,9 +1014,7 @@ TEST(MegatronArgsTest, FlexDispatcherCountsDeepEpsBuffers) {
             32u);
 
   auto refused = [&](const std::string& extra) {
-    absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
-        Words(std::string(kLlama31_8B) + " " + moe + extra), nullptr);
-    return l.ok() ? std::string("accepted") : std::string(l.status().message());
+    return LaunchRefusal(moe + extra);
   };
   EXPECT_NE(refused("flex --moe-flex-dispatcher-backend hybridep")
                 .find("moe-flex-dispatcher-backend"),
@@ -1039,33 +1063,6 @@ TEST(MegatronArgsTest, DataloaderAttentionMaskIsMegatronsDefault) {
                 .training()
                 .precision(),
             v1::PRECISION_FP16);
-}
-
-// The refusal of the Llama-3.1-8B launch with `extra` (`drop` removed);
-// empty when it is read.
-std::string LaunchRefusal(const std::string& extra,
-                          const std::string& drop = "") {
-  std::string line = std::string(kLlama31_8B) + " " + extra;
-  if (!drop.empty()) line.replace(line.find(drop), drop.size(), "");
-  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(Words(line), nullptr);
-  return l.ok() ? "" : std::string(l.status().message());
-}
-
-// Whether that launch is refused with every one of `names` in the message.
-::testing::AssertionResult RefusedNaming(
-    const std::string& extra, const std::string& drop,
-    const std::vector<std::string>& names) {
-  const std::string refusal = LaunchRefusal(extra, drop);
-  if (refusal.empty()) {
-    return ::testing::AssertionFailure() << extra << ": read, not refused";
-  }
-  for (const std::string& name : names) {
-    if (!absl::StrContains(refusal, name)) {
-      return ::testing::AssertionFailure()
-             << extra << ": refusal without " << name << ": " << refusal;
-    }
-  }
-  return ::testing::AssertionSuccess();
 }
 
 // --quick-geglu is its own activation (unfused, 12 bytes an FFN column);
