@@ -3,10 +3,10 @@
 //
 //   bazel run -c opt //bench:decision_log_benchmark
 
+#include "admission/admission.h"
 #include "benchmark/benchmark.h"
-#include "tests/test_util.h"
-#include "estimator/admission.h"
 #include "service/decision_log.h"
+#include "tests/test_util.h"
 
 namespace memgate {
 namespace {

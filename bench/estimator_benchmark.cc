@@ -3,11 +3,11 @@
 //
 //   bazel run -c opt //bench:estimator_benchmark
 
+#include "admission/admission.h"
 #include "benchmark/benchmark.h"
-#include "tests/test_util.h"
-#include "estimator/admission.h"
 #include "estimator/estimate.h"
-#include "estimator/planner.h"
+#include "planner/planner.h"
+#include "tests/test_util.h"
 
 namespace memgate {
 namespace {
@@ -125,7 +125,7 @@ BENCHMARK(BM_Plan405BOn16384H100)
     ->Args({131072, 0})
     ->Unit(benchmark::kMicrosecond);
 
-// The hardening bounds (estimator/planner.h), on tests/test_util.h's
+// The hardening bounds (planner/planner.h), on tests/test_util.h's
 // worst-case request.
 v1::PlanRequest WorstCasePlan(uint32_t max_micro_batch) {
   return testing::WorstCasePlanRequest(max_micro_batch);

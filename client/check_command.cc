@@ -16,10 +16,10 @@
 #include "client/remote_client.h"
 #include "client/user_path.h"
 #include "estimator/estimate.h"
-#include "estimator/file_util.h"
-#include "estimator/job_reader.h"
-#include "estimator/megatron_args.h"
 #include "estimator/report.h"
+#include "readers/file_util.h"
+#include "readers/job_reader.h"
+#include "readers/megatron_args.h"
 
 namespace memgate::cli {
 namespace {

@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "client/check_command.h"
 #include "client/exit_codes.h"
-#include "estimator/megatron_args.h"
+#include "readers/megatron_args.h"
 
 namespace memgate::cli {
 namespace {

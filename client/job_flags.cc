@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "client/user_path.h"
 #include "estimator/catalog.h"
-#include "estimator/hf_config.h"
 #include "estimator/units.h"
+#include "readers/hf_config.h"
 
 namespace memgate::cli {
 namespace {

@@ -16,8 +16,8 @@
 #include "client/check_command.h"
 #include "client/estimate_command.h"
 #include "client/exec_command.h"
-#include "client/plan_command.h"
 #include "client/exit_codes.h"
+#include "client/plan_command.h"
 
 namespace {
 

@@ -13,9 +13,9 @@
 #include "client/plan_launch.h"
 #include "client/plan_table.h"
 #include "client/remote_client.h"
-#include "estimator/megatron_args.h"
-#include "estimator/planner.h"
 #include "estimator/units.h"
+#include "planner/planner.h"
+#include "readers/megatron_args.h"
 
 namespace memgate::cli {
 namespace {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "estimator/megatron_args.h"
 #include "proto/memgate.pb.h"
+#include "readers/megatron_args.h"
 
 namespace memgate::cli {
 

@@ -4,10 +4,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "admission/admission.h"
 #include "client/remote_client.h"
-#include "estimator/admission.h"
 #include "estimator/catalog.h"
-#include "estimator/megatron_args.h"
+#include "readers/megatron_args.h"
 
 namespace memgate {
 

@@ -4,10 +4,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "estimator/file_util.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "proto/memgate.grpc.pb.h"
+#include "readers/file_util.h"
 
 namespace memgate::cli {
 namespace {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints estimator/megatron_argument_names.inc: every argument name a
+"""Prints readers/megatron_argument_names.inc: every argument name a
 Megatron-LM revision's command line accepts, so that memgate can name the
 ones a launch gives that it does not know (a newer Megatron's, a fork's).
 
@@ -16,7 +16,7 @@ names than Megatron accepts only means a few fewer notes.
 
 Usage (offline, against a fetched snapshot):
   scripts/megatron_argument_names.py --git-dir /path/to/Megatron-LM.git \
-      --rev d98e8a6 > estimator/megatron_argument_names.inc
+      --rev d98e8a6 > readers/megatron_argument_names.inc
 and the arguments only Megatron-LM after core 0.12.0 accepts (the refs
 without ADLR/megatron-lm!2668: core 0.12.0 and the older release branches,
 core_r0.12.0 before its cherry-pick d5d00fdc87, the 25.04-alpha branch,
@@ -24,7 +24,7 @@ main before 2659630721):
   scripts/megatron_argument_names.py --git-dir /path/to/Megatron-LM.git \
       --rev d98e8a6 --absent-from heads/core_r0.10.0,heads/core_r0.11.0,\
 core_v0.12.0,d5d00fdc87^,25.04-alpha,2659630721^ \
-      > estimator/megatron_arguments_after_core_0_12_0.inc
+      > readers/megatron_arguments_after_core_0_12_0.inc
 """
 
 import argparse

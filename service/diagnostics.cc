@@ -7,8 +7,8 @@
 #include <deque>
 #include <mutex>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/stubs/logging.h"
 #include "grpc/support/log.h"

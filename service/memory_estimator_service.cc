@@ -6,10 +6,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "estimator/admission.h"
+#include "admission/admission.h"
 #include "estimator/estimate.h"
-#include "estimator/planner.h"
 #include "estimator/validation.h"
+#include "planner/planner.h"
 #include "service/status_conversion.h"
 
 namespace memgate {

@@ -2,7 +2,7 @@
 #define MEMGATE_SERVICE_PLAN_WORKERS_H_
 
 // A small, bounded pool for the service's one expensive call. A plan takes
-// up to about 0.1 s of CPU (estimator/planner.h bounds it); run on gRPC's
+// up to about 0.1 s of CPU (planner/planner.h bounds it); run on gRPC's
 // callback threads, a few at once would hold the threads and cores that
 // Admit and health checks need. Here at most `threads` plans run at once,
 // at a lower CPU priority than the rest of the server, and at most

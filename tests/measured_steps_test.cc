@@ -11,9 +11,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "estimator/admission.h"
-#include "estimator/megatron_args.h"
+#include "admission/admission.h"
 #include "gtest/gtest.h"
+#include "readers/megatron_args.h"
 
 namespace memgate {
 namespace {

@@ -3,7 +3,7 @@
 
 // Published training recipes as Megatron-LM launch lines
 // (tests/testdata/launches/<recipe>.txt), shared by the tests that read
-// them (estimator/megatron_args_test) and plan them (cli_plan_test).
+// them (readers/megatron_args_test) and plan them (cli_plan_test).
 
 #include <string>
 #include <vector>

@@ -19,7 +19,7 @@ v1::Job PaperJob(const std::string& model, const std::string& gpu,
 // The same job with every model dimension explicit (no catalog name).
 v1::Job ExplicitLlama31_8BJob();
 
-// The worst plan request the hardening issue found (estimator/planner.h):
+// The worst plan request the hardening issue found (planner/planner.h):
 // 720,720 GPUs (the most divisors under the plan bound) and dimensions that
 // every divisor divides, micro-batch sizes up to `max_micro_batch_size`.
 // With 1024 it must be refused before any work; with 1 it is the largest

@@ -8,9 +8,9 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "estimator/admission.h"
+#include "admission/admission.h"
 #include "estimator/estimate.h"
-#include "estimator/planner.h"
+#include "planner/planner.h"
 
 namespace memgate::fuzz {
 

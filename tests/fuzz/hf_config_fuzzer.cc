@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "estimator/hf_config.h"
+#include "readers/hf_config.h"
 #include "tests/fuzz/fuzz_helpers.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
-#include "estimator/job_reader.h"
+#include "readers/job_reader.h"
 #include "tests/fuzz/fuzz_helpers.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_split.h"
 #include "estimator/catalog.h"
-#include "estimator/megatron_args.h"
+#include "readers/megatron_args.h"
 #include "tests/fuzz/fuzz_helpers.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

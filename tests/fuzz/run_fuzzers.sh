@@ -27,11 +27,12 @@ flags=(-std=c++17 -O1 -g -fno-omit-frame-pointer -I. -I"$build"
 libs=$(pkg-config --libs protobuf absl_status absl_statusor absl_strings \
   absl_str_format absl_time absl_synchronization)
 
-# The estimator library once, instrumented for coverage: every source of
-# estimator/ but its tests and tools (listed, not named, so a new file
-# cannot be left out).
+# The libraries once, instrumented for coverage: every source of estimator/,
+# readers/, planner/ and admission/ but their tests and tools (listed, not
+# named, so a new file cannot be left out).
 objects=()
-for src in $(ls estimator/*.cc | grep -vE '_(test|doc)\.cc$') \
+for src in $(ls estimator/*.cc readers/*.cc planner/*.cc admission/*.cc |
+             grep -vE '_(test|doc)\.cc$') \
            "$build"/proto/memgate.pb.cc "$build"/proto/hf_config.pb.cc; do
   obj="$build/$(basename "$src" .cc).o"
   clang++ "${flags[@]}" -fsanitize=fuzzer-no-link -c "$src" -o "$obj" || exit 1

@@ -1,0 +1,104 @@
+#include "admission/admission.h"
+
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace memgate {
+namespace {
+
+using testing::PaperJob;
+
+// The paper's A100 table: 27.20 GiB (GREEN), 37.58 (YELLOW), 58.33 (RED).
+const v1::Job kGreen = PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 8,
+                                8192);
+const v1::Job kYellow = PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8,
+                                 8192);
+const v1::Job kRed = PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 4, 8,
+                              8192);
+
+TEST(AdmissionTest, AdmitsGreen) {
+  absl::StatusOr<v1::Decision> d = AdmitJob(kGreen, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->verdict(), v1::VERDICT_ADMIT);
+  EXPECT_EQ(d->reason().rfind("ADMIT [GREEN] peak 27.20 GiB (stage 0) vs "
+                              "limit 32.00 GiB (80% of 40.00 GiB a100-40gb)",
+                              0),
+            0u)
+      << d->reason();
+  EXPECT_TRUE(d->warnings().empty());
+}
+
+TEST(AdmissionTest, RefusesYellowByDefault) {
+  absl::StatusOr<v1::Decision> d = AdmitJob(kYellow, AdmissionPolicy());
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  EXPECT_NE(d->reason().find("REFUSE [YELLOW] peak 37.58 GiB"),
+            std::string::npos)
+      << d->reason();
+}
+
+// The dataloader's mask is a flag away: a refusal says when dropping it
+// alone fits (27.20 GiB + 8192^2 B = 27.27 at a 27.22 GiB limit), not when it
+// does not (the RED job).
+TEST(AdmissionTest, RefusalSaysWhenTheDataloaderMaskAloneDecides) {
+  v1::Job job = kGreen;
+  job.mutable_training()->set_dataloader_attention_mask(true);
+  AdmissionPolicy policy;
+  policy.threshold = 27.22 / 40;
+  absl::StatusOr<v1::Decision> d = AdmitJob(job, policy);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->verdict(), v1::VERDICT_REFUSE) << d->reason();
+  EXPECT_NE(d->reason().find("peak 27.27 GiB"), std::string::npos)
+      << d->reason();
+  EXPECT_TRUE(d->fits_without_dataloader_mask());
+  job = kRed;
+  job.mutable_training()->set_dataloader_attention_mask(true);
+  d = AdmitJob(job, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_FALSE(d->fits_without_dataloader_mask());
+  // Without the mask in the job there is nothing to drop.
+  policy.threshold = 27.0 / 40;
+  d = AdmitJob(kGreen, policy);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  EXPECT_FALSE(d->fits_without_dataloader_mask());
+}
+
+TEST(AdmissionTest, PolicyMayAdmitYellowWithAWarning) {
+  AdmissionPolicy policy;
+  policy.admit_yellow = true;
+  absl::StatusOr<v1::Decision> d = AdmitJob(kYellow, policy);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->verdict(), v1::VERDICT_ADMIT);
+  ASSERT_EQ(d->warnings_size(), 1);
+  EXPECT_NE(d->warnings(0).find("YELLOW"), std::string::npos);
+}
+
+TEST(AdmissionTest, RefusesRedWhateverThePolicy) {
+  AdmissionPolicy policy;
+  policy.admit_yellow = true;
+  absl::StatusOr<v1::Decision> d = AdmitJob(kRed, policy);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  EXPECT_NE(d->reason().find("will OOM"), std::string::npos) << d->reason();
+}
+
+TEST(AdmissionTest, ThresholdMovesTheLimit) {
+  AdmissionPolicy policy;
+  policy.threshold = 0.95;  // 38 GiB on an A100 40 GB
+  absl::StatusOr<v1::Decision> d = AdmitJob(kYellow, policy);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->verdict(), v1::VERDICT_ADMIT);
+  EXPECT_NE(d->reason().find("limit 38.00 GiB (95%"), std::string::npos)
+      << d->reason();
+}
+
+TEST(AdmissionTest, InvalidJobIsAnError) {
+  v1::Job job = kGreen;
+  job.set_num_gpus(7);
+  absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace memgate

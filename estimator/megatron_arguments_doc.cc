@@ -1,9 +1,0 @@
-// Prints docs/megatron-arguments.md from the argument table.
-#include <iostream>
-
-#include "estimator/megatron_arguments.h"
-
-int main() {
-  std::cout << memgate::MegatronArgumentsMarkdown();
-  return 0;
-}

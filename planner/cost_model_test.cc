@@ -1,0 +1,253 @@
+// The cost model's mixture-of-experts terms, and their validation on
+// measurements it was not fitted to.
+
+#include "planner/cost_model.h"
+
+#include <cstdio>
+#include <vector>
+
+#include "estimator/catalog.h"
+#include "gtest/gtest.h"
+
+namespace memgate {
+namespace {
+
+ModelShape CatalogShape(const char* name) {
+  const v1::ModelConfig* model = LookupModel(name);
+  EXPECT_NE(model, nullptr) << name;
+  return model == nullptr ? ModelShape() : ShapeOf(*model);
+}
+
+Layout LayoutOf(double t, double p, double ep, double v, double seq) {
+  Layout l;
+  l.tensor = t;
+  l.pipeline = p;
+  l.expert_parallel = ep;
+  l.expert_tensor = 1;
+  l.virtual_stages = v;
+  l.seq_length = seq;
+  return l;
+}
+
+// Routed experts' GEMMs run on the tokens routed to each local expert:
+// s*b/t x k x EP / E rows. Qwen3-235B (E 128, k 8) at TP 2, 4k tokens:
+// EP 32 gives 4,096 rows an expert, EP 8 1,024. A dense model's GEMM
+// efficiency does not depend on EP.
+TEST(CostModelTest, ExpertGemmsGrowWithExpertParallelism) {
+  const ModelShape qwen = CatalogShape("qwen3-235b-a22b");
+  const double ep32 = SpeedOf(qwen, LayoutOf(2, 1, 32, 1, 4096), 64, 8).gemm;
+  const double ep8 = SpeedOf(qwen, LayoutOf(2, 1, 8, 1, 4096), 64, 8).gemm;
+  EXPECT_GT(ep32, ep8 * 1.2);
+  const ModelShape llama = CatalogShape("llama-3.1-70b");
+  EXPECT_DOUBLE_EQ(SpeedOf(llama, LayoutOf(2, 1, 32, 1, 4096), 64, 8).gemm,
+                   SpeedOf(llama, LayoutOf(2, 1, 1, 1, 4096), 64, 8).gemm);
+}
+
+// The LM head's share of the last stage counts an MoE layer's active
+// weights (k experts of 1,536), not the dense FFN width in the config
+// (12,288): Qwen3-235B's head (2hv) is ~2.4 of its layers. Over an even
+// split of 96 layers on 8 stages that is (12 + 2.4/8) / (12 + 2.4).
+TEST(CostModelTest, StageImbalanceCountsTheActiveExperts) {
+  ModelShape qwen = CatalogShape("qwen3-235b-a22b");
+  const double h = 4096, s = 4096;
+  const double attention = h * (64 * 128 + 2 * 4 * 128) + 64 * 128 * h;
+  const double weights = attention + h * 128 + 8 * 3 * h * 1536;
+  const double head = 2 * h * 151936 / (2 * weights + 2 * s * 64 * 128);
+  EXPECT_NEAR(head, 2.4, 0.1);
+  qwen.layers = 96;
+  qwen.moe_prefix.resize(97);
+  for (size_t i = 0; i < qwen.moe_prefix.size(); ++i) qwen.moe_prefix[i] = i;
+  EXPECT_DOUBLE_EQ(SpeedOf(qwen, LayoutOf(2, 8, 32, 1, s), 128, 8).imbalance,
+                   (12 + head / 8) / (12 + head));
+}
+
+// Uneven first and last stages even out the head: 126 layers over 16
+// stages as 7 | 14 x 8 | 7 run at the pace of the middle stages (8
+// layers) unless the last (7 + head) is slower.
+TEST(CostModelTest, UnevenStagesEvenOutTheHead) {
+  const ModelShape llama = CatalogShape("llama-3.1-405b");
+  const Layout l = LayoutOf(8, 16, 1, 1, 8192);
+  const double even = SpeedOf(llama, l, 128, 8).imbalance;
+  const double uneven =
+      SpeedOf(llama, l, 128, 8, CostModel{}, StageLayers{7, 7}).imbalance;
+  // The head in layers, from the even split: (x + H/16) / (x + H).
+  const double x = 126.0 / 16;
+  const double head = x * (1 - even) / (even - 1.0 / 16);
+  EXPECT_GT(head, 0.3);
+  EXPECT_LT(head, 1.0);  // so the middle stages (8 layers) are the slowest
+  EXPECT_NEAR(uneven, (x + head / 16) / 8, 1e-12);
+  EXPECT_GT(uneven, even);
+}
+
+// Interleaving's extra sends (cost_model.h (5)): plain 1F1B pays none;
+// v chunks pay 2(v - 1) sends of s*b/c x h/t bf16 elements against 3 x L/p
+// layers of FLOPs at the modelled efficiency, over the network when the
+// pipeline neighbours (t*c*d ranks apart) are in other nodes, over NVLink
+// (~9x cheaper) when they share one.
+TEST(CostModelTest, InterleavingPaysForItsExtraSends) {
+  const ModelShape llama = CatalogShape("llama-3.1-405b");
+  Layout l = LayoutOf(8, 9, 1, 1, 8192);
+  l.context = 2;
+  l.data = 4;  // t*c*d = 64: neighbours on other 8-GPU nodes
+  EXPECT_EQ(SpeedOf(llama, l, 63, 8).p2p, 1);
+  l.virtual_stages = 7;
+  const SpeedFactors f = SpeedOf(llama, l, 63, 8);
+  // By hand: a layer's forward FLOPs a token, 2 per weight plus 2 s a d.
+  const double h = 16384, q = 128 * 128, kv = 2 * 8 * 128;
+  const double weights = h * (q + kv) + q * h + 3 * h * 53248;
+  const double layer_flops = 2 * weights + 2 * 8192 * q;
+  const double share = 2 * 6 * 2 * h * 2e4 * f.gemm * f.tensor * f.context /
+                       (3 * (126.0 / 9) * layer_flops);
+  EXPECT_NEAR(f.p2p, 1 / (1 + share), 1e-12);
+  EXPECT_GT(share, 0.01);  // 2-layer chunks: ~2% of the compute
+  EXPECT_LT(share, 0.03);
+  // The same pipeline inside one (128-GPU) node: NVLink.
+  const double in_node = SpeedOf(llama, l, 63, 128).p2p;
+  EXPECT_NEAR(1 / in_node - 1, share * 2.2e3 / 2e4, 1e-12);
+}
+
+// The depth of interleaving the cost model prefers (bubble / v against
+// v - 1 extra sends) against what NVIDIA's published H100 recipes run,
+// none of which was fitted to:
+//  - Llama-3.1-405B, TP 8 CP 2 PP 9 VP 7 on 576 GPUs, global batch 252
+//    (NVIDIA/dgxc-benchmarking llama3.1/README_405b.md, NeMo launcher
+//    llama3_1_405b.yaml): 14 layers a stage, v in {2, 7, 14};
+//  - Llama-3.1-405B, TP 8 CP 2 PP 8 VP 8 on 512 GPUs, global batch 288,
+//    embedding and loss in the split (MLPerf Training v5.0, NVIDIA
+//    llama31_405b config_DGXH100_64x8x288xtp8pp8cp2.sh): v in {2, 4, 8};
+//  - Llama-3-70B, TP 4 CP 2 PP 4 VP 5 on 64 GPUs, global batch 128 and 256
+//    (Megatron-Bridge LLAMA3_70B_PRETRAIN_CONFIG_H100_BF16_V2/V1): 20
+//    layers a stage, v in {2, 4, 5, 10, 20}.
+// The model is flat near its optimum (70B at global batch 256: v 2, 4 and
+// 5 within 0.25%), so the published depth must be within 0.3% of the
+// model's best, and where the recipe stops short of the deepest (1-layer
+// chunks, the least memory), so must the model: without the send price
+// the deepest always won. (Megatron's accounted split of 405B over 8
+// stages allows at most 8 chunks: 2 layers, the first and last 1.)
+TEST(CostModelTest, PrefersThePublishedInterleavingDepths) {
+  struct Recipe {
+    const char* model;
+    double t, c, p, d, gbs, first, last;
+    std::vector<double> depths;  // increasing
+    double published;
+  };
+  const Recipe recipes[] = {
+      {"llama-3.1-405b", 8, 2, 9, 4, 252, 0, 0, {2, 7, 14}, 7},
+      {"llama-3.1-405b", 8, 2, 8, 4, 288, 15, 15, {2, 4, 8}, 8},
+      {"llama-3-70b", 4, 2, 4, 2, 128, 0, 0, {2, 4, 5, 10, 20}, 5},
+      {"llama-3-70b", 4, 2, 4, 2, 256, 0, 0, {2, 4, 5, 10, 20}, 5},
+  };
+  for (const Recipe& r : recipes) {
+    const ModelShape shape = CatalogShape(r.model);
+    double best_v = 0, best = 0, published = 0;
+    for (double v : r.depths) {
+      Layout l = LayoutOf(r.t, r.p, 1, v, 8192);
+      l.context = r.c;
+      l.data = r.d;
+      const double speed = SpeedOf(shape, l, r.gbs / r.d, 8, CostModel{},
+                                   StageLayers{r.first, r.last})
+                               .speed();
+      std::printf("%s (%g, %g, %g) gbs %g: v %g speed %.4f\n", r.model, r.t,
+                  r.c, r.p, r.gbs, v, speed);
+      if (speed > best) {
+        best = speed;
+        best_v = v;
+      }
+      if (v == r.published) published = speed;
+    }
+    EXPECT_GE(published, 0.997 * best)
+        << r.model << " PP " << r.p << ": the model prefers v " << best_v;
+    if (r.published < r.depths.back()) {
+      EXPECT_LT(best_v, r.depths.back()) << r.model << " PP " << r.p;
+    }
+  }
+}
+
+// Validation on data the model never saw: NVIDIA's Megatron MoE model zoo
+// measured Qwen3-235B-A22B on 256 H100s (seq 4096, gbs 2048, MBS 1, bf16,
+// embedding and loss accounted in the split; best_practice/Qwen3/readme.md
+// of github.com/yanring/Megatron-MoE-ModelZoo):
+//   TP 2, EP 32, PP 8, VPP 4 (DeepEP)      245 TFLOP/s a GPU
+//   TP 2, EP 8,  PP 32, VPP 3 (all-to-all)  200
+//   TP 4, EP 8,  PP 8, VPP 4 (DeepEP)      167
+// The cost model's constants were set on the paper's dense Llama-3.1-8B
+// table and datasheet bandwidths; nothing here was fitted. Each row is
+// priced with its own dispatcher: the first exchanges tokens over 4 nodes,
+// the others inside one. The run whose experts span nodes must still come
+// first: an exchange price that ignored DeepEP's one copy a node (session
+// 8's all-to-all reckoning, x0.34) would have put it last. Ratios to the
+// first, measured / modelled: 0.82 / 0.80 and 0.68 / 0.84 (0.53 and 0.51
+// before the exchange was priced). Known miss, printed and not asserted:
+// the two in-node rows (200 vs 167) are ordered 5% the wrong way, since the
+// model's in-node TP price is one overhead for any t > 1 and TP 4's extra
+// traffic over TP 2 is unpriced; before the exchange term they were
+// ordered right by 1.6%. The paper's rule alone (smallest TP x CP x PP
+// first: 16, 32, 64) also gets that pair wrong.
+TEST(CostModelTest, OrdersTheMeasuredQwen3LayoutsOfTheModelZoo) {
+  const ModelShape qwen = CatalogShape("qwen3-235b-a22b");
+  struct Run {
+    double t, ep, p, v, first, last;
+    bool deepep;
+    double tflops;
+  };
+  // 94 layers + 2 accounted units: PP 8 gives 11 | 12 x 6 | 11 layers,
+  // PP 32 gives 2 | 3 x 30 | 2.
+  const Run runs[] = {{2, 32, 8, 4, 11, 11, true, 245},
+                      {2, 8, 32, 3, 2, 2, false, 200},
+                      {4, 8, 8, 4, 11, 11, true, 167}};
+  double speed[3];
+  for (int i = 0; i < 3; ++i) {
+    const Run& r = runs[i];
+    const double dp = 256 / (r.t * r.p);
+    Layout l = LayoutOf(r.t, r.p, r.ep, r.v, 4096);
+    l.data = dp;
+    l.deepep_dispatcher = r.deepep;
+    const SpeedFactors f = SpeedOf(qwen, l, 2048 / dp, 8, CostModel{},
+                                   StageLayers{r.first, r.last});
+    speed[i] = f.speed();
+    std::printf("TP %g EP %g PP %g VPP %g: measured %g TFLOP/s, cost model "
+                "%.3f (%.2f of the first; EP exchange x%.2f), rule product "
+                "%g\n",
+                r.t, r.ep, r.p, r.v, r.tflops, speed[i], speed[i] / speed[0],
+                f.expert, r.t * r.p);
+  }
+  EXPECT_GT(speed[0], speed[1]);
+  EXPECT_GT(speed[0], speed[2]);
+}
+
+// (6) The expert exchange, by dispatcher and reach (Qwen3-235B, k 8 of
+// 128 experts, TP 2, 4k tokens, 8 GPUs a node). Inside a node it costs
+// little; across nodes the all-to-all's k copies cost more than DeepEP's
+// one copy a node; all-gather (Megatron's default dispatcher) sends every
+// token of the group to every rank and costs the most. EP 1 exchanges
+// nothing, and a dense model has no such factor.
+TEST(CostModelTest, ExpertExchangeGrowsWithItsReach) {
+  const ModelShape qwen = CatalogShape("qwen3-235b-a22b");
+  auto exchange = [&](double ep, bool deepep, bool allgather) {
+    Layout l = LayoutOf(2, 1, ep, 1, 4096);
+    l.deepep_dispatcher = deepep;
+    l.allgather_dispatcher = allgather;
+    return SpeedOf(qwen, l, 64, 8).expert;
+  };
+  EXPECT_EQ(exchange(1, false, false), 1);
+  const double in_node = exchange(8, false, false);
+  const double across = exchange(32, false, false);
+  const double deepep_across = exchange(32, true, false);
+  const double allgather_across = exchange(32, false, true);
+  std::printf("EP exchange: all-to-all EP 8 x%.3f, EP 32 x%.3f; DeepEP EP 32 "
+              "x%.3f; all-gather EP 32 x%.3f\n",
+              in_node, across, deepep_across, allgather_across);
+  EXPECT_LT(in_node, 1);
+  EXPECT_GT(in_node, 0.8);  // NVLink: a small price
+  EXPECT_LT(across, in_node);
+  EXPECT_GT(deepep_across, across);
+  EXPECT_LT(allgather_across, across);
+  // Unknown node size: every copy crosses the network.
+  Layout l = LayoutOf(2, 1, 8, 1, 4096);
+  EXPECT_LT(SpeedOf(qwen, l, 64, 0).expert, in_node);
+  // A dense model exchanges nothing, whatever EP says.
+  EXPECT_EQ(SpeedOf(CatalogShape("llama-3.1-8b"), l, 64, 8).expert, 1);
+}
+
+}  // namespace
+}  // namespace memgate

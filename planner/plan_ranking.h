@@ -1,0 +1,74 @@
+#ifndef MEMGATE_PLANNER_PLAN_RANKING_H_
+#define MEMGATE_PLANNER_PLAN_RANKING_H_
+
+// The planner's order of the layouts it estimated (planner.h, Ranking):
+// planner.cc searches, this ranks. Not part of memgate's API: exported
+// only for plan_ranking_test.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "planner/planner.h"
+#include "proto/memgate.pb.h"
+
+namespace memgate {
+
+// One layout in the search. Plain data: the inner loop fills a reserved
+// vector of these and allocates nothing per candidate.
+struct Layout4D {
+  uint32_t t, c, p, b, d;
+  uint32_t ep, etp;  // 1, 1 for dense models
+  // Uneven pipeline (Megatron --decoder-first/last-pipeline-num-layers):
+  // the first and last stages' layers; 0 for an even split.
+  uint32_t first_layers, last_layers;
+  uint32_t v;          // model chunks per rank (interleaved 1F1B); 1: none
+  bool account_embedding, account_loss;  // ChunkForm::kAccounted
+  uint32_t recompute;  // layers a stage recomputes (full, block); 0: none
+  double recompute_cost;  // 1 + recompute / (3 x stage layers); 1: none
+  double peak_bytes;
+  double speed;
+  double bubble;
+  v1::Zone zone;
+  // The cost model's expert-exchange factor (cost_model.h (6)); 1 for
+  // dense models and for EP 1.
+  double exchange = 1;
+  // Interleaved chunks in the MTP-counting form (planner.cc kMtpLayout),
+  // which only --pipeline-model-parallel-layout expresses.
+  bool mtp_layout = false;
+};
+
+// The group the paper's rule minimises: TP x CP x PP, doubled once for
+// each whole factor of 1 / kWorstMeasuredDoubling that the layout's
+// expert exchange costs. The rule was measured on dense models, where
+// model parallelism's price grows with that product; expert parallelism's
+// exchange is a price the product does not see (EP is not in it), so an
+// exchange that costs at least what the worst doubling of TP x CP x PP
+// cost in the paper's tables counts as that doubling: the fewest
+// doublings it is certainly worth. Dense layouts and exchanges inside a
+// node's NVLink (x0.85 and up) keep their product.
+uint64_t RuleGroupOf(const Layout4D& l);
+
+// A layout's schedule variants (interleaving, recomputation) share its
+// TP, CP, PP, EP, ETP and MBS: at most this many in each tier of the
+// ranking, one a schedule the planner tries (plain, the fastest
+// interleaving, the deepest).
+inline constexpr size_t kVariantsPerTier = 3;
+
+// The first `keep` layouts, best first: those that fit without
+// recomputation in the rule's order, each that fits by a competing
+// recomputation (at most kMaxCompetingRecomputeCost) placed before the
+// first of them that has a larger TP x CP x PP and is slower under the
+// cost model (never before one of the same or a smaller product: the rule
+// already prefers it); then the costlier recomputations, fastest first;
+// then those that do not fit, closest first. A layout appears once, with
+// its best schedule: its other variants (plain, other depths, more
+// recomputation) would crowd the list with the same GPUs and groups (an
+// interleaved one without recomputation implies the plain one fits too).
+// Reorders `layouts`; O(n + keep log n).
+std::vector<Layout4D> RankLayouts(std::vector<Layout4D>& layouts, size_t keep,
+                                  Ranking ranking);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_PLANNER_PLAN_RANKING_H_

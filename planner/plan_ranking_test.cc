@@ -1,0 +1,112 @@
+#include "planner/plan_ranking.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace memgate {
+namespace {
+
+// A GREEN layout of product t (c = p = 1), micro-batch b, at `speed`;
+// `recompute` layers of a 4-layer stage recomputed (cost 1 + n / 12).
+Layout4D Green(uint32_t t, uint32_t b, double speed, uint32_t recompute = 0) {
+  Layout4D l{};
+  l.t = t;
+  l.c = l.p = l.d = 1;
+  l.b = b;
+  l.ep = l.etp = l.v = 1;
+  l.recompute = recompute;
+  l.recompute_cost = 1 + recompute / 12.0;
+  l.speed = speed;
+  l.zone = v1::ZONE_GREEN;
+  return l;
+}
+
+std::vector<std::pair<uint32_t, double>> Order(std::vector<Layout4D> layouts,
+                                               size_t keep) {
+  std::vector<std::pair<uint32_t, double>> out;
+  for (const Layout4D& l : RankLayouts(layouts, keep, Ranking::kRuleThenCost)) {
+    out.emplace_back(l.t, l.speed);
+  }
+  return out;
+}
+
+// The rule orders the plain layouts; a competing recomputation goes before
+// the first slower one of a larger product, never before its own product.
+TEST(PlanRankingTest, CompetingRecomputationGoesBeforeTheFirstSlowerLarger) {
+  const std::vector<Layout4D> layouts = {
+      Green(2, 1, 0.9), Green(4, 1, 0.8), Green(4, 2, 0.7),
+      Green(1, 1, 0.75, 2),   // competes: x 1.17
+      Green(2, 2, 0.95, 2),   // its own product first (2, 1, 0.9)
+      Green(1, 2, 0.99, 4)};  // all 4 layers (x 1.33): after every plain one
+  EXPECT_EQ(Order(layouts, 6),
+            (std::vector<std::pair<uint32_t, double>>{
+                {2, 0.9}, {2, 0.95}, {4, 0.8}, {1, 0.75}, {4, 0.7},
+                {1, 0.99}}));
+}
+
+// Many fast recomputations of a large product, which no plain layout is
+// larger than, do not crowd out a slower one of a small product that goes
+// early: each is placed before the list is cut.
+TEST(PlanRankingTest, ASlowSmallRecomputationIsNotCutByFastLargeOnes) {
+  std::vector<Layout4D> layouts = {Green(2, 1, 0.9), Green(4, 1, 0.8),
+                                   Green(4, 2, 0.7), Green(1, 1, 0.75, 2)};
+  for (uint32_t b = 1; b <= 20; ++b) layouts.push_back(Green(8, b, 0.99, 1));
+  const auto order = Order(layouts, 4);
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_EQ(order[2], (std::pair<uint32_t, double>{1, 0.75}));
+}
+
+// A layout shows once, with its best schedule.
+TEST(PlanRankingTest, ALayoutShowsOnceWithItsBestSchedule) {
+  Layout4D interleaved = Green(2, 1, 0.95);
+  interleaved.v = 2;
+  Layout4D four = Green(2, 1, 0.94);
+  four.v = 4;
+  const std::vector<Layout4D> layouts = {Green(2, 1, 0.9), interleaved, four};
+  std::vector<Layout4D> copy = layouts;
+  const std::vector<Layout4D> ranked =
+      RankLayouts(copy, 3, Ranking::kRuleThenCost);
+  ASSERT_EQ(ranked.size(), 1u);
+  EXPECT_EQ(ranked[0].v, 2u);
+}
+
+// The rule's group counts each whole x0.815 of expert exchange (the worst
+// doubling of TP x CP x PP the paper measured) as one doubling: none for a
+// dense layout or an exchange inside a node, two for one that costs
+// x0.815^2 or a little more, and at most 32 however small the factor.
+TEST(PlanRankingTest, ExpertExchangeCountsAsDoublingsOfTheRuleGroup) {
+  Layout4D l = Green(2, 1, 0.9);
+  l.p = 4;
+  EXPECT_EQ(RuleGroupOf(l), 8u);
+  l.exchange = 0.9;
+  EXPECT_EQ(RuleGroupOf(l), 8u);
+  l.exchange = kWorstMeasuredDoubling * kWorstMeasuredDoubling * 0.999;
+  EXPECT_EQ(RuleGroupOf(l), 32u);
+  l.exchange = 0.6;  // 2.5 doublings' worth: two whole ones
+  EXPECT_EQ(RuleGroupOf(l), 32u);
+  l.exchange = 1e-300;
+  EXPECT_EQ(RuleGroupOf(l), uint64_t{8} << 32);
+}
+
+// An in-node layout of a larger product goes before a smaller one whose
+// exchange crosses nodes at x0.4 (four doublings), even if the cost model
+// finds them equal; among equal rule groups the cost model decides.
+TEST(PlanRankingTest, AnExpensiveExchangeLosesTheRulesPrecedence) {
+  Layout4D across = Green(1, 1, 0.8);
+  across.exchange = 0.4;  // group 1 x 16
+  Layout4D in_node = Green(8, 1, 0.7);
+  in_node.exchange = 0.9;  // group 8
+  Layout4D larger = Green(16, 1, 0.75);
+  const std::vector<Layout4D> ranked = [&] {
+    std::vector<Layout4D> layouts = {across, in_node, larger};
+    return RankLayouts(layouts, 3, Ranking::kRuleThenCost);
+  }();
+  ASSERT_EQ(ranked.size(), 3u);
+  EXPECT_EQ(ranked[0].t, 8u);
+  EXPECT_EQ(ranked[1].t, 1u);   // group 16, faster than t 16
+  EXPECT_EQ(ranked[2].t, 16u);
+}
+
+}  // namespace
+}  // namespace memgate

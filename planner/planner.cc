@@ -1,0 +1,964 @@
+#include "planner/planner.h"
+
+#include <algorithm>
+#include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "estimator/catalog.h"
+#include "estimator/deepep_buffers.h"
+#include "estimator/estimate.h"
+#include "estimator/job_resolver.h"
+#include "estimator/memory_model.h"
+#include "estimator/pipeline_layout.h"
+#include "estimator/report.h"
+#include "estimator/units.h"
+#include "estimator/validation.h"
+#include "planner/cost_model.h"
+#include "planner/divisors.h"
+#include "planner/plan_ranking.h"
+
+namespace memgate {
+namespace {
+
+constexpr uint32_t kMaxPipelineStages = 4096;
+// How many layouts pass between two calls of the interrupt check.
+constexpr uint64_t kInterruptEvery = 4096;
+
+// How L layers go over p stages: evenly when p divides L; otherwise as
+// Megatron's uneven split, the middle stages ceil(L/p) layers each and the
+// first and last the rest, halved (Llama-3.1-405B's 126 layers over 16: 7,
+// 8 x 14, 7), each at least 1 and at most the middle's.
+struct StageSplit {
+  bool ok = false;
+  uint32_t first = 0, middle = 0, last = 0;  // first = last = 0: even
+  // The model's MTP layers, counted as units of the last stage beside the
+  // loss (first = middle - 1, last = middle - 1 - mtp); 0: not so split.
+  uint32_t mtp = 0;
+};
+
+// A model with MTP layers whose layers, the embedding, the loss and the
+// MTP layers, counted as one unit each, split evenly over p stages: the
+// first stage one layer short (the embedding), the last 1 + mtp short
+// (the loss and the MTP layers it holds). NVIDIA's DeepSeek-V3 layout
+// "Et|(tt|)*30mL" is this split over 8 x 4 chunks. Invalid otherwise.
+StageSplit SplitCountingMtp(uint32_t layers, uint32_t p, uint32_t mtp) {
+  StageSplit split;
+  const uint64_t units = uint64_t{layers} + 2 + mtp;
+  if (mtp == 0 || p < 3 || units % p != 0) return split;
+  split.middle = static_cast<uint32_t>(units / p);
+  if (split.middle < 2 + mtp) return split;
+  split.first = split.middle - 1;
+  split.last = split.middle - 1 - mtp;
+  split.mtp = mtp;
+  split.ok = true;
+  return split;
+}
+
+StageSplit SplitLayers(uint32_t layers, uint32_t p, uint32_t mtp = 0) {
+  StageSplit split;
+  if (p == 0 || p > layers) return split;
+  if (layers % p != 0) {
+    const StageSplit counting_mtp = SplitCountingMtp(layers, p, mtp);
+    if (counting_mtp.ok) return counting_mtp;
+  }
+  if (layers % p == 0) {
+    split.ok = true;
+    split.middle = layers / p;
+    return split;
+  }
+  if (p < 3) return split;  // two stages: give them explicitly
+  split.middle = (layers + p - 1) / p;
+  const uint64_t middle_total = uint64_t{split.middle} * (p - 2);
+  if (middle_total >= layers) return split;
+  const uint32_t rest = static_cast<uint32_t>(layers - middle_total);
+  split.first = rest / 2;
+  split.last = rest - split.first;
+  split.ok = split.first >= 1 && split.last <= split.middle;
+  return split;
+}
+
+// The request's layer count, its catalog model's when it names one.
+uint32_t JobLayers(const v1::PlanRequest& request) {
+  if (request.model().num_layers() > 0) return request.model().num_layers();
+  const v1::ModelConfig* known = LookupModel(request.model().name());
+  return known == nullptr ? 0 : known->num_layers();
+}
+
+// The request's MTP layers, its catalog model's when it names one.
+uint32_t JobMtpLayers(const v1::PlanRequest& request) {
+  if (request.model().mtp_num_layers() > 0) {
+    return request.model().mtp_num_layers();
+  }
+  const v1::ModelConfig* known = LookupModel(request.model().name());
+  return known == nullptr ? 0 : known->mtp_num_layers();
+}
+
+// PlanRequest.training may not set what the planner searches, and must
+// agree with what the request says elsewhere (memgate.proto); a precision
+// either of them gives is the plan's.
+absl::Status CheckTrainingTemplate(const v1::PlanRequest& request) {
+  const v1::TrainingConfig& t = request.training();
+  if (t.micro_batch_size() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.micro_batch_size: the planner searches micro-batch sizes "
+        "(max_micro_batch_size bounds them); leave it unset (got ",
+        t.micro_batch_size(), ")"));
+  }
+  struct Agreed {
+    const char* name;
+    uint32_t in_training, in_request;
+  };
+  for (const Agreed& a :
+       {Agreed{"seq_length", t.seq_length(), request.seq_length()},
+        Agreed{"global_batch_size", t.global_batch_size(),
+               request.global_batch_size()}}) {
+    if (a.in_training != 0 && a.in_training != a.in_request) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "training.", a.name, ": ", a.in_training,
+          " disagrees with the request's ", a.name, " (", a.in_request,
+          "); leave it unset or equal"));
+    }
+  }
+  if (t.precision() != v1::PRECISION_UNSPECIFIED &&
+      request.precision() != v1::PRECISION_UNSPECIFIED &&
+      t.precision() != request.precision()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.precision: ", v1::Precision_Name(t.precision()),
+        " disagrees with the request's precision (",
+        v1::Precision_Name(request.precision()), "); leave it unset or equal"));
+  }
+  if (t.recompute().granularity() == v1::Recompute::GRANULARITY_FULL) {
+    return absl::InvalidArgumentError(
+        "training.recompute: full recomputation is what the planner searches "
+        "(the least that fits each layout); leave it unset or selective");
+  }
+  return absl::OkStatus();
+}
+
+// The training settings of every layout: the request's template, then
+// what the planner owns. Candidates turn the dataloader's attention mask
+// off (report.cc), so no layout counts it.
+v1::TrainingConfig TrainingOf(const v1::PlanRequest& request,
+                              uint32_t micro_batch_size) {
+  v1::TrainingConfig t = request.training();
+  t.set_micro_batch_size(micro_batch_size);
+  t.set_seq_length(request.seq_length());
+  t.set_global_batch_size(request.global_batch_size());
+  if (request.precision() != v1::PRECISION_UNSPECIFIED) {
+    t.set_precision(request.precision());
+  }
+  t.set_dataloader_attention_mask(false);
+  return t;
+}
+
+// Full recomputation replaces a template's selective one: Megatron has one
+// --recompute-granularity, and under "full" its --recompute-modules do
+// nothing.
+void UseFullRecomputation(Layout& l) {
+  l.recompute = RecomputeKind::kFullBlock;
+  l.recompute_mlp = l.recompute_moe = l.recompute_moe_act = false;
+  l.recompute_layernorm = l.recompute_shared_experts = false;
+  l.recompute_mla_up_proj = false;
+}
+
+// The request as a job template: resolves catalog names and checks what
+// does not depend on the layout.
+absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
+  if (absl::Status s = CheckTrainingTemplate(request); !s.ok()) return s;
+  v1::Job job;
+  *job.mutable_model() = request.model();
+  *job.mutable_accelerator() = request.accelerator();
+  job.set_num_gpus(request.num_gpus());
+  *job.mutable_training() = TrainingOf(request, 1);
+  job.mutable_parallel()->set_tensor_parallel(1);
+  job.mutable_parallel()->set_pipeline_parallel(1);
+  job.mutable_parallel()->set_context_parallel(1);
+  absl::StatusOr<v1::Job> resolved = ResolveJob(job);
+  if (!resolved.ok()) return resolved.status();
+  if (request.global_batch_size() == 0) {
+    return absl::InvalidArgumentError(
+        "global_batch_size: required for a plan: micro-batches per step set "
+        "the pipeline bubble and which micro-batch sizes divide (got 0)");
+  }
+  // The 1-way layout checks every field that does not depend on the layout
+  // (the global batch is checked per layout).
+  v1::Job probe = *resolved;
+  probe.mutable_training()->set_global_batch_size(0);
+  if (probe.model().moe().token_dispatcher() ==
+      v1::MoeConfig::DISPATCHER_FLEX) {
+    // The flex dispatcher needs an expert group of 2 or more: its group
+    // sizes are the layouts' (ForEachExpertLayout), the rest checked here.
+    if (absl::Status s = ValidateFlexDispatcher(probe.model().moe(), 2);
+        !s.ok()) {
+      return s;
+    }
+    v1::MoeConfig& moe = *probe.mutable_model()->mutable_moe();
+    moe.set_token_dispatcher(v1::MoeConfig::DISPATCHER_ALLTOALL);
+    moe.clear_flex_dispatcher_num_sms();
+  }
+  if (probe.model().moe().overlap_expert_parallel_comm()) {
+    // The EP overlap needs EP > 1 and interleaving when PP > 1: the
+    // layouts' (ForEachExpertLayout, Enumerate); its other rules here.
+    if (absl::Status s = ValidateExpertOverlap(probe, 2); !s.ok()) return s;
+    probe.mutable_model()->mutable_moe()->clear_overlap_expert_parallel_comm();
+  }
+  if (probe.training().defer_embedding_wgrad()) {
+    // Needs PP > 1 (the layouts', ForEachGroup) and a global batch (the
+    // request's, checked above); the 1-way probe has neither.
+    probe.mutable_training()->clear_defer_embedding_wgrad();
+    probe.mutable_training()->clear_wgrad_deferral_limit();
+  }
+  if (absl::Status s = ValidateJob(probe); !s.ok()) return s;
+  return resolved;
+}
+
+std::string WhyOf(const Layout4D& l, const SpeedFactors& f, double capacity,
+                  double threshold) {
+  std::string why = absl::StrFormat(
+      "%s %.2f GiB of %.2f GiB limit", ZoneName(l.zone),
+      ToGiB(l.peak_bytes), ToGiB(threshold * capacity));
+  if (l.zone != v1::ZONE_GREEN) {
+    absl::StrAppend(&why, ": does not fit under the threshold");
+    return why;
+  }
+  absl::StrAppendFormat(&why, "; GEMM efficiency %.0f%%", 100 * f.gemm);
+  if (l.t > 1) absl::StrAppendFormat(&why, ", TP comm x%.2f", f.tensor);
+  if (l.c > 1) absl::StrAppendFormat(&why, ", CP comm x%.2f", f.context);
+  if (l.p > 1) {
+    absl::StrAppendFormat(&why, ", bubble %.1f%%, stage imbalance x%.2f",
+                          100 * l.bubble, f.imbalance);
+    if (f.p2p < 1) absl::StrAppendFormat(&why, ", p2p x%.2f", f.p2p);
+  }
+  if (f.expert < 1) {
+    absl::StrAppendFormat(&why, ", EP exchange x%.2f", f.expert);
+  }
+  if (l.recompute > 0) {
+    // One more forward of the recomputed layers (FitByRecomputing).
+    absl::StrAppendFormat(&why, ", recomputation x%.2f", 1 / l.recompute_cost);
+  }
+  return why;
+}
+
+struct Search {
+  ModelShape shape;
+  LayerWeights weights;  // ActiveWeightsPerToken(shape), for the cost model
+  Layout base;
+  double capacity = 0;
+  double threshold = 0;
+  double gpus_per_node = 0;
+  uint32_t gpus = 0, gbs = 0, seq = 0, max_mbs = 0;
+  bool cross_node_tp = false;
+  uint32_t heads = 0, kv_heads = 0, layers = 0, vocab = 0;
+  uint32_t mtp = 0;  // MTP layers, on the last stage
+  std::vector<uint32_t> expert_divisors;  // of E; empty for dense models
+  bool allow_recompute = true;
+  bool allow_interleave = true;
+};
+
+Layout LayoutFor(const Search& s, uint32_t t, uint32_t c, uint32_t p,
+                 uint32_t d, uint32_t b, uint32_t ep = 1, uint32_t etp = 1) {
+  Layout l = s.base;
+  l.expert_parallel = ep;
+  l.expert_tensor = etp;
+  l.tensor = t;
+  l.context = c;
+  l.pipeline = p;
+  l.data = d;
+  l.micro_batch = b;
+  // Micro-batches per step cap those a stage holds (memory_model.h).
+  l.microbatches = s.gbs == 0 ? 0 : static_cast<double>(s.gbs) / (b * d);
+  return l;
+}
+
+// Calls visit(t, c, p) for every (TP, CP, PP) that the rules ValidateJob
+// enforces allow, by construction. At most |divisors(gpus)|^3 steps: about
+// 14 million cheap ones for the most divisible count under kMaxPlanGpus.
+template <typename Visit>
+void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
+                  Visit visit) {
+  for (uint32_t t : gpu_divisors) {
+    if (!s.cross_node_tp && s.gpus_per_node > 0 && t > s.gpus_per_node) break;
+    // Within a node, TP groups must tile it (TP 4 on 6-GPU nodes would
+    // straddle nodes).
+    if (!s.cross_node_tp && s.gpus_per_node > 0 &&
+        static_cast<uint64_t>(s.gpus_per_node) % t) {
+      continue;
+    }
+    if (s.heads % t || s.kv_heads % t) continue;
+    // An allocated vocabulary is split over TP (ValidateJob).
+    if (s.shape.vocab_multiple <= 0 && s.vocab % t) continue;
+    if (t > 1 && s.base.sequence_parallel && s.seq % t) continue;
+    for (uint32_t c : gpu_divisors) {
+      if (c > s.gpus / t) break;
+      if ((s.gpus / t) % c) continue;
+      if (c > 1 && s.seq % (2ull * c)) continue;
+      if (c > 1 && s.seq / c < kMinTokensPerContextRank) continue;
+      // Megatron's CP needs TransformerEngine's fused attention.
+      if (c > 1 && s.base.unfused_attention) continue;
+      // The rule ValidateJob enforces: s / c tokens split over t.
+      if (t > 1 && s.base.sequence_parallel && s.seq % (uint64_t{c} * t)) {
+        continue;
+      }
+      for (uint32_t p : gpu_divisors) {
+        if (p > s.gpus / t / c) break;
+        if ((s.gpus / t / c) % p) continue;
+        if (p > kMaxPipelineStages || !SplitLayers(s.layers, p, s.mtp).ok) {
+          continue;
+        }
+        // Megatron defers the output layer's weight gradient to the
+        // pipeline flush only with a pipeline (ValidateJob).
+        if (p < 2 && s.base.defer_embedding_wgrad) continue;
+        visit(t, c, p);
+      }
+    }
+  }
+}
+
+// Calls visit(ep, etp) for the expert layouts of a (TP, CP, PP) group that
+// Megatron allows (validation.cc): EP divides E, EP x ETP x PP divides the
+// GPUs and fits in a stage's GPUs; ETP is 1 or TP; with the flex
+// dispatcher, a group DeepEP supports. Dense models: (1, 1).
+template <typename Visit>
+void ForEachExpertLayout(const Search& s, uint32_t t, uint32_t p,
+                         Visit visit) {
+  if (s.expert_divisors.empty()) {
+    visit(1, 1);
+    return;
+  }
+  const uint64_t stage_gpus = s.gpus / p;
+  for (uint32_t etp : {1u, t}) {
+    for (uint32_t ep : s.expert_divisors) {
+      const uint64_t group = uint64_t{ep} * etp;
+      if (group > stage_gpus) break;
+      // The flex dispatcher runs only on the group sizes DeepEP has a
+      // config for (validation.cc).
+      if (s.base.deepep_dispatcher &&
+          !DeepEpSupportsGroup(static_cast<uint32_t>(group))) {
+        continue;
+      }
+      // The EP all-to-all overlap needs an exchange (validation.cc).
+      if (s.base.ep_overlap && ep == 1) continue;
+      if (stage_gpus % group == 0) visit(ep, etp);
+    }
+    if (t == 1) break;  // ETP 1 and TP are the same choice
+  }
+}
+
+// How each rank's layers go over its v chunks, as Megatron allows
+// (transformer_config.py, "Uneven PP" and the accounted split):
+//  kEven        an even split, L / (p v) a chunk;
+//  kAccounted   --account-for-embedding/loss-in-pipeline-split: the first
+//               and/or last stage one layer short of the middle's, every
+//               chunk middle / v except rank 0's first and the last rank's
+//               last, one fewer (Llama-3.1-405B: 7, 8 x 14, 7);
+//  kFirstLast   --decoder-first/last-pipeline-num-layers with every rank's
+//               layers a multiple of v, a rank's layers / v a chunk;
+//  kMtpLayout   --pipeline-model-parallel-layout: as kAccounted, the last
+//               rank's last chunk also short of its MTP layers, which it
+//               holds beside the loss (SplitCountingMtp);
+//  kNone        v does not fit the split.
+enum class ChunkForm { kNone, kEven, kAccounted, kFirstLast, kMtpLayout };
+
+ChunkForm ChunkFormOf(const StageSplit& split, uint32_t p, uint32_t v) {
+  if (!split.ok) return ChunkForm::kNone;
+  if (split.first == 0) {
+    return v == 1 || (p >= 2 && split.middle % v == 0) ? ChunkForm::kEven
+                                                        : ChunkForm::kNone;
+  }
+  if (v == 1) return ChunkForm::kFirstLast;
+  if (split.mtp > 0) {
+    // Every chunk middle / v layers, the first one fewer, the last
+    // 1 + mtp fewer (none left is allowed: "mL").
+    return split.middle % v == 0 && split.middle / v >= 2 &&
+                   split.middle / v >= 1 + split.mtp
+               ? ChunkForm::kMtpLayout
+               : ChunkForm::kNone;
+  }
+  const bool first_short = split.first + 1 == split.middle;
+  const bool last_short = split.last + 1 == split.middle;
+  if ((first_short || split.first == split.middle) &&
+      (last_short || split.last == split.middle) &&
+      split.middle % v == 0 && split.middle / v >= 2) {
+    return ChunkForm::kAccounted;
+  }
+  if (split.first % v == 0 && split.middle % v == 0 && split.last % v == 0) {
+    return ChunkForm::kFirstLast;
+  }
+  return ChunkForm::kNone;
+}
+
+// Layers of chunk j of rank i (kAccounted / kFirstLast, v > 1).
+uint32_t ChunkLayers(ChunkForm form, const StageSplit& split, uint32_t p,
+                     uint32_t v, uint32_t i, uint32_t j) {
+  if (form == ChunkForm::kAccounted || form == ChunkForm::kMtpLayout) {
+    uint32_t n = split.middle / v;
+    if (i == 0 && j == 0 && split.first < split.middle) --n;
+    if (i + 1 == p && j + 1 == v && split.last < split.middle) {
+      n -= 1 + split.mtp;
+    }
+    return n;
+  }
+  const uint32_t rank = i == 0 ? split.first
+                        : i + 1 == p ? split.last
+                                     : split.middle;
+  return rank / v;
+}
+
+// A kMtpLayout chunking as Megatron's --pipeline-model-parallel-layout
+// (pipeline_layout.h): "E" and the first chunk's layers, the p v - 2
+// middle chunks, the last chunk's layers, the MTP layers and "L";
+// "Et|(t*2|)*30mL" for DeepSeek-V3 over 8 x 4.
+std::string MtpLayoutText(const StageSplit& split, uint32_t p, uint32_t v) {
+  const uint32_t k = split.middle / v;
+  auto run = [](char c, uint32_t n) {  // n layers of kind c
+    const std::string one(1, c);
+    return n == 0 ? std::string() : n == 1 ? one : absl::StrCat(one, "*", n);
+  };
+  return absl::StrCat("E", run('t', k - 1), "|(", run('t', k), "|)*",
+                      p * v - 2, run('t', k - 1 - split.mtp),
+                      run('m', split.mtp), "L");
+}
+
+// Micro-batch sizes up to max_mbs that divide the global batch (the data-
+// parallel split is checked per layout).
+uint64_t MicroBatchChoices(const Search& s) {
+  uint64_t n = 0;
+  for (uint32_t b = 1; b <= s.max_mbs; ++b) n += s.gbs % b == 0;
+  return n;
+}
+
+// Uneven interleaved chunks of the ranks whose peak can be the largest: 0,
+// the middle ranks MiddlePeakRanks names (at most three; the others are
+// one of theirs with fewer micro-batches in flight) and p - 1. They
+// depend only on (split, p, v) and the model, so Enumerate builds them
+// once per pipeline and chunk count, not once per layout. Empty otherwise.
+struct RankChunks {
+  uint32_t stage;
+  std::vector<double> layers, first;
+};
+
+std::vector<RankChunks> UnevenChunksOf(const StageSplit& split, uint32_t p,
+                                       uint32_t v, double leading_dense) {
+  std::vector<RankChunks> ranks;
+  if (split.first == 0 || v <= 1) return ranks;
+  const ChunkForm form = ChunkFormOf(split, p, v);
+  // An uneven split has p >= 3 (SplitLayers) and its middle ranks' chunks
+  // are alike, so each round of virtual stages (chunk j of every rank)
+  // sums in O(1): the work is O(v), whatever p.
+  auto chunk = [&](uint32_t i, uint32_t j) {
+    return static_cast<double>(ChunkLayers(form, split, p, v, i, j));
+  };
+  // The rank holding the first MoE layer: in the round (chunk j of every
+  // rank) that reaches it.
+  uint32_t boundary = p - 1;
+  double passed = 0;  // layers of the rounds before round j
+  for (uint32_t j = 0; j < v; ++j) {
+    const double round =
+        chunk(0, j) + (p - 2) * chunk(1, j) + chunk(p - 1, j);
+    if (leading_dense < passed + round) {
+      boundary = RankHoldingLayer(leading_dense - passed, chunk(0, j),
+                                  chunk(1, j), 0, p);
+      break;
+    }
+    passed += round;
+  }
+  std::vector<uint32_t> stages = {0};
+  const PeakRanks middle = MiddlePeakRanks(p, boundary);
+  for (uint32_t k = 0; k < middle.count; ++k) {
+    stages.push_back(middle.rank[k]);
+  }
+  stages.push_back(p - 1);
+  for (uint32_t stage : stages) {
+    RankChunks rank{stage, {}, {}};
+    double before = 0;  // layers of the rounds before round j
+    for (uint32_t j = 0; j < v; ++j) {
+      const double round =
+          chunk(0, j) + (p - 2) * chunk(1, j) + chunk(p - 1, j);
+      // Ranks ahead of this one in round j: rank 0 and the middle ones.
+      const double ahead =
+          stage == 0 ? 0 : chunk(0, j) + (stage - 1.0) * chunk(1, j);
+      rank.layers.push_back(chunk(stage, j));
+      rank.first.push_back(before + ahead);
+      before += round;
+    }
+    ranks.push_back(std::move(rank));
+  }
+  return ranks;
+}
+
+// The schedules a pipeline of p stages can run: plain 1F1B (v = 1) and
+// every chunk count v up to kMaxPlanVirtualStages that its split allows
+// (ChunkFormOf). Each layout is tried with three of them (Enumerate):
+// plain, the interleaving the cost model finds fastest, and the deepest.
+// Deeper interleaving holds fewer chunks' layers beyond a stage's own
+// (1 + (p - 1) / (p v)) and divides the bubble by v, but multiplies the
+// point-to-point sends by v: the cost model prices that trade (cost_model.h,
+// (5)) instead of the planner fixing a depth (NVIDIA's Llama-3.1-405B
+// recipes interleave 7 chunks over 9 stages, 8 over 8); the deepest needs
+// the least memory of the interleavings, so it is the one that fits when
+// any does. Megatron also needs the micro-batches per step to be a multiple
+// of p when v > 1, checked per layout.
+struct Chunking {
+  uint32_t v;
+  ChunkForm form;
+  std::vector<RankChunks> chunks;  // UnevenChunksOf(split, p, v)
+};
+
+struct PipelineChoices {
+  StageSplit split;
+  // v increasing, v = 1 first; empty: p is not tried.
+  std::vector<Chunking> chunkings;
+};
+
+// Schedules a layout is tried with: plain, the fastest interleaving and
+// the deepest.
+constexpr size_t kSchedulesPerLayout = 3;
+static_assert(kSchedulesPerLayout == kVariantsPerTier,
+              "one variant of a layout per schedule in each tier");
+
+// One entry per divisor of the GPU count (the p's ForEachGroup can visit),
+// built once a plan: O(|divisors| x kMaxPlanVirtualStages^2).
+std::vector<PipelineChoices> PipelinesOf(
+    const Search& s, const std::vector<uint32_t>& gpu_divisors) {
+  std::vector<PipelineChoices> out(gpu_divisors.size());
+  for (size_t i = 0; i < gpu_divisors.size(); ++i) {
+    const uint32_t p = gpu_divisors[i];
+    if (p > kMaxPipelineStages) break;
+    PipelineChoices& choices = out[i];
+    choices.split = SplitLayers(s.layers, p, s.mtp);
+    if (!choices.split.ok) continue;
+    const uint32_t deepest = std::min(kMaxPlanVirtualStages,
+                                      std::max(1u, choices.split.middle));
+    for (uint32_t v = 1; v <= deepest; ++v) {
+      const ChunkForm form = ChunkFormOf(choices.split, p, v);
+      if (form == ChunkForm::kNone) continue;
+      choices.chunkings.push_back(Chunking{
+          v, form,
+          UnevenChunksOf(choices.split, p, v, s.shape.leading_dense)});
+    }
+  }
+  return out;
+}
+
+const PipelineChoices& ChoicesFor(
+    const std::vector<PipelineChoices>& pipelines,
+    const std::vector<uint32_t>& gpu_divisors, uint32_t p) {
+  const size_t i = static_cast<size_t>(
+      std::lower_bound(gpu_divisors.begin(), gpu_divisors.end(), p) -
+      gpu_divisors.begin());
+  return pipelines[i];
+}
+
+uint64_t CountLayouts(const Search& s,
+                      const std::vector<uint32_t>& gpu_divisors,
+                      const std::vector<PipelineChoices>& pipelines) {
+  uint64_t groups = 0;
+  ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t, uint32_t p) {
+    const size_t schedules =
+        s.allow_interleave
+            ? std::min(kSchedulesPerLayout,
+                       ChoicesFor(pipelines, gpu_divisors, p).chunkings.size())
+            : 1;
+    ForEachExpertLayout(s, t, p,
+                        [&](uint32_t, uint32_t) { groups += schedules; });
+  });
+  return groups * MicroBatchChoices(s);
+}
+
+// The admission peak of a layout: the even split's (memory_model.h), or an
+// uneven split's first, second and last stages (chunk by chunk when
+// interleaved: `chunks` from UnevenChunksOf).
+double PeakOf(const Search& s, const Layout& l, const StageSplit& split,
+              const std::vector<RankChunks>& chunks) {
+  if (split.first == 0) return PeakBytesEvenStages(s.shape, l);
+  const uint32_t p = static_cast<uint32_t>(l.pipeline);
+  if (!chunks.empty()) {
+    double peak = 0;
+    for (const RankChunks& rank : chunks) {
+      peak = std::max(peak, StageMemoryOfChunks(s.shape, l, rank.stage,
+                                                rank.layers, rank.first)
+                                .admission_bytes());
+    }
+    return peak;
+  }
+  double peak = std::max(
+      StageMemoryOf(s.shape, l, 0, split.first, 0).admission_bytes(),
+      StageMemoryOf(s.shape, l, p - 1, split.last, s.layers - split.last)
+          .admission_bytes());
+  // An uneven split has p >= 3 (SplitLayers): rank 1 at least.
+  const PeakRanks middle = MiddlePeakRanks(
+      p, RankHoldingLayer(s.shape.leading_dense, split.first, split.middle, 0,
+                          p));
+  for (uint32_t k = 0; k < middle.count; ++k) {
+    const uint32_t rank = middle.rank[k];
+    peak = std::max(peak, StageMemoryOf(s.shape, l, rank, split.middle,
+                                        split.first +
+                                            (rank - 1.0) * split.middle)
+                              .admission_bytes());
+  }
+  return peak;
+}
+
+// A layout that does not fit is tried with the least full recomputation
+// (method block) that makes it fit, in quarters of the largest stage's
+// layers: recomputing all of them first (a layout that does not fit even
+// so costs one more estimate), then the smaller quarters; at most four more
+// estimates, so the search stays bounded. Its speed pays one more forward
+// of the recomputed layers (a forward is about a third of forward plus
+// backward).
+//
+// Under full recomputation the peak never falls as the micro-batch grows
+// (what a stage holds is b times its micro-batches in flight, min(b x in
+// flight, tokens of the step), plus working sets that scale with b), so
+// for one layout in increasing micro-batch sizes `probe` carries what the
+// smaller ones found: once even every layer does not fit, no larger one is
+// tried, and no quarter below the least that fitted is.
+struct RecomputeProbe {
+  bool hopeless = false;   // every layer recomputed did not fit
+  uint32_t least = 0;      // the least quarter that fitted so far
+};
+
+void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
+                      const std::vector<RankChunks>& chunks, Layout4D& entry,
+                      RecomputeProbe& probe) {
+  const uint32_t stage_layers =
+      std::max(split.middle, split.first) / std::max(1u, entry.v);
+  if (stage_layers == 0 || probe.hopeless) return;
+  UseFullRecomputation(l);
+  auto fits = [&](uint32_t n, double& peak) {
+    l.recompute_layers = n;
+    peak = PeakOf(s, l, split, chunks);
+    return ZoneOf(peak, s.capacity, s.threshold) == v1::ZONE_GREEN;
+  };
+  double peak = 0;
+  if (!fits(stage_layers, peak)) {
+    probe.hopeless = true;
+    return;
+  }
+  uint32_t least = stage_layers;
+  double least_peak = peak;
+  uint32_t previous = 0;
+  for (uint32_t quarter = 1; quarter <= 3; ++quarter) {
+    const uint32_t n = (stage_layers * quarter + 3) / 4;
+    if (n == previous || n >= stage_layers || n < probe.least) continue;
+    previous = n;
+    if (fits(n, peak)) {
+      least = n;
+      least_peak = peak;
+      break;
+    }
+  }
+  probe.least = least;
+  entry.peak_bytes = least_peak;
+  entry.zone = v1::ZONE_GREEN;
+  entry.recompute = least;
+  entry.recompute_cost = 1 + least / (3.0 * stage_layers);
+  entry.speed /= entry.recompute_cost;
+}
+
+// The index in `chunkings` (1 or more) of the interleaving the cost model
+// finds fastest. Speed depends on v only through the bubble, B / v with B
+// = (p - 1) / m the plain one, and interleaving's extra sends, `send_share`
+// of the compute for each of the v - 1 extra chunks (cost_model.h (4),
+// (5)): it is the largest 1 / ((1 + B / v)(1 + send_share (v - 1))), the
+// deeper on a tie (less memory).
+size_t FastestInterleaving(const std::vector<Chunking>& chunkings,
+                           const SpeedFactors& plain) {
+  size_t best = chunkings.size() - 1;
+  double best_cost = 0;
+  for (size_t i = chunkings.size() - 1; i >= 1; --i) {
+    const double v = chunkings[i].v;
+    const double cost =
+        (1 + plain.bubble / v) * (1 + plain.send_share * (v - 1));
+    if (i == chunkings.size() - 1 || cost < best_cost) {
+      best = i;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
+// Every valid layout, estimated; stops early with the interrupt's status.
+absl::StatusOr<std::vector<Layout4D>> Enumerate(
+    const Search& s, const std::vector<uint32_t>& gpu_divisors,
+    const std::vector<PipelineChoices>& pipelines, uint64_t expected,
+    const PlanInterrupt& interrupt, const CostModel& cost) {
+  std::vector<Layout4D> out;
+  out.reserve(expected);
+  absl::Status stop;
+  ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t c, uint32_t p) {
+    if (!stop.ok()) return;
+    const uint32_t d = s.gpus / t / c / p;
+    const PipelineChoices& choices = ChoicesFor(pipelines, gpu_divisors, p);
+    const StageSplit& split = choices.split;
+    const std::vector<Chunking>& chunkings = choices.chunkings;
+    ForEachExpertLayout(s, t, p, [&](uint32_t ep, uint32_t etp) {
+      // Per schedule: micro-batch sizes come in increasing order.
+      RecomputeProbe probes[kMaxPlanVirtualStages];
+      for (uint32_t b = 1; b <= s.max_mbs && stop.ok(); ++b) {
+        if (s.gbs % b || (s.gbs / b) % d) continue;
+        const uint32_t m = s.gbs / b / d;
+        Layout l = LayoutFor(s, t, c, p, d, b, ep, etp);
+        const StageLayers stages{double(split.first), double(split.last)};
+        const SpeedFactors plain = SpeedOf(s.shape, s.weights, l, m,
+                                           s.gpus_per_node, cost, stages);
+        // Plain, then (Megatron's interleaving rule, at its default group
+        // of p micro-batches: m a multiple of p) the fastest and the
+        // deepest interleaving.
+        size_t schedules[kSchedulesPerLayout] = {0};
+        size_t n = 1;
+        if (s.allow_interleave && chunkings.size() > 1 &&
+            InterleavedGroupsRun(p, p, m)) {
+          const size_t deepest = chunkings.size() - 1;
+          const size_t fastest = FastestInterleaving(chunkings, plain);
+          schedules[n++] = fastest;
+          if (fastest != deepest) schedules[n++] = deepest;
+        }
+        for (size_t k = 0; k < n; ++k) {
+          // With the EP overlap Megatron pipelines only interleaved.
+          if (k == 0 && p > 1 && s.base.ep_overlap) continue;
+          const Chunking& chunking = chunkings[schedules[k]];
+          const uint32_t v = chunking.v;
+          const bool accounted = chunking.form == ChunkForm::kAccounted;
+          l.virtual_stages = v;
+          const SpeedFactors f =
+              k == 0 ? plain
+                     : SpeedOf(s.shape, s.weights, l, m, s.gpus_per_node,
+                               cost, stages);
+          Layout4D entry{t, c, p, b, d, ep, etp, split.first, split.last, v,
+                         accounted && split.first < split.middle,
+                         accounted && split.last < split.middle,
+                         0, 1, 0, f.speed(), f.bubble, v1::ZONE_UNSPECIFIED};
+          entry.exchange = f.expert;
+          entry.mtp_layout = chunking.form == ChunkForm::kMtpLayout;
+          entry.peak_bytes = PeakOf(s, l, split, chunking.chunks);
+          entry.zone = ZoneOf(entry.peak_bytes, s.capacity, s.threshold);
+          if (entry.zone != v1::ZONE_GREEN && s.allow_recompute) {
+            FitByRecomputing(s, l, split, chunking.chunks, entry,
+                             probes[schedules[k]]);
+          }
+          out.push_back(entry);
+          if (interrupt && out.size() % kInterruptEvery == 0) {
+            stop = interrupt();
+          }
+        }
+      }
+    });
+  });
+  if (!stop.ok()) return stop;
+  return out;
+}
+
+absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
+  absl::StatusOr<v1::Job> job = TemplateJob(request);
+  if (!job.ok()) return job.status();
+  const double threshold =
+      request.threshold() == 0 ? kDefaultThreshold : request.threshold();
+  if (absl::Status st = ValidateThreshold(threshold); !st.ok()) return st;
+  Search s;
+  s.shape = ShapeOf(job->model());
+  s.weights = ActiveWeightsPerToken(s.shape);
+  s.base = LayoutOf(*job);
+  s.capacity = static_cast<double>(job->accelerator().memory_bytes());
+  s.threshold = threshold;
+  s.gpus_per_node = job->accelerator().gpus_per_node();
+  s.gpus = request.num_gpus();
+  s.gbs = request.global_batch_size();
+  s.seq = request.seq_length();
+  s.max_mbs = request.max_micro_batch_size() ? request.max_micro_batch_size()
+                                             : kDefaultMaxMicroBatch;
+  if (s.max_mbs > kMaxPlanMicroBatch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_micro_batch_size: must be at most ",
+                     kMaxPlanMicroBatch, " (got ", s.max_mbs, ")"));
+  }
+  if (s.gpus > kMaxPlanGpus) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_gpus: plans cover at most ", kMaxPlanGpus,
+                     " GPUs (got ", s.gpus, ")"));
+  }
+  if (request.top_k() > kMaxPlanCandidates) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("top_k: must be at most ", kMaxPlanCandidates,
+                     " (got ", request.top_k(), "); 0 means as many"));
+  }
+  s.cross_node_tp = request.allow_cross_node_tp();
+  s.heads = job->model().num_attention_heads();
+  s.kv_heads = job->model().num_query_groups();
+  s.vocab = job->model().vocab_size();
+  s.layers = job->model().num_layers();
+  s.mtp = job->model().mtp_num_layers();
+  if (job->model().has_moe()) {
+    s.expert_divisors = Divisors(job->model().moe().num_experts());
+  }
+  // Full recomputation is refused with the EP overlap (validation.cc).
+  s.allow_recompute = !request.no_recompute() && !s.base.ep_overlap;
+  s.allow_interleave = !request.no_interleave();
+  return s;
+}
+
+v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best,
+                          const CostModel& cost) {
+  Layout layout = LayoutFor(s, l.t, l.c, l.p, l.d, l.b, l.ep, l.etp);
+  layout.virtual_stages = l.v;
+  const SpeedFactors f = SpeedOf(s.shape, s.weights, layout,
+                                 static_cast<double>(s.gbs) / l.b / l.d,
+                                 s.gpus_per_node, cost,
+                                 StageLayers{double(l.first_layers),
+                                             double(l.last_layers)});
+  v1::Candidate c;
+  c.set_num_gpus(s.gpus);
+  c.set_tensor_parallel(l.t);
+  c.set_context_parallel(l.c);
+  c.set_pipeline_parallel(l.p);
+  c.set_micro_batch_size(l.b);
+  c.set_data_parallel(l.d);
+  if (!s.expert_divisors.empty()) {
+    c.set_expert_parallel(l.ep);
+    c.set_expert_tensor_parallel(l.etp);
+  }
+  c.set_first_stage_layers(l.first_layers);
+  c.set_last_stage_layers(l.last_layers);
+  if (l.v > 1) c.set_virtual_pipeline_stages(l.v);
+  c.set_account_for_embedding(l.account_embedding);
+  c.set_account_for_loss(l.account_loss);
+  if (l.mtp_layout) {
+    c.set_pipeline_layout(MtpLayoutText(SplitLayers(s.layers, l.p, s.mtp),
+                                        l.p, l.v));
+  }
+  c.set_recompute_num_layers(l.recompute);
+  c.set_peak_bytes(l.peak_bytes);
+  c.set_peak_gib(ToGiB(l.peak_bytes));
+  c.set_zone(l.zone);
+  c.set_bubble_fraction(l.bubble);
+  c.set_relative_speed(best > 0 ? l.speed / best : 0);
+  c.set_why(WhyOf(l, f, s.capacity, s.threshold));
+  c.set_megatron_arguments(CandidateMegatronArguments(c, s.gbs, s.seq));
+  return c;
+}
+
+}  // namespace
+
+v1::Job JobForCandidate(const v1::PlanRequest& request,
+                        const v1::Candidate& c) {
+  v1::Job job;
+  *job.mutable_model() = request.model();
+  *job.mutable_accelerator() = request.accelerator();
+  job.set_num_gpus(c.num_gpus());
+  v1::ParallelConfig& par = *job.mutable_parallel();
+  par.set_tensor_parallel(c.tensor_parallel());
+  par.set_context_parallel(c.context_parallel());
+  par.set_pipeline_parallel(c.pipeline_parallel());
+  if (c.expert_parallel() > 0) {
+    par.set_expert_parallel(c.expert_parallel());
+    par.set_expert_tensor_parallel(c.expert_tensor_parallel());
+  }
+  if (c.virtual_pipeline_stages() > 1) {
+    par.set_virtual_pipeline_stages(c.virtual_pipeline_stages());
+  }
+  if (!c.pipeline_layout().empty()) {
+    // The planner's own text; one that does not parse leaves the stages
+    // unset, and the job's estimate names what is wrong.
+    absl::StatusOr<PipelineLayout> layout =
+        ParsePipelineLayout(c.pipeline_layout(), c.pipeline_parallel(),
+                            JobLayers(request), JobMtpLayers(request));
+    if (layout.ok()) {
+      for (uint32_t n : layout->layers) par.add_layers_per_stage(n);
+    }
+  } else if (c.first_stage_layers() > 0) {
+    const uint32_t p = c.pipeline_parallel();
+    const uint32_t v = std::max(1u, c.virtual_pipeline_stages());
+    StageSplit split;
+    split.middle =
+        p > 2 ? SplitLayers(JobLayers(request), p, JobMtpLayers(request)).middle
+              : 0;
+    split.first = c.first_stage_layers();
+    split.last = c.last_stage_layers();
+    const ChunkForm form = c.account_for_embedding() || c.account_for_loss()
+                               ? ChunkForm::kAccounted
+                               : ChunkForm::kFirstLast;
+    // Entry j * p + i: chunk j of rank i (estimate.cc).
+    for (uint32_t j = 0; j < v; ++j) {
+      for (uint32_t i = 0; i < p; ++i) {
+        par.add_layers_per_stage(ChunkLayers(form, split, p, v, i, j));
+      }
+    }
+  }
+  v1::TrainingConfig& t = *job.mutable_training();
+  t = TrainingOf(request, c.micro_batch_size());
+  if (c.recompute_num_layers() > 0) {
+    v1::Recompute& r = *t.mutable_recompute();
+    r.Clear();  // replaces the template's selective recomputation
+    r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+    r.set_method(v1::Recompute::METHOD_BLOCK);
+    r.set_num_layers(c.recompute_num_layers());
+  }
+  return job;
+}
+
+v1::TrainingConfig PlanTemplateOf(const v1::TrainingConfig& training) {
+  v1::TrainingConfig t = training;
+  t.clear_micro_batch_size();
+  t.clear_seq_length();
+  t.clear_global_batch_size();
+  t.clear_precision();
+  t.clear_dataloader_attention_mask();
+  if (t.recompute().granularity() == v1::Recompute::GRANULARITY_FULL) {
+    t.clear_recompute();
+  }
+  return t;
+}
+
+absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request) {
+  absl::StatusOr<Search> search = SearchFor(request);
+  if (!search.ok()) return search.status();
+  const std::vector<uint32_t> gpu_divisors = Divisors(search->gpus);
+  return CountLayouts(*search, gpu_divisors,
+                      PipelinesOf(*search, gpu_divisors));
+}
+
+absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
+                                             const PlanInterrupt& interrupt,
+                                             const PlanOptions& options) {
+  absl::StatusOr<Search> search = SearchFor(request);
+  if (!search.ok()) return search.status();
+  const std::vector<uint32_t> gpu_divisors = Divisors(search->gpus);
+  const std::vector<PipelineChoices> pipelines =
+      PipelinesOf(*search, gpu_divisors);
+  const uint64_t bound = CountLayouts(*search, gpu_divisors, pipelines);
+  if (bound > kMaxPlanLayouts) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "plan: up to ", bound, " layouts for ", search->gpus,
+        " GPUs and micro-batch sizes up to ", search->max_mbs,
+        "; a plan estimates at most ", kMaxPlanLayouts,
+        " (lower max_micro_batch_size)"));
+  }
+  absl::StatusOr<std::vector<Layout4D>> enumerated =
+      Enumerate(*search, gpu_divisors, pipelines, bound, interrupt,
+                options.cost);
+  if (!enumerated.ok()) return enumerated.status();
+  std::vector<Layout4D>& layouts = *enumerated;
+  const size_t wanted =
+      request.top_k() == 0 ? kMaxPlanCandidates : request.top_k();
+  double best = 0;
+  for (const Layout4D& l : layouts) {
+    if (l.zone == v1::ZONE_GREEN) best = std::max(best, l.speed);
+  }
+  const std::vector<Layout4D> ranked =
+      RankLayouts(layouts, std::min(wanted, layouts.size()), options.ranking);
+  v1::PlanResponse response;
+  response.set_considered(layouts.size());
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    v1::Candidate* c = response.add_candidates();
+    *c = ToCandidate(*search, ranked[i], best, options.cost);
+    c->set_rank(static_cast<uint32_t>(i + 1));
+  }
+  return response;
+}
+
+}  // namespace memgate

@@ -1,0 +1,121 @@
+#ifndef MEMGATE_PLANNER_PLANNER_H_
+#define MEMGATE_PLANNER_PLANNER_H_
+
+// The whole 4D space for one model on one cluster: every valid (TP, CP, PP,
+// MBS) (and, for MoE models, EP and ETP), its peak memory and zone, ranked
+// admitted-first, then by the smallest TP x CP x PP (the paper's rule), then
+// by expected speed (see cost_model.h), so the first candidate is the one to
+// run.
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/cost_model.h"
+#include "proto/memgate.pb.h"
+
+namespace memgate {
+
+// The fewest tokens of a sequence a context-parallel rank may hold in a
+// plan (s / CP): below this, ring attention's KV exchange no longer hides
+// behind the rank's attention compute and the GEMMs starve; no published
+// run goes lower. Jobs that do are still estimated; the planner does not
+// propose them.
+inline constexpr uint32_t kMinTokensPerContextRank = 1024;
+
+// The deepest interleaving a plan tries: model chunks a pipeline rank
+// holds (Megatron's --num-virtual-stages-per-pipeline-rank): 32 chunks
+// are 1-layer chunks of a 32-layer stage, and published recipes use 2 to 8
+// (the cost model's point-to-point price rises with v). Bounds the
+// schedules each layout is tried with.
+inline constexpr uint32_t kMaxPlanVirtualStages = 32;
+
+// Largest micro-batch size tried when a request does not say.
+inline constexpr uint32_t kDefaultMaxMicroBatch = 16;
+
+// The bounds on one plan's work, checked before any layout is estimated so
+// that no request (a 60-byte one can name a million GPUs) makes the server
+// spend more than about 0.1 s of CPU and 16 MiB on it:
+// - at most kMaxPlanGpus GPUs and micro-batch sizes up to kMaxPlanMicroBatch;
+// - at most kMaxPlanLayouts layouts estimated: the (TP, CP, PP) triples that
+//   pass the model's divisibility rules, times the micro-batch sizes that
+//   divide the global batch, counted first (no allocation); a larger space
+//   is RESOURCE_EXHAUSTED at once, with the count, so the caller can narrow
+//   max_micro_batch_size;
+// - at most kMaxPlanCandidates candidates in a reply (top_k 0 means "as many
+//   as that"; `considered` still counts them all).
+inline constexpr uint32_t kMaxPlanGpus = 1u << 20;
+inline constexpr uint32_t kMaxPlanMicroBatch = 1024;
+inline constexpr uint64_t kMaxPlanLayouts = 1u << 18;
+inline constexpr uint32_t kMaxPlanCandidates = 1000;
+
+// Called every few thousand layouts; a non-OK status (CANCELLED,
+// DEADLINE_EXCEEDED) abandons the plan with that status.
+using PlanInterrupt = std::function<absl::Status()>;
+
+// How admitted (GREEN) layouts are ordered. The paper's conclusion
+// (section 5) is the backbone: the smallest TP x CP x PP that fits is
+// fastest. kRuleThenCost (the default) orders by that product, then by the
+// cost model (cost_model.h: GEMM size, TP/CP communication, bubble, stage
+// imbalance) within equal products; kPaperRule alone breaks ties by the
+// larger micro-batch, then the smaller bubble; kCostModel is the cost model
+// alone. planner_test scores each leave-one-table-out on the paper's
+// shared tables (bench/RESULTS.md). A layout that fits only by
+// recomputing at most kMaxCompetingRecomputeCost goes before the layouts of
+// a larger product that the cost model finds slower (never before one of
+// the same or a smaller product); costlier recomputation comes after all
+// the others, fastest first. Each layout (TP, CP, PP, EP, ETP, MBS) is
+// listed once, with its best schedule (PlanRequest.no_interleave keeps
+// pipelines plain, as the paper measured them).
+enum class Ranking { kCostModel, kPaperRule, kRuleThenCost };
+
+// Recomputation that costs at most this (one more forward of the
+// recomputed layers: 1 + f / 3 for a share f of a chunk's layers) competes
+// with the layouts of larger TP x CP x PP that fit without it; costlier
+// recomputation stays a fallback. The bound is the worst price of one
+// doubling of TP x CP x PP measured in the paper's shared tables (the best
+// run of a product over the best run of half that product, per column:
+// worst 0.815, A100 8 -> 16 across the node boundary; median 0.937;
+// planner_test RecomputeBoundIsTheWorstMeasuredDoubling): a smaller group
+// that recomputes less than that may be faster than the doubling, and the
+// cost model decides; recomputing every layer (x 4/3) costs more than any
+// doubling the paper measured, so it never displaces a layout that fits.
+// Recomputing half a chunk (x 7/6) competes, three quarters (x 5/4) do not.
+// The same worst doubling converts an expert exchange's price into
+// doublings of the rule's group (plan_ranking.h RuleGroupOf).
+inline constexpr double kWorstMeasuredDoubling = 0.815;
+inline constexpr double kMaxCompetingRecomputeCost = 1 / kWorstMeasuredDoubling;
+
+struct PlanOptions {
+  Ranking ranking = Ranking::kRuleThenCost;
+  CostModel cost;
+};
+
+// INVALID_ARGUMENT names the request field that is missing or invalid
+// (model, accelerator, num_gpus, seq_length, global_batch_size, threshold,
+// top_k); RESOURCE_EXHAUSTED when the search is over the bounds above.
+// Candidates come back best first; every one is a job ValidateJob accepts.
+absl::StatusOr<v1::PlanResponse> PlanLayouts(
+    const v1::PlanRequest& request, const PlanInterrupt& interrupt = nullptr,
+    const PlanOptions& options = PlanOptions());
+
+// The job a candidate of `request` describes: its parallel sizes, uneven
+// stages, interleaving and recomputation, ready for EstimateJob / AdmitJob
+// (every candidate's job is valid and estimates to the candidate's zone).
+v1::Job JobForCandidate(const v1::PlanRequest& request,
+                        const v1::Candidate& candidate);
+
+// A job's training settings as a plan's template (PlanRequest.training):
+// all of them but what a plan searches or its request gives (micro-batch,
+// sequence length, global batch, precision, full recomputation) and the
+// dataloader's attention mask, which candidates turn off.
+v1::TrainingConfig PlanTemplateOf(const v1::TrainingConfig& training);
+
+// An upper bound on the layouts PlanLayouts(request) would estimate, counted
+// without estimating any; errors as PlanLayouts' for the request's fields.
+absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_PLANNER_PLANNER_H_

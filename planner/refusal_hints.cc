@@ -1,0 +1,147 @@
+#include "planner/refusal_hints.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "absl/status/statusor.h"
+#include "estimator/estimate.h"
+#include "estimator/memory_model.h"
+#include "estimator/validation.h"
+#include "planner/divisors.h"
+#include "planner/planner.h"
+
+namespace memgate {
+std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
+                                          int count, uint64_t max_layouts) {
+  v1::PlanRequest request;
+  *request.mutable_model() = job.model();
+  *request.mutable_accelerator() = job.accelerator();
+  request.set_num_gpus(job.num_gpus());
+  request.set_seq_length(job.training().seq_length());
+  // Without a global batch, any one that every layout divides: the
+  // suggestions are about memory, and the bubble is then only indicative.
+  const uint64_t any_batch = uint64_t{job.num_gpus()} * kDefaultMaxMicroBatch;
+  request.set_global_batch_size(
+      job.training().global_batch_size() ? job.training().global_batch_size()
+      : any_batch <= UINT32_MAX          ? static_cast<uint32_t>(any_batch)
+                                         : job.num_gpus());
+  request.set_precision(job.training().precision());
+  // Planned as the job runs (dropout, optimizer, offload, fp8, selective
+  // recomputation...): with the paper's settings, a suggestion could be
+  // refused again once tried.
+  *request.mutable_training() = PlanTemplateOf(job.training());
+  request.set_threshold(threshold);
+  // A plan lists each layout once (its best schedule); suggestions name
+  // each (TP, CP, PP, MBS) once, so a few spare for MoE layouts that
+  // differ only in EP or ETP.
+  const int wanted = std::clamp<int>(count, 0, kMaxPlanCandidates / 2);
+  request.set_top_k(static_cast<uint32_t>(2 * wanted));
+  std::vector<v1::Candidate> out;
+  absl::StatusOr<uint64_t> size = CountPlanLayouts(request);
+  if (!size.ok() || *size > max_layouts) return out;
+  // Recomputation only when nothing fits without it: the Admit path stays
+  // one estimate per layout in the common case.
+  for (bool no_recompute : {true, false}) {
+    request.set_no_recompute(no_recompute);
+    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
+    if (!plan.ok()) return out;
+    using Key = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
+                           uint32_t>;
+    std::set<Key> named;
+    for (const v1::Candidate& c : plan->candidates()) {
+      if (c.zone() != v1::ZONE_GREEN) continue;
+      if (out.size() == static_cast<size_t>(wanted)) break;
+      const Key key{c.tensor_parallel(),  c.context_parallel(),
+                    c.pipeline_parallel(), c.expert_parallel(),
+                    c.expert_tensor_parallel(), c.micro_batch_size()};
+      if (named.insert(key).second) out.push_back(c);
+    }
+    if (!out.empty()) break;
+  }
+  return out;
+}
+
+uint32_t LeastRecomputeThatFits(const v1::Job& job, double threshold) {
+  if (job.training().recompute().granularity() ==
+      v1::Recompute::GRANULARITY_FULL) {
+    return 0;
+  }
+  const v1::ParallelConfig& par = job.parallel();
+  const uint64_t stages = uint64_t{par.pipeline_parallel()} *
+                          std::max(1u, par.virtual_pipeline_stages());
+  if (stages == 0 || stages > kMaxRecomputeProbeStages) return 0;
+  // Megatron's block method recomputes the first N layers of every
+  // (virtual) stage, so N need not exceed the largest stage's layers.
+  uint64_t largest = 0;
+  for (uint32_t n : par.layers_per_stage()) largest = std::max<uint64_t>(largest, n);
+  if (par.layers_per_stage_size() == 0) {
+    largest = (uint64_t{job.model().num_layers()} + stages - 1) / stages;
+  }
+  if (largest == 0 || largest > UINT32_MAX) return 0;
+  v1::Job probe = job;
+  auto fits = [&](uint64_t n) {
+    v1::Recompute& r = *probe.mutable_training()->mutable_recompute();
+    r.Clear();
+    r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+    r.set_method(v1::Recompute::METHOD_BLOCK);
+    r.set_num_layers(static_cast<uint32_t>(n));
+    absl::StatusOr<v1::Estimate> e = EstimateJob(probe, threshold);
+    return e.ok() && e->zone() == v1::ZONE_GREEN;
+  };
+  if (!fits(largest)) return 0;
+  // More layers recomputed never hold more memory: bisect for the least.
+  uint64_t lo = 1, hi = largest;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (fits(mid)) hi = mid; else lo = mid + 1;
+  }
+  return static_cast<uint32_t>(lo);
+}
+
+uint32_t SmallestGpuCountThatFits(const v1::Job& job, double threshold) {
+  const ModelShape shape = ShapeOf(job.model());
+  Layout layout = LayoutOf(job);
+  const double capacity = static_cast<double>(job.accelerator().memory_bytes());
+  const uint64_t group = uint64_t{job.parallel().tensor_parallel()} *
+                         job.parallel().pipeline_parallel() *
+                         job.parallel().context_parallel();
+  const uint32_t b = job.training().micro_batch_size();
+  const uint32_t gbs = job.training().global_batch_size();
+  // MoE: the expert group (EP x ETP x PP) must divide the GPU count.
+  const uint64_t expert_group = uint64_t{std::max(1u, job.parallel().expert_parallel())} *
+                                static_cast<uint64_t>(layout.expert_tensor) *
+                                job.parallel().pipeline_parallel();
+  auto fits = [&](uint64_t d) {
+    if (job.model().has_moe() && (d * group) % expert_group != 0) return false;
+    layout.data = static_cast<double>(d);
+    layout.microbatches = gbs == 0 ? 0 : static_cast<double>(gbs) / (b * d);
+    // Interleaving runs only whole groups of the job's micro-batches.
+    if (gbs != 0 && layout.virtual_stages > 1 &&
+        !InterleavedGroupsRun(job.parallel().pipeline_parallel(),
+                              static_cast<uint64_t>(MicrobatchGroup(layout)),
+                              gbs / b / d)) {
+      return false;
+    }
+    return PeakBytesEvenStages(shape, layout) <= threshold * capacity;
+  };
+  const uint64_t max_d = UINT32_MAX / group;
+  if (max_d == 0) return 0;
+  if (gbs != 0) {  // d must divide gbs / b
+    if (gbs % b) return 0;
+    for (uint32_t d : Divisors(gbs / b)) {
+      if (d > max_d) break;
+      if (fits(d)) return static_cast<uint32_t>(d * group);
+    }
+    return 0;
+  }
+  if (!fits(max_d)) return 0;  // peak only falls as d grows
+  uint64_t lo = 1, hi = max_d;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (fits(mid)) hi = mid; else lo = mid + 1;
+  }
+  return static_cast<uint32_t>(lo * group);
+}
+
+}  // namespace memgate

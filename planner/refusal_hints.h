@@ -1,0 +1,48 @@
+#ifndef MEMGATE_PLANNER_REFUSAL_HINTS_H_
+#define MEMGATE_PLANNER_REFUSAL_HINTS_H_
+
+// What a refused job is told it could do instead (admission.cc): other
+// layouts on the same GPUs, more GPUs for the same layout, or the least
+// recomputation that makes the job itself fit. Each runs on the Admit path
+// and is bounded by its input before it starts.
+
+#include <cstdint>
+#include <vector>
+
+#include "proto/memgate.pb.h"
+
+namespace memgate {
+
+// Suggestions run on the Admit path of every refusal, which must stay fast
+// whatever the job: a search over more layouts than this gets none (a
+// 16,384-GPU cluster has about 10,000).
+inline constexpr uint64_t kMaxSuggestionLayouts = 1u << 15;
+
+// For a refused job: the best `count` admitted layouts on the same GPUs
+// (same model, GPU, sequence and global batch), each layout once. The
+// search is counted first and not done when it exceeds `max_layouts`.
+std::vector<v1::Candidate> SuggestLayouts(
+    const v1::Job& resolved_job, double threshold, int count,
+    uint64_t max_layouts = kMaxSuggestionLayouts);
+
+// For a refused job: the smallest GPU count at which the same TP, CP, PP and
+// MBS fit under `threshold` (more data-parallel ranks shard the optimizer
+// further), or 0 when no count does.
+uint32_t SmallestGpuCountThatFits(const v1::Job& resolved_job,
+                                  double threshold);
+
+// Jobs with more (virtual) pipeline stages than this are not searched for
+// the recomputation that would make them fit: each probe is a whole
+// estimate, and the search runs on the Admit path.
+inline constexpr uint32_t kMaxRecomputeProbeStages = 4096;
+
+// For a refused job that does not recompute whole layers: the fewest layers
+// of each (virtual) stage whose full recomputation (method block) makes the
+// same job fit under `threshold`, by bisection (at most about 2 + log2 of a
+// stage's layers estimates); 0 when even every layer does not, or the job
+// has more than kMaxRecomputeProbeStages stages.
+uint32_t LeastRecomputeThatFits(const v1::Job& resolved_job, double threshold);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_PLANNER_REFUSAL_HINTS_H_

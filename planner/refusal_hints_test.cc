@@ -1,0 +1,217 @@
+#include "planner/refusal_hints.h"
+
+#include <set>
+#include <tuple>
+
+#include "admission/admission.h"
+#include "estimator/estimate.h"
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace memgate {
+namespace {
+
+TEST(RefusalHintsTest, RefusalsSuggestWhatFits) {
+  // (4,1,2,2) on 8 A100s: 37.58 GiB, YELLOW. The paper's table says the
+  // same layout is GREEN (31.97) on 16.
+  absl::StatusOr<v1::Decision> d = AdmitJob(
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192),
+      AdmissionPolicy());
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  ASSERT_GT(d->suggestions_size(), 0);
+  std::set<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>> named;
+  for (const v1::Candidate& c : d->suggestions()) {
+    EXPECT_EQ(c.zone(), v1::ZONE_GREEN);
+    EXPECT_EQ(c.num_gpus(), 8u);
+    EXPECT_LE(c.peak_gib(), 32.0);
+    // Each suggestion is another layout, not a schedule of one already named.
+    EXPECT_TRUE(named
+                    .insert({c.tensor_parallel(), c.context_parallel(),
+                             c.pipeline_parallel(), c.micro_batch_size()})
+                    .second);
+  }
+  EXPECT_EQ(d->min_gpus_that_fit(), 16u);
+
+  d = AdmitJob(
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 8, 8192),
+      AdmissionPolicy());
+  EXPECT_EQ(d->suggestions_size(), 0);  // admitted: nothing to suggest
+  EXPECT_EQ(d->min_gpus_that_fit(), 0u);
+
+  // Activations alone exceed the GPU: no GPU count helps.
+  d = AdmitJob(
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 1, 1, 1, 16, 8, 8192),
+      AdmissionPolicy());
+  EXPECT_EQ(d->min_gpus_that_fit(), 0u);
+}
+
+// Interleaved over p = 2 with 6 micro-batches a step, refused under a
+// 70% limit (29.83 GiB of 28): 2 data-parallel ranks would fit by memory
+// but leave each 3 micro-batches, a group of 2 and a last of 1, which
+// Megatron's schedule refuses; the count suggested runs (3 ranks, 2
+// micro-batches each) and fits.
+TEST(RefusalHintsTest, GpuCountSuggestedRunsTheInterleavedSchedule) {
+  v1::Job job =
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 8, 8192);
+  job.mutable_parallel()->set_virtual_pipeline_stages(2);
+  job.mutable_training()->set_global_batch_size(6);
+  AdmissionPolicy policy;
+  policy.threshold = 0.7;
+  absl::StatusOr<v1::Decision> d = AdmitJob(job, policy);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  v1::Job at_two = job;
+  at_two.set_num_gpus(16);
+  EXPECT_NE(EstimateJob(at_two).status().message().find(
+                "training.global_batch_size: interleaved 1F1B's last group"),
+            std::string::npos)
+      << EstimateJob(at_two).status();
+  ASSERT_EQ(d->min_gpus_that_fit(), 24u);
+  v1::Job suggested = job;
+  suggested.set_num_gpus(d->min_gpus_that_fit());
+  absl::StatusOr<v1::Estimate> e = EstimateJob(suggested, 0.7);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
+}
+
+// A refused job's suggestions are planned with the job's own settings
+// (here Megatron's default dropout, whose masks the paper's setting does
+// not store, and unfused attention's s x s scores): each one, run as that
+// job, fits. They were planned with the paper's settings, so a suggestion
+// could be refused again once tried.
+TEST(RefusalHintsTest, SuggestionsFitWithTheJobsOwnSettings) {
+  v1::Job job =
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192);
+  job.mutable_training()->set_hidden_dropout(0.1f);
+  job.mutable_training()->set_attention_dropout(0.1f);
+  job.mutable_training()->set_attention_kernel(
+      v1::ATTENTION_KERNEL_UNFUSED);
+  absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  ASSERT_GT(d->suggestions_size(), 0);
+  for (const v1::Candidate& c : d->suggestions()) {
+    v1::Job as_suggested = job;
+    v1::ParallelConfig& par = *as_suggested.mutable_parallel();
+    par.set_tensor_parallel(c.tensor_parallel());
+    par.set_context_parallel(c.context_parallel());
+    par.set_pipeline_parallel(c.pipeline_parallel());
+    par.set_data_parallel(0);
+    ASSERT_EQ(c.first_stage_layers(), 0u);  // 32 layers split evenly
+    par.set_virtual_pipeline_stages(c.virtual_pipeline_stages());
+    as_suggested.mutable_training()->set_micro_batch_size(
+        c.micro_batch_size());
+    if (c.recompute_num_layers() > 0) {
+      v1::Recompute& r = *as_suggested.mutable_training()->mutable_recompute();
+      r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+      r.set_method(v1::Recompute::METHOD_BLOCK);
+      r.set_num_layers(c.recompute_num_layers());
+    }
+    absl::StatusOr<v1::Estimate> e = EstimateJob(as_suggested);
+    ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
+    EXPECT_EQ(e->zone(), v1::ZONE_GREEN) << c.ShortDebugString();
+    EXPECT_DOUBLE_EQ(e->peak().total_bytes(), c.peak_bytes())
+        << c.ShortDebugString();
+  }
+}
+
+// The suggestions' search is counted before any layout is estimated: with
+// a bound below that count the same refused job gets none, while the
+// default bound (kMaxSuggestionLayouts, far above an 8-GPU plan) gives some.
+TEST(RefusalHintsTest, SuggestionsAreBoundedByTheSearchSize) {
+  absl::StatusOr<v1::Estimate> e = EstimateJob(
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192));
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_NE(e->zone(), v1::ZONE_GREEN);
+  EXPECT_FALSE(SuggestLayouts(e->job(), kDefaultThreshold, 3).empty());
+  EXPECT_TRUE(SuggestLayouts(e->job(), kDefaultThreshold, 3, 10).empty());
+  EXPECT_GT(kMaxSuggestionLayouts, 10'000u);  // a 16,384-GPU cluster's
+}
+
+// A refused job learns the least full recomputation that makes it fit as it
+// is: recomputing that many layers of each stage admits it, one fewer not.
+TEST(RefusalHintsTest, RefusalsNameTheLeastRecomputationThatFits) {
+  v1::Job job =
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192);
+  absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  const uint32_t n = d->min_recompute_layers_that_fit();
+  ASSERT_GT(n, 0u);
+  ASSERT_LE(n, 16u);
+  auto verdict_with = [&](uint32_t layers) {
+    v1::Job with = job;
+    v1::Recompute& r = *with.mutable_training()->mutable_recompute();
+    r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+    r.set_method(v1::Recompute::METHOD_BLOCK);
+    r.set_num_layers(layers);
+    absl::StatusOr<v1::Decision> again = AdmitJob(with, AdmissionPolicy());
+    EXPECT_TRUE(again.ok()) << again.status();
+    return again.ok() ? again->verdict() : v1::VERDICT_UNSPECIFIED;
+  };
+  EXPECT_EQ(verdict_with(n), v1::VERDICT_ADMIT);
+  if (n > 1) {
+    EXPECT_EQ(verdict_with(n - 1), v1::VERDICT_REFUSE);
+  }
+
+  // A job that already recomputes whole layers gets no such hint.
+  v1::Job recomputing = job;
+  v1::Recompute& r = *recomputing.mutable_training()->mutable_recompute();
+  r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+  r.set_method(v1::Recompute::METHOD_UNIFORM);
+  r.set_num_layers(1);
+  EXPECT_EQ(LeastRecomputeThatFits(recomputing, kDefaultThreshold), 0u);
+  // Activations alone exceed the GPU even recomputing every layer.
+  EXPECT_EQ(LeastRecomputeThatFits(
+                testing::PaperJob("llama-3.1-8b", "a100-40gb", 1, 1, 1, 16,
+                                  8, 8192),
+                kDefaultThreshold),
+            0u);
+}
+
+// The search costs whole estimates on the Admit path: a job with more
+// (virtual) stages than kMaxRecomputeProbeStages is not searched, though
+// recomputation would make it fit, as it does with one stage fewer.
+TEST(RefusalHintsTest, RecomputationSearchIsBoundedByTheStageCount) {
+  auto job_with_stages = [](uint32_t stages) {
+    v1::Job job = testing::JobFromText(R"pb(
+      model {
+        hidden_size: 128
+        ffn_hidden_size: 512
+        num_attention_heads: 2
+        num_query_groups: 2
+        vocab_size: 32000
+      }
+      parallel { tensor_parallel: 1 context_parallel: 1 }
+      training { micro_batch_size: 1 seq_length: 8192 }
+      accelerator { memory_bytes: 85899345920 gpus_per_node: 8 }
+    )pb");
+    job.mutable_model()->set_num_layers(stages);
+    job.mutable_parallel()->set_pipeline_parallel(4);
+    job.mutable_parallel()->set_virtual_pipeline_stages(stages / 4);
+    job.mutable_training()->set_global_batch_size(stages);
+    job.set_num_gpus(4);
+    return job;
+  };
+  const v1::Job allowed = job_with_stages(kMaxRecomputeProbeStages);
+  const v1::Job too_many = job_with_stages(kMaxRecomputeProbeStages + 4);
+  for (const v1::Job* job : {&allowed, &too_many}) {
+    absl::StatusOr<v1::Estimate> e = EstimateJob(*job);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_NE(e->zone(), v1::ZONE_GREEN);
+  }
+  EXPECT_EQ(LeastRecomputeThatFits(allowed, kDefaultThreshold), 1u);
+  EXPECT_EQ(LeastRecomputeThatFits(too_many, kDefaultThreshold), 0u);
+  v1::Job recomputed = too_many;
+  v1::Recompute& r = *recomputed.mutable_training()->mutable_recompute();
+  r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+  r.set_method(v1::Recompute::METHOD_BLOCK);
+  r.set_num_layers(1);
+  absl::StatusOr<v1::Estimate> e = EstimateJob(recomputed);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
+}
+
+}  // namespace
+}  // namespace memgate

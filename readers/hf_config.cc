@@ -1,0 +1,356 @@
+#include "readers/hf_config.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "proto/hf_config.pb.h"
+#include "readers/file_util.h"
+
+namespace memgate {
+namespace {
+
+absl::Status Missing(absl::string_view key) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("config.json: ", key, ": required for a Llama model"));
+}
+
+// A family memgate models: its architectures and what transformers'
+// config class assumes when a key is absent.
+struct Family {
+  const char* model_type;
+  std::vector<std::string> architectures;
+  bool tied_by_default;  // tie_word_embeddings when the config omits it
+  bool qkv_bias;         // the family's attention has q, k, v biases
+  bool qk_norm;          // RMSNorm on Q and K per head (Qwen3Attention)
+  bool sandwich_norms;   // norms after attention and the MLP too (Gemma 2/3)
+  enum Experts { kDense, kMixtral, kQwenMoe, kDeepseek } experts = kDense;
+  // Nemotron: an ungated MLP of hidden_act (up, down) and LayerNorm1P
+  // (weight and bias), transformers' modeling_nemotron.py.
+  bool ungated_mlp = false;
+  bool layernorm = false;
+};
+
+// Dense decoders with a gated MLP (SwiGLU / GeGLU: three matrices), RMSNorm
+// and rotary positions, as transformers builds them; Nemotron's ungated
+// squared-ReLU MLP and LayerNorm.
+const std::vector<Family>& Families() {
+  static const auto* families = new std::vector<Family>{
+      {"llama", {"LlamaForCausalLM"}, false, false, false, false},
+      {"mistral", {"MistralForCausalLM"}, false, false, false, false},
+      {"qwen2", {"Qwen2ForCausalLM"}, false, true, false, false},  // qkv bias
+      {"qwen3", {"Qwen3ForCausalLM"}, false, false, true, false},  // QK-norm
+      {"phi3", {"Phi3ForCausalLM"}, false, false, false, false},
+      {"gemma", {"GemmaForCausalLM"}, true, false, false, false},  // tied
+      {"gemma2", {"Gemma2ForCausalLM"}, true, false, false, true},
+      {"gemma3_text", {"Gemma3ForCausalLM"}, true, false, true, true},
+      {"mixtral", {"MixtralForCausalLM"}, false, false, false, false,
+       Family::kMixtral},
+      {"qwen2_moe", {"Qwen2MoeForCausalLM"}, false, true, false, false,
+       Family::kQwenMoe},
+      {"qwen3_moe", {"Qwen3MoeForCausalLM"}, false, false, true, false,
+       Family::kQwenMoe},
+      {"deepseek_v2", {"DeepseekV2ForCausalLM"}, false, false, false, false,
+       Family::kDeepseek},
+      {"deepseek_v3", {"DeepseekV3ForCausalLM"}, false, false, false, false,
+       Family::kDeepseek},
+      {"nemotron", {"NemotronForCausalLM"}, false, false, false, false,
+       Family::kDense, true, true},
+  };
+  return *families;
+}
+
+// Families seen in the wild that memgate does not model yet, and why.
+const char* WhyNotModelled(absl::string_view model_type) {
+  static const auto* reasons =
+      new std::vector<std::pair<std::string, const char*>>{
+          {"gemma3",
+           "the multimodal Gemma 3's vision tower is not modelled; for "
+           "text-only training give its text model as a gemma3_text config"},
+      };
+  for (const auto& [type, why] : *reasons) {
+    if (type == model_type) return why;
+  }
+  return "not a family memgate models (llama, mistral, qwen2, qwen3, phi3, "
+         "gemma, gemma2, gemma3_text, mixtral, qwen2_moe, qwen3_moe, "
+         "deepseek_v2, deepseek_v3, nemotron)";
+}
+
+absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
+  if (hf.model_type().empty()) {
+    return absl::InvalidArgumentError(
+        "config.json: model_type: missing (memgate reads llama, mistral, "
+        "qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, mixtral, qwen2_moe, "
+        "qwen3_moe, deepseek_v2, deepseek_v3 and nemotron configs)");
+  }
+  for (const Family& f : Families()) {
+    if (hf.model_type() != f.model_type) continue;
+    for (const std::string& a : hf.architectures()) {
+      if (std::find(f.architectures.begin(), f.architectures.end(), a) ==
+          f.architectures.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "config.json: architectures: '", a, "' is not modelled for "
+            "model_type '", f.model_type, "'"));
+      }
+    }
+    return &f;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("config.json: model_type: '", hf.model_type(), "': ",
+                   WhyNotModelled(hf.model_type())));
+}
+
+absl::Status MissingMoe(absl::string_view key) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("config.json: ", key, ": required for a mixture-of-experts "
+                   "model"));
+}
+
+// Experts, MLA and MTP as the family's modeling file builds them.
+absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
+                         v1::ModelConfig& model) {
+  if (f.experts == Family::kDense) return absl::OkStatus();
+  v1::MoeConfig& moe = *model.mutable_moe();
+  const uint32_t layers = model.num_layers();
+  if (layers > (1u << 16)) {
+    return absl::InvalidArgumentError(
+        "config.json: num_hidden_layers: at most 65536 with experts");
+  }
+  auto pattern = [&](auto is_moe) {
+    for (uint32_t i = 0; i < layers; ++i) {
+      moe.add_layer_pattern(is_moe(i) ? 1 : 0);
+    }
+  };
+  if (!hf.has_num_experts_per_tok()) return MissingMoe("num_experts_per_tok");
+  moe.set_router_topk(hf.num_experts_per_tok());
+  switch (f.experts) {
+    case Family::kMixtral:  // every layer: 8 experts of intermediate_size
+      if (!hf.has_num_local_experts()) return MissingMoe("num_local_experts");
+      moe.set_num_experts(hf.num_local_experts());
+      moe.set_expert_ffn_hidden_size(model.ffn_hidden_size());
+      moe.set_layer_frequency(1);
+      break;
+    case Family::kQwenMoe: {
+      if (!hf.has_num_experts()) return MissingMoe("num_experts");
+      if (!hf.has_moe_intermediate_size()) {
+        return MissingMoe("moe_intermediate_size");
+      }
+      moe.set_num_experts(hf.num_experts());
+      moe.set_expert_ffn_hidden_size(hf.moe_intermediate_size());
+      // Qwen2-MoE has a gated shared expert; Qwen3-MoE none.
+      if (hf.shared_expert_intermediate_size() > 0) {
+        moe.set_shared_expert_ffn_hidden_size(
+            hf.shared_expert_intermediate_size());
+        moe.set_shared_expert_gate(true);
+      }
+      const uint32_t step = std::max(1u, hf.has_decoder_sparse_step()
+                                             ? hf.decoder_sparse_step()
+                                             : 1u);
+      pattern([&](uint32_t i) {
+        return std::find(hf.mlp_only_layers().begin(),
+                         hf.mlp_only_layers().end(),
+                         i) == hf.mlp_only_layers().end() &&
+               (i + 1) % step == 0;
+      });
+      break;
+    }
+    case Family::kDeepseek: {
+      if (!hf.has_n_routed_experts()) return MissingMoe("n_routed_experts");
+      if (!hf.has_moe_intermediate_size()) {
+        return MissingMoe("moe_intermediate_size");
+      }
+      moe.set_num_experts(hf.n_routed_experts());
+      moe.set_expert_ffn_hidden_size(hf.moe_intermediate_size());
+      moe.set_shared_expert_ffn_hidden_size(hf.n_shared_experts() *
+                                            hf.moe_intermediate_size());
+      const uint32_t dense = hf.first_k_dense_replace();
+      const uint32_t freq =
+          std::max(1u, hf.has_moe_layer_freq() ? hf.moe_layer_freq() : 1u);
+      pattern([&](uint32_t i) { return i >= dense && i % freq == 0; });
+      if (!hf.has_kv_lora_rank() || !hf.has_qk_nope_head_dim() ||
+          !hf.has_qk_rope_head_dim() || !hf.has_v_head_dim()) {
+        return absl::InvalidArgumentError(
+            "config.json: kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, "
+            "v_head_dim: required for multi-latent attention");
+      }
+      v1::MlaConfig& mla = *model.mutable_mla();
+      mla.set_q_lora_rank(hf.q_lora_rank());  // null: none
+      mla.set_kv_lora_rank(hf.kv_lora_rank());
+      mla.set_qk_head_dim(hf.qk_nope_head_dim());
+      mla.set_qk_pos_emb_head_dim(hf.qk_rope_head_dim());
+      mla.set_v_head_dim(hf.v_head_dim());
+      // MLA has no grouped K/V heads.
+      model.set_num_query_groups(model.num_attention_heads());
+      // DeepSeek's q_a_layernorm and kv_a_layernorm on the latents:
+      // Megatron's --qk-layernorm with MLA (gpt_layer_specs.py).
+      model.set_qk_norm(true);
+      model.set_mtp_num_layers(hf.num_nextn_predict_layers());
+      break;
+    }
+    default:
+      break;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
+    absl::string_view json, absl::string_view name) {
+  v1::HuggingFaceConfig hf;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  const auto parsed = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), &hf, options);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.json: not a valid Hugging Face config: ",
+                     std::string(parsed.message())));
+  }
+  absl::StatusOr<const Family*> family = FamilyOf(hf);
+  if (!family.ok()) return family.status();
+  if (hf.has_text_config()) {
+    return absl::InvalidArgumentError(
+        "config.json: text_config: multimodal configs are not modelled (give "
+        "the language model's own config)");
+  }
+  if (hf.mlp_bias()) {
+    return absl::InvalidArgumentError(
+        "config.json: mlp_bias: MLP biases are not modelled");
+  }
+  if (!hf.has_hidden_size()) return Missing("hidden_size");
+  if (!hf.has_num_hidden_layers()) return Missing("num_hidden_layers");
+  if (!hf.has_num_attention_heads()) return Missing("num_attention_heads");
+  if (!hf.has_intermediate_size()) return Missing("intermediate_size");
+  if (!hf.has_vocab_size()) return Missing("vocab_size");
+
+  v1::ModelConfig model;
+  model.set_name(std::string(name));
+  model.set_num_layers(hf.num_hidden_layers());
+  model.set_hidden_size(hf.hidden_size());
+  model.set_ffn_hidden_size(hf.intermediate_size());
+  model.set_num_attention_heads(hf.num_attention_heads());
+  // transformers' LlamaConfig: no num_key_value_heads means multi-head.
+  model.set_num_query_groups(hf.has_num_key_value_heads()
+                                 ? hf.num_key_value_heads()
+                                 : hf.num_attention_heads());
+  model.set_vocab_size(hf.vocab_size());
+  model.set_tie_word_embeddings(hf.has_tie_word_embeddings()
+                                    ? hf.tie_word_embeddings()
+                                    : (*family)->tied_by_default);
+  if (hf.has_head_dim()) model.set_head_dim(hf.head_dim());
+  // attention_bias (Llama) puts a bias on q, k, v and o; the o bias (h a
+  // layer) is counted with the QKV ones' order of magnitude: negligible.
+  model.set_qkv_bias((*family)->qkv_bias || hf.attention_bias());
+  model.set_qk_norm((*family)->qk_norm);
+  model.set_sandwich_norms((*family)->sandwich_norms);
+  if (hf.final_logit_softcapping() > 0) {
+    model.set_final_logit_softcapping(hf.final_logit_softcapping());
+  }
+  // The paper's Llama otherwise: gated MLP, RMSNorm, rotary positions.
+  model.set_mlp_activation(v1::MLP_ACTIVATION_SWIGLU);
+  model.set_normalization(v1::NORMALIZATION_RMSNORM);
+  if ((*family)->ungated_mlp) {
+    // NemotronConfig's default and every published Nemotron's: relu2.
+    const std::string act = hf.hidden_act().empty() ? "relu2" : hf.hidden_act();
+    if (act != "relu2") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config.json: hidden_act: '", act.substr(0, 32),
+          "' is not modelled for model_type '", (*family)->model_type,
+          "' (relu2)"));
+    }
+    model.set_mlp_activation(v1::MLP_ACTIVATION_SQUARED_RELU);
+  }
+  if ((*family)->layernorm) {
+    model.set_normalization(v1::NORMALIZATION_LAYERNORM);
+  }
+  model.set_position_embedding(v1::POSITION_EMBEDDING_ROPE);
+  if (absl::Status st = FillExperts(hf, **family, model); !st.ok()) return st;
+  return model;
+}
+
+std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
+  // Reviewed and read past: they do not change per-GPU training memory
+  // under Megatron. Token ids, initialisation, inference caches and
+  // transformers' bookkeeping; rotary frequencies, scaling and partial
+  // rotary (no parameters); norm epsilons; Gemma's activation name (its
+  // MLP is gated whatever the function); routing weights, groups and
+  // auxiliary losses (the routed copies are top-k either way); sliding
+  // windows and attention logit scales (FlashAttention stores no s^2
+  // scores either way); dropout probabilities (the job's training settings
+  // decide); the checkpoint's dtype and quantization (training keeps its
+  // own precision).
+  static const auto* reviewed = new std::set<std::string>{
+      "attention_dropout", "attn_logit_softcapping", "auto_map",
+      "aux_loss_alpha", "bos_token_id", "cache_implementation", "dtype",
+      "embd_pdrop", "eos_token_id", "ep_size", "hidden_activation",
+      "initializer_range", "layer_norm_eps", "layer_types",
+      "max_position_embeddings", "max_window_layers", "n_group",
+      "norm_eps", "norm_topk_prob", "original_max_position_embeddings",
+      "output_router_logits", "pad_token_id", "partial_rotary_factor",
+      "pretraining_tp", "quantization_config", "query_pre_attn_scalar",
+      "resid_pdrop", "rms_norm_eps", "rope_local_base_freq",
+      "rope_parameters", "rope_scaling", "rope_theta",
+      "routed_scaling_factor", "router_aux_loss_coef", "scoring_func",
+      "seq_aux", "sliding_window", "sliding_window_pattern",
+      "sliding_window_size", "topk_group", "topk_method", "torch_dtype",
+      "transformers_version", "unk_token_id", "use_cache",
+      "use_sliding_window"};
+  std::vector<std::string> out;
+  google::protobuf::Struct top;
+  google::protobuf::util::JsonParseOptions options;
+  if (!google::protobuf::util::JsonStringToMessage(
+           google::protobuf::StringPiece(json.data(), json.size()), &top,
+           options)
+           .ok()) {
+    return out;
+  }
+  const google::protobuf::Descriptor* read =
+      v1::HuggingFaceConfig::descriptor();
+  for (const auto& [key, value] : top.fields()) {
+    if (read->FindFieldByName(key) == nullptr && !reviewed->count(key)) {
+      out.push_back(key);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
+    const std::string& path, std::vector<std::string>* notes) {
+  absl::StatusOr<std::string> json = ReadSmallFile(path);
+  if (!json.ok()) return json.status();
+  absl::StatusOr<v1::ModelConfig> model = ModelFromHuggingFaceJson(*json, path);
+  if (!model.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", model.status().message()));
+  }
+  if (notes == nullptr) return model;
+  // A second parse of the (size-bounded) file, only when asked for.
+  const std::vector<std::string> unreviewed = UnreviewedHuggingFaceKeys(*json);
+  if (!unreviewed.empty()) {
+    // A file may hold thousands of keys: the note names the first few.
+    constexpr size_t kNamed = 10;
+    std::vector<std::string> named(
+        unreviewed.begin(),
+        unreviewed.begin() + std::min(kNamed, unreviewed.size()));
+    std::string list = absl::StrJoin(named, ", ");
+    if (unreviewed.size() > kNamed) {
+      absl::StrAppend(&list, " and ", unreviewed.size() - kNamed, " more");
+    }
+    notes->push_back(absl::StrCat(
+        path, ": keys memgate has not reviewed, read past: ", list,
+        " (if one changes the model's shape or memory, the estimate does not "
+        "count it)"));
+  }
+  return model;
+}
+
+}  // namespace memgate

@@ -1,0 +1,39 @@
+#ifndef MEMGATE_READERS_HF_CONFIG_H_
+#define MEMGATE_READERS_HF_CONFIG_H_
+
+// Models from a Hugging Face `config.json` (LlamaConfig fields: hidden_size,
+// num_hidden_layers, num_attention_heads, num_key_value_heads,
+// intermediate_size, vocab_size, tie_word_embeddings, and the families'
+// own keys: proto/hf_config.proto), read with protobuf's JSON parser; other
+// keys are read past, and those not reviewed as irrelevant to training
+// memory are named (UnreviewedHuggingFaceKeys).
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/memgate.pb.h"
+
+namespace memgate {
+
+// `name` labels the model (e.g. the file's directory); INVALID_ARGUMENT
+// names the missing or malformed key.
+absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
+    absl::string_view json, absl::string_view name);
+
+// Reads `path` and parses it as above; the model is named after the path.
+// With `notes`, appends one naming the top-level keys memgate neither reads
+// nor has reviewed (UnreviewedHuggingFaceKeys).
+absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
+    const std::string& path, std::vector<std::string>* notes = nullptr);
+
+// The top-level keys of `json` that memgate neither reads nor has reviewed
+// as irrelevant to training memory, sorted; empty when `json` is not an
+// object. A newer family feature shows up here instead of being read past
+// unsaid.
+std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_READERS_HF_CONFIG_H_

@@ -1,0 +1,156 @@
+#include "readers/launch_arguments.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "readers/megatron_argument_names.h"
+#include "readers/megatron_arguments.h"
+
+namespace memgate {
+namespace {
+
+// Arguments that take a value: the memory-relevant ones of Megatron-LM
+// (megatron_arguments.h) and torchrun's GPU count.
+bool TakesValue(const std::string& name) {
+  if (name == "nnodes" || name == "nproc-per-node") return true;
+  const MegatronArgument* a = FindMegatronArgument(name);
+  return a != nullptr && a->takes_value;
+}
+
+bool IsSwitch(const std::string& name) {
+  const MegatronArgument* a = FindMegatronArgument(name);
+  return a != nullptr && !a->takes_value;
+}
+
+// Megatron arguments with nargs='*' / '+': every word up to the next
+// option is a value (`--recompute-modules core_attn mlp`).
+bool TakesManyValues(const std::string& name) {
+  return name == "recompute-modules" || name == "cp-comm-type" ||
+         name == "rampup-batch-size" ||
+         name == "hierarchical-context-parallel-sizes";
+}
+
+}  // namespace
+
+absl::Status Bad(absl::string_view arg, absl::string_view rule) {
+  return absl::InvalidArgumentError(absl::StrCat("--", arg, ": ", rule));
+}
+
+absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
+  // Words before the script are the launcher's (torchrun, python -m).
+  size_t script = 0;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (absl::EndsWith(argv[i], ".py")) {
+      script = i + 1;
+      break;
+    }
+  }
+  for (size_t i = 0; i < argv.size(); ++i) {
+    absl::string_view word = argv[i];
+    if (!absl::StartsWith(word, "--") || word.size() == 2) continue;
+    word.remove_prefix(2);
+    std::string name(word.substr(0, word.find('=')));
+    // torchrun takes --nproc_per_node and --nproc-per-node alike.
+    absl::StrReplaceAll({{"_", "-"}}, &name);
+    if (i >= script && after_core_0_12_0_.empty() &&
+        IsArgumentAfterCore0120(name)) {
+      after_core_0_12_0_ = name;
+    }
+    const bool inline_value = word.find('=') != absl::string_view::npos;
+    std::string value;
+    if (TakesValue(name)) {
+      if (inline_value) {
+        value = std::string(word.substr(word.find('=') + 1));
+      } else if (i + 1 < argv.size()) {
+        value = argv[++i];
+        while (TakesManyValues(name) && i + 1 < argv.size() &&
+               !absl::StartsWith(argv[i + 1], "--")) {
+          absl::StrAppend(&value, " ", argv[++i]);
+        }
+      } else {
+        return Bad(name, "needs a value");
+      }
+    } else if (IsSwitch(name)) {
+      value = "true";
+    } else {
+      // Not memory-relevant. Megatron's own names were reviewed as such;
+      // others (a newer Megatron's, a fork's) were not, and are named.
+      if (i >= script && !IsMegatronArgumentName(name) &&
+          std::find(unreviewed_.begin(), unreviewed_.end(), name) ==
+              unreviewed_.end()) {
+        if (unreviewed_.size() < kMaxUnreviewedNamed) {
+          unreviewed_.push_back(name);
+        }
+        ++unreviewed_count_;
+      }
+      continue;
+    }
+    auto [it, inserted] = values_.emplace(name, value);
+    if (!inserted && it->second != value) {
+      return Bad(name, absl::StrCat("given twice with different values ('",
+                                    it->second, "' and '", value, "')"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool Arguments::HasAnyOf(const std::set<std::string>& names) const {
+  for (const std::string& n : names) {
+    if (Has(n)) return true;
+  }
+  return false;
+}
+
+std::string Arguments::Text(const std::string& name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? std::string() : it->second;
+}
+
+absl::StatusOr<double> Arguments::Decimal(const std::string& name,
+                                          double fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  double x = 0;
+  if (!absl::SimpleAtod(it->second, &x) || !(x >= 0)) {
+    return Bad(name, absl::StrCat("must be a non-negative number (got '",
+                                  it->second, "')"));
+  }
+  return x;
+}
+
+absl::StatusOr<uint32_t> Arguments::Number(const std::string& name,
+                                           uint32_t fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  uint32_t n = 0;
+  if (it->second.empty() || !absl::ascii_isdigit(it->second[0]) ||
+      !absl::SimpleAtoi(it->second, &n)) {
+    return Bad(name, absl::StrCat("must be a whole number (got '", it->second,
+                                  "')"));
+  }
+  return n;
+}
+
+// Megatron's generalized TP (--tensor-parallel-num-weight-shards and its
+// expert twin, arguments.py resolve_tensor_parallel_weight_shards): more
+// shards than the TP size add a gtp_remat axis to the world (parallel_state
+// world_size = tp x dp x pp x cp x ep x gtp_remat), so DP and every
+// sharded term would be wrong; equal to the TP size it is Megatron's
+// default and changes nothing.
+absl::Status RequireUnshardedWeights(const Arguments& args, const char* name,
+                                     const char* size_name, uint32_t size) {
+  if (!args.Has(name)) return absl::OkStatus();
+  MEMGATE_ASSIGN_OR_RETURN(shards, args.Number(name, size));
+  if (shards == size) return absl::OkStatus();
+  return Bad(name, absl::StrCat(
+                       "only ", size_name, " (", size,
+                       ") is modelled; ", shards,
+                       " shards turn on generalized TP, a parallel axis of "
+                       "its own whose weights are re-gathered per use"));
+}
+
+}  // namespace memgate

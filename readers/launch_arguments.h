@@ -1,0 +1,79 @@
+#ifndef MEMGATE_READERS_LAUNCH_ARGUMENTS_H_
+#define MEMGATE_READERS_LAUNCH_ARGUMENTS_H_
+
+// The values of a launch's memory-relevant Megatron-LM arguments (those in
+// megatron_arguments.cc's table) and torchrun's GPU count, read word by
+// word. Internal to the Megatron launch readers (megatron_args.cc,
+// megatron_moe_args.cc).
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace memgate {
+
+// INVALID_ARGUMENT "--arg: rule".
+absl::Status Bad(absl::string_view arg, absl::string_view rule);
+
+class Arguments {
+ public:
+  // Reads every argument the table knows (and torchrun's GPU count);
+  // others are skipped. An argument given twice with different values is
+  // an error naming it.
+  absl::Status Parse(const std::vector<std::string>& argv);
+
+  bool Has(const std::string& name) const { return values_.count(name) > 0; }
+  bool HasAnyOf(const std::set<std::string>& names) const;
+
+  // The text given for `name`, or "".
+  std::string Text(const std::string& name) const;
+  const std::map<std::string, std::string>& values() const { return values_; }
+
+  // The decimal given for `name`, or `fallback` when absent.
+  absl::StatusOr<double> Decimal(const std::string& name,
+                                 double fallback) const;
+
+  // The whole number given for `name`, or `fallback` when absent.
+  absl::StatusOr<uint32_t> Number(const std::string& name,
+                                  uint32_t fallback) const;
+
+  // The first argument after the script that only Megatron-LM after
+  // core 0.12.0 accepts (IsArgumentAfterCore0120), or "": it dates the
+  // launch's release.
+  const std::string& after_core_0_12_0() const { return after_core_0_12_0_; }
+
+  // Arguments after the script (the first word ending in .py; every word
+  // when there is none) that are neither in the table nor Megatron-LM's
+  // (megatron_argument_names.h): the first kMaxUnreviewedNamed, in order,
+  // and how many there were.
+  static constexpr size_t kMaxUnreviewedNamed = 8;
+  const std::vector<std::string>& unreviewed() const { return unreviewed_; }
+  size_t unreviewed_count() const { return unreviewed_count_; }
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> unreviewed_;
+  size_t unreviewed_count_ = 0;
+  std::string after_core_0_12_0_;
+};
+
+// Refuses `name` (--tensor-parallel-num-weight-shards or its expert twin)
+// unless it equals `size`, the TP size it shards over (`size_name` says
+// which): more shards are Megatron's generalized TP, not modelled.
+absl::Status RequireUnshardedWeights(const Arguments& args, const char* name,
+                                     const char* size_name, uint32_t size);
+
+#define MEMGATE_ASSIGN_OR_RETURN(lhs, expr)     \
+  auto lhs##_or = (expr);                       \
+  if (!lhs##_or.ok()) return lhs##_or.status(); \
+  const auto lhs = *lhs##_or
+
+}  // namespace memgate
+
+#endif  // MEMGATE_READERS_LAUNCH_ARGUMENTS_H_

@@ -1,0 +1,63 @@
+#include "readers/layer_pattern.h"
+
+#include <chrono>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace memgate {
+namespace {
+
+std::string Error(absl::string_view text, uint32_t layers) {
+  absl::StatusOr<std::vector<uint32_t>> p = ParseMoeLayerPattern(text, layers);
+  return p.ok() ? "ok" : std::string(p.status().message());
+}
+
+// arguments.py's own examples and DeepSeek-V3's pattern.
+TEST(LayerPatternTest, ReadsMegatronsExamples) {
+  EXPECT_EQ(*ParseMoeLayerPattern("([1]*3+[0]*1)*3", 12),
+            (std::vector<uint32_t>{1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 0}));
+  EXPECT_EQ(*ParseMoeLayerPattern("([1]*3+[0]*2)*2", 10),
+            (std::vector<uint32_t>{1, 1, 1, 0, 0, 1, 1, 1, 0, 0}));
+  absl::StatusOr<std::vector<uint32_t>> v3 =
+      ParseMoeLayerPattern("([0]*3+[1]*58)", 61);
+  ASSERT_TRUE(v3.ok()) << v3.status();
+  EXPECT_EQ((*v3)[2], 0u);
+  EXPECT_EQ((*v3)[3], 1u);
+  EXPECT_EQ(*ParseMoeLayerPattern(" [0, 1] + 2*[1] ", 4),
+            (std::vector<uint32_t>{0, 1, 1, 1}));
+}
+
+TEST(LayerPatternTest, BadPatternsAreNamed) {
+  EXPECT_NE(Error("[0]*3+[1]*58", 60).find("lists 61 layers"),
+            std::string::npos);
+  EXPECT_NE(Error("[2]*4", 4).find("must be 0 (dense) or 1"),
+            std::string::npos);
+  EXPECT_NE(Error("([1]*4", 4).find("not closed"), std::string::npos);
+  EXPECT_NE(Error("[1]*4; import os", 4).find("unexpected"),
+            std::string::npos);
+  EXPECT_NE(Error("__import__('os')", 4).find("expected a list"),
+            std::string::npos);
+  EXPECT_EQ(Error("[1]*4", 4).rfind("--moe-layer-freq: ", 0),
+            std::string::npos);  // a valid pattern: "ok"
+  EXPECT_EQ(Error("[1]*3", 4).rfind("--moe-layer-freq: ", 0), 0u);
+}
+
+// The size is bounded before anything is built, and nesting is bounded.
+TEST(LayerPatternTest, BombsAreRefusedCheaply) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_NE(Error("(([1]*65536)*65536)*65536", 4).find("grows past"),
+            std::string::npos);
+  EXPECT_NE(Error("[1]*99999999999999999999", 4).find("grows past"),
+            std::string::npos);
+  EXPECT_NE(Error(std::string(100, '(') + "[1]" + std::string(100, ')'), 1)
+                .find("nested deeper"),
+            std::string::npos);
+  EXPECT_NE(Error(std::string(300000, '['), 1).find("too long"),
+            std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - start,
+            std::chrono::seconds(1));
+}
+
+}  // namespace
+}  // namespace memgate

@@ -1,0 +1,1089 @@
+#include "readers/megatron_args.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "estimator/catalog.h"
+#include "estimator/pipeline_layout.h"
+#include "estimator/validation.h"
+#include "readers/launch_arguments.h"
+#include "readers/megatron_argument_names.h"
+#include "readers/megatron_arguments.h"
+#include "readers/megatron_moe_args.h"
+
+namespace memgate {
+namespace {
+
+// Arguments that make the launch a Megatron one.
+const std::set<std::string>& MegatronMarkers() {
+  static const auto* names = new std::set<std::string>{
+      "num-layers", "hidden-size", "num-attention-heads", "seq-length",
+      "micro-batch-size", "tensor-model-parallel-size",
+      "pipeline-model-parallel-size", "context-parallel-size"};
+  return *names;
+}
+
+absl::Status FillModel(const Arguments& args, const v1::ModelConfig* fill,
+                       MegatronLaunch& launch) {
+  v1::ModelConfig& m = *launch.job.mutable_model();
+  if (fill != nullptr) m = *fill;
+  const bool launch_defines_model =
+      args.Has("num-layers") || args.Has("hidden-size");
+  if (m.name().empty()) m.set_name("megatron-launch");
+
+  MEMGATE_ASSIGN_OR_RETURN(layers, args.Number("num-layers", m.num_layers()));
+  MEMGATE_ASSIGN_OR_RETURN(hidden, args.Number("hidden-size", m.hidden_size()));
+  MEMGATE_ASSIGN_OR_RETURN(
+      heads, args.Number("num-attention-heads", m.num_attention_heads()));
+  if (layers == 0) return Bad("num-layers", "missing (or give --model=NAME)");
+  if (hidden == 0) return Bad("hidden-size", "missing (or give --model=NAME)");
+  if (heads == 0) {
+    return Bad("num-attention-heads", "missing (or give --model=NAME)");
+  }
+  m.set_num_layers(layers);
+  m.set_hidden_size(hidden);
+  m.set_num_attention_heads(heads);
+
+  uint32_t ffn = m.ffn_hidden_size();
+  if (args.Has("ffn-hidden-size")) {
+    MEMGATE_ASSIGN_OR_RETURN(given, args.Number("ffn-hidden-size", 0));
+    ffn = given;
+  } else if (launch_defines_model || ffn == 0) {
+    // Megatron's defaults (arguments.py): 4h, and for SwiGLU 2/3 of that
+    // rounded down to a multiple of 64.
+    ffn = args.Has("swiglu")
+              ? static_cast<uint32_t>((4ull * hidden * 2 / 3) / 64 * 64)
+              : static_cast<uint32_t>(std::min<uint64_t>(4ull * hidden,
+                                                         UINT32_MAX));
+    launch.notes.push_back(absl::StrCat(
+        "--ffn-hidden-size not given: Megatron's default ", ffn));
+  }
+  m.set_ffn_hidden_size(ffn);
+  MEMGATE_ASSIGN_OR_RETURN(head_dim, args.Number("kv-channels", 0));
+  m.set_head_dim(head_dim);
+
+  if (args.Has("group-query-attention")) {
+    MEMGATE_ASSIGN_OR_RETURN(groups,
+                             args.Number("num-query-groups",
+                                         m.num_query_groups()));
+    if (groups == 0) {
+      return Bad("num-query-groups", "missing with --group-query-attention");
+    }
+    m.set_num_query_groups(groups);
+  } else if (args.Has("num-query-groups")) {
+    return Bad("num-query-groups",
+               "given without --group-query-attention, which Megatron then "
+               "ignores (multi-head attention)");
+  } else if (launch_defines_model || m.num_query_groups() == 0) {
+    m.set_num_query_groups(heads);  // Megatron: multi-head attention
+  }
+
+  if (launch_defines_model) {
+    // Megatron ties the embedding and the output layer unless told not to.
+    m.set_tie_word_embeddings(
+        !args.Has("untie-embeddings-and-output-weights"));
+  }
+  return absl::OkStatus();
+}
+
+// The architecture switches, always as Megatron builds the model from this
+// launch (a catalog model only fills dimensions): where the launch says
+// nothing, Megatron's defaults (arguments.py), each with a note.
+absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
+  v1::ModelConfig& m = *launch.job.mutable_model();
+  auto note = [&](absl::string_view text) {
+    launch.notes.push_back(std::string(text));
+  };
+  const bool te_activation = args.Has("use-te-activation-func");
+  if (args.Has("squared-relu")) {
+    // arguments.py (argument_utils.py from core 0.18) checks it first:
+    // relu(x)^2 on an ungated MLP, asserting no --swiglu.
+    if (args.Has("swiglu")) {
+      return Bad("squared-relu", "with --swiglu: Megatron asserts not "
+                                 "args.swiglu");
+    }
+    // Biases on, --bias-gelu-fusion stays on (arguments.py turns it off
+    // only without biases), and mlp.py raises "Only support fusion of
+    // gelu and swiglu": the job never trains.
+    if (!args.Has("disable-bias-linear") && !args.Has("no-bias-gelu-fusion")) {
+      return Bad("squared-relu",
+                 "with biases on (no --disable-bias-linear) needs "
+                 "--no-bias-gelu-fusion: Megatron's MLP raises 'Only support "
+                 "fusion of gelu and swiglu'");
+    }
+    m.set_mlp_activation(v1::MLP_ACTIVATION_SQUARED_RELU);
+  } else if (args.Has("swiglu")) {
+    m.set_mlp_activation(v1::MLP_ACTIVATION_SWIGLU);  // gated: 3 matrices
+    // Megatron's fused bias-SwiGLU keeps its input; unfused, glu() keeps
+    // silu(x) and x_linear + offset too, and experts the probability
+    // product (mlp.py, moe/experts.py). TransformerEngine's SwiGLU op
+    // replaces the fused kernel, which must then be off
+    // (transformer_config.py raises otherwise), and keeps its input as
+    // the kernel does (moe_terms.cc [TA]).
+    if (te_activation && !args.Has("no-bias-swiglu-fusion")) {
+      return Bad("use-te-activation-func",
+                 "with --swiglu needs --no-bias-swiglu-fusion: Megatron "
+                 "raises 'bias_activation_fusion and use_te_activation_func "
+                 "cannot be both true'");
+    }
+    if (args.Has("no-bias-swiglu-fusion") && !te_activation) {
+      return Bad("no-bias-swiglu-fusion",
+                 "the unfused SwiGLU keeps silu(x) and x_linear + offset "
+                 "beside its input (more than the 8 bytes an FFN column "
+                 "memgate counts): not modelled");
+    }
+    launch.job.mutable_training()->set_fused_swiglu(true);
+    note(te_activation
+             ? "--use-te-activation-func: TransformerEngine's SwiGLU op, "
+               "which keeps only its input as Megatron's fused kernel does"
+             : "--swiglu: Megatron's fused SwiGLU kernel (its default; "
+               "--no-bias-swiglu-fusion turns it off)");
+  } else if (args.Has("quick-geglu")) {
+    m.set_mlp_activation(v1::MLP_ACTIVATION_QUICK_GEGLU);
+  } else {
+    m.set_mlp_activation(v1::MLP_ACTIVATION_GELU);
+    note("no --swiglu: Megatron's GeLU MLP (2 matrices, 4h_ffn/h activations)");
+    // TransformerEngine's GELU op keeps its input, as the fused bias-GeLU
+    // does (4h_ffn/h either way), but Megatron raises with the fusion on,
+    // which it is unless turned off or without biases (arguments.py).
+    if (te_activation && !args.Has("no-bias-gelu-fusion") &&
+        !args.Has("disable-bias-linear")) {
+      return Bad("use-te-activation-func",
+                 "with GeLU and biases needs --no-bias-gelu-fusion: Megatron "
+                 "raises 'bias_activation_fusion and use_te_activation_func "
+                 "cannot be both true'");
+    }
+  }
+  const v1::MlpActivation act = m.mlp_activation();
+  if (te_activation && (act == v1::MLP_ACTIVATION_SQUARED_RELU ||
+                        act == v1::MLP_ACTIVATION_QUICK_GEGLU)) {
+    return Bad("use-te-activation-func",
+               absl::StrCat("with ", act == v1::MLP_ACTIVATION_SQUARED_RELU
+                                         ? "--squared-relu"
+                                         : "--quick-geglu",
+                            ": TransformerEngine's activation ops cover gelu, "
+                            "silu and relu only (Megatron raises)"));
+  }
+  const std::string norm = args.Has("normalization")
+                               ? args.Text("normalization")
+                               : std::string("LayerNorm");
+  if (!args.Has("normalization")) {
+    note("no --normalization: Megatron's LayerNorm (weight and bias)");
+  }
+  if (norm == "LayerNorm") {
+    m.set_normalization(v1::NORMALIZATION_LAYERNORM);
+  } else if (norm == "RMSNorm") {
+    m.set_normalization(v1::NORMALIZATION_RMSNORM);
+  } else {
+    return Bad("normalization", absl::StrCat("'", norm, "' is not modelled "
+                                             "(LayerNorm or RMSNorm)"));
+  }
+  m.set_linear_bias(!args.Has("disable-bias-linear"));
+  if (m.linear_bias()) {
+    note("no --disable-bias-linear: Megatron adds a bias to every linear "
+         "layer");
+  }
+  m.set_qkv_bias(args.Has("add-qkv-bias"));
+  // L2 norms store the same inputs as layer norms (megatron/core/
+  // transformer/attention.py picks L2Norm or TENorm for q/k_layernorm).
+  m.set_qk_norm(args.Has("qk-layernorm") || args.Has("qk-l2-norm"));
+  std::string position = args.Text("position-embedding-type");
+  if (position.empty()) {
+    if (args.Has("use-rotary-position-embeddings")) {
+      position = "rope";
+    } else {
+      position = "learned_absolute";
+      note("no --position-embedding-type: Megatron's learned absolute "
+           "position embedding (max-position-embeddings x h on the first "
+           "stage)");
+    }
+  }
+  if (args.Has("no-position-embedding") && position != "rope") {
+    return Bad("no-position-embedding",
+               "is refused by Megatron unless --position-embedding-type is "
+               "rope (use --position-embedding-type none)");
+  }
+  if (position == "learned_absolute") {
+    m.set_position_embedding(v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE);
+    MEMGATE_ASSIGN_OR_RETURN(rows, args.Number("max-position-embeddings", 0));
+    m.set_max_position_embeddings(rows);
+  } else if (position == "rope" || position == "yarn" ||
+             position == "mrope" || position == "none") {
+    // Rotary variants have no parameters.
+    m.set_position_embedding(v1::POSITION_EMBEDDING_ROPE);
+  } else {
+    return Bad("position-embedding-type",
+               absl::StrCat("'", position, "' is not modelled "
+                            "(learned_absolute, rope, yarn, mrope or none)"));
+  }
+  return absl::OkStatus();
+}
+
+// Megatron takes the vocabulary from the tokenizer when --vocab-size is
+// absent. The tokenizers Llama launches name, and failing that a catalog
+// model with exactly these dimensions, say what it is; 0 when nothing does.
+uint32_t VocabularyFromTokenizer(const Arguments& args,
+                                 const v1::ModelConfig& m,
+                                 std::vector<std::string>& notes) {
+  const std::string type = args.Text("tokenizer-type");
+  const std::string model = absl::AsciiStrToLower(args.Text("tokenizer-model"));
+  uint32_t vocab = 0;
+  if (type == "Llama3Tokenizer" || absl::StrContains(model, "llama-3") ||
+      absl::StrContains(model, "llama3")) {
+    vocab = 128256;
+  } else if (type == "Llama2Tokenizer" || absl::StrContains(model, "llama-2")) {
+    vocab = 32000;
+  }
+  if (vocab != 0) {
+    notes.push_back(absl::StrCat("vocabulary ", vocab,
+                                 " from the tokenizer (no --vocab-size)"));
+    return vocab;
+  }
+  for (const std::string& name : ModelNames()) {
+    const v1::ModelConfig* known = LookupModel(name);
+    if (known->num_layers() == m.num_layers() &&
+        known->hidden_size() == m.hidden_size() &&
+        known->ffn_hidden_size() == m.ffn_hidden_size() &&
+        known->num_attention_heads() == m.num_attention_heads() &&
+        known->num_query_groups() == m.num_query_groups()) {
+      notes.push_back(absl::StrCat("vocabulary ", known->vocab_size(),
+                                   " of ", name,
+                                   ", whose dimensions these are (no "
+                                   "--vocab-size)"));
+      return known->vocab_size();
+    }
+  }
+  return 0;
+}
+
+// Megatron pads the vocabulary to a multiple of
+// --make-vocab-size-divisible-by (default 128) times TP, unless
+// --padded-vocab-size gives the model's vocabulary outright
+// (core/tokenizers/utils/build_tokenizer.py _set_padded_vocab_size pads
+// only when it is absent).
+absl::Status PadVocabulary(const Arguments& args, MegatronLaunch& launch) {
+  v1::ModelConfig& m = *launch.job.mutable_model();
+  MEMGATE_ASSIGN_OR_RETURN(outright, args.Number("padded-vocab-size", 0));
+  if (args.Has("padded-vocab-size")) {
+    if (outright == 0) return Bad("padded-vocab-size", "must be at least 1");
+    // The vocabulary-parallel embedding and output layer split it over TP
+    // (tensor_parallel/layers.py: VocabUtility and ColumnParallelLinear
+    // divide() assert it); Megatron's own padding always is.
+    const uint32_t tp = std::max(1u, launch.job.parallel().tensor_parallel());
+    if (outright % tp != 0) {
+      return Bad("padded-vocab-size",
+                 absl::StrCat("must be a multiple of the tensor-parallel size ",
+                              tp, " (Megatron splits the vocabulary over TP; "
+                              "got ", outright, ")"));
+    }
+    m.set_vocab_size(outright);
+    m.set_vocab_size_divisible_by(0);
+    launch.notes.push_back(absl::StrCat("vocabulary ", outright,
+                                        " as given (--padded-vocab-size)"));
+    return absl::OkStatus();
+  }
+  MEMGATE_ASSIGN_OR_RETURN(given, args.Number("vocab-size", m.vocab_size()));
+  const uint32_t vocab =
+      given != 0 ? given : VocabularyFromTokenizer(args, m, launch.notes);
+  if (vocab == 0) {
+    return Bad("vocab-size",
+               "missing: Megatron takes it from the tokenizer; give "
+               "--vocab-size in the launch or --model=NAME");
+  }
+  MEMGATE_ASSIGN_OR_RETURN(divisible,
+                           args.Number("make-vocab-size-divisible-by", 128));
+  if (divisible == 0 || divisible > kMaxVocabSizeDivisibleBy) {
+    return Bad("make-vocab-size-divisible-by",
+               absl::StrCat("must be 1 to ", kMaxVocabSizeDivisibleBy));
+  }
+  const uint64_t multiple =
+      static_cast<uint64_t>(divisible) *
+      launch.job.parallel().tensor_parallel();
+  const uint64_t padded = (vocab + multiple - 1) / multiple * multiple;
+  if (padded > UINT32_MAX) return Bad("vocab-size", "too large once padded");
+  if (padded != vocab) {
+    launch.notes.push_back(absl::StrCat("vocabulary padded ", vocab, " -> ",
+                                        padded, " (", divisible, " x TP ",
+                                        launch.job.parallel().tensor_parallel(),
+                                        ")"));
+  }
+  // The job keeps the tokenizer's size and the multiple: a plan from this
+  // launch pads again at each candidate's TP (memory_model.h VocabRows).
+  m.set_vocab_size(vocab);
+  m.set_vocab_size_divisible_by(divisible);
+  return absl::OkStatus();
+}
+
+// --pipeline-model-parallel-layout: the layers of every (virtual) stage.
+// Megatron allows none of the other stage-split arguments beside it.
+absl::Status FillLayout(const Arguments& args, MegatronLaunch& launch) {
+  for (const char* other :
+       {"num-layers-per-virtual-pipeline-stage",
+        "num-virtual-stages-per-pipeline-rank",
+        "decoder-first-pipeline-num-layers",
+        "decoder-last-pipeline-num-layers",
+        "account-for-embedding-in-pipeline-split",
+        "account-for-loss-in-pipeline-split"}) {
+    if (args.Has(other)) {
+      return Bad(other, "cannot be given with "
+                        "--pipeline-model-parallel-layout");
+    }
+  }
+  std::string text = args.Text("pipeline-model-parallel-layout");
+  // A batch script's quotes survive the hook's whitespace split.
+  if (text.size() >= 2 && (text.front() == '"' || text.front() == '\'') &&
+      text.back() == text.front()) {
+    text = text.substr(1, text.size() - 2);
+  }
+  v1::ParallelConfig& p = *launch.job.mutable_parallel();
+  // The MTP layers are read with the experts, after the layout: read
+  // their count here as FillMla does (the launch's, 0 when absent, as
+  // Megatron counts the layout's 'm's against it).
+  MEMGATE_ASSIGN_OR_RETURN(mtp, args.Number("mtp-num-layers", 0));
+  absl::StatusOr<PipelineLayout> layout = ParsePipelineLayout(
+      text, p.pipeline_parallel(), launch.job.model().num_layers(), mtp);
+  if (!layout.ok()) return layout.status();
+  if (layout->virtual_stages > 1) {
+    p.set_virtual_pipeline_stages(layout->virtual_stages);
+  }
+  for (uint32_t n : layout->layers) p.add_layers_per_stage(n);
+  return absl::OkStatus();
+}
+
+// Writes the stages' layer counts into the job: one entry a rank, or under
+// interleaving (v > 1) one a virtual stage, entry j * p + i being chunk j of
+// rank i (estimate.cc), each rank's layers split evenly over its chunks.
+// Megatron (transformer_config.py, "Uneven PP") requires every rank's count
+// to be a multiple of v; `flag` names the argument that set the counts.
+absl::Status SetStageLayers(const std::vector<uint32_t>& per_rank,
+                            const char* flag, MegatronLaunch& launch) {
+  v1::ParallelConfig& p = *launch.job.mutable_parallel();
+  const uint32_t v = std::max(1u, p.virtual_pipeline_stages());
+  for (uint32_t n : per_rank) {
+    if (n % v != 0) {
+      return Bad(flag, absl::StrCat("a stage of ", n, " layers does not "
+                                    "split over ", v, " virtual stages "
+                                    "(Megatron needs a multiple)"));
+    }
+  }
+  for (uint32_t j = 0; j < v; ++j) {
+    for (uint32_t n : per_rank) p.add_layers_per_stage(n / v);
+  }
+  return absl::OkStatus();
+}
+
+// --account-for-embedding/loss-in-pipeline-split (transformer_block.py,
+// transformer_config.py): the embedding and/or the loss count as one layer
+// each in the split. With interleaving the accounted units split evenly
+// over p x v virtual stages, and the embedding's and the loss's places are
+// in rank 0's first chunk and the last rank's last chunk. One unit a chunk
+// leaves those two chunks without transformer layers, which Megatron builds
+// (an empty TransformerBlock; NVIDIA's Megatron-Bridge runs Llama-3.1-405B
+// as TP 4, PP 16, 8 virtual stages: 128 units over 128 chunks); the
+// estimate holds such a chunk as it holds the layout "E|...|L".
+absl::Status FillAccountedSplit(const Arguments& args, bool account_embedding,
+                                bool account_loss, MegatronLaunch& launch) {
+  const char* flag = account_embedding
+                         ? "account-for-embedding-in-pipeline-split"
+                         : "account-for-loss-in-pipeline-split";
+  if (args.Has("decoder-first-pipeline-num-layers") ||
+      args.Has("decoder-last-pipeline-num-layers")) {
+    return Bad(flag, "cannot be given with --decoder-first/last-pipeline-"
+                     "num-layers (Megatron refuses both)");
+  }
+  v1::ParallelConfig& p = *launch.job.mutable_parallel();
+  const uint32_t pp = p.pipeline_parallel();
+  const uint64_t v = std::max(1u, p.virtual_pipeline_stages());
+  const uint64_t units = uint64_t{launch.job.model().num_layers()} +
+                         (account_embedding ? 1 : 0) + (account_loss ? 1 : 0);
+  if (pp < 2 || units % (pp * v) != 0) {
+    return Bad(flag, absl::StrCat("needs --num-layers plus the accounted "
+                                  "layers (", units, ") to split evenly "
+                                  "over 2 or more stages",
+                                  v > 1 ? " x virtual stages" : "", " (",
+                                  pp * v, ")"));
+  }
+  const uint32_t each = static_cast<uint32_t>(units / (pp * v));
+  for (uint64_t k = 0; k < pp * v; ++k) {
+    uint32_t n = each;
+    if (k == 0 && account_embedding) --n;
+    if (k + 1 == pp * v && account_loss) --n;
+    p.add_layers_per_stage(n);
+  }
+  return absl::OkStatus();
+}
+
+// --decoder-first/last-pipeline-num-layers: the stages without an explicit
+// count share the remaining layers evenly.
+absl::Status FillFirstLastSplit(const Arguments& args,
+                                MegatronLaunch& launch) {
+  const uint32_t pp = launch.job.parallel().pipeline_parallel();
+  const uint32_t layers = launch.job.model().num_layers();
+  MEMGATE_ASSIGN_OR_RETURN(first,
+                           args.Number("decoder-first-pipeline-num-layers", 0));
+  MEMGATE_ASSIGN_OR_RETURN(last,
+                           args.Number("decoder-last-pipeline-num-layers", 0));
+  if (pp < 2) {
+    return Bad("decoder-first-pipeline-num-layers",
+               "needs --pipeline-model-parallel-size of 2 or more");
+  }
+  const uint32_t explicit_stages = (first ? 1 : 0) + (last ? 1 : 0);
+  const uint64_t assigned = static_cast<uint64_t>(first) + last;
+  const uint32_t others = pp - explicit_stages;
+  if (assigned > layers || (others == 0 && assigned != layers) ||
+      (others > 0 && (layers - assigned) % others != 0)) {
+    return Bad("decoder-first-pipeline-num-layers",
+               absl::StrCat("the remaining ",
+                            layers - std::min<uint64_t>(assigned, layers),
+                            " layers do not split evenly over ", others,
+                            " other stages"));
+  }
+  const uint32_t each = others ? (layers - assigned) / others : 0;
+  std::vector<uint32_t> per_rank(pp, each);
+  if (first) per_rank.front() = first;
+  if (last) per_rank.back() = last;
+  return SetStageLayers(per_rank,
+                        first ? "decoder-first-pipeline-num-layers"
+                              : "decoder-last-pipeline-num-layers",
+                        launch);
+}
+
+absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
+  if (args.Has("cp-comm-type")) {
+    for (absl::string_view type :
+         absl::StrSplit(args.Text("cp-comm-type"), ' ', absl::SkipEmpty())) {
+      if (type != "p2p") {
+        return Bad("cp-comm-type",
+                   absl::StrCat("'", type, "' is not modelled (p2p only)"));
+      }
+    }
+  }
+  v1::ParallelConfig& p = *launch.job.mutable_parallel();
+  MEMGATE_ASSIGN_OR_RETURN(tp, args.Number("tensor-model-parallel-size", 1));
+  MEMGATE_ASSIGN_OR_RETURN(pp, args.Number("pipeline-model-parallel-size", 1));
+  MEMGATE_ASSIGN_OR_RETURN(cp, args.Number("context-parallel-size", 1));
+  // Zero would reach divisions (vocabulary padding, stage splits) before
+  // the estimator's own validation; Megatron refuses it too.
+  if (tp == 0) return Bad("tensor-model-parallel-size", "must be at least 1");
+  if (pp == 0) return Bad("pipeline-model-parallel-size", "must be at least 1");
+  if (cp == 0) return Bad("context-parallel-size", "must be at least 1");
+  if (absl::Status s = RequireUnshardedWeights(
+          args, "tensor-parallel-num-weight-shards",
+          "--tensor-model-parallel-size", tp);
+      !s.ok()) {
+    return s;
+  }
+  p.set_tensor_parallel(tp);
+  p.set_pipeline_parallel(pp);
+  p.set_context_parallel(cp);
+  p.set_sequence_parallel(args.Has("sequence-parallel"));
+  p.set_distributed_optimizer(args.Has("use-distributed-optimizer"));
+  if (args.Has("pipeline-model-parallel-layout")) {
+    return FillLayout(args, launch);
+  }
+  if (args.Has("num-layers-per-virtual-pipeline-stage") ||
+      args.Has("num-virtual-stages-per-pipeline-rank")) {
+    if (pp < 2) {
+      return Bad(args.Has("num-layers-per-virtual-pipeline-stage")
+                     ? "num-layers-per-virtual-pipeline-stage"
+                     : "num-virtual-stages-per-pipeline-rank",
+                 "interleaving needs --pipeline-model-parallel-size of 2 or "
+                 "more");
+    }
+    // arguments.py counts the embedding and the loss as a layer each when
+    // the split accounts for them, before dividing by the chunk size.
+    const uint64_t layers =
+        uint64_t{launch.job.model().num_layers()} +
+        (args.Has("account-for-embedding-in-pipeline-split") ? 1 : 0) +
+        (args.Has("account-for-loss-in-pipeline-split") ? 1 : 0);
+    MEMGATE_ASSIGN_OR_RETURN(
+        per_chunk, args.Number("num-layers-per-virtual-pipeline-stage", 0));
+    MEMGATE_ASSIGN_OR_RETURN(
+        given_chunks, args.Number("num-virtual-stages-per-pipeline-rank", 0));
+    uint32_t chunks = given_chunks;
+    if (per_chunk != 0) {
+      const uint64_t per_rank = static_cast<uint64_t>(per_chunk) * pp;
+      if (layers % per_rank != 0) {
+        return Bad("num-layers-per-virtual-pipeline-stage",
+                   absl::StrCat("x pipeline size must divide --num-layers",
+                                layers == launch.job.model().num_layers()
+                                    ? " "
+                                    : " plus the accounted embedding/loss ",
+                                layers));
+      }
+      const uint32_t v = static_cast<uint32_t>(layers / per_rank);
+      if (chunks != 0 && chunks != v) {
+        return Bad("num-virtual-stages-per-pipeline-rank",
+                   absl::StrCat("disagrees with "
+                                "--num-layers-per-virtual-pipeline-stage (",
+                                v, " chunks)"));
+      }
+      chunks = v;
+    }
+    if (chunks == 0) {
+      return Bad("num-virtual-stages-per-pipeline-rank", "must be at least 1");
+    }
+    p.set_virtual_pipeline_stages(chunks);
+  }
+  // The splits below write one entry a (virtual) stage: bounded before any
+  // is written, whatever --num-layers allows (validation later holds PP and
+  // v to 4,096 each).
+  const uint64_t stage_entries =
+      uint64_t{pp} * std::max(1u, p.virtual_pipeline_stages());
+  if (stage_entries > kMaxExpandedLayout) {
+    return Bad("pipeline-model-parallel-size",
+               absl::StrCat("x virtual stages is ", stage_entries,
+                            "; at most ", kMaxExpandedLayout,
+                            " stages are modelled"));
+  }
+
+  const bool account_embedding =
+      args.Has("account-for-embedding-in-pipeline-split");
+  const bool account_loss = args.Has("account-for-loss-in-pipeline-split");
+  if (account_embedding || account_loss) {
+    return FillAccountedSplit(args, account_embedding, account_loss, launch);
+  }
+  if (args.Has("decoder-first-pipeline-num-layers") ||
+      args.Has("decoder-last-pipeline-num-layers")) {
+    return FillFirstLastSplit(args, launch);
+  }
+  return absl::OkStatus();
+}
+
+// --microbatch-group-size-per-virtual-pipeline-stage (N): how many
+// micro-batches each model chunk runs in a row under interleaving, which
+// sets the warm-up forwards a rank holds (memory_model.cc [MT]). Without
+// interleaving Megatron never reads it: a note says so. Zero is Megatron's
+// error (N < p), refused here as it would read as "default".
+absl::Status FillMicrobatchGroup(const Arguments& args,
+                                 MegatronLaunch& launch) {
+  constexpr char kName[] = "microbatch-group-size-per-virtual-pipeline-stage";
+  if (!args.Has(kName)) return absl::OkStatus();
+  MEMGATE_ASSIGN_OR_RETURN(group, args.Number(kName, 0));
+  if (group == 0) return Bad(kName, "must be at least 1");
+  v1::ParallelConfig& p = *launch.job.mutable_parallel();
+  if (p.virtual_pipeline_stages() < 2) {
+    launch.notes.push_back(absl::StrCat(
+        "--", kName, ": no effect without interleaving (Megatron reads it "
+        "only with virtual pipeline stages)"));
+    return absl::OkStatus();
+  }
+  p.set_microbatch_group_size(group);
+  return absl::OkStatus();
+}
+
+// --defer-embedding-wgrad-compute and --wgrad-deferral-limit
+// (memory_model.cc [DW]). Megatron raises without gradient accumulation
+// fusion (model_parallel_config.py), and never reads the limit without
+// the deferral: a note says so.
+absl::Status FillDeferredEmbeddingWgrad(const Arguments& args,
+                                        MegatronLaunch& launch) {
+  MEMGATE_ASSIGN_OR_RETURN(limit, args.Number("wgrad-deferral-limit", 0));
+  if (!args.Has("defer-embedding-wgrad-compute")) {
+    if (args.Has("wgrad-deferral-limit")) {
+      launch.notes.push_back(
+          "--wgrad-deferral-limit: no effect without "
+          "--defer-embedding-wgrad-compute");
+    }
+    return absl::OkStatus();
+  }
+  if (args.Has("no-gradient-accumulation-fusion")) {
+    return Bad("defer-embedding-wgrad-compute",
+               "needs gradient accumulation fusion: Megatron raises with "
+               "--no-gradient-accumulation-fusion");
+  }
+  // fp32 logits (layers.py _linear_forward's output_dtype) make each
+  // deferred logits' gradient 4 B; the term counts the activation dtype.
+  if (args.Text("output-logit-dtype") == "fp32") {
+    return Bad("defer-embedding-wgrad-compute",
+               "with --output-logit-dtype fp32 the deferred logits' "
+               "gradients are fp32: not modelled");
+  }
+  v1::TrainingConfig& t = *launch.job.mutable_training();
+  t.set_defer_embedding_wgrad(true);
+  t.set_wgrad_deferral_limit(limit);
+  return absl::OkStatus();
+}
+
+// bf16 / fp16 / fp32 as Megatron trains: fp32 when neither is given
+// (arguments.py), bf16 with fp32 gradient accumulation (forced by --bf16),
+// bf16 gradients with --grad-reduce-in-bf16.
+absl::Status FillPrecision(const Arguments& args, MegatronLaunch& launch) {
+  v1::TrainingConfig& t = *launch.job.mutable_training();
+  const bool bf16 = args.Has("bf16"), fp16 = args.Has("fp16");
+  if (bf16 && fp16) return Bad("fp16", "given with --bf16: choose one");
+  if (args.Has("grad-reduce-in-bf16") && !bf16) {
+    return Bad("grad-reduce-in-bf16", "needs --bf16");
+  }
+  if (fp16 && args.Has("accumulate-allreduce-grads-in-fp32")) {
+    return Bad("accumulate-allreduce-grads-in-fp32",
+               "with --fp16 (fp32 gradients of fp16 weights) is not modelled");
+  }
+  if (bf16) {
+    t.set_precision(args.Has("grad-reduce-in-bf16")
+                        ? v1::PRECISION_BF16_BF16_GRADS
+                        : v1::PRECISION_BF16_FP32_GRADS);
+  } else if (fp16) {
+    t.set_precision(v1::PRECISION_FP16);
+  } else {
+    t.set_precision(v1::PRECISION_FP32);
+    launch.notes.push_back(
+        "no --bf16 or --fp16: Megatron trains in fp32 (4 B weights, 4 B "
+        "gradients, 8 B Adam states, 4-byte activations)");
+  }
+  return absl::OkStatus();
+}
+
+// Dropout (Megatron's default 0.1 each), the attention kernel, and
+// activation recomputation.
+absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
+  v1::TrainingConfig& t = *launch.job.mutable_training();
+  for (const char* name : {"hidden-dropout", "attention-dropout"}) {
+    MEMGATE_ASSIGN_OR_RETURN(p, args.Decimal(name, 0.1));
+    if (p >= 1) return Bad(name, "must be below 1");
+    if (!args.Has(name)) {
+      launch.notes.push_back(absl::StrCat(
+          "no --", name, ": Megatron's default 0.1 (dropout masks are kept)"));
+    }
+    if (std::string(name) == "hidden-dropout") {
+      t.set_hidden_dropout(static_cast<float>(p));
+    } else {
+      t.set_attention_dropout(static_cast<float>(p));
+    }
+  }
+
+  // Megatron's GPT dataloader builds a dense attention mask unless told
+  // not to; inter-document masking turns it off (arguments.py).
+  const bool mask = !args.Has("no-create-attention-mask-in-dataloader") &&
+                    !args.Has("dataloader-inter-document-masking");
+  t.set_dataloader_attention_mask(mask);
+  if (mask) {
+    launch.notes.push_back(
+        "no --no-create-attention-mask-in-dataloader: Megatron's dataloader "
+        "puts a b x s x s bool attention mask on the first and last stages' "
+        "GPUs every micro-batch (counted; FlashAttention does not need it)");
+  }
+
+  const std::string backend = args.Has("attention-backend")
+                                  ? args.Text("attention-backend")
+                                  : std::string("auto");
+  const std::string impl = args.Has("transformer-impl")
+                               ? args.Text("transformer-impl")
+                               : std::string("transformer_engine");
+  if (impl != "transformer_engine" && impl != "local") {
+    return Bad("transformer-impl",
+               absl::StrCat("'", impl, "' is not modelled"));
+  }
+  bool unfused = impl == "local";
+  if (backend == "unfused" || backend == "local") {
+    unfused = true;
+  } else if (backend != "auto" && backend != "flash" && backend != "fused") {
+    return Bad("attention-backend",
+               absl::StrCat("'", backend, "' is not modelled (flash, fused, "
+                            "auto, unfused or local)"));
+  }
+  if (unfused) {
+    for (const char* fp32_scores :
+         {"attention-softmax-in-fp32", "apply-query-key-layer-scaling"}) {
+      if (args.Has(fp32_scores)) {
+        return Bad(fp32_scores,
+                   "with unfused attention (fp32 attention scores) is not "
+                   "modelled");
+      }
+    }
+  }
+  t.set_attention_kernel(unfused ? v1::ATTENTION_KERNEL_UNFUSED
+                                 : v1::ATTENTION_KERNEL_FLASH);
+
+  std::string granularity = args.Text("recompute-granularity");
+  if (granularity.empty() && args.Has("recompute-activations")) {
+    granularity = "selective";
+  }
+  v1::Recompute& r = *t.mutable_recompute();
+  if (granularity == "selective") {
+    r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+    static const auto* modules =
+        new std::map<std::string, v1::Recompute::Module>{
+            {"core_attn", v1::Recompute::MODULE_CORE_ATTN},
+            {"mlp", v1::Recompute::MODULE_MLP},
+            {"moe", v1::Recompute::MODULE_MOE},
+            {"moe_act", v1::Recompute::MODULE_MOE_ACT},
+            {"shared_experts", v1::Recompute::MODULE_SHARED_EXPERTS},
+            {"layernorm", v1::Recompute::MODULE_LAYERNORM},
+            {"mla_up_proj", v1::Recompute::MODULE_MLA_UP_PROJ}};
+    for (absl::string_view module :
+         absl::StrSplit(args.Text("recompute-modules"), ' ',
+                        absl::SkipEmpty())) {
+      auto it = modules->find(std::string(module));
+      if (it == modules->end()) {
+        return Bad("recompute-modules",
+                   absl::StrCat("'", module, "' is not modelled (core_attn, "
+                                "mlp, moe, moe_act, shared_experts, "
+                                "layernorm, mla_up_proj)"));
+      }
+      r.add_modules(it->second);
+    }
+    if (!unfused && r.modules_size() == 0) {
+      launch.notes.push_back(
+          "selective recomputation of core attention saves nothing with "
+          "FlashAttention (no s^2 scores are stored)");
+    }
+  } else if (granularity == "full") {
+    r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+    const std::string method = args.Text("recompute-method");
+    if (method == "uniform") {
+      r.set_method(v1::Recompute::METHOD_UNIFORM);
+    } else if (method == "block") {
+      r.set_method(v1::Recompute::METHOD_BLOCK);
+    } else {
+      return Bad("recompute-method",
+                 "must be uniform or block with --recompute-granularity full");
+    }
+    MEMGATE_ASSIGN_OR_RETURN(n, args.Number("recompute-num-layers", 0));
+    if (n == 0) {
+      return Bad("recompute-num-layers",
+                 "must be at least 1 with --recompute-granularity full");
+    }
+    r.set_num_layers(n);
+  } else if (!granularity.empty()) {
+    return Bad("recompute-granularity",
+               absl::StrCat("must be selective or full (got '", granularity,
+                            "')"));
+  } else if (args.Has("recompute-method") ||
+             args.Has("recompute-num-layers")) {
+    return Bad(args.Has("recompute-method") ? "recompute-method"
+                                            : "recompute-num-layers",
+               "needs --recompute-granularity full");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FillOptimizer(const Arguments& args, MegatronLaunch& launch) {
+  v1::TrainingConfig& t = *launch.job.mutable_training();
+  const std::string optimizer =
+      args.Has("optimizer") ? args.Text("optimizer") : std::string("adam");
+  if (optimizer == "adam") {
+    t.set_optimizer(v1::OPTIMIZER_ADAM);
+  } else if (optimizer == "sgd") {
+    t.set_optimizer(v1::OPTIMIZER_SGD);
+    MEMGATE_ASSIGN_OR_RETURN(momentum, args.Decimal("sgd-momentum", 0.9));
+    if (momentum >= 1) return Bad("sgd-momentum", "must be below 1");
+    t.set_sgd_momentum(static_cast<float>(momentum));
+  } else {
+    return Bad("optimizer", absl::StrCat("'", optimizer, "' is not modelled "
+                                         "(adam or sgd)"));
+  }
+  if (args.Has("rampup-batch-size")) {
+    launch.notes.push_back(
+        "--rampup-batch-size: estimated at the final --global-batch-size, "
+        "the most micro-batches a step has");
+  }
+  return absl::OkStatus();
+}
+
+// A dtype argument's value: `allowed` names Megatron's choices.
+absl::StatusOr<v1::DType> DTypeArgument(const Arguments& args,
+                                        const char* name,
+                                        const std::set<std::string>& allowed) {
+  if (!args.Has(name)) return v1::DTYPE_UNSPECIFIED;
+  const std::string text = args.Text(name);
+  if (!allowed.count(text)) {
+    return Bad(name, absl::StrCat("'", text, "' is not one of Megatron's "
+                                  "choices (", absl::StrJoin(allowed, ", "),
+                                  ")"));
+  }
+  static const auto* dtypes = new std::map<std::string, v1::DType>{
+      {"fp32", v1::DTYPE_FP32}, {"bf16", v1::DTYPE_BF16},
+      {"fp16", v1::DTYPE_FP16}, {"fp8", v1::DTYPE_FP8}};
+  return dtypes->at(text);
+}
+
+// --use-precision-aware-optimizer and its dtypes, --optimizer-cpu-offload
+// (Megatron-LM arguments.py: the dtypes must stay fp32 without the
+// precision-aware optimizer, and offload needs it).
+absl::Status FillOptimizerStorage(const Arguments& args,
+                                  MegatronLaunch& launch) {
+  v1::TrainingConfig& t = *launch.job.mutable_training();
+  const bool precision_aware = args.Has("use-precision-aware-optimizer");
+  MEMGATE_ASSIGN_OR_RETURN(
+      grads, DTypeArgument(args, "main-grads-dtype", {"fp32", "bf16"}));
+  MEMGATE_ASSIGN_OR_RETURN(
+      params, DTypeArgument(args, "main-params-dtype", {"fp32", "fp16"}));
+  MEMGATE_ASSIGN_OR_RETURN(
+      exp_avg, DTypeArgument(args, "exp-avg-dtype",
+                             {"fp32", "fp16", "bf16", "fp8"}));
+  MEMGATE_ASSIGN_OR_RETURN(
+      exp_avg_sq, DTypeArgument(args, "exp-avg-sq-dtype",
+                                {"fp32", "fp16", "bf16", "fp8"}));
+  if (!precision_aware) {
+    for (const auto& [name, dtype] :
+         {std::pair<const char*, v1::DType>{"main-grads-dtype", grads},
+          {"main-params-dtype", params},
+          {"exp-avg-dtype", exp_avg},
+          {"exp-avg-sq-dtype", exp_avg_sq}}) {
+      if (dtype != v1::DTYPE_UNSPECIFIED && dtype != v1::DTYPE_FP32) {
+        return Bad(name, "can only be fp32 without "
+                         "--use-precision-aware-optimizer");
+      }
+    }
+  } else {
+    if (!args.Has("bf16")) {
+      return Bad("use-precision-aware-optimizer",
+                 "is modelled with --bf16 only");
+    }
+    if (grads == v1::DTYPE_BF16 &&
+        args.Has("accumulate-allreduce-grads-in-fp32")) {
+      return Bad("main-grads-dtype",
+                 "can only be fp32 with --accumulate-allreduce-grads-in-fp32");
+    }
+    v1::PrecisionAwareOptimizer& pa = *t.mutable_precision_aware_optimizer();
+    pa.set_main_grads_dtype(grads);
+    pa.set_main_params_dtype(params);
+    pa.set_exp_avg_dtype(exp_avg);
+    pa.set_exp_avg_sq_dtype(exp_avg_sq);
+    if (grads == v1::DTYPE_BF16) {
+      t.set_precision(v1::PRECISION_BF16_BF16_GRADS);
+    }
+  }
+  if (args.Has("optimizer-cpu-offload")) {
+    if (!precision_aware) {
+      return Bad("optimizer-cpu-offload",
+                 "needs --use-precision-aware-optimizer (as Megatron "
+                 "requires)");
+    }
+    MEMGATE_ASSIGN_OR_RETURN(fraction,
+                             args.Decimal("optimizer-offload-fraction", 1.0));
+    if (fraction > 1) {
+      return Bad("optimizer-offload-fraction", "must be at most 1");
+    }
+    if (!args.Has("optimizer-offload-fraction")) {
+      launch.notes.push_back(
+          "--optimizer-cpu-offload without --optimizer-offload-fraction: "
+          "Megatron's default 1.0 (the whole optimizer in host memory)");
+    }
+    t.set_optimizer_offload_fraction(fraction);
+  }
+  return absl::OkStatus();
+}
+
+// TransformerEngine fp8 (--fp8-format, or --fp8 as TransformerConfig
+// spells it) with its recipe and --fp8-param-gather.
+absl::Status FillFp8(const Arguments& args, MegatronLaunch& launch) {
+  const char* format_flag = args.Has("fp8-format") ? "fp8-format" : "fp8";
+  if (!args.Has(format_flag)) {
+    for (const char* needs_fp8 : {"fp8-recipe", "fp8-param-gather"}) {
+      if (args.Has(needs_fp8)) return Bad(needs_fp8, "needs --fp8-format");
+    }
+    return absl::OkStatus();
+  }
+  const std::string format = args.Text(format_flag);
+  if (format != "e4m3" && format != "hybrid") {
+    return Bad(format_flag,
+               absl::StrCat("must be e4m3 or hybrid (got '", format, "')"));
+  }
+  if (!args.Has("bf16") && !args.Has("fp16")) {
+    return Bad(format_flag, "needs --bf16 or --fp16");
+  }
+  v1::Fp8& fp8 = *launch.job.mutable_training()->mutable_fp8();
+  const std::string recipe =
+      args.Has("fp8-recipe") ? args.Text("fp8-recipe") : "delayed";
+  static const auto* recipes = new std::map<std::string, v1::Fp8::Recipe>{
+      {"delayed", v1::Fp8::RECIPE_DELAYED},
+      {"tensorwise", v1::Fp8::RECIPE_TENSORWISE},
+      {"blockwise", v1::Fp8::RECIPE_BLOCKWISE},
+      {"mxfp8", v1::Fp8::RECIPE_MXFP8}};
+  auto it = recipes->find(recipe);
+  if (it == recipes->end()) {
+    return Bad("fp8-recipe", absl::StrCat("'", recipe, "' is not modelled "
+                                          "(delayed, tensorwise, blockwise, "
+                                          "mxfp8)"));
+  }
+  if (!args.Has("fp8-recipe")) {
+    launch.notes.push_back("no --fp8-recipe: Megatron's default delayed");
+  }
+  fp8.set_recipe(it->second);
+  fp8.set_param_gather(args.Has("fp8-param-gather"));
+  return absl::OkStatus();
+}
+
+// Megatron-FSDP: --use-megatron-fsdp (or its older name --use-custom-fsdp)
+// with --data-parallel-sharding-strategy.
+absl::Status FillFsdp(const Arguments& args, MegatronLaunch& launch) {
+  const char* flag = args.Has("use-megatron-fsdp") ? "use-megatron-fsdp"
+                                                   : "use-custom-fsdp";
+  if (!args.Has(flag)) {
+    if (args.Has("data-parallel-sharding-strategy")) {
+      return Bad("data-parallel-sharding-strategy",
+                 "needs --use-megatron-fsdp");
+    }
+    return absl::OkStatus();
+  }
+  if (!args.Has("data-parallel-sharding-strategy")) {
+    // core_r0.12 defaulted to no_shard, later releases to
+    // optim_grads_params: 3x apart in model-state memory.
+    return Bad(flag, "give --data-parallel-sharding-strategy: its default "
+                     "differs between Megatron releases (no_shard, later "
+                     "optim_grads_params)");
+  }
+  static const auto* strategies =
+      new std::map<std::string, v1::DataParallelSharding>{
+          {"no_shard", v1::DATA_PARALLEL_SHARDING_NO_SHARD},
+          {"optim", v1::DATA_PARALLEL_SHARDING_OPTIM},
+          {"optim_grads", v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS},
+          {"optim_grads_params",
+           v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS}};
+  const std::string strategy = args.Text("data-parallel-sharding-strategy");
+  auto it = strategies->find(strategy);
+  if (it == strategies->end()) {
+    return Bad("data-parallel-sharding-strategy",
+               absl::StrCat("'", strategy, "' is not one of no_shard, optim, "
+                            "optim_grads, optim_grads_params"));
+  }
+  launch.job.mutable_parallel()->set_data_parallel_sharding(it->second);
+  return absl::OkStatus();
+}
+
+absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
+  v1::TrainingConfig& t = *launch.job.mutable_training();
+  // arguments.py: --encoder-seq-length is the sequence length when
+  // --seq-length is absent, and asserted absent beside it.
+  if (args.Has("encoder-seq-length") && args.Has("seq-length")) {
+    return Bad("encoder-seq-length",
+               "cannot be given with --seq-length (Megatron asserts)");
+  }
+  const char* seq_name =
+      args.Has("encoder-seq-length") ? "encoder-seq-length" : "seq-length";
+  MEMGATE_ASSIGN_OR_RETURN(seq, args.Number(seq_name, 0));
+  if (seq == 0) return Bad("seq-length", "missing");
+  MEMGATE_ASSIGN_OR_RETURN(mbs, args.Number("micro-batch-size", 1));
+  MEMGATE_ASSIGN_OR_RETURN(gbs, args.Number("global-batch-size", 0));
+  // Evaluation runs forward only (no activations kept for backward), so a
+  // training step of the same micro-batch bounds it; a larger evaluation
+  // micro-batch (arguments.py: eval_micro_batch_size, micro_batch_size
+  // when absent) multiplies the forward's working set and the logits,
+  // which memgate does not estimate.
+  MEMGATE_ASSIGN_OR_RETURN(eval_mbs, args.Number("eval-micro-batch-size", mbs));
+  if (eval_mbs > mbs) {
+    return Bad("eval-micro-batch-size",
+               absl::StrCat("above --micro-batch-size (", eval_mbs, " > ", mbs,
+                            "): evaluation's forward at a larger micro-batch "
+                            "is not modelled"));
+  }
+  t.set_seq_length(seq);
+  t.set_micro_batch_size(mbs);
+  t.set_global_batch_size(gbs);
+  for (auto fill : {FillPrecision, FillActivations, FillOptimizer,
+                    FillOptimizerStorage, FillFp8, FillFsdp}) {
+    if (absl::Status s = fill(args, launch); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// Arguments the table refuses, named with the reason, and partly modelled
+// ones whose other values are refused.
+absl::Status RefuseUnmodelled(const Arguments& args) {
+  const std::string grads = args.Text("megatron-fsdp-main-grads-dtype");
+  if (!grads.empty() && grads != "auto" && grads != "fp32") {
+    return Bad("megatron-fsdp-main-grads-dtype",
+               absl::StrCat("'", grads, "' is not modelled (auto or fp32)"));
+  }
+  for (const auto& [name, only] :
+       {std::pair<const char*, const char*>{"cuda-graph-impl", "none"},
+        {"outer-dp-sharding-strategy", "no_shard"},
+        {"megatron-fsdp-main-params-dtype", "fp32"}}) {
+    if (args.Has(name) && args.Text(name) != only) {
+      return Bad(name, absl::StrCat("'", args.Text(name), "' is not modelled "
+                                    "(", only, " only)"));
+    }
+  }
+  for (const auto& [name, value] : args.values()) {
+    const MegatronArgument* a = FindMegatronArgument(name);
+    if (a != nullptr && a->handling == Handling::kRefused) {
+      return Bad(name, absl::StrCat("not modelled: ", a->effect,
+                                    " (docs/megatron-arguments.md)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FillGpuCount(const Arguments& args, MegatronLaunch& launch) {
+  if (!args.Has("nproc-per-node")) return absl::OkStatus();
+  auto per_node = args.Number("nproc-per-node", 0);
+  if (!per_node.ok() || *per_node == 0) {
+    return Bad("nproc-per-node",
+               "must be a number of GPUs (or give memgate --gpus)");
+  }
+  auto nodes = args.Number("nnodes", 1);
+  if (!nodes.ok() || *nodes == 0) {
+    return Bad("nnodes",
+               "must be a fixed node count; elastic ranges like 1:4 are not "
+               "supported (or give memgate --gpus)");
+  }
+  const uint64_t gpus = static_cast<uint64_t>(*nodes) * *per_node;
+  if (gpus > UINT32_MAX) return Bad("nnodes", "too many GPUs");
+  launch.job.set_num_gpus(static_cast<uint32_t>(gpus));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
+    const std::vector<std::string>& argv, const v1::ModelConfig* fill_model) {
+  Arguments args;
+  if (absl::Status s = args.Parse(argv); !s.ok()) return s;
+  if (!args.HasAnyOf(MegatronMarkers())) {
+    return absl::InvalidArgumentError(
+        "launch: no Megatron-LM arguments found (--num-layers, "
+        "--seq-length, --tensor-model-parallel-size, ...)");
+  }
+  if (absl::Status s = RefuseUnmodelled(args); !s.ok()) return s;
+  MegatronLaunch launch;
+  if (absl::Status s = FillModel(args, fill_model, launch); !s.ok()) return s;
+  for (auto fill : {FillArchitecture, FillParallel, FillMicrobatchGroup,
+                    PadVocabulary, FillTraining, FillDeferredEmbeddingWgrad,
+                    FillExpertsFromLaunch, FillGpuCount}) {
+    if (absl::Status s = fill(args, launch); !s.ok()) return s;
+  }
+  if (args.unreviewed_count() > 0) {
+    std::string named = absl::StrCat(
+        "--", absl::StrJoin(args.unreviewed(), ", --"),
+        args.unreviewed_count() > args.unreviewed().size()
+            ? absl::StrCat(" and ",
+                           args.unreviewed_count() - args.unreviewed().size(),
+                           " more")
+            : "");
+    const bool one = args.unreviewed_count() == 1;
+    launch.notes.push_back(absl::StrCat(
+        "not read: ", named, one ? ": not an argument of " : ": not arguments of ",
+        MegatronArgumentNamesRevision(),
+        ", which memgate was reviewed against; ",
+        one ? "if it changes memory, this estimate does not count it"
+            : "one that changes memory is not counted in this estimate"));
+  }
+  return launch;
+}
+
+bool HasMegatronArguments(const std::vector<std::string>& argv) {
+  for (const std::string& word : argv) {
+    if (!absl::StartsWith(word, "--")) continue;
+    std::string name = word.substr(2, word.find('=') == std::string::npos
+                                          ? std::string::npos
+                                          : word.find('=') - 2);
+    absl::StrReplaceAll({{"_", "-"}}, &name);
+    if (MegatronMarkers().count(name)) return true;
+  }
+  return false;
+}
+
+}  // namespace memgate

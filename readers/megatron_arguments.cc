@@ -1,0 +1,472 @@
+#include "readers/megatron_arguments.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+
+namespace memgate {
+namespace {
+
+constexpr Handling M = Handling::kModelled;
+constexpr Handling P = Handling::kPartly;
+constexpr Handling R = Handling::kRefused;
+
+}  // namespace
+
+const std::vector<MegatronArgument>& MegatronMemoryArguments() {
+  static const auto* table = new std::vector<MegatronArgument>{
+      // ---- Model shape: parameters and activations ----
+      {"num-layers", true, M, "", "L: parameters and activations per stage"},
+      {"hidden-size", true, M, "", "h"},
+      {"ffn-hidden-size", true, M, "4h (8h/3 rounded to 64 with --swiglu)",
+       "h_ffn"},
+      {"num-attention-heads", true, M, "", "a"},
+      {"group-query-attention", false, M, "", "enables --num-query-groups"},
+      {"num-query-groups", true, M, "a", "k: K and V widths"},
+      {"kv-channels", true, M, "h / a",
+       "head_dim d: Q, K, V, output widths (parameters and activations)"},
+      {"vocab-size", true, M, "from the tokenizer",
+       "v, padded to --make-vocab-size-divisible-by x TP"},
+      {"make-vocab-size-divisible-by", true, M, "128",
+       "vocabulary padding (1 to 65536), at each layout's TP"},
+      {"padded-vocab-size", true, M, "padded --vocab-size",
+       "v as given: no padding on top; a multiple of TP"},
+      {"untie-embeddings-and-output-weights", false, M, "tied",
+       "a separate LM head matrix on the last stage"},
+      {"swiglu", false, M, "GeLU MLP",
+       "SwiGLU (3 matrices) instead of GeLU (2, 4h_ffn/h activations); "
+       "Megatron's fused SwiGLU and TransformerEngine's SwiGLU op keep "
+       "6h_ffn/h (the activation's input and FC2's; the paper counts 8)"},
+      {"quick-geglu", false, M, "GeLU MLP",
+       "a gated MLP (3 matrices) run unfused: 12h_ffn/h activations (the "
+       "FC1 output, quick-GeLU's sigmoid and output, the linear half, the "
+       "FC2 input)"},
+      {"squared-relu", false, M, "GeLU MLP",
+       "relu(x)^2 (2 matrices, 4h_ffn/h activations as GeLU); refused with "
+       "--swiglu, and with biases unless --no-bias-gelu-fusion (Megatron "
+       "raises)"},
+      {"use-fused-weighted-squared-relu", false, M, "off",
+       "squared-ReLU experts weight their output by the probabilities in one "
+       "fused op (keeps its input and the probabilities): counted as the "
+       "unfused activation and multiply, an upper bound"},
+      {"no-bias-gelu-fusion", false, M, "fused (off without biases)",
+       "no change: GeLU and squared ReLU keep 4h_ffn/h fused or not; lets "
+       "--squared-relu run with biases"},
+      {"no-bias-swiglu-fusion", false, P, "fused",
+       "with --swiglu refused unless --use-te-activation-func replaces the "
+       "kernel: the unfused SwiGLU keeps silu(x) and the linear half beside "
+       "its input (not modelled); otherwise no effect"},
+      {"normalization", true, P, "LayerNorm",
+       "LayerNorm (weight + bias) or RMSNorm (weight); others refused"},
+      {"disable-bias-linear", false, M, "biases on",
+       "without it every linear layer has a bias"},
+      {"add-qkv-bias", false, M, "off", "a bias on the QKV projection"},
+      {"position-embedding-type", true, P, "learned_absolute",
+       "learned_absolute (max_position_embeddings x h on the first stage) "
+       "or rope / none (no parameters); others refused"},
+      {"use-rotary-position-embeddings", false, M, "",
+       "legacy spelling of --position-embedding-type rope"},
+      {"no-position-embedding", false, M, "",
+       "with rope no effect; otherwise Megatron refuses it, and so does "
+       "memgate"},
+      {"max-position-embeddings", true, M, "seq-length",
+       "rows of the learned position embedding"},
+      {"seq-length", true, M, "", "s"},
+      {"encoder-seq-length", true, M, "seq-length",
+       "s when --seq-length is absent (Megatron's other spelling); refused "
+       "beside it, as Megatron asserts"},
+      {"tokenizer-type", true, M, "", "the vocabulary when --vocab-size is absent"},
+      {"tokenizer-model", true, M, "", "the vocabulary when --vocab-size is absent"},
+      // ---- Precision ----
+      {"bf16", false, M, "fp32",
+       "bf16 weights (2 B), fp32 gradients (4 B), fp32 master + Adam (12 B); "
+       "2-byte activations"},
+      {"fp16", false, M, "fp32",
+       "fp16 weights and gradients (2 + 2 B), fp32 master, gradient copy "
+       "and Adam (16 B); 2-byte activations"},
+      {"grad-reduce-in-bf16", false, M, "off", "bf16 gradients (2 B)"},
+      {"accumulate-allreduce-grads-in-fp32", false, P, "off (on with bf16)",
+       "implied by --bf16; with --fp16 refused (not modelled)"},
+      {"use-precision-aware-optimizer", false, P, "off",
+       "TransformerEngine FusedAdam with the dtypes below; with --bf16 "
+       "only (refused otherwise); the master weight of a bf16 weight is a "
+       "2-byte remainder (store_param_remainders)"},
+      {"main-grads-dtype", true, M, "fp32",
+       "gradient buffer: fp32 4 B, bf16 2 B (precision-aware optimizer)"},
+      {"main-params-dtype", true, M, "fp32",
+       "master weights: fp32 (4 B, or a 2 B remainder), fp16 2 B"},
+      {"exp-avg-dtype", true, M, "fp32", "Adam m: fp32 4, bf16/fp16 2, fp8 1 B"},
+      {"exp-avg-sq-dtype", true, M, "fp32",
+       "Adam v: fp32 4, bf16/fp16 2, fp8 1 B"},
+      {"fp8-format", true, M, "off",
+       "TransformerEngine fp8: +2 B per GEMM weight (rowwise and columnwise "
+       "fp8 copies; experts', MLA's and MTP's too); GEMM inputs saved in "
+       "1 B (the norms' outputs, MLA's latents, the experts' inputs, the "
+       "second MLP GEMMs' inputs), an fp8 copy of the attention output "
+       "added; each local expert's rows padded to 16 (MXFP8 32)"},
+      {"fp8", true, M, "off", "TransformerConfig's spelling of --fp8-format"},
+      {"fp8-recipe", true, P, "delayed",
+       "delayed, tensorwise, blockwise, mxfp8 (scales: 1/32 B an element "
+       "with mxfp8, an activation element with blockwise); "
+       "custom refused"},
+      {"fp8-param-gather", false, M, "off",
+       "GEMM weights kept in fp8 only: no bf16 copy beside the fp8 pair"},
+      {"first-last-layers-bf16", false, R, "off",
+       "layers kept in bf16 under fp8: not modelled"},
+      {"fp4-format", true, R, "off", "fp4: not modelled"},
+      {"te-precision-config-file", true, R, "",
+       "per-module precision overrides from a file: not modelled"},
+      {"fp32-residual-connection", false, R, "off",
+       "an fp32 residual stream: not modelled"},
+      {"keep-fp8-transpose-cache", false, M, "off",
+       "the columnwise (transpose) fp8 weight copies, counted under fp8 "
+       "either way"},
+      {"output-logit-dtype", true, M, "input dtype",
+       "no change: the fp32 softmax of the cross-entropy is counted either "
+       "way"},
+      {"fp16-lm-cross-entropy", false, P, "off",
+       "the cross-entropy's softmax counted in fp32 (an upper bound)"},
+      {"fp4", true, R, "off", "fp4: not modelled"},
+      // ---- Parallelism and sharding ----
+      {"tensor-model-parallel-size", true, M, "1", "t"},
+      {"pipeline-model-parallel-size", true, M, "1", "p"},
+      {"context-parallel-size", true, M, "1", "c"},
+      {"tensor-parallel-num-weight-shards", true, P, "TP",
+       "equal to --tensor-model-parallel-size only; more shards turn on "
+       "generalized TP, a parallel axis of its own (world = TP x GTP x CP x "
+       "PP x DP) whose weights are re-gathered per use: refused"},
+      {"hybrid-context-parallel", false, R, "off",
+       "packed variable-length samples balanced over DP x CP, up to "
+       "--max-seqlen-per-dp-cp-rank tokens a rank: not modelled"},
+      {"sequence-parallel", false, M, "off",
+       "splits the hidden-sized activations over t"},
+      {"use-distributed-optimizer", false, M, "off",
+       "shards optimizer states over d x c"},
+      {"decoder-first-pipeline-num-layers", true, M, "even split",
+       "layers of the first stage"},
+      {"decoder-last-pipeline-num-layers", true, M, "even split",
+       "layers of the last stage; with interleaving every rank's layers "
+       "split evenly over its v chunks (a multiple of v, as Megatron "
+       "requires)"},
+      {"num-layers-per-virtual-pipeline-stage", true, M, "off",
+       "interleaved 1F1B: v = L / (p x n) model chunks per rank (n its "
+       "layers), each rank holding 2(p - r - 1) + (v - 1)N + 1 chunks in "
+       "flight (N the micro-batch group below)"},
+      {"num-virtual-stages-per-pipeline-rank", true, M, "off",
+       "interleaved 1F1B with v model chunks per rank"},
+      {"microbatch-group-size-per-virtual-pipeline-stage", true, M, "p",
+       "interleaved 1F1B: N micro-batches a chunk in a row, (v - 1)N of "
+       "the warm-up forwards (N > p holds more); p <= N <= m and m % N 0 "
+       "or at least p, as Megatron's schedules.py raises otherwise; no "
+       "effect without interleaving"},
+      {"pipeline-model-parallel-layout", true, P, "off",
+       "the layers of every (virtual) stage, e.g. Et|(tt|)*30mL: uneven "
+       "interleaved chunks; 'm' (MTP layers, --mtp-num-layers of them) "
+       "beside 'L' on the last stage; an MTP stage of its own refused"},
+      {"account-for-embedding-in-pipeline-split", false, M, "off",
+       "the embedding counts as a layer: (L + 1 [+ 1]) / (p x v) a "
+       "(virtual) stage, rank 0's first one transformer layer fewer"},
+      {"account-for-loss-in-pipeline-split", false, M, "off",
+       "the loss counts as a layer: the last rank's last (virtual) stage "
+       "one transformer layer fewer"},
+      {"cp-comm-type", true, P, "p2p",
+       "p2p only; a2a / allgather hold other buffers (refused)"},
+      {"hierarchical-context-parallel-sizes", true, R, "off",
+       "not modelled"},
+      {"use-torch-fsdp2", false, R, "off",
+       "torch FSDP2 keeps fp32 sharded parameters and gathers bf16 copies: "
+       "not modelled (Megatron-FSDP is)"},
+      {"use-megatron-fsdp", false, M, "off",
+       "Megatron-FSDP: states sharded over d x c by "
+       "--data-parallel-sharding-strategy, plus two FSDP units' un-sharded "
+       "weights / gradients"},
+      {"use-custom-fsdp", false, M, "off", "older name of --use-megatron-fsdp"},
+      {"data-parallel-sharding-strategy", true, M,
+       "no_shard (core_r0.12), optim_grads_params (later)",
+       "no_shard, optim (ZeRO-1), optim_grads (ZeRO-2), optim_grads_params "
+       "(ZeRO-3); must be given with FSDP (its default changed)"},
+      {"megatron-fsdp-main-params-dtype", true, P, "fp32",
+       "fp32 (4 B master weights) only; others refused"},
+      {"megatron-fsdp-main-grads-dtype", true, P, "auto",
+       "auto / fp32 counted as the training precision's gradients; bf16 / "
+       "fp16 refused"},
+      {"outer-dp-sharding-strategy", true, P, "no_shard",
+       "no_shard only; optim (hybrid FSDP) refused"},
+      {"num-distributed-optimizer-instances", true, R, "1",
+       "partial optimizer sharding: not modelled"},
+      {"optimizer-cpu-offload", false, M, "off",
+       "the offloaded share of the optimizer (fp32 copies, Adam states) "
+       "leaves the GPU; needs --use-precision-aware-optimizer"},
+      {"optimizer-offload-fraction", true, M, "1.0",
+       "share of the optimizer in host memory"},
+      {"tp-comm-overlap", false, R, "off",
+       "TransformerEngine userbuffers add communication buffers: not "
+       "modelled"},
+      {"distribute-saved-activations", false, R, "off",
+       "not modelled"},
+      {"cpu-offloading-num-layers", true, R, "0",
+       "activation offloading to host memory: not modelled"},
+      {"fine-grained-activation-offloading", false, R, "off",
+       "activation offloading to host memory: not modelled"},
+      {"offload-modules", true, R, "", "activation offloading: not modelled"},
+      {"cuda-graph-impl", true, P, "none",
+       "none only; CUDA graphs hold static input/output buffers (refused)"},
+      {"enable-cuda-graph", false, R, "off",
+       "CUDA graphs hold static buffers: not modelled"},
+      {"external-cuda-graph", false, R, "off",
+       "CUDA graphs hold static buffers: not modelled"},
+      // ---- Activations ----
+      {"micro-batch-size", true, M, "1", "b"},
+      {"eval-micro-batch-size", true, P, "--micro-batch-size",
+       "up to b: evaluation runs forward only, bounded by the training "
+       "step; larger refused"},
+      {"global-batch-size", true, M, "", "m = gbs / (b x d) caps the "
+       "micro-batches a stage holds"},
+      {"hidden-dropout", true, M, "0.1",
+       "above 0: 1-byte masks after attention, MLP and embedding"},
+      {"attention-dropout", true, M, "0.1",
+       "above 0 without FlashAttention: the a*s^2*b mask and output"},
+      {"no-create-attention-mask-in-dataloader", false, M, "",
+       "without it the dataloader's b x s x s bool mask is counted on the "
+       "first and last stages (s/c rows a context-parallel rank, kept per "
+       "micro-batch in flight under recomputation)"},
+      {"dataloader-inter-document-masking", false, M, "off",
+       "no dataloader attention mask (Megatron turns it off)"},
+      {"attention-backend", true, M, "auto",
+       "flash / fused / auto: no s^2 term; unfused / local: the softmax "
+       "output is stored"},
+      {"transformer-impl", true, M, "transformer_engine",
+       "local: unfused core attention"},
+      {"use-flash-attn", false, M, "", "FlashAttention (no s^2 term)"},
+      {"attention-softmax-in-fp32", false, P, "off",
+       "with unfused attention refused (fp32 scores not modelled)"},
+      {"apply-query-key-layer-scaling", false, P, "off",
+       "with unfused attention refused (fp32 scores not modelled)"},
+      {"recompute-activations", false, M, "off",
+       "selective recomputation of core attention"},
+      {"recompute-granularity", true, M, "off",
+       "selective: drops the s^2 terms; full: stores only layer inputs"},
+      {"recompute-method", true, M, "",
+       "uniform: one input per group of N layers; block: the first N "
+       "layers"},
+      {"recompute-num-layers", true, M, "", "N"},
+      {"recompute-modules", true, P, "core_attn",
+       "core_attn, mlp, moe, moe_act, shared_experts, layernorm (MoE "
+       "layers' pre-MLP norm output), mla_up_proj (MLA's expanded Q, K, V "
+       "not stored)"},
+      {"rampup-batch-size", true, P, "off",
+       "estimated at the final --global-batch-size (the largest m)"},
+      // ---- Optimizer ----
+      {"optimizer", true, P, "adam",
+       "adam (m, v: 8 B) or sgd (momentum: 4 B); others refused"},
+      {"sgd-momentum", true, M, "0.9", "0: SGD keeps no state"},
+      // ---- Refused: architectures memgate does not model yet ----
+      {"num-experts", true, M, "dense",
+       "E routed experts a MoE layer: E / EP experts a rank, each split "
+       "over ETP; their optimizer states over world / (ETP x EP x PP)"},
+      {"moe-ffn-hidden-size", true, M, "--ffn-hidden-size",
+       "each routed expert's FFN width"},
+      {"moe-router-topk", true, M, "2",
+       "k: routed token copies, their expert activations"},
+      {"moe-layer-freq", true, M, "1",
+       "which layers are MoE: every N-th, or a list such as "
+       "([0]*3+[1]*58)"},
+      {"moe-shared-expert-intermediate-size", true, M, "none",
+       "shared experts: a dense MLP of that width over TP"},
+      {"moe-shared-expert-gate", false, M, "off", "h parameters a layer"},
+      {"expert-model-parallel-size", true, M, "1", "EP"},
+      {"expert-tensor-parallel-size", true, M, "TP", "ETP"},
+      {"expert-tensor-parallel-num-weight-shards", true, P, "ETP",
+       "equal to the expert TP size only; more shards turn on the experts' "
+       "generalized TP (an axis of its own, weights re-gathered per use): "
+       "refused"},
+      {"moe-token-dispatcher-type", true, M, "allgather",
+       "the dispatch working set: all-to-all buffers, or the hidden states "
+       "gathered over EP x ETP; flex: as alltoall, plus DeepEP's buffers"},
+      {"moe-flex-dispatcher-backend", true, P, "deepep",
+       "deepep: its NVLink and RDMA buffers and workspace on every GPU of "
+       "an MoE stage (sized by EP x ETP, h and the SMs); hybridep, ncclep "
+       "refused"},
+      {"moe-enable-deepep", false, M, "off",
+       "older spelling of the deepep backend (needs flex)"},
+      {"moe-flex-dispatcher-num-sms", true, M, "20",
+       "SMs DeepEP uses: its buffers grow with them"},
+      {"moe-deepep-num-sms", true, M, "20",
+       "older name of --moe-flex-dispatcher-num-sms"},
+      {"moe-expert-capacity-factor", true, M, "dropless",
+       "caps (with padding: fixes) each expert's tokens at that multiple "
+       "of its share"},
+      {"moe-pad-expert-input-to-capacity", false, M, "off",
+       "every expert computes its full capacity"},
+      {"moe-router-padding-for-fp8", false, M, "off",
+       "each local expert's rows padded to the fp8 alignment by the router "
+       "rather than by the grouped MLP: counted under fp8 either way (at "
+       "most 15, MXFP8 31, more token copies an expert)"},
+      {"moe-router-padding-for-quantization", false, M, "off",
+       "the same as --moe-router-padding-for-fp8"},
+      {"moe-router-dtype", true, P, "model dtype",
+       "router scores counted in fp32 (an upper bound); fp64 refused"},
+      {"moe-layer-recompute", false, M, "off",
+       "MoE blocks keep only their input (as --recompute-modules moe)"},
+      {"moe-apply-probs-on-input", false, M, "off",
+       "the routing probabilities weight the expert input (top-1 only): "
+       "the multiply keeps the unweighted input, 2h B a routed copy"},
+      {"moe-mlp-glu-interleave-size", true, M, "off",
+       "the experts' gate and linear halves interleaved: the unfused "
+       "activation keeps its output once more for the probabilities' "
+       "multiply (2 B a unit of expert FFN)"},
+      {"use-te-activation-func", false, M, "off",
+       "TransformerEngine's activation op, which keeps only its input: a "
+       "dense SwiGLU MLP keeps 6 B a unit of FFN as the fused kernel; in "
+       "the experts, with the probabilities applied after it, its output "
+       "is kept once more for their multiply (8 B a unit of expert FFN). "
+       "Refused where Megatron raises: with the bias-activation fusion on "
+       "(--swiglu needs --no-bias-swiglu-fusion), with --squared-relu or "
+       "--quick-geglu"},
+      {"moe-use-legacy-grouped-gemm", false, M, "off",
+       "the legacy GroupedMLP (removed in later Megatron): its unfused "
+       "activation keeps its output once more for the probabilities' "
+       "multiply (2 B a unit of expert FFN)"},
+      {"moe-latent-size", true, R, "off", "latent MoE: not modelled"},
+      {"moe-use-upcycling", false, R, "off",
+       "upcycling holds the dense and the MoE model: not modelled"},
+      {"moe-paged-stash", false, R, "off",
+       "expert activations stashed in paged device / host buffers: not "
+       "modelled"},
+      {"overlap-moe-expert-parallel-comm", false, M, "off",
+       "the EP all-to-all overlapped by running a micro-batch's forward "
+       "beside another's backward (combined_1f1b.py): one more (chunk of "
+       "a) micro-batch in flight; Megatron's rules checked (EP > 1, "
+       "interleaving when PP > 1, no full recomputation, ...)"},
+      {"defer-embedding-wgrad-compute", false, M, "off",
+       "the last stage keeps the output layer's input and the logits' "
+       "gradient of every micro-batch (m (1 + MTP) entries, or "
+       "--wgrad-deferral-limit) until the pipeline flush; refused with "
+       "--output-logit-dtype fp32"},
+      {"wgrad-deferral-limit", true, M, "0 (all)",
+       "at most this many deferred entries; no effect without "
+       "--defer-embedding-wgrad-compute"},
+      {"no-gradient-accumulation-fusion", false, M, "fused",
+       "no change alone; refused with --defer-embedding-wgrad-compute, as "
+       "Megatron raises"},
+      {"delay-wgrad-compute", false, M, "off",
+       "weight gradients run later in the same layer's backward: their "
+       "inputs are kept anyway; the output gradients they wait on are a "
+       "layer's backward working set (headroom)"},
+      {"multi-latent-attention", false, M, "off",
+       "MLA: LoRA-compressed Q and KV (down projections replicated over "
+       "TP), their latents stored"},
+      {"q-lora-rank", true, M, "none", "MLA's Q latent width"},
+      {"kv-lora-rank", true, M, "32", "MLA's KV latent width"},
+      {"qk-head-dim", true, M, "128", "MLA's non-rotary Q/K head dim"},
+      {"qk-pos-emb-head-dim", true, M, "64", "MLA's rotary Q/K head dim"},
+      {"v-head-dim", true, M, "128", "MLA's V head dim"},
+      {"mtp-num-layers", true, M, "off",
+       "multi-token prediction layers on the last stage: a layer, an h x 2h "
+       "projection, norms and their own logits each"},
+      {"qk-layernorm", false, M, "off",
+       "norms on Q and K: 2d parameters a layer, their inputs stored; with "
+       "--multi-latent-attention the latent norms (fused into the up "
+       "projections)"},
+      {"qk-l2-norm", false, M, "off",
+       "L2 norms on Q and K (attention.py L2Norm): their inputs stored, "
+       "counted as --qk-layernorm (whose 2d weights it lacks: over by "
+       "those)"},
+      {"encoder-num-layers", true, R, "", "encoder-decoder: not modelled"},
+      {"heterogeneous-layers-config-path", true, R, "",
+       "per-layer shapes: not modelled"},
+      {"spec", true, R, "", "a custom layer spec: not modelled"},
+      {"checkpoint-activations", false, R, "",
+       "no longer valid in Megatron: use --recompute-activations or "
+       "--recompute-granularity"},
+      {"model-parallel-size", true, R, "",
+       "no longer valid in Megatron: use --tensor-model-parallel-size"},
+      {"decoder-num-layers", true, R, "", "give --num-layers"},
+      {"linear-attention-freq", true, R, "",
+       "hybrid linear attention: not modelled"},
+      {"heterogeneous-layers-config-encoded-json", true, R, "",
+       "per-layer shapes: not modelled"},
+      {"hybrid-layer-pattern", true, R, "",
+       "hybrid Mamba models: not modelled"},
+      {"hybrid-override-pattern", true, R, "",
+       "hybrid Mamba models: not modelled"},
+      // Generated from TransformerConfig fields (argument_utils.py
+      // ArgumentGroupFactory: --no-/--disable- for fields true by default).
+      {"no-fp8-wgrad", false, R, "",
+       "fp8 GEMMs whose weight gradients run in bf16 keep their bf16 "
+       "inputs too: not modelled"},
+      {"disable-fp8-wgrad", false, R, "", "the same as --no-fp8-wgrad"},
+      {"attention-output-gate", false, R, "off",
+       "a sigmoid gate on the attention output (its projection widens "
+       "linear_qkv, its activations are kept): not modelled"},
+      {"experimental-attention-variant", true, R, "off",
+       "gated delta net / DeepSeek sparse attention layers: not modelled"},
+      {"perform-rl-step", false, R, "off",
+       "RL steps run an inference engine (KV cache, CUDA graphs, "
+       "rollouts) beside training on the same GPUs: not modelled"},
+      {"kitchen-config-file", true, R, "off",
+       "kitchen quantization of the linear layers: not modelled"},
+      {"kitchen-recipe-number", true, R, "off",
+       "kitchen quantization of the linear layers: not modelled"},
+      {"use-kitchen-attention", false, R, "off",
+       "kitchen's attention kernels keep other tensors: not modelled"},
+      {"enable-mhc-connections", false, R, "off",
+       "hyper-connections: --mhc-num-residual-streams copies of the "
+       "residual stream: not modelled"},
+      {"is-hybrid-model", false, R, "off",
+       "hybrid Mamba models: not modelled"},
+      {"mtp-hybrid-override-pattern", true, R, "",
+       "hybrid multi-token prediction layers: not modelled"},
+      {"fp8-output-proj", false, R, "off",
+       "the LM head in MXFP8 adds fp8 copies of its h x v/t weight: not "
+       "modelled"},
+      {"symmetric-ar-type", true, R, "off",
+       "TransformerEngine's all-reduces through symmetric-memory buffers: "
+       "not modelled"},
+      {"yaml-cfg", true, R, "",
+       "the arguments are in a file memgate cannot read: pass them on the "
+       "command line"},
+  };
+  return *table;
+}
+
+const MegatronArgument* FindMegatronArgument(absl::string_view name) {
+  const std::string dashed = absl::StrReplaceAll(name, {{"_", "-"}});
+  for (const MegatronArgument& a : MegatronMemoryArguments()) {
+    if (dashed == a.name) return &a;
+  }
+  return nullptr;
+}
+
+std::string MegatronArgumentsMarkdown() {
+  std::string out =
+      "# Megatron-LM arguments that change per-GPU memory\n\n"
+      "Generated from `readers/megatron_arguments.cc` by `bazel run "
+      "//readers:megatron_arguments_doc`; a test keeps the two equal.\n\n"
+      "memgate reads launches of Megatron-LM (core_r0.12 and later). Every "
+      "argument below changes per-GPU memory: it is **modelled** (the term "
+      "it changes), **partly** modelled (the values named; others are "
+      "refused), or **refused** with an error naming it, so that no "
+      "memory-relevant setting is read past. Megatron-LM's other arguments "
+      "(as of d98e8a6: `readers/megatron_argument_names.inc`, generated "
+      "by `scripts/megatron_argument_names.py`) do not change per-GPU memory "
+      "and are ignored; an argument in neither list (a newer Megatron's, a "
+      "fork's) is not read either, and a note names it. Where a launch "
+      "leaves an "
+      "argument out, Megatron's default applies (fp32 without `--bf16` / "
+      "`--fp16`, dropout 0.1, LayerNorm, biases, learned absolute "
+      "positions, a GeLU MLP without `--swiglu`) and memgate says so in a "
+      "note.\n\n"
+      "| argument | Megatron's default | memgate | effect |\n"
+      "| --- | --- | --- | --- |\n";
+  for (const MegatronArgument& a : MegatronMemoryArguments()) {
+    const char* handling = a.handling == Handling::kModelled ? "modelled"
+                           : a.handling == Handling::kPartly ? "partly"
+                                                             : "**refused**";
+    absl::StrAppend(&out, "| `--", a.name, a.takes_value ? " X" : "", "` | ",
+                    a.megatron_default, " | ", handling, " | ", a.effect,
+                    " |\n");
+  }
+  return out;
+}
+
+}  // namespace memgate

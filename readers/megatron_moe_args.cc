@@ -1,0 +1,292 @@
+#include "readers/megatron_moe_args.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "estimator/deepep_buffers.h"
+#include "readers/layer_pattern.h"
+
+namespace memgate {
+namespace {
+
+// --moe-layer-freq: an integer N (layer i is MoE when i % N == 0) or a
+// list expression, as arguments.py's moe_freq_type reads it.
+absl::Status FillLayerFrequency(const Arguments& args, v1::MoeConfig& moe,
+                                uint32_t layers) {
+  if (!args.Has("moe-layer-freq")) {
+    moe.set_layer_frequency(1);
+    return absl::OkStatus();
+  }
+  std::string text = args.Text("moe-layer-freq");
+  if (text.size() >= 2 && (text.front() == '"' || text.front() == '\'') &&
+      text.back() == text.front()) {
+    text = text.substr(1, text.size() - 2);  // a batch script's quotes
+  }
+  if (text.find('[') == std::string::npos) {
+    MEMGATE_ASSIGN_OR_RETURN(freq, args.Number("moe-layer-freq", 1));
+    if (freq == 0) return Bad("moe-layer-freq", "must be at least 1");
+    moe.set_layer_frequency(freq);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<uint32_t>> pattern =
+      ParseMoeLayerPattern(text, layers);
+  if (!pattern.ok()) return pattern.status();
+  for (uint32_t x : *pattern) moe.add_layer_pattern(x);
+  return absl::OkStatus();
+}
+
+// --moe-token-dispatcher-type flex: Megatron's backend is DeepEP unless
+// --moe-flex-dispatcher-backend says otherwise (transformer_config.py);
+// HybridEP and NCCL EP hold buffers of other shapes, not modelled. The
+// SMs DeepEP gets size its buffers (deepep_buffers.h).
+absl::Status FillFlexBackend(const Arguments& args, MegatronLaunch& launch,
+                             v1::MoeConfig& moe) {
+  const std::string backend = args.Has("moe-flex-dispatcher-backend")
+                                  ? args.Text("moe-flex-dispatcher-backend")
+                                  : std::string("deepep");
+  if (backend != "deepep") {
+    return Bad("moe-flex-dispatcher-backend",
+               absl::StrCat("'", backend,
+                            "' holds communication buffers memgate does not "
+                            "model (deepep is modelled)"));
+  }
+  if (args.Has("moe-flex-dispatcher-num-sms") &&
+      args.Has("moe-deepep-num-sms") &&
+      args.Text("moe-flex-dispatcher-num-sms") !=
+          args.Text("moe-deepep-num-sms")) {
+    return Bad("moe-deepep-num-sms",
+               "contradicts --moe-flex-dispatcher-num-sms (its newer name)");
+  }
+  const char* sms_flag = args.Has("moe-flex-dispatcher-num-sms")
+                             ? "moe-flex-dispatcher-num-sms"
+                             : "moe-deepep-num-sms";
+  MEMGATE_ASSIGN_OR_RETURN(sms, args.Number(sms_flag, kDefaultDeepEpSms));
+  if (sms == 0 || sms % 2 != 0) {
+    return Bad(sms_flag, "must be a positive even number (DeepEP pairs SMs)");
+  }
+  moe.set_flex_dispatcher_num_sms(sms);
+  launch.notes.push_back(absl::StrCat(
+      "flex dispatcher: DeepEP with ", sms, " SMs",
+      args.Has(sms_flag) ? "" : " (Megatron's default)",
+      ", its buffers counted on every GPU of a stage with MoE layers"));
+  return absl::OkStatus();
+}
+
+// Where the routing probabilities weight the expert outputs depends on
+// the Megatron-Core release (moe_terms.cc [PA]); an argument that no
+// release before ADLR/megatron-lm!2668 accepts dates the launch after it
+// (Megatron's argparse refuses arguments it does not know).
+void FillProbsApplied(const Arguments& args, MegatronLaunch& launch,
+                      v1::MoeConfig& moe) {
+  if (args.Has("moe-mlp-glu-interleave-size") ||
+      args.Has("moe-use-legacy-grouped-gemm")) {
+    moe.set_expert_activation_unfused(true);
+  } else if (args.Has("use-te-activation-func")) {
+    moe.set_expert_activation_te_op(true);
+  }
+  if (args.Has("moe-apply-probs-on-input")) {
+    // Top-1 only: validation names the rule.
+    moe.set_routing_probs_applied(v1::MoeConfig::PROBS_APPLIED_ON_INPUT);
+    return;
+  }
+  if (!args.after_core_0_12_0().empty()) {
+    moe.set_routing_probs_applied(v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS);
+    launch.notes.push_back(absl::StrCat(
+        "--", args.after_core_0_12_0(),
+        " dates the launch after Megatron-Core 0.12.0: the routing "
+        "probabilities are applied in the experts, unpermute keeps no "
+        "weighted copy"));
+    return;
+  }
+  launch.notes.push_back(
+      "no argument dates the launch after Megatron-Core 0.12.0: unless "
+      "memgate's --megatron-core=VERSION names the release, MoE layers "
+      "count the larger of 0.12.0's weighted unpermute copy (2h B a routed "
+      "copy) and later releases' in-expert weighting");
+}
+
+absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
+                          v1::MoeConfig& moe) {
+  const std::string dispatcher = args.Has("moe-token-dispatcher-type")
+                                     ? args.Text("moe-token-dispatcher-type")
+                                     : std::string("allgather");
+  if (!args.Has("moe-token-dispatcher-type")) {
+    launch.notes.push_back(
+        "no --moe-token-dispatcher-type: Megatron's default allgather");
+  }
+  if (dispatcher != "flex") {
+    // Megatron refuses these without the flex dispatcher.
+    for (const char* needs : {"moe-enable-deepep",
+                              "moe-flex-dispatcher-num-sms",
+                              "moe-deepep-num-sms"}) {
+      if (args.Has(needs)) {
+        return Bad(needs, "needs --moe-token-dispatcher-type flex");
+      }
+    }
+    if (args.Text("moe-flex-dispatcher-backend") == "ncclep") {
+      return Bad("moe-flex-dispatcher-backend",
+                 "ncclep needs --moe-token-dispatcher-type flex");
+    }
+  }
+  if (dispatcher == "allgather") {
+    moe.set_token_dispatcher(v1::MoeConfig::DISPATCHER_ALLGATHER);
+  } else if (dispatcher == "alltoall") {
+    moe.set_token_dispatcher(v1::MoeConfig::DISPATCHER_ALLTOALL);
+  } else if (dispatcher == "flex") {
+    moe.set_token_dispatcher(v1::MoeConfig::DISPATCHER_FLEX);
+    if (absl::Status s = FillFlexBackend(args, launch, moe); !s.ok()) return s;
+  } else {
+    return Bad("moe-token-dispatcher-type",
+               absl::StrCat("'", dispatcher, "' is not one of allgather, "
+                            "alltoall, flex"));
+  }
+  MEMGATE_ASSIGN_OR_RETURN(capacity,
+                           args.Decimal("moe-expert-capacity-factor", 0));
+  moe.set_capacity_factor(static_cast<float>(capacity));
+  moe.set_pad_to_capacity(args.Has("moe-pad-expert-input-to-capacity"));
+  if (moe.pad_to_capacity() && capacity == 0) {
+    return Bad("moe-pad-expert-input-to-capacity",
+               "needs --moe-expert-capacity-factor");
+  }
+  if (capacity == 0) {
+    launch.notes.push_back(
+        "dropless routing: estimated at the balanced load; the zone counts "
+        "the most loaded expert-parallel rank at 1.25x its share");
+  }
+  const std::string router = args.Text("moe-router-dtype");
+  if (!router.empty() && router != "fp32") {
+    return Bad("moe-router-dtype",
+               absl::StrCat("'", router, "' is not modelled (fp32)"));
+  }
+  moe.set_router_dtype(v1::DTYPE_FP32);  // default: an upper bound
+  moe.set_grouped_gemm(args.Has("moe-grouped-gemm"));
+  // Megatron's rules for it are validation's (ValidateExpertOverlap).
+  moe.set_overlap_expert_parallel_comm(
+      args.Has("overlap-moe-expert-parallel-comm"));
+  return absl::OkStatus();
+}
+
+absl::Status FillMoe(const Arguments& args, MegatronLaunch& launch) {
+  v1::ModelConfig& m = *launch.job.mutable_model();
+  v1::ParallelConfig& p = *launch.job.mutable_parallel();
+  if (!args.Has("num-experts")) {
+    // Without experts the expert TP size is TP's (Megatron's default).
+    if (absl::Status s = RequireUnshardedWeights(
+            args, "expert-tensor-parallel-num-weight-shards",
+            "the expert TP size", p.tensor_parallel());
+        !s.ok()) {
+      return s;
+    }
+    for (const char* needs : {"expert-model-parallel-size",
+                              "expert-tensor-parallel-size",
+                              "moe-layer-recompute",
+                              "overlap-moe-expert-parallel-comm"}) {
+      if (args.Has(needs)) return Bad(needs, "needs --num-experts");
+    }
+    return absl::OkStatus();
+  }
+  MEMGATE_ASSIGN_OR_RETURN(experts, args.Number("num-experts", 0));
+  if (experts == 0) return Bad("num-experts", "must be at least 1");
+  v1::MoeConfig& moe = *m.mutable_moe();
+  moe.set_num_experts(experts);
+  MEMGATE_ASSIGN_OR_RETURN(topk, args.Number("moe-router-topk", 2));
+  if (!args.Has("moe-router-topk")) {
+    launch.notes.push_back("no --moe-router-topk: Megatron's default 2");
+  }
+  moe.set_router_topk(topk);
+  MEMGATE_ASSIGN_OR_RETURN(
+      ffn, args.Number("moe-ffn-hidden-size", m.ffn_hidden_size()));
+  moe.set_expert_ffn_hidden_size(ffn);
+  MEMGATE_ASSIGN_OR_RETURN(
+      shared, args.Number("moe-shared-expert-intermediate-size", 0));
+  moe.set_shared_expert_ffn_hidden_size(shared);
+  moe.set_shared_expert_gate(args.Has("moe-shared-expert-gate"));
+  if (absl::Status s = FillLayerFrequency(args, moe, m.num_layers());
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = FillDispatch(args, launch, moe); !s.ok()) return s;
+  FillProbsApplied(args, launch, moe);
+  MEMGATE_ASSIGN_OR_RETURN(ep, args.Number("expert-model-parallel-size", 1));
+  if (ep == 0) return Bad("expert-model-parallel-size", "must be at least 1");
+  p.set_expert_parallel(ep);
+  MEMGATE_ASSIGN_OR_RETURN(
+      etp, args.Number("expert-tensor-parallel-size", p.tensor_parallel()));
+  if (etp == 0) return Bad("expert-tensor-parallel-size", "must be at least 1");
+  if (absl::Status s = RequireUnshardedWeights(
+          args, "expert-tensor-parallel-num-weight-shards",
+          "--expert-tensor-parallel-size", etp);
+      !s.ok()) {
+    return s;
+  }
+  p.set_expert_tensor_parallel(etp);
+  if (args.Has("moe-layer-recompute")) {
+    // Checkpointing the whole MoE block keeps only its input, as
+    // --recompute-modules moe does.
+    v1::Recompute& r = *launch.job.mutable_training()->mutable_recompute();
+    if (r.granularity() == v1::Recompute::GRANULARITY_FULL) {
+      return absl::OkStatus();  // full recomputation already covers it
+    }
+    if (r.granularity() != v1::Recompute::GRANULARITY_SELECTIVE) {
+      r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+      r.add_modules(v1::Recompute::MODULE_CORE_ATTN);
+    }
+    r.add_modules(v1::Recompute::MODULE_MOE);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FillMla(const Arguments& args, MegatronLaunch& launch) {
+  v1::ModelConfig& m = *launch.job.mutable_model();
+  if (!args.Has("multi-latent-attention")) {
+    for (const char* needs : {"q-lora-rank", "kv-lora-rank"}) {
+      if (args.Has(needs)) return Bad(needs, "needs --multi-latent-attention");
+    }
+  } else {
+    v1::MlaConfig& mla = *m.mutable_mla();
+    // arguments.py's defaults.
+    MEMGATE_ASSIGN_OR_RETURN(q, args.Number("q-lora-rank", 0));
+    MEMGATE_ASSIGN_OR_RETURN(kv, args.Number("kv-lora-rank", 32));
+    MEMGATE_ASSIGN_OR_RETURN(qk, args.Number("qk-head-dim", 128));
+    MEMGATE_ASSIGN_OR_RETURN(rope, args.Number("qk-pos-emb-head-dim", 64));
+    MEMGATE_ASSIGN_OR_RETURN(v, args.Number("v-head-dim", 128));
+    mla.set_q_lora_rank(q);
+    mla.set_kv_lora_rank(kv);
+    mla.set_qk_head_dim(qk);
+    mla.set_qk_pos_emb_head_dim(rope);
+    mla.set_v_head_dim(v);
+    for (const char* defaulted : {"kv-lora-rank", "qk-head-dim",
+                                  "qk-pos-emb-head-dim", "v-head-dim"}) {
+      if (!args.Has(defaulted)) {
+        launch.notes.push_back(
+            absl::StrCat("no --", defaulted, ": Megatron's default"));
+      }
+    }
+    if (args.Has("group-query-attention")) {
+      return Bad("group-query-attention",
+                 "cannot be given with --multi-latent-attention (Megatron "
+                 "refuses it)");
+    }
+    // gpt_layer_specs.py asserts qk_l2_norm is off with MLA;
+    // --qk-layernorm is MLA's latent norms (MlaActivations).
+    if (args.Has("qk-l2-norm")) {
+      return Bad("qk-l2-norm",
+                 "cannot be given with --multi-latent-attention (Megatron "
+                 "refuses it)");
+    }
+    m.set_num_query_groups(m.num_attention_heads());
+  }
+  MEMGATE_ASSIGN_OR_RETURN(mtp, args.Number("mtp-num-layers", 0));
+  m.set_mtp_num_layers(mtp);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status FillExpertsFromLaunch(const Arguments& args,
+                                   MegatronLaunch& launch) {
+  if (absl::Status s = FillMoe(args, launch); !s.ok()) return s;
+  return FillMla(args, launch);
+}
+
+}  // namespace memgate
