@@ -1,6 +1,5 @@
 #include "estimator/pipeline_layout.h"
 
-#include <chrono>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -89,17 +88,16 @@ TEST(PipelineLayoutTest, BreakingMegatronsRulesIsNamed) {
 }
 
 // Expansion is bounded before it is built: nested repeats that would make
-// 10^18 characters are refused at once, in far under a second.
+// 10^18 characters are refused by the size check ("expands past", which
+// only Repeat's check before appending says). No clock: a bomb that was
+// built would exhaust memory or the test's timeout, and fail either way.
 TEST(PipelineLayoutTest, ExpansionBombsAreRefusedBeforeAnyWork) {
-  const auto start = std::chrono::steady_clock::now();
   for (absl::string_view bomb :
        {"E(t*999999999|)*999999999L", "Et*99999999999999999999999L",
         "E(t*1000|)*1000000L"}) {
     EXPECT_NE(Error(bomb, 1, 1).find("expands past"), std::string::npos)
         << bomb;
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - start,
-            std::chrono::seconds(1));
   // The largest layout allowed still parses.
   std::string big = "E" + std::string(kMaxExpandedLayout - 2, 't') + "L";
   EXPECT_EQ(Error(big, 1, kMaxExpandedLayout - 2), "ok");

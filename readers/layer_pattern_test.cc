@@ -1,6 +1,5 @@
 #include "readers/layer_pattern.h"
 
-#include <chrono>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -43,9 +42,11 @@ TEST(LayerPatternTest, BadPatternsAreNamed) {
   EXPECT_EQ(Error("[1]*3", 4).rfind("--moe-layer-freq: ", 0), 0u);
 }
 
-// The size is bounded before anything is built, and nesting is bounded.
+// The size is bounded before anything is built, and nesting is bounded:
+// each bomb is refused by the check that runs before the list grows (its
+// message says which). No clock: a bomb that was built (2^48 entries) or
+// recursed into would exhaust memory, the stack or the test's timeout.
 TEST(LayerPatternTest, BombsAreRefusedCheaply) {
-  const auto start = std::chrono::steady_clock::now();
   EXPECT_NE(Error("(([1]*65536)*65536)*65536", 4).find("grows past"),
             std::string::npos);
   EXPECT_NE(Error("[1]*99999999999999999999", 4).find("grows past"),
@@ -55,8 +56,6 @@ TEST(LayerPatternTest, BombsAreRefusedCheaply) {
             std::string::npos);
   EXPECT_NE(Error(std::string(300000, '['), 1).find("too long"),
             std::string::npos);
-  EXPECT_LT(std::chrono::steady_clock::now() - start,
-            std::chrono::seconds(1));
 }
 
 }  // namespace
