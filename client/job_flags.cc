@@ -254,14 +254,27 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
 }
 
 std::string WithFlagHint(const std::string& message) {
+  std::string out = message;
   for (const FlagForField& f : kFlagForField) {
     const std::string prefix = absl::StrCat(f.field, ":");
     if (absl::StartsWith(message, prefix)) {
-      return absl::StrCat(f.field, " (", f.flag, "):",
-                          message.substr(prefix.size()));
+      out = absl::StrCat(f.field, " (", f.flag, "):",
+                         message.substr(prefix.size()));
+      break;
     }
   }
-  return message;
+  // Uneven stages have no flag: the launch says them as Megatron does, and
+  // the planner prints such launches.
+  if (absl::StrContains(message, "give parallel.layers_per_stage")) {
+    absl::StrAppend(&out,
+                    "; they come from a Megatron-LM launch after "
+                    "`--` (--decoder-first-pipeline-num-layers, "
+                    "--decoder-last-pipeline-num-layers, "
+                    "--pipeline-model-parallel-layout) or a --job file; "
+                    "`memgate plan --format=megatron-args` prints layouts "
+                    "that fit as such arguments");
+  }
+  return out;
 }
 
 }  // namespace memgate::cli

@@ -1,5 +1,9 @@
 #include "client/job_flags.h"
 
+#include <string>
+#include <vector>
+
+#include "estimator/estimate.h"
 #include "gtest/gtest.h"
 
 namespace memgate::cli {
@@ -50,6 +54,31 @@ TEST(JobFlagsTest, FlagHintsForEstimatorFields) {
             "parallel.tensor_parallel (--tp): must be at least 1");
   EXPECT_EQ(WithFlagHint("num_gpus: x"), "num_gpus (--gpus): x");
   EXPECT_EQ(WithFlagHint("something else"), "something else");
+}
+
+// A model whose layers do not divide over PP (DeepSeek-V3's 61 over 8) has
+// no flag for uneven stages: the error says where they come from.
+TEST(JobFlagsTest, UnevenStagesPointToTheLaunch) {
+  absl::StatusOr<v1::Job> job =
+      Build({"--model=deepseek-v3", "--gpu=h100-80gb", "--gpus=1024",
+             "--tp=2", "--pp=8", "--ep=64", "--seq=4096"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<v1::Estimate> estimate = EstimateJob(*job);
+  ASSERT_FALSE(estimate.ok());
+  const std::string message =
+      WithFlagHint(std::string(estimate.status().message()));
+  EXPECT_EQ(message.rfind("model.num_layers (--layers): must be a multiple "
+                          "of parallel.pipeline_parallel = 8 for even stages "
+                          "(got 61; uneven stages: give "
+                          "parallel.layers_per_stage)",
+                          0),
+            0u)
+      << message;
+  EXPECT_NE(message.find("--decoder-first-pipeline-num-layers"),
+            std::string::npos);
+  EXPECT_NE(message.find("memgate plan --format=megatron-args"),
+            std::string::npos);
+  EXPECT_EQ(message.find('\n'), std::string::npos);  // errors are one line
 }
 
 }  // namespace

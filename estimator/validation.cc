@@ -243,16 +243,21 @@ absl::Status ValidateStages(const v1::Job& job) {
                      absl::StrCat("must be at most ", kMaxPipelineStages),
                      absl::StrCat(v));
     }
-    if (par.layers_per_stage().empty()) {
-      return RequireMultiple("model.num_layers", layers,
-                             "pipeline_parallel x virtual_pipeline_stages",
-                             par.pipeline_parallel() * v);
-    }
-  } else if (par.layers_per_stage().empty()) {
-    return RequireMultiple("model.num_layers", layers,
-                           "parallel.pipeline_parallel (or give "
-                           "parallel.layers_per_stage)",
-                           par.pipeline_parallel());
+  }
+  if (par.layers_per_stage().empty()) {
+    // Even stages; an uneven split is how a model whose layers do not
+    // divide (DeepSeek-V3's 61, Llama-3.1-405B's 126 over 16) runs.
+    const uint64_t chunks = par.pipeline_parallel() * std::max<uint64_t>(v, 1);
+    if (layers % chunks == 0) return absl::OkStatus();
+    return Invalid(
+        "model.num_layers",
+        absl::StrCat("must be a multiple of ",
+                     v > 1 ? "parallel.pipeline_parallel x "
+                             "parallel.virtual_pipeline_stages = "
+                           : "parallel.pipeline_parallel = ",
+                     chunks, " for even stages"),
+        absl::StrCat(layers, "; uneven stages: give "
+                             "parallel.layers_per_stage"));
   }
   const uint64_t stages = par.pipeline_parallel() * std::max<uint64_t>(v, 1);
   if (static_cast<uint64_t>(par.layers_per_stage_size()) != stages) {
