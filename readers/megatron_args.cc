@@ -137,6 +137,18 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
                  "raises 'bias_activation_fusion and use_te_activation_func "
                  "cannot be both true'");
     }
+    // The local spec builds no TransformerEngine activation module, so
+    // mlp.py applies config.activation_func (silu) to both halves of FC1's
+    // output and linear_fc2 fails on the doubled width: the job never
+    // trains.
+    if (te_activation && args.Has("transformer-impl") &&
+        args.Text("transformer-impl") == "local") {
+      return Bad("use-te-activation-func",
+                 "with --swiglu and --transformer-impl local: the local "
+                 "spec has no TransformerEngine activation module, so "
+                 "Megatron's mlp.py applies silu to both halves and "
+                 "linear_fc2 fails on the shape");
+    }
     if (args.Has("no-bias-swiglu-fusion") && !te_activation) {
       return Bad("no-bias-swiglu-fusion",
                  "the unfused SwiGLU keeps silu(x) and x_linear + offset "

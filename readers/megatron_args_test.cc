@@ -1094,6 +1094,11 @@ TEST(MegatronArgsTest, TransformerEngineActivationKeepsWhatTheKernelKeeps) {
   EXPECT_TRUE(RefusedNaming("--use-te-activation-func", "",
                             {"--use-te-activation-func",
                              "--no-bias-swiglu-fusion"}));
+  // The local spec has no TE module: silu on both halves, FC2 fails.
+  EXPECT_TRUE(RefusedNaming(
+      "--use-te-activation-func --no-bias-swiglu-fusion "
+      "--transformer-impl local",
+      "", {"--use-te-activation-func", "--transformer-impl local"}));
   EXPECT_TRUE(RefusedNaming("--use-te-activation-func --quick-geglu",
                             "--swiglu",
                             {"--use-te-activation-func", "--quick-geglu"}));

@@ -321,7 +321,8 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "is kept once more for their multiply (8 B a unit of expert FFN). "
        "Refused where Megatron raises: with the bias-activation fusion on "
        "(--swiglu needs --no-bias-swiglu-fusion), with --squared-relu or "
-       "--quick-geglu"},
+       "--quick-geglu; and with --swiglu under --transformer-impl local, "
+       "whose spec has no TE module (the MLP fails on the shape)"},
       {"moe-use-legacy-grouped-gemm", false, M, "off",
        "the legacy GroupedMLP (removed in later Megatron): its unfused "
        "activation keeps its output once more for the probabilities' "
