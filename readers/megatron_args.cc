@@ -966,6 +966,33 @@ absl::Status FillFsdp(const Arguments& args, MegatronLaunch& launch) {
   return absl::OkStatus();
 }
 
+// Recomputed modules Megatron refuses beside other settings
+// (transformer_config.py __post_init__, ValueError): moe_act without
+// grouped GEMMs; moe_act and layernorm under fp8's delayed recipe. Such a
+// launch never trains.
+absl::Status RefuseModulesMegatronRefuses(const Arguments& args,
+                                          const MegatronLaunch& launch) {
+  const v1::TrainingConfig& t = launch.job.training();
+  for (int module : t.recompute().modules()) {
+    if (module == v1::Recompute::MODULE_MOE_ACT &&
+        !args.Has("moe-grouped-gemm")) {
+      return Bad("recompute-modules",
+                 "moe_act needs --moe-grouped-gemm (Megatron refuses it "
+                 "otherwise)");
+    }
+    const bool fp8_sensitive = module == v1::Recompute::MODULE_MOE_ACT ||
+                               module == v1::Recompute::MODULE_LAYERNORM;
+    if (fp8_sensitive && t.has_fp8() &&
+        t.fp8().recipe() == v1::Fp8::RECIPE_DELAYED) {
+      return Bad("recompute-modules",
+                 "moe_act and layernorm with the fp8 recipe delayed: Megatron "
+                 "refuses them (\"Delayed scaling does not support moe_act "
+                 "and layernorm recompute for fp8\")");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
   v1::TrainingConfig& t = *launch.job.mutable_training();
   // arguments.py: --encoder-seq-length is the sequence length when
@@ -999,7 +1026,7 @@ absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
                     FillOptimizerStorage, FillFp8, FillFsdp}) {
     if (absl::Status s = fill(args, launch); !s.ok()) return s;
   }
-  return absl::OkStatus();
+  return RefuseModulesMegatronRefuses(args, launch);
 }
 
 // Arguments the table refuses, named with the reason, and partly modelled

@@ -755,6 +755,7 @@ TEST(MegatronArgsTest, MixtureOfExpertsLaunchIsModelled) {
       "--q-lora-rank 1536 --kv-lora-rank 512 --mtp-num-layers 1 "
       "--expert-model-parallel-size 2 --expert-tensor-parallel-size 1 "
       "--moe-expert-capacity-factor 1.0 --moe-pad-expert-input-to-capacity "
+      "--moe-grouped-gemm "
       "--recompute-granularity selective --recompute-modules moe_act "
       "shared_experts",
       "--group-query-attention --num-query-groups 8");
@@ -1312,6 +1313,23 @@ TEST(MegatronArgsTest, ReadsLayernormRecomputation) {
   EXPECT_EQ(norms.training().recompute().modules(1),
             v1::Recompute::MODULE_LAYERNORM);
   EXPECT_LT(PeakOf(norms), PeakOf(plain));
+  // Megatron refuses moe_act without grouped GEMMs, and moe_act or
+  // layernorm under fp8's delayed recipe (transformer_config.py).
+  std::string ungrouped = moe + "--recompute-granularity selective "
+                                "--recompute-modules moe_act";
+  ungrouped.erase(ungrouped.find("--moe-grouped-gemm "), 19);
+  EXPECT_TRUE(RefusedNaming(ungrouped, "",
+                           {"--recompute-modules: moe_act needs "
+                            "--moe-grouped-gemm"}));
+  for (const char* module : {"moe_act", "layernorm"}) {
+    const std::string fp8 =
+        moe + "--fp8-format hybrid --recompute-granularity selective "
+              "--recompute-modules " + module;
+    EXPECT_TRUE(RefusedNaming(fp8, "", {"fp8 recipe delayed"})) << module;
+    EXPECT_TRUE(
+        EstimateJob(LlamaLaunchJob(fp8 + " --fp8-recipe tensorwise")).ok())
+        << module;
+  }
 }
 
 // One accounted unit a chunk: rank 0's first chunk holds only the embedding

@@ -323,6 +323,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "(--swiglu needs --no-bias-swiglu-fusion), with --squared-relu or "
        "--quick-geglu; and with --swiglu under --transformer-impl local, "
        "whose spec has no TE module (the MLP fails on the shape)"},
+      {"moe-grouped-gemm", false, M, "off",
+       "grouped GEMMs for the local experts (no memory term changes); "
+       "--recompute-modules moe_act needs it (Megatron refuses it "
+       "without)"},
       {"moe-use-legacy-grouped-gemm", false, M, "off",
        "the legacy GroupedMLP (removed in later Megatron): its unfused "
        "activation keeps its output once more for the probabilities' "
