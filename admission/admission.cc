@@ -91,6 +91,10 @@ absl::Status AdmitJobInto(const v1::Job& job, const AdmissionPolicy& policy,
         SmallestGpuCountThatFits(estimate.job(), policy.threshold));
     decision.set_min_recompute_layers_that_fit(
         LeastRecomputeThatFits(estimate.job(), policy.threshold));
+    for (v1::Recompute::Module m :
+         CheapModulesThatFit(estimate.job(), policy.threshold)) {
+      decision.add_fits_with_recompute_modules(m);
+    }
     if (estimate.job().training().dataloader_attention_mask()) {
       // One more estimate: the cheapest change there is, a flag.
       v1::Job probe = estimate.job();

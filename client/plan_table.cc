@@ -56,7 +56,7 @@ std::string RenderPlanTable(const std::vector<uint32_t>& gpu_counts,
       // The paper's table is of plain 1F1B layouts: interleaved, uneven
       // and recomputing variants are in the list view.
       if (c.virtual_pipeline_stages() > 1 || c.first_stage_layers() > 0 ||
-          c.recompute_num_layers() > 0) {
+          c.recompute_num_layers() > 0 || c.recompute_modules_size() > 0) {
         continue;
       }
       auto& row = rows[{c.tensor_parallel(), c.context_parallel(),

@@ -34,7 +34,41 @@ std::string CandidateVariant(const v1::Candidate& c) {
                           c.recompute_num_layers() == 1 ? "" : "s",
                           c.virtual_pipeline_stages() > 1 ? "chunk" : "stage");
   }
+  if (c.recompute_modules_size() > 0) {
+    absl::StrAppend(&v, "recompute ", RecomputeModulesText(c.recompute_modules()), " (selective); ");
+  }
   return v;
+}
+
+std::string RecomputeModuleName(v1::Recompute::Module module) {
+  switch (module) {
+    case v1::Recompute::MODULE_CORE_ATTN:
+      return "core_attn";
+    case v1::Recompute::MODULE_MLP:
+      return "mlp";
+    case v1::Recompute::MODULE_MOE:
+      return "moe";
+    case v1::Recompute::MODULE_MOE_ACT:
+      return "moe_act";
+    case v1::Recompute::MODULE_SHARED_EXPERTS:
+      return "shared_experts";
+    case v1::Recompute::MODULE_LAYERNORM:
+      return "layernorm";
+    case v1::Recompute::MODULE_MLA_UP_PROJ:
+      return "mla_up_proj";
+    default:
+      return "unknown";
+  }
+}
+
+std::string RecomputeModulesText(
+    const google::protobuf::RepeatedField<int>& modules) {
+  std::string text;
+  for (int module : modules) {
+    if (!text.empty()) text += " ";
+    text += RecomputeModuleName(static_cast<v1::Recompute::Module>(module));
+  }
+  return text;
 }
 
 std::string CandidateMegatronArguments(const v1::Candidate& c,
@@ -85,6 +119,17 @@ std::string CandidateMegatronArguments(const v1::Candidate& c,
                           "--recompute-method block "
                           "--recompute-num-layers %u",
                           c.recompute_num_layers());
+  } else if (c.recompute_modules_size() > 0) {
+    absl::StrAppend(&args, " --recompute-granularity selective "
+                           "--recompute-modules ",
+                    RecomputeModulesText(c.recompute_modules()));
+    // Megatron recomputes the experts' activation with grouped GEMMs only
+    // (transformer_config.py).
+    for (int module : c.recompute_modules()) {
+      if (module == v1::Recompute::MODULE_MOE_ACT) {
+        args += " --moe-grouped-gemm";
+      }
+    }
   }
   return args;
 }

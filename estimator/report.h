@@ -19,6 +19,15 @@ std::string ZoneName(v1::Zone zone);
 // for a plain layout.
 std::string CandidateVariant(const v1::Candidate& c);
 
+// Megatron's name of a recomputed module (--recompute-modules): "moe_act".
+std::string RecomputeModuleName(v1::Recompute::Module module);
+
+// Recompute modules (Candidate.recompute_modules,
+// Decision.fits_with_recompute_modules) as Megatron's --recompute-modules
+// value: "moe_act layernorm mla_up_proj".
+std::string RecomputeModulesText(
+    const google::protobuf::RepeatedField<int>& modules);
+
 // The Megatron-LM arguments that run a plan candidate (its
 // megatron_arguments field): "--tensor-model-parallel-size 8 ... ", without
 // the model's or the precision's flags, with the dataloader's attention

@@ -23,6 +23,12 @@
 //        token over the ep group (all_to_all), then gathers them over the
 //        expert-TP group; MoEFlexTokenDispatcher hands the tp_ep group to
 //        DeepEP. Backward runs each collective's transpose: four passes.
+// [MR]   Megatron-LM megatron/core/transformer/transformer_config.py
+//        (recompute_modules: "moe_act", "layernorm", "mla_up_proj") and
+//        the modules that honour them: experts.py (the activation under
+//        CheckpointWithoutOutput), transformer_layer.py (the input and
+//        pre-MLP norms), multi_latent_attention.py (the up projections
+//        and RoPE).
 // [DE]   DeepEP README (deepseek-ai/DeepEP), normal kernels: a token goes
 //        once over RDMA to each remote node holding one of its experts and
 //        is forwarded over NVLink to that node's GPUs that hold them.
@@ -118,6 +124,40 @@ LayerWeights ActiveWeightsPerToken(const ModelShape& m) {
   const double moe_dense = Gated(m) * h * m.shared_ffn + h * m.experts;
   return {attention + (1 - moe_share) * dense_mlp + moe_share * moe_dense,
           moe_share * m.topk * Gated(m) * h * ExpertFfn(m)};
+}
+
+double SelectiveRecomputeCost(const ModelShape& m, const LayerWeights& weights,
+                              const SelectiveModules& modules,
+                              double seq_length, double element_bytes,
+                              const CostModel& cost) {
+  // Per token of an average layer, forward: GEMM FLOPs and elementwise
+  // bytes (read and written) that the recomputation repeats [MR].
+  double flops = 0, bytes = 0;
+  const double moe_share =
+      m.experts > 0 ? MoeLayersIn(m, 0, m.layers) / m.layers : 0;
+  if (modules.moe_act) {
+    // The expert activation of each of the k routed copies: SwiGLU reads
+    // its two halves and writes one (a GeLU one in, one out).
+    const double units = Gated(m) == 3 ? 3 : 2;
+    bytes += moe_share * m.topk * units * ExpertFfn(m) * element_bytes;
+  }
+  if (modules.layernorm) {
+    // The input and pre-MLP norms: h in, h out each (an upper bound: under
+    // TransformerEngine the input norm of most layers is fused into QKV
+    // and not recomputed).
+    bytes += 2 * 2 * m.hidden * element_bytes;
+  }
+  if (modules.mla_up_proj && m.mla) {
+    // The up projections of the Q latent (or Q's own projection without
+    // one) and of the KV latent, 2 FLOPs a weight, and RoPE over the
+    // rotary parts of Q (a heads) and of the shared key.
+    const double q_in = m.q_lora > 0 ? m.q_lora : m.hidden;
+    flops += 2 * (q_in * m.heads * (m.qk_nope + m.qk_rope) +
+                  m.kv_lora * m.heads * (m.qk_nope + m.v_head));
+    bytes += 2 * (m.heads + 1) * m.qk_rope * element_bytes;
+  }
+  const double extra = flops + bytes * cost.peak_flops_per_hbm_byte;
+  return 1 + extra / (3 * LayerFlops(m, weights, seq_length));
 }
 
 SpeedFactors SpeedOf(const ModelShape& m, const Layout& l, double microbatches,

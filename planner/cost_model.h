@@ -3,7 +3,9 @@
 
 // A deliberately simple model of relative training speed, used to rank
 // layouts that fit. It encodes the paper's findings (section 4.2) as four
-// mechanisms, and interleaving's price as a fifth, each a factor in (0, 1]:
+// mechanisms, and the prices of interleaving, of expert parallelism's
+// exchange and of selective recomputation as three more, each a factor in
+// (0, 1]:
 //
 //  1. GEMM efficiency. Matrix multiplies run closer to peak when they are
 //     large: rows are the tokens of one micro-batch on one CP rank (s*b/c),
@@ -42,6 +44,14 @@
 //     all-gather every token of the group to every rank. Priced like (5),
 //     at the same two datasheet ratios, as not overlapped (an upper bound:
 //     --overlap-moe-expert-parallel-comm and DeepEP hide part of it).
+//  7. Selective recomputation's price (SelectiveRecomputeCost): one more
+//     forward of what the recomputed modules compute, against the layer's
+//     forward and backward. A GEMM's FLOPs count as they are; an
+//     elementwise kernel (an activation function, a norm, RoPE) does no
+//     GEMM work but reads and writes its tensors, priced at the GPU's
+//     datasheet ratio of peak compute to HBM bandwidth, as (5) prices a
+//     network byte, at peak efficiency (an upper bound: a byte costs the
+//     most against compute that runs at peak).
 //
 // Mixture-of-experts layers (beyond the paper): the routed experts' GEMMs
 // get their own size in (1), the tokens routed to each local expert, which
@@ -81,6 +91,9 @@ struct CostModel {
   // The same over NVLink, between pipeline neighbours in one node: 989
   // TFLOP/s over NVLink 4's 450 GB/s a direction (A100: 312 over 300).
   double peak_flops_per_nvlink_byte = 2.2e3;
+  // (7) The same over HBM: 989 TFLOP/s over an H100 SXM's 3.35 TB/s
+  // (A100: 312 over 2.0 TB/s, 156; B200: 2,250 over 8 TB/s, 281).
+  double peak_flops_per_hbm_byte = 295;
 };
 
 struct SpeedFactors {
@@ -119,6 +132,26 @@ struct LayerWeights {
   double experts = 0;
 };
 LayerWeights ActiveWeightsPerToken(const ModelShape& m);
+
+// Modules Megatron's selective recomputation (--recompute-granularity
+// selective --recompute-modules) recomputes at a small price, which the
+// planner tries before full recomputation: the experts' activation
+// function (moe_act), the norms (layernorm), MLA's up projections and
+// RoPE (mla_up_proj).
+struct SelectiveModules {
+  bool moe_act = false;
+  bool layernorm = false;
+  bool mla_up_proj = false;
+  bool any() const { return moe_act || layernorm || mla_up_proj; }
+};
+
+// (7) 1 + the share of a layer's forward and backward that one more
+// forward of `modules` adds, averaged over the model's layers, with
+// `element_bytes` a 16-bit (2) or fp32 (4) activation element.
+double SelectiveRecomputeCost(const ModelShape& m, const LayerWeights& weights,
+                              const SelectiveModules& modules,
+                              double seq_length, double element_bytes,
+                              const CostModel& cost = {});
 
 // `microbatches` per step (m = global batch / (b * d)); `gpus_per_node` 0
 // means unknown (no cross-node penalty).

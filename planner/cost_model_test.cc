@@ -249,5 +249,37 @@ TEST(CostModelTest, ExpertExchangeGrowsWithItsReach) {
   EXPECT_EQ(SpeedOf(CatalogShape("llama-3.1-8b"), l, 64, 8).expert, 1);
 }
 
+// (7) Selective recomputation pays one more forward of what it
+// recomputes. DeepSeek-V3's MLA up projections are GEMMs: 2 FLOPs a weight
+// (1,536 x 128 x 192 and 512 x 128 x 256), against 3 x the layer's forward
+// (2 per active weight and causal attention's 2 s a (192 + 128) / 2). The
+// elementwise modules (experts' activation, norms, RoPE) cost their bytes
+// at the HBM ratio: twice as much in fp32. Together under the cheapest
+// full recomputation (a quarter of a stage, x 13/12); none costs nothing.
+TEST(CostModelTest, SelectiveRecomputationPaysOneMoreForwardOfItsModules) {
+  const ModelShape v3 = CatalogShape("deepseek-v3");
+  const LayerWeights w = ActiveWeightsPerToken(v3);
+  const double seq = 4096;
+  const double layer = 2 * (w.dense + w.experts) + 2 * seq * 128 * 320 / 2;
+  const double up = 2 * (1536.0 * 128 * 192 + 512.0 * 128 * 256);
+  CostModel no_bytes;
+  no_bytes.peak_flops_per_hbm_byte = 0;
+  SelectiveModules mla;
+  mla.mla_up_proj = true;
+  EXPECT_NEAR(SelectiveRecomputeCost(v3, w, mla, seq, 2, no_bytes),
+              1 + up / (3 * layer), 1e-12);
+  EXPECT_EQ(SelectiveRecomputeCost(v3, w, SelectiveModules(), seq, 2), 1);
+
+  SelectiveModules all = mla;
+  all.moe_act = all.layernorm = true;
+  const double gemm_share =
+      SelectiveRecomputeCost(v3, w, all, seq, 2, no_bytes) - 1;
+  const double bf16 = SelectiveRecomputeCost(v3, w, all, seq, 2) - 1;
+  const double fp32 = SelectiveRecomputeCost(v3, w, all, seq, 4) - 1;
+  EXPECT_GT(bf16, gemm_share);
+  EXPECT_NEAR(fp32 - gemm_share, 2 * (bf16 - gemm_share), 1e-12);
+  EXPECT_LT(1 + bf16, 13.0 / 12);
+}
+
 }  // namespace
 }  // namespace memgate

@@ -17,7 +17,7 @@ enum class Tier { kFits, kFitsByRecomputing, kFallback, kDoesNotFit };
 
 Tier TierOf(const Layout4D& l) {
   if (l.zone != v1::ZONE_GREEN) return Tier::kDoesNotFit;
-  if (l.recompute == 0) return Tier::kFits;
+  if (l.recompute == 0 && !l.cheap_modules) return Tier::kFits;
   return l.recompute_cost <= kMaxCompetingRecomputeCost
              ? Tier::kFitsByRecomputing
              : Tier::kFallback;
@@ -27,8 +27,10 @@ Tier TierOf(const Layout4D& l) {
 bool TieBreak(const Layout4D& x, const Layout4D& y) {
   if (GroupOf(x) != GroupOf(y)) return GroupOf(x) < GroupOf(y);
   if (x.b != y.b) return x.b > y.b;
-  return std::tie(x.t, x.c, x.p, x.ep, x.etp, x.v, x.recompute) <
-         std::tie(y.t, y.c, y.p, y.ep, y.etp, y.v, y.recompute);
+  return std::tie(x.t, x.c, x.p, x.ep, x.etp, x.v, x.recompute,
+                  x.cheap_modules) <
+         std::tie(y.t, y.c, y.p, y.ep, y.etp, y.v, y.recompute,
+                  y.cheap_modules);
 }
 
 // Tier::kFits: the paper's rule, the smallest TP x CP x PP first (unless

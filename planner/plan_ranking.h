@@ -36,6 +36,9 @@ struct Layout4D {
   // Interleaved chunks in the MTP-counting form (planner.cc kMtpLayout),
   // which only --pipeline-model-parallel-layout expresses.
   bool mtp_layout = false;
+  // Fits by the planner's cheap selective modules (planner.cc
+  // CheapModulesFor) at recompute_cost; recompute is then 0.
+  bool cheap_modules = false;
 };
 
 // The group the paper's rule minimises: TP x CP x PP, doubled once for

@@ -18,6 +18,7 @@
 #include "estimator/report.h"
 #include "estimator/units.h"
 #include "estimator/validation.h"
+#include "planner/cheap_recompute.h"
 #include "planner/cost_model.h"
 #include "planner/divisors.h"
 #include "planner/plan_ranking.h"
@@ -237,8 +238,9 @@ std::string WhyOf(const Layout4D& l, const SpeedFactors& f, double capacity,
   if (f.expert < 1) {
     absl::StrAppendFormat(&why, ", EP exchange x%.2f", f.expert);
   }
-  if (l.recompute > 0) {
-    // One more forward of the recomputed layers (FitByRecomputing).
+  if (l.recompute > 0 || l.cheap_modules) {
+    // One more forward of the recomputed layers or modules
+    // (FitByRecomputing).
     absl::StrAppendFormat(&why, ", recomputation x%.2f", 1 / l.recompute_cost);
   }
   return why;
@@ -256,8 +258,14 @@ struct Search {
   uint32_t heads = 0, kv_heads = 0, layers = 0, vocab = 0;
   uint32_t mtp = 0;  // MTP layers, on the last stage
   std::vector<uint32_t> expert_divisors;  // of E; empty for dense models
-  bool allow_recompute = true;
+  bool allow_recompute = true;       // any recomputation
+  bool allow_full_recompute = true;  // full (beyond the cheap modules)
   bool allow_interleave = true;
+  // The cheap selective modules tried before full recomputation, those of
+  // them the template does not already recompute (CheapModulesFor), and
+  // their price (cost_model.h (7)).
+  SelectiveModules cheap;
+  double cheap_cost = 1;
 };
 
 Layout LayoutFor(const Search& s, uint32_t t, uint32_t c, uint32_t p,
@@ -604,7 +612,12 @@ double PeakOf(const Search& s, const Layout& l, const StageSplit& split,
   return peak;
 }
 
-// A layout that does not fit is tried with the least full recomputation
+// A layout that does not fit is first tried with the cheap selective
+// modules (CheapModulesFor), at their price (cost_model.h (7): x 1.04 for
+// DeepSeek-V3, mostly MLA's up projections), which is below any full
+// recomputation's (at least a quarter of a stage's layers, x 13/12), so
+// the first that fits is the cheapest. Otherwise with the least full
+// recomputation
 // (method block) that makes it fit, in quarters of the largest stage's
 // layers: recomputing all of them first (a layout that does not fit even
 // so costs one more estimate), then the smaller quarters; at most four more
@@ -620,6 +633,7 @@ double PeakOf(const Search& s, const Layout& l, const StageSplit& split,
 // tried, and no quarter below the least that fitted is.
 struct RecomputeProbe {
   bool hopeless = false;   // every layer recomputed did not fit
+  bool cheap_failed = false;  // the cheap modules did not fit
   uint32_t least = 0;      // the least quarter that fitted so far
 };
 
@@ -629,6 +643,24 @@ void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   const uint32_t stage_layers =
       std::max(split.middle, split.first) / std::max(1u, entry.v);
   if (stage_layers == 0 || probe.hopeless) return;
+  // (Full recomputation of every layer keeps less than the cheap modules:
+  // once it does not fit, neither do they.)
+  if (s.cheap.any() && !probe.cheap_failed) {
+    const double peak =
+        PeakOf(s, WithCheapModules(l, s.cheap), split, chunks);
+    if (ZoneOf(peak, s.capacity, s.threshold) == v1::ZONE_GREEN) {
+      entry.peak_bytes = peak;
+      entry.zone = v1::ZONE_GREEN;
+      entry.cheap_modules = true;
+      entry.recompute_cost = s.cheap_cost;
+      entry.speed /= entry.recompute_cost;
+      return;
+    }
+    probe.cheap_failed = true;
+  }
+  // Full recomputation under full recomputation's rules only: the
+  // Megatron-LM EP overlap refuses it (validation.cc).
+  if (!s.allow_full_recompute) return;
   UseFullRecomputation(l);
   auto fits = [&](uint32_t n, double& peak) {
     l.recompute_layers = n;
@@ -796,8 +828,16 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
   if (job->model().has_moe()) {
     s.expert_divisors = Divisors(job->model().moe().num_experts());
   }
-  // Full recomputation is refused with the EP overlap (validation.cc).
-  s.allow_recompute = !request.no_recompute() && !s.base.ep_overlap;
+  // Full recomputation is refused with the EP overlap (validation.cc);
+  // selective is not.
+  s.allow_recompute = !request.no_recompute();
+  s.allow_full_recompute = !s.base.ep_overlap;
+  if (s.allow_recompute) {
+    s.cheap = CheapModulesFor(s.shape, s.base);
+    s.cheap_cost = SelectiveRecomputeCost(
+        s.shape, s.weights, s.cheap, s.seq,
+        s.base.precision == v1::PRECISION_FP32 ? 4 : 2);
+  }
   s.allow_interleave = !request.no_interleave();
   return s;
 }
@@ -832,6 +872,12 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best,
                                         l.p, l.v));
   }
   c.set_recompute_num_layers(l.recompute);
+  if (l.cheap_modules) {
+    for (v1::Recompute::Module module :
+         ModulesOf(WithCheapModules(s.base, s.cheap))) {
+      c.add_recompute_modules(module);
+    }
+  }
   c.set_peak_bytes(l.peak_bytes);
   c.set_peak_gib(ToGiB(l.peak_bytes));
   c.set_zone(l.zone);
@@ -897,6 +943,15 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
     r.set_granularity(v1::Recompute::GRANULARITY_FULL);
     r.set_method(v1::Recompute::METHOD_BLOCK);
     r.set_num_layers(c.recompute_num_layers());
+  } else if (c.recompute_modules_size() > 0) {
+    v1::Recompute& r = *t.mutable_recompute();
+    r.Clear();  // the candidate's list includes the template's modules
+    r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+    // (moe_act runs with grouped GEMMs only: the candidate's arguments add
+    // --moe-grouped-gemm, which changes no memory term.)
+    for (int module : c.recompute_modules()) {
+      r.add_modules(static_cast<v1::Recompute::Module>(module));
+    }
   }
   return job;
 }

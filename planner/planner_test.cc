@@ -663,6 +663,112 @@ TEST(PlannerTest, MtpModelsInterleaveWithMegatronsLayout) {
   EXPECT_GT(later_rank_peaks, 0);
 }
 
+// A layout that does not fit is first tried with the cheap selective
+// modules (the experts' activation, the norms, MLA's up projections), and
+// only then with full recomputation: every candidate that recomputes them
+// does not fit without, fits with them (as its job, to the byte), is priced
+// below any full recomputation and pastes back as Megatron's arguments;
+// every candidate that recomputes whole layers does not fit with the cheap
+// modules. Dense models have none to offer, fp8 keeps only mla_up_proj
+// (Megatron refuses moe_act and layernorm under the delayed recipe), and
+// --no-recompute turns them off with the rest.
+TEST(PlannerTest, CheapSelectiveModulesComeBeforeFullRecomputation) {
+  v1::PlanRequest r = Request("deepseek-v3", "h100-80gb", 1024, 4096, 8192);
+  r.set_top_k(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::vector<int> cheap = {v1::Recompute::MODULE_MOE_ACT,
+                                  v1::Recompute::MODULE_LAYERNORM,
+                                  v1::Recompute::MODULE_MLA_UP_PROJ};
+  auto zone_of = [](const v1::Job& job) {
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? e->zone() : v1::ZONE_UNSPECIFIED;
+  };
+  int selective = 0, full = 0;
+  for (const v1::Candidate& c : plan->candidates()) {
+    if (c.zone() != v1::ZONE_GREEN) continue;
+    v1::Job job = JobForCandidate(r, c);
+    if (c.recompute_modules_size() > 0) {
+      ++selective;
+      EXPECT_EQ(c.recompute_num_layers(), 0u);
+      EXPECT_EQ(std::vector<int>(c.recompute_modules().begin(),
+                                 c.recompute_modules().end()),
+                cheap);
+      EXPECT_NE(c.megatron_arguments().find(
+                    "--recompute-granularity selective --recompute-modules "
+                    "moe_act layernorm mla_up_proj --moe-grouped-gemm"),
+                std::string::npos)
+          << c.megatron_arguments();
+      EXPECT_NE(c.why().find("recomputation x0.96"), std::string::npos)
+          << c.why();
+      EXPECT_EQ(zone_of(job), v1::ZONE_GREEN) << c.ShortDebugString();
+      job.mutable_training()->clear_recompute();
+      EXPECT_NE(zone_of(job), v1::ZONE_GREEN) << c.ShortDebugString();
+    } else if (c.recompute_num_layers() > 0) {
+      ++full;
+      v1::Recompute& rc = *job.mutable_training()->mutable_recompute();
+      rc.Clear();
+      rc.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+      for (int m : cheap) rc.add_modules(static_cast<v1::Recompute::Module>(m));
+      EXPECT_NE(zone_of(job), v1::ZONE_GREEN) << c.ShortDebugString();
+    }
+  }
+  EXPECT_GT(selective, 10);
+  EXPECT_GT(full, 10);
+
+  v1::PlanRequest fp8 = r;
+  fp8.mutable_training()->mutable_fp8()->set_recipe(v1::Fp8::RECIPE_DELAYED);
+  fp8.set_top_k(200);
+  plan = PlanLayouts(fp8);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int fp8_selective = 0;
+  for (const v1::Candidate& c : plan->candidates()) {
+    if (c.recompute_modules_size() == 0) continue;
+    ++fp8_selective;
+    ASSERT_EQ(c.recompute_modules_size(), 1);
+    EXPECT_EQ(c.recompute_modules(0), v1::Recompute::MODULE_MLA_UP_PROJ);
+  }
+  EXPECT_GT(fp8_selective, 0);
+
+  // A template's own modules stay, the cheap ones join them.
+  v1::PlanRequest mlp = r;
+  v1::Recompute& own = *mlp.mutable_training()->mutable_recompute();
+  own.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+  own.add_modules(v1::Recompute::MODULE_MLP);
+  mlp.set_top_k(200);
+  plan = PlanLayouts(mlp);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int joined = 0;
+  for (const v1::Candidate& c : plan->candidates()) {
+    if (c.recompute_modules_size() == 0) continue;
+    ++joined;
+    std::vector<int> with_mlp = cheap;
+    with_mlp.push_back(v1::Recompute::MODULE_MLP);
+    EXPECT_EQ(std::vector<int>(c.recompute_modules().begin(),
+                               c.recompute_modules().end()),
+              with_mlp);
+  }
+  EXPECT_GT(joined, 0);
+
+  r.set_no_recompute(true);
+  plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const v1::Candidate& c : plan->candidates()) {
+    EXPECT_EQ(c.recompute_modules_size(), 0);
+    EXPECT_EQ(c.recompute_num_layers(), 0u);
+  }
+
+  v1::PlanRequest dense =
+      Request("llama-3.1-405b", "h100-80gb", 8192, 8192, 2048);
+  dense.set_top_k(0);
+  plan = PlanLayouts(dense);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const v1::Candidate& c : plan->candidates()) {
+    EXPECT_EQ(c.recompute_modules_size(), 0);
+  }
+}
+
 // The EP all-to-all overlap holds one more micro-batch (chunk) in flight
 // and Megatron runs it only with EP > 1, interleaving when PP > 1 and no
 // full recomputation: every candidate keeps those rules, is the job it

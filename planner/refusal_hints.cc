@@ -8,6 +8,7 @@
 #include "estimator/estimate.h"
 #include "estimator/memory_model.h"
 #include "estimator/validation.h"
+#include "planner/cheap_recompute.h"
 #include "planner/divisors.h"
 #include "planner/planner.h"
 
@@ -97,6 +98,23 @@ uint32_t LeastRecomputeThatFits(const v1::Job& job, double threshold) {
     if (fits(mid)) hi = mid; else lo = mid + 1;
   }
   return static_cast<uint32_t>(lo);
+}
+
+std::vector<v1::Recompute::Module> CheapModulesThatFit(const v1::Job& job,
+                                                       double threshold) {
+  const Layout layout = LayoutOf(job);
+  const SelectiveModules cheap = CheapModulesFor(ShapeOf(job.model()), layout);
+  if (!cheap.any()) return {};
+  const std::vector<v1::Recompute::Module> modules =
+      ModulesOf(WithCheapModules(layout, cheap));
+  v1::Job probe = job;
+  v1::Recompute& r = *probe.mutable_training()->mutable_recompute();
+  r.Clear();
+  r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+  for (v1::Recompute::Module m : modules) r.add_modules(m);
+  absl::StatusOr<v1::Estimate> e = EstimateJob(probe, threshold);
+  if (!e.ok() || e->zone() != v1::ZONE_GREEN) return {};
+  return modules;
 }
 
 uint32_t SmallestGpuCountThatFits(const v1::Job& job, double threshold) {

@@ -43,6 +43,12 @@ inline constexpr uint32_t kMaxRecomputeProbeStages = 4096;
 // has more than kMaxRecomputeProbeStages stages.
 uint32_t LeastRecomputeThatFits(const v1::Job& resolved_job, double threshold);
 
+// For a refused job that does not recompute whole layers: its own selective
+// modules and the cheap ones (cheap_recompute.h), when with them the same
+// job fits under `threshold` (one estimate); empty otherwise.
+std::vector<v1::Recompute::Module> CheapModulesThatFit(
+    const v1::Job& resolved_job, double threshold);
+
 }  // namespace memgate
 
 #endif  // MEMGATE_PLANNER_REFUSAL_HINTS_H_

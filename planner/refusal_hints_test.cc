@@ -2,10 +2,12 @@
 
 #include <set>
 #include <tuple>
+#include <vector>
 
 #include "admission/admission.h"
 #include "estimator/estimate.h"
 #include "gtest/gtest.h"
+#include "planner/planner.h"
 #include "tests/test_util.h"
 
 namespace memgate {
@@ -168,6 +170,64 @@ TEST(RefusalHintsTest, RefusalsNameTheLeastRecomputationThatFits) {
                                   8, 8192),
                 kDefaultThreshold),
             0u);
+}
+
+// A refused MoE job is told when the cheap selective modules make it fit,
+// as the planner fits the same layout: a DeepSeek-V3 candidate that fits by
+// them, run without, is refused naming them, and fits with them. A dense
+// model has none to add; a job recomputing whole layers gets none (one
+// granularity).
+TEST(RefusalHintsTest, RefusalsNameTheCheapModulesThatFit) {
+  v1::PlanRequest r;
+  r.mutable_model()->set_name("deepseek-v3");
+  r.mutable_accelerator()->set_name("h100-80gb");
+  r.set_num_gpus(1024);
+  r.set_seq_length(4096);
+  r.set_global_batch_size(8192);
+  r.set_top_k(200);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const v1::Candidate* fitting = nullptr;
+  for (const v1::Candidate& c : plan->candidates()) {
+    if (c.recompute_modules_size() > 0) {
+      fitting = &c;
+      break;
+    }
+  }
+  ASSERT_NE(fitting, nullptr);
+  v1::Job job = JobForCandidate(r, *fitting);
+  job.mutable_training()->clear_recompute();
+  absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  EXPECT_EQ(std::vector<int>(d->fits_with_recompute_modules().begin(),
+                             d->fits_with_recompute_modules().end()),
+            std::vector<int>(fitting->recompute_modules().begin(),
+                             fitting->recompute_modules().end()));
+  v1::Job with = job;
+  v1::Recompute& modules = *with.mutable_training()->mutable_recompute();
+  modules.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+  *modules.mutable_modules() = d->fits_with_recompute_modules();
+  absl::StatusOr<v1::Decision> again = AdmitJob(with, AdmissionPolicy());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->verdict(), v1::VERDICT_ADMIT);
+
+  v1::Job full = job;
+  v1::Recompute& layers = *full.mutable_training()->mutable_recompute();
+  layers.set_granularity(v1::Recompute::GRANULARITY_FULL);
+  layers.set_method(v1::Recompute::METHOD_BLOCK);
+  layers.set_num_layers(1);
+  absl::StatusOr<v1::Estimate> resolved = EstimateJob(full);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_TRUE(
+      CheapModulesThatFit(resolved->job(), kDefaultThreshold).empty());
+
+  d = AdmitJob(
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192),
+      AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  EXPECT_EQ(d->fits_with_recompute_modules_size(), 0);
 }
 
 // The search costs whole estimates on the Admit path: a job with more

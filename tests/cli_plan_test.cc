@@ -1,5 +1,6 @@
 // `memgate plan` end to end: ranked lists, JSON, the paper-style table.
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -418,6 +419,54 @@ TEST(CliPlanTest, TheDeepSeekV3RecipeRanksInTheFirstFive) {
               peak.total_bytes() + peak.expert_imbalance_bytes(), 1);
 }
 
+// A candidate that fits by the cheap selective modules pastes back into
+// its launch: NVIDIA's DeepSeek-V3 recipe (bf16) without its layout and
+// recomputation, planned on its 1,024 GPUs; such a candidate's arguments
+// appended to the launch check to the candidate's peak, admitted.
+TEST(CliPlanTest, ACandidateRecomputingCheapModulesChecksToItsPeak) {
+  std::string launch = testing::RecipeLaunch("deepseek_v3_h100", {"base"});
+  for (const char* planned :
+       {"--tensor-model-parallel-size 2 ", "--pipeline-model-parallel-size 8 ",
+        "--expert-model-parallel-size 64 ", "--context-parallel-size 1 ",
+        "--expert-tensor-parallel-size 1 ", "--micro-batch-size 1 ",
+        "--recompute-granularity selective --recompute-modules mla_up_proj "
+        "mlp ",
+        "--pipeline-model-parallel-layout Et|(tt|)*30mL "}) {
+    const size_t at = launch.find(planned);
+    ASSERT_NE(at, std::string::npos) << planned;
+    launch.erase(at, std::string(planned).size());
+  }
+  const v1::PlanResponse plan = PlanOf(Plan(WithWords(
+      {"--gpu=h100-80gb", "--top=1000", "--format=json", "--"}, launch)));
+  int checked = 0;
+  for (const v1::Candidate& c : plan.candidates()) {
+    if (c.recompute_modules_size() == 0 || checked == 2) continue;
+    EXPECT_NE(c.megatron_arguments().find(
+                  "--recompute-granularity selective --recompute-modules "
+                  "moe_act layernorm mla_up_proj --moe-grouped-gemm"),
+              std::string::npos)
+        << c.megatron_arguments();
+    std::string args = c.megatron_arguments();
+    args.erase(std::remove(args.begin(), args.end(), '"'), args.end());
+    const RunResult run = testing::Run(WithWords(
+        {testing::RunfilePath("client/memgate"), "check", "--gpu=h100-80gb",
+         "--format=json", "--"},
+        launch + " " + args));
+    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+    v1::Decision decision;
+    ASSERT_TRUE(
+        google::protobuf::util::JsonStringToMessage(run.out, &decision).ok())
+        << run.out;
+    EXPECT_EQ(decision.verdict(), v1::VERDICT_ADMIT);
+    const v1::StageMemory& peak = decision.estimate().peak();
+    EXPECT_NEAR(c.peak_bytes(),
+                peak.total_bytes() + peak.expert_imbalance_bytes(), 1)
+        << args;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
+}
+
 // Meta's Llama-3.1-405B layout (Llama 3 paper, table 4: TP 8, CP 1, PP 16
 // on 8,192 and on 16,384 H100s, 8k sequences, 16M-token batches: 2,048
 // sequences), planned from a Megatron launch of the model: its TP x CP x
@@ -629,6 +678,42 @@ TEST(CliPlanTest, RefusedLaunchLearnsTheRecomputationThatFits) {
                         "block --recompute-num-layers ", 0),
             0u)
       << flags;
+  const RunResult admitted = check(launch + " " + flags);
+  EXPECT_EQ(admitted.exit_code, 0) << admitted.out << admitted.err;
+}
+
+// A refused MoE launch is told the cheap selective modules that make it
+// fit, before full recomputation: NVIDIA's DeepSeek-V3 recipe (bf16)
+// without its own recomputation and grouped GEMMs, under an 85% limit;
+// the launch with those arguments added is admitted.
+TEST(CliPlanTest, RefusedLaunchLearnsTheCheapModulesThatFit) {
+  std::string launch = testing::RecipeLaunch("deepseek_v3_h100", {"base"});
+  for (const char* dropped :
+       {"--recompute-granularity selective --recompute-modules mla_up_proj "
+        "mlp ",
+        "--moe-grouped-gemm "}) {
+    const size_t at = launch.find(dropped);
+    ASSERT_NE(at, std::string::npos) << dropped;
+    launch.erase(at, std::string(dropped).size());
+  }
+  auto check = [](const std::string& words) {
+    return testing::Run(WithWords({testing::RunfilePath("client/memgate"),
+                                   "check", "--gpu=h100-80gb",
+                                   "--threshold=0.85", "--"},
+                                  words));
+  };
+  const RunResult refused = check(launch);
+  ASSERT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  const std::string hint = "fits with selective recomputation (";
+  const size_t at = refused.out.find(hint);
+  ASSERT_NE(at, std::string::npos) << refused.out;
+  EXPECT_LT(at, refused.out.find("fits with recomputation: "));
+  const size_t open = at + hint.size();
+  const std::string flags =
+      refused.out.substr(open, refused.out.find(')', open) - open);
+  EXPECT_EQ(flags,
+            "--recompute-granularity selective --recompute-modules moe_act "
+            "layernorm mla_up_proj --moe-grouped-gemm");
   const RunResult admitted = check(launch + " " + flags);
   EXPECT_EQ(admitted.exit_code, 0) << admitted.out << admitted.err;
 }

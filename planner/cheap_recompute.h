@@ -1,0 +1,37 @@
+#ifndef MEMGATE_PLANNER_CHEAP_RECOMPUTE_H_
+#define MEMGATE_PLANNER_CHEAP_RECOMPUTE_H_
+
+// Megatron's cheap selective recomputation: the modules (experts'
+// activation, norms, MLA's up projections) a plan tries before full
+// recomputation (planner.cc) and a refusal names when they make the job
+// fit (refusal_hints.cc). Their price is cost_model.h's (7).
+
+#include <vector>
+
+#include "estimator/memory_model.h"
+#include "planner/cost_model.h"
+#include "proto/memgate.pb.h"
+
+namespace memgate {
+
+// The cheap modules a layout may add to its own recomputation: each only
+// where memgate credits it and Megatron runs it (transformer_config.py:
+// moe_act needs grouped GEMMs, which a candidate's arguments turn on;
+// moe_act and layernorm under fp8 need a recipe other than delayed and
+// TransformerEngine 2.6, so under fp8 neither is added; mla_up_proj needs
+// MLA). layernorm is credited on MoE layers only (memory_model.cc): dense
+// models get none. None under full recomputation (one granularity).
+SelectiveModules CheapModulesFor(const ModelShape& m, const Layout& base);
+
+// `l` recomputing the cheap modules beside its own selective ones:
+// Megatron's --recompute-modules replaces its default (core attention), so
+// a layout without recomputation recomputes the cheap ones only.
+Layout WithCheapModules(Layout l, const SelectiveModules& cheap);
+
+// The --recompute-modules of a selective layout, in the order
+// transformer_config.py documents them; empty for any other.
+std::vector<v1::Recompute::Module> ModulesOf(const Layout& l);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_PLANNER_CHEAP_RECOMPUTE_H_
