@@ -402,6 +402,23 @@ absl::Status ValidateOptimizerStorage(const v1::Job& job) {
                    "must be a known strategy",
                    absl::StrCat(par.data_parallel_sharding()));
   }
+  // Megatron-FSDP shards over one pipeline stage's ranks only when there is
+  // one stage: its adapter lays every rank of the world out as a
+  // (DP x CP) x (EP x) TP mesh and asserts the mesh's rows are the DP
+  // group (core/distributed/fsdp/mcore_fsdp_adapter.py _get_dp_tp_mesh,
+  // from core 0.15.0 on), which with PP > 1 they are not, so wrapping the
+  // model fails. Custom FSDP before it documented TP, EP and CP only
+  // (docs custom_fsdp.md; NVIDIA/Megatron-LM#1455, "custom_fsdp compatible
+  // with PP?", open), and no release tests FSDP with PP > 1. Such a launch
+  // never trains; its estimate would be of a job that does not exist.
+  if (par.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED &&
+      par.pipeline_parallel() > 1) {
+    return Invalid("parallel.data_parallel_sharding",
+                   "needs parallel.pipeline_parallel 1: Megatron-FSDP does "
+                   "not run with pipeline parallelism (its device mesh spans "
+                   "DP x CP x TP ranks only)",
+                   absl::StrCat("pipeline_parallel ", par.pipeline_parallel()));
+  }
   if (tr.has_fp8()) {
     if (!IsBf16(tr.precision()) && tr.precision() != v1::PRECISION_FP16) {
       return Invalid("training.fp8", "needs bf16 or fp16 training",

@@ -121,10 +121,17 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_model()->mutable_moe()->set_load_imbalance(0.5);
              }, "model.moe.load_imbalance"},
         Rule{"FsdpWithExperts", [](v1::Job& j) {
+               j.mutable_parallel()->set_pipeline_parallel(1);  // not PP's rule
                j.mutable_model()->mutable_moe()->set_num_experts(8);
                j.mutable_model()->mutable_moe()->set_router_topk(2);
                j.mutable_parallel()->set_data_parallel_sharding(
                    v1::DATA_PARALLEL_SHARDING_OPTIM);
+             }, "parallel.data_parallel_sharding"},
+        // Megatron-FSDP's device mesh has no pipeline dimension
+        // (mcore_fsdp_adapter.py): ValidJob has PP 2.
+        Rule{"FsdpWithPipelineStages", [](v1::Job& j) {
+               j.mutable_parallel()->set_data_parallel_sharding(
+                   v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS);
              }, "parallel.data_parallel_sharding"},
         // The EP overlap under Megatron's rules (transformer_config.py).
         Rule{"ExpertOverlapNeedsExpertParallelism", [](v1::Job& j) {

@@ -495,15 +495,31 @@ TEST(MegatronArgsTest, OptimizerStorageFp8AndFsdpMoveThePeakTheRightWay) {
   EXPECT_LT(peak(fp8_gather), baseline);
   EXPECT_EQ(parse("--fp8 e4m3").training().has_fp8(), true);
 
-  const v1::Job zero3 = parse(
+  // Megatron-FSDP runs on one pipeline stage (validation.cc): the same
+  // launch without --pipeline-model-parallel-size 2.
+  constexpr char kTwoStages[] = "--pipeline-model-parallel-size 2 ";
+  auto one_stage = [&](const std::string& extra) {
+    return LlamaLaunchJob(extra, kTwoStages);
+  };
+  const double one_stage_baseline = peak(one_stage(""));
+  const v1::Job zero3 = one_stage(
       "--use-megatron-fsdp --data-parallel-sharding-strategy "
       "optim_grads_params");
   EXPECT_EQ(zero3.parallel().data_parallel_sharding(),
             v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS);
-  EXPECT_LT(peak(zero3), baseline);
-  const v1::Job no_shard = parse(
+  EXPECT_LT(peak(zero3), one_stage_baseline);
+  const v1::Job no_shard = one_stage(
       "--use-custom-fsdp --data-parallel-sharding-strategy no_shard");
-  EXPECT_GT(peak(no_shard), baseline);
+  EXPECT_GT(peak(no_shard), one_stage_baseline);
+  // With two stages the launch never trains, and is refused naming it.
+  const absl::StatusOr<v1::Estimate> staged = EstimateJob(
+      parse("--use-megatron-fsdp --data-parallel-sharding-strategy optim"));
+  EXPECT_EQ(staged.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(staged.status().message().find(
+                "parallel.data_parallel_sharding: needs "
+                "parallel.pipeline_parallel 1"),
+            std::string::npos)
+      << staged.status();
 }
 
 // A split written as a layout estimates as the same split written with
