@@ -13,6 +13,7 @@
 #include "client/plan_launch.h"
 #include "client/plan_table.h"
 #include "client/remote_client.h"
+#include "estimator/report.h"
 #include "estimator/units.h"
 #include "planner/planner.h"
 #include "readers/megatron_args.h"
@@ -33,12 +34,13 @@ constexpr char kUsage[] =
     "After `--`, a torchrun/Megatron-LM launch is planned as that job runs: "
     "its\nmodel, precision, --seq-length, --global-batch-size and training "
     "settings\n(fp8, precision-aware optimizer, optimizer offload, dropout, "
-    "selective\nrecomputation) apply to every layout; its TP, CP, PP, EP, "
-    "VP, MBS and full\nrecomputation are what the plan searches.";
+    "selective\nrecomputation, Megatron-FSDP) apply to every layout; its TP, "
+    "CP, PP, EP,\nVP, MBS and full recomputation are what the plan "
+    "searches.";
 
 struct PlanFlags {
   JobFlags model;  // only the model and GPU flags are registered
-  std::optional<std::string> gpus, format, server, precision;
+  std::optional<std::string> gpus, format, server, precision, fsdp;
   std::optional<uint32_t> seq, gbs, top, max_mbs;
   std::optional<bool> cross_node_tp, table, recompute, interleave;
   std::optional<double> threshold, timeout;
@@ -68,6 +70,12 @@ struct PlanFlags {
              "bf16-bf16-grads (--grad-reduce-in-bf16), fp16 or fp32",
              &precision);
     model.RegisterRelease(f);
+    f.String("fsdp", "STRATEGY",
+             "shard with Megatron-FSDP instead of the distributed optimizer: "
+             "no_shard, optim, optim_grads or optim_grads_params "
+             "(--data-parallel-sharding-strategy); such layouts run without "
+             "a pipeline (PP 1)",
+             &fsdp);
     f.Bool("recompute",
            "fit layouts that do not fit by the least full recomputation, "
            "ranked by its cost (default on; --no-recompute)",
@@ -89,6 +97,20 @@ struct PlanFlags {
              &timeout);
   }
 };
+
+// --fsdp's value: Megatron's --data-parallel-sharding-strategy names.
+absl::StatusOr<v1::DataParallelSharding> ParseShardingStrategy(
+    const std::string& text) {
+  for (v1::DataParallelSharding s :
+       {v1::DATA_PARALLEL_SHARDING_NO_SHARD, v1::DATA_PARALLEL_SHARDING_OPTIM,
+        v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS,
+        v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS}) {
+    if (ShardingStrategyName(s) == text) return s;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--fsdp: must be no_shard, optim, optim_grads or optim_grads_params "
+      "(got '", text, "')"));
+}
 
 absl::StatusOr<std::vector<uint32_t>> ParseGpuCounts(const std::string& text) {
   std::vector<uint32_t> counts;
@@ -147,6 +169,20 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
   if (f.model.megatron_core) {
     request.mutable_training()->set_megatron_core_version(
         *f.model.megatron_core);
+  }
+  if (f.fsdp) {
+    absl::StatusOr<v1::DataParallelSharding> sharding =
+        ParseShardingStrategy(*f.fsdp);
+    if (!sharding.ok()) return sharding.status();
+    if (request.data_parallel_sharding() !=
+            v1::DATA_PARALLEL_SHARDING_UNSPECIFIED &&
+        request.data_parallel_sharding() != *sharding) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--fsdp: ", *f.fsdp, " but the launch shards with ",
+          ShardingStrategyName(request.data_parallel_sharding()),
+          "; give one or make them equal"));
+    }
+    request.set_data_parallel_sharding(*sharding);
   }
   if (request.seq_length() == 0) {
     return absl::InvalidArgumentError(

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "estimator/report.h"
 #include "planner/planner.h"
 
 namespace memgate::cli {
@@ -49,13 +50,6 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
                                std::vector<std::string>& notes) {
   const v1::Job& job = launch.job;
   const v1::ParallelConfig& par = job.parallel();
-  if (par.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
-    return absl::InvalidArgumentError(
-        "the launch shards with Megatron FSDP (--use-megatron-fsdp, "
-        "--data-parallel-sharding-strategy); plans shard the optimizer with "
-        "--use-distributed-optimizer only: drop FSDP from the launch to plan "
-        "it, or check the FSDP launch with `memgate check`");
-  }
   if (par.microbatch_group_size() != 0) {
     // The group must lie in [p, m]: a fixed one is wrong for most of the
     // pipelines and batch splits the plan searches, and its candidates'
@@ -115,7 +109,19 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
         "candidates turn off the dataloader's attention mask "
         "(--no-create-attention-mask-in-dataloader): planned without it");
   }
-  if (!par.distributed_optimizer()) {
+  const bool fsdp =
+      par.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED;
+  if (fsdp) {
+    // Planned with the launch's strategy: Megatron-FSDP runs without a
+    // pipeline, so the plan is of PP 1 layouts (planner.cc ForEachGroup).
+    request.set_data_parallel_sharding(par.data_parallel_sharding());
+    notes.push_back(absl::StrCat(
+        "the launch shards with Megatron-FSDP (",
+        ShardingStrategyName(par.data_parallel_sharding()),
+        "): every candidate does, and runs without a pipeline (PP 1), as "
+        "Megatron-FSDP does"));
+  }
+  if (!par.distributed_optimizer() && !fsdp) {
     notes.push_back(
         "the launch has no --use-distributed-optimizer: candidates add it "
         "(optimizer states sharded over DP x CP)");

@@ -16,6 +16,10 @@ std::string CandidateVariant(const v1::Candidate& c) {
     absl::StrAppendFormat(&v, "EP %u, ETP %u; ", c.expert_parallel(),
                           c.expert_tensor_parallel());
   }
+  if (c.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
+    absl::StrAppend(&v, "FSDP ",
+                    ShardingStrategyName(c.data_parallel_sharding()), "; ");
+  }
   if (c.first_stage_layers() > 0) {
     absl::StrAppendFormat(&v, "first/last stage %u/%u layers%s; ",
                           c.first_stage_layers(), c.last_stage_layers(),
@@ -61,6 +65,21 @@ std::string RecomputeModuleName(v1::Recompute::Module module) {
   }
 }
 
+std::string ShardingStrategyName(v1::DataParallelSharding sharding) {
+  switch (sharding) {
+    case v1::DATA_PARALLEL_SHARDING_NO_SHARD:
+      return "no_shard";
+    case v1::DATA_PARALLEL_SHARDING_OPTIM:
+      return "optim";
+    case v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS:
+      return "optim_grads";
+    case v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS:
+      return "optim_grads_params";
+    default:
+      return "unknown";
+  }
+}
+
 std::string RecomputeModulesText(
     const google::protobuf::RepeatedField<int>& modules) {
   std::string text;
@@ -82,6 +101,14 @@ std::string CandidateMegatronArguments(const v1::Candidate& c,
       c.micro_batch_size(), global_batch_size, seq_length);
   if (c.tensor_parallel() > 1) args += " --sequence-parallel";
   args += " --use-distributed-optimizer";
+  if (c.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
+    // Megatron's own FSDP recipes pass the distributed optimizer beside it
+    // (docs/user-guide/features/megatron_fsdp.md); the strategy decides
+    // what is sharded.
+    absl::StrAppend(&args,
+                    " --use-megatron-fsdp --data-parallel-sharding-strategy ",
+                    ShardingStrategyName(c.data_parallel_sharding()));
+  }
   // Plans do not count Megatron's dataloader attention mask (b x s x s
   // bytes, unused by FlashAttention): the launch turns it off, so that it
   // fits as planned (memory_model.cc, DataloaderMaskBytes).

@@ -15,12 +15,16 @@ std::string ZoneName(v1::Zone zone);
 
 // What sets a plan candidate apart beyond (TP, CP, PP, MBS), each part
 // followed by "; ": "EP 8, ETP 1; first/last stage 7/7 layers (embedding/
-// loss in the split); interleaved x4; recompute 1 layer a chunk; ". Empty
+// loss in the split); interleaved x4; recompute 1 layer a chunk; " (and
+// "FSDP optim_grads; " for a Megatron-FSDP plan's). Empty
 // for a plain layout.
 std::string CandidateVariant(const v1::Candidate& c);
 
 // Megatron's name of a recomputed module (--recompute-modules): "moe_act".
 std::string RecomputeModuleName(v1::Recompute::Module module);
+
+// Megatron's --data-parallel-sharding-strategy value: "optim_grads".
+std::string ShardingStrategyName(v1::DataParallelSharding sharding);
 
 // Recompute modules (Candidate.recompute_modules,
 // Decision.fits_with_recompute_modules) as Megatron's --recompute-modules

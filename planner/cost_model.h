@@ -61,6 +61,16 @@
 // (Qwen3-235B, 256 GPUs) validate the order (cost_model_test), they were
 // not fitted to.
 //
+// Data-parallel communication is not priced: the distributed optimizer's
+// gradient reduce-scatter and parameter all-gather overlap the backward
+// and the next forward, as in the paper's measurements. A Megatron-FSDP
+// plan (PlanRequest.data_parallel_sharding) shards every layout alike and
+// is not priced either; its ZeRO-3 strategy re-gathers each layer's
+// weights before every micro-batch's forward and backward (2m gathers of
+// a rank's weights a step, fewer bytes at larger TP), prefetched behind
+// compute (docs megatron_fsdp.md) but not free: a known gap that favours
+// small TP within such a plan, left unpriced for lack of a measurement.
+//
 // The constants were set from the paper's H100 Llama-3.1-8B 8k table (MBS
 // 1 -> 2 gain, TP 2 -> 4 loss, TP 2 vs CP 2) and rounded. The planner uses
 // this model only to order layouts with the same TP x CP x PP (the paper's

@@ -179,6 +179,8 @@ absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
   job.mutable_parallel()->set_tensor_parallel(1);
   job.mutable_parallel()->set_pipeline_parallel(1);
   job.mutable_parallel()->set_context_parallel(1);
+  job.mutable_parallel()->set_data_parallel_sharding(
+      request.data_parallel_sharding());
   absl::StatusOr<v1::Job> resolved = ResolveJob(job);
   if (!resolved.ok()) return resolved.status();
   if (request.global_batch_size() == 0) {
@@ -258,6 +260,9 @@ struct Search {
   uint32_t heads = 0, kv_heads = 0, layers = 0, vocab = 0;
   uint32_t mtp = 0;  // MTP layers, on the last stage
   std::vector<uint32_t> expert_divisors;  // of E; empty for dense models
+  // Megatron-FSDP's strategy every layout shards with (the request's);
+  // unspecified: the distributed optimizer.
+  v1::DataParallelSharding sharding = v1::DATA_PARALLEL_SHARDING_UNSPECIFIED;
   bool allow_recompute = true;       // any recomputation
   bool allow_full_recompute = true;  // full (beyond the cheap modules)
   bool allow_interleave = true;
@@ -321,6 +326,10 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
         // Megatron defers the output layer's weight gradient to the
         // pipeline flush only with a pipeline (ValidateJob).
         if (p < 2 && s.base.defer_embedding_wgrad) continue;
+        // Megatron-FSDP runs without a pipeline (ValidateJob).
+        if (p > 1 && s.sharding != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
+          continue;
+        }
         visit(t, c, p);
       }
     }
@@ -828,6 +837,7 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
   if (job->model().has_moe()) {
     s.expert_divisors = Divisors(job->model().moe().num_experts());
   }
+  s.sharding = request.data_parallel_sharding();
   // Full recomputation is refused with the EP overlap (validation.cc);
   // selective is not.
   s.allow_recompute = !request.no_recompute();
@@ -871,6 +881,7 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best,
     c.set_pipeline_layout(MtpLayoutText(SplitLayers(s.layers, l.p, s.mtp),
                                         l.p, l.v));
   }
+  c.set_data_parallel_sharding(s.sharding);
   c.set_recompute_num_layers(l.recompute);
   if (l.cheap_modules) {
     for (v1::Recompute::Module module :
@@ -900,6 +911,7 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
   par.set_tensor_parallel(c.tensor_parallel());
   par.set_context_parallel(c.context_parallel());
   par.set_pipeline_parallel(c.pipeline_parallel());
+  par.set_data_parallel_sharding(c.data_parallel_sharding());
   if (c.expert_parallel() > 0) {
     par.set_expert_parallel(c.expert_parallel());
     par.set_expert_tensor_parallel(c.expert_tensor_parallel());

@@ -32,6 +32,8 @@ std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
   // recomputation...): with the paper's settings, a suggestion could be
   // refused again once tried.
   *request.mutable_training() = PlanTemplateOf(job.training());
+  // A Megatron-FSDP job is told the FSDP layouts (PP 1) that fit.
+  request.set_data_parallel_sharding(job.parallel().data_parallel_sharding());
   request.set_threshold(threshold);
   // A plan lists each layout once (its best schedule); suggestions name
   // each (TP, CP, PP, MBS) once, so a few spare for MoE layouts that

@@ -118,6 +118,38 @@ TEST(RefusalHintsTest, SuggestionsFitWithTheJobsOwnSettings) {
   }
 }
 
+// A refused Megatron-FSDP job is told Megatron-FSDP layouts: sharded as it
+// shards, without a pipeline (Megatron-FSDP has none), each GREEN as the
+// job with that layout.
+TEST(RefusalHintsTest, FsdpRefusalsSuggestFsdpLayouts) {
+  v1::Job job =
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 1, 1, 1, 8, 8, 8192);
+  job.mutable_parallel()->set_data_parallel_sharding(
+      v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS);
+  absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  ASSERT_GT(d->suggestions_size(), 0);
+  for (const v1::Candidate& c : d->suggestions()) {
+    ASSERT_EQ(c.pipeline_parallel(), 1u) << c.ShortDebugString();
+    EXPECT_EQ(c.data_parallel_sharding(),
+              v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS);
+    v1::Job as_suggested = job;
+    v1::ParallelConfig& par = *as_suggested.mutable_parallel();
+    par.set_tensor_parallel(c.tensor_parallel());
+    par.set_context_parallel(c.context_parallel());
+    par.set_data_parallel(0);
+    as_suggested.mutable_training()->set_micro_batch_size(
+        c.micro_batch_size());
+    ASSERT_EQ(c.recompute_num_layers(), 0u) << c.ShortDebugString();
+    absl::StatusOr<v1::Estimate> e = EstimateJob(as_suggested);
+    ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
+    EXPECT_EQ(e->zone(), v1::ZONE_GREEN) << c.ShortDebugString();
+    EXPECT_DOUBLE_EQ(e->peak().total_bytes(), c.peak_bytes())
+        << c.ShortDebugString();
+  }
+}
+
 // The suggestions' search is counted before any layout is estimated: with
 // a bound below that count the same refused job gets none, while the
 // default bound (kMaxSuggestionLayouts, far above an 8-GPU plan) gives some.

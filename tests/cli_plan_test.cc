@@ -51,6 +51,22 @@ v1::PlanResponse PlanOf(const RunResult& r) {
   return plan;
 }
 
+// The decision `memgate check FLAGS --format=json -- LAUNCH` printed: a
+// candidate's arguments pasted into a launch are checked this way (a
+// failure to run or parse is a test failure, and an empty decision).
+v1::Decision CheckedLaunch(std::vector<std::string> flags,
+                           const std::string& launch) {
+  flags.insert(flags.begin(), {testing::RunfilePath("client/memgate"), "check"});
+  flags.push_back("--format=json");
+  flags.push_back("--");
+  const RunResult run = testing::Run(WithWords(flags, launch));
+  v1::Decision decision;
+  EXPECT_TRUE(
+      google::protobuf::util::JsonStringToMessage(run.out, &decision).ok())
+      << run.out << run.err;
+  return decision;
+}
+
 TEST(CliPlanTest, JsonListsCandidatesInRankOrder) {
   const RunResult r = Plan(With(kA100, {"--gpus=16", "--format=json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -164,14 +180,8 @@ TEST(CliPlanTest, MegatronArgumentsRoundTripThroughCheck) {
       PlanOf(Plan(With(kA100, {"--gpus=64", "--top=2", "--format=json"})));
   ASSERT_EQ(plan.candidates_size(), 2);
   for (const v1::Candidate& c : plan.candidates()) {
-    const RunResult fused = testing::Run(WithWords(
-        {testing::RunfilePath("client/memgate"), "check", "--gpu=a100-40gb",
-         "--gpus=64", "--format=json", "--"},
-        model + c.megatron_arguments()));
-    v1::Decision decision;
-    ASSERT_TRUE(
-        google::protobuf::util::JsonStringToMessage(fused.out, &decision).ok())
-        << fused.out << fused.err;
+    const v1::Decision decision = CheckedLaunch(
+        {"--gpu=a100-40gb", "--gpus=64"}, model + c.megatron_arguments());
     EXPECT_EQ(decision.verdict(), v1::VERDICT_ADMIT);
     EXPECT_LT(decision.estimate().peak().total_bytes(), c.peak_bytes());
   }
@@ -354,15 +364,9 @@ TEST(CliPlanTest, ACandidateOfLargerTpChecksToItsOwnPeak) {
   int checked = 0;
   for (const v1::Candidate& c : plan.candidates()) {
     if (c.tensor_parallel() != 8 || checked == 2) continue;
-    const RunResult checked_run = testing::Run(WithWords(
-        {testing::RunfilePath("client/memgate"), "check", "--gpu=h100-80gb",
-         "--gpus=64", "--format=json", "--"},
-        launch + " " + c.megatron_arguments()));
-    v1::Decision decision;
-    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(checked_run.out,
-                                                            &decision)
-                    .ok())
-        << checked_run.out << checked_run.err;
+    const v1::Decision decision =
+        CheckedLaunch({"--gpu=h100-80gb", "--gpus=64"},
+                      launch + " " + c.megatron_arguments());
     EXPECT_DOUBLE_EQ(decision.estimate().peak().total_bytes(), c.peak_bytes())
         << c.megatron_arguments();
     ++checked;
@@ -448,15 +452,8 @@ TEST(CliPlanTest, ACandidateRecomputingCheapModulesChecksToItsPeak) {
         << c.megatron_arguments();
     std::string args = c.megatron_arguments();
     args.erase(std::remove(args.begin(), args.end(), '"'), args.end());
-    const RunResult run = testing::Run(WithWords(
-        {testing::RunfilePath("client/memgate"), "check", "--gpu=h100-80gb",
-         "--format=json", "--"},
-        launch + " " + args));
-    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
-    v1::Decision decision;
-    ASSERT_TRUE(
-        google::protobuf::util::JsonStringToMessage(run.out, &decision).ok())
-        << run.out;
+    const v1::Decision decision =
+        CheckedLaunch({"--gpu=h100-80gb"}, launch + " " + args);
     EXPECT_EQ(decision.verdict(), v1::VERDICT_ADMIT);
     const v1::StageMemory& peak = decision.estimate().peak();
     EXPECT_NEAR(c.peak_bytes(),
@@ -465,6 +462,65 @@ TEST(CliPlanTest, ACandidateRecomputingCheapModulesChecksToItsPeak) {
     ++checked;
   }
   EXPECT_EQ(checked, 2);
+}
+
+// A Megatron-FSDP launch plans Megatron-FSDP layouts: every candidate
+// shards with the launch's strategy, without a pipeline (Megatron-FSDP has
+// none), and pasted back into the launch checks to its peak, admitted.
+TEST(CliPlanTest, AnFsdpLaunchPlansFsdpLayoutsThatCheckToTheirPeak) {
+  const std::string launch =
+      "torchrun --nnodes 2 --nproc-per-node 8 pretrain_gpt.py " +
+      Llama3Dims() +
+      "--use-distributed-optimizer --use-megatron-fsdp "
+      "--data-parallel-sharding-strategy optim_grads "
+      "--no-create-attention-mask-in-dataloader";
+  const RunResult r = PlanLaunch({"--gpu=h100-80gb", "--format=json"}, launch);
+  const v1::PlanResponse plan = PlanOf(r);
+  EXPECT_NE(r.err.find("the launch shards with Megatron-FSDP (optim_grads)"),
+            std::string::npos)
+      << r.err;
+  ASSERT_GT(plan.candidates_size(), 1);
+  for (const v1::Candidate& c : plan.candidates()) {
+    EXPECT_EQ(c.pipeline_parallel(), 1u) << c.ShortDebugString();
+    EXPECT_EQ(c.data_parallel_sharding(),
+              v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS);
+  }
+  for (int i = 0; i < 2; ++i) {
+    const v1::Candidate& c = plan.candidates(i);
+    ASSERT_EQ(c.zone(), v1::ZONE_GREEN) << c.ShortDebugString();
+    const v1::Decision decision = CheckedLaunch(
+        {"--gpu=h100-80gb"}, launch + " " + c.megatron_arguments());
+    EXPECT_EQ(decision.verdict(), v1::VERDICT_ADMIT);
+    EXPECT_EQ(decision.estimate().job().parallel().data_parallel_sharding(),
+              v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS);
+    EXPECT_NEAR(c.peak_bytes(), decision.estimate().peak().total_bytes(), 1)
+        << c.megatron_arguments();
+  }
+  // By name, --fsdp plans the same way; a strategy Megatron does not have,
+  // or one the launch contradicts, is refused naming the flag.
+  const v1::PlanResponse by_name = PlanOf(
+      Plan({"--model=llama-3.1-8b", "--gpu=h100-80gb", "--gpus=16",
+            "--seq=8192", "--gbs=64", "--fsdp=optim_grads_params",
+            "--format=json"}));
+  ASSERT_GT(by_name.candidates_size(), 0);
+  for (const v1::Candidate& c : by_name.candidates()) {
+    EXPECT_EQ(c.pipeline_parallel(), 1u) << c.ShortDebugString();
+    EXPECT_EQ(c.data_parallel_sharding(),
+              v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS);
+  }
+  RunResult bad = Plan({"--model=llama-3.1-8b", "--gpu=h100-80gb",
+                        "--gpus=16", "--seq=8192", "--gbs=64", "--fsdp=zero3"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--fsdp: must be no_shard, optim, optim_grads or "
+                         "optim_grads_params (got 'zero3')"),
+            std::string::npos)
+      << bad.err;
+  bad = PlanLaunch({"--gpu=h100-80gb", "--fsdp=optim"}, launch);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--fsdp: optim but the launch shards with "
+                         "optim_grads"),
+            std::string::npos)
+      << bad.err;
 }
 
 // Meta's Llama-3.1-405B layout (Llama 3 paper, table 4: TP 8, CP 1, PP 16
@@ -537,7 +593,7 @@ TEST(CliPlanTest, TheReleaseFlagPlansAsThatReleaseRuns) {
       << ambiguous.err;
 }
 
-TEST(CliPlanTest, ALaunchThatDisagreesShardsWithFsdpOrGroupsIsRefused) {
+TEST(CliPlanTest, ALaunchThatDisagreesOrGroupsIsRefused) {
   const std::vector<std::string> launch = {
       "--", "torchrun", "pretrain_gpt.py", "--num-layers", "32",
       "--hidden-size", "4096", "--num-attention-heads", "32",
@@ -552,11 +608,6 @@ TEST(CliPlanTest, ALaunchThatDisagreesShardsWithFsdpOrGroupsIsRefused) {
   r = Plan(With({"--gpu=a100-40gb", "--gpus=16", "--precision=fp32"}, launch));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--precision:"), std::string::npos) << r.err;
-  r = Plan(With(With({"--gpu=a100-40gb", "--gpus=16"}, launch),
-                {"--use-distributed-optimizer", "--use-megatron-fsdp",
-                 "--data-parallel-sharding-strategy", "optim_grads_params"}));
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("Megatron FSDP"), std::string::npos) << r.err;
   // A micro-batch group must lie in [p, m]: fixed, it would be wrong for
   // most layouts, and a candidate pasted back would not override it.
   r = Plan(With(With({"--gpu=a100-40gb", "--gpus=16"}, launch),
