@@ -621,7 +621,11 @@ TEST(PlannerTest, MegatronFsdpPlansShardEveryLayoutWithoutAPipeline) {
   // FSDP with experts is not modelled: refused by field before any work.
   v1::PlanRequest moe = Request("qwen3-30b-a3b", "h100-80gb", 64, 4096, 256);
   moe.set_data_parallel_sharding(v1::DATA_PARALLEL_SHARDING_OPTIM);
-  ExpectEachRefusedNaming({{moe, "parallel.data_parallel_sharding"}});
+  // So is a strategy the proto does not have (a client's raw enum value).
+  v1::PlanRequest unknown = r;
+  unknown.set_data_parallel_sharding(static_cast<v1::DataParallelSharding>(99));
+  ExpectEachRefusedNaming({{moe, "parallel.data_parallel_sharding"},
+                           {unknown, "parallel.data_parallel_sharding"}});
 }
 
 TEST(PlannerTest, TopKKeepsTheBest) {
