@@ -211,6 +211,14 @@ absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
     probe.mutable_model()->mutable_moe()->clear_overlap_expert_parallel_comm();
   }
   if (probe.training().defer_embedding_wgrad()) {
+    // Needs PP > 1, which a Megatron-FSDP plan never has (ForEachGroup):
+    // named here rather than an empty plan.
+    if (request.data_parallel_sharding() !=
+        v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
+      return absl::InvalidArgumentError(
+          "training.defer_embedding_wgrad: needs pipeline parallelism, and "
+          "Megatron-FSDP (data_parallel_sharding) runs without it");
+    }
     // Needs PP > 1 (the layouts', ForEachGroup) and a global batch (the
     // request's, checked above); the 1-way probe has neither.
     probe.mutable_training()->clear_defer_embedding_wgrad();

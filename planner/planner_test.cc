@@ -624,8 +624,14 @@ TEST(PlannerTest, MegatronFsdpPlansShardEveryLayoutWithoutAPipeline) {
   // So is a strategy the proto does not have (a client's raw enum value).
   v1::PlanRequest unknown = r;
   unknown.set_data_parallel_sharding(static_cast<v1::DataParallelSharding>(99));
+  // And a template that needs a pipeline, which FSDP layouts never have:
+  // named, not an empty plan.
+  v1::PlanRequest deferred = r;
+  deferred.mutable_training()->set_defer_embedding_wgrad(true);
+  deferred.mutable_training()->set_wgrad_deferral_limit(4);
   ExpectEachRefusedNaming({{moe, "parallel.data_parallel_sharding"},
-                           {unknown, "parallel.data_parallel_sharding"}});
+                           {unknown, "parallel.data_parallel_sharding"},
+                           {deferred, "training.defer_embedding_wgrad"}});
 }
 
 TEST(PlannerTest, TopKKeepsTheBest) {
