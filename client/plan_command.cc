@@ -13,7 +13,7 @@
 #include "client/plan_launch.h"
 #include "client/plan_table.h"
 #include "client/remote_client.h"
-#include "estimator/report.h"
+#include "estimator/megatron_names.h"
 #include "estimator/units.h"
 #include "planner/planner.h"
 #include "readers/megatron_args.h"
@@ -98,20 +98,6 @@ struct PlanFlags {
   }
 };
 
-// --fsdp's value: Megatron's --data-parallel-sharding-strategy names.
-absl::StatusOr<v1::DataParallelSharding> ParseShardingStrategy(
-    const std::string& text) {
-  for (v1::DataParallelSharding s :
-       {v1::DATA_PARALLEL_SHARDING_NO_SHARD, v1::DATA_PARALLEL_SHARDING_OPTIM,
-        v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS,
-        v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS}) {
-    if (ShardingStrategyName(s) == text) return s;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--fsdp: must be no_shard, optim, optim_grads or optim_grads_params "
-      "(got '", text, "')"));
-}
-
 absl::StatusOr<std::vector<uint32_t>> ParseGpuCounts(const std::string& text) {
   std::vector<uint32_t> counts;
   for (absl::string_view part : absl::StrSplit(text, ',')) {
@@ -171,9 +157,13 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
         *f.model.megatron_core);
   }
   if (f.fsdp) {
-    absl::StatusOr<v1::DataParallelSharding> sharding =
-        ParseShardingStrategy(*f.fsdp);
-    if (!sharding.ok()) return sharding.status();
+    const std::optional<v1::DataParallelSharding> sharding =
+        ShardingStrategyNamed(*f.fsdp);
+    if (!sharding) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--fsdp: must be no_shard, optim, optim_grads or "
+          "optim_grads_params (got '", *f.fsdp, "')"));
+    }
     if (request.data_parallel_sharding() !=
             v1::DATA_PARALLEL_SHARDING_UNSPECIFIED &&
         request.data_parallel_sharding() != *sharding) {

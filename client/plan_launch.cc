@@ -6,7 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "estimator/report.h"
+#include "estimator/megatron_names.h"
 #include "planner/planner.h"
 
 namespace memgate::cli {

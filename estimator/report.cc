@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "estimator/megatron_names.h"
 #include "estimator/units.h"
 
 namespace memgate {
@@ -42,42 +43,6 @@ std::string CandidateVariant(const v1::Candidate& c) {
     absl::StrAppend(&v, "recompute ", RecomputeModulesText(c.recompute_modules()), " (selective); ");
   }
   return v;
-}
-
-std::string RecomputeModuleName(v1::Recompute::Module module) {
-  switch (module) {
-    case v1::Recompute::MODULE_CORE_ATTN:
-      return "core_attn";
-    case v1::Recompute::MODULE_MLP:
-      return "mlp";
-    case v1::Recompute::MODULE_MOE:
-      return "moe";
-    case v1::Recompute::MODULE_MOE_ACT:
-      return "moe_act";
-    case v1::Recompute::MODULE_SHARED_EXPERTS:
-      return "shared_experts";
-    case v1::Recompute::MODULE_LAYERNORM:
-      return "layernorm";
-    case v1::Recompute::MODULE_MLA_UP_PROJ:
-      return "mla_up_proj";
-    default:
-      return "unknown";
-  }
-}
-
-std::string ShardingStrategyName(v1::DataParallelSharding sharding) {
-  switch (sharding) {
-    case v1::DATA_PARALLEL_SHARDING_NO_SHARD:
-      return "no_shard";
-    case v1::DATA_PARALLEL_SHARDING_OPTIM:
-      return "optim";
-    case v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS:
-      return "optim_grads";
-    case v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS:
-      return "optim_grads_params";
-    default:
-      return "unknown";
-  }
 }
 
 std::string RecomputeModulesText(

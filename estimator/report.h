@@ -20,12 +20,6 @@ std::string ZoneName(v1::Zone zone);
 // for a plain layout.
 std::string CandidateVariant(const v1::Candidate& c);
 
-// Megatron's name of a recomputed module (--recompute-modules): "moe_act".
-std::string RecomputeModuleName(v1::Recompute::Module module);
-
-// Megatron's --data-parallel-sharding-strategy value: "optim_grads".
-std::string ShardingStrategyName(v1::DataParallelSharding sharding);
-
 // Recompute modules (Candidate.recompute_modules,
 // Decision.fits_with_recompute_modules) as Megatron's --recompute-modules
 // value: "moe_act layernorm mla_up_proj".

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "estimator/catalog.h"
+#include "estimator/megatron_names.h"
 #include "estimator/pipeline_layout.h"
 #include "estimator/validation.h"
 #include "readers/launch_arguments.h"
@@ -725,26 +727,18 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
   v1::Recompute& r = *t.mutable_recompute();
   if (granularity == "selective") {
     r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
-    static const auto* modules =
-        new std::map<std::string, v1::Recompute::Module>{
-            {"core_attn", v1::Recompute::MODULE_CORE_ATTN},
-            {"mlp", v1::Recompute::MODULE_MLP},
-            {"moe", v1::Recompute::MODULE_MOE},
-            {"moe_act", v1::Recompute::MODULE_MOE_ACT},
-            {"shared_experts", v1::Recompute::MODULE_SHARED_EXPERTS},
-            {"layernorm", v1::Recompute::MODULE_LAYERNORM},
-            {"mla_up_proj", v1::Recompute::MODULE_MLA_UP_PROJ}};
     for (absl::string_view module :
          absl::StrSplit(args.Text("recompute-modules"), ' ',
                         absl::SkipEmpty())) {
-      auto it = modules->find(std::string(module));
-      if (it == modules->end()) {
+      const std::optional<v1::Recompute::Module> known =
+          RecomputeModuleNamed(module);
+      if (!known) {
         return Bad("recompute-modules",
                    absl::StrCat("'", module, "' is not modelled (core_attn, "
                                 "mlp, moe, moe_act, shared_experts, "
                                 "layernorm, mla_up_proj)"));
       }
-      r.add_modules(it->second);
+      r.add_modules(*known);
     }
     if (!unfused && r.modules_size() == 0) {
       launch.notes.push_back(
@@ -948,21 +942,15 @@ absl::Status FillFsdp(const Arguments& args, MegatronLaunch& launch) {
                      "differs between Megatron releases (no_shard, later "
                      "optim_grads_params)");
   }
-  static const auto* strategies =
-      new std::map<std::string, v1::DataParallelSharding>{
-          {"no_shard", v1::DATA_PARALLEL_SHARDING_NO_SHARD},
-          {"optim", v1::DATA_PARALLEL_SHARDING_OPTIM},
-          {"optim_grads", v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS},
-          {"optim_grads_params",
-           v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS}};
   const std::string strategy = args.Text("data-parallel-sharding-strategy");
-  auto it = strategies->find(strategy);
-  if (it == strategies->end()) {
+  const std::optional<v1::DataParallelSharding> sharding =
+      ShardingStrategyNamed(strategy);
+  if (!sharding) {
     return Bad("data-parallel-sharding-strategy",
                absl::StrCat("'", strategy, "' is not one of no_shard, optim, "
                             "optim_grads, optim_grads_params"));
   }
-  launch.job.mutable_parallel()->set_data_parallel_sharding(it->second);
+  launch.job.mutable_parallel()->set_data_parallel_sharding(*sharding);
   return absl::OkStatus();
 }
 

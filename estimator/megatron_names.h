@@ -1,0 +1,31 @@
+#ifndef MEMGATE_ESTIMATOR_MEGATRON_NAMES_H_
+#define MEMGATE_ESTIMATOR_MEGATRON_NAMES_H_
+
+// Megatron-LM's names of the settings memgate reads from a launch and
+// writes back into a plan candidate's arguments: one table for each, so
+// that what the reader accepts and what a candidate prints cannot drift
+// apart.
+
+#include <optional>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "proto/memgate.pb.h"
+
+namespace memgate {
+
+// --recompute-modules (transformer_config.py recompute_modules): "moe_act".
+std::optional<v1::Recompute::Module> RecomputeModuleNamed(
+    absl::string_view name);
+// "unknown" for a value without a Megatron name (UNSPECIFIED, out of range).
+std::string RecomputeModuleName(v1::Recompute::Module module);
+
+// --data-parallel-sharding-strategy (arguments.py): "optim_grads".
+std::optional<v1::DataParallelSharding> ShardingStrategyNamed(
+    absl::string_view name);
+// "unknown" for a value without a Megatron name.
+std::string ShardingStrategyName(v1::DataParallelSharding sharding);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_ESTIMATOR_MEGATRON_NAMES_H_
