@@ -234,14 +234,9 @@ void PrintDecision(const v1::Decision& d,
   }
   if (d.fits_with_recompute_modules_size() > 0) {
     // Cheaper than full recomputation: one more forward of a few modules.
-    bool moe_act = false;
-    for (int m : d.fits_with_recompute_modules()) {
-      moe_act |= m == v1::Recompute::MODULE_MOE_ACT;
-    }
-    out << "  fits with selective recomputation (--recompute-granularity "
-           "selective --recompute-modules "
-        << RecomputeModulesText(d.fits_with_recompute_modules())
-        << (moe_act ? " --moe-grouped-gemm" : "") << ")\n";
+    out << "  fits with selective recomputation ("
+        << SelectiveRecomputeArguments(d.fits_with_recompute_modules())
+        << ")\n";
   }
   if (const uint32_t n = d.min_recompute_layers_that_fit(); n != 0) {
     // The least change to the job itself: same GPUs, same layout.

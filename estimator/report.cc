@@ -55,6 +55,20 @@ std::string RecomputeModulesText(
   return text;
 }
 
+std::string SelectiveRecomputeArguments(
+    const google::protobuf::RepeatedField<int>& modules) {
+  std::string args = absl::StrCat(
+      "--recompute-granularity selective --recompute-modules ",
+      RecomputeModulesText(modules));
+  // Megatron recomputes the experts' activation with grouped GEMMs only
+  // (transformer_config.py).
+  if (std::find(modules.begin(), modules.end(),
+                v1::Recompute::MODULE_MOE_ACT) != modules.end()) {
+    args += " --moe-grouped-gemm";
+  }
+  return args;
+}
+
 std::string CandidateMegatronArguments(const v1::Candidate& c,
                                        uint32_t global_batch_size,
                                        uint32_t seq_length) {
@@ -112,16 +126,8 @@ std::string CandidateMegatronArguments(const v1::Candidate& c,
                           "--recompute-num-layers %u",
                           c.recompute_num_layers());
   } else if (c.recompute_modules_size() > 0) {
-    absl::StrAppend(&args, " --recompute-granularity selective "
-                           "--recompute-modules ",
-                    RecomputeModulesText(c.recompute_modules()));
-    // Megatron recomputes the experts' activation with grouped GEMMs only
-    // (transformer_config.py).
-    for (int module : c.recompute_modules()) {
-      if (module == v1::Recompute::MODULE_MOE_ACT) {
-        args += " --moe-grouped-gemm";
-      }
-    }
+    absl::StrAppend(&args, " ",
+                    SelectiveRecomputeArguments(c.recompute_modules()));
   }
   return args;
 }

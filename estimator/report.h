@@ -26,6 +26,13 @@ std::string CandidateVariant(const v1::Candidate& c);
 std::string RecomputeModulesText(
     const google::protobuf::RepeatedField<int>& modules);
 
+// Megatron's arguments for selective recomputation of `modules`
+// (Candidate.recompute_modules, Decision.fits_with_recompute_modules):
+// "--recompute-granularity selective --recompute-modules moe_act layernorm
+// --moe-grouped-gemm" (moe_act runs with grouped GEMMs only).
+std::string SelectiveRecomputeArguments(
+    const google::protobuf::RepeatedField<int>& modules);
+
 // The Megatron-LM arguments that run a plan candidate (its
 // megatron_arguments field): "--tensor-model-parallel-size 8 ... ", without
 // the model's or the precision's flags, with the dataloader's attention

@@ -32,6 +32,18 @@ Layout WithCheapModules(Layout l, const SelectiveModules& cheap);
 // transformer_config.py documents them; empty for any other.
 std::vector<v1::Recompute::Module> ModulesOf(const Layout& l);
 
+// `r` as selective recomputation of exactly `modules` (Recompute.Module
+// values, or ints holding them): what it recomputed before is replaced, as
+// Megatron has one --recompute-granularity.
+template <typename Modules>
+void SetSelectiveRecompute(const Modules& modules, v1::Recompute& r) {
+  r.Clear();
+  r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+  for (const auto module : modules) {
+    r.add_modules(static_cast<v1::Recompute::Module>(module));
+  }
+}
+
 }  // namespace memgate
 
 #endif  // MEMGATE_PLANNER_CHEAP_RECOMPUTE_H_

@@ -275,10 +275,12 @@ struct Search {
   bool allow_full_recompute = true;  // full (beyond the cheap modules)
   bool allow_interleave = true;
   // The cheap selective modules tried before full recomputation, those of
-  // them the template does not already recompute (CheapModulesFor), and
-  // their price (cost_model.h (7)).
+  // them the template does not already recompute (CheapModulesFor), their
+  // price (cost_model.h (7)), and the --recompute-modules of a layout that
+  // fits by them (the template's and the cheap ones: ModulesOf).
   SelectiveModules cheap;
   double cheap_cost = 1;
+  std::vector<v1::Recompute::Module> cheap_modules;
 };
 
 Layout LayoutFor(const Search& s, uint32_t t, uint32_t c, uint32_t p,
@@ -855,6 +857,7 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
     s.cheap_cost = SelectiveRecomputeCost(
         s.shape, s.weights, s.cheap, s.seq,
         s.base.precision == v1::PRECISION_FP32 ? 4 : 2);
+    s.cheap_modules = ModulesOf(WithCheapModules(s.base, s.cheap));
   }
   s.allow_interleave = !request.no_interleave();
   return s;
@@ -892,8 +895,7 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best,
   c.set_data_parallel_sharding(s.sharding);
   c.set_recompute_num_layers(l.recompute);
   if (l.cheap_modules) {
-    for (v1::Recompute::Module module :
-         ModulesOf(WithCheapModules(s.base, s.cheap))) {
+    for (v1::Recompute::Module module : s.cheap_modules) {
       c.add_recompute_modules(module);
     }
   }
@@ -964,14 +966,10 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
     r.set_method(v1::Recompute::METHOD_BLOCK);
     r.set_num_layers(c.recompute_num_layers());
   } else if (c.recompute_modules_size() > 0) {
-    v1::Recompute& r = *t.mutable_recompute();
-    r.Clear();  // the candidate's list includes the template's modules
-    r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
-    // (moe_act runs with grouped GEMMs only: the candidate's arguments add
+    // The candidate's list includes the template's modules. (moe_act runs
+    // with grouped GEMMs only: the candidate's arguments add
     // --moe-grouped-gemm, which changes no memory term.)
-    for (int module : c.recompute_modules()) {
-      r.add_modules(static_cast<v1::Recompute::Module>(module));
-    }
+    SetSelectiveRecompute(c.recompute_modules(), *t.mutable_recompute());
   }
   return job;
 }

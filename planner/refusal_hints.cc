@@ -110,10 +110,7 @@ std::vector<v1::Recompute::Module> CheapModulesThatFit(const v1::Job& job,
   const std::vector<v1::Recompute::Module> modules =
       ModulesOf(WithCheapModules(layout, cheap));
   v1::Job probe = job;
-  v1::Recompute& r = *probe.mutable_training()->mutable_recompute();
-  r.Clear();
-  r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
-  for (v1::Recompute::Module m : modules) r.add_modules(m);
+  SetSelectiveRecompute(modules, *probe.mutable_training()->mutable_recompute());
   absl::StatusOr<v1::Estimate> e = EstimateJob(probe, threshold);
   if (!e.ok() || e->zone() != v1::ZONE_GREEN) return {};
   return modules;
