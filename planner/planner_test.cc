@@ -14,6 +14,7 @@
 #include "estimator/job_resolver.h"
 #include "estimator/validation.h"
 #include "gtest/gtest.h"
+#include "planner/cheap_recompute.h"
 #include "tests/paper_tables.h"
 #include "tests/test_util.h"
 
@@ -767,10 +768,7 @@ TEST(PlannerTest, CheapSelectiveModulesComeBeforeFullRecomputation) {
       EXPECT_NE(zone_of(job), v1::ZONE_GREEN) << c.ShortDebugString();
     } else if (c.recompute_num_layers() > 0) {
       ++full;
-      v1::Recompute& rc = *job.mutable_training()->mutable_recompute();
-      rc.Clear();
-      rc.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
-      for (int m : cheap) rc.add_modules(static_cast<v1::Recompute::Module>(m));
+      SetSelectiveRecompute(cheap, *job.mutable_training()->mutable_recompute());
       EXPECT_NE(zone_of(job), v1::ZONE_GREEN) << c.ShortDebugString();
     }
   }

@@ -13,6 +13,26 @@
 namespace memgate {
 namespace {
 
+// `job` with a suggestion's layout, micro-batch and recomputation: what the
+// user runs after taking it.
+v1::Job AsSuggested(const v1::Job& job, const v1::Candidate& c) {
+  v1::Job as_suggested = job;
+  v1::ParallelConfig& par = *as_suggested.mutable_parallel();
+  par.set_tensor_parallel(c.tensor_parallel());
+  par.set_context_parallel(c.context_parallel());
+  par.set_pipeline_parallel(c.pipeline_parallel());
+  par.set_data_parallel(0);
+  par.set_virtual_pipeline_stages(c.virtual_pipeline_stages());
+  as_suggested.mutable_training()->set_micro_batch_size(c.micro_batch_size());
+  if (c.recompute_num_layers() > 0) {
+    v1::Recompute& r = *as_suggested.mutable_training()->mutable_recompute();
+    r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+    r.set_method(v1::Recompute::METHOD_BLOCK);
+    r.set_num_layers(c.recompute_num_layers());
+  }
+  return as_suggested;
+}
+
 TEST(RefusalHintsTest, RefusalsSuggestWhatFits) {
   // (4,1,2,2) on 8 A100s: 37.58 GiB, YELLOW. The paper's table says the
   // same layout is GREEN (31.97) on 16.
@@ -94,23 +114,8 @@ TEST(RefusalHintsTest, SuggestionsFitWithTheJobsOwnSettings) {
   ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
   ASSERT_GT(d->suggestions_size(), 0);
   for (const v1::Candidate& c : d->suggestions()) {
-    v1::Job as_suggested = job;
-    v1::ParallelConfig& par = *as_suggested.mutable_parallel();
-    par.set_tensor_parallel(c.tensor_parallel());
-    par.set_context_parallel(c.context_parallel());
-    par.set_pipeline_parallel(c.pipeline_parallel());
-    par.set_data_parallel(0);
     ASSERT_EQ(c.first_stage_layers(), 0u);  // 32 layers split evenly
-    par.set_virtual_pipeline_stages(c.virtual_pipeline_stages());
-    as_suggested.mutable_training()->set_micro_batch_size(
-        c.micro_batch_size());
-    if (c.recompute_num_layers() > 0) {
-      v1::Recompute& r = *as_suggested.mutable_training()->mutable_recompute();
-      r.set_granularity(v1::Recompute::GRANULARITY_FULL);
-      r.set_method(v1::Recompute::METHOD_BLOCK);
-      r.set_num_layers(c.recompute_num_layers());
-    }
-    absl::StatusOr<v1::Estimate> e = EstimateJob(as_suggested);
+    absl::StatusOr<v1::Estimate> e = EstimateJob(AsSuggested(job, c));
     ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
     EXPECT_EQ(e->zone(), v1::ZONE_GREEN) << c.ShortDebugString();
     EXPECT_DOUBLE_EQ(e->peak().total_bytes(), c.peak_bytes())
@@ -134,15 +139,7 @@ TEST(RefusalHintsTest, FsdpRefusalsSuggestFsdpLayouts) {
     ASSERT_EQ(c.pipeline_parallel(), 1u) << c.ShortDebugString();
     EXPECT_EQ(c.data_parallel_sharding(),
               v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS);
-    v1::Job as_suggested = job;
-    v1::ParallelConfig& par = *as_suggested.mutable_parallel();
-    par.set_tensor_parallel(c.tensor_parallel());
-    par.set_context_parallel(c.context_parallel());
-    par.set_data_parallel(0);
-    as_suggested.mutable_training()->set_micro_batch_size(
-        c.micro_batch_size());
-    ASSERT_EQ(c.recompute_num_layers(), 0u) << c.ShortDebugString();
-    absl::StatusOr<v1::Estimate> e = EstimateJob(as_suggested);
+    absl::StatusOr<v1::Estimate> e = EstimateJob(AsSuggested(job, c));
     ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
     EXPECT_EQ(e->zone(), v1::ZONE_GREEN) << c.ShortDebugString();
     EXPECT_DOUBLE_EQ(e->peak().total_bytes(), c.peak_bytes())
