@@ -33,6 +33,15 @@ v1::Job AsSuggested(const v1::Job& job, const v1::Candidate& c) {
   return as_suggested;
 }
 
+// The job, run as suggested, fits (GREEN) at the suggestion's peak.
+void ExpectFitsAsSuggested(const v1::Job& job, const v1::Candidate& c) {
+  absl::StatusOr<v1::Estimate> e = EstimateJob(AsSuggested(job, c));
+  ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
+  EXPECT_EQ(e->zone(), v1::ZONE_GREEN) << c.ShortDebugString();
+  EXPECT_DOUBLE_EQ(e->peak().total_bytes(), c.peak_bytes())
+      << c.ShortDebugString();
+}
+
 TEST(RefusalHintsTest, RefusalsSuggestWhatFits) {
   // (4,1,2,2) on 8 A100s: 37.58 GiB, YELLOW. The paper's table says the
   // same layout is GREEN (31.97) on 16.
@@ -115,11 +124,7 @@ TEST(RefusalHintsTest, SuggestionsFitWithTheJobsOwnSettings) {
   ASSERT_GT(d->suggestions_size(), 0);
   for (const v1::Candidate& c : d->suggestions()) {
     ASSERT_EQ(c.first_stage_layers(), 0u);  // 32 layers split evenly
-    absl::StatusOr<v1::Estimate> e = EstimateJob(AsSuggested(job, c));
-    ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
-    EXPECT_EQ(e->zone(), v1::ZONE_GREEN) << c.ShortDebugString();
-    EXPECT_DOUBLE_EQ(e->peak().total_bytes(), c.peak_bytes())
-        << c.ShortDebugString();
+    ExpectFitsAsSuggested(job, c);
   }
 }
 
@@ -139,11 +144,7 @@ TEST(RefusalHintsTest, FsdpRefusalsSuggestFsdpLayouts) {
     ASSERT_EQ(c.pipeline_parallel(), 1u) << c.ShortDebugString();
     EXPECT_EQ(c.data_parallel_sharding(),
               v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS);
-    absl::StatusOr<v1::Estimate> e = EstimateJob(AsSuggested(job, c));
-    ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
-    EXPECT_EQ(e->zone(), v1::ZONE_GREEN) << c.ShortDebugString();
-    EXPECT_DOUBLE_EQ(e->peak().total_bytes(), c.peak_bytes())
-        << c.ShortDebugString();
+    ExpectFitsAsSuggested(job, c);
   }
 }
 
