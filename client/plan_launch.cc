@@ -115,6 +115,9 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
     // Planned with the launch's strategy: Megatron-FSDP runs without a
     // pipeline, so the plan is of PP 1 layouts (planner.cc ForEachGroup).
     request.set_data_parallel_sharding(par.data_parallel_sharding());
+    request.set_fsdp_double_buffer(par.fsdp_double_buffer());
+    request.set_fsdp_communication_unit_size(
+        par.fsdp_communication_unit_size());
     notes.push_back(absl::StrCat(
         "the launch shards with Megatron-FSDP (",
         ShardingStrategyName(par.data_parallel_sharding()),

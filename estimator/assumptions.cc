@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "estimator/memory_model.h"
 #include "estimator/moe_terms.h"
@@ -11,6 +12,20 @@
 namespace memgate {
 
 namespace {
+
+// What bounds Megatron-FSDP's un-sharded units (memory_model.cc [MFC]).
+std::string FsdpUnshardedText(const Layout& l) {
+  if (l.fsdp_double_buffer) return "two FSDP units (double buffer)";
+  if (l.fsdp_unit_size > 0) {
+    return absl::StrFormat(
+        "its queues (--suggested-communication-unit-size %.0f: gradients "
+        "of that many parameters, weights of half)",
+        l.fsdp_unit_size);
+  }
+  return "its queues at Megatron's default unit (at least 10^9 parameters' "
+         "gradients and half that of weights; --fsdp-double-buffer holds "
+         "two units)";
+}
 
 // Where the routing probabilities are applied (moe_terms.cc [PA]).
 std::string RoutingProbsAssumption(const v1::MoeConfig& moe) {
@@ -119,12 +134,14 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
       out.push_back("Megatron-FSDP optim: optimizer states sharded");
       break;
     case FsdpSharding::kOptimGrads:
-      out.push_back("Megatron-FSDP optim_grads: optimizer states and "
-                    "gradients sharded, two units' gradients un-sharded");
+      out.push_back(absl::StrCat(
+          "Megatron-FSDP optim_grads: optimizer states and gradients "
+          "sharded; un-sharded gradients: ", FsdpUnshardedText(l)));
       break;
     case FsdpSharding::kOptimGradsParams:
-      out.push_back("Megatron-FSDP optim_grads_params: all model states "
-                    "sharded, two units' weights and gradients un-sharded");
+      out.push_back(absl::StrCat(
+          "Megatron-FSDP optim_grads_params: all model states sharded; "
+          "un-sharded weights and gradients: ", FsdpUnshardedText(l)));
       break;
     default:
       break;

@@ -75,6 +75,16 @@
 // [MF] Megatron-LM docs/user-guide/features/megatron_fsdp.md: ZeRO-1/2/3
 //      sharding over the data-parallel ranks; "at least two FSDP units
 //      worth of un-sharded weight memory" and of gradient memory.
+// [MFC] Megatron-LM megatron/core/distributed/fsdp/src/megatron_fsdp/
+//      megatron_fsdp.py (core 0.14 on): without --suggested-communication-
+//      unit-size the unit C is 2 x the average FSDP unit (ZeRO-3) or the
+//      DDP bucket (max(4e7, 1e6 x DP x CP), training.py), raised to at
+//      least 10^9 parameters; the reduce-scatter queue holds C and
+//      all-gathers prefetch C / 2. param_and_grad_buffer.py: GradReduce-
+//      Pipeline.wait_for_previous_grad_reduce frees a bucket's un-sharded
+//      gradients only when the queue exceeds C, AllGatherPipeline.
+//      all_gather_params prefetches buckets until C / 2 is reached, and
+//      --fsdp-double-buffer stops both at two FSDP units.
 
 namespace memgate {
 namespace {
@@ -689,6 +699,8 @@ Layout LayoutOf(const v1::Job& job) {
         break;
     }
   }
+  l.fsdp_double_buffer = par.fsdp_double_buffer();
+  l.fsdp_unit_size = static_cast<double>(par.fsdp_communication_unit_size());
   switch (par.data_parallel_sharding()) {
     case v1::DATA_PARALLEL_SHARDING_NO_SHARD:
       l.sharding = FsdpSharding::kNoShard;
@@ -808,6 +820,29 @@ double TwoLargestUnits(const ModelShape& m, const Layout& l, uint32_t stage,
   return units[3] + units[2];
 }
 
+// The parameters of a rank Megatron-FSDP holds un-sharded at its peak
+// [MF, MFC], of the stage's `params`: weights for the unit computing and
+// those prefetched (C / 2 past it, rounded up to a unit), gradients in the
+// reduce-scatter queue (C, and the unit that enters it); two units with
+// the double buffer. A model smaller than C is held whole.
+struct FsdpUnsharded {
+  double weights = 0, gradients = 0;
+};
+FsdpUnsharded FsdpUnshardedParameters(const ModelShape& m, const Layout& l,
+                                      uint32_t stage, double stage_layers,
+                                      double params) {
+  const double units = TwoLargestUnits(m, l, stage, stage_layers);
+  if (l.fsdp_double_buffer) return {units, units};
+  double c = l.fsdp_unit_size;
+  if (c <= 0) {
+    const double derived = l.sharding == FsdpSharding::kOptimGradsParams
+                               ? 2 * LayerParameters(m, l)
+                               : std::max(4e7, 1e6 * l.data * l.context);
+    c = std::max(1e9, derived);
+  }
+  return {std::min(params, units + c / 2), std::min(params, units + c)};
+}
+
 }  // namespace
 
 namespace {
@@ -919,14 +954,16 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
   const bool shard_optimizer =
       l.sharding == FsdpSharding::kNone ? l.distributed_optimizer
                                         : l.sharding != FsdpSharding::kNoShard;
-  // Megatron-FSDP holds two FSDP units (a layer, the embedding, the LM
-  // head) un-sharded at any time, for weights and for gradients [MF].
-  const double gathered = shard_grads ? TwoLargestUnits(m, l, stage,
-                                                        stage_layers)
-                                      : 0;
+  // Megatron-FSDP holds some units (a layer, the embedding, the LM head)
+  // un-sharded beside the shards, for weights and for gradients [MF, MFC].
+  const FsdpUnsharded unsharded =
+      shard_grads
+          ? FsdpUnshardedParameters(m, l, stage, stage_layers, params)
+          : FsdpUnsharded();
   const double weight_bytes = WeightBytesPerParameter(l.precision);
-  f.weight_bytes = shard_params ? weight_bytes * (params / shards + gathered)
-                                : weight_bytes * (params + expert_params);
+  f.weight_bytes = shard_params
+                       ? weight_bytes * (params / shards + unsharded.weights)
+                       : weight_bytes * (params + expert_params);
   if (l.fp8) {
     double linear = mix.dense * LinearWeightParameters(m, l, false);
     if (mix.moe > 0) linear += mix.moe * LinearWeightParameters(m, l, true);
@@ -940,7 +977,8 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
   }
   const double gradient_bytes = GradientBytesPerParameter(l);
   f.gradient_bytes = shard_grads
-                         ? gradient_bytes * (params / shards + gathered)
+                         ? gradient_bytes * (params / shards +
+                                             unsharded.gradients)
                          : gradient_bytes * (params + expert_params);
   // The distributed optimizer shards its states over d*c ranks [P 3.1.4];
   // a CPU-offloaded share of them lives in host memory [PA].

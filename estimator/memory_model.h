@@ -145,6 +145,10 @@ struct Layout {
   // (fp8_utils.py get_fp8_align_size): 16, 32 for MXFP8.
   double fp8_align = 16;
   FsdpSharding sharding = FsdpSharding::kNone;
+  // Megatron-FSDP's double buffer (two units un-sharded at most) and its
+  // communication unit in parameters (0: Megatron's default).
+  bool fsdp_double_buffer = false;
+  double fsdp_unit_size = 0;
   // Expert parallelism: routed experts over ep ranks, each split over etp.
   double expert_parallel = 1;  // EP
   double expert_tensor = 1;    // ETP

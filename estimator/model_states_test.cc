@@ -97,11 +97,13 @@ TEST(ModelStatesTest, OffloadedOptimizerShareLeavesTheGpu) {
   EXPECT_DOUBLE_EQ(Figures(job).optimizer_bytes, 0);
 }
 
-// [MF] the two largest FSDP units of the single stage are the embedding and
-// the LM head (32,768,000 each, larger than a layer), held un-sharded.
+// [MF] with the double buffer the two largest FSDP units of the single
+// stage, the embedding and the LM head (32,768,000 each, larger than a
+// layer), are held un-sharded.
 TEST(ModelStatesTest, MegatronFsdpShardsByStrategyPlusTwoUnits) {
   constexpr double kTwoUnits = 2 * kVocabMatrix;
   v1::Job job = SmallJob();
+  job.mutable_parallel()->set_fsdp_double_buffer(true);
   job.mutable_parallel()->set_data_parallel_sharding(
       v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS);
   StageFigures f = Figures(job);
@@ -134,6 +136,42 @@ TEST(ModelStatesTest, MegatronFsdpShardsByStrategyPlusTwoUnits) {
   const double tied = 2 * kLayer + kVocabMatrix + 1024;
   EXPECT_DOUBLE_EQ(Figures(job).weight_bytes,
                    2 * (tied / 4 + kVocabMatrix + kLayer));
+}
+
+// [MFC] without the double buffer Megatron-FSDP's queues decide: the
+// reduce-scatter queue keeps a communication unit C of un-sharded
+// gradients (and the unit entering it), all-gathers prefetch C / 2 of
+// weights past the unit computing. Megatron's default C is at least 10^9
+// parameters, more than this whole model (99,095,552): it is held whole,
+// beside its shards. A given C of 10^7 holds two units plus C (gradients)
+// and plus C / 2 (weights); ZeRO-2 holds the weights whole anyway.
+TEST(ModelStatesTest, MegatronFsdpQueuesHoldACommunicationUnit) {
+  constexpr double kTwoUnits = 2 * kVocabMatrix;
+  v1::Job job = SmallJob();
+  job.mutable_parallel()->set_data_parallel_sharding(
+      v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS);
+  StageFigures f = Figures(job);
+  EXPECT_DOUBLE_EQ(f.weight_bytes, 2 * (kParams / 4 + kParams));
+  EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * (kParams / 4 + kParams));
+
+  job.mutable_parallel()->set_fsdp_communication_unit_size(10000000);
+  f = Figures(job);
+  EXPECT_DOUBLE_EQ(f.weight_bytes, 2 * (kParams / 4 + kTwoUnits + 5e6));
+  EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * (kParams / 4 + kTwoUnits + 1e7));
+
+  job.mutable_parallel()->set_data_parallel_sharding(
+      v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS);
+  f = Figures(job);
+  EXPECT_DOUBLE_EQ(f.weight_bytes, 2 * kParams);
+  EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * (kParams / 4 + kTwoUnits + 1e7));
+
+  // Past the ceiling (2^40 parameters) the unit is refused by name.
+  job.mutable_parallel()->set_fsdp_communication_unit_size((1ull << 40) + 1);
+  const absl::Status refused = ValidateJob(job);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("parallel.fsdp_communication_unit_size"),
+            std::string::npos)
+      << refused;
 }
 
 // [TE] delayed-scaling fp8: 2 B of fp8 copies per GEMM weight; per layer the

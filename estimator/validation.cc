@@ -419,6 +419,14 @@ absl::Status ValidateOptimizerStorage(const v1::Job& job) {
                    "DP x CP x TP ranks only)",
                    absl::StrCat("pipeline_parallel ", par.pipeline_parallel()));
   }
+  // A communication unit beyond any model's size is a typo (and keeps the
+  // count exact in a double).
+  if (par.fsdp_communication_unit_size() > kMaxFsdpCommunicationUnit) {
+    return Invalid("parallel.fsdp_communication_unit_size",
+                   absl::StrCat("must be at most ", kMaxFsdpCommunicationUnit,
+                                " parameters"),
+                   absl::StrCat(par.fsdp_communication_unit_size()));
+  }
   if (tr.has_fp8()) {
     if (!IsBf16(tr.precision()) && tr.precision() != v1::PRECISION_FP16) {
       return Invalid("training.fp8", "needs bf16 or fp16 training",

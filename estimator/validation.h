@@ -38,6 +38,9 @@ absl::Status ValidateFlexDispatcher(const v1::MoeConfig& moe, uint64_t group);
 absl::Status ValidateExpertOverlap(const v1::Job& job,
                                    uint64_t expert_parallel);
 
+// ParallelConfig.fsdp_communication_unit_size's ceiling: 2^40 parameters.
+inline constexpr uint64_t kMaxFsdpCommunicationUnit = uint64_t{1} << 40;
+
 // The GREEN limit as a fraction of capacity: (0, 1].
 absl::Status ValidateThreshold(double threshold);
 

@@ -169,6 +169,14 @@ void UseFullRecomputation(Layout& l) {
 
 // The request as a job template: resolves catalog names and checks what
 // does not depend on the layout.
+// The request's Megatron-FSDP settings, as every layout's.
+void SetFsdpOf(const v1::PlanRequest& request, v1::ParallelConfig& par) {
+  par.set_data_parallel_sharding(request.data_parallel_sharding());
+  par.set_fsdp_double_buffer(request.fsdp_double_buffer());
+  par.set_fsdp_communication_unit_size(
+      request.fsdp_communication_unit_size());
+}
+
 absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
   if (absl::Status s = CheckTrainingTemplate(request); !s.ok()) return s;
   v1::Job job;
@@ -179,8 +187,7 @@ absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
   job.mutable_parallel()->set_tensor_parallel(1);
   job.mutable_parallel()->set_pipeline_parallel(1);
   job.mutable_parallel()->set_context_parallel(1);
-  job.mutable_parallel()->set_data_parallel_sharding(
-      request.data_parallel_sharding());
+  SetFsdpOf(request, *job.mutable_parallel());
   absl::StatusOr<v1::Job> resolved = ResolveJob(job);
   if (!resolved.ok()) return resolved.status();
   if (request.global_batch_size() == 0) {
@@ -905,7 +912,17 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best,
   c.set_bubble_fraction(l.bubble);
   c.set_relative_speed(best > 0 ? l.speed / best : 0);
   c.set_why(WhyOf(l, f, s.capacity, s.threshold));
-  c.set_megatron_arguments(CandidateMegatronArguments(c, s.gbs, s.seq));
+  std::string args = CandidateMegatronArguments(c, s.gbs, s.seq);
+  if (s.sharding != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
+    // The request's FSDP buffers, which a candidate does not record.
+    if (s.base.fsdp_double_buffer) args += " --fsdp-double-buffer";
+    if (s.base.fsdp_unit_size > 0) {
+      // At most 2^40 (ValidateJob): exact in a double.
+      absl::StrAppendFormat(&args, " --suggested-communication-unit-size %d",
+                            static_cast<int64_t>(s.base.fsdp_unit_size));
+    }
+  }
+  c.set_megatron_arguments(args);
   return c;
 }
 
@@ -921,7 +938,7 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
   par.set_tensor_parallel(c.tensor_parallel());
   par.set_context_parallel(c.context_parallel());
   par.set_pipeline_parallel(c.pipeline_parallel());
-  par.set_data_parallel_sharding(c.data_parallel_sharding());
+  SetFsdpOf(request, par);
   if (c.expert_parallel() > 0) {
     par.set_expert_parallel(c.expert_parallel());
     par.set_expert_tensor_parallel(c.expert_tensor_parallel());

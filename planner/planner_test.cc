@@ -616,6 +616,36 @@ TEST(PlannerTest, MegatronFsdpPlansShardEveryLayoutWithoutAPipeline) {
     EXPECT_EQ(e->zone(), c.zone()) << c.ShortDebugString();
     EXPECT_DOUBLE_EQ(e->peak().total_bytes(), c.peak_bytes());
   }
+  // The request's FSDP buffers apply to every layout and reach the
+  // candidates' arguments; the double buffer holds less than the queues.
+  v1::PlanRequest buffered = r;
+  buffered.set_fsdp_double_buffer(true);
+  buffered.set_fsdp_communication_unit_size(200000000);
+  buffered.set_top_k(3);
+  const absl::StatusOr<v1::PlanResponse> doubled = PlanLayouts(buffered);
+  ASSERT_TRUE(doubled.ok()) << doubled.status();
+  ASSERT_GT(doubled->candidates_size(), 0);
+  int compared = 0;
+  for (const v1::Candidate& c : doubled->candidates()) {
+    EXPECT_NE(c.megatron_arguments().find(
+                  "--fsdp-double-buffer --suggested-communication-unit-size "
+                  "200000000"),
+              std::string::npos)
+        << c.megatron_arguments();
+    const v1::Job job = JobForCandidate(buffered, c);
+    EXPECT_TRUE(job.parallel().fsdp_double_buffer());
+    const absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_DOUBLE_EQ(e->peak().total_bytes(), c.peak_bytes());
+    const v1::Candidate* queued = FirstWithGroup(
+        *fsdp, c.tensor_parallel(), c.context_parallel(), 1);
+    if (queued != nullptr && queued->micro_batch_size() == c.micro_batch_size() &&
+        queued->recompute_num_layers() == c.recompute_num_layers()) {
+      EXPECT_LT(c.peak_bytes(), queued->peak_bytes()) << c.ShortDebugString();
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 0);
   // The search's bound is counted over the unpipelined layouts only.
   EXPECT_GE(CountPlanLayouts(r).value(), fsdp->considered());
   EXPECT_LT(fsdp->considered(), distributed->considered());

@@ -34,6 +34,9 @@ std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
   *request.mutable_training() = PlanTemplateOf(job.training());
   // A Megatron-FSDP job is told the FSDP layouts (PP 1) that fit.
   request.set_data_parallel_sharding(job.parallel().data_parallel_sharding());
+  request.set_fsdp_double_buffer(job.parallel().fsdp_double_buffer());
+  request.set_fsdp_communication_unit_size(
+      job.parallel().fsdp_communication_unit_size());
   request.set_threshold(threshold);
   // A plan lists each layout once (its best schedule); suggestions name
   // each (TP, CP, PP, MBS) once, so a few spare for MoE layouts that

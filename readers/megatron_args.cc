@@ -950,7 +950,21 @@ absl::Status FillFsdp(const Arguments& args, MegatronLaunch& launch) {
                absl::StrCat("'", strategy, "' is not one of no_shard, optim, "
                             "optim_grads, optim_grads_params"));
   }
-  launch.job.mutable_parallel()->set_data_parallel_sharding(*sharding);
+  v1::ParallelConfig& par = *launch.job.mutable_parallel();
+  par.set_data_parallel_sharding(*sharding);
+  // What bounds the un-sharded weights and gradients (memory_model.cc
+  // [MFC]): NCCL user buffers and the max-pool allocator turn the double
+  // buffer on (arguments.py validate_args, with Megatron-FSDP).
+  par.set_fsdp_double_buffer(
+      args.Has("fsdp-double-buffer") || args.Has("use-nccl-ub") ||
+      args.Has("megatron-fsdp-max-pool-double-buffer"));
+  auto unit = args.Number("suggested-communication-unit-size", 0);
+  if (!unit.ok()) return unit.status();
+  if (args.Has("suggested-communication-unit-size") && *unit == 0) {
+    return Bad("suggested-communication-unit-size",
+               "must be a positive number of parameters");
+  }
+  par.set_fsdp_communication_unit_size(*unit);
   return absl::OkStatus();
 }
 

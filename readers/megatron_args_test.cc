@@ -511,6 +511,30 @@ TEST(MegatronArgsTest, OptimizerStorageFp8AndFsdpMoveThePeakTheRightWay) {
   const v1::Job no_shard = one_stage(
       "--use-custom-fsdp --data-parallel-sharding-strategy no_shard");
   EXPECT_GT(peak(no_shard), one_stage_baseline);
+  // Megatron-FSDP's buffers: the double buffer (also set by NCCL user
+  // buffers and the max-pool allocator) holds two units, less than the
+  // default queues; a small communication unit holds less too.
+  const char kZero2[] =
+      "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads ";
+  const double queues = peak(one_stage(kZero2));
+  for (const char* buffer :
+       {"--fsdp-double-buffer", "--use-nccl-ub",
+        "--megatron-fsdp-max-pool-double-buffer"}) {
+    const v1::Job doubled = one_stage(std::string(kZero2) + buffer);
+    EXPECT_TRUE(doubled.parallel().fsdp_double_buffer()) << buffer;
+    EXPECT_LT(peak(doubled), queues) << buffer;
+  }
+  const v1::Job unit = one_stage(std::string(kZero2) +
+                                 "--suggested-communication-unit-size 1000000");
+  EXPECT_EQ(unit.parallel().fsdp_communication_unit_size(), 1000000u);
+  EXPECT_LT(peak(unit), queues);
+  const absl::StatusOr<MegatronLaunch> zero_unit = ReadLlamaLaunch(
+      std::string(kZero2) + "--suggested-communication-unit-size 0",
+      kTwoStages);
+  EXPECT_NE(zero_unit.status().message().find(
+                "suggested-communication-unit-size"),
+            std::string::npos)
+      << zero_unit.status();
   // With two stages the launch never trains, and is refused naming it.
   const absl::StatusOr<v1::Estimate> staged = EstimateJob(
       parse("--use-megatron-fsdp --data-parallel-sharding-strategy optim"));

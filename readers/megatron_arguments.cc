@@ -177,8 +177,18 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "not modelled (Megatron-FSDP is)"},
       {"use-megatron-fsdp", false, M, "off",
        "Megatron-FSDP: states sharded over d x c by "
-       "--data-parallel-sharding-strategy, plus two FSDP units' un-sharded "
-       "weights / gradients"},
+       "--data-parallel-sharding-strategy, plus the un-sharded weights / "
+       "gradients its queues hold (at least 10^9 parameters' gradients "
+       "under ZeRO-2/3 unless double-buffered); PP 1 only"},
+      {"fsdp-double-buffer", false, M, "off",
+       "Megatron-FSDP holds two FSDP units un-sharded at most"},
+      {"megatron-fsdp-max-pool-double-buffer", false, M, "off",
+       "the double buffer sized by the largest unit: two units at most"},
+      {"use-nccl-ub", false, M, "off",
+       "with Megatron-FSDP turns the double buffer on: two units at most"},
+      {"suggested-communication-unit-size", true, M, "auto (>= 10^9)",
+       "Megatron-FSDP's reduce-scatter queue (un-sharded gradients) and "
+       "half of it prefetched weights, in parameters"},
       {"use-custom-fsdp", false, M, "off", "older name of --use-megatron-fsdp"},
       {"data-parallel-sharding-strategy", true, M,
        "no_shard (core_r0.12), optim_grads_params (later)",

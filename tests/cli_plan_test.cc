@@ -465,14 +465,15 @@ TEST(CliPlanTest, ACandidateRecomputingCheapModulesChecksToItsPeak) {
 }
 
 // A Megatron-FSDP launch plans Megatron-FSDP layouts: every candidate
-// shards with the launch's strategy, without a pipeline (Megatron-FSDP has
-// none), and pasted back into the launch checks to its peak, admitted.
+// shards with the launch's strategy and buffers, without a pipeline
+// (Megatron-FSDP has none), and pasted back into the launch checks to its
+// peak, admitted.
 TEST(CliPlanTest, AnFsdpLaunchPlansFsdpLayoutsThatCheckToTheirPeak) {
   const std::string launch =
       "torchrun --nnodes 2 --nproc-per-node 8 pretrain_gpt.py " +
       Llama3Dims() +
       "--use-distributed-optimizer --use-megatron-fsdp "
-      "--data-parallel-sharding-strategy optim_grads "
+      "--data-parallel-sharding-strategy optim_grads --fsdp-double-buffer "
       "--no-create-attention-mask-in-dataloader";
   const RunResult r = PlanLaunch({"--gpu=h100-80gb", "--format=json"}, launch);
   const v1::PlanResponse plan = PlanOf(r);
