@@ -965,6 +965,25 @@ absl::Status FillFsdp(const Arguments& args, MegatronLaunch& launch) {
                "must be a positive number of parameters");
   }
   par.set_fsdp_communication_unit_size(*unit);
+  // Under ZeRO-2 without a unit of its own, C is the DDP bucket when that
+  // is above 10^9 parameters (megatron_fsdp.py): a bucket that large, or
+  // one set by a bucket count, is not modelled.
+  if (*sharding == v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS && *unit == 0) {
+    if (args.Has("ddp-num-buckets")) {
+      return Bad("ddp-num-buckets",
+                 "with Megatron-FSDP optim_grads sizes its gradient queue from "
+                 "the model: not modelled (give "
+                 "--suggested-communication-unit-size)");
+    }
+    auto bucket = args.Number("ddp-bucket-size", 0);
+    if (!bucket.ok()) return bucket.status();
+    if (*bucket > 1000000000u) {
+      return Bad("ddp-bucket-size",
+                 "above 10^9 with Megatron-FSDP optim_grads sets its gradient "
+                 "queue: not modelled (give "
+                 "--suggested-communication-unit-size)");
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -1042,7 +1061,8 @@ absl::Status RefuseUnmodelled(const Arguments& args) {
   for (const auto& [name, only] :
        {std::pair<const char*, const char*>{"cuda-graph-impl", "none"},
         {"outer-dp-sharding-strategy", "no_shard"},
-        {"megatron-fsdp-main-params-dtype", "fp32"}}) {
+        {"megatron-fsdp-main-params-dtype", "fp32"},
+        {"megatron-fsdp-version", "1"}}) {
     if (args.Has(name) && args.Text(name) != only) {
       return Bad(name, absl::StrCat("'", args.Text(name), "' is not modelled "
                                     "(", only, " only)"));

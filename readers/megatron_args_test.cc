@@ -535,6 +535,29 @@ TEST(MegatronArgsTest, OptimizerStorageFp8AndFsdpMoveThePeakTheRightWay) {
                 "suggested-communication-unit-size"),
             std::string::npos)
       << zero_unit.status();
+  // Megatron-FSDP v2 (its own buffers) and the ZeRO-2 queue a bucket sets
+  // are refused by name; a bucket under the unit's floor is not.
+  for (const auto& [extra, named] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"--megatron-fsdp-version 2", "megatron-fsdp-version"},
+           {"--ddp-bucket-size 2000000000", "ddp-bucket-size"},
+           {"--ddp-num-buckets 4", "ddp-num-buckets"}}) {
+    const absl::StatusOr<MegatronLaunch> refused =
+        ReadLlamaLaunch(std::string(kZero2) + extra, kTwoStages);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument)
+        << extra;
+    EXPECT_NE(refused.status().message().find(named), std::string::npos)
+        << refused.status();
+  }
+  EXPECT_TRUE(ReadLlamaLaunch(std::string(kZero2) + "--megatron-fsdp-version 1 "
+                              "--ddp-bucket-size 500000000",
+                              kTwoStages)
+                  .ok());
+  EXPECT_TRUE(ReadLlamaLaunch("--use-megatron-fsdp "
+                              "--data-parallel-sharding-strategy "
+                              "optim_grads_params --ddp-num-buckets 4",
+                              kTwoStages)
+                  .ok());
   // With two stages the launch never trains, and is refused naming it.
   const absl::StatusOr<v1::Estimate> staged = EstimateJob(
       parse("--use-megatron-fsdp --data-parallel-sharding-strategy optim"));

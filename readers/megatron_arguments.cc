@@ -186,6 +186,14 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "the double buffer sized by the largest unit: two units at most"},
       {"use-nccl-ub", false, M, "off",
        "with Megatron-FSDP turns the double buffer on: two units at most"},
+      {"megatron-fsdp-version", true, P, "1",
+       "1 only; version 2 (its own buffers) refused"},
+      {"ddp-bucket-size", true, P, "max(4e7, 1e6 x DP x CP)",
+       "with Megatron-FSDP optim_grads and no communication unit: at most "
+       "10^9 (the unit's floor); larger refused"},
+      {"ddp-num-buckets", true, P, "off",
+       "with Megatron-FSDP optim_grads and no communication unit: refused "
+       "(the queue follows the model's size)"},
       {"suggested-communication-unit-size", true, M, "auto (>= 10^9)",
        "Megatron-FSDP's reduce-scatter queue (un-sharded gradients) and "
        "half of it prefetched weights, in parameters"},
