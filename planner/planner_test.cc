@@ -660,9 +660,13 @@ TEST(PlannerTest, MegatronFsdpPlansShardEveryLayoutWithoutAPipeline) {
   v1::PlanRequest deferred = r;
   deferred.mutable_training()->set_defer_embedding_wgrad(true);
   deferred.mutable_training()->set_wgrad_deferral_limit(4);
+  // And a communication unit past its ceiling, before any layout.
+  v1::PlanRequest huge_unit = r;
+  huge_unit.set_fsdp_communication_unit_size(kMaxFsdpCommunicationUnit + 1);
   ExpectEachRefusedNaming({{moe, "parallel.data_parallel_sharding"},
                            {unknown, "parallel.data_parallel_sharding"},
-                           {deferred, "training.defer_embedding_wgrad"}});
+                           {deferred, "training.defer_embedding_wgrad"},
+                           {huge_unit, "parallel.fsdp_communication_unit_size"}});
 }
 
 TEST(PlannerTest, TopKKeepsTheBest) {
