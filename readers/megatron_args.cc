@@ -925,6 +925,94 @@ absl::Status FillFp8(const Arguments& args, MegatronLaunch& launch) {
 
 // Megatron-FSDP: --use-megatron-fsdp (or its older name --use-custom-fsdp)
 // with --data-parallel-sharding-strategy.
+// The bytes a gradient is counted at (memory_model.cc
+// GradientBytesPerParameter): the precision-aware optimizer's main-grads
+// dtype, else 2 with --grad-reduce-in-bf16 or fp16, else 4.
+int CountedGradientBytes(const v1::TrainingConfig& t) {
+  if (t.has_precision_aware_optimizer() &&
+      t.precision_aware_optimizer().main_grads_dtype() != v1::DTYPE_UNSPECIFIED) {
+    return t.precision_aware_optimizer().main_grads_dtype() == v1::DTYPE_FP32
+               ? 4
+               : 2;
+  }
+  return t.precision() == v1::PRECISION_BF16_BF16_GRADS ||
+                 t.precision() == v1::PRECISION_FP16
+             ? 2
+             : 4;
+}
+
+// Counts every gradient of a Megatron-FSDP job in fp32 (4 B), or refuses
+// where that is not the training's to change (fp16 training).
+absl::Status CountFsdpGradientsInFp32(const char* name, const std::string& why,
+                                      MegatronLaunch& launch) {
+  v1::TrainingConfig& t = *launch.job.mutable_training();
+  if (CountedGradientBytes(t) == 4) return absl::OkStatus();
+  if (t.precision() == v1::PRECISION_FP16) {
+    return Bad(name, "fp32 gradients of fp16 training under Megatron-FSDP "
+                     "are not modelled");
+  }
+  if (t.has_precision_aware_optimizer()) {
+    t.mutable_precision_aware_optimizer()->set_main_grads_dtype(
+        v1::DTYPE_FP32);
+  } else {
+    t.set_precision(v1::PRECISION_BF16_FP32_GRADS);
+  }
+  launch.notes.push_back(absl::StrCat("--", name, " fp32: ", why,
+                                      ": gradients counted in fp32 (4 B)"));
+  return absl::OkStatus();
+}
+
+// Megatron-FSDP's gradient dtypes (mcore_fsdp_adapter.py MixedPrecisionPolicy,
+// core 0.17 on): --megatron-fsdp-main-grads-dtype sets the gradient
+// buffer (fp32, when given, in every release: up to 0.18 fp32 gradient
+// reduction overrides it with fp32 too); --megatron-fsdp-grad-comm-dtype
+// the dtype of the un-sharded buckets gradients are reduced in
+// (param_and_grad_buffer.py fetch_bucket), under ZeRO-2/3 the very buckets
+// memory_model.cc [MFC] counts in the reduce-scatter queue, so a wider one
+// than the counted gradients widens them; under no_shard / optim a dtype
+// other than the buffer's allocates an un-sharded copy of each bucket
+// beside it ("Introduces copy and memory overhead"), which memgate does
+// not model.
+absl::Status FillFsdpGradientDtypes(const Arguments& args,
+                                    v1::DataParallelSharding sharding,
+                                    MegatronLaunch& launch) {
+  if (args.Text("megatron-fsdp-main-grads-dtype") == "fp32") {
+    if (absl::Status s = CountFsdpGradientsInFp32(
+            "megatron-fsdp-main-grads-dtype",
+            "Megatron-FSDP keeps its gradient buffer in fp32", launch);
+        !s.ok()) {
+      return s;
+    }
+  }
+  const std::string comm = args.Has("megatron-fsdp-grad-comm-dtype")
+                               ? args.Text("megatron-fsdp-grad-comm-dtype")
+                               : std::string("auto");
+  if (comm == "auto") return absl::OkStatus();
+  if (comm != "fp32" && comm != "bf16" && comm != "fp16") {
+    return Bad("megatron-fsdp-grad-comm-dtype",
+               absl::StrCat("'", comm, "' is not one of fp32, bf16, fp16, "
+                                       "auto"));
+  }
+  const bool shards_grads =
+      sharding == v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS ||
+      sharding == v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS;
+  if (!shards_grads) {
+    return Bad("megatron-fsdp-grad-comm-dtype",
+               "with no_shard or optim allocates an un-sharded copy of each "
+               "gradient bucket in that dtype unless it is the gradient "
+               "buffer's: not modelled (leave it auto)");
+  }
+  if (comm == "fp32") {
+    return CountFsdpGradientsInFp32(
+        "megatron-fsdp-grad-comm-dtype",
+        "the un-sharded buckets in the reduce-scatter queue are fp32 (an "
+        "upper bound for the sharded buffer)",
+        launch);
+  }
+  // bf16 / fp16 buckets are no wider than the 2 or 4 B counted.
+  return absl::OkStatus();
+}
+
 absl::Status FillFsdp(const Arguments& args, MegatronLaunch& launch) {
   const char* flag = args.Has("use-megatron-fsdp") ? "use-megatron-fsdp"
                                                    : "use-custom-fsdp";
@@ -984,7 +1072,7 @@ absl::Status FillFsdp(const Arguments& args, MegatronLaunch& launch) {
                  "--suggested-communication-unit-size)");
     }
   }
-  return absl::OkStatus();
+  return FillFsdpGradientDtypes(args, *sharding, launch);
 }
 
 // Recomputed modules Megatron refuses beside other settings

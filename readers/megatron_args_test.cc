@@ -1,5 +1,7 @@
 #include "readers/megatron_args.h"
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -567,6 +569,82 @@ TEST(MegatronArgsTest, OptimizerStorageFp8AndFsdpMoveThePeakTheRightWay) {
                 "parallel.pipeline_parallel 1"),
             std::string::npos)
       << staged.status();
+}
+
+// Megatron-FSDP's gradient dtypes (read past before): an fp32 gradient
+// buffer, or fp32 buckets in ZeRO-2's reduce-scatter queue, under
+// --grad-reduce-in-bf16 are counted as fp32 gradients, the launch without
+// --grad-reduce-in-bf16; narrower buckets change nothing; a communication
+// dtype under no_shard / optim (a copy of each bucket) and fp32 gradients
+// of fp16 training are refused by name; without Megatron-FSDP Megatron's
+// DDP never reads either.
+TEST(MegatronArgsTest, FsdpGradientDtypesThatWidenTheBuffersAreCounted) {
+  constexpr char kTwoStages[] = "--pipeline-model-parallel-size 2 ";
+  const std::string zero2 =
+      "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads ";
+  const std::string bf16_grads = zero2 + "--grad-reduce-in-bf16 ";
+  auto one_stage = [&](const std::string& extra) {
+    return LlamaLaunchJob(extra, kTwoStages);
+  };
+  const double fp32_peak = PeakOf(one_stage(zero2));
+  const double bf16_peak = PeakOf(one_stage(bf16_grads));
+  ASSERT_LT(bf16_peak, fp32_peak);
+  for (const char* widening : {"--megatron-fsdp-main-grads-dtype fp32",
+                               "--megatron-fsdp-grad-comm-dtype fp32"}) {
+    const absl::StatusOr<MegatronLaunch> l =
+        ReadLlamaLaunch(bf16_grads + widening, kTwoStages);
+    ASSERT_TRUE(l.ok()) << widening << ": " << l.status();
+    EXPECT_EQ(l->job.training().precision(), v1::PRECISION_BF16_FP32_GRADS)
+        << widening;
+    EXPECT_DOUBLE_EQ(PeakOf(one_stage(bf16_grads + widening)), fp32_peak)
+        << widening;
+    const std::string flag = std::string(widening).substr(0, 31);
+    EXPECT_TRUE(std::any_of(l->notes.begin(), l->notes.end(),
+                            [&](const std::string& note) {
+                              return absl::StrContains(note, flag) &&
+                                     absl::StrContains(note, "fp32 (4 B)");
+                            }))
+        << widening;
+  }
+  for (const char* narrow : {"--megatron-fsdp-grad-comm-dtype bf16",
+                             "--megatron-fsdp-grad-comm-dtype fp16",
+                             "--megatron-fsdp-grad-comm-dtype auto",
+                             "--megatron-fsdp-main-grads-dtype auto"}) {
+    EXPECT_DOUBLE_EQ(PeakOf(one_stage(bf16_grads + narrow)), bf16_peak)
+        << narrow;
+  }
+  EXPECT_DOUBLE_EQ(
+      PeakOf(one_stage(zero2 + "--megatron-fsdp-grad-comm-dtype fp32")),
+      fp32_peak);
+  // The precision-aware optimizer's bf16 buffer widens the same way.
+  const std::string pa = zero2 +
+                         "--use-precision-aware-optimizer "
+                         "--main-grads-dtype bf16 ";
+  const v1::Job pa_fp32 =
+      one_stage(pa + "--megatron-fsdp-grad-comm-dtype fp32");
+  EXPECT_EQ(pa_fp32.training().precision_aware_optimizer().main_grads_dtype(),
+            v1::DTYPE_FP32);
+  EXPECT_GT(PeakOf(pa_fp32), PeakOf(one_stage(pa)));
+
+  for (const char* strategy : {"no_shard", "optim"}) {
+    EXPECT_TRUE(RefusedNaming(
+        std::string("--use-megatron-fsdp --data-parallel-sharding-strategy ") +
+            strategy +
+            " --megatron-fsdp-grad-comm-dtype bf16",
+        kTwoStages, {"--megatron-fsdp-grad-comm-dtype", "no_shard or optim"}));
+  }
+  EXPECT_TRUE(RefusedNaming(
+      zero2 + "--megatron-fsdp-grad-comm-dtype fp64", kTwoStages,
+      {"--megatron-fsdp-grad-comm-dtype"}));
+  EXPECT_TRUE(RefusedNaming(
+      zero2 + "--fp16 --megatron-fsdp-main-grads-dtype fp32", "--bf16 ",
+      {"--megatron-fsdp-main-grads-dtype", "fp16"}));
+  // Without Megatron-FSDP: read past by Megatron, and by memgate.
+  EXPECT_DOUBLE_EQ(
+      PeakOf(LlamaLaunchJob("--grad-reduce-in-bf16 "
+                            "--megatron-fsdp-grad-comm-dtype fp32 "
+                            "--megatron-fsdp-main-grads-dtype fp32")),
+      PeakOf(LlamaLaunchJob("--grad-reduce-in-bf16")));
 }
 
 // A split written as a layout estimates as the same split written with

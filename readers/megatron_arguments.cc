@@ -205,8 +205,14 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"megatron-fsdp-main-params-dtype", true, P, "fp32",
        "fp32 (4 B master weights) only; others refused"},
       {"megatron-fsdp-main-grads-dtype", true, P, "auto",
-       "auto / fp32 counted as the training precision's gradients; bf16 / "
+       "auto counted as the training precision's gradients; fp32 counted "
+       "in fp32 (4 B) whatever the precision (refused with --fp16); bf16 / "
        "fp16 refused"},
+      {"megatron-fsdp-grad-comm-dtype", true, P, "auto",
+       "the un-sharded buckets gradients are reduced in: with optim_grads / "
+       "optim_grads_params fp32 counts the gradients in fp32 (4 B), bf16 / "
+       "fp16 change nothing; with no_shard / optim refused (a copy of each "
+       "bucket)"},
       {"outer-dp-sharding-strategy", true, P, "no_shard",
        "no_shard only; optim (hybrid FSDP) refused"},
       {"num-distributed-optimizer-instances", true, R, "1",
