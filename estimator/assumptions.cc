@@ -257,6 +257,11 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                       : "fused SwiGLU: the MLP keeps its FC1 output and FC2 "
                         "input, 6 B a unit of FFN width (the paper counts 8)");
   }
+  if (t.fp32_local_grad_accumulation()) {
+    out.push_back(
+        "fp32 local gradient accumulation: every parameter counted with an "
+        "fp32 gradient (4 B) beside its 16-bit one");
+  }
   if (t.defer_embedding_wgrad()) {
     out.push_back(absl::StrCat(
         "deferred output-layer weight gradient: the last stage keeps the "

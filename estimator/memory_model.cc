@@ -109,6 +109,16 @@ double GradientBytesPerParameter(const Layout& l) {
   }
 }
 
+// Megatron's DDP accumulates the gradients of the parameters matched by
+// --ddp-param-name-patterns-for-fp32-local-accumulation in an fp32 tensor
+// each, beside their 16-bit slice of the buffer (param_and_grad_buffer.py,
+// core 0.17 on: `param.main_grad = torch.empty_like(param.main_grad,
+// dtype=torch.float32)`, kept in extra_main_grads for the step): 4 bytes
+// a parameter more, not sharded (TrainingConfig.fp32_local_grad_accumulation).
+double LocalAccumulationBytesPerParameter(const Layout& l) {
+  return l.fp32_local_grads ? 4 : 0;
+}
+
 // Optimizer states, before sharding: an fp32 master copy of low-precision
 // weights (4 B), for fp16 also an fp32 copy of the gradients (4 B) [MD],
 // and the optimizer's own state: Adam's m and v (8 B), SGD's momentum
@@ -643,6 +653,7 @@ Layout LayoutOf(const v1::Job& job) {
       train.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED;
   l.dataloader_mask = train.dataloader_attention_mask();
   l.fused_swiglu = train.fused_swiglu();
+  l.fp32_local_grads = train.fp32_local_grad_accumulation();
   l.activation_fp8_input_store = train.activation_fp8_input_store();
   l.defer_embedding_wgrad = train.defer_embedding_wgrad();
   l.wgrad_deferral_limit = train.wgrad_deferral_limit();
@@ -979,7 +990,9 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
   f.gradient_bytes = shard_grads
                          ? gradient_bytes * (params / shards +
                                              unsharded.gradients)
-                         : gradient_bytes * (params + expert_params);
+                         : (gradient_bytes +
+                            LocalAccumulationBytesPerParameter(l)) *
+                               (params + expert_params);
   // The distributed optimizer shards its states over d*c ranks [P 3.1.4];
   // a CPU-offloaded share of them lives in host memory [PA].
   f.optimizer_bytes =

@@ -102,6 +102,9 @@ struct Layout {
   // input in fp8 (TrainingConfig.activation_fp8_input_store) 4
   // (DenseMlpBytes).
   bool fused_swiglu = false;
+  // TrainingConfig.fp32_local_grad_accumulation: an fp32 gradient of every
+  // parameter beside the 16-bit buffer.
+  bool fp32_local_grads = false;
   bool activation_fp8_input_store = false;
   // Megatron's deferred output-layer weight gradient
   // (TrainingConfig.defer_embedding_wgrad, DeferredEmbeddingWgradBytes):

@@ -85,6 +85,24 @@ TEST(ModelStatesTest, PrecisionAwareOptimizerStoresTheChosenDtypes) {
   EXPECT_DOUBLE_EQ(f.optimizer_bytes, (2 + 4 + 4) * kParams / 4);
 }
 
+// Megatron's DDP with --ddp-param-name-patterns-for-fp32-local-accumulation
+// (param_and_grad_buffer.py extra_main_grads): an fp32 gradient of every
+// parameter beside the 2-byte buffer, un-sharded, 2 + 4 B; fp32 training
+// gets the fp32 tensor beside its fp32 buffer, 4 + 4 B. The optimizer is
+// unchanged.
+TEST(ModelStatesTest, Fp32LocalAccumulationAddsAnFp32GradientAParameter) {
+  v1::Job job = SmallJob();
+  job.mutable_training()->set_precision(v1::PRECISION_BF16_BF16_GRADS);
+  const StageFigures plain = Figures(job);
+  EXPECT_DOUBLE_EQ(plain.gradient_bytes, 2 * kParams);
+  job.mutable_training()->set_fp32_local_grad_accumulation(true);
+  const StageFigures local = Figures(job);
+  EXPECT_DOUBLE_EQ(local.gradient_bytes, (2 + 4) * kParams);
+  EXPECT_DOUBLE_EQ(local.optimizer_bytes, plain.optimizer_bytes);
+  job.mutable_training()->set_precision(v1::PRECISION_FP32);
+  EXPECT_DOUBLE_EQ(Figures(job).gradient_bytes, (4 + 4) * kParams);
+}
+
 // [PA] the hybrid optimizer moves the first 25% of the rank's parameters'
 // optimizer to the host; what stays keeps a full fp32 copy (no remainder).
 TEST(ModelStatesTest, OffloadedOptimizerShareLeavesTheGpu) {

@@ -604,6 +604,24 @@ absl::Status ValidateTraining(const v1::Job& job) {
                    "unfused SwiGLU ignores the setting; it is SwiGLU's only)",
                    "fused_swiglu false");
   }
+  if (tr.fp32_local_grad_accumulation()) {
+    // bf16 training reduces its gradients in fp32 unless told otherwise
+    // (arguments.py), and Megatron's DDP config then asserts.
+    if (tr.precision() == v1::PRECISION_BF16_FP32_GRADS) {
+      return Invalid("training.fp32_local_grad_accumulation",
+                     "cannot be set with fp32 gradient reduction (Megatron "
+                     "asserts grad_reduce_in_fp32 off: bf16 gradients, "
+                     "--grad-reduce-in-bf16)",
+                     "precision PRECISION_BF16_FP32_GRADS");
+    }
+    if (job.parallel().data_parallel_sharding() !=
+        v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
+      return Invalid("training.fp32_local_grad_accumulation",
+                     "is Megatron's DDP's; Megatron-FSDP keeps its own "
+                     "gradient buffers and does not read it",
+                     "parallel.data_parallel_sharding set");
+    }
+  }
   const v1::Recompute& r = tr.recompute();
   if (!v1::Recompute::Granularity_IsValid(r.granularity()) ||
       !v1::Recompute::Method_IsValid(r.method())) {

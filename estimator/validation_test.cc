@@ -262,6 +262,22 @@ INSTANTIATE_TEST_SUITE_P(
         Rule{"Fp8ActivationInputWithoutTheFusedActivation", [](v1::Job& j) {
                j.mutable_training()->set_activation_fp8_input_store(true);
              }, "training.activation_fp8_input_store"},
+        // Megatron asserts fp32 gradient reduction off; Megatron-FSDP does
+        // not read the patterns.
+        Rule{"Fp32LocalAccumulationWithFp32GradientReduction",
+             [](v1::Job& j) {
+               j.mutable_training()->set_precision(
+                   v1::PRECISION_BF16_FP32_GRADS);
+               j.mutable_training()->set_fp32_local_grad_accumulation(true);
+             }, "training.fp32_local_grad_accumulation"},
+        Rule{"Fp32LocalAccumulationUnderFsdp", [](v1::Job& j) {
+               j.mutable_training()->set_precision(
+                   v1::PRECISION_BF16_BF16_GRADS);
+               j.mutable_training()->set_fp32_local_grad_accumulation(true);
+               j.mutable_parallel()->set_data_parallel_sharding(
+                   v1::DATA_PARALLEL_SHARDING_OPTIM);
+               j.mutable_parallel()->set_pipeline_parallel(1);
+             }, "training.fp32_local_grad_accumulation"},
         // Interleaved 1F1B's micro-batch groups (Megatron's schedules.py):
         // ValidJob runs m = 1024 / 2 = 512 micro-batches over p = 2.
         Rule{"MicrobatchGroupWithoutInterleaving", [](v1::Job& j) {

@@ -31,7 +31,8 @@ bool IsSwitch(const std::string& name) {
 bool TakesManyValues(const std::string& name) {
   return name == "recompute-modules" || name == "cp-comm-type" ||
          name == "rampup-batch-size" ||
-         name == "hierarchical-context-parallel-sizes";
+         name == "hierarchical-context-parallel-sizes" ||
+         name == "ddp-param-name-patterns-for-fp32-local-accumulation";
 }
 
 }  // namespace

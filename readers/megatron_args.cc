@@ -1075,6 +1075,43 @@ absl::Status FillFsdp(const Arguments& args, MegatronLaunch& launch) {
   return FillFsdpGradientDtypes(args, *sharding, launch);
 }
 
+// --ddp-param-name-patterns-for-fp32-local-accumulation: Megatron's DDP
+// gives each parameter a pattern matches an fp32 gradient of its own
+// (TrainingConfig.fp32_local_grad_accumulation). Which parameters a
+// pattern other than 'all' matches depends on module names memgate does
+// not model: every parameter is counted, an upper bound, and a note says
+// so. Megatron-FSDP does not read it; with fp32 gradient reduction (bf16
+// without --grad-reduce-in-bf16) Megatron asserts, and so does ValidateJob.
+absl::Status FillLocalGradAccumulation(const Arguments& args,
+                                       MegatronLaunch& launch) {
+  constexpr char kName[] =
+      "ddp-param-name-patterns-for-fp32-local-accumulation";
+  if (!args.Has(kName)) return absl::OkStatus();
+  if (launch.job.parallel().data_parallel_sharding() !=
+      v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
+    launch.notes.push_back(absl::StrCat(
+        "--", kName, ": Megatron-FSDP keeps its own gradient buffers and "
+        "does not read it"));
+    return absl::OkStatus();
+  }
+  if (launch.job.training().precision() == v1::PRECISION_BF16_FP32_GRADS) {
+    return Bad(kName, "with --bf16 reducing gradients in fp32: Megatron "
+                      "asserts (\"Only need to explicitly specify param_name "
+                      "patterns for FP32 local accumulation if .main_grads "
+                      "aren't already in FP32\"); give --grad-reduce-in-bf16");
+  }
+  launch.job.mutable_training()->set_fp32_local_grad_accumulation(true);
+  const std::vector<std::string> patterns =
+      absl::StrSplit(args.Text(kName), ' ', absl::SkipEmpty());
+  if (patterns != std::vector<std::string>{"all"}) {
+    launch.notes.push_back(absl::StrCat(
+        "--", kName, " ", args.Text(kName),
+        ": every parameter counted with an fp32 gradient of its own (4 B), "
+        "an upper bound of what the patterns match"));
+  }
+  return absl::OkStatus();
+}
+
 // Recomputed modules Megatron refuses beside other settings
 // (transformer_config.py __post_init__, ValueError): moe_act without
 // grouped GEMMs; moe_act and layernorm under fp8's delayed recipe. Such a
@@ -1132,7 +1169,8 @@ absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
   t.set_micro_batch_size(mbs);
   t.set_global_batch_size(gbs);
   for (auto fill : {FillPrecision, FillActivations, FillOptimizer,
-                    FillOptimizerStorage, FillFp8, FillFsdp}) {
+                    FillOptimizerStorage, FillFp8, FillFsdp,
+                    FillLocalGradAccumulation}) {
     if (absl::Status s = fill(args, launch); !s.ok()) return s;
   }
   return RefuseModulesMegatronRefuses(args, launch);

@@ -647,6 +647,49 @@ TEST(MegatronArgsTest, FsdpGradientDtypesThatWidenTheBuffersAreCounted) {
       PeakOf(LlamaLaunchJob("--grad-reduce-in-bf16")));
 }
 
+// --ddp-param-name-patterns-for-fp32-local-accumulation (read past
+// before): an fp32 gradient of each matched parameter beside the bf16
+// buffer, every parameter counted (the pattern 'all' exactly, others as an
+// upper bound, with a note): three times the bf16 gradients. With fp32
+// gradient reduction Megatron asserts, and the launch is refused by name;
+// under Megatron-FSDP it is not read (a note).
+TEST(MegatronArgsTest, Fp32LocalAccumulationCountsAnFp32GradientAParameter) {
+  constexpr char kPatterns[] =
+      "--ddp-param-name-patterns-for-fp32-local-accumulation";
+  const std::string bf16_grads = "--grad-reduce-in-bf16 ";
+  auto stage0 = [](const v1::Job& job) {
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? e->stages(0) : v1::StageMemory();
+  };
+  const v1::StageMemory plain = stage0(LlamaLaunchJob(bf16_grads));
+  for (const char* patterns : {"all", "*embedding* *output_layer*"}) {
+    const std::string extra =
+        bf16_grads + kPatterns + " " + patterns + " --lr 1e-4";
+    const absl::StatusOr<MegatronLaunch> l = ReadLlamaLaunch(extra, "");
+    ASSERT_TRUE(l.ok()) << l.status();
+    EXPECT_TRUE(l->job.training().fp32_local_grad_accumulation());
+    const v1::StageMemory local = stage0(LlamaLaunchJob(extra));
+    EXPECT_DOUBLE_EQ(local.gradient_bytes(), 3 * plain.gradient_bytes())
+        << patterns;
+    EXPECT_DOUBLE_EQ(local.optimizer_bytes(), plain.optimizer_bytes());
+    const bool noted = std::any_of(
+        l->notes.begin(), l->notes.end(), [](const std::string& note) {
+          return absl::StrContains(note, "an upper bound");
+        });
+    EXPECT_EQ(noted, std::string(patterns) != "all") << patterns;
+  }
+  EXPECT_TRUE(RefusedNaming(std::string(kPatterns) + " all", "",
+                            {std::string(kPatterns), "--grad-reduce-in-bf16"}));
+  const absl::StatusOr<MegatronLaunch> fsdp = ReadLlamaLaunch(
+      bf16_grads +
+          "--use-megatron-fsdp --data-parallel-sharding-strategy optim " +
+          kPatterns + " all",
+      "--pipeline-model-parallel-size 2 ");
+  ASSERT_TRUE(fsdp.ok()) << fsdp.status();
+  EXPECT_FALSE(fsdp->job.training().fp32_local_grad_accumulation());
+}
+
 // A split written as a layout estimates as the same split written with
 // Megatron's other arguments (the issue: GREEN one way, YELLOW the other).
 TEST(MegatronArgsTest, PipelineLayoutEstimatesAsTheSameSplitOtherwiseWritten) {

@@ -208,6 +208,12 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "auto counted as the training precision's gradients; fp32 counted "
        "in fp32 (4 B) whatever the precision (refused with --fp16); bf16 / "
        "fp16 refused"},
+      {"ddp-param-name-patterns-for-fp32-local-accumulation", true, M,
+       "none",
+       "an fp32 gradient of every matched parameter beside the 16-bit buffer "
+       "(4 B, un-sharded); every parameter counted unless the pattern is "
+       "'all' (an upper bound); refused with fp32 gradient reduction "
+       "(Megatron asserts)"},
       {"megatron-fsdp-grad-comm-dtype", true, P, "auto",
        "the un-sharded buckets gradients are reduced in: with optim_grads / "
        "optim_grads_params fp32 counts the gradients in fp32 (4 B), bf16 / "
