@@ -1112,6 +1112,35 @@ absl::Status FillLocalGradAccumulation(const Arguments& args,
   return absl::OkStatus();
 }
 
+// --ddp-reduce-scatter-with-fp32-accumulation (core 0.16 on) reduces the
+// distributed optimizer's gradients by an all-to-all into a scratch copy of
+// each bucket (reduce_scatter_with_fp32_accumulation.py torch.empty_like(
+// input_tensor)), which before core 0.18 stays live until the step ends
+// (distributed_data_parallel.py: "without this draining, all such tensors
+// stay live until end-of-step"): up to a second gradient buffer, not
+// modelled. Megatron turns it off under fp32 gradient reduction (bf16
+// without --grad-reduce-in-bf16, arguments.py), and only the distributed
+// optimizer reduce-scatters.
+absl::Status RefuseFp32AccumulatingReduceScatter(const Arguments& args,
+                                                 MegatronLaunch& launch) {
+  constexpr char kName[] = "ddp-reduce-scatter-with-fp32-accumulation";
+  if (!args.Has(kName)) return absl::OkStatus();
+  if (launch.job.training().precision() == v1::PRECISION_BF16_FP32_GRADS) {
+    launch.notes.push_back(absl::StrCat(
+        "--", kName, ": Megatron turns it off (gradients already reduced "
+        "in fp32)"));
+    return absl::OkStatus();
+  }
+  if (!launch.job.parallel().distributed_optimizer() ||
+      launch.job.parallel().data_parallel_sharding() !=
+          v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
+    return absl::OkStatus();  // no DDP reduce-scatter to change
+  }
+  return Bad(kName, "its all-to-all scratch copies of the gradient buckets "
+                    "(live until the step ends before core 0.18) are not "
+                    "modelled");
+}
+
 // Recomputed modules Megatron refuses beside other settings
 // (transformer_config.py __post_init__, ValueError): moe_act without
 // grouped GEMMs; moe_act and layernorm under fp8's delayed recipe. Such a
@@ -1170,7 +1199,8 @@ absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
   t.set_global_batch_size(gbs);
   for (auto fill : {FillPrecision, FillActivations, FillOptimizer,
                     FillOptimizerStorage, FillFp8, FillFsdp,
-                    FillLocalGradAccumulation}) {
+                    FillLocalGradAccumulation,
+                    RefuseFp32AccumulatingReduceScatter}) {
     if (absl::Status s = fill(args, launch); !s.ok()) return s;
   }
   return RefuseModulesMegatronRefuses(args, launch);

@@ -652,7 +652,8 @@ TEST(MegatronArgsTest, FsdpGradientDtypesThatWidenTheBuffersAreCounted) {
 // buffer, every parameter counted (the pattern 'all' exactly, others as an
 // upper bound, with a note): three times the bf16 gradients. With fp32
 // gradient reduction Megatron asserts, and the launch is refused by name;
-// under Megatron-FSDP it is not read (a note).
+// under Megatron-FSDP it is not read (a note). Its neighbour, the
+// fp32-accumulating reduce-scatter, is refused where it runs.
 TEST(MegatronArgsTest, Fp32LocalAccumulationCountsAnFp32GradientAParameter) {
   constexpr char kPatterns[] =
       "--ddp-param-name-patterns-for-fp32-local-accumulation";
@@ -681,6 +682,14 @@ TEST(MegatronArgsTest, Fp32LocalAccumulationCountsAnFp32GradientAParameter) {
   }
   EXPECT_TRUE(RefusedNaming(std::string(kPatterns) + " all", "",
                             {std::string(kPatterns), "--grad-reduce-in-bf16"}));
+  // The fp32-accumulating reduce-scatter: refused with bf16 gradients (its
+  // scratch copies of the buckets), a no-op Megatron turns off otherwise.
+  EXPECT_TRUE(RefusedNaming(
+      bf16_grads + "--ddp-reduce-scatter-with-fp32-accumulation", "",
+      {"--ddp-reduce-scatter-with-fp32-accumulation", "not modelled"}));
+  EXPECT_DOUBLE_EQ(
+      PeakOf(LlamaLaunchJob("--ddp-reduce-scatter-with-fp32-accumulation")),
+      PeakOf(LlamaLaunchJob("")));
   const absl::StatusOr<MegatronLaunch> fsdp = ReadLlamaLaunch(
       bf16_grads +
           "--use-megatron-fsdp --data-parallel-sharding-strategy optim " +

@@ -214,6 +214,11 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "(4 B, un-sharded); every parameter counted unless the pattern is "
        "'all' (an upper bound); refused with fp32 gradient reduction "
        "(Megatron asserts)"},
+      {"ddp-reduce-scatter-with-fp32-accumulation", false, P, "off",
+       "no effect with fp32 gradient reduction (Megatron turns it off) or "
+       "without the distributed optimizer; otherwise refused: its all-to-all "
+       "scratch copies of the gradient buckets (live until the step ends "
+       "before core 0.18) are not modelled"},
       {"megatron-fsdp-grad-comm-dtype", true, P, "auto",
        "the un-sharded buckets gradients are reduced in: with optim_grads / "
        "optim_grads_params fp32 counts the gradients in fp32 (4 B), bf16 / "
