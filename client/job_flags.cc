@@ -45,6 +45,7 @@ constexpr FlagForField kFlagForField[] = {
     {"training.global_batch_size", "--gbs"},
     {"training.precision", "--precision"},
     {"training.megatron_core_version", "--megatron-core"},
+    {"training.fused_swiglu", "--fused-swiglu"},
     {"num_gpus", "--gpus"},
     {"threshold", "--threshold"},
 };
@@ -118,6 +119,11 @@ void JobFlags::RegisterRelease(FlagSet& f) {
            "MoE layers apply the routing probabilities as it does (default: "
            "unknown, the larger term counted)",
            &megatron_core);
+  f.Bool("fused-swiglu",
+         "SwiGLU models: Megatron's fused kernel (its default with --swiglu) "
+         "keeps 6 bytes a unit of FFN width for backward where the paper's "
+         "unfused count (the default by name) keeps 8",
+         &fused_swiglu);
 }
 
 absl::StatusOr<std::optional<v1::ModelConfig>> JobFlags::ModelToFill(
@@ -250,6 +256,7 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
     t.set_precision(*parsed);
   }
   if (megatron_core) t.set_megatron_core_version(*megatron_core);
+  if (fused_swiglu) t.set_fused_swiglu(*fused_swiglu);
   return absl::OkStatus();
 }
 

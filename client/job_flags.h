@@ -31,9 +31,13 @@ struct JobFlags {
   std::optional<std::string> precision;
   // The Megatron-Core release (TrainingConfig.megatron_core_version).
   std::optional<std::string> megatron_core;
+  // Megatron's fused SwiGLU kernel (TrainingConfig.fused_swiglu): unset is
+  // the paper's unfused count, a launch's own setting, or the job file's.
+  std::optional<bool> fused_swiglu;
 
   void Register(FlagSet& flags);
-  // --megatron-core alone (`plan` registers the model flags one by one).
+  // --megatron-core and --fused-swiglu, the training settings `plan`
+  // takes too (it registers the model flags one by one).
   void RegisterRelease(FlagSet& flags);
 
   // A job from these flags alone: TP, CP, PP and MBS default to 1; the

@@ -42,6 +42,36 @@ TEST(JobFlagsTest, DimensionsOverrideTheNamedModel) {
   EXPECT_EQ(job->training().precision(), v1::PRECISION_BF16_BF16_GRADS);
 }
 
+// --fused-swiglu: Megatron's kernel, 6 bytes a unit of FFN width where the
+// paper (by name, unset) counts 8: the same job holds less; on a GeLU
+// model the estimator refuses it naming the flag.
+TEST(JobFlagsTest, FusedSwigluIsMegatronsKernelByName) {
+  const std::vector<std::string> llama = {"--model=llama-3.1-8b",
+                                          "--gpu=h100-80gb", "--gpus=8",
+                                          "--tp=2", "--seq=8192"};
+  absl::StatusOr<v1::Job> paper = Build(llama);
+  std::vector<std::string> with = llama;
+  with.push_back("--fused-swiglu");
+  absl::StatusOr<v1::Job> fused = Build(with);
+  ASSERT_TRUE(paper.ok() && fused.ok());
+  EXPECT_FALSE(paper->training().fused_swiglu());
+  EXPECT_TRUE(fused->training().fused_swiglu());
+  absl::StatusOr<v1::Estimate> a = EstimateJob(*paper);
+  absl::StatusOr<v1::Estimate> b = EstimateJob(*fused);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_LT(b->peak().activation_bytes(), a->peak().activation_bytes());
+  absl::StatusOr<v1::Job> gelu =
+      Build({"--model=nemotron-4-340b", "--gpu=h100-80gb", "--gpus=8",
+             "--tp=8", "--seq=4096", "--fused-swiglu"});
+  ASSERT_TRUE(gelu.ok());
+  absl::StatusOr<v1::Estimate> refused = EstimateJob(*gelu);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(WithFlagHint(std::string(refused.status().message()))
+                .rfind("training.fused_swiglu (--fused-swiglu):", 0),
+            0u)
+      << refused.status();
+}
+
 TEST(JobFlagsTest, MissingRequiredFlagsAreNamed) {
   absl::StatusOr<v1::Job> job =
       Build({"--model=llama-3.1-8b", "--gpu=a100-40gb", "--seq=8192"});

@@ -156,6 +156,9 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
     request.mutable_training()->set_megatron_core_version(
         *f.model.megatron_core);
   }
+  if (f.model.fused_swiglu) {
+    request.mutable_training()->set_fused_swiglu(*f.model.fused_swiglu);
+  }
   if (f.fsdp) {
     const std::optional<v1::DataParallelSharding> sharding =
         ShardingStrategyNamed(*f.fsdp);

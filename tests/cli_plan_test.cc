@@ -594,6 +594,38 @@ TEST(CliPlanTest, TheReleaseFlagPlansAsThatReleaseRuns) {
       << ambiguous.err;
 }
 
+// --fused-swiglu plans by name as Megatron runs a SwiGLU model (its fused
+// kernel): every layout holds no more, and Meta's Llama-3.1-405B layout on
+// 8,192 H100s (TP 8, CP 1, PP 16) comes into the first five, where the
+// paper's unfused count leaves it out (planner_test has the why).
+TEST(CliPlanTest, TheFusedSwigluFlagPlansMegatronsKernel) {
+  const std::vector<std::string> meta = {
+      "--model=llama-3.1-405b", "--gpu=h100-80gb", "--gpus=8192",
+      "--seq=8192", "--gbs=2048", "--top=5", "--format=json"};
+  auto rank_of_meta = [](const v1::PlanResponse& plan) {
+    for (const v1::Candidate& c : plan.candidates()) {
+      if (c.tensor_parallel() == 8 && c.context_parallel() == 1 &&
+          c.pipeline_parallel() == 16) {
+        return c.rank();
+      }
+    }
+    return 0u;
+  };
+  const RunResult paper = Plan(meta);
+  const RunResult fused = Plan(With(meta, {"--fused-swiglu"}));
+  ASSERT_EQ(paper.exit_code, 0) << paper.err;
+  ASSERT_EQ(fused.exit_code, 0) << fused.err;
+  EXPECT_EQ(rank_of_meta(PlanOf(paper)), 0u);
+  const uint32_t rank = rank_of_meta(PlanOf(fused));
+  EXPECT_GE(rank, 1u);
+  EXPECT_LE(rank, 5u);
+  const RunResult gelu = Plan({"--model=nemotron-4-340b", "--gpu=h100-80gb",
+                               "--gpus=2048", "--seq=4096", "--gbs=512",
+                               "--fused-swiglu"});
+  EXPECT_EQ(gelu.exit_code, 2);
+  EXPECT_NE(gelu.err.find("--fused-swiglu"), std::string::npos) << gelu.err;
+}
+
 TEST(CliPlanTest, ALaunchThatDisagreesOrGroupsIsRefused) {
   const std::vector<std::string> launch = {
       "--", "torchrun", "pretrain_gpt.py", "--num-layers", "32",
