@@ -231,6 +231,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"optimizer-cpu-offload", false, M, "off",
        "the offloaded share of the optimizer (fp32 copies, Adam states) "
        "leaves the GPU; needs --use-precision-aware-optimizer"},
+      {"optimizer-cuda-graph", false, R, "off",
+       "the optimizer step captured in a CUDA graph keeps its temporaries "
+       "in the graph's memory pool through forward and backward: not "
+       "modelled"},
       {"optimizer-offload-fraction", true, M, "1.0",
        "share of the optimizer in host memory"},
       {"tp-comm-overlap", false, R, "off",
