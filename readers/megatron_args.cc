@@ -990,8 +990,8 @@ absl::Status FillFsdpGradientDtypes(const Arguments& args,
   if (comm == "auto") return absl::OkStatus();
   if (comm != "fp32" && comm != "bf16" && comm != "fp16") {
     return Bad("megatron-fsdp-grad-comm-dtype",
-               absl::StrCat("'", comm, "' is not one of fp32, bf16, fp16, "
-                                       "auto"));
+               absl::StrCat("'", comm.substr(0, 32),
+                            "' is not one of fp32, bf16, fp16, auto"));
   }
   const bool shards_grads =
       sharding == v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS ||
@@ -1105,9 +1105,9 @@ absl::Status FillLocalGradAccumulation(const Arguments& args,
       absl::StrSplit(args.Text(kName), ' ', absl::SkipEmpty());
   if (patterns != std::vector<std::string>{"all"}) {
     launch.notes.push_back(absl::StrCat(
-        "--", kName, " ", args.Text(kName),
-        ": every parameter counted with an fp32 gradient of its own (4 B), "
-        "an upper bound of what the patterns match"));
+        "--", kName, " (", patterns.size(),
+        " patterns, not 'all'): every parameter counted with an fp32 "
+        "gradient of its own (4 B), an upper bound of what they match"));
   }
   return absl::OkStatus();
 }
