@@ -159,6 +159,18 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
   if (f.model.fused_swiglu) {
     request.mutable_training()->set_fused_swiglu(*f.model.fused_swiglu);
   }
+  // By name every SwiGLU layout is the paper's unfused count; a frontier
+  // plan's answer can turn on it (bench/RESULTS.md, session 24), so the
+  // plan says so, except for the paper's own table.
+  const v1::MlpActivation act = job.model().mlp_activation();
+  if (launch.empty() && !f.model.fused_swiglu && !f.table.value_or(false) &&
+      (act == v1::MLP_ACTIVATION_UNSPECIFIED ||
+       act == v1::MLP_ACTIVATION_SWIGLU)) {
+    notes.push_back(
+        "by name the paper's unfused SwiGLU is counted (8 B a unit of FFN "
+        "width kept for backward); Megatron runs its fused kernel (6 B): "
+        "--fused-swiglu plans as it does");
+  }
   if (f.fsdp) {
     const std::optional<v1::DataParallelSharding> sharding =
         ShardingStrategyNamed(*f.fsdp);

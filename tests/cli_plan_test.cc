@@ -595,7 +595,7 @@ TEST(CliPlanTest, TheReleaseFlagPlansAsThatReleaseRuns) {
 }
 
 // --fused-swiglu plans by name as Megatron runs a SwiGLU model (its fused
-// kernel): every layout holds no more, and Meta's Llama-3.1-405B layout on
+// kernel; without it a note says so): Meta's Llama-3.1-405B layout on
 // 8,192 H100s (TP 8, CP 1, PP 16) comes into the first five, where the
 // paper's unfused count leaves it out (planner_test has the why).
 TEST(CliPlanTest, TheFusedSwigluFlagPlansMegatronsKernel) {
@@ -616,6 +616,13 @@ TEST(CliPlanTest, TheFusedSwigluFlagPlansMegatronsKernel) {
   ASSERT_EQ(paper.exit_code, 0) << paper.err;
   ASSERT_EQ(fused.exit_code, 0) << fused.err;
   EXPECT_EQ(rank_of_meta(PlanOf(paper)), 0u);
+  // The paper's count is said, with the flag that changes it.
+  EXPECT_NE(paper.err.find("--fused-swiglu plans as it does"),
+            std::string::npos)
+      << paper.err;
+  EXPECT_EQ(fused.err.find("--fused-swiglu plans as it does"),
+            std::string::npos)
+      << fused.err;
   const uint32_t rank = rank_of_meta(PlanOf(fused));
   EXPECT_GE(rank, 1u);
   EXPECT_LE(rank, 5u);
