@@ -95,8 +95,8 @@ struct CostModel {
   // (A100: 312 over 25 GB/s, 1.2e4; B200 over the same NIC, 4.5e4). Scaled
   // by the efficiency factors (1) to (3), it is the achieved compute a
   // byte of p2p costs. A datasheet ratio, not fitted: no table of the
-  // paper interleaves; one value for all GPUs (H100, memgate's common
-  // case) is a known simplification.
+  // paper interleaves. These defaults are the H100's; a plan on another
+  // catalog GPU uses that GPU's (gpu_datasheets.cc).
   double peak_flops_per_network_byte = 2e4;
   // The same over NVLink, between pipeline neighbours in one node: 989
   // TFLOP/s over NVLink 4's 450 GB/s a direction (A100: 312 over 300).

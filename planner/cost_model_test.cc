@@ -1,13 +1,15 @@
 // The cost model's mixture-of-experts terms, and their validation on
-// measurements it was not fitted to.
+// measurements it was not fitted to; the GPUs' datasheet ratios.
 
 #include "planner/cost_model.h"
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "estimator/catalog.h"
 #include "gtest/gtest.h"
+#include "planner/gpu_datasheets.h"
 
 namespace memgate {
 namespace {
@@ -279,6 +281,54 @@ TEST(CostModelTest, SelectiveRecomputationPaysOneMoreForwardOfItsModules) {
   EXPECT_GT(bf16, gemm_share);
   EXPECT_NEAR(fp32 - gemm_share, 2 * (bf16 - gemm_share), 1e-12);
   EXPECT_LT(1 + bf16, 13.0 / 12);
+}
+
+}  // namespace
+}  // namespace memgate
+
+namespace memgate {
+namespace {
+
+// Every catalog GPU has its datasheet ratios (gpu_datasheets.cc): the
+// H100's are CostModel's defaults (rounded there); an A100's NVLink costs
+// half as much compute a byte (312 TFLOP/s over 300 GB/s against 989 over
+// 450), a B200's network 2.3 times as much (2,250 over the same NIC), an
+// L40S without NVLink ten times the H100's link price (PCIe). A capacity
+// given in GiB names no GPU and keeps the defaults.
+TEST(GpuDatasheetsTest, EveryCatalogGpuHasItsRatios) {
+  const CostModel h100 = CostModel();
+  for (const std::string& name : AcceleratorNames()) {
+    const CostModel c = WithDatasheetRatios(h100, name);
+    const bool is_h100 = name == "h100-80gb";
+    const bool changed =
+        c.peak_flops_per_network_byte != h100.peak_flops_per_network_byte ||
+        c.peak_flops_per_nvlink_byte != h100.peak_flops_per_nvlink_byte ||
+        c.peak_flops_per_hbm_byte != h100.peak_flops_per_hbm_byte;
+    EXPECT_TRUE(changed || is_h100) << name << " has no datasheet";
+    EXPECT_GT(c.peak_flops_per_hbm_byte, 100) << name;
+  }
+  const CostModel h100_sheet = WithDatasheetRatios(h100, "h100-80gb");
+  EXPECT_NEAR(h100_sheet.peak_flops_per_network_byte,
+              h100.peak_flops_per_network_byte, 0.02 * 2e4);
+  EXPECT_NEAR(h100_sheet.peak_flops_per_nvlink_byte,
+              h100.peak_flops_per_nvlink_byte, 0.02 * 2.2e3);
+  EXPECT_NEAR(h100_sheet.peak_flops_per_hbm_byte,
+              h100.peak_flops_per_hbm_byte, 1);
+  const CostModel a100 = WithDatasheetRatios(h100, "a100-80gb");
+  EXPECT_NEAR(a100.peak_flops_per_nvlink_byte, 1040, 1);
+  EXPECT_NEAR(a100.peak_flops_per_network_byte, 12480, 1);
+  const CostModel b200 = WithDatasheetRatios(h100, "b200-180gb");
+  EXPECT_NEAR(b200.peak_flops_per_network_byte, 45000, 1);
+  const CostModel l40s = WithDatasheetRatios(h100, "l40s-48gb");
+  EXPECT_GT(l40s.peak_flops_per_nvlink_byte,
+            5 * h100.peak_flops_per_nvlink_byte);
+  // Fitted constants pass through.
+  CostModel fitted;
+  fitted.tensor_overhead = 0.5;
+  EXPECT_EQ(WithDatasheetRatios(fitted, "a100-40gb").tensor_overhead, 0.5);
+  const CostModel unnamed = WithDatasheetRatios(h100, "");
+  EXPECT_EQ(unnamed.peak_flops_per_nvlink_byte,
+            h100.peak_flops_per_nvlink_byte);
 }
 
 }  // namespace

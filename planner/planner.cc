@@ -20,6 +20,7 @@
 #include "estimator/validation.h"
 #include "planner/cheap_recompute.h"
 #include "planner/cost_model.h"
+#include "planner/gpu_datasheets.h"
 #include "planner/divisors.h"
 #include "planner/plan_ranking.h"
 
@@ -288,6 +289,8 @@ struct Search {
   SelectiveModules cheap;
   double cheap_cost = 1;
   std::vector<v1::Recompute::Module> cheap_modules;
+  // The cost model with the GPU's datasheet ratios (gpu_datasheets.h).
+  CostModel cost;
 };
 
 Layout LayoutFor(const Search& s, uint32_t t, uint32_t c, uint32_t p,
@@ -812,7 +815,8 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
   return out;
 }
 
-absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
+absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request,
+                                 const CostModel& cost = {}) {
   absl::StatusOr<v1::Job> job = TemplateJob(request);
   if (!job.ok()) return job.status();
   const double threshold =
@@ -855,6 +859,7 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
     s.expert_divisors = Divisors(job->model().moe().num_experts());
   }
   s.sharding = request.data_parallel_sharding();
+  s.cost = WithDatasheetRatios(cost, job->accelerator().name());
   // Full recomputation is refused with the EP overlap (validation.cc);
   // selective is not.
   s.allow_recompute = !request.no_recompute();
@@ -863,7 +868,7 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request) {
     s.cheap = CheapModulesFor(s.shape, s.base);
     s.cheap_cost = SelectiveRecomputeCost(
         s.shape, s.weights, s.cheap, s.seq,
-        s.base.precision == v1::PRECISION_FP32 ? 4 : 2);
+        s.base.precision == v1::PRECISION_FP32 ? 4 : 2, s.cost);
     s.cheap_modules = ModulesOf(WithCheapModules(s.base, s.cheap));
   }
   s.allow_interleave = !request.no_interleave();
@@ -1015,7 +1020,7 @@ absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request) {
 absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
                                              const PlanInterrupt& interrupt,
                                              const PlanOptions& options) {
-  absl::StatusOr<Search> search = SearchFor(request);
+  absl::StatusOr<Search> search = SearchFor(request, options.cost);
   if (!search.ok()) return search.status();
   const std::vector<uint32_t> gpu_divisors = Divisors(search->gpus);
   const std::vector<PipelineChoices> pipelines =
@@ -1030,7 +1035,7 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
   }
   absl::StatusOr<std::vector<Layout4D>> enumerated =
       Enumerate(*search, gpu_divisors, pipelines, bound, interrupt,
-                options.cost);
+                search->cost);
   if (!enumerated.ok()) return enumerated.status();
   std::vector<Layout4D>& layouts = *enumerated;
   const size_t wanted =
@@ -1045,7 +1050,7 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
   response.set_considered(layouts.size());
   for (size_t i = 0; i < ranked.size(); ++i) {
     v1::Candidate* c = response.add_candidates();
-    *c = ToCandidate(*search, ranked[i], best, options.cost);
+    *c = ToCandidate(*search, ranked[i], best, search->cost);
     c->set_rank(static_cast<uint32_t>(i + 1));
   }
   return response;

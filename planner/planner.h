@@ -89,6 +89,8 @@ inline constexpr double kMaxCompetingRecomputeCost = 1 / kWorstMeasuredDoubling;
 
 struct PlanOptions {
   Ranking ranking = Ranking::kRuleThenCost;
+  // Its datasheet ratios are replaced by those of a catalog GPU
+  // (gpu_datasheets.h); the fitted constants are used as given.
   CostModel cost;
 };
 
