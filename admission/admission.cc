@@ -103,6 +103,18 @@ absl::Status AdmitJobInto(const v1::Job& job, const AdmissionPolicy& policy,
       decision.set_fits_without_dataloader_mask(
           e.ok() && e->zone() == v1::ZONE_GREEN);
     }
+    const v1::MlpActivation act = estimate.job().model().mlp_activation();
+    if (!estimate.job().training().fused_swiglu() &&
+        (act == v1::MLP_ACTIVATION_UNSPECIFIED ||
+         act == v1::MLP_ACTIVATION_SWIGLU)) {
+      // One more estimate: by name the paper's unfused count, which no
+      // Megatron launch runs.
+      v1::Job probe = estimate.job();
+      probe.mutable_training()->set_fused_swiglu(true);
+      absl::StatusOr<v1::Estimate> e = EstimateJob(probe, policy.threshold);
+      decision.set_fits_with_fused_swiglu(e.ok() &&
+                                          e->zone() == v1::ZONE_GREEN);
+    }
   }
   return absl::OkStatus();
 }

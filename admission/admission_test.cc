@@ -1,5 +1,6 @@
 #include "admission/admission.h"
 
+#include "estimator/estimate.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
@@ -62,6 +63,37 @@ TEST(AdmissionTest, RefusalSaysWhenTheDataloaderMaskAloneDecides) {
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->verdict(), v1::VERDICT_REFUSE);
   EXPECT_FALSE(d->fits_without_dataloader_mask());
+}
+
+// By name a SwiGLU job is the paper's unfused count; a refusal says when
+// Megatron's fused kernel (what a launch runs) alone makes it fit, and not
+// when it does not, nor for a job that already counts the kernel.
+TEST(AdmissionTest, RefusalSaysWhenTheFusedSwigluAloneDecides) {
+  v1::Job fused = kYellow;
+  fused.mutable_training()->set_fused_swiglu(true);
+  const absl::StatusOr<v1::Estimate> paper = EstimateJob(kYellow);
+  const absl::StatusOr<v1::Estimate> kernel = EstimateJob(fused);
+  ASSERT_TRUE(paper.ok() && kernel.ok());
+  const double capacity = 40.0 * (1ull << 30);
+  ASSERT_LT(kernel->peak().total_bytes(), paper->peak().total_bytes());
+  AdmissionPolicy between;
+  between.threshold =
+      (kernel->peak().total_bytes() + paper->peak().total_bytes()) / 2 /
+      capacity;
+  absl::StatusOr<v1::Decision> d = AdmitJob(kYellow, between);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  EXPECT_TRUE(d->fits_with_fused_swiglu());
+  d = AdmitJob(kYellow, AdmissionPolicy());  // 37.58 GiB: too much either way
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  EXPECT_FALSE(d->fits_with_fused_swiglu());
+  AdmissionPolicy below;
+  below.threshold = kernel->peak().total_bytes() / 2 / capacity;
+  d = AdmitJob(fused, below);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  EXPECT_FALSE(d->fits_with_fused_swiglu());
 }
 
 TEST(AdmissionTest, PolicyMayAdmitYellowWithAWarning) {

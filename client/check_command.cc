@@ -232,6 +232,11 @@ void PrintDecision(const v1::Decision& d,
            "(--no-create-attention-mask-in-dataloader; FlashAttention does "
            "not read it)\n";
   }
+  if (d.fits_with_fused_swiglu()) {
+    out << "  fits with Megatron's fused SwiGLU kernel (its default with "
+           "--swiglu, 6 B a unit of FFN width where the paper's count keeps "
+           "8; --fused-swiglu)\n";
+  }
   if (d.fits_with_recompute_modules_size() > 0) {
     // Cheaper than full recomputation: one more forward of a few modules.
     out << "  fits with selective recomputation ("
