@@ -973,9 +973,37 @@ absl::Status CountFsdpGradientsInFp32(const char* name, const std::string& why,
 // other than the buffer's allocates an un-sharded copy of each bucket
 // beside it ("Introduces copy and memory overhead"), which memgate does
 // not model.
+// The dtype of Megatron-FSDP's gradient buffer as the launch sets it
+// (mcore_fsdp_adapter.py: an explicit --megatron-fsdp-main-grads-dtype,
+// else the parameters' dtype, bf16 under the precision-aware optimizer's
+// bf16 gradients or --grad-reduce-in-bf16); "" for bf16 training with fp32
+// gradient reduction, where it depends on the release: up to core 0.18
+// fp32 for the buffer and the communication alike (grad_reduce_in_fp32
+// overrides both), from 0.19 bf16, which memgate counts as 4 B.
+std::string FsdpGradientBufferDtype(const Arguments& args,
+                                    const v1::TrainingConfig& t) {
+  if (args.Text("megatron-fsdp-main-grads-dtype") == "fp32") return "fp32";
+  if (t.has_precision_aware_optimizer() &&
+      t.precision_aware_optimizer().main_grads_dtype() == v1::DTYPE_BF16) {
+    return "bf16";
+  }
+  switch (t.precision()) {
+    case v1::PRECISION_BF16_BF16_GRADS:
+      return "bf16";
+    case v1::PRECISION_FP16:
+      return "fp16";
+    case v1::PRECISION_FP32:
+      return "fp32";
+    default:
+      return "";
+  }
+}
+
 absl::Status FillFsdpGradientDtypes(const Arguments& args,
                                     v1::DataParallelSharding sharding,
                                     MegatronLaunch& launch) {
+  const std::string buffer =
+      FsdpGradientBufferDtype(args, launch.job.training());
   if (args.Text("megatron-fsdp-main-grads-dtype") == "fp32") {
     if (absl::Status s = CountFsdpGradientsInFp32(
             "megatron-fsdp-main-grads-dtype",
@@ -997,10 +1025,16 @@ absl::Status FillFsdpGradientDtypes(const Arguments& args,
       sharding == v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS ||
       sharding == v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS;
   if (!shards_grads) {
+    // A copy of each bucket unless the dtypes match; with fp32 reduction
+    // of bf16 training there is none up to core 0.18 (fp32 both), and from
+    // 0.19 the bf16 buffer memgate counts at 4 B covers a bucket's copy.
+    if (buffer.empty() || comm == buffer) return absl::OkStatus();
     return Bad("megatron-fsdp-grad-comm-dtype",
-               "with no_shard or optim allocates an un-sharded copy of each "
-               "gradient bucket in that dtype unless it is the gradient "
-               "buffer's: not modelled (leave it auto)");
+               absl::StrCat("'", comm, "' with no_shard or optim allocates "
+                            "an un-sharded copy of each gradient bucket "
+                            "beside the ", buffer,
+                            " gradient buffer: not modelled (leave it auto "
+                            "or give ", buffer, ")"));
   }
   if (comm == "fp32") {
     return CountFsdpGradientsInFp32(

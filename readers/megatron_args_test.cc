@@ -575,8 +575,8 @@ TEST(MegatronArgsTest, OptimizerStorageFp8AndFsdpMoveThePeakTheRightWay) {
 // buffer, or fp32 buckets in ZeRO-2's reduce-scatter queue, under
 // --grad-reduce-in-bf16 are counted as fp32 gradients, the launch without
 // --grad-reduce-in-bf16; narrower buckets change nothing; a communication
-// dtype under no_shard / optim (a copy of each bucket) and fp32 gradients
-// of fp16 training are refused by name; without Megatron-FSDP Megatron's
+// dtype under no_shard / optim other than the buffer's (a copy of each
+// bucket) and fp32 gradients of fp16 training are refused by name; without Megatron-FSDP Megatron's
 // DDP never reads either.
 TEST(MegatronArgsTest, FsdpGradientDtypesThatWidenTheBuffersAreCounted) {
   constexpr char kTwoStages[] = "--pipeline-model-parallel-size 2 ";
@@ -626,12 +626,33 @@ TEST(MegatronArgsTest, FsdpGradientDtypesThatWidenTheBuffersAreCounted) {
             v1::DTYPE_FP32);
   EXPECT_GT(PeakOf(pa_fp32), PeakOf(one_stage(pa)));
 
+  // Under no_shard / optim a communication dtype other than the gradient
+  // buffer's copies each bucket: refused. The buffer's own dtype is no
+  // copy, and neither is any dtype under bf16 training's fp32 reduction
+  // (fp32 both up to core 0.18; from 0.19 a bf16 buffer counted at 4 B).
   for (const char* strategy : {"no_shard", "optim"}) {
-    EXPECT_TRUE(RefusedNaming(
+    const std::string fsdp =
         std::string("--use-megatron-fsdp --data-parallel-sharding-strategy ") +
-            strategy +
-            " --megatron-fsdp-grad-comm-dtype bf16",
-        kTwoStages, {"--megatron-fsdp-grad-comm-dtype", "no_shard or optim"}));
+        strategy + " ";
+    EXPECT_TRUE(RefusedNaming(
+        fsdp + "--grad-reduce-in-bf16 --megatron-fsdp-grad-comm-dtype fp16",
+        kTwoStages,
+        {"--megatron-fsdp-grad-comm-dtype", "no_shard or optim", "bf16"}));
+    EXPECT_TRUE(RefusedNaming(
+        fsdp + "--megatron-fsdp-main-grads-dtype fp32 "
+               "--megatron-fsdp-grad-comm-dtype bf16",
+        kTwoStages, {"--megatron-fsdp-grad-comm-dtype", "fp32"}));
+    EXPECT_DOUBLE_EQ(
+        PeakOf(one_stage(fsdp + "--grad-reduce-in-bf16 "
+                                "--megatron-fsdp-grad-comm-dtype bf16")),
+        PeakOf(one_stage(fsdp + "--grad-reduce-in-bf16")))
+        << strategy;
+    for (const char* any : {"bf16", "fp16", "fp32"}) {
+      EXPECT_DOUBLE_EQ(
+          PeakOf(one_stage(fsdp + "--megatron-fsdp-grad-comm-dtype " + any)),
+          PeakOf(one_stage(fsdp)))
+          << strategy << " " << any;
+    }
   }
   EXPECT_TRUE(RefusedNaming(
       zero2 + "--megatron-fsdp-grad-comm-dtype fp64", kTwoStages,

@@ -222,8 +222,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"megatron-fsdp-grad-comm-dtype", true, P, "auto",
        "the un-sharded buckets gradients are reduced in: with optim_grads / "
        "optim_grads_params fp32 counts the gradients in fp32 (4 B), bf16 / "
-       "fp16 change nothing; with no_shard / optim refused (a copy of each "
-       "bucket)"},
+       "fp16 change nothing; with no_shard / optim the gradient buffer's "
+       "own dtype (any under bf16 with fp32 reduction), others refused (a "
+       "copy of each bucket)"},
       {"outer-dp-sharding-strategy", true, P, "no_shard",
        "no_shard only; optim (hybrid FSDP) refused"},
       {"num-distributed-optimizer-instances", true, R, "1",
