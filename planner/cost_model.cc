@@ -246,7 +246,7 @@ SpeedFactors SpeedOf(const ModelShape& m, const LayerWeights& weights,
           l.tensor * l.context * l.data >= gpus_per_node;
       const double flops_per_byte = cross_node
                                         ? cost.peak_flops_per_network_byte
-                                        : cost.peak_flops_per_nvlink_byte;
+                                        : cost.peak_flops_per_peer_link_byte;
       const double send_bytes = element_bytes * h *
                                 (l.sequence_parallel ? 1 : l.tensor);
       const double compute = 3 * per_stage * layer_flops;

@@ -101,6 +101,10 @@ struct CostModel {
   // The same over NVLink, between pipeline neighbours in one node: 989
   // TFLOP/s over NVLink 4's 450 GB/s a direction (A100: 312 over 300).
   double peak_flops_per_nvlink_byte = 2.2e3;
+  // The same to one peer, what a point-to-point send (5) gets: all of it
+  // through an NVSwitch (NVIDIA's nodes: equal to the above), one link of
+  // a fully connected mesh (an MI300X's 64 GB/s of its 448).
+  double peak_flops_per_peer_link_byte = 2.2e3;
   // (7) The same over HBM: 989 TFLOP/s over an H100 SXM's 3.35 TB/s
   // (A100: 312 over 2.0 TB/s, 156; B200: 2,250 over 8 TB/s, 281).
   double peak_flops_per_hbm_byte = 295;

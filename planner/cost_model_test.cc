@@ -303,6 +303,8 @@ TEST(GpuDatasheetsTest, EveryCatalogGpuHasItsRatios) {
     const bool changed =
         c.peak_flops_per_network_byte != h100.peak_flops_per_network_byte ||
         c.peak_flops_per_nvlink_byte != h100.peak_flops_per_nvlink_byte ||
+        c.peak_flops_per_peer_link_byte !=
+            h100.peak_flops_per_peer_link_byte ||
         c.peak_flops_per_hbm_byte != h100.peak_flops_per_hbm_byte;
     EXPECT_TRUE(changed || is_h100) << name << " has no datasheet";
     EXPECT_GT(c.peak_flops_per_hbm_byte, 100) << name;
@@ -319,6 +321,13 @@ TEST(GpuDatasheetsTest, EveryCatalogGpuHasItsRatios) {
   EXPECT_NEAR(a100.peak_flops_per_network_byte, 12480, 1);
   const CostModel b200 = WithDatasheetRatios(h100, "b200-180gb");
   EXPECT_NEAR(b200.peak_flops_per_network_byte, 45000, 1);
+  // A point-to-point send reaches one peer: through an NVSwitch all of the
+  // link, on an MI300X one of its 7 Infinity Fabric links.
+  EXPECT_EQ(b200.peak_flops_per_peer_link_byte,
+            b200.peak_flops_per_nvlink_byte);
+  const CostModel mi300x = WithDatasheetRatios(h100, "mi300x-192gb");
+  EXPECT_NEAR(mi300x.peak_flops_per_peer_link_byte,
+              7 * mi300x.peak_flops_per_nvlink_byte, 1);
   const CostModel l40s = WithDatasheetRatios(h100, "l40s-48gb");
   EXPECT_GT(l40s.peak_flops_per_nvlink_byte,
             5 * h100.peak_flops_per_nvlink_byte);

@@ -4,36 +4,38 @@ namespace memgate {
 namespace {
 
 // Per GPU: peak dense bf16 TFLOP/s; the network a GPU sends over (one NIC
-// a GPU in the vendors' reference nodes), GB/s; the GPU-to-GPU link, GB/s
-// a direction; HBM, TB/s.
+// a GPU in the vendors' reference nodes), GB/s; the GPU-to-GPU links, GB/s
+// a direction, to all peers at once and to one peer (equal through an
+// NVSwitch); HBM, TB/s.
 struct Datasheet {
   std::string_view name;
-  double tflops, network_gbs, link_gbs, hbm_tbs;
+  double tflops, network_gbs, link_gbs, peer_gbs, hbm_tbs;
 };
 
 constexpr Datasheet kDatasheets[] = {
     // A100 SXM: 312 TFLOP/s, HDR 200 Gb/s, NVLink 3 (600 GB/s, 300 a
     // direction), HBM2e 1.555 TB/s (40 GB) / 2.039 TB/s (80 GB).
-    {"a100-40gb", 312, 25, 300, 1.555},
-    {"a100-80gb", 312, 25, 300, 2.039},
+    {"a100-40gb", 312, 25, 300, 300, 1.555},
+    {"a100-80gb", 312, 25, 300, 300, 2.039},
     // H100 SXM: 989 TFLOP/s, NDR 400 Gb/s, NVLink 4 (900 GB/s, 450 a
     // direction), HBM3 3.35 TB/s: CostModel's defaults.
-    {"h100-80gb", 989, 50, 450, 3.35},
+    {"h100-80gb", 989, 50, 450, 450, 3.35},
     // H100 NVL (94 GB, the paper's GPU, 4 a node): 835 TFLOP/s (1,671
-    // with sparsity), NVLink bridge 600 GB/s (300 a direction), HBM3
-    // 3.9 TB/s; NDR 400 Gb/s.
-    {"h100-94gb", 835, 50, 300, 3.9},
+    // with sparsity), NVLink bridge 600 GB/s (300 a direction; between
+    // bridged pairs, an upper bound for the others' PCIe), HBM3 3.9 TB/s;
+    // NDR 400 Gb/s.
+    {"h100-94gb", 835, 50, 300, 300, 3.9},
     // H200 SXM: the H100's compute and links, HBM3e 4.8 TB/s.
-    {"h200-141gb", 989, 50, 450, 4.8},
+    {"h200-141gb", 989, 50, 450, 450, 4.8},
     // B200 (DGX B200): 2,250 TFLOP/s, ConnectX-7 400 Gb/s, NVLink 5
     // (1.8 TB/s, 900 GB/s a direction), HBM3e 8 TB/s.
-    {"b200-180gb", 2250, 50, 900, 8.0},
-    // MI300X: 1,307 TFLOP/s, 400 Gb/s, Infinity Fabric 7 x 64 GB/s a
-    // direction to its peers (448 in all), HBM3 5.3 TB/s.
-    {"mi300x-192gb", 1307, 50, 448, 5.3},
+    {"b200-180gb", 2250, 50, 900, 900, 8.0},
+    // MI300X: 1,307 TFLOP/s, 400 Gb/s, Infinity Fabric: a link of 64 GB/s
+    // a direction to each of its 7 peers (448 in all), HBM3 5.3 TB/s.
+    {"mi300x-192gb", 1307, 50, 448, 64, 5.3},
     // L40S: 362 TFLOP/s, no NVLink (PCIe 4.0 x16, 32 GB/s a direction),
     // 200 Gb/s, GDDR6 0.864 TB/s.
-    {"l40s-48gb", 362, 25, 32, 0.864},
+    {"l40s-48gb", 362, 25, 32, 32, 0.864},
 };
 
 }  // namespace
@@ -45,6 +47,7 @@ CostModel WithDatasheetRatios(CostModel base,
     const double flops = d.tflops * 1e12;
     base.peak_flops_per_network_byte = flops / (d.network_gbs * 1e9);
     base.peak_flops_per_nvlink_byte = flops / (d.link_gbs * 1e9);
+    base.peak_flops_per_peer_link_byte = flops / (d.peer_gbs * 1e9);
     base.peak_flops_per_hbm_byte = flops / (d.hbm_tbs * 1e12);
     break;
   }
