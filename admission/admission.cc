@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "estimator/estimate.h"
 #include "estimator/fixed_format.h"
+#include "estimator/validation.h"
 #include "planner/refusal_hints.h"
 
 namespace memgate {
@@ -103,10 +104,8 @@ absl::Status AdmitJobInto(const v1::Job& job, const AdmissionPolicy& policy,
       decision.set_fits_without_dataloader_mask(
           e.ok() && e->zone() == v1::ZONE_GREEN);
     }
-    const v1::MlpActivation act = estimate.job().model().mlp_activation();
     if (!estimate.job().training().fused_swiglu() &&
-        (act == v1::MLP_ACTIVATION_UNSPECIFIED ||
-         act == v1::MLP_ACTIVATION_SWIGLU)) {
+        IsSwigluMlp(estimate.job().model())) {
       // One more estimate: by name the paper's unfused count, which no
       // Megatron launch runs.
       v1::Job probe = estimate.job();

@@ -15,6 +15,7 @@
 #include "client/remote_client.h"
 #include "estimator/megatron_names.h"
 #include "estimator/units.h"
+#include "estimator/validation.h"
 #include "planner/planner.h"
 #include "readers/megatron_args.h"
 
@@ -162,10 +163,8 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
   // By name every SwiGLU layout is the paper's unfused count; a frontier
   // plan's answer can turn on it (bench/RESULTS.md, session 24), so the
   // plan says so, except for the paper's own table.
-  const v1::MlpActivation act = job.model().mlp_activation();
   if (launch.empty() && !f.model.fused_swiglu && !f.table.value_or(false) &&
-      (act == v1::MLP_ACTIVATION_UNSPECIFIED ||
-       act == v1::MLP_ACTIVATION_SWIGLU)) {
+      IsSwigluMlp(job.model())) {
     notes.push_back(
         "by name the paper's unfused SwiGLU is counted (8 B a unit of FFN "
         "width kept for backward); Megatron runs its fused kernel (6 B): "

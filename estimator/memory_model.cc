@@ -95,18 +95,24 @@ double WeightBytesPerParameter(v1::Precision precision) {
   return precision == v1::PRECISION_FP32 ? 4 : 2;
 }
 
-// The gradient buffer: bf16 gradients with --grad-reduce-in-bf16 or a
-// precision-aware optimizer's --main-grads-dtype bf16 [PA], fp16 with
-// fp16 training, else fp32 (bf16 forces fp32 accumulation in Megatron).
-double GradientBytesPerParameter(const Layout& l) {
-  if (l.precision_aware) return l.main_grad_bytes;
-  switch (l.precision) {
+// The gradient buffer of a job without the precision-aware optimizer:
+// bf16 gradients with --grad-reduce-in-bf16, fp16 with fp16 training, else
+// fp32 (bf16 forces fp32 accumulation in Megatron).
+double BufferBytesPerParameter(v1::Precision precision) {
+  switch (precision) {
     case v1::PRECISION_BF16_BF16_GRADS:
     case v1::PRECISION_FP16:
       return 2;
     default:
       return 4;
   }
+}
+
+// The gradient buffer; under the precision-aware optimizer its
+// --main-grads-dtype [PA] (GradientBytesPerParameter of the job).
+double LayoutGradientBytes(const Layout& l) {
+  return l.precision_aware ? l.main_grad_bytes
+                           : BufferBytesPerParameter(l.precision);
 }
 
 // Megatron's DDP accumulates the gradients of the parameters matched by
@@ -595,6 +601,19 @@ double DTypeBytes(v1::DType dtype) {
   }
 }
 
+}  // namespace
+
+double GradientBytesPerParameter(const v1::TrainingConfig& t) {
+  if (!t.has_precision_aware_optimizer()) {
+    return BufferBytesPerParameter(t.precision());
+  }
+  const v1::DType grads = t.precision_aware_optimizer().main_grads_dtype();
+  if (grads != v1::DTYPE_UNSPECIFIED) return DTypeBytes(grads);
+  return t.precision() == v1::PRECISION_BF16_BF16_GRADS ? 2 : 4;
+}
+
+namespace {
+
 // The precision-aware optimizer's bytes [PA]. The master weight of a bf16
 // weight is an int16 remainder when TE's FusedAdam manages it (fp32 main
 // params, no fp8 recipe other than delayed, no CPU offload, whose hybrid
@@ -605,10 +624,7 @@ void ResolveOptimizerStorage(const v1::Job& job, Layout& l) {
   if (!train.has_precision_aware_optimizer()) return;
   const v1::PrecisionAwareOptimizer& pa = train.precision_aware_optimizer();
   l.precision_aware = true;
-  l.main_grad_bytes =
-      pa.main_grads_dtype() != v1::DTYPE_UNSPECIFIED
-          ? DTypeBytes(pa.main_grads_dtype())
-          : (l.precision == v1::PRECISION_BF16_BF16_GRADS ? 2 : 4);
+  l.main_grad_bytes = GradientBytesPerParameter(train);
   l.exp_avg_bytes = DTypeBytes(pa.exp_avg_dtype());
   l.exp_avg_sq_bytes = DTypeBytes(pa.exp_avg_sq_dtype());
   const bool te_manages_master =
@@ -986,7 +1002,7 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
     }
     f.weight_bytes += Fp8WeightCopyBytesPerParameter(l) * linear;
   }
-  const double gradient_bytes = GradientBytesPerParameter(l);
+  const double gradient_bytes = LayoutGradientBytes(l);
   f.gradient_bytes = shard_grads
                          ? gradient_bytes * (params / shards +
                                              unsharded.gradients)

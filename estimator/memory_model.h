@@ -202,6 +202,12 @@ double HeadDim(const ModelShape& m);
 double QueryWidth(const ModelShape& m);
 Layout LayoutOf(const v1::Job& resolved_job);
 
+// The bytes of a parameter's gradient in the gradient buffer (or Megatron-
+// FSDP's) that `training` keeps: the precision-aware optimizer's
+// --main-grads-dtype [PA], else 2 with bf16 gradients or fp16 training,
+// else 4. (The readers widen it to fp32 where Megatron does.)
+double GradientBytesPerParameter(const v1::TrainingConfig& training);
+
 // What Megatron's unfused core attention keeps for backward in a layer
 // beyond Q, K, V and its output (memory_model.cc [K eq. 1], [UA]); all
 // false with FlashAttention. One decision for the activation term and the

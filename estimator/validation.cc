@@ -589,8 +589,7 @@ absl::Status ValidateTraining(const v1::Job& job) {
                    "ATTENTION_KERNEL_UNFUSED with context_parallel > 1");
   }
   const v1::MlpActivation act = job.model().mlp_activation();
-  if (tr.fused_swiglu() && act != v1::MLP_ACTIVATION_UNSPECIFIED &&
-      act != v1::MLP_ACTIVATION_SWIGLU) {
+  if (tr.fused_swiglu() && !IsSwigluMlp(job.model())) {
     return Invalid("training.fused_swiglu",
                    "applies to a SwiGLU MLP only (Megatron fuses no other "
                    "gated activation this way)",

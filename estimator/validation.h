@@ -17,6 +17,13 @@ inline bool InterleavedGroupsRun(uint64_t p, uint64_t n, uint64_t m) {
   return p <= n && n <= m && (m % n == 0 || m % n >= p);
 }
 
+// Whether the model's MLP is SwiGLU, what training.fused_swiglu applies
+// to (an unset activation reads as the paper's SwiGLU).
+inline bool IsSwigluMlp(const v1::ModelConfig& m) {
+  return m.mlp_activation() == v1::MLP_ACTIVATION_UNSPECIFIED ||
+         m.mlp_activation() == v1::MLP_ACTIVATION_SWIGLU;
+}
+
 // model.vocab_size_divisible_by's ceiling: Megatron's default is 128, and
 // a multiple this large is a padding no tokenizer needs.
 inline constexpr uint32_t kMaxVocabSizeDivisibleBy = 1u << 16;

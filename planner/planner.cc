@@ -748,7 +748,8 @@ size_t FastestInterleaving(const std::vector<Chunking>& chunkings,
 absl::StatusOr<std::vector<Layout4D>> Enumerate(
     const Search& s, const std::vector<uint32_t>& gpu_divisors,
     const std::vector<PipelineChoices>& pipelines, uint64_t expected,
-    const PlanInterrupt& interrupt, const CostModel& cost) {
+    const PlanInterrupt& interrupt) {
+  const CostModel& cost = s.cost;
   std::vector<Layout4D> out;
   out.reserve(expected);
   absl::Status stop;
@@ -875,8 +876,8 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request,
   return s;
 }
 
-v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best,
-                          const CostModel& cost) {
+v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
+  const CostModel& cost = s.cost;
   Layout layout = LayoutFor(s, l.t, l.c, l.p, l.d, l.b, l.ep, l.etp);
   layout.virtual_stages = l.v;
   const SpeedFactors f = SpeedOf(s.shape, s.weights, layout,
@@ -1034,8 +1035,7 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
         " (lower max_micro_batch_size)"));
   }
   absl::StatusOr<std::vector<Layout4D>> enumerated =
-      Enumerate(*search, gpu_divisors, pipelines, bound, interrupt,
-                search->cost);
+      Enumerate(*search, gpu_divisors, pipelines, bound, interrupt);
   if (!enumerated.ok()) return enumerated.status();
   std::vector<Layout4D>& layouts = *enumerated;
   const size_t wanted =
@@ -1050,7 +1050,7 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
   response.set_considered(layouts.size());
   for (size_t i = 0; i < ranked.size(); ++i) {
     v1::Candidate* c = response.add_candidates();
-    *c = ToCandidate(*search, ranked[i], best, search->cost);
+    *c = ToCandidate(*search, ranked[i], best);
     c->set_rank(static_cast<uint32_t>(i + 1));
   }
   return response;

@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "estimator/catalog.h"
 #include "estimator/megatron_names.h"
+#include "estimator/memory_model.h"
 #include "estimator/pipeline_layout.h"
 #include "estimator/validation.h"
 #include "readers/launch_arguments.h"
@@ -923,30 +924,12 @@ absl::Status FillFp8(const Arguments& args, MegatronLaunch& launch) {
   return absl::OkStatus();
 }
 
-// Megatron-FSDP: --use-megatron-fsdp (or its older name --use-custom-fsdp)
-// with --data-parallel-sharding-strategy.
-// The bytes a gradient is counted at (memory_model.cc
-// GradientBytesPerParameter): the precision-aware optimizer's main-grads
-// dtype, else 2 with --grad-reduce-in-bf16 or fp16, else 4.
-int CountedGradientBytes(const v1::TrainingConfig& t) {
-  if (t.has_precision_aware_optimizer() &&
-      t.precision_aware_optimizer().main_grads_dtype() != v1::DTYPE_UNSPECIFIED) {
-    return t.precision_aware_optimizer().main_grads_dtype() == v1::DTYPE_FP32
-               ? 4
-               : 2;
-  }
-  return t.precision() == v1::PRECISION_BF16_BF16_GRADS ||
-                 t.precision() == v1::PRECISION_FP16
-             ? 2
-             : 4;
-}
-
 // Counts every gradient of a Megatron-FSDP job in fp32 (4 B), or refuses
 // where that is not the training's to change (fp16 training).
 absl::Status CountFsdpGradientsInFp32(const char* name, const std::string& why,
                                       MegatronLaunch& launch) {
   v1::TrainingConfig& t = *launch.job.mutable_training();
-  if (CountedGradientBytes(t) == 4) return absl::OkStatus();
+  if (GradientBytesPerParameter(t) == 4) return absl::OkStatus();
   if (t.precision() == v1::PRECISION_FP16) {
     return Bad(name, "fp32 gradients of fp16 training under Megatron-FSDP "
                      "are not modelled");
@@ -962,31 +945,18 @@ absl::Status CountFsdpGradientsInFp32(const char* name, const std::string& why,
   return absl::OkStatus();
 }
 
-// Megatron-FSDP's gradient dtypes (mcore_fsdp_adapter.py MixedPrecisionPolicy,
-// core 0.17 on): --megatron-fsdp-main-grads-dtype sets the gradient
-// buffer (fp32, when given, in every release: up to 0.18 fp32 gradient
-// reduction overrides it with fp32 too); --megatron-fsdp-grad-comm-dtype
-// the dtype of the un-sharded buckets gradients are reduced in
-// (param_and_grad_buffer.py fetch_bucket), under ZeRO-2/3 the very buckets
-// memory_model.cc [MFC] counts in the reduce-scatter queue, so a wider one
-// than the counted gradients widens them; under no_shard / optim a dtype
-// other than the buffer's allocates an un-sharded copy of each bucket
-// beside it ("Introduces copy and memory overhead"), which memgate does
-// not model.
 // The dtype of Megatron-FSDP's gradient buffer as the launch sets it
-// (mcore_fsdp_adapter.py: an explicit --megatron-fsdp-main-grads-dtype,
-// else the parameters' dtype, bf16 under the precision-aware optimizer's
-// bf16 gradients or --grad-reduce-in-bf16); "" for bf16 training with fp32
-// gradient reduction, where it depends on the release: up to core 0.18
-// fp32 for the buffer and the communication alike (grad_reduce_in_fp32
-// overrides both), from 0.19 bf16, which memgate counts as 4 B.
+// (mcore_fsdp_adapter.py): an explicit --megatron-fsdp-main-grads-dtype,
+// else the parameters' (bf16 with bf16 gradients, fp16, fp32); "" for bf16
+// training with fp32 gradient reduction, where it depends on the release:
+// up to core 0.18 fp32 for the buffer and the communication alike
+// (grad_reduce_in_fp32 overrides both), from 0.19 bf16, which memgate
+// counts as 4 B.
 std::string FsdpGradientBufferDtype(const Arguments& args,
                                     const v1::TrainingConfig& t) {
   if (args.Text("megatron-fsdp-main-grads-dtype") == "fp32") return "fp32";
-  if (t.has_precision_aware_optimizer() &&
-      t.precision_aware_optimizer().main_grads_dtype() == v1::DTYPE_BF16) {
-    return "bf16";
-  }
+  // (The precision-aware optimizer's bf16 gradients set the precision's:
+  // FillOptimizerStorage.)
   switch (t.precision()) {
     case v1::PRECISION_BF16_BF16_GRADS:
       return "bf16";
@@ -999,6 +969,17 @@ std::string FsdpGradientBufferDtype(const Arguments& args,
   }
 }
 
+// Megatron-FSDP's gradient dtypes (mcore_fsdp_adapter.py MixedPrecisionPolicy,
+// core 0.17 on): --megatron-fsdp-main-grads-dtype sets the gradient
+// buffer (fp32, when given, in every release: up to 0.18 fp32 gradient
+// reduction overrides it with fp32 too); --megatron-fsdp-grad-comm-dtype
+// the dtype of the un-sharded buckets gradients are reduced in
+// (param_and_grad_buffer.py fetch_bucket), under ZeRO-2/3 the very buckets
+// memory_model.cc [MFC] counts in the reduce-scatter queue, so a wider one
+// than the counted gradients widens them; under no_shard / optim a dtype
+// other than the buffer's allocates an un-sharded copy of each bucket
+// beside it ("Introduces copy and memory overhead"), which memgate does
+// not model.
 absl::Status FillFsdpGradientDtypes(const Arguments& args,
                                     v1::DataParallelSharding sharding,
                                     MegatronLaunch& launch) {
@@ -1047,6 +1028,8 @@ absl::Status FillFsdpGradientDtypes(const Arguments& args,
   return absl::OkStatus();
 }
 
+// Megatron-FSDP: --use-megatron-fsdp (or its older name --use-custom-fsdp)
+// with --data-parallel-sharding-strategy.
 absl::Status FillFsdp(const Arguments& args, MegatronLaunch& launch) {
   const char* flag = args.Has("use-megatron-fsdp") ? "use-megatron-fsdp"
                                                    : "use-custom-fsdp";

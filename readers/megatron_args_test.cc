@@ -40,6 +40,9 @@ absl::StatusOr<MegatronLaunch> ReadLlamaLaunch(const std::string& extra,
   return ParseMegatronLaunch(Words(line), nullptr);
 }
 
+// Dropped from that launch for Megatron-FSDP, which runs one stage only.
+constexpr char kTwoStages[] = "--pipeline-model-parallel-size 2 ";
+
 // That launch read into a job on H100-80GB (a failure is reported and
 // gives an empty job).
 v1::Job LlamaLaunchJob(const std::string& extra,
@@ -49,6 +52,11 @@ v1::Job LlamaLaunchJob(const std::string& extra,
   v1::Job job = l.ok() ? l->job : v1::Job();
   job.mutable_accelerator()->set_name("h100-80gb");
   return job;
+}
+
+// That launch on one pipeline stage, as Megatron-FSDP runs (validation.cc).
+v1::Job OneStageLaunchJob(const std::string& extra) {
+  return LlamaLaunchJob(extra, kTwoStages);
 }
 
 // The refusal of that launch; empty when it is read.
@@ -497,20 +505,15 @@ TEST(MegatronArgsTest, OptimizerStorageFp8AndFsdpMoveThePeakTheRightWay) {
   EXPECT_LT(peak(fp8_gather), baseline);
   EXPECT_EQ(parse("--fp8 e4m3").training().has_fp8(), true);
 
-  // Megatron-FSDP runs on one pipeline stage (validation.cc): the same
-  // launch without --pipeline-model-parallel-size 2.
-  constexpr char kTwoStages[] = "--pipeline-model-parallel-size 2 ";
-  auto one_stage = [&](const std::string& extra) {
-    return LlamaLaunchJob(extra, kTwoStages);
-  };
-  const double one_stage_baseline = peak(one_stage(""));
-  const v1::Job zero3 = one_stage(
+  // Megatron-FSDP runs on one pipeline stage (validation.cc).
+  const double one_stage_baseline = peak(OneStageLaunchJob(""));
+  const v1::Job zero3 = OneStageLaunchJob(
       "--use-megatron-fsdp --data-parallel-sharding-strategy "
       "optim_grads_params");
   EXPECT_EQ(zero3.parallel().data_parallel_sharding(),
             v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS);
   EXPECT_LT(peak(zero3), one_stage_baseline);
-  const v1::Job no_shard = one_stage(
+  const v1::Job no_shard = OneStageLaunchJob(
       "--use-custom-fsdp --data-parallel-sharding-strategy no_shard");
   EXPECT_GT(peak(no_shard), one_stage_baseline);
   // Megatron-FSDP's buffers: the double buffer (also set by NCCL user
@@ -518,15 +521,15 @@ TEST(MegatronArgsTest, OptimizerStorageFp8AndFsdpMoveThePeakTheRightWay) {
   // default queues; a small communication unit holds less too.
   const char kZero2[] =
       "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads ";
-  const double queues = peak(one_stage(kZero2));
+  const double queues = peak(OneStageLaunchJob(kZero2));
   for (const char* buffer :
        {"--fsdp-double-buffer", "--use-nccl-ub",
         "--megatron-fsdp-max-pool-double-buffer"}) {
-    const v1::Job doubled = one_stage(std::string(kZero2) + buffer);
+    const v1::Job doubled = OneStageLaunchJob(std::string(kZero2) + buffer);
     EXPECT_TRUE(doubled.parallel().fsdp_double_buffer()) << buffer;
     EXPECT_LT(peak(doubled), queues) << buffer;
   }
-  const v1::Job unit = one_stage(std::string(kZero2) +
+  const v1::Job unit = OneStageLaunchJob(std::string(kZero2) +
                                  "--suggested-communication-unit-size 1000000");
   EXPECT_EQ(unit.parallel().fsdp_communication_unit_size(), 1000000u);
   EXPECT_LT(peak(unit), queues);
@@ -576,18 +579,14 @@ TEST(MegatronArgsTest, OptimizerStorageFp8AndFsdpMoveThePeakTheRightWay) {
 // --grad-reduce-in-bf16 are counted as fp32 gradients, the launch without
 // --grad-reduce-in-bf16; narrower buckets change nothing; a communication
 // dtype under no_shard / optim other than the buffer's (a copy of each
-// bucket) and fp32 gradients of fp16 training are refused by name; without Megatron-FSDP Megatron's
-// DDP never reads either.
+// bucket) and fp32 gradients of fp16 training are refused by name;
+// without Megatron-FSDP Megatron's DDP never reads either.
 TEST(MegatronArgsTest, FsdpGradientDtypesThatWidenTheBuffersAreCounted) {
-  constexpr char kTwoStages[] = "--pipeline-model-parallel-size 2 ";
   const std::string zero2 =
       "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads ";
   const std::string bf16_grads = zero2 + "--grad-reduce-in-bf16 ";
-  auto one_stage = [&](const std::string& extra) {
-    return LlamaLaunchJob(extra, kTwoStages);
-  };
-  const double fp32_peak = PeakOf(one_stage(zero2));
-  const double bf16_peak = PeakOf(one_stage(bf16_grads));
+  const double fp32_peak = PeakOf(OneStageLaunchJob(zero2));
+  const double bf16_peak = PeakOf(OneStageLaunchJob(bf16_grads));
   ASSERT_LT(bf16_peak, fp32_peak);
   for (const char* widening : {"--megatron-fsdp-main-grads-dtype fp32",
                                "--megatron-fsdp-grad-comm-dtype fp32"}) {
@@ -596,7 +595,7 @@ TEST(MegatronArgsTest, FsdpGradientDtypesThatWidenTheBuffersAreCounted) {
     ASSERT_TRUE(l.ok()) << widening << ": " << l.status();
     EXPECT_EQ(l->job.training().precision(), v1::PRECISION_BF16_FP32_GRADS)
         << widening;
-    EXPECT_DOUBLE_EQ(PeakOf(one_stage(bf16_grads + widening)), fp32_peak)
+    EXPECT_DOUBLE_EQ(PeakOf(OneStageLaunchJob(bf16_grads + widening)), fp32_peak)
         << widening;
     const std::string flag = std::string(widening).substr(0, 31);
     EXPECT_TRUE(std::any_of(l->notes.begin(), l->notes.end(),
@@ -610,21 +609,21 @@ TEST(MegatronArgsTest, FsdpGradientDtypesThatWidenTheBuffersAreCounted) {
                              "--megatron-fsdp-grad-comm-dtype fp16",
                              "--megatron-fsdp-grad-comm-dtype auto",
                              "--megatron-fsdp-main-grads-dtype auto"}) {
-    EXPECT_DOUBLE_EQ(PeakOf(one_stage(bf16_grads + narrow)), bf16_peak)
+    EXPECT_DOUBLE_EQ(PeakOf(OneStageLaunchJob(bf16_grads + narrow)), bf16_peak)
         << narrow;
   }
   EXPECT_DOUBLE_EQ(
-      PeakOf(one_stage(zero2 + "--megatron-fsdp-grad-comm-dtype fp32")),
+      PeakOf(OneStageLaunchJob(zero2 + "--megatron-fsdp-grad-comm-dtype fp32")),
       fp32_peak);
   // The precision-aware optimizer's bf16 buffer widens the same way.
   const std::string pa = zero2 +
                          "--use-precision-aware-optimizer "
                          "--main-grads-dtype bf16 ";
   const v1::Job pa_fp32 =
-      one_stage(pa + "--megatron-fsdp-grad-comm-dtype fp32");
+      OneStageLaunchJob(pa + "--megatron-fsdp-grad-comm-dtype fp32");
   EXPECT_EQ(pa_fp32.training().precision_aware_optimizer().main_grads_dtype(),
             v1::DTYPE_FP32);
-  EXPECT_GT(PeakOf(pa_fp32), PeakOf(one_stage(pa)));
+  EXPECT_GT(PeakOf(pa_fp32), PeakOf(OneStageLaunchJob(pa)));
 
   // Under no_shard / optim a communication dtype other than the gradient
   // buffer's copies each bucket: refused. The buffer's own dtype is no
@@ -643,14 +642,14 @@ TEST(MegatronArgsTest, FsdpGradientDtypesThatWidenTheBuffersAreCounted) {
                "--megatron-fsdp-grad-comm-dtype bf16",
         kTwoStages, {"--megatron-fsdp-grad-comm-dtype", "fp32"}));
     EXPECT_DOUBLE_EQ(
-        PeakOf(one_stage(fsdp + "--grad-reduce-in-bf16 "
+        PeakOf(OneStageLaunchJob(fsdp + "--grad-reduce-in-bf16 "
                                 "--megatron-fsdp-grad-comm-dtype bf16")),
-        PeakOf(one_stage(fsdp + "--grad-reduce-in-bf16")))
+        PeakOf(OneStageLaunchJob(fsdp + "--grad-reduce-in-bf16")))
         << strategy;
     for (const char* any : {"bf16", "fp16", "fp32"}) {
       EXPECT_DOUBLE_EQ(
-          PeakOf(one_stage(fsdp + "--megatron-fsdp-grad-comm-dtype " + any)),
-          PeakOf(one_stage(fsdp)))
+          PeakOf(OneStageLaunchJob(fsdp + "--megatron-fsdp-grad-comm-dtype " + any)),
+          PeakOf(OneStageLaunchJob(fsdp)))
           << strategy << " " << any;
     }
   }
@@ -715,7 +714,7 @@ TEST(MegatronArgsTest, Fp32LocalAccumulationCountsAnFp32GradientAParameter) {
       bf16_grads +
           "--use-megatron-fsdp --data-parallel-sharding-strategy optim " +
           kPatterns + " all",
-      "--pipeline-model-parallel-size 2 ");
+      kTwoStages);
   ASSERT_TRUE(fsdp.ok()) << fsdp.status();
   EXPECT_FALSE(fsdp->job.training().fp32_local_grad_accumulation());
 }
