@@ -1097,25 +1097,26 @@ absl::Status FillFsdp(const Arguments& args, MegatronLaunch& launch) {
 // (TrainingConfig.fp32_local_grad_accumulation). Which parameters a
 // pattern other than 'all' matches depends on module names memgate does
 // not model: every parameter is counted, an upper bound, and a note says
-// so. Megatron-FSDP does not read it; with fp32 gradient reduction (bf16
-// without --grad-reduce-in-bf16) Megatron asserts, and so does ValidateJob.
+// so. With fp32 gradient reduction (bf16 without --grad-reduce-in-bf16)
+// Megatron's DDP config asserts, under Megatron-FSDP too (it is built for
+// both), and so does ValidateJob; otherwise Megatron-FSDP does not read it.
 absl::Status FillLocalGradAccumulation(const Arguments& args,
                                        MegatronLaunch& launch) {
   constexpr char kName[] =
       "ddp-param-name-patterns-for-fp32-local-accumulation";
   if (!args.Has(kName)) return absl::OkStatus();
+  if (launch.job.training().precision() == v1::PRECISION_BF16_FP32_GRADS) {
+    return Bad(kName, "with --bf16 reducing gradients in fp32: Megatron "
+                      "asserts (\"Only need to explicitly specify param_name "
+                      "patterns for FP32 local accumulation if .main_grads "
+                      "aren't already in FP32\"); give --grad-reduce-in-bf16");
+  }
   if (launch.job.parallel().data_parallel_sharding() !=
       v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
     launch.notes.push_back(absl::StrCat(
         "--", kName, ": Megatron-FSDP keeps its own gradient buffers and "
         "does not read it"));
     return absl::OkStatus();
-  }
-  if (launch.job.training().precision() == v1::PRECISION_BF16_FP32_GRADS) {
-    return Bad(kName, "with --bf16 reducing gradients in fp32: Megatron "
-                      "asserts (\"Only need to explicitly specify param_name "
-                      "patterns for FP32 local accumulation if .main_grads "
-                      "aren't already in FP32\"); give --grad-reduce-in-bf16");
   }
   launch.job.mutable_training()->set_fp32_local_grad_accumulation(true);
   const std::vector<std::string> patterns =

@@ -671,8 +671,9 @@ TEST(MegatronArgsTest, FsdpGradientDtypesThatWidenTheBuffersAreCounted) {
 // before): an fp32 gradient of each matched parameter beside the bf16
 // buffer, every parameter counted (the pattern 'all' exactly, others as an
 // upper bound, with a note): three times the bf16 gradients. With fp32
-// gradient reduction Megatron asserts, and the launch is refused by name;
-// under Megatron-FSDP it is not read (a note). Its neighbour, the
+// gradient reduction Megatron asserts, and the launch is refused by name
+// (under Megatron-FSDP too); otherwise Megatron-FSDP does not read it (a
+// note). Its neighbour, the
 // fp32-accumulating reduce-scatter, is refused where it runs.
 TEST(MegatronArgsTest, Fp32LocalAccumulationCountsAnFp32GradientAParameter) {
   constexpr char kPatterns[] =
@@ -710,6 +711,11 @@ TEST(MegatronArgsTest, Fp32LocalAccumulationCountsAnFp32GradientAParameter) {
   EXPECT_DOUBLE_EQ(
       PeakOf(LlamaLaunchJob("--ddp-reduce-scatter-with-fp32-accumulation")),
       PeakOf(LlamaLaunchJob("")));
+  EXPECT_TRUE(RefusedNaming(
+      std::string("--use-megatron-fsdp --data-parallel-sharding-strategy "
+                  "optim ") +
+          kPatterns + " all",
+      kTwoStages, {std::string(kPatterns), "--grad-reduce-in-bf16"}));
   const absl::StatusOr<MegatronLaunch> fsdp = ReadLlamaLaunch(
       bf16_grads +
           "--use-megatron-fsdp --data-parallel-sharding-strategy optim " +
