@@ -157,8 +157,17 @@ absl::StatusOr<v1::Job> JobFromLaunchAndFlags(
     if (absl::Status s = CrossCheck(*from_file, job); !s.ok()) return s;
     if (job.num_gpus() == 0) job.set_num_gpus(from_file->num_gpus());
     if (!job.has_accelerator()) *job.mutable_accelerator() = from_file->accelerator();
+    if (job.training().global_batch_size() == 0) {
+      job.mutable_training()->set_global_batch_size(
+          from_file->training().global_batch_size());
+    }
   }
   if (absl::Status s = flags.job.ApplyTo(job, /*refuse_conflicts=*/true);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ApplyMegatronGlobalBatch(parsed->global_batch_rule, job, notes);
       !s.ok()) {
     return s;
   }

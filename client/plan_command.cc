@@ -197,7 +197,9 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
     return absl::InvalidArgumentError(
         launch.empty()
             ? "--gbs: required"
-            : "--gbs: required (the launch has no --global-batch-size)");
+            : "--gbs: required (the launch has no --global-batch-size, and "
+              "Megatron's default, micro-batch x data-parallel size, differs "
+              "from layout to layout)");
   }
   *request.mutable_model() = job.model();
   *request.mutable_accelerator() = job.accelerator();

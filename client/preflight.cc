@@ -1,6 +1,8 @@
 #include "client/preflight.h"
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -54,6 +56,15 @@ absl::StatusOr<v1::Job> JobFromLaunch(const std::vector<std::string>& argv,
     return absl::InvalidArgumentError(
         "num_gpus: the launch does not say (no torchrun --nproc-per-node); "
         "give the GPU count");
+  }
+  std::vector<std::string> batch_notes;
+  if (absl::Status s = ApplyMegatronGlobalBatch(launch->global_batch_rule,
+                                                job, batch_notes);
+      !s.ok()) {
+    return s;
+  }
+  if (notes != nullptr) {
+    notes->insert(notes->end(), batch_notes.begin(), batch_notes.end());
   }
   if (options.accelerator.empty()) {
     return absl::InvalidArgumentError(

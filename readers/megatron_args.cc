@@ -1186,6 +1186,38 @@ absl::Status RefuseModulesMegatronRefuses(const Arguments& args,
   return absl::OkStatus();
 }
 
+// Which of Megatron's ways of settling the global batch the launch takes
+// (GlobalBatchRule); the GPU count may come later, from memgate's flags.
+absl::Status ReadGlobalBatchRule(const Arguments& args, uint32_t gbs,
+                                 MegatronLaunch& launch) {
+  const bool given = args.Has("global-batch-size");
+  // arguments.py: assert args.global_batch_size > 0.
+  if (given && gbs == 0) {
+    return Bad("global-batch-size", "must be above 0 (Megatron asserts)");
+  }
+  const bool rounds = args.Has("decrease-batch-size-if-needed");
+  if (args.Has("step-batch-size-schedule")) {
+    // arguments.py and num_microbatches_calculator.py raise ValueError.
+    if (given || rounds) {
+      return Bad("step-batch-size-schedule",
+                 absl::StrCat("cannot be given with --",
+                              given ? "global-batch-size"
+                                    : "decrease-batch-size-if-needed",
+                              " (Megatron raises)"));
+    }
+    launch.global_batch_rule = GlobalBatchRule::kScheduled;
+    launch.notes.push_back(
+        "--step-batch-size-schedule: the global batch changes over "
+        "training; estimated at the most micro-batches a pipeline stage "
+        "can hold");
+    return absl::OkStatus();
+  }
+  launch.global_batch_rule = !given  ? GlobalBatchRule::kMegatronDefault
+                             : rounds ? GlobalBatchRule::kRoundedDown
+                                      : GlobalBatchRule::kAsGiven;
+  return absl::OkStatus();
+}
+
 absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
   v1::TrainingConfig& t = *launch.job.mutable_training();
   // arguments.py: --encoder-seq-length is the sequence length when
@@ -1200,6 +1232,9 @@ absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
   if (seq == 0) return Bad("seq-length", "missing");
   MEMGATE_ASSIGN_OR_RETURN(mbs, args.Number("micro-batch-size", 1));
   MEMGATE_ASSIGN_OR_RETURN(gbs, args.Number("global-batch-size", 0));
+  if (absl::Status s = ReadGlobalBatchRule(args, gbs, launch); !s.ok()) {
+    return s;
+  }
   // Evaluation runs forward only (no activations kept for backward), so a
   // training step of the same micro-batch bounds it; a larger evaluation
   // micro-batch (arguments.py: eval_micro_batch_size, micro_batch_size

@@ -14,8 +14,20 @@
 
 namespace memgate {
 
+// How Megatron-LM settles the global batch of a launch (arguments.py
+// validate_args, core/num_microbatches_calculator.py). It decides the
+// micro-batches a step has, and so the activations a pipeline stage holds.
+enum class GlobalBatchRule {
+  kAsGiven,          // --global-batch-size, divisible by b x d
+  kMegatronDefault,  // absent: b x d, one micro-batch a step
+  kRoundedDown,      // --decrease-batch-size-if-needed: to a multiple of b x d
+  kScheduled,        // --step-batch-size-schedule: unknown, left 0 (the most)
+};
+
 struct MegatronLaunch {
   v1::Job job;  // model, parallel, training; num_gpus when torchrun says
+  // Applied by ApplyMegatronGlobalBatch once the job's GPU count is final.
+  GlobalBatchRule global_batch_rule = GlobalBatchRule::kAsGiven;
   // What memgate inferred or changed, for the user to see (vocab padding,
   // Megatron defaults applied...).
   std::vector<std::string> notes;
@@ -27,6 +39,15 @@ struct MegatronLaunch {
 // torchrun argument that is missing, malformed or contradictory.
 absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
     const std::vector<std::string>& argv, const v1::ModelConfig* fill_model);
+
+// Sets job.training.global_batch_size as Megatron does under `rule`, for
+// the job's final GPU count and layout (memgate's flags may give them after
+// the launch is read), and says so in `notes`: Megatron's default b x d
+// where the job has no global batch, or the given one rounded down. A job
+// whose data-parallel size is not whole is left to validation to name.
+// INVALID_ARGUMENT where rounding down leaves no micro-batch.
+absl::Status ApplyMegatronGlobalBatch(GlobalBatchRule rule, v1::Job& job,
+                                      std::vector<std::string>& notes);
 
 // Whether `argv` carries any of Megatron-LM's model or parallelism
 // arguments (--num-layers, --seq-length, --tensor-model-parallel-size,

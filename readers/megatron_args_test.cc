@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "estimator/catalog.h"
 #include "estimator/estimate.h"
@@ -357,6 +358,98 @@ TEST(MegatronArgsTest, MegatronsDefaultsAreAppliedAndSaid) {
                            "learned absolute", "GeLU", "--ffn-hidden-size"}) {
     EXPECT_NE(notes.find(said), std::string::npos) << said << "\n" << notes;
   }
+}
+
+// Megatron's global batch (arguments.py, num_microbatches_calculator.py):
+// absent, it is micro-batch x data-parallel size, one micro-batch a step,
+// so a 2-stage pipeline's first stage holds one micro-batch's activations,
+// not two; --decrease-batch-size-if-needed rounds the given one down; a
+// --step-batch-size-schedule leaves it unknown (the most a stage can hold)
+// and is refused beside either (Megatron raises). Each is said in a note.
+TEST(MegatronArgsTest, TheGlobalBatchIsSettledAsMegatronSettlesIt) {
+  constexpr char kGiven[] = "--global-batch-size 1024 ";
+  auto settled = [&](const std::string& extra, const std::string& drop,
+                     std::vector<std::string>& notes) -> absl::StatusOr<v1::Job> {
+    absl::StatusOr<MegatronLaunch> l = ReadLlamaLaunch(extra, drop);
+    if (!l.ok()) return l.status();
+    v1::Job job = l->job;
+    job.mutable_accelerator()->set_name("h100-80gb");
+    notes = l->notes;
+    if (absl::Status s =
+            ApplyMegatronGlobalBatch(l->global_batch_rule, job, notes);
+        !s.ok()) {
+      return s;
+    }
+    return job;
+  };
+  auto in_flight = [](const v1::Job& job) {
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? e->stages(0).microbatches_in_flight() : 0u;
+  };
+  std::vector<std::string> notes;
+  // 16 GPUs at TP 4, PP 2: d = 2.
+  absl::StatusOr<v1::Job> given = settled("", "", notes);
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(given->training().global_batch_size(), 1024u);
+  EXPECT_EQ(in_flight(*given), 2u);
+
+  absl::StatusOr<v1::Job> by_default = settled("", kGiven, notes);
+  ASSERT_TRUE(by_default.ok()) << by_default.status();
+  EXPECT_EQ(by_default->training().global_batch_size(), 2u);
+  EXPECT_EQ(in_flight(*by_default), 1u);
+  EXPECT_NE(absl::StrJoin(notes, "\n").find(
+                "no --global-batch-size: Megatron's default, micro-batch x "
+                "data-parallel size = 2 (one micro-batch a step)"),
+            std::string::npos)
+      << absl::StrJoin(notes, "\n");
+  // A global batch memgate's flags give (here set on the job) stays.
+  absl::StatusOr<MegatronLaunch> l = ReadLlamaLaunch("", kGiven);
+  ASSERT_TRUE(l.ok());
+  v1::Job flagged = l->job;
+  flagged.mutable_training()->set_global_batch_size(64);
+  notes.clear();
+  ASSERT_TRUE(
+      ApplyMegatronGlobalBatch(l->global_batch_rule, flagged, notes).ok());
+  EXPECT_EQ(flagged.training().global_batch_size(), 64u);
+  EXPECT_TRUE(notes.empty());
+
+  absl::StatusOr<v1::Job> rounded = settled(
+      "--micro-batch-size 2 --global-batch-size 1023 "
+      "--decrease-batch-size-if-needed",
+      "--micro-batch-size 1 --global-batch-size 1024 ", notes);
+  ASSERT_TRUE(rounded.ok()) << rounded.status();
+  EXPECT_EQ(rounded->training().global_batch_size(), 1020u);
+  EXPECT_NE(absl::StrJoin(notes, "\n").find("rounds --global-batch-size "
+                                            "1023 down to 1020"),
+            std::string::npos);
+  // Without it, Megatron asserts the divisibility, and so does memgate.
+  absl::StatusOr<v1::Job> undivided =
+      settled("--global-batch-size 1023", kGiven, notes);
+  ASSERT_TRUE(undivided.ok());
+  EXPECT_FALSE(EstimateJob(*undivided).ok());
+  absl::StatusOr<v1::Job> none = settled(
+      "--global-batch-size 1 --decrease-batch-size-if-needed", kGiven, notes);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("--decrease-batch-size-if-needed"),
+            std::string::npos)
+      << none.status();
+
+  absl::StatusOr<v1::Job> scheduled = settled(
+      "--step-batch-size-schedule 0:768", kGiven, notes);
+  ASSERT_TRUE(scheduled.ok()) << scheduled.status();
+  EXPECT_EQ(scheduled->training().global_batch_size(), 0u);
+  EXPECT_EQ(in_flight(*scheduled), 2u);
+  EXPECT_NE(absl::StrJoin(notes, "\n").find("--step-batch-size-schedule"),
+            std::string::npos);
+  EXPECT_TRUE(RefusedNaming("--step-batch-size-schedule 0:768", "",
+                            {"--step-batch-size-schedule",
+                             "--global-batch-size"}));
+  EXPECT_TRUE(RefusedNaming(
+      "--step-batch-size-schedule 0:768 --decrease-batch-size-if-needed",
+      kGiven, {"--step-batch-size-schedule", "--decrease-batch-size-if-needed"}));
+  EXPECT_TRUE(RefusedNaming("--global-batch-size 0", kGiven,
+                            {"--global-batch-size", "above 0"}));
 }
 
 TEST(MegatronArgsTest, MemoryArgumentsMapToTheJob) {

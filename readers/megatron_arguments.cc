@@ -259,8 +259,16 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"eval-micro-batch-size", true, P, "--micro-batch-size",
        "up to b: evaluation runs forward only, bounded by the training "
        "step; larger refused"},
-      {"global-batch-size", true, M, "", "m = gbs / (b x d) caps the "
-       "micro-batches a stage holds"},
+      {"global-batch-size", true, M, "b x d",
+       "m = gbs / (b x d) caps the micro-batches a stage holds; absent, "
+       "Megatron's b x d (one micro-batch a step) at the job's d"},
+      {"decrease-batch-size-if-needed", false, M, "off",
+       "--global-batch-size rounded down to a multiple of b x d, as Megatron "
+       "does (refused where that leaves none)"},
+      {"step-batch-size-schedule", true, M, "off",
+       "the global batch changes over training: estimated at the most "
+       "micro-batches a stage can hold; refused with --global-batch-size or "
+       "--decrease-batch-size-if-needed (Megatron raises)"},
       {"hidden-dropout", true, M, "0.1",
        "above 0: 1-byte masks after attention, MLP and embedding"},
       {"attention-dropout", true, M, "0.1",

@@ -1,5 +1,6 @@
 // `memgate check` embedded: jobs from flags, files and launch lines.
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -100,6 +101,30 @@ TEST(CliCheckTest, FlagsFillOrContradictTheLaunch) {
   r = Check({"--gpu=a100-40gb", "--", "python", "train.py"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no Megatron-LM arguments"), std::string::npos);
+}
+
+// A launch without --global-batch-size runs Megatron's default, one
+// micro-batch a step at the job's data-parallel size, taken after memgate's
+// flags: on 8 GPUs (--gpus overrides torchrun's 16) at TP 4, PP 2 that is 1,
+// and the first stage holds one micro-batch, not two. --gbs gives another.
+TEST(CliCheckTest, AMissingGlobalBatchIsMegatronsDefaultAtTheFinalGpuCount) {
+  std::vector<std::string> args = Launch({"--gpu=a100-40gb", "--gpus=8"});
+  const auto at = std::find(args.begin(), args.end(), "--global-batch-size");
+  ASSERT_NE(at, args.end());
+  args.erase(at, at + 2);
+  RunResult r = Check(args);
+  EXPECT_NE(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.out.find("no --global-batch-size: Megatron's default, "
+                       "micro-batch x data-parallel size = 1"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("0           16         1"), std::string::npos) << r.out;
+
+  args.insert(args.begin(), "--gbs=64");
+  r = Check(args);
+  EXPECT_NE(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out.find("no --global-batch-size"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0           16         2"), std::string::npos) << r.out;
 }
 
 // A refused job's suggestions are plans, which shard the optimizer and

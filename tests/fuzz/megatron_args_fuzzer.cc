@@ -27,6 +27,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     memgate::v1::Job job = launch->job;
     job.mutable_accelerator()->set_name("h100-80gb");
     if (job.num_gpus() == 0) job.set_num_gpus(8);
+    std::vector<std::string> notes;
+    const absl::Status batch = memgate::ApplyMegatronGlobalBatch(
+        launch->global_batch_rule, job, notes);
+    if (!batch.ok()) {
+      memgate::fuzz::Require(batch.code() == absl::StatusCode::kInvalidArgument);
+      continue;
+    }
     memgate::fuzz::ExerciseJob(job);
   }
   return 0;
