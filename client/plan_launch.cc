@@ -134,6 +134,12 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
         "the launch has no --sequence-parallel: candidates with TP > 1 add "
         "it");
   }
+  if (training.tp_comm_overlap() != v1::TrainingConfig::TP_COMM_OVERLAP_OFF) {
+    notes.push_back(
+        "--tp-comm-overlap: every candidate counts its userbuffers, and none "
+        "has TP 1 (Megatron asserts sequence parallelism, off at TP 1): "
+        "drop the flag to plan TP 1");
+  }
   *request.mutable_training() = PlanTemplateOf(training);
   return absl::OkStatus();
 }

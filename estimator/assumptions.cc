@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "estimator/memory_model.h"
 #include "estimator/moe_terms.h"
+#include "estimator/te_userbuffers.h"
 
 namespace memgate {
 
@@ -176,6 +177,20 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
           "chunk) in flight on every rank; the exchange still priced "
           "un-overlapped in plans");
     }
+  }
+  if (l.tp_comm_overlap) {
+    out.push_back(absl::StrCat(
+        "TP communication overlap: TransformerEngine's ",
+        kTeUserbufferCommunicators, " userbuffers of (s x b / c) x h on every "
+        "GPU",
+        l.tp_comm_overlap_custom
+            ? ", each counted at its largest (a bf16 reduce-scatter ring): "
+              "--tp-comm-overlap-cfg is not read, an upper bound"
+            : absl::StrCat(" (TE's defaults: ", kTeUserbufferAllGathers,
+                           " all-gathers in ", l.fp8 ? "fp8" : "bf16",
+                           ", the reduce-scatters in bf16)"),
+        ", and their communicators' flags; TE before 2.8 makes 10, counted "
+        "as 12"));
   }
   if (m.has_mla()) {
     out.push_back("multi-latent attention: latents stored on every TP "

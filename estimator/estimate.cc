@@ -86,6 +86,7 @@ void Fill(const StageFigures& f, uint32_t stage, double layers,
   out.set_total_bytes(f.total_bytes());
   out.set_expert_imbalance_bytes(f.imbalance_bytes);
   out.set_communication_buffer_bytes(f.buffer_bytes);
+  out.set_te_userbuffer_bytes(f.te_userbuffer_bytes);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "estimator/memory_model.h"
 
 #include "estimator/deepep_buffers.h"
+#include "estimator/te_userbuffers.h"
 #include "estimator/moe_terms.h"
 
 #include <algorithm>
@@ -85,6 +86,9 @@
 //      gradients only when the queue exceeds C, AllGatherPipeline.
 //      all_gather_params prefetches buckets until C / 2 is reached, and
 //      --fsdp-double-buffer stops both at two FSDP units.
+// [UB] TransformerEngine's userbuffers under Megatron's --tp-comm-overlap
+//      (training/initialize.py _initialize_tp_communicators, TE
+//      pytorch/module/base.py initialize_ub): te_userbuffers.h.
 
 namespace memgate {
 namespace {
@@ -709,6 +713,10 @@ Layout LayoutOf(const v1::Job& job) {
   l.capacity_factor = moe.capacity_factor();
   l.pad_to_capacity = moe.pad_to_capacity();
   l.ep_overlap = moe.overlap_expert_parallel_comm();
+  l.tp_comm_overlap =
+      train.tp_comm_overlap() != v1::TrainingConfig::TP_COMM_OVERLAP_OFF;
+  l.tp_comm_overlap_custom = train.tp_comm_overlap() ==
+                             v1::TrainingConfig::TP_COMM_OVERLAP_CUSTOM_CONFIG;
   l.load_imbalance = moe.has_load_imbalance() ? moe.load_imbalance() : 1.25;
   if (train.has_fp8()) {
     l.fp8 = true;
@@ -1026,6 +1034,20 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
         m.hidden, 2 * ActivationElementScale(l),
         static_cast<uint32_t>(l.expert_parallel * l.expert_tensor),
         static_cast<uint32_t>(l.deepep_sms));
+  }
+  // TransformerEngine's userbuffers: allocated at start-up on every rank
+  // of the job, whatever its stage holds [UB].
+  if (l.tp_comm_overlap) {
+    TeUserbufferShape ub;
+    ub.tokens = l.seq_length * l.micro_batch / l.context;
+    ub.hidden = m.hidden;
+    ub.tensor_parallel = static_cast<uint32_t>(l.tensor);
+    ub.world_size =
+        static_cast<uint64_t>(l.tensor * l.context * l.pipeline * l.data);
+    ub.fp8 = l.fp8;
+    ub.custom_config = l.tp_comm_overlap_custom;
+    f.te_userbuffer_bytes = TeUserbufferBytes(ub);
+    f.buffer_bytes += f.te_userbuffer_bytes;
   }
   // Dropless routing: the most loaded expert-parallel rank receives more
   // than its share; admission counts that margin above the estimate, never

@@ -163,6 +163,10 @@ struct Layout {
   // --overlap-moe-expert-parallel-comm: one more micro-batch (under
   // interleaving, chunk) in flight (MicrobatchesInFlight).
   bool ep_overlap = false;
+  // --tp-comm-overlap: TransformerEngine's userbuffers on every GPU
+  // (te_userbuffers.h); custom: --tp-comm-overlap-cfg's upper bound.
+  bool tp_comm_overlap = false;
+  bool tp_comm_overlap_custom = false;
   double capacity_factor = 0;  // 0: dropless
   bool pad_to_capacity = false;
   // Token copies the most loaded expert-parallel rank receives, as a
@@ -185,8 +189,11 @@ struct StageFigures {
   // MoE: what the most loaded expert-parallel rank adds above the balanced
   // load (Layout::load_imbalance); not in total_bytes, in admission_bytes.
   double imbalance_bytes = 0;
-  // Fixed communication buffers outside the activations (DeepEP's).
+  // Fixed communication buffers outside the activations (DeepEP's and
+  // TransformerEngine's userbuffers)...
   double buffer_bytes = 0;
+  // ...of which the userbuffers (Layout::tp_comm_overlap).
+  double te_userbuffer_bytes = 0;
   double total_bytes() const {
     return weight_bytes + gradient_bytes + optimizer_bytes +
            activation_bytes + buffer_bytes;

@@ -150,9 +150,14 @@ std::string BreakdownLine(const v1::StageMemory& s) {
       "weights %.2f + gradients %.2f + optimizer %.2f + activations %.2f GiB",
       ToGiB(s.weight_bytes()), ToGiB(s.gradient_bytes()),
       ToGiB(s.optimizer_bytes()), ToGiB(s.activation_bytes()));
-  if (s.communication_buffer_bytes() > 0) {
-    absl::StrAppendFormat(&line, " + DeepEP buffers %.2f GiB",
-                          ToGiB(s.communication_buffer_bytes()));
+  const double deepep =
+      s.communication_buffer_bytes() - s.te_userbuffer_bytes();
+  if (deepep > 0) {
+    absl::StrAppendFormat(&line, " + DeepEP buffers %.2f GiB", ToGiB(deepep));
+  }
+  if (s.te_userbuffer_bytes() > 0) {
+    absl::StrAppendFormat(&line, " + TE userbuffers %.2f GiB",
+                          ToGiB(s.te_userbuffer_bytes()));
   }
   if (s.expert_imbalance_bytes() > 0) {
     absl::StrAppendFormat(&line, " (+ %.2f GiB expert load margin)",
@@ -206,12 +211,21 @@ std::string FormatEstimateTable(const v1::Estimate& e) {
       "(GREEN <= %.0f%%, RED > 100%%)\n",
       e.peak_gib(), e.peak().stage(), 100 * e.capacity_fraction(),
       ToGiB(e.capacity_bytes()), ZoneName(e.zone()), 100 * e.threshold());
-  if (e.peak().communication_buffer_bytes() > 0) {
+  const double deepep = e.peak().communication_buffer_bytes() -
+                        e.peak().te_userbuffer_bytes();
+  if (deepep > 0) {
     absl::StrAppendFormat(
         &out,
         "total includes DeepEP's communication buffers: %.2f GiB on every "
         "GPU of a stage with MoE layers\n",
-        ToGiB(e.peak().communication_buffer_bytes()));
+        ToGiB(deepep));
+  }
+  if (e.peak().te_userbuffer_bytes() > 0) {
+    absl::StrAppendFormat(
+        &out,
+        "total includes TransformerEngine's userbuffers (--tp-comm-overlap): "
+        "%.2f GiB on every GPU\n",
+        ToGiB(e.peak().te_userbuffer_bytes()));
   }
   if (e.peak().expert_imbalance_bytes() > 0) {
     absl::StrAppendFormat(

@@ -621,6 +621,24 @@ absl::Status ValidateTraining(const v1::Job& job) {
                      "parallel.data_parallel_sharding set");
     }
   }
+  if (!v1::TrainingConfig::TpCommOverlap_IsValid(tr.tp_comm_overlap())) {
+    return Invalid("training.tp_comm_overlap", "must be a known setting",
+                   absl::StrCat(tr.tp_comm_overlap()));
+  }
+  // arguments.py: the overlap asserts sequence parallelism, which Megatron
+  // turns off at TP 1.
+  if (tr.tp_comm_overlap() != v1::TrainingConfig::TP_COMM_OVERLAP_OFF &&
+      (job.parallel().tensor_parallel() < 2 ||
+       !job.parallel().sequence_parallel())) {
+    return Invalid("training.tp_comm_overlap",
+                   "needs sequence parallelism with TP > 1 (Megatron "
+                   "asserts --sequence-parallel with --tp-comm-overlap)",
+                   absl::StrCat("TP ", job.parallel().tensor_parallel(),
+                                job.parallel().sequence_parallel()
+                                    ? " with"
+                                    : " without",
+                                " sequence parallelism"));
+  }
   const v1::Recompute& r = tr.recompute();
   if (!v1::Recompute::Granularity_IsValid(r.granularity()) ||
       !v1::Recompute::Method_IsValid(r.method())) {

@@ -278,6 +278,21 @@ INSTANTIATE_TEST_SUITE_P(
                    v1::DATA_PARALLEL_SHARDING_OPTIM);
                j.mutable_parallel()->set_pipeline_parallel(1);
              }, "training.fp32_local_grad_accumulation"},
+        // --tp-comm-overlap asserts sequence parallelism, off at TP 1.
+        Rule{"TpCommOverlapWithoutSequenceParallelism", [](v1::Job& j) {
+               j.mutable_training()->set_tp_comm_overlap(
+                   v1::TrainingConfig::TP_COMM_OVERLAP_DEFAULT);
+               j.mutable_parallel()->set_sequence_parallel(false);
+             }, "training.tp_comm_overlap"},
+        Rule{"TpCommOverlapAtTensorParallelOne", [](v1::Job& j) {
+               j.mutable_training()->set_tp_comm_overlap(
+                   v1::TrainingConfig::TP_COMM_OVERLAP_CUSTOM_CONFIG);
+               j.mutable_parallel()->set_tensor_parallel(1);
+             }, "training.tp_comm_overlap"},
+        Rule{"TpCommOverlapUnknown", [](v1::Job& j) {
+               j.mutable_training()->set_tp_comm_overlap(
+                   static_cast<v1::TrainingConfig::TpCommOverlap>(7));
+             }, "training.tp_comm_overlap"},
         // Interleaved 1F1B's micro-batch groups (Megatron's schedules.py):
         // ValidJob runs m = 1024 / 2 = 512 micro-batches over p = 2.
         Rule{"MicrobatchGroupWithoutInterleaving", [](v1::Job& j) {

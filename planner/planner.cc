@@ -232,6 +232,8 @@ absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
     probe.mutable_training()->clear_defer_embedding_wgrad();
     probe.mutable_training()->clear_wgrad_deferral_limit();
   }
+  // The overlap needs TP > 1, the layouts' (ForEachGroup).
+  probe.mutable_training()->clear_tp_comm_overlap();
   if (absl::Status s = ValidateJob(probe); !s.ok()) return s;
   return resolved;
 }
@@ -323,6 +325,9 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
       continue;
     }
     if (s.heads % t || s.kv_heads % t) continue;
+    // --tp-comm-overlap asserts sequence parallelism, which Megatron turns
+    // off at TP 1 (ValidateJob).
+    if (t < 2 && s.base.tp_comm_overlap) continue;
     // An allocated vocabulary is split over TP (ValidateJob).
     if (s.shape.vocab_multiple <= 0 && s.vocab % t) continue;
     if (t > 1 && s.base.sequence_parallel && s.seq % t) continue;

@@ -1186,6 +1186,38 @@ absl::Status RefuseModulesMegatronRefuses(const Arguments& args,
   return absl::OkStatus();
 }
 
+// --tp-comm-overlap (training/initialize.py _initialize_tp_communicators):
+// TransformerEngine's userbuffers, in its default configuration or one
+// from --tp-comm-overlap-cfg's YAML, counted at its upper bound.
+absl::Status FillTpCommOverlap(const Arguments& args, MegatronLaunch& launch) {
+  if (!args.Has("tp-comm-overlap")) {
+    if (args.Has("tp-comm-overlap-cfg")) {
+      launch.notes.push_back(
+          "--tp-comm-overlap-cfg without --tp-comm-overlap: Megatron does "
+          "not read it, and no userbuffers are counted");
+    }
+    return absl::OkStatus();
+  }
+  const v1::ParallelConfig& p = launch.job.parallel();
+  // arguments.py turns sequence parallelism off at TP 1, then asserts it.
+  if (!p.sequence_parallel() || p.tensor_parallel() < 2) {
+    return Bad("tp-comm-overlap",
+               "needs --sequence-parallel with --tensor-model-parallel-size "
+               "of 2 or more (Megatron asserts)");
+  }
+  const bool custom = args.Has("tp-comm-overlap-cfg");
+  launch.job.mutable_training()->set_tp_comm_overlap(
+      custom ? v1::TrainingConfig::TP_COMM_OVERLAP_CUSTOM_CONFIG
+             : v1::TrainingConfig::TP_COMM_OVERLAP_DEFAULT);
+  if (custom) {
+    launch.notes.push_back(
+        "--tp-comm-overlap-cfg: the YAML is not read; every userbuffer is "
+        "counted at its largest (a bf16 reduce-scatter ring), an upper "
+        "bound");
+  }
+  return absl::OkStatus();
+}
+
 // Which of Megatron's ways of settling the global batch the launch takes
 // (GlobalBatchRule); the GPU count may come later, from memgate's flags.
 absl::Status ReadGlobalBatchRule(const Arguments& args, uint32_t gbs,
@@ -1253,7 +1285,7 @@ absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
   for (auto fill : {FillPrecision, FillActivations, FillOptimizer,
                     FillOptimizerStorage, FillFp8, FillFsdp,
                     FillLocalGradAccumulation,
-                    RefuseFp32AccumulatingReduceScatter}) {
+                    RefuseFp32AccumulatingReduceScatter, FillTpCommOverlap}) {
     if (absl::Status s = fill(args, launch); !s.ok()) return s;
   }
   return RefuseModulesMegatronRefuses(args, launch);

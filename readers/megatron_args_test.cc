@@ -452,6 +452,61 @@ TEST(MegatronArgsTest, TheGlobalBatchIsSettledAsMegatronSettlesIt) {
                             {"--global-batch-size", "above 0"}));
 }
 
+// --tp-comm-overlap: TransformerEngine's userbuffers, 12 buffers of
+// (s x b / c) x h on every GPU (768 MiB for this 8B launch at 8k in bf16,
+// 512 MiB under fp8) and their communicators' flags, on top of everything
+// else; a --tp-comm-overlap-cfg is counted at its upper bound and said;
+// without sequence parallelism Megatron asserts, and memgate refuses.
+TEST(MegatronArgsTest, TpCommOverlapCountsTransformerEnginesUserbuffers) {
+  auto peak = [](const v1::Job& job) {
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? e->peak() : v1::StageMemory();
+  };
+  const v1::StageMemory plain = peak(LlamaLaunchJob(""));
+  const v1::StageMemory overlap = peak(LlamaLaunchJob("--tp-comm-overlap"));
+  const double buffers = 12 * 2.0 * 8192 * 4096;
+  EXPECT_GT(overlap.te_userbuffer_bytes(), buffers);
+  EXPECT_LT(overlap.te_userbuffer_bytes(), buffers + 12 * 5 * (1 << 20));
+  EXPECT_DOUBLE_EQ(overlap.communication_buffer_bytes(),
+                   overlap.te_userbuffer_bytes());
+  EXPECT_DOUBLE_EQ(overlap.total_bytes(),
+                   plain.total_bytes() + overlap.te_userbuffer_bytes());
+  EXPECT_DOUBLE_EQ(overlap.activation_bytes(), plain.activation_bytes());
+
+  const v1::StageMemory fp8 = peak(LlamaLaunchJob(
+      "--tp-comm-overlap --fp8-format hybrid --fp8-recipe tensorwise"));
+  EXPECT_NEAR(overlap.te_userbuffer_bytes() - fp8.te_userbuffer_bytes(),
+              8 * 8192 * 4096.0, 1);
+
+  absl::StatusOr<MegatronLaunch> custom =
+      ReadLlamaLaunch("--tp-comm-overlap --tp-comm-overlap-cfg ub.yaml", "");
+  ASSERT_TRUE(custom.ok()) << custom.status();
+  EXPECT_EQ(custom->job.training().tp_comm_overlap(),
+            v1::TrainingConfig::TP_COMM_OVERLAP_CUSTOM_CONFIG);
+  EXPECT_NE(AllNotes(*custom).find("an upper bound"), std::string::npos);
+  v1::Job custom_job = custom->job;
+  custom_job.mutable_accelerator()->set_name("h100-80gb");
+  EXPECT_NEAR(peak(custom_job).te_userbuffer_bytes() -
+                  overlap.te_userbuffer_bytes(),
+              buffers * (7.0 / 4 - 1), 12 * 2 * (1 << 20));
+
+  // The YAML alone does nothing, and says so.
+  absl::StatusOr<MegatronLaunch> cfg_only =
+      ReadLlamaLaunch("--tp-comm-overlap-cfg ub.yaml", "");
+  ASSERT_TRUE(cfg_only.ok());
+  EXPECT_EQ(cfg_only->job.training().tp_comm_overlap(),
+            v1::TrainingConfig::TP_COMM_OVERLAP_OFF);
+  EXPECT_NE(AllNotes(*cfg_only).find("without --tp-comm-overlap"),
+            std::string::npos);
+
+  EXPECT_TRUE(RefusedNaming("--tp-comm-overlap", "--sequence-parallel ",
+                            {"--tp-comm-overlap", "--sequence-parallel"}));
+  EXPECT_TRUE(RefusedNaming("--tp-comm-overlap --tensor-model-parallel-size 1",
+                            "--tensor-model-parallel-size 4 ",
+                            {"--tp-comm-overlap"}));
+}
+
 TEST(MegatronArgsTest, MemoryArgumentsMapToTheJob) {
   auto parse = [](const std::string& extra, const std::string& drop = "") {
     return LlamaLaunchJob(extra, drop);

@@ -139,6 +139,14 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "--max-seqlen-per-dp-cp-rank tokens a rank: not modelled"},
       {"sequence-parallel", false, M, "off",
        "splits the hidden-sized activations over t"},
+      {"tp-comm-overlap", false, M, "off",
+       "TransformerEngine's userbuffers on every GPU: 12 buffers of (s x b "
+       "/ c) x h (the 8 all-gathers' in fp8 under fp8) and their "
+       "communicators' flags; needs --sequence-parallel (Megatron asserts)"},
+      {"tp-comm-overlap-cfg", true, M, "TE's defaults",
+       "with --tp-comm-overlap, a YAML memgate does not read: every buffer "
+       "counted at its largest (a bf16 reduce-scatter ring, (2t - 1) / t of "
+       "the buffer), an upper bound"},
       {"use-distributed-optimizer", false, M, "off",
        "shards optimizer states over d x c"},
       {"decoder-first-pipeline-num-layers", true, M, "even split",
@@ -238,9 +246,6 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "modelled"},
       {"optimizer-offload-fraction", true, M, "1.0",
        "share of the optimizer in host memory"},
-      {"tp-comm-overlap", false, R, "off",
-       "TransformerEngine userbuffers add communication buffers: not "
-       "modelled"},
       {"distribute-saved-activations", false, R, "off",
        "not modelled"},
       {"cpu-offloading-num-layers", true, R, "0",

@@ -524,6 +524,40 @@ TEST(CliPlanTest, AnFsdpLaunchPlansFsdpLayoutsThatCheckToTheirPeak) {
       << bad.err;
 }
 
+// A launch with --tp-comm-overlap plans layouts that run it: none at TP 1
+// (Megatron asserts sequence parallelism, off there), said in a note; every
+// candidate counts its userbuffers, and pasted back checks to its peak.
+TEST(CliPlanTest, ATpCommOverlapLaunchPlansItsUserbuffers) {
+  const std::string launch =
+      "torchrun --nnodes 2 --nproc-per-node 8 pretrain_gpt.py " +
+      Llama3Dims() +
+      "--tensor-model-parallel-size 2 --sequence-parallel --tp-comm-overlap "
+      "--use-distributed-optimizer --no-create-attention-mask-in-dataloader";
+  const RunResult r = PlanLaunch({"--gpu=h100-80gb", "--format=json"}, launch);
+  const v1::PlanResponse plan = PlanOf(r);
+  EXPECT_NE(r.err.find("--tp-comm-overlap: every candidate counts its "
+                       "userbuffers, and none has TP 1"),
+            std::string::npos)
+      << r.err;
+  ASSERT_GT(plan.candidates_size(), 2);
+  for (const v1::Candidate& c : plan.candidates()) {
+    EXPECT_GT(c.tensor_parallel(), 1u) << c.ShortDebugString();
+  }
+  for (int i = 0; i < 2; ++i) {
+    const v1::Candidate& c = plan.candidates(i);
+    const v1::Decision decision = CheckedLaunch(
+        {"--gpu=h100-80gb"}, launch + " " + c.megatron_arguments());
+    const v1::StageMemory& peak = decision.estimate().peak();
+    // 12 buffers of (8192 x MBS / CP) x 4096 bf16 elements, and flags.
+    const double buffers = 12 * 2.0 * 8192 * c.micro_batch_size() /
+                           c.context_parallel() * 4096;
+    EXPECT_GT(peak.te_userbuffer_bytes(), buffers) << c.megatron_arguments();
+    EXPECT_LT(peak.te_userbuffer_bytes(), buffers + 12 * 6 * (1 << 20));
+    EXPECT_NEAR(c.peak_bytes(), peak.total_bytes(), 1)
+        << c.megatron_arguments();
+  }
+}
+
 // Meta's Llama-3.1-405B layout (Llama 3 paper, table 4: TP 8, CP 1, PP 16
 // on 8,192 and on 16,384 H100s, 8k sequences, 16M-token batches: 2,048
 // sequences), planned from a Megatron launch of the model: its TP x CP x
