@@ -46,6 +46,7 @@ constexpr FlagForField kFlagForField[] = {
     {"training.precision", "--precision"},
     {"training.megatron_core_version", "--megatron-core"},
     {"training.fused_swiglu", "--fused-swiglu"},
+    {"training.tp_comm_overlap", "--tp-comm-overlap"},
     {"num_gpus", "--gpus"},
     {"threshold", "--threshold"},
 };
@@ -124,6 +125,11 @@ void JobFlags::RegisterRelease(FlagSet& f) {
          "keeps 6 bytes a unit of FFN width for backward where the paper's "
          "unfused count (the default by name) keeps 8",
          &fused_swiglu);
+  f.Bool("tp-comm-overlap",
+         "Megatron's --tp-comm-overlap: TransformerEngine's userbuffers, 12 "
+         "buffers of (s x b / c) x h on every GPU (needs TP > 1 with "
+         "sequence parallelism)",
+         &tp_comm_overlap);
 }
 
 absl::StatusOr<std::optional<v1::ModelConfig>> JobFlags::ModelToFill(
@@ -193,6 +199,14 @@ absl::Status Set(const char* flag, const std::optional<uint32_t>& value,
 
 }  // namespace
 
+void SetTpCommOverlap(bool on, v1::TrainingConfig& t) {
+  if (!on) {
+    t.set_tp_comm_overlap(v1::TrainingConfig::TP_COMM_OVERLAP_OFF);
+  } else if (t.tp_comm_overlap() == v1::TrainingConfig::TP_COMM_OVERLAP_OFF) {
+    t.set_tp_comm_overlap(v1::TrainingConfig::TP_COMM_OVERLAP_DEFAULT);
+  }
+}
+
 absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
   v1::ModelConfig& m = *job.mutable_model();
   if (model) m.set_name(*model);
@@ -257,6 +271,7 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
   }
   if (megatron_core) t.set_megatron_core_version(*megatron_core);
   if (fused_swiglu) t.set_fused_swiglu(*fused_swiglu);
+  if (tp_comm_overlap) SetTpCommOverlap(*tp_comm_overlap, t);
   return absl::OkStatus();
 }
 

@@ -34,10 +34,13 @@ struct JobFlags {
   // Megatron's fused SwiGLU kernel (TrainingConfig.fused_swiglu): unset is
   // the paper's unfused count, a launch's own setting, or the job file's.
   std::optional<bool> fused_swiglu;
+  // Megatron's --tp-comm-overlap (TrainingConfig.tp_comm_overlap, in
+  // TransformerEngine's default configuration).
+  std::optional<bool> tp_comm_overlap;
 
   void Register(FlagSet& flags);
-  // --megatron-core and --fused-swiglu, the training settings `plan`
-  // takes too (it registers the model flags one by one).
+  // --megatron-core, --fused-swiglu and --tp-comm-overlap, the training
+  // settings `plan` takes too (it registers the model flags one by one).
   void RegisterRelease(FlagSet& flags);
 
   // A job from these flags alone: TP, CP, PP and MBS default to 1; the
@@ -64,6 +67,10 @@ struct JobFlags {
 // "parallel.tensor_parallel: ..." -> "parallel.tensor_parallel (--tp): ...",
 // so a CLI user sees the flag that sets the field the estimator names.
 std::string WithFlagHint(const std::string& message);
+
+// --tp-comm-overlap on (TransformerEngine's default buffers, unless `t`
+// already has a launch's configuration) or off.
+void SetTpCommOverlap(bool on, v1::TrainingConfig& t);
 
 // --precision's values: bf16 (fp32 gradients), bf16-bf16-grads, fp16, fp32.
 absl::StatusOr<v1::Precision> ParsePrecision(const std::string& text);

@@ -72,6 +72,48 @@ TEST(JobFlagsTest, FusedSwigluIsMegatronsKernelByName) {
       << refused.status();
 }
 
+// --tp-comm-overlap by name: TransformerEngine's default userbuffers on
+// top of the same job; refused at TP 1 naming the flag; on a launch's own
+// configuration (its YAML's upper bound) the flag keeps it, and
+// --no-tp-comm-overlap turns it off.
+TEST(JobFlagsTest, TpCommOverlapAddsTheUserbuffersByName) {
+  const std::vector<std::string> llama = {"--model=llama-3.1-8b",
+                                          "--gpu=h100-80gb", "--gpus=8",
+                                          "--tp=2", "--seq=8192"};
+  std::vector<std::string> with = llama;
+  with.push_back("--tp-comm-overlap");
+  absl::StatusOr<v1::Job> plain = Build(llama);
+  absl::StatusOr<v1::Job> overlap = Build(with);
+  ASSERT_TRUE(plain.ok() && overlap.ok());
+  EXPECT_EQ(overlap->training().tp_comm_overlap(),
+            v1::TrainingConfig::TP_COMM_OVERLAP_DEFAULT);
+  absl::StatusOr<v1::Estimate> a = EstimateJob(*plain);
+  absl::StatusOr<v1::Estimate> b = EstimateJob(*overlap);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_GT(b->peak().te_userbuffer_bytes(), 12 * 2.0 * 8192 * 4096);
+  EXPECT_DOUBLE_EQ(b->peak().total_bytes(),
+                   a->peak().total_bytes() + b->peak().te_userbuffer_bytes());
+
+  std::vector<std::string> tp1 = with;
+  tp1[3] = "--tp=1";
+  absl::StatusOr<v1::Job> at_tp1 = Build(tp1);
+  ASSERT_TRUE(at_tp1.ok());
+  absl::StatusOr<v1::Estimate> refused = EstimateJob(*at_tp1);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(WithFlagHint(std::string(refused.status().message()))
+                .rfind("training.tp_comm_overlap (--tp-comm-overlap):", 0),
+            0u)
+      << refused.status();
+
+  v1::TrainingConfig t;
+  t.set_tp_comm_overlap(v1::TrainingConfig::TP_COMM_OVERLAP_CUSTOM_CONFIG);
+  SetTpCommOverlap(true, t);
+  EXPECT_EQ(t.tp_comm_overlap(),
+            v1::TrainingConfig::TP_COMM_OVERLAP_CUSTOM_CONFIG);
+  SetTpCommOverlap(false, t);
+  EXPECT_EQ(t.tp_comm_overlap(), v1::TrainingConfig::TP_COMM_OVERLAP_OFF);
+}
+
 TEST(JobFlagsTest, MissingRequiredFlagsAreNamed) {
   absl::StatusOr<v1::Job> job =
       Build({"--model=llama-3.1-8b", "--gpu=a100-40gb", "--seq=8192"});

@@ -160,6 +160,9 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
   if (f.model.fused_swiglu) {
     request.mutable_training()->set_fused_swiglu(*f.model.fused_swiglu);
   }
+  if (f.model.tp_comm_overlap) {
+    SetTpCommOverlap(*f.model.tp_comm_overlap, *request.mutable_training());
+  }
   // By name every SwiGLU layout is the paper's unfused count; a frontier
   // plan's answer can turn on it (bench/RESULTS.md, session 24), so the
   // plan says so, except for the paper's own table.
