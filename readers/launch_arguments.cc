@@ -92,8 +92,14 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
     }
     auto [it, inserted] = values_.emplace(name, value);
     if (!inserted && it->second != value) {
-      return Bad(name, absl::StrCat("given twice with different values ('",
-                                    it->second, "' and '", value, "')"));
+      it->second = value;  // argparse: the last one
+      if (std::find(overridden_.begin(), overridden_.end(), name) ==
+          overridden_.end()) {
+        if (overridden_.size() < kMaxUnreviewedNamed) {
+          overridden_.push_back(name);
+        }
+        ++overridden_count_;
+      }
     }
   }
   return absl::OkStatus();

@@ -24,8 +24,10 @@ absl::Status Bad(absl::string_view arg, absl::string_view rule);
 class Arguments {
  public:
   // Reads every argument the table knows (and torchrun's GPU count);
-  // others are skipped. An argument given twice with different values is
-  // an error naming it.
+  // others are skipped. An argument given again takes its last value, as
+  // argparse (Megatron's and torchrun's parser) does: a candidate's
+  // arguments appended to its launch replace the launch's own; such
+  // arguments are listed in overridden().
   absl::Status Parse(const std::vector<std::string>& argv);
 
   bool Has(const std::string& name) const { return values_.count(name) > 0; }
@@ -56,10 +58,17 @@ class Arguments {
   const std::vector<std::string>& unreviewed() const { return unreviewed_; }
   size_t unreviewed_count() const { return unreviewed_count_; }
 
+  // Arguments given more than once with different values (the last
+  // taken): the first kMaxUnreviewedNamed, in order, and how many.
+  const std::vector<std::string>& overridden() const { return overridden_; }
+  size_t overridden_count() const { return overridden_count_; }
+
  private:
   std::map<std::string, std::string> values_;
   std::vector<std::string> unreviewed_;
   size_t unreviewed_count_ = 0;
+  std::vector<std::string> overridden_;
+  size_t overridden_count_ = 0;
   std::string after_core_0_12_0_;
 };
 

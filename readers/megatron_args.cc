@@ -1357,6 +1357,18 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
                     FillExpertsFromLaunch, FillGpuCount}) {
     if (absl::Status s = fill(args, launch); !s.ok()) return s;
   }
+  if (args.overridden_count() > 0) {
+    std::string named =
+        absl::StrCat("--", absl::StrJoin(args.overridden(), ", --"));
+    if (args.overridden_count() > args.overridden().size()) {
+      absl::StrAppend(&named, " and ",
+                      args.overridden_count() - args.overridden().size(),
+                      " more");
+    }
+    launch.notes.push_back(absl::StrCat(
+        named, ": given more than once with different values; Megatron "
+        "(argparse) takes the last, and so does this estimate"));
+  }
   if (args.unreviewed_count() > 0) {
     std::string named = absl::StrCat(
         "--", absl::StrJoin(args.unreviewed(), ", --"),

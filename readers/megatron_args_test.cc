@@ -217,7 +217,6 @@ TEST(MegatronArgsTest, MissingMalformedAndContradictoryValuesAreNamed) {
       {base, "--seq-length"},
       {base + "--seq-length 4096 --tensor-model-parallel-size four",
        "--tensor-model-parallel-size"},
-      {base + "--seq-length 4096 --seq-length 8192", "--seq-length"},
       {base + "--seq-length 4096 --num-query-groups 8", "--num-query-groups"},
       {base + "--seq-length 4096 --group-query-attention",
        "--num-query-groups"},
@@ -247,6 +246,26 @@ TEST(MegatronArgsTest, MissingMalformedAndContradictoryValuesAreNamed) {
     EXPECT_NE(l.status().message().find(named), std::string::npos)
         << line << "\n" << l.status();
   }
+}
+
+// An argument given again takes its last value, as argparse does for
+// Megatron: a plan's candidate arguments appended to the launch replace
+// its own. Each such argument is named in a note.
+TEST(MegatronArgsTest, AnArgumentGivenAgainTakesItsLastValue) {
+  absl::StatusOr<MegatronLaunch> l = ReadLlamaLaunch(
+      "--tensor-model-parallel-size 2 --seq-length 4096 --micro-batch-size 1",
+      "");
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->job.parallel().tensor_parallel(), 2u);
+  EXPECT_EQ(l->job.training().seq_length(), 4096u);
+  const std::string notes = AllNotes(*l);
+  EXPECT_NE(notes.find("--tensor-model-parallel-size, --seq-length: given "
+                       "more than once with different values; Megatron "
+                       "(argparse) takes the last"),
+            std::string::npos)
+      << notes;
+  // The same value again is no override.
+  EXPECT_EQ(notes.find("micro-batch-size"), std::string::npos) << notes;
 }
 
 TEST(MegatronArgsTest, VocabularyFromTheTokenizerOrTheCatalog) {

@@ -156,11 +156,14 @@ TEST(CliExecTest, InvalidLaunchExitsTwo) {
   std::vector<std::string> cmd = {"/bin/echo"};
   std::vector<std::string> megatron = Megatron("1");
   megatron.push_back("--tensor-model-parallel-size");
-  megatron.push_back("3");  // contradicts the earlier 4
+  megatron.push_back("3");  // the last wins, as in argparse: TP 3
   cmd.insert(cmd.end(), megatron.begin(), megatron.end());
   const RunResult r = Exec({"--gpu=a100-40gb", "--gpus=8"}, cmd);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--tensor-model-parallel-size"), std::string::npos);
+  EXPECT_NE(r.err.find("tensor_parallel x pipeline_parallel x "
+                       "context_parallel = 3 x 2 x 1"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(CliExecTest, DryRunPrintsTheCommand) {

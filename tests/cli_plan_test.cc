@@ -187,6 +187,35 @@ TEST(CliPlanTest, MegatronArgumentsRoundTripThroughCheck) {
   }
 }
 
+// A launch with a layout of its own takes a candidate's arguments appended
+// after it, as Megatron (argparse: the last value wins) does: each checks
+// to its candidate's peak, and the check names the replaced arguments.
+TEST(CliPlanTest, CandidateArgumentsAppendedToTheirLaunchReplaceItsOwn) {
+  const std::string launch =
+      "pretrain_gpt.py " + Llama3Dims() +
+      "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 2 "
+      "--micro-batch-size 1 --sequence-parallel --use-distributed-optimizer "
+      "--no-create-attention-mask-in-dataloader ";
+  const RunResult r = PlanLaunch(
+      {"--gpu=a100-40gb", "--gpus=64", "--top=3", "--format=megatron-args"},
+      launch);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ExpectArgumentsRoundTrip(r, launch, "a100-40gb", "64"), 3);
+  const v1::PlanResponse plan = PlanOf(PlanLaunch(
+      {"--gpu=a100-40gb", "--gpus=64", "--top=1", "--format=json"}, launch));
+  ASSERT_EQ(plan.candidates_size(), 1);
+  ASSERT_NE(plan.candidates(0).tensor_parallel(), 8u);
+  const RunResult check = testing::Run(WithWords(
+      {testing::RunfilePath("client/memgate"), "check", "--gpu=a100-40gb",
+       "--gpus=64", "--"},
+      launch + plan.candidates(0).megatron_arguments()));
+  EXPECT_NE(check.out.find("--tensor-model-parallel-size"), std::string::npos);
+  EXPECT_NE(check.out.find("given more than once with different values; "
+                           "Megatron (argparse) takes the last"),
+            std::string::npos)
+      << check.out;
+}
+
 // The frontier case: Llama-3.1-405B on 16,384 H100s. Its candidates carry
 // uneven interleaved stages in Megatron's accounted form, and still read
 // back as the same job.
