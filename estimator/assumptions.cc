@@ -124,7 +124,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
         "; GEMM inputs saved in fp8",
         m.has_moe() ? absl::StrCat("; each local expert's tokens "
                                            "padded to a multiple of ",
-                                           l.fp8_align)
+                                           ExpertRowAlign(l))
                             : ""));
   }
   switch (l.sharding) {
@@ -171,6 +171,12 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
             : "all-to-all",
         "; ", routing, ")"));
     out.push_back(RoutingProbsAssumption(moe));
+    if (moe.grouped_tensor()) {
+      out.push_back(
+          "TransformerEngine GroupedTensor experts: each local expert's "
+          "tokens padded to a multiple of 256 (up to 255 more copies an "
+          "expert)");
+    }
     if (moe.overlap_expert_parallel_comm()) {
       out.push_back(
           "EP all-to-all overlap (combined 1F1B): one more micro-batch (or "

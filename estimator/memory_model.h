@@ -147,6 +147,8 @@ struct Layout {
   // Rows every local expert's tokens are padded to under fp8
   // (fp8_utils.py get_fp8_align_size): 16, 32 for MXFP8.
   double fp8_align = 16;
+  // MoeConfig.grouped_tensor: 256-row padding in any precision.
+  bool grouped_tensor = false;
   FsdpSharding sharding = FsdpSharding::kNone;
   // Megatron-FSDP's double buffer (two units un-sharded at most) and its
   // communication unit in parameters (0: Megatron's default).
@@ -174,6 +176,14 @@ struct Layout {
   double expert_load = 1;
   double load_imbalance = 1.25;  // what admission assumes (dropless)
 };
+
+// Rows every local expert's tokens are padded to (0: none): 256 on
+// TransformerEngine's GroupedTensor path (moe_utils.py
+// get_align_size_for_quantization checks it first), else fp8's.
+inline double ExpertRowAlign(const Layout& l) {
+  if (l.grouped_tensor) return 256;
+  return l.fp8 ? l.fp8_align : 0;
+}
 
 // Bytes of one fp8-saved activation element with its share of scales.
 inline double Fp8ElementBytes(const Layout& l) {

@@ -122,12 +122,15 @@ double TokensPerRank(const Layout& l) {
 }
 
 // Under fp8 every local expert's rows are padded to the GEMM's alignment
-// (fp8_utils.py get_fp8_align_size: 16, 32 for MXFP8), by the grouped MLP
-// (experts.py, Fp8Padding) or by the router with
-// --moe-router-padding-for-fp8: at most align - 1 more copies an expert.
-double Fp8PaddingCopies(const ModelShape& m, const Layout& l) {
-  if (!l.fp8) return 0;
-  return (l.fp8_align - 1) * m.experts / l.expert_parallel;
+// (fp8_utils.py get_fp8_align_size: 16, 32 for MXFP8), and on
+// TransformerEngine's GroupedTensor path to 256 in any precision
+// (ExpertRowAlign), by the grouped MLP (experts.py, Fp8Padding), by the
+// router with --moe-router-padding-for-fp8 or by DeepEP's fused permute:
+// at most align - 1 more copies an expert.
+double ExpertPaddingCopies(const ModelShape& m, const Layout& l) {
+  const double align = ExpertRowAlign(l);
+  if (align <= 0) return 0;
+  return (align - 1) * m.experts / l.expert_parallel;
 }
 
 // Routed token copies this rank's experts process [MM]: its tokens and its
@@ -142,7 +145,7 @@ double RoutedCopies(const ModelShape& m, const Layout& l) {
                             ? l.capacity_factor
                             : std::min(l.capacity_factor, l.expert_load))
           : balanced * l.expert_load;
-  return copies + Fp8PaddingCopies(m, l);
+  return copies + ExpertPaddingCopies(m, l);
 }
 
 }  // namespace

@@ -349,6 +349,32 @@ TEST(MoeTermsTest, Fp8SavesExpertInputsInOneByteAndCopiesExpertWeights) {
                    2 * (3 * (4194304 + 8 * kExpert) + 2 * 1024.0 * 1024));
 }
 
+// TransformerEngine's GroupedTensor path (MoeConfig.grouped_tensor) pads
+// every local expert's rows to 256 in bf16 too: 255 x 8 = 2040 more copies
+// on layout A, each keeping its 16-bit input and the fused SwiGLU's 6 B a
+// unit of expert width (2h + 6 x 512) in each of the 2 layers, and the
+// all-to-all's received copies grow by them (2h each, once a stage).
+// Under fp8, 256 replaces fp8's 16: 2040 - 120 more, in fp8's bytes.
+TEST(MoeTermsTest, GroupedTensorPadsEveryLocalExpertTo256Rows) {
+  const ModelShape m = SmallMoe();
+  const Layout plain = EightGpus(1, 1, 1);
+  Layout grouped = plain;
+  grouped.grouped_tensor = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, grouped, 0, 2).activation_bytes -
+                       StageMemoryOf(m, plain, 0, 2).activation_bytes,
+                   2 * 2040.0 * (2 * 1024 + 6 * 512) + 2 * 1024.0 * 2040);
+  Layout fp8 = plain;
+  fp8.fp8 = true;
+  Layout fp8_grouped = fp8;
+  fp8_grouped.grouped_tensor = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, fp8_grouped, 0, 2).activation_bytes -
+                       StageMemoryOf(m, fp8, 0, 2).activation_bytes,
+                   2 * 1920.0 * (1024 + 5 * 512) + 2 * 1024.0 * 1920);
+  EXPECT_EQ(ExpertRowAlign(plain), 0);
+  EXPECT_EQ(ExpertRowAlign(fp8), 16);
+  EXPECT_EQ(ExpertRowAlign(fp8_grouped), 256);
+}
+
 // MXFP8 (1/32 B of scales an element, rows padded to 32) with shared
 // experts of width 1024: their second GEMM saves its input in 33/32 B
 // (-31/32 sb x 1024) and their first an fp8 copy of the pre-MLP norm's

@@ -156,6 +156,12 @@ absl::Status ValidateExperts(const v1::Job& job) {
                      "must lie in [0, 1024] (0: dropless)",
                      absl::StrCat(moe.capacity_factor()));
     }
+    // transformer_config.py: "moe_use_grouped_tensor=True requires
+    // moe_grouped_gemm=True".
+    if (moe.grouped_tensor() && !moe.grouped_gemm()) {
+      return Invalid("model.moe.grouped_tensor",
+                     "needs model.moe.grouped_gemm (Megatron raises)", "true");
+    }
     if (moe.pad_to_capacity() && moe.capacity_factor() == 0) {
       return Invalid("model.moe.pad_to_capacity",
                      "needs model.moe.capacity_factor", "true");

@@ -278,6 +278,11 @@ INSTANTIATE_TEST_SUITE_P(
                    v1::DATA_PARALLEL_SHARDING_OPTIM);
                j.mutable_parallel()->set_pipeline_parallel(1);
              }, "training.fp32_local_grad_accumulation"},
+        Rule{"GroupedTensorWithoutGroupedGemm", [](v1::Job& j) {
+               j.mutable_model()->mutable_moe()->set_num_experts(8);
+               j.mutable_model()->mutable_moe()->set_router_topk(2);
+               j.mutable_model()->mutable_moe()->set_grouped_tensor(true);
+             }, "model.moe.grouped_tensor"},
         // --tp-comm-overlap asserts sequence parallelism, off at TP 1.
         Rule{"TpCommOverlapWithoutSequenceParallelism", [](v1::Job& j) {
                j.mutable_training()->set_tp_comm_overlap(

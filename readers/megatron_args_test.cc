@@ -1118,6 +1118,44 @@ TEST(MegatronArgsTest, EncoderSeqLengthIsTheSequenceLengthAlone) {
 
 // The launch: experts were read past, giving the dense peak. Now
 // the experts, their parallelism and routing reach the job and the peak.
+// TransformerEngine's GroupedTensor experts pad every local expert's rows
+// to 256 in bf16 too: --moe-use-grouped-tensor, or the op fuser with
+// grouped GEMMs, add activations the plain grouped GEMM does not keep; the
+// grouped tensor needs grouped GEMMs, and the op fuser's fused grouped MLP
+// no expert TP (Megatron raises and asserts; memgate refuses by name).
+TEST(MegatronArgsTest, GroupedTensorExpertsPadTo256Rows) {
+  const std::string experts =
+      "--num-experts 8 --expert-model-parallel-size 2 --moe-router-topk 2 "
+      "--moe-ffn-hidden-size 7168 --expert-tensor-parallel-size 1 "
+      "--moe-grouped-gemm ";
+  const v1::Job grouped = LlamaLaunchJob(experts);
+  const v1::Job tensor =
+      LlamaLaunchJob(experts + "--moe-use-grouped-tensor");
+  const v1::Job fuser =
+      LlamaLaunchJob(experts + "--use-transformer-engine-op-fuser");
+  EXPECT_FALSE(grouped.model().moe().grouped_tensor());
+  EXPECT_TRUE(tensor.model().moe().grouped_tensor());
+  EXPECT_TRUE(fuser.model().moe().grouped_tensor());
+  EXPECT_GT(PeakOf(tensor), PeakOf(grouped));
+  EXPECT_DOUBLE_EQ(PeakOf(fuser), PeakOf(tensor));
+  // Without grouped GEMMs the op fuser leaves the experts alone.
+  const v1::Job sequential = LlamaLaunchJob(
+      "--num-experts 8 --expert-model-parallel-size 2 --moe-router-topk 2 "
+      "--moe-ffn-hidden-size 7168 --expert-tensor-parallel-size 1 "
+      "--use-transformer-engine-op-fuser");
+  EXPECT_FALSE(sequential.model().moe().grouped_tensor());
+
+  EXPECT_TRUE(RefusedNaming(
+      "--num-experts 8 --expert-model-parallel-size 2 "
+      "--moe-use-grouped-tensor",
+      "", {"--moe-use-grouped-tensor", "--moe-grouped-gemm"}));
+  // Expert TP defaults to TP (4 here).
+  EXPECT_TRUE(RefusedNaming(
+      "--num-experts 8 --expert-model-parallel-size 2 --moe-grouped-gemm "
+      "--use-transformer-engine-op-fuser",
+      "", {"--use-transformer-engine-op-fuser", "expert TP"}));
+}
+
 TEST(MegatronArgsTest, MixtureOfExpertsLaunchIsModelled) {
   auto parse = [](const std::string& extra, const std::string& drop = "") {
     return LlamaLaunchJob(extra, drop);

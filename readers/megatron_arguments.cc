@@ -380,6 +380,16 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "grouped GEMMs for the local experts (no memory term changes); "
        "--recompute-modules moe_act needs it (Megatron refuses it "
        "without)"},
+      {"moe-use-grouped-tensor", false, M, "off",
+       "TransformerEngine's GroupedTensor experts: each local expert's "
+       "tokens padded to a multiple of 256 rows in any precision (up to 255 "
+       "more copies an expert); needs --moe-grouped-gemm (Megatron raises)"},
+      {"use-transformer-engine-op-fuser", false, M, "off",
+       "TransformerEngine's fused ops: the dense MLP keeps what the fused "
+       "SwiGLU keeps; with --moe-grouped-gemm the experts take the "
+       "GroupedTensor path (256-row padding, as --moe-use-grouped-tensor), "
+       "which Megatron asserts runs without expert TP and without "
+       "--moe-apply-probs-on-input"},
       {"moe-use-legacy-grouped-gemm", false, M, "off",
        "the legacy GroupedMLP (removed in later Megatron): its unfused "
        "activation keeps its output once more for the probabilities' "

@@ -160,6 +160,16 @@ absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
   }
   moe.set_router_dtype(v1::DTYPE_FP32);  // default: an upper bound
   moe.set_grouped_gemm(args.Has("moe-grouped-gemm"));
+  // transformer_config.py: the op fuser turns the GroupedTensor path on
+  // with grouped GEMMs, which it needs; moe_utils.py then pads every
+  // local expert to 256 rows.
+  const bool op_fuser = args.Has("use-transformer-engine-op-fuser");
+  if (args.Has("moe-use-grouped-tensor") && !moe.grouped_gemm()) {
+    return Bad("moe-use-grouped-tensor",
+               "needs --moe-grouped-gemm (Megatron raises)");
+  }
+  moe.set_grouped_tensor(args.Has("moe-use-grouped-tensor") ||
+                         (op_fuser && moe.grouped_gemm()));
   // Megatron's rules for it are validation's (ValidateExpertOverlap).
   moe.set_overlap_expert_parallel_comm(
       args.Has("overlap-moe-expert-parallel-comm"));
@@ -220,6 +230,22 @@ absl::Status FillMoe(const Arguments& args, MegatronLaunch& launch) {
     return s;
   }
   p.set_expert_tensor_parallel(etp);
+  if (args.Has("use-transformer-engine-op-fuser") && moe.grouped_gemm()) {
+    // experts.py TEGroupedMLP asserts _is_fused_impl_supported: no expert
+    // TP (its tp_group is the expert TP group), no probabilities applied
+    // on the input.
+    if (etp > 1) {
+      return Bad("use-transformer-engine-op-fuser",
+                 "with --moe-grouped-gemm needs an expert TP size of 1 "
+                 "(--expert-tensor-parallel-size, TP by default): Megatron "
+                 "asserts its fused grouped MLP runs without expert TP");
+    }
+    if (args.Has("moe-apply-probs-on-input")) {
+      return Bad("use-transformer-engine-op-fuser",
+                 "with --moe-grouped-gemm cannot run "
+                 "--moe-apply-probs-on-input (Megatron asserts)");
+    }
+  }
   if (args.Has("moe-layer-recompute")) {
     // Checkpointing the whole MoE block keeps only its input, as
     // --recompute-modules moe does.
