@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "client/exit_codes.h"
 #include "client/flags.h"
 #include "client/job_flags.h"
@@ -314,12 +315,19 @@ int CheckOne(const CheckFlags& check, const std::vector<std::string>& launch,
   absl::StatusOr<v1::Decision> decision =
       job.ok() ? PreflightCheck(*job, *options) : job.status();
 
+  // A launch's job is named in the launch's own arguments, and what
+  // reading it noted (a replaced argument, a default) is said too.
+  auto hint = [&](absl::string_view message) {
+    std::string text = launch.empty() ? WithFlagHint(std::string(message))
+                                      : WithLaunchHint(std::string(message));
+    for (const std::string& n : notes) absl::StrAppend(&text, "\n  note: ", n);
+    return text;
+  };
   if (!decision.ok()) {
     const absl::Status& s = decision.status();
     if (s.code() == absl::StatusCode::kInvalidArgument ||
         !options.ok() || options->server.empty()) {
-      err << "memgate check: " << WithFlagHint(std::string(s.message()))
-          << "\n";
+      err << "memgate check: " << hint(s.message()) << "\n";
       return kExitInvalid;
     }
     // The service could not answer. Bad input is still bad input: classify
@@ -327,8 +335,7 @@ int CheckOne(const CheckFlags& check, const std::vector<std::string>& launch,
     const absl::Status local =
         job.ok() ? EstimateJob(*job).status() : job.status();
     if (!local.ok()) {
-      err << "memgate check: " << WithFlagHint(std::string(local.message()))
-          << "\n";
+      err << "memgate check: " << hint(local.message()) << "\n";
       return kExitInvalid;
     }
     // The site's policy decides.

@@ -299,4 +299,48 @@ std::string WithFlagHint(const std::string& message) {
   return out;
 }
 
+namespace {
+
+// The Megatron-LM argument that sets each field a launch gives
+// (readers/megatron_args.cc reads them).
+constexpr FlagForField kLaunchArgumentForField[] = {
+    {"model.num_layers", "--num-layers"},
+    {"model.hidden_size", "--hidden-size"},
+    {"model.ffn_hidden_size", "--ffn-hidden-size"},
+    {"model.num_attention_heads", "--num-attention-heads"},
+    {"model.num_query_groups", "--num-query-groups"},
+    {"model.vocab_size", "--vocab-size"},
+    {"parallel.tensor_parallel", "--tensor-model-parallel-size"},
+    {"parallel.pipeline_parallel", "--pipeline-model-parallel-size"},
+    {"parallel.context_parallel", "--context-parallel-size"},
+    {"parallel.expert_parallel", "--expert-model-parallel-size"},
+    {"parallel.expert_tensor_parallel", "--expert-tensor-parallel-size"},
+    {"parallel.sequence_parallel", "--sequence-parallel"},
+    {"training.micro_batch_size", "--micro-batch-size"},
+    {"training.seq_length", "--seq-length"},
+    {"training.global_batch_size", "--global-batch-size"},
+    {"training.tp_comm_overlap", "--tp-comm-overlap"},
+    {"num_gpus", "torchrun --nnodes x --nproc-per-node, or --gpus"},
+};
+
+}  // namespace
+
+std::string WithLaunchHint(const std::string& message) {
+  for (const FlagForField& f : kLaunchArgumentForField) {
+    const std::string prefix = absl::StrCat(f.field, ":");
+    if (!absl::StartsWith(message, prefix)) continue;
+    std::string out = absl::StrCat(f.field, " (", f.flag, "):",
+                                   message.substr(prefix.size()));
+    if (absl::StrContains(message, "give parallel.layers_per_stage")) {
+      absl::StrAppend(&out,
+                      "; for uneven stages give "
+                      "--decoder-first-pipeline-num-layers and "
+                      "--decoder-last-pipeline-num-layers, or "
+                      "--pipeline-model-parallel-layout");
+    }
+    return out;
+  }
+  return WithFlagHint(message);
+}
+
 }  // namespace memgate::cli

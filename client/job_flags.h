@@ -68,6 +68,11 @@ struct JobFlags {
 // so a CLI user sees the flag that sets the field the estimator names.
 std::string WithFlagHint(const std::string& message);
 
+// The same for a job read from a Megatron-LM launch: the launch's argument
+// ("model.num_layers (--num-layers): ..."); fields a launch does not give
+// (the GPU, ...) keep WithFlagHint's flag.
+std::string WithLaunchHint(const std::string& message);
+
 // --tp-comm-overlap on (TransformerEngine's default buffers, unless `t`
 // already has a launch's configuration) or off.
 void SetTpCommOverlap(bool on, v1::TrainingConfig& t);

@@ -127,6 +127,28 @@ TEST(CliCheckTest, AMissingGlobalBatchIsMegatronsDefaultAtTheFinalGpuCount) {
   EXPECT_NE(r.out.find("0           16         2"), std::string::npos) << r.out;
 }
 
+// An invalid launch is named in its own arguments (Megatron's, not
+// memgate's flags), with what reading it noted: here --num-layers 32 over
+// a last --pipeline-model-parallel-size of 3, given twice.
+TEST(CliCheckTest, AnInvalidLaunchIsNamedInItsOwnArguments) {
+  const RunResult r = Check(Launch({"--gpu=a100-40gb", "--gpus=12"},
+                                   "--pipeline-model-parallel-size=3"));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(r.err.rfind("memgate check: model.num_layers (--num-layers): must "
+                        "be a multiple of parallel.pipeline_parallel = 3",
+                        0),
+            0u)
+      << r.err;
+  EXPECT_NE(r.err.find("for uneven stages give "
+                       "--decoder-first-pipeline-num-layers"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("note: --pipeline-model-parallel-size: given more "
+                       "than once"),
+            std::string::npos)
+      << r.err;
+}
+
 // A refused job's suggestions are plans, which shard the optimizer and
 // split activations over TP: a job that does neither is told so (it holds
 // more than those layouts as it is written), and a job that does both is
