@@ -714,6 +714,7 @@ Layout LayoutOf(const v1::Job& job) {
   l.pad_to_capacity = moe.pad_to_capacity();
   l.ep_overlap = moe.overlap_expert_parallel_comm();
   l.grouped_tensor = moe.grouped_tensor();
+  l.fused_grouped_mlp = moe.fused_grouped_mlp();
   l.tp_comm_overlap =
       train.tp_comm_overlap() != v1::TrainingConfig::TP_COMM_OVERLAP_OFF;
   l.tp_comm_overlap_custom = train.tp_comm_overlap() ==

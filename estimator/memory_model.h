@@ -149,6 +149,8 @@ struct Layout {
   double fp8_align = 16;
   // MoeConfig.grouped_tensor: 256-row padding in any precision.
   bool grouped_tensor = false;
+  // MoeConfig.fused_grouped_mlp: only expert TP 1 runs (planner).
+  bool fused_grouped_mlp = false;
   FsdpSharding sharding = FsdpSharding::kNone;
   // Megatron-FSDP's double buffer (two units un-sharded at most) and its
   // communication unit in parameters (0: Megatron's default).

@@ -162,6 +162,29 @@ absl::Status ValidateExperts(const v1::Job& job) {
       return Invalid("model.moe.grouped_tensor",
                      "needs model.moe.grouped_gemm (Megatron raises)", "true");
     }
+    if (moe.fused_grouped_mlp()) {
+      // The op fuser turns the GroupedTensor path on (transformer_config.py)
+      // and TEGroupedMLP asserts _is_fused_impl_supported (experts.py).
+      if (!moe.grouped_tensor()) {
+        return Invalid("model.moe.fused_grouped_mlp",
+                       "needs model.moe.grouped_tensor (the op fuser's "
+                       "experts run on it)",
+                       "grouped_tensor false");
+      }
+      if (etp > 1) {
+        return Invalid("model.moe.fused_grouped_mlp",
+                       "needs expert_tensor_parallel 1 (Megatron asserts its "
+                       "fused grouped MLP runs without expert TP)",
+                       absl::StrCat("expert TP ", etp));
+      }
+      if (moe.routing_probs_applied() ==
+          v1::MoeConfig::PROBS_APPLIED_ON_INPUT) {
+        return Invalid("model.moe.fused_grouped_mlp",
+                       "cannot apply the routing probabilities on the input "
+                       "(Megatron asserts)",
+                       "PROBS_APPLIED_ON_INPUT");
+      }
+    }
     if (moe.pad_to_capacity() && moe.capacity_factor() == 0) {
       return Invalid("model.moe.pad_to_capacity",
                      "needs model.moe.capacity_factor", "true");

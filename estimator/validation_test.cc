@@ -283,6 +283,16 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_model()->mutable_moe()->set_router_topk(2);
                j.mutable_model()->mutable_moe()->set_grouped_tensor(true);
              }, "model.moe.grouped_tensor"},
+        // TEGroupedMLP asserts _is_fused_impl_supported: no expert TP
+        // (ValidJob's TP 4 is its expert TP by default).
+        Rule{"FusedGroupedMlpWithExpertTensorParallelism", [](v1::Job& j) {
+               v1::MoeConfig& moe = *j.mutable_model()->mutable_moe();
+               moe.set_num_experts(8);
+               moe.set_router_topk(2);
+               moe.set_grouped_gemm(true);
+               moe.set_grouped_tensor(true);
+               moe.set_fused_grouped_mlp(true);
+             }, "model.moe.fused_grouped_mlp"},
         // --tp-comm-overlap asserts sequence parallelism, off at TP 1.
         Rule{"TpCommOverlapWithoutSequenceParallelism", [](v1::Job& j) {
                j.mutable_training()->set_tp_comm_overlap(

@@ -385,6 +385,9 @@ void ForEachExpertLayout(const Search& s, uint32_t t, uint32_t p,
       }
       // The EP all-to-all overlap needs an exchange (validation.cc).
       if (s.base.ep_overlap && ep == 1) continue;
+      // TransformerEngine's fused grouped MLP runs without expert TP
+      // (validation.cc).
+      if (s.base.fused_grouped_mlp && etp > 1) continue;
       if (stage_gpus % group == 0) visit(ep, etp);
     }
     if (t == 1) break;  // ETP 1 and TP are the same choice

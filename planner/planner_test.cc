@@ -888,6 +888,34 @@ TEST(PlannerTest, CheapSelectiveModulesComeBeforeFullRecomputation) {
   }
 }
 
+// TransformerEngine's fused grouped MLP (the op fuser's experts) runs
+// without expert TP: every candidate keeps ETP 1, pads its experts to 256
+// rows (MoeConfig.grouped_tensor), and is the job it says.
+TEST(PlannerTest, FusedGroupedMlpPlansOnlyExpertTensorParallelOne) {
+  v1::PlanRequest r = Request("qwen3-30b-a3b", "h100-80gb", 64, 4096, 256);
+  v1::MoeConfig& moe = *r.mutable_model()->mutable_moe();
+  moe = LookupModel("qwen3-30b-a3b")->moe();
+  moe.set_grouped_gemm(true);
+  moe.set_grouped_tensor(true);
+  moe.set_fused_grouped_mlp(true);
+  r.set_top_k(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_GT(plan->candidates_size(), 0);
+  bool tp_above_one = false;
+  for (const v1::Candidate& c : plan->candidates()) {
+    EXPECT_EQ(c.expert_tensor_parallel(), 1u) << c.ShortDebugString();
+    tp_above_one |= c.tensor_parallel() > 1;
+    absl::StatusOr<v1::Estimate> e = EstimateJob(JobForCandidate(r, c));
+    ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
+    EXPECT_DOUBLE_EQ(
+        e->peak().total_bytes() + e->peak().expert_imbalance_bytes(),
+        c.peak_bytes())
+        << c.ShortDebugString();
+  }
+  EXPECT_TRUE(tp_above_one);
+}
+
 // The EP all-to-all overlap holds one more micro-batch (chunk) in flight
 // and Megatron runs it only with EP > 1, interleaving when PP > 1 and no
 // full recomputation: every candidate keeps those rules, is the job it

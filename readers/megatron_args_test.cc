@@ -1136,6 +1136,8 @@ TEST(MegatronArgsTest, GroupedTensorExpertsPadTo256Rows) {
   EXPECT_FALSE(grouped.model().moe().grouped_tensor());
   EXPECT_TRUE(tensor.model().moe().grouped_tensor());
   EXPECT_TRUE(fuser.model().moe().grouped_tensor());
+  EXPECT_FALSE(tensor.model().moe().fused_grouped_mlp());
+  EXPECT_TRUE(fuser.model().moe().fused_grouped_mlp());
   EXPECT_GT(PeakOf(tensor), PeakOf(grouped));
   EXPECT_DOUBLE_EQ(PeakOf(fuser), PeakOf(tensor));
   // Without grouped GEMMs the op fuser leaves the experts alone.

@@ -170,6 +170,7 @@ absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
   }
   moe.set_grouped_tensor(args.Has("moe-use-grouped-tensor") ||
                          (op_fuser && moe.grouped_gemm()));
+  moe.set_fused_grouped_mlp(op_fuser && moe.grouped_gemm());
   // Megatron's rules for it are validation's (ValidateExpertOverlap).
   moe.set_overlap_expert_parallel_comm(
       args.Has("overlap-moe-expert-parallel-comm"));
