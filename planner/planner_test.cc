@@ -46,6 +46,21 @@ const v1::Candidate* FirstWithGroup(const v1::PlanResponse& plan, uint32_t tp,
   return nullptr;
 }
 
+// The candidate's job, estimated: the peak the plan printed, with the
+// expert load margin that decides its zone. A failure is reported.
+absl::StatusOr<v1::Estimate> EstimatedAsItsJob(const v1::PlanRequest& r,
+                                               const v1::Candidate& c) {
+  absl::StatusOr<v1::Estimate> e = EstimateJob(JobForCandidate(r, c));
+  EXPECT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
+  if (e.ok()) {
+    EXPECT_DOUBLE_EQ(
+        e->peak().total_bytes() + e->peak().expert_imbalance_bytes(),
+        c.peak_bytes())
+        << c.ShortDebugString();
+  }
+  return e;
+}
+
 // Each request is INVALID_ARGUMENT with a message that names its field.
 void ExpectEachRefusedNaming(
     const std::vector<std::pair<v1::PlanRequest, std::string>>& cases) {
@@ -769,12 +784,8 @@ TEST(PlannerTest, MtpModelsInterleaveWithMegatronsLayout) {
                      c.virtual_pipeline_stages() == 4 &&
                      c.pipeline_layout() == "Et|(t*2|)*30mL";
     }
-    absl::StatusOr<v1::Estimate> e = EstimateJob(JobForCandidate(r, c));
-    ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
-    EXPECT_DOUBLE_EQ(
-        e->peak().total_bytes() + e->peak().expert_imbalance_bytes(),
-        c.peak_bytes())
-        << c.ShortDebugString();
+    absl::StatusOr<v1::Estimate> e = EstimatedAsItsJob(r, c);
+    ASSERT_TRUE(e.ok());
     if (c.pipeline_parallel() > 3 && e->peak().stage() >= 2 &&
         e->peak().stage() + 1 < c.pipeline_parallel()) {
       ++later_rank_peaks;
@@ -906,12 +917,7 @@ TEST(PlannerTest, FusedGroupedMlpPlansOnlyExpertTensorParallelOne) {
   for (const v1::Candidate& c : plan->candidates()) {
     EXPECT_EQ(c.expert_tensor_parallel(), 1u) << c.ShortDebugString();
     tp_above_one |= c.tensor_parallel() > 1;
-    absl::StatusOr<v1::Estimate> e = EstimateJob(JobForCandidate(r, c));
-    ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
-    EXPECT_DOUBLE_EQ(
-        e->peak().total_bytes() + e->peak().expert_imbalance_bytes(),
-        c.peak_bytes())
-        << c.ShortDebugString();
+    EXPECT_TRUE(EstimatedAsItsJob(r, c).ok());
   }
   EXPECT_TRUE(tp_above_one);
 }
@@ -939,14 +945,7 @@ TEST(PlannerTest, TheExpertOverlapPlansOnlyLayoutsMegatronRuns) {
       EXPECT_GT(c.virtual_pipeline_stages(), 1u) << c.ShortDebugString();
     }
     EXPECT_EQ(c.recompute_num_layers(), 0u) << c.ShortDebugString();
-    const v1::Job job = JobForCandidate(r, c);
-    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
-    ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
-    // A candidate's peak is what decides its zone: with the load margin.
-    EXPECT_DOUBLE_EQ(
-        e->peak().total_bytes() + e->peak().expert_imbalance_bytes(),
-        c.peak_bytes())
-        << c.ShortDebugString();
+    ASSERT_TRUE(EstimatedAsItsJob(r, c).ok());
     for (const v1::Candidate& w : without->candidates()) {
       if (w.tensor_parallel() == c.tensor_parallel() &&
           w.context_parallel() == c.context_parallel() &&
