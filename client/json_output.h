@@ -11,6 +11,9 @@ namespace memgate::cli {
 // even when zero, and enums by name: what scripts and checkers parse.
 std::string ToJson(const google::protobuf::Message& message);
 
+// The same on one line (JSON Lines), for one record a line.
+std::string ToJsonLine(const google::protobuf::Message& message);
+
 }  // namespace memgate::cli
 
 #endif  // MEMGATE_CLIENT_JSON_OUTPUT_H_

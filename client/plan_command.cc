@@ -88,10 +88,12 @@ struct PlanFlags {
            &interleave);
     f.Bool("table", "the paper-style table over the GPU counts (plain 1F1B "
            "layouts, no recomputation)", &table);
-    f.String("format", "text|json|csv|markdown|megatron-args",
+    f.String("format", "text|json|csv|markdown|megatron-args|jobs",
              "text (default); json: PlanResponse (an array of them for "
              "several GPU counts); csv, markdown: with --table; "
-             "megatron-args: each candidate as Megatron-LM arguments",
+             "megatron-args: each candidate as Megatron-LM arguments; jobs: "
+             "each candidate as a memgate.v1.Job, one JSON a line, for "
+             "`memgate check --job`",
              &format);
     f.String("server", "HOST:PORT", "ask this memgate_server", &server);
     f.Double("timeout", "SECONDS", "deadline for the server (default 2)",
@@ -239,14 +241,14 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
   const std::string format = plan_flags.format.value_or("text");
   const bool table = plan_flags.table.value_or(false);
   if (format != "text" && format != "json" && format != "csv" &&
-      format != "markdown" && format != "megatron-args") {
+      format != "markdown" && format != "megatron-args" && format != "jobs") {
     return fail(absl::InvalidArgumentError(
-        "--format: must be text, json, csv, markdown or megatron-args (got '" +
-        format + "')"));
+        "--format: must be text, json, csv, markdown, megatron-args or jobs "
+        "(got '" + format.substr(0, 32) + "')"));
   }
-  if (format == "megatron-args" && table) {
+  if ((format == "megatron-args" || format == "jobs") && table) {
     return fail(absl::InvalidArgumentError(
-        "--format: megatron-args is the ranked plans; drop --table for it"));
+        "--format: " + format + " is the ranked plans; drop --table for it"));
   }
   if ((format == "csv" || format == "markdown") && !table) {
     return fail(absl::InvalidArgumentError(
@@ -287,6 +289,7 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
   }
 
   std::vector<v1::PlanResponse> plans;
+  std::vector<v1::PlanRequest> requests;  // one a GPU count
   for (uint32_t gpus : *counts) {
     v1::PlanRequest one = *request;
     one.set_num_gpus(gpus);
@@ -295,6 +298,7 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
         remote.server.empty() ? PlanLayouts(one) : PlanRemotely(one, remote);
     if (!plan.ok()) return fail(plan.status());
     plans.push_back(*std::move(plan));
+    requests.push_back(std::move(one));
   }
 
   if (table) {
@@ -324,6 +328,17 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
   if (format == "megatron-args") {
     for (size_t i = 0; i < plans.size(); ++i) {
       out << RenderMegatronArguments(*request, plans[i]);
+    }
+    return kExitAdmit;
+  }
+  if (format == "jobs") {
+    // Each candidate as the job it is (uneven stages, interleaving and
+    // recomputation included), best first: `memgate check --job` on a line
+    // estimates it to the candidate's peak.
+    for (size_t i = 0; i < plans.size(); ++i) {
+      for (const v1::Candidate& c : plans[i].candidates()) {
+        out << ToJsonLine(JobForCandidate(requests[i], c)) << "\n";
+      }
     }
     return kExitAdmit;
   }

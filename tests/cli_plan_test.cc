@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -214,6 +215,43 @@ TEST(CliPlanTest, CandidateArgumentsAppendedToTheirLaunchReplaceItsOwn) {
                            "Megatron (argparse) takes the last"),
             std::string::npos)
       << check.out;
+}
+
+// --format=jobs prints each candidate as the memgate.v1.Job it is, one
+// JSON a line, best first: `memgate check --job` on each admits it at the
+// candidate's peak, uneven interleaved stages and recomputation included
+// (Llama-3.1-405B by name on 16,384 H100s).
+TEST(CliPlanTest, EachCandidateAsAJobChecksToItsPeak) {
+  const std::vector<std::string> plan = {
+      "--model=llama-3.1-405b", "--gpu=h100-80gb", "--gpus=16384",
+      "--seq=8192", "--gbs=2048", "--top=5"};
+  const v1::PlanResponse ranked = PlanOf(Plan(With(plan, {"--format=json"})));
+  ASSERT_EQ(ranked.candidates_size(), 5);
+  const RunResult jobs = Plan(With(plan, {"--format=jobs"}));
+  ASSERT_EQ(jobs.exit_code, 0) << jobs.err;
+  const std::vector<std::string> lines =
+      absl::StrSplit(jobs.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 5u) << jobs.out;
+  bool saw_uneven_interleaved = false;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const v1::Candidate& c = ranked.candidates(static_cast<int>(i));
+    saw_uneven_interleaved |=
+        c.virtual_pipeline_stages() > 1 && c.first_stage_layers() > 0;
+    const std::string path = testing::WriteTempFile(
+        absl::StrCat("candidate", i, ".json"), lines[i]);
+    const RunResult check =
+        testing::Run({testing::RunfilePath("client/memgate"), "check",
+                      "--job=" + path, "--format=json"});
+    ASSERT_EQ(check.exit_code, 0) << lines[i] << "\n" << check.err;
+    v1::Decision d;
+    ASSERT_TRUE(
+        google::protobuf::util::JsonStringToMessage(check.out, &d).ok());
+    EXPECT_EQ(d.verdict(), v1::VERDICT_ADMIT);
+    EXPECT_NEAR(d.estimate().peak().total_bytes(), c.peak_bytes(), 1)
+        << lines[i];
+  }
+  EXPECT_TRUE(saw_uneven_interleaved);
+  EXPECT_EQ(Plan(With(plan, {"--format=jobs", "--table"})).exit_code, 2);
 }
 
 // The frontier case: Llama-3.1-405B on 16,384 H100s. Its candidates carry
