@@ -145,13 +145,22 @@ std::string ZoneName(v1::Zone zone) {
   }
 }
 
+namespace {
+
+// DeepEP's share of a stage's communication buffers: the rest are
+// TransformerEngine's userbuffers (StageMemory.te_userbuffer_bytes).
+double DeepEpShareOf(const v1::StageMemory& s) {
+  return s.communication_buffer_bytes() - s.te_userbuffer_bytes();
+}
+
+}  // namespace
+
 std::string BreakdownLine(const v1::StageMemory& s) {
   std::string line = absl::StrFormat(
       "weights %.2f + gradients %.2f + optimizer %.2f + activations %.2f GiB",
       ToGiB(s.weight_bytes()), ToGiB(s.gradient_bytes()),
       ToGiB(s.optimizer_bytes()), ToGiB(s.activation_bytes()));
-  const double deepep =
-      s.communication_buffer_bytes() - s.te_userbuffer_bytes();
+  const double deepep = DeepEpShareOf(s);
   if (deepep > 0) {
     absl::StrAppendFormat(&line, " + DeepEP buffers %.2f GiB", ToGiB(deepep));
   }
@@ -211,8 +220,7 @@ std::string FormatEstimateTable(const v1::Estimate& e) {
       "(GREEN <= %.0f%%, RED > 100%%)\n",
       e.peak_gib(), e.peak().stage(), 100 * e.capacity_fraction(),
       ToGiB(e.capacity_bytes()), ZoneName(e.zone()), 100 * e.threshold());
-  const double deepep = e.peak().communication_buffer_bytes() -
-                        e.peak().te_userbuffer_bytes();
+  const double deepep = DeepEpShareOf(e.peak());
   if (deepep > 0) {
     absl::StrAppendFormat(
         &out,
