@@ -266,6 +266,20 @@ TEST(MegatronArgsTest, AnArgumentGivenAgainTakesItsLastValue) {
       << notes;
   // The same value again is no override.
   EXPECT_EQ(notes.find("micro-batch-size"), std::string::npos) << notes;
+
+  // The note is bounded: 8 names, then a count.
+  absl::StatusOr<MegatronLaunch> many = ReadLlamaLaunch(
+      "--num-layers 16 --hidden-size 2048 --ffn-hidden-size 8192 "
+      "--num-attention-heads 16 --num-query-groups 4 --vocab-size 32000 "
+      "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 1 "
+      "--global-batch-size 512 --seq-length 4096",
+      "");
+  ASSERT_TRUE(many.ok()) << many.status();
+  const std::string many_notes = AllNotes(*many);
+  EXPECT_NE(many_notes.find(" and 2 more: given more than once"),
+            std::string::npos)
+      << many_notes;
+  EXPECT_EQ(many_notes.find("--seq-length"), std::string::npos) << many_notes;
 }
 
 TEST(MegatronArgsTest, VocabularyFromTheTokenizerOrTheCatalog) {
@@ -1116,8 +1130,6 @@ TEST(MegatronArgsTest, EncoderSeqLengthIsTheSequenceLengthAlone) {
             "(Megatron asserts)");
 }
 
-// The launch: experts were read past, giving the dense peak. Now
-// the experts, their parallelism and routing reach the job and the peak.
 // TransformerEngine's GroupedTensor experts pad every local expert's rows
 // to 256 in bf16 too: --moe-use-grouped-tensor, or the op fuser with
 // grouped GEMMs, add activations the plain grouped GEMM does not keep; the
@@ -1158,6 +1170,8 @@ TEST(MegatronArgsTest, GroupedTensorExpertsPadTo256Rows) {
       "", {"--use-transformer-engine-op-fuser", "expert TP"}));
 }
 
+// The launch: experts were read past, giving the dense peak. Now
+// the experts, their parallelism and routing reach the job and the peak.
 TEST(MegatronArgsTest, MixtureOfExpertsLaunchIsModelled) {
   auto parse = [](const std::string& extra, const std::string& drop = "") {
     return LlamaLaunchJob(extra, drop);
