@@ -40,6 +40,8 @@ constexpr FlagForField kFlagForField[] = {
     {"parallel.data_parallel", "--dp"},
     {"parallel.expert_parallel", "--ep"},
     {"parallel.expert_tensor_parallel", "--etp"},
+    {"parallel.distributed_optimizer_instances",
+     "--distributed-optimizer-instances"},
     {"training.micro_batch_size", "--mbs"},
     {"training.seq_length", "--seq"},
     {"training.global_batch_size", "--gbs"},
@@ -130,6 +132,11 @@ void JobFlags::RegisterRelease(FlagSet& f) {
          "buffers of (s x b / c) x h on every GPU (needs TP > 1 with "
          "sequence parallelism)",
          &tp_comm_overlap);
+  f.Uint32("distributed-optimizer-instances",
+           "Megatron's --num-distributed-optimizer-instances N: N copies of "
+           "the distributed optimizer, each sharding the optimizer states "
+           "over DP*CP/N GPUs (default 1)",
+           &optimizer_instances);
 }
 
 absl::StatusOr<std::optional<v1::ModelConfig>> JobFlags::ModelToFill(
@@ -232,6 +239,7 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
       {"dp", dp, p.data_parallel(), [&](uint32_t v) { p.set_data_parallel(v); }},
       {"ep", ep, p.expert_parallel(), [&](uint32_t v) { p.set_expert_parallel(v); }},
       {"etp", etp, p.expert_tensor_parallel(), [&](uint32_t v) { p.set_expert_tensor_parallel(v); }},
+      {"distributed-optimizer-instances", optimizer_instances, p.distributed_optimizer_instances(), [&](uint32_t v) { p.set_distributed_optimizer_instances(v); }},
       {"mbs", mbs, t.micro_batch_size(), [&](uint32_t v) { t.set_micro_batch_size(v); }},
       {"seq", seq, t.seq_length(), [&](uint32_t v) { t.set_seq_length(v); }},
       {"gbs", gbs, t.global_batch_size(), [&](uint32_t v) { t.set_global_batch_size(v); }},
@@ -316,6 +324,8 @@ constexpr FlagForField kLaunchArgumentForField[] = {
     {"parallel.expert_parallel", "--expert-model-parallel-size"},
     {"parallel.expert_tensor_parallel", "--expert-tensor-parallel-size"},
     {"parallel.sequence_parallel", "--sequence-parallel"},
+    {"parallel.distributed_optimizer_instances",
+     "--num-distributed-optimizer-instances"},
     {"training.micro_batch_size", "--micro-batch-size"},
     {"training.seq_length", "--seq-length"},
     {"training.global_batch_size", "--global-batch-size"},

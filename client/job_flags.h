@@ -37,10 +37,13 @@ struct JobFlags {
   // Megatron's --tp-comm-overlap (TrainingConfig.tp_comm_overlap, in
   // TransformerEngine's default configuration).
   std::optional<bool> tp_comm_overlap;
+  // Megatron's --num-distributed-optimizer-instances
+  // (ParallelConfig.distributed_optimizer_instances).
+  std::optional<uint32_t> optimizer_instances;
 
   void Register(FlagSet& flags);
-  // --megatron-core, --fused-swiglu and --tp-comm-overlap, the training
-  // settings `plan` takes too (it registers the model flags one by one).
+  // --megatron-core, --fused-swiglu, --tp-comm-overlap and
+  // --distributed-optimizer-instances, the settings `plan` takes too (it registers the model flags one by one).
   void RegisterRelease(FlagSet& flags);
 
   // A job from these flags alone: TP, CP, PP and MBS default to 1; the

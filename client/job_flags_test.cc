@@ -114,6 +114,25 @@ TEST(JobFlagsTest, TpCommOverlapAddsTheUserbuffersByName) {
   EXPECT_EQ(t.tp_comm_overlap(), v1::TrainingConfig::TP_COMM_OVERLAP_OFF);
 }
 
+TEST(JobFlagsTest, DistributedOptimizerInstancesByFlag) {
+  const std::vector<std::string> llama = {
+      "--model=llama-3.1-8b", "--gpu=h100-80gb", "--gpus=16", "--tp=2",
+      "--seq=8192", "--distributed-optimizer-instances=4"};
+  absl::StatusOr<v1::Job> job = Build(llama);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->parallel().distributed_optimizer_instances(), 4u);
+  ASSERT_TRUE(EstimateJob(*job).ok()) << EstimateJob(*job).status();
+  // d x c = 8 ranks: 3 instances do not divide them, named by flag.
+  std::vector<std::string> three = llama;
+  three.back() = "--distributed-optimizer-instances=3";
+  job = Build(three);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(WithFlagHint(std::string(EstimateJob(*job).status().message())),
+            "parallel.distributed_optimizer_instances "
+            "(--distributed-optimizer-instances): must divide the "
+            "data-parallel ranks d x c = 8 (got 3)");
+}
+
 TEST(JobFlagsTest, MissingRequiredFlagsAreNamed) {
   absl::StatusOr<v1::Job> job =
       Build({"--model=llama-3.1-8b", "--gpu=a100-40gb", "--seq=8192"});

@@ -175,6 +175,16 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
         "width kept for backward); Megatron runs its fused kernel (6 B): "
         "--fused-swiglu plans as it does");
   }
+  if (f.model.optimizer_instances) {
+    const uint32_t launched = request.distributed_optimizer_instances();
+    if (launched > 1 && launched != *f.model.optimizer_instances) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--distributed-optimizer-instances: ", *f.model.optimizer_instances,
+          " but the launch has --num-distributed-optimizer-instances ",
+          launched, "; give one or make them equal"));
+    }
+    request.set_distributed_optimizer_instances(*f.model.optimizer_instances);
+  }
   if (f.fsdp) {
     const std::optional<v1::DataParallelSharding> sharding =
         ShardingStrategyNamed(*f.fsdp);

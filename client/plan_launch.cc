@@ -124,6 +124,18 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
         "): every candidate does, and runs without a pipeline (PP 1), as "
         "Megatron-FSDP does"));
   }
+  if (par.distributed_optimizer_instances() > 1) {
+    // Planned with the launch's instances: only layouts whose DP x CP
+    // (and expert-DP) they divide.
+    request.set_distributed_optimizer_instances(
+        par.distributed_optimizer_instances());
+    notes.push_back(absl::StrCat(
+        "--num-distributed-optimizer-instances ",
+        par.distributed_optimizer_instances(),
+        ": every candidate keeps it (optimizer states sharded over DP x CP / ",
+        par.distributed_optimizer_instances(),
+        "); only layouts whose DP x CP it divides are planned"));
+  }
   if (!par.distributed_optimizer() && !fsdp) {
     notes.push_back(
         "the launch has no --use-distributed-optimizer: candidates add it "

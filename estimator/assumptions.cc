@@ -100,6 +100,13 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
         ", ", l.exp_avg_bytes + l.exp_avg_sq_bytes,
         " B Adam states a parameter"));
   }
+  if (l.optimizer_instances > 1 && l.distributed_optimizer) {
+    out.push_back(absl::StrFormat(
+        "%.0f distributed-optimizer instances: optimizer states sharded "
+        "over DP x CP / %.0f = %.0f GPUs, not %.0f",
+        l.optimizer_instances, l.optimizer_instances,
+        l.data * l.context / l.optimizer_instances, l.data * l.context));
+  }
   if (l.optimizer_offload > 0) {
     out.push_back(absl::StrCat("optimizer CPU offload: ",
                                l.optimizer_offload * 100,

@@ -86,6 +86,16 @@
 //      gradients only when the queue exceeds C, AllGatherPipeline.
 //      all_gather_params prefetches buckets until C / 2 is reached, and
 //      --fsdp-double-buffer stops both at two FSDP units.
+// [DO] Megatron-LM's partial distributed optimizer,
+//      --num-distributed-optimizer-instances N: core/parallel_state.py
+//      (intra_partial_data_parallel_size = d*c / N, asserted to divide;
+//      the expert-data-parallel group likewise), core/optimizer/
+//      __init__.py (the optimizer's data_parallel_group is the intra-
+//      instance group, intra_expt_dp_group for experts from core 0.13: in
+//      0.12 experts shard over the whole group, which this over-counts) and
+//      distributed/distributed_data_parallel.py (the gradient buffers are
+//      reduce-scattered within an instance and all-reduced across them:
+//      same size; 'Partial DistOpt cannot be used without DistOpt').
 // [UB] TransformerEngine's userbuffers under Megatron's --tp-comm-overlap
 //      (training/initialize.py _initialize_tp_communicators, TE
 //      pytorch/module/base.py initialize_ub): te_userbuffers.h.
@@ -663,6 +673,7 @@ Layout LayoutOf(const v1::Job& job) {
   l.microbatch_group = par.microbatch_group_size();
   l.sequence_parallel = par.sequence_parallel();
   l.distributed_optimizer = par.distributed_optimizer();
+  l.optimizer_instances = std::max(1u, par.distributed_optimizer_instances());
   l.precision = train.precision();
   l.optimizer = train.optimizer() == v1::OPTIMIZER_SGD ? v1::OPTIMIZER_SGD
                                                        : v1::OPTIMIZER_ADAM;
@@ -1019,12 +1030,15 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
                          : (gradient_bytes +
                             LocalAccumulationBytesPerParameter(l)) *
                                (params + expert_params);
-  // The distributed optimizer shards its states over d*c ranks [P 3.1.4];
-  // a CPU-offloaded share of them lives in host memory [PA].
+  // The distributed optimizer shards its states over d*c ranks [P 3.1.4],
+  // or over d*c/N with N instances of it [DO]; a CPU-offloaded share of
+  // them lives in host memory [PA].
   f.optimizer_bytes =
       OptimizerBytesPerParameter(l) * (1 - l.optimizer_offload) *
-      (shard_optimizer ? params / shards + expert_params / expert_shards
-                       : params + expert_params);
+      (shard_optimizer
+           ? (params / shards + expert_params / expert_shards) *
+                 l.optimizer_instances
+           : params + expert_params);
 
   f.activation_bytes = StageActivations(m, l, stage, mix, chunks);
   // DeepEP allocates its buffers at a rank's first dispatch: on the GPUs

@@ -90,6 +90,10 @@ struct Layout {
   double microbatch_group = 0;
   bool sequence_parallel = true;
   bool distributed_optimizer = true;
+  // N: distributed-optimizer instances (ParallelConfig.distributed_
+  // optimizer_instances); each holds the optimizer states sharded over
+  // d*c/N ranks. 1: one instance.
+  double optimizer_instances = 1;
   v1::Precision precision = v1::PRECISION_BF16_FP32_GRADS;
   v1::Optimizer optimizer = v1::OPTIMIZER_ADAM;
   double sgd_momentum = 0.9;

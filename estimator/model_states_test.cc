@@ -115,6 +115,30 @@ TEST(ModelStatesTest, OffloadedOptimizerShareLeavesTheGpu) {
   EXPECT_DOUBLE_EQ(Figures(job).optimizer_bytes, 0);
 }
 
+// [DO] N distributed-optimizer instances: each holds the whole optimizer
+// sharded over its d*c/N ranks, so a GPU holds N times the d*c share;
+// weights and gradients (reduce-scattered in an instance, all-reduced
+// across) are unchanged.
+TEST(ModelStatesTest, DistributedOptimizerInstancesShardOverTheirOwnRanks) {
+  v1::Job job = SmallJob();
+  const StageFigures one = Figures(job);
+  job.mutable_parallel()->set_distributed_optimizer_instances(2);
+  const StageFigures two = Figures(job);
+  EXPECT_DOUBLE_EQ(two.optimizer_bytes, 12 * kParams / 2);
+  EXPECT_DOUBLE_EQ(two.weight_bytes, one.weight_bytes);
+  EXPECT_DOUBLE_EQ(two.gradient_bytes, one.gradient_bytes);
+  job.mutable_parallel()->set_distributed_optimizer_instances(4);
+  EXPECT_DOUBLE_EQ(Figures(job).optimizer_bytes, 12 * kParams);
+  // 1 is one instance, as unset.
+  job.mutable_parallel()->set_distributed_optimizer_instances(1);
+  EXPECT_DOUBLE_EQ(Figures(job).optimizer_bytes, one.optimizer_bytes);
+  // With the CPU offload, the instance's share leaves the GPU as before.
+  job.mutable_parallel()->set_distributed_optimizer_instances(2);
+  job.mutable_training()->mutable_precision_aware_optimizer();
+  job.mutable_training()->set_optimizer_offload_fraction(0.5);
+  EXPECT_DOUBLE_EQ(Figures(job).optimizer_bytes, 12 * kParams / 2 * 0.5);
+}
+
 // [MF] with the double buffer the two largest FSDP units of the single
 // stage, the embedding and the LM head (32,768,000 each, larger than a
 // layer), are held un-sharded.
@@ -290,6 +314,32 @@ TEST(ModelStatesTest, ValidationNamesTheFieldAndTheRule) {
       static_cast<v1::DataParallelSharding>(17));
   EXPECT_NE(message(sharding).find("parallel.data_parallel_sharding"),
             std::string::npos);
+
+  // Megatron's rules for the partial distributed optimizer (d*c = 4).
+  v1::Job instances = SmallJob();
+  instances.mutable_parallel()->set_distributed_optimizer_instances(3);
+  EXPECT_EQ(message(instances),
+            "parallel.distributed_optimizer_instances: must divide the "
+            "data-parallel ranks d x c = 4 (got 3)");
+  instances.mutable_parallel()->set_distributed_optimizer_instances(2);
+  instances.mutable_parallel()->set_distributed_optimizer(false);
+  EXPECT_NE(message(instances).find("distributed_optimizer_instances: above "
+                                    "1 needs parallel.distributed_optimizer"),
+            std::string::npos);
+  instances.mutable_parallel()->set_data_parallel_sharding(
+      v1::DATA_PARALLEL_SHARDING_OPTIM);
+  EXPECT_NE(message(instances).find("hybrid FSDP (HSDP), which is not "
+                                    "modelled"),
+            std::string::npos);
+  // d*c counts the context-parallel ranks: DP 4 x CP 2 = 8 take N = 8,
+  // which does not divide d alone.
+  instances = SmallJob();
+  instances.set_num_gpus(8);
+  instances.mutable_parallel()->set_context_parallel(2);
+  instances.mutable_parallel()->set_distributed_optimizer_instances(8);
+  EXPECT_TRUE(ValidateJob(instances).ok()) << ValidateJob(instances);
+  instances.mutable_parallel()->set_distributed_optimizer_instances(16);
+  EXPECT_NE(message(instances).find("d x c = 8 (got 16)"), std::string::npos);
 }
 
 }  // namespace

@@ -137,6 +137,21 @@ TEST(MoeTermsTest, TensorAndExpertParallelismTogether) {
                        2 * kSbh + 2 * 1024 * 32000.0);
 }
 
+// [DO] Layout C with 2 distributed-optimizer instances: the dense states
+// shard over d*c / 2 = 2 ranks, the experts' over their expert-data-
+// parallel group / 2 = 1 rank; nothing else changes.
+TEST(MoeTermsTest, OptimizerInstancesShardExpertStatesOverTheirShareToo) {
+  Layout l = EightGpus(2, 4, 1);
+  const StageFigures one = StageMemoryOf(SmallMoe(), l, 0, 2);
+  l.optimizer_instances = 2;
+  const StageFigures two = StageMemoryOf(SmallMoe(), l, 0, 2);
+  const double dense = 2 * (4194304 / 2 + 2048 + 8192) + kVocab + 1024;
+  const double experts = 2 * 2 * kExpert;
+  EXPECT_DOUBLE_EQ(two.optimizer_bytes, 12 * dense / 2 + 12 * experts / 1);
+  EXPECT_DOUBLE_EQ(two.total_bytes() - two.optimizer_bytes,
+                   one.total_bytes() - one.optimizer_bytes);
+}
+
 // ETP = t = 2, EP = 2: each rank gathers its TP peer's tokens (1024) and
 // computes half of each expert's columns: 2048 copies of (2h + 6 x 256)
 // = 7 sbh a layer; 4 experts of half width a rank.

@@ -192,12 +192,19 @@ std::string JobSummaryLine(const v1::Job& job, uint32_t data_parallel) {
                                 ? par.expert_tensor_parallel()
                                 : par.tensor_parallel())
           : "";
+  std::string optimizer;
+  if (!par.distributed_optimizer()) {
+    optimizer = " (no distributed optimizer)";
+  } else if (par.distributed_optimizer_instances() > 1) {
+    optimizer = absl::StrFormat(" (%u distributed-optimizer instances)",
+                                par.distributed_optimizer_instances());
+  }
   return absl::StrFormat(
       "%s on %u x %s: TP=%u CP=%u PP=%u DP=%u%s MBS=%u seq=%u%s%s", model,
       job.num_gpus(), gpu, par.tensor_parallel(), par.context_parallel(),
       par.pipeline_parallel(), data_parallel, experts, tr.micro_batch_size(),
       tr.seq_length(), par.sequence_parallel() ? "" : " (no sequence parallel)",
-      par.distributed_optimizer() ? "" : " (no distributed optimizer)");
+      optimizer);
 }
 
 std::string FormatEstimateTable(const v1::Estimate& e) {

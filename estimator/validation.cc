@@ -306,6 +306,51 @@ absl::Status ValidateStages(const v1::Job& job) {
   return absl::OkStatus();
 }
 
+// Megatron's partial distributed optimizer (memory_model.cc [DO]): its
+// rules, which parallel_state.py and the DDP wrapper assert.
+absl::Status ValidateOptimizerInstances(const v1::Job& job, uint64_t d) {
+  const v1::ParallelConfig& par = job.parallel();
+  const uint64_t n = par.distributed_optimizer_instances();
+  if (n <= 1) return absl::OkStatus();
+  const char* field = "parallel.distributed_optimizer_instances";
+  if (par.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
+    return Invalid(field,
+                   "above 1 with Megatron-FSDP is hybrid FSDP (HSDP), which "
+                   "is not modelled",
+                   absl::StrCat(n));
+  }
+  if (!par.distributed_optimizer()) {
+    return Invalid(field,
+                   "above 1 needs parallel.distributed_optimizer (Megatron "
+                   "asserts: partial DistOpt cannot be used without DistOpt)",
+                   absl::StrCat(n));
+  }
+  const uint64_t dc = d * par.context_parallel();
+  if (dc % n != 0) {
+    return Invalid(field,
+                   absl::StrCat("must divide the data-parallel ranks d x c = ",
+                                dc),
+                   absl::StrCat(n));
+  }
+  if (job.model().has_moe()) {
+    // World / (ETP x EP x PP) = t*c*d / (ETP x EP); ValidateExperts has
+    // checked that EP x ETP x PP divides the GPUs.
+    const uint64_t etp = par.expert_tensor_parallel() > 0
+                             ? par.expert_tensor_parallel()
+                             : par.tensor_parallel();
+    const uint64_t expert_dp = job.num_gpus() / par.pipeline_parallel() /
+                               (std::max(1u, par.expert_parallel()) * etp);
+    if (expert_dp % n != 0) {
+      return Invalid(field,
+                     absl::StrCat("must divide the expert-data-parallel size "
+                                  "GPUs / (EP x ETP x PP) = ",
+                                  expert_dp),
+                     absl::StrCat(n));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateParallel(const v1::Job& job) {
   const v1::ParallelConfig& par = job.parallel();
   const v1::ModelConfig& m = job.model();
@@ -344,6 +389,7 @@ absl::Status ValidateParallel(const v1::Job& job) {
   }
   MEMGATE_RETURN_IF_ERROR(ValidateStages(job));
   MEMGATE_RETURN_IF_ERROR(ValidateExperts(job));
+  MEMGATE_RETURN_IF_ERROR(ValidateOptimizerInstances(job, d));
   MEMGATE_RETURN_IF_ERROR(RequireMultiple("model.num_attention_heads",
                                           m.num_attention_heads(),
                                           "parallel.tensor_parallel", t));

@@ -346,6 +346,28 @@ INSTANTIATE_TEST_SUITE_P(
         Rule{"WgradDeferralLimitWithoutDeferral", [](v1::Job& j) {
                j.mutable_training()->set_wgrad_deferral_limit(4);
              }, "training.wgrad_deferral_limit"},
+        // The partial distributed optimizer (d x c = 4 here).
+        Rule{"OptimizerInstancesDivideDataParallelRanks", [](v1::Job& j) {
+               j.mutable_parallel()->set_distributed_optimizer_instances(3);
+             }, "parallel.distributed_optimizer_instances"},
+        // EP 4 x ETP 4 x PP 2 = 32 GPUs: an expert-data-parallel group of
+        // 1, which 4 instances (dividing d x c = 4) do not divide.
+        Rule{"OptimizerInstancesDivideExpertDataParallelRanks",
+             [](v1::Job& j) {
+               j.mutable_model()->mutable_moe()->set_num_experts(8);
+               j.mutable_model()->mutable_moe()->set_router_topk(2);
+               j.mutable_parallel()->set_expert_parallel(4);
+               j.mutable_parallel()->set_distributed_optimizer_instances(4);
+             }, "parallel.distributed_optimizer_instances"},
+        Rule{"OptimizerInstancesNeedTheDistributedOptimizer", [](v1::Job& j) {
+               j.mutable_parallel()->set_distributed_optimizer(false);
+               j.mutable_parallel()->set_distributed_optimizer_instances(2);
+             }, "parallel.distributed_optimizer_instances"},
+        Rule{"OptimizerInstancesWithFsdpAreHybridFsdp", [](v1::Job& j) {
+               j.mutable_parallel()->set_data_parallel_sharding(
+                   v1::DATA_PARALLEL_SHARDING_OPTIM);
+               j.mutable_parallel()->set_distributed_optimizer_instances(2);
+             }, "parallel.distributed_optimizer_instances"},
         Rule{"NoGpuMemory", [](v1::Job& j) {
                j.mutable_accelerator()->set_memory_bytes(0);
              }, "accelerator.memory_bytes"},

@@ -170,12 +170,15 @@ void UseFullRecomputation(Layout& l) {
 
 // The request as a job template: resolves catalog names and checks what
 // does not depend on the layout.
-// The request's Megatron-FSDP settings, as every layout's.
-void SetFsdpOf(const v1::PlanRequest& request, v1::ParallelConfig& par) {
+// The request's sharding settings (Megatron-FSDP's, the distributed
+// optimizer's instances), as every layout's.
+void SetShardingOf(const v1::PlanRequest& request, v1::ParallelConfig& par) {
   par.set_data_parallel_sharding(request.data_parallel_sharding());
   par.set_fsdp_double_buffer(request.fsdp_double_buffer());
   par.set_fsdp_communication_unit_size(
       request.fsdp_communication_unit_size());
+  par.set_distributed_optimizer_instances(
+      request.distributed_optimizer_instances());
 }
 
 absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
@@ -188,7 +191,7 @@ absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
   job.mutable_parallel()->set_tensor_parallel(1);
   job.mutable_parallel()->set_pipeline_parallel(1);
   job.mutable_parallel()->set_context_parallel(1);
-  SetFsdpOf(request, *job.mutable_parallel());
+  SetShardingOf(request, *job.mutable_parallel());
   absl::StatusOr<v1::Job> resolved = ResolveJob(job);
   if (!resolved.ok()) return resolved.status();
   if (request.global_batch_size() == 0) {
@@ -275,6 +278,9 @@ struct Search {
   double gpus_per_node = 0;
   uint32_t gpus = 0, gbs = 0, seq = 0, max_mbs = 0;
   bool cross_node_tp = false;
+  // The distributed optimizer's instances every layout has (the
+  // request's; at least 1).
+  uint32_t optimizer_instances = 1;
   uint32_t heads = 0, kv_heads = 0, layers = 0, vocab = 0;
   uint32_t mtp = 0;  // MTP layers, on the last stage
   std::vector<uint32_t> expert_divisors;  // of E; empty for dense models
@@ -355,6 +361,9 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
         if (p > 1 && s.sharding != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
           continue;
         }
+        // The optimizer's instances divide the d x c = GPUs / (t p) ranks
+        // (ValidateJob).
+        if ((s.gpus / t / p) % s.optimizer_instances) continue;
         visit(t, c, p);
       }
     }
@@ -388,6 +397,9 @@ void ForEachExpertLayout(const Search& s, uint32_t t, uint32_t p,
       // TransformerEngine's fused grouped MLP runs without expert TP
       // (validation.cc).
       if (s.base.fused_grouped_mlp && etp > 1) continue;
+      // The optimizer's instances divide the expert-data-parallel ranks
+      // (ValidateJob).
+      if ((stage_gpus / group) % s.optimizer_instances) continue;
       if (stage_gpus % group == 0) visit(ep, etp);
     }
     if (t == 1) break;  // ETP 1 and TP are the same choice
@@ -868,6 +880,8 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request,
     s.expert_divisors = Divisors(job->model().moe().num_experts());
   }
   s.sharding = request.data_parallel_sharding();
+  s.optimizer_instances =
+      std::max(1u, request.distributed_optimizer_instances());
   s.cost = WithDatasheetRatios(cost, job->accelerator().name());
   // Full recomputation is refused with the EP overlap (validation.cc);
   // selective is not.
@@ -927,6 +941,10 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
   c.set_relative_speed(best > 0 ? l.speed / best : 0);
   c.set_why(WhyOf(l, f, s.capacity, s.threshold));
   std::string args = CandidateMegatronArguments(c, s.gbs, s.seq);
+  if (s.optimizer_instances > 1) {
+    absl::StrAppend(&args, " --num-distributed-optimizer-instances ",
+                    s.optimizer_instances);
+  }
   if (s.sharding != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
     // The request's FSDP buffers, which a candidate does not record.
     if (s.base.fsdp_double_buffer) args += " --fsdp-double-buffer";
@@ -952,7 +970,7 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
   par.set_tensor_parallel(c.tensor_parallel());
   par.set_context_parallel(c.context_parallel());
   par.set_pipeline_parallel(c.pipeline_parallel());
-  SetFsdpOf(request, par);
+  SetShardingOf(request, par);
   if (c.expert_parallel() > 0) {
     par.set_expert_parallel(c.expert_parallel());
     par.set_expert_tensor_parallel(c.expert_tensor_parallel());

@@ -922,6 +922,63 @@ TEST(PlannerTest, FusedGroupedMlpPlansOnlyExpertTensorParallelOne) {
   EXPECT_TRUE(tp_above_one);
 }
 
+// --num-distributed-optimizer-instances 4: the plan keeps the instances,
+// proposes only layouts whose d x c and expert-data-parallel size they
+// divide (ValidateJob's rules), says them in each candidate's arguments,
+// and each candidate is the job it says (the instances' larger optimizer
+// share included: above the same layout's peak with one instance).
+TEST(PlannerTest, OptimizerInstancesPlanOnlyLayoutsTheyDivide) {
+  v1::PlanRequest plain = Request("qwen3-30b-a3b", "h100-80gb", 64, 4096, 256);
+  *plain.mutable_model()->mutable_moe() = LookupModel("qwen3-30b-a3b")->moe();
+  plain.set_top_k(0);
+  plain.set_no_interleave(true);
+  plain.set_no_recompute(true);
+  v1::PlanRequest r = plain;
+  r.set_distributed_optimizer_instances(4);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<v1::PlanResponse> one = PlanLayouts(plain);
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_GT(plan->candidates_size(), 0);
+  EXPECT_LT(plan->considered(), one->considered());
+  using ExpertKey = std::tuple<Key, uint32_t, uint32_t>;  // + EP, ETP
+  auto key = [](const v1::Candidate& c) {
+    return ExpertKey{KeyOf(c), c.expert_parallel(),
+                     c.expert_tensor_parallel()};
+  };
+  std::map<ExpertKey, double> one_peak;
+  for (const v1::Candidate& c : one->candidates()) {
+    one_peak[key(c)] = c.peak_bytes();
+  }
+  int compared = 0;
+  for (const v1::Candidate& c : plan->candidates()) {
+    const uint32_t tp_pp = c.tensor_parallel() * c.pipeline_parallel();
+    EXPECT_EQ((64 / tp_pp) % 4, 0u) << c.ShortDebugString();
+    const uint32_t expert_group = c.expert_parallel() *
+                                  c.expert_tensor_parallel() *
+                                  c.pipeline_parallel();
+    EXPECT_EQ((64 / expert_group) % 4, 0u) << c.ShortDebugString();
+    EXPECT_NE(c.megatron_arguments().find(
+                  "--num-distributed-optimizer-instances 4"),
+              std::string::npos)
+        << c.megatron_arguments();
+    absl::StatusOr<v1::Estimate> e = EstimatedAsItsJob(r, c);
+    ASSERT_TRUE(e.ok());
+    EXPECT_EQ(e->job().parallel().distributed_optimizer_instances(), 4u);
+    auto same = one_peak.find(key(c));
+    if (same != one_peak.end()) {
+      EXPECT_GT(c.peak_bytes(), same->second) << c.ShortDebugString();
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 10);
+  // Megatron-FSDP with instances is hybrid FSDP: refused by name.
+  v1::PlanRequest fsdp = Request("llama-3.1-8b", "h100-80gb", 64, 4096, 256);
+  fsdp.set_data_parallel_sharding(v1::DATA_PARALLEL_SHARDING_OPTIM);
+  fsdp.set_distributed_optimizer_instances(2);
+  ExpectEachRefusedNaming({{fsdp, "distributed_optimizer_instances"}});
+}
+
 // The EP all-to-all overlap holds one more micro-batch (chunk) in flight
 // and Megatron runs it only with EP > 1, interleaving when PP > 1 and no
 // full recomputation: every candidate keeps those rules, is the job it

@@ -1,6 +1,7 @@
 #include "planner/refusal_hints.h"
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 #include <tuple>
 
@@ -37,6 +38,8 @@ std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
   request.set_fsdp_double_buffer(job.parallel().fsdp_double_buffer());
   request.set_fsdp_communication_unit_size(
       job.parallel().fsdp_communication_unit_size());
+  request.set_distributed_optimizer_instances(
+      job.parallel().distributed_optimizer_instances());
   request.set_threshold(threshold);
   // A plan lists each layout once (its best schedule); suggestions name
   // each (TP, CP, PP, MBS) once, so a few spare for MoE layouts that
@@ -119,6 +122,36 @@ std::vector<v1::Recompute::Module> CheapModulesThatFit(const v1::Job& job,
   return modules;
 }
 
+namespace {
+
+// The least data-parallel size d whose multiples are exactly the d that
+// Megatron's divisibility rules allow for this job's other sizes
+// (ValidateJob): with MoE the expert group EP x ETP x PP divides the GPUs
+// d x t x c x p, and the distributed optimizer's N instances divide d x c
+// and, with MoE, the expert-data-parallel size GPUs / (EP x ETP x PP).
+// Each rule is "d x A is a multiple of B", whose solutions are the
+// multiples of B / gcd(A, B). The job's own d (a valid job's) satisfies
+// every rule, so the unit divides it: below 2^32, with no overflow.
+uint64_t DataParallelUnit(const v1::Job& job, const Layout& layout) {
+  const v1::ParallelConfig& par = job.parallel();
+  const uint64_t group = uint64_t{par.tensor_parallel()} *
+                         par.pipeline_parallel() * par.context_parallel();
+  const uint64_t n = std::max(1u, par.distributed_optimizer_instances());
+  auto solutions = [](uint64_t a, uint64_t b) { return b / std::gcd(a, b); };
+  uint64_t unit = solutions(par.context_parallel(), n);
+  if (job.model().has_moe()) {
+    // EP x ETP x PP <= GPUs < 2^32 (ValidateJob), so x N fits in 64 bits.
+    const uint64_t expert_group =
+        uint64_t{std::max(1u, par.expert_parallel())} *
+        static_cast<uint64_t>(layout.expert_tensor) * par.pipeline_parallel();
+    const uint64_t expert = solutions(group, expert_group * n);
+    unit = std::lcm(unit, expert);
+  }
+  return unit;
+}
+
+}  // namespace
+
 uint32_t SmallestGpuCountThatFits(const v1::Job& job, double threshold) {
   const ModelShape shape = ShapeOf(job.model());
   Layout layout = LayoutOf(job);
@@ -128,12 +161,8 @@ uint32_t SmallestGpuCountThatFits(const v1::Job& job, double threshold) {
                          job.parallel().context_parallel();
   const uint32_t b = job.training().micro_batch_size();
   const uint32_t gbs = job.training().global_batch_size();
-  // MoE: the expert group (EP x ETP x PP) must divide the GPU count.
-  const uint64_t expert_group = uint64_t{std::max(1u, job.parallel().expert_parallel())} *
-                                static_cast<uint64_t>(layout.expert_tensor) *
-                                job.parallel().pipeline_parallel();
+  const uint64_t unit = DataParallelUnit(job, layout);
   auto fits = [&](uint64_t d) {
-    if (job.model().has_moe() && (d * group) % expert_group != 0) return false;
     layout.data = static_cast<double>(d);
     layout.microbatches = gbs == 0 ? 0 : static_cast<double>(gbs) / (b * d);
     // Interleaving runs only whole groups of the job's micro-batches.
@@ -146,22 +175,24 @@ uint32_t SmallestGpuCountThatFits(const v1::Job& job, double threshold) {
     return PeakBytesEvenStages(shape, layout) <= threshold * capacity;
   };
   const uint64_t max_d = UINT32_MAX / group;
-  if (max_d == 0) return 0;
+  if (max_d < unit) return 0;
   if (gbs != 0) {  // d must divide gbs / b
     if (gbs % b) return 0;
     for (uint32_t d : Divisors(gbs / b)) {
       if (d > max_d) break;
-      if (fits(d)) return static_cast<uint32_t>(d * group);
+      if (d % unit == 0 && fits(d)) return static_cast<uint32_t>(d * group);
     }
     return 0;
   }
-  if (!fits(max_d)) return 0;  // peak only falls as d grows
-  uint64_t lo = 1, hi = max_d;
+  // The peak only falls as d grows: bisect over the multiples of the unit.
+  const uint64_t max_k = max_d / unit;
+  if (!fits(max_k * unit)) return 0;
+  uint64_t lo = 1, hi = max_k;
   while (lo < hi) {
     const uint64_t mid = lo + (hi - lo) / 2;
-    if (fits(mid)) hi = mid; else lo = mid + 1;
+    if (fits(mid * unit)) hi = mid; else lo = mid + 1;
   }
-  return static_cast<uint32_t>(lo * group);
+  return static_cast<uint32_t>(lo * unit * group);
 }
 
 }  // namespace memgate

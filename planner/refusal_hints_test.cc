@@ -106,6 +106,39 @@ TEST(RefusalHintsTest, GpuCountSuggestedRunsTheInterleavedSchedule) {
   EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
 }
 
+// A refused job with 2 distributed-optimizer instances is told layouts and
+// a GPU count that keep them: data-parallel sizes they divide (an odd DP
+// would be refused by Megatron), each fitting with the instances' larger
+// optimizer share.
+TEST(RefusalHintsTest, SuggestionsKeepTheOptimizerInstances) {
+  v1::Job job =
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 16, 8192);
+  job.mutable_parallel()->set_distributed_optimizer_instances(2);
+  job.mutable_training()->set_global_batch_size(0);
+  absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  ASSERT_GT(d->suggestions_size(), 0);
+  for (const v1::Candidate& c : d->suggestions()) {
+    EXPECT_EQ((16 / (c.tensor_parallel() * c.pipeline_parallel())) % 2, 0u)
+        << c.ShortDebugString();
+    ExpectFitsAsSuggested(job, c);
+  }
+  const uint32_t gpus = d->min_gpus_that_fit();
+  ASSERT_GT(gpus, 16u);
+  EXPECT_EQ((gpus / 8) % 2, 0u) << gpus;  // d, with TP 4 x PP 2
+  v1::Job at = job;
+  at.set_num_gpus(gpus);
+  absl::StatusOr<v1::Estimate> e = EstimateJob(at);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
+  // The next smaller count the instances allow (d - 2) does not fit.
+  at.set_num_gpus(gpus - 16);
+  e = EstimateJob(at);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_NE(e->zone(), v1::ZONE_GREEN);
+}
+
 // A refused job's suggestions are planned with the job's own settings
 // (here Megatron's default dropout, whose masks the paper's setting does
 // not store, and unfused attention's s x s scores): each one, run as that

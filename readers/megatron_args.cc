@@ -1092,6 +1092,33 @@ absl::Status FillFsdp(const Arguments& args, MegatronLaunch& launch) {
   return FillFsdpGradientDtypes(args, *sharding, launch);
 }
 
+// --num-distributed-optimizer-instances: N copies of the distributed
+// optimizer (memory_model.cc [DO]). Megatron asserts the distributed
+// optimizer beside it and divides by it (a 0 fails there); with
+// Megatron-FSDP it turns on hybrid FSDP, which is not modelled. Whether N
+// divides d x c is the estimator's rule (ValidateJob): the GPU count may
+// still come from memgate's --gpus.
+absl::Status FillOptimizerInstances(const Arguments& args,
+                                    MegatronLaunch& launch) {
+  constexpr char kName[] = "num-distributed-optimizer-instances";
+  if (!args.Has(kName)) return absl::OkStatus();
+  MEMGATE_ASSIGN_OR_RETURN(n, args.Number(kName, 1));
+  if (n == 0) return Bad(kName, "must be at least 1");
+  if (n == 1) return absl::OkStatus();
+  v1::ParallelConfig& par = *launch.job.mutable_parallel();
+  if (par.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
+    return Bad(kName, "above 1 with --use-megatron-fsdp is hybrid FSDP "
+                      "(HSDP): not modelled");
+  }
+  if (!par.distributed_optimizer()) {
+    return Bad(kName, "above 1 needs --use-distributed-optimizer (Megatron "
+                      "asserts: partial DistOpt cannot be used without "
+                      "DistOpt)");
+  }
+  par.set_distributed_optimizer_instances(n);
+  return absl::OkStatus();
+}
+
 // --ddp-param-name-patterns-for-fp32-local-accumulation: Megatron's DDP
 // gives each parameter a pattern matches an fp32 gradient of its own
 // (TrainingConfig.fp32_local_grad_accumulation). Which parameters a
@@ -1284,7 +1311,7 @@ absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
   t.set_global_batch_size(gbs);
   for (auto fill : {FillPrecision, FillActivations, FillOptimizer,
                     FillOptimizerStorage, FillFp8, FillFsdp,
-                    FillLocalGradAccumulation,
+                    FillOptimizerInstances, FillLocalGradAccumulation,
                     RefuseFp32AccumulatingReduceScatter, FillTpCommOverlap}) {
     if (absl::Status s = fill(args, launch); !s.ok()) return s;
   }

@@ -540,6 +540,47 @@ TEST(MegatronArgsTest, TpCommOverlapCountsTransformerEnginesUserbuffers) {
                             {"--tp-comm-overlap"}));
 }
 
+// --num-distributed-optimizer-instances N: N copies of the distributed
+// optimizer, each sharded over d x c / N ranks (memory_model.cc [DO]): a
+// GPU holds N times its share of the optimizer, nothing else changes.
+// Refused where Megatron asserts or divides by it, and with Megatron-FSDP,
+// where it turns on hybrid FSDP.
+TEST(MegatronArgsTest, DistributedOptimizerInstancesAreRead) {
+  const v1::Job two = LlamaLaunchJob("--num-distributed-optimizer-instances 2");
+  EXPECT_EQ(two.parallel().distributed_optimizer_instances(), 2u);
+  absl::StatusOr<v1::Estimate> plain = EstimateJob(LlamaLaunchJob(""));
+  absl::StatusOr<v1::Estimate> shared = EstimateJob(two);
+  ASSERT_TRUE(plain.ok() && shared.ok()) << shared.status();
+  EXPECT_DOUBLE_EQ(shared->peak().optimizer_bytes(),
+                   2 * plain->peak().optimizer_bytes());
+  EXPECT_DOUBLE_EQ(
+      shared->peak().total_bytes() - shared->peak().optimizer_bytes(),
+      plain->peak().total_bytes() - plain->peak().optimizer_bytes());
+  EXPECT_EQ(LlamaLaunchJob("--num-distributed-optimizer-instances 1")
+                .parallel()
+                .distributed_optimizer_instances(),
+            0u);
+  // 2 nodes x 8 GPUs over TP 4 x PP 2: d x c = 2, which 4 does not divide.
+  absl::StatusOr<v1::Estimate> four =
+      EstimateJob(LlamaLaunchJob("--num-distributed-optimizer-instances 4"));
+  EXPECT_NE(four.status().message().find(
+                "parallel.distributed_optimizer_instances: must divide the "
+                "data-parallel ranks d x c = 2"),
+            std::string::npos)
+      << four.status();
+  EXPECT_TRUE(RefusedNaming("--num-distributed-optimizer-instances 0", "",
+                            {"--num-distributed-optimizer-instances",
+                             "at least 1"}));
+  EXPECT_TRUE(RefusedNaming("--num-distributed-optimizer-instances 2",
+                            "--use-distributed-optimizer ",
+                            {"--num-distributed-optimizer-instances",
+                             "needs --use-distributed-optimizer"}));
+  EXPECT_TRUE(RefusedNaming(
+      "--num-distributed-optimizer-instances 2 --use-megatron-fsdp "
+      "--data-parallel-sharding-strategy optim",
+      kTwoStages, {"--num-distributed-optimizer-instances", "hybrid FSDP"}));
+}
+
 TEST(MegatronArgsTest, MemoryArgumentsMapToTheJob) {
   auto parse = [](const std::string& extra, const std::string& drop = "") {
     return LlamaLaunchJob(extra, drop);

@@ -235,8 +235,11 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "copy of each bucket)"},
       {"outer-dp-sharding-strategy", true, P, "no_shard",
        "no_shard only; optim (hybrid FSDP) refused"},
-      {"num-distributed-optimizer-instances", true, R, "1",
-       "partial optimizer sharding: not modelled"},
+      {"num-distributed-optimizer-instances", true, M, "1",
+       "N copies of the distributed optimizer, each sharding the optimizer "
+       "states over d x c / N ranks (experts: expert-DP / N); needs "
+       "--use-distributed-optimizer, refused with Megatron-FSDP (hybrid "
+       "FSDP)"},
       {"optimizer-cpu-offload", false, M, "off",
        "the offloaded share of the optimizer (fp32 copies, Adam states) "
        "leaves the GPU; needs --use-precision-aware-optimizer"},

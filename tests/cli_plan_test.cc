@@ -217,6 +217,47 @@ TEST(CliPlanTest, CandidateArgumentsAppendedToTheirLaunchReplaceItsOwn) {
       << check.out;
 }
 
+// A launch with --num-distributed-optimizer-instances is planned with its
+// instances: the plan says so, each candidate's arguments carry them, and
+// each candidate line appended to the launch checks to its peak.
+TEST(CliPlanTest, DistributedOptimizerInstancesAreKeptByEveryCandidate) {
+  const std::string launch =
+      "pretrain_gpt.py " + Llama3Dims() +
+      "--micro-batch-size 1 --sequence-parallel --use-distributed-optimizer "
+      "--num-distributed-optimizer-instances 4 "
+      "--no-create-attention-mask-in-dataloader ";
+  const RunResult text =
+      PlanLaunch({"--gpu=a100-40gb", "--gpus=64", "--top=3"}, launch);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE((text.out + text.err)
+                .find("--num-distributed-optimizer-instances 4: every "
+                      "candidate keeps it"),
+            std::string::npos)
+      << text.out << text.err;
+  const RunResult r = PlanLaunch(
+      {"--gpu=a100-40gb", "--gpus=64", "--top=3", "--format=megatron-args"},
+      launch);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int carried = 0;
+  for (absl::string_view line : absl::StrSplit(r.out, '\n')) {
+    if (line.empty() || absl::StartsWith(line, "#")) continue;
+    EXPECT_TRUE(
+        absl::StrContains(line, "--num-distributed-optimizer-instances 4"))
+        << line;
+    ++carried;
+  }
+  EXPECT_EQ(carried, 3);
+  EXPECT_EQ(ExpectArgumentsRoundTrip(r, launch, "a100-40gb", "64"), 3);
+  // A flag that contradicts the launch is refused, naming both.
+  const RunResult contradicts = PlanLaunch(
+      {"--gpu=a100-40gb", "--gpus=64", "--distributed-optimizer-instances=2"},
+      launch);
+  EXPECT_EQ(contradicts.exit_code, 2);
+  EXPECT_NE(contradicts.err.find("--num-distributed-optimizer-instances 4"),
+            std::string::npos)
+      << contradicts.err;
+}
+
 // --format=jobs prints each candidate as the memgate.v1.Job it is, one
 // JSON a line, best first: `memgate check --job` on each admits it at the
 // candidate's peak, uneven interleaved stages and recomputation included
