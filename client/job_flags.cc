@@ -330,6 +330,8 @@ constexpr FlagForField kLaunchArgumentForField[] = {
     {"training.seq_length", "--seq-length"},
     {"training.global_batch_size", "--global-batch-size"},
     {"training.tp_comm_overlap", "--tp-comm-overlap"},
+    {"training.fp8.bf16_first_layers", "--num-layers-at-start-in-bf16"},
+    {"training.fp8.bf16_last_layers", "--num-layers-at-end-in-bf16"},
     {"num_gpus", "torchrun --nnodes x --nproc-per-node, or --gpus"},
 };
 

@@ -133,6 +133,13 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                                            "padded to a multiple of ",
                                            ExpertRowAlign(l))
                             : ""));
+    if (l.bf16_first_layers > 0 || l.bf16_last_layers > 0) {
+      out.push_back(absl::StrCat(
+          "the first ", l.bf16_first_layers, " and last ",
+          l.bf16_last_layers,
+          " layers outside fp8: their activations counted in bf16 where "
+          "that is more, their fp8 weight copies still counted"));
+    }
   }
   switch (l.sharding) {
     case FsdpSharding::kNoShard:

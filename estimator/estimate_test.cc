@@ -197,6 +197,43 @@ TEST(EstimateTest, UnevenStagesMoveThePeak) {
             even->stages(0).total_bytes());
 }
 
+// Under fp8 with layers kept in bf16 and interleaving, the bf16 layers
+// are found by their place in the model: an even split (chunk j of rank r
+// is the model's chunk j p + r) and the same split listed stage by stage
+// give every stage the same memory. 8 layers over p = 2 x v = 2 (chunks
+// of 2): the first 3 layers are rank 0's first chunk and one of rank 1's
+// first, the last 2 rank 1's last chunk. Each bf16 layer adds to its
+// rank: the stages differ from the all-fp8 run.
+TEST(EstimateTest, Bf16LayersAreFoundByTheirPlaceInTheModel) {
+  v1::Job job = PaperJob("llama-3.1-8b", "h100-80gb", 2, 1, 2, 1, 8, 8192);
+  job.mutable_model()->set_num_layers(8);
+  job.mutable_parallel()->set_virtual_pipeline_stages(2);
+  job.mutable_training()->set_global_batch_size(64);
+  v1::Fp8& fp8 = *job.mutable_training()->mutable_fp8();
+  fp8.set_recipe(v1::Fp8::RECIPE_TENSORWISE);
+  absl::StatusOr<v1::Estimate> all_fp8 = EstimateJob(job);
+  fp8.set_bf16_first_layers(3);
+  fp8.set_bf16_last_layers(2);
+  v1::Job listed = job;
+  for (int k = 0; k < 4; ++k) listed.mutable_parallel()->add_layers_per_stage(2);
+  absl::StatusOr<v1::Estimate> even = EstimateJob(job);
+  absl::StatusOr<v1::Estimate> by_list = EstimateJob(listed);
+  ASSERT_TRUE(all_fp8.ok() && even.ok() && by_list.ok()) << even.status();
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_DOUBLE_EQ(even->stages(i).total_bytes(),
+                     by_list->stages(i).total_bytes());
+    EXPECT_GT(even->stages(i).activation_bytes(),
+              all_fp8->stages(i).activation_bytes());
+  }
+  // Rank 0 holds 2 bf16 layers in its busiest chunk, rank 1 one in its
+  // first and two in its last: rank 0 gains more a layer.
+  const double rank0 = even->stages(0).activation_bytes() -
+                       all_fp8->stages(0).activation_bytes();
+  const double rank1 = even->stages(1).activation_bytes() -
+                       all_fp8->stages(1).activation_bytes();
+  EXPECT_GT(rank0 / 2, rank1 / 3);
+}
+
 TEST(EstimateTest, ZonesAtTheBoundaries) {
   EXPECT_EQ(ZoneOf(80, 100, 0.8), v1::ZONE_GREEN);
   EXPECT_EQ(ZoneOf(80.001, 100, 0.8), v1::ZONE_YELLOW);

@@ -86,6 +86,18 @@
 //      gradients only when the queue exceeds C, AllGatherPipeline.
 //      all_gather_params prefetches buckets until C / 2 is reached, and
 //      --fsdp-double-buffer stops both at two FSDP units.
+// [F8L] Megatron-LM --first-last-layers-bf16 (core/fp8_utils.py
+//      is_first_last_bf16_layer, get_fp8_context: the model's first
+//      --num-layers-at-start-in-bf16 and last --num-layers-at-end-in-bf16
+//      transformer layers, by global index, run without fp8_autocast, so
+//      their GEMMs save 16-bit inputs; transformer_config.py: each count at
+//      most L / p, not with the delayed recipe). Their fp8 weight copies
+//      are still counted (TE makes none outside fp8_autocast: an over-
+//      count); where a bf16 layer keeps less than its fp8 count, the fp8
+//      count stands (an upper bound). With --tp-comm-overlap TE 2.7 on
+//      makes a second, unquantized set of userbuffers (training/
+//      initialize.py quantization_modes; TE module/base.py initialize_ub,
+//      one communicator per name and mode).
 // [DO] Megatron-LM's partial distributed optimizer,
 //      --num-distributed-optimizer-instances N: core/parallel_state.py
 //      (intra_partial_data_parallel_size = d*c / N, asserted to divide;
@@ -365,10 +377,12 @@ double LayerInput(const ModelShape& m, const Layout& l) {
   return l.sequence_parallel ? bytes / l.tensor : bytes;
 }
 
-// Dense and MoE transformer layers of a stage or chunk.
+// Dense and MoE transformer layers of a stage or chunk, and how many of
+// them (of either kind) run outside fp8 [F8L].
 struct LayerMix {
   double dense = 0;
   double moe = 0;
+  double bf16 = 0;
   double total() const { return dense + moe; }
 };
 
@@ -378,12 +392,45 @@ struct LayerMix {
 struct FullLayers {
   double dense = 0;
   double moe = 0;  // 0 when the stage has no MoE layer
+  // What a layer run in bf16 keeps beyond its fp8 count, the larger of
+  // the stage's kinds (0 when it has no bf16 layer) [F8L].
+  double bf16_extra = 0;
 };
+
+bool HasBf16Layers(const Layout& l) {
+  return l.fp8 && (l.bf16_first_layers > 0 || l.bf16_last_layers > 0);
+}
+
+// Of layers [first, first + count), those the fp8 run keeps in bf16: the
+// model's first bf16_first_layers and last bf16_last_layers [F8L].
+double Bf16LayersIn(const ModelShape& m, const Layout& l, double first,
+                    double count) {
+  if (!l.fp8) return 0;
+  const double end = first + count;
+  auto overlap = [&](double lo, double hi) {
+    return std::max(0.0, std::min(end, hi) - std::max(first, lo));
+  };
+  return overlap(0, l.bf16_first_layers) +
+         overlap(m.layers - l.bf16_last_layers, m.layers);
+}
 
 FullLayers FullLayersOf(const ModelShape& m, const Layout& l,
                         const LayerMix& stage) {
-  return {LayerActivationsFull(m, l, false),
-          stage.moe > 0 ? LayerActivationsFull(m, l, true) : 0};
+  FullLayers full{LayerActivationsFull(m, l, false),
+                  stage.moe > 0 ? LayerActivationsFull(m, l, true) : 0, 0};
+  if (stage.bf16 > 0) {
+    // [F8L] the same layer outside fp8: 16-bit GEMM inputs, no fp8 copy
+    // of the attention output, no fp8 row padding of the experts.
+    Layout bf16 = l;
+    bf16.fp8 = false;
+    full.bf16_extra =
+        std::max(0.0, LayerActivationsFull(m, bf16, false) - full.dense);
+    if (stage.moe > 0) {
+      full.bf16_extra = std::max(
+          full.bf16_extra, LayerActivationsFull(m, bf16, true) - full.moe);
+    }
+  }
+  return full;
 }
 
 // Per micro-batch in flight, the activations a mix of layers stores [MT]:
@@ -405,12 +452,14 @@ double StoredActivations(const ModelShape& m, const Layout& l,
       const double kept = layers - recomputed;
       const bool moe_larger = moe > dense;
       const double kept_large = std::min(kept, moe_larger ? mix.moe : mix.dense);
+      // The bf16 layers counted among the kept ones (an upper bound).
       return recomputed * LayerInput(m, l) +
              kept_large * std::max(moe, dense) +
-             (kept - kept_large) * (moe_larger ? dense : moe);
+             (kept - kept_large) * (moe_larger ? dense : moe) +
+             std::min(mix.bf16, kept) * full.bf16_extra;
     }
     default:
-      return mix.dense * dense + mix.moe * moe;
+      return mix.dense * dense + mix.moe * moe + mix.bf16 * full.bf16_extra;
   }
 }
 
@@ -421,7 +470,8 @@ double RecomputeWorkingSet(const Layout& l, const LayerMix& mix,
                            const FullLayers& full) {
   const double layers = mix.total();
   const double largest = std::max(mix.dense > 0 ? full.dense : 0,
-                                  mix.moe > 0 ? full.moe : 0);
+                                  mix.moe > 0 ? full.moe : 0) +
+                         (mix.bf16 > 0 ? full.bf16_extra : 0);
   switch (l.recompute) {
     case RecomputeKind::kFullUniform:
       return std::min(l.recompute_layers, layers) * largest;
@@ -734,6 +784,8 @@ Layout LayoutOf(const v1::Job& job) {
   if (train.has_fp8()) {
     l.fp8 = true;
     l.fp8_param_gather = train.fp8().param_gather();
+    l.bf16_first_layers = train.fp8().bf16_first_layers();
+    l.bf16_last_layers = train.fp8().bf16_last_layers();
     switch (train.fp8().recipe()) {
       case v1::Fp8::RECIPE_MXFP8:
         l.fp8_scale_bytes = l.fp8_weight_scale_bytes = 1.0 / 32;
@@ -905,7 +957,8 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
   const double in_flight = MicrobatchesInFlight(l, stage);
   // Without `chunks`, each of the v chunks holds an equal share.
   const LayerMix even_chunk{mix.dense / l.virtual_stages,
-                            mix.moe / l.virtual_stages};
+                            mix.moe / l.virtual_stages,
+                            mix.bf16 / l.virtual_stages};
   auto chunk_mix = [&](size_t j) {
     return chunks != nullptr ? (*chunks)[j] : even_chunk;
   };
@@ -1063,6 +1116,11 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
     ub.fp8 = l.fp8;
     ub.custom_config = l.tp_comm_overlap_custom;
     f.te_userbuffer_bytes = TeUserbufferBytes(ub);
+    if (HasBf16Layers(l)) {
+      // The bf16 layers' own, unquantized set [F8L].
+      ub.fp8 = false;
+      f.te_userbuffer_bytes += TeUserbufferBytes(ub);
+    }
     f.buffer_bytes += f.te_userbuffer_bytes;
   }
   // Dropless routing: the most loaded expert-parallel rank receives more
@@ -1087,8 +1145,26 @@ StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
                            double first_layer) {
   if (first_layer < 0) first_layer = stage * stage_layers;
   const double moe = MoeLayersIn(m, first_layer, stage_layers);
-  return StageFiguresOf(m, l, stage, LayerMix{stage_layers - moe, moe},
-                        nullptr);
+  LayerMix mix{stage_layers - moe, moe, 0};
+  if (l.virtual_stages > 1 && HasBf16Layers(l)) {
+    // Interleaved even chunks: chunk j of this rank is the model's chunk
+    // j p + stage, whose position says its bf16 layers [F8L] (rank 0's
+    // first chunk, which holds the most micro-batches, the first ones);
+    // dense and MoE layers spread evenly, as without bf16 layers.
+    const double v = l.virtual_stages;
+    const double chunk = stage_layers / v;
+    std::vector<LayerMix> chunks;
+    chunks.reserve(static_cast<size_t>(v));
+    for (double j = 0; j < v; ++j) {
+      chunks.push_back(LayerMix{
+          mix.dense / v, moe / v,
+          Bf16LayersIn(m, l, (j * l.pipeline + stage) * chunk, chunk)});
+      mix.bf16 += chunks.back().bf16;
+    }
+    return StageFiguresOf(m, l, stage, mix, &chunks);
+  }
+  mix.bf16 = Bf16LayersIn(m, l, first_layer, stage_layers);
+  return StageFiguresOf(m, l, stage, mix, nullptr);
 }
 
 StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
@@ -1101,9 +1177,11 @@ StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
   for (size_t j = 0; j < chunk_layers.size(); ++j) {
     const double first = j < chunk_first.size() ? chunk_first[j] : 0;
     const double moe = MoeLayersIn(m, first, chunk_layers[j]);
-    chunks.push_back(LayerMix{chunk_layers[j] - moe, moe});
+    chunks.push_back(LayerMix{chunk_layers[j] - moe, moe,
+                              Bf16LayersIn(m, l, first, chunk_layers[j])});
     stage_mix.dense += chunks.back().dense;
     stage_mix.moe += moe;
+    stage_mix.bf16 += chunks.back().bf16;
   }
   return StageFiguresOf(m, l, stage, stage_mix, &chunks);
 }
@@ -1135,6 +1213,14 @@ double PeakBytesEvenStages(const ModelShape& m, const Layout& l) {
   const uint32_t last_stage = static_cast<uint32_t>(l.pipeline) - 1;
   double peak = std::max(first, StageMemoryOf(m, l, last_stage, stage_layers)
                                     .admission_bytes());
+  // Interleaved, bf16 layers beyond a chunk's worth spill into rank 1's
+  // first chunk and rank p - 2's last [F8L]: those ranks are evaluated too.
+  if (l.virtual_stages > 1 && HasBf16Layers(l) && l.pipeline > 2) {
+    for (uint32_t rank : {1u, last_stage - 1}) {
+      peak = std::max(peak, StageMemoryOf(m, l, rank, stage_layers)
+                                .admission_bytes());
+    }
+  }
   // With experts, the middle ranks that can peak (dense models: their
   // peak is below the first stage's, which holds more micro-batches and
   // the embedding).

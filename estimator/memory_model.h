@@ -151,6 +151,10 @@ struct Layout {
   // Rows every local expert's tokens are padded to under fp8
   // (fp8_utils.py get_fp8_align_size): 16, 32 for MXFP8.
   double fp8_align = 16;
+  // Fp8.bf16_first_layers / bf16_last_layers: the model's first and last
+  // layers that run outside fp8 [F8L in memory_model.cc]; 0 without fp8.
+  double bf16_first_layers = 0;
+  double bf16_last_layers = 0;
   // MoeConfig.grouped_tensor: 256-row padding in any precision.
   bool grouped_tensor = false;
   // MoeConfig.fused_grouped_mlp: only expert TP 1 runs (planner).

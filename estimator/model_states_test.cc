@@ -254,6 +254,50 @@ TEST(ModelStatesTest, Fp8AddsWeightCopiesAndSavesGemmInputsInOneByte) {
                    bf16.activation_bytes - 2 * (5 - 7.0 / 32) * kSbh);
 }
 
+// [F8L] --first-last-layers-bf16: the first and last layers run outside
+// fp8 and keep what bf16 keeps: each of the two layers given back the
+// 5 sbh fp8 saved; the fp8 weight copies stay counted (an over-count).
+// Where fp8 saves nothing (a recomputed MLP) nothing changes. Megatron's
+// rules: not with the delayed recipe, at most L / p layers at either end.
+TEST(ModelStatesTest, LayersKeptInBf16UnderFp8KeepBf16Activations) {
+  const StageFigures bf16 = Figures(SmallJob());
+  v1::Job job = SmallJob();
+  v1::Fp8& fp8 = *job.mutable_training()->mutable_fp8();
+  fp8.set_recipe(v1::Fp8::RECIPE_TENSORWISE);
+  const StageFigures all_fp8 = Figures(job);
+  fp8.set_bf16_first_layers(1);
+  StageFigures f = Figures(job);
+  EXPECT_DOUBLE_EQ(f.activation_bytes, all_fp8.activation_bytes + 5 * kSbh);
+  EXPECT_DOUBLE_EQ(f.weight_bytes, all_fp8.weight_bytes);
+  fp8.set_bf16_last_layers(1);
+  EXPECT_DOUBLE_EQ(Figures(job).activation_bytes, bf16.activation_bytes);
+  fp8.set_bf16_first_layers(0);
+  EXPECT_DOUBLE_EQ(Figures(job).activation_bytes,
+                   all_fp8.activation_bytes + 5 * kSbh);
+
+  v1::Recompute& r = *job.mutable_training()->mutable_recompute();
+  r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+  r.add_modules(v1::Recompute::MODULE_MLP);
+  fp8.set_bf16_first_layers(1);
+  const double recomputed = Figures(job).activation_bytes;
+  job.mutable_training()->clear_fp8();
+  EXPECT_DOUBLE_EQ(recomputed, Figures(job).activation_bytes);
+
+  v1::Job refused = SmallJob();
+  refused.mutable_training()->mutable_fp8()->set_bf16_last_layers(1);
+  EXPECT_NE(ValidateJob(refused).message().find(
+                "training.fp8.bf16_last_layers: needs an fp8 recipe other "
+                "than delayed"),
+            std::string::npos)
+      << ValidateJob(refused);
+  refused.mutable_training()->mutable_fp8()->set_recipe(
+      v1::Fp8::RECIPE_MXFP8);
+  refused.mutable_training()->mutable_fp8()->set_bf16_last_layers(3);
+  EXPECT_EQ(ValidateJob(refused).message(),
+            "training.fp8.bf16_last_layers: must be at most num_layers / "
+            "pipeline_parallel = 2 (got 3)");
+}
+
 // With the MLP recomputed its checkpoint keeps the 16-bit input and
 // nothing inside: fp8 changes only attention's input (-1 sbh) and adds the
 // output projection's copy (+1 sbh), so the activations equal bf16's.

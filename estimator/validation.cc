@@ -351,6 +351,42 @@ absl::Status ValidateOptimizerInstances(const v1::Job& job, uint64_t d) {
   return absl::OkStatus();
 }
 
+// Megatron's rules for the layers an fp8 run keeps in bf16
+// (transformer_config.py __post_init__, ValueError): not with the delayed
+// recipe, and at most num_layers // pipeline_parallel at either end.
+absl::Status ValidateBf16Layers(const v1::Job& job) {
+  const v1::Fp8& fp8 = job.training().fp8();
+  if (fp8.bf16_first_layers() == 0 && fp8.bf16_last_layers() == 0) {
+    return absl::OkStatus();
+  }
+  const char* first = "training.fp8.bf16_first_layers";
+  const char* last = "training.fp8.bf16_last_layers";
+  const char* field = fp8.bf16_first_layers() > 0 ? first : last;
+  if (fp8.recipe() == v1::Fp8::RECIPE_DELAYED ||
+      fp8.recipe() == v1::Fp8::RECIPE_UNSPECIFIED) {
+    return Invalid(field,
+                   "needs an fp8 recipe other than delayed (Megatron: delayed "
+                   "scaling does not support first / last layers in bf16)",
+                   absl::StrCat(fp8.bf16_first_layers() > 0
+                                    ? fp8.bf16_first_layers()
+                                    : fp8.bf16_last_layers()));
+  }
+  const uint64_t most = job.model().num_layers() /
+                        job.parallel().pipeline_parallel();
+  for (const auto& [name, value] :
+       {std::pair<const char*, uint32_t>{first, fp8.bf16_first_layers()},
+        {last, fp8.bf16_last_layers()}}) {
+    if (value > most) {
+      return Invalid(name,
+                     absl::StrCat("must be at most num_layers / "
+                                  "pipeline_parallel = ",
+                                  most),
+                     absl::StrCat(value));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateParallel(const v1::Job& job) {
   const v1::ParallelConfig& par = job.parallel();
   const v1::ModelConfig& m = job.model();
@@ -511,6 +547,7 @@ absl::Status ValidateOptimizerStorage(const v1::Job& job) {
       return Invalid("training.fp8.recipe", "must be a known recipe",
                      absl::StrCat(tr.fp8().recipe()));
     }
+    MEMGATE_RETURN_IF_ERROR(ValidateBf16Layers(job));
     const auto sharding = par.data_parallel_sharding();
     if (tr.fp8().param_gather() && !par.distributed_optimizer() &&
         (sharding == v1::DATA_PARALLEL_SHARDING_UNSPECIFIED ||

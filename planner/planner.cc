@@ -357,6 +357,11 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
         // Megatron defers the output layer's weight gradient to the
         // pipeline flush only with a pipeline (ValidateJob).
         if (p < 2 && s.base.defer_embedding_wgrad) continue;
+        // fp8's bf16 layers at either end fit in L / p (ValidateJob).
+        if (std::max(s.base.bf16_first_layers, s.base.bf16_last_layers) >
+            s.layers / p) {
+          continue;
+        }
         // Megatron-FSDP runs without a pipeline (ValidateJob).
         if (p > 1 && s.sharding != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
           continue;

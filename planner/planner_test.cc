@@ -922,6 +922,45 @@ TEST(PlannerTest, FusedGroupedMlpPlansOnlyExpertTensorParallelOne) {
   EXPECT_TRUE(tp_above_one);
 }
 
+// fp8 with 10 layers kept in bf16 at each end: Megatron runs them only
+// where a stage holds that many (L / p >= 10: PP 8 at most for 80 layers),
+// and each candidate is the job it says, its bf16 layers found by their
+// place in every (uneven, interleaved) split, above the all-fp8 peak.
+TEST(PlannerTest, Bf16LayersUnderFp8PlanOnlyStagesThatHoldThem) {
+  v1::PlanRequest all_fp8 = Request("llama-3.1-70b", "h100-80gb", 512, 8192,
+                                    512);
+  all_fp8.mutable_training()->mutable_fp8()->set_recipe(
+      v1::Fp8::RECIPE_TENSORWISE);
+  all_fp8.set_top_k(0);
+  v1::PlanRequest r = all_fp8;
+  r.mutable_training()->mutable_fp8()->set_bf16_first_layers(10);
+  r.mutable_training()->mutable_fp8()->set_bf16_last_layers(10);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  absl::StatusOr<v1::PlanResponse> fp8 = PlanLayouts(all_fp8);
+  ASSERT_TRUE(plan.ok() && fp8.ok()) << plan.status();
+  ASSERT_GT(plan->candidates_size(), 0);
+  EXPECT_LT(plan->considered(), fp8->considered());
+  std::map<std::tuple<Key, uint32_t, uint32_t>, double> fp8_peak;
+  for (const v1::Candidate& c : fp8->candidates()) {
+    fp8_peak[{KeyOf(c), c.virtual_pipeline_stages(),
+              c.recompute_num_layers()}] = c.peak_bytes();
+  }
+  int interleaved = 0, compared = 0;
+  for (const v1::Candidate& c : plan->candidates()) {
+    EXPECT_LE(c.pipeline_parallel(), 8u) << c.ShortDebugString();
+    interleaved += c.virtual_pipeline_stages() > 1;
+    ASSERT_TRUE(EstimatedAsItsJob(r, c).ok());
+    auto same = fp8_peak.find(
+        {KeyOf(c), c.virtual_pipeline_stages(), c.recompute_num_layers()});
+    if (same != fp8_peak.end()) {
+      EXPECT_GT(c.peak_bytes(), same->second) << c.ShortDebugString();
+      ++compared;
+    }
+  }
+  EXPECT_GT(interleaved, 0);
+  EXPECT_GT(compared, 10);
+}
+
 // --num-distributed-optimizer-instances 4: the plan keeps the instances,
 // proposes only layouts whose d x c and expert-data-parallel size they
 // divide (ValidateJob's rules), says them in each candidate's arguments,

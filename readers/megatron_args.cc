@@ -886,11 +886,35 @@ absl::Status FillOptimizerStorage(const Arguments& args,
 
 // TransformerEngine fp8 (--fp8-format, or --fp8 as TransformerConfig
 // spells it) with its recipe and --fp8-param-gather.
+// --first-last-layers-bf16 under fp8: the first and last layers it keeps
+// in bf16 (TrainingConfig.fp8's bf16_first_layers / bf16_last_layers),
+// Megatron's default 1 each; the counts alone do nothing. Megatron's
+// rules on them (the recipe, at most L / p) are ValidateJob's.
+absl::Status FillBf16Layers(const Arguments& args, MegatronLaunch& launch) {
+  if (!args.Has("first-last-layers-bf16")) return absl::OkStatus();
+  MEMGATE_ASSIGN_OR_RETURN(start, args.Number("num-layers-at-start-in-bf16", 1));
+  MEMGATE_ASSIGN_OR_RETURN(end, args.Number("num-layers-at-end-in-bf16", 1));
+  v1::Fp8& fp8 = *launch.job.mutable_training()->mutable_fp8();
+  fp8.set_bf16_first_layers(start);
+  fp8.set_bf16_last_layers(end);
+  launch.notes.push_back(absl::StrCat(
+      "--first-last-layers-bf16: the first ", start, " and last ", end,
+      " layers run outside fp8 (their activations counted in bf16; their "
+      "fp8 weight copies, which TransformerEngine does not make there, "
+      "still counted: an upper bound)"));
+  return absl::OkStatus();
+}
+
 absl::Status FillFp8(const Arguments& args, MegatronLaunch& launch) {
   const char* format_flag = args.Has("fp8-format") ? "fp8-format" : "fp8";
   if (!args.Has(format_flag)) {
     for (const char* needs_fp8 : {"fp8-recipe", "fp8-param-gather"}) {
       if (args.Has(needs_fp8)) return Bad(needs_fp8, "needs --fp8-format");
+    }
+    if (args.Has("first-last-layers-bf16")) {
+      launch.notes.push_back(
+          "--first-last-layers-bf16: no effect without fp8 (every layer "
+          "runs in the training precision)");
     }
     return absl::OkStatus();
   }
@@ -921,7 +945,7 @@ absl::Status FillFp8(const Arguments& args, MegatronLaunch& launch) {
   }
   fp8.set_recipe(it->second);
   fp8.set_param_gather(args.Has("fp8-param-gather"));
-  return absl::OkStatus();
+  return FillBf16Layers(args, launch);
 }
 
 // Counts every gradient of a Megatron-FSDP job in fp32 (4 B), or refuses

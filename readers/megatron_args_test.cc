@@ -540,6 +540,61 @@ TEST(MegatronArgsTest, TpCommOverlapCountsTransformerEnginesUserbuffers) {
                             {"--tp-comm-overlap"}));
 }
 
+// --first-last-layers-bf16 under fp8: the first and last layers (1 each
+// by Megatron's default) run in bf16 and keep bf16 activations; with
+// --tp-comm-overlap TransformerEngine makes a second, unquantized set of
+// userbuffers. Without fp8 it does nothing, and says so; with the delayed
+// recipe Megatron raises, and so does the estimate.
+TEST(MegatronArgsTest, LayersKeptInBf16UnderFp8AreRead) {
+  constexpr char kFp8[] = "--fp8-format hybrid --fp8-recipe tensorwise ";
+  absl::StatusOr<MegatronLaunch> l = ReadLlamaLaunch(
+      std::string(kFp8) + "--first-last-layers-bf16", "");
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->job.training().fp8().bf16_first_layers(), 1u);
+  EXPECT_EQ(l->job.training().fp8().bf16_last_layers(), 1u);
+  EXPECT_NE(AllNotes(*l).find("--first-last-layers-bf16: the first 1 and "
+                              "last 1 layers run outside fp8"),
+            std::string::npos);
+  const v1::Job fp8 = LlamaLaunchJob(kFp8);
+  const v1::Job kept = LlamaLaunchJob(
+      std::string(kFp8) + "--first-last-layers-bf16 "
+                          "--num-layers-at-start-in-bf16 2 "
+                          "--num-layers-at-end-in-bf16 0");
+  EXPECT_EQ(kept.training().fp8().bf16_first_layers(), 2u);
+  EXPECT_EQ(kept.training().fp8().bf16_last_layers(), 0u);
+  EXPECT_GT(PeakOf(kept), PeakOf(fp8));
+  // The counts alone do nothing.
+  EXPECT_EQ(LlamaLaunchJob(std::string(kFp8) + "--num-layers-at-start-in-bf16 4")
+                .training()
+                .fp8()
+                .bf16_first_layers(),
+            0u);
+
+  absl::StatusOr<v1::Estimate> overlap = EstimateJob(LlamaLaunchJob(
+      std::string(kFp8) + "--first-last-layers-bf16 --tp-comm-overlap"));
+  absl::StatusOr<v1::Estimate> fp8_overlap =
+      EstimateJob(LlamaLaunchJob(std::string(kFp8) + "--tp-comm-overlap"));
+  absl::StatusOr<v1::Estimate> bf16_overlap =
+      EstimateJob(LlamaLaunchJob("--tp-comm-overlap"));
+  ASSERT_TRUE(overlap.ok() && fp8_overlap.ok() && bf16_overlap.ok());
+  EXPECT_DOUBLE_EQ(overlap->peak().te_userbuffer_bytes(),
+                   fp8_overlap->peak().te_userbuffer_bytes() +
+                       bf16_overlap->peak().te_userbuffer_bytes());
+
+  l = ReadLlamaLaunch("--first-last-layers-bf16", "");
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_FALSE(l->job.training().has_fp8());
+  EXPECT_NE(AllNotes(*l).find("no effect without fp8"), std::string::npos);
+
+  absl::StatusOr<v1::Estimate> delayed = EstimateJob(LlamaLaunchJob(
+      "--fp8-format hybrid --first-last-layers-bf16"));
+  EXPECT_NE(delayed.status().message().find(
+                "training.fp8.bf16_first_layers: needs an fp8 recipe other "
+                "than delayed"),
+            std::string::npos)
+      << delayed.status();
+}
+
 // --num-distributed-optimizer-instances N: N copies of the distributed
 // optimizer, each sharded over d x c / N ranks (memory_model.cc [DO]): a
 // GPU holds N times its share of the optimizer, nothing else changes.

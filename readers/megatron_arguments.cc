@@ -110,8 +110,17 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "custom refused"},
       {"fp8-param-gather", false, M, "off",
        "GEMM weights kept in fp8 only: no bf16 copy beside the fp8 pair"},
-      {"first-last-layers-bf16", false, R, "off",
-       "layers kept in bf16 under fp8: not modelled"},
+      {"first-last-layers-bf16", false, M, "off",
+       "under fp8 the model's first and last layers (counts below) run in "
+       "bf16: their activations counted in bf16 where that is more, a "
+       "second unquantized set of TE userbuffers with --tp-comm-overlap; "
+       "their fp8 weight copies still counted (an over-count); refused "
+       "with the delayed recipe and beyond L / p layers (Megatron raises); "
+       "no effect without fp8"},
+      {"num-layers-at-start-in-bf16", true, M, "1",
+       "with --first-last-layers-bf16: the first layers kept in bf16"},
+      {"num-layers-at-end-in-bf16", true, M, "1",
+       "with --first-last-layers-bf16: the last layers kept in bf16"},
       {"fp4-format", true, R, "off", "fp4: not modelled"},
       {"te-precision-config-file", true, R, "",
        "per-module precision overrides from a file: not modelled"},
