@@ -107,6 +107,13 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
         l.optimizer_instances, l.optimizer_instances,
         l.data * l.context / l.optimizer_instances, l.data * l.context));
   }
+  if (l.rs_fp32_accumulation) {
+    out.push_back(
+        "fp32-accumulating reduce-scatter: a scratch copy of the stage's "
+        "whole gradient buffer from the last micro-batch's backward to the "
+        "step's end (every bucket live, as before Megatron-Core 0.18), "
+        "counted above the activations it outlives");
+  }
   if (l.optimizer_offload > 0) {
     out.push_back(absl::StrCat("optimizer CPU offload: ",
                                l.optimizer_offload * 100,

@@ -87,6 +87,7 @@ void Fill(const StageFigures& f, uint32_t stage, double layers,
   out.set_expert_imbalance_bytes(f.imbalance_bytes);
   out.set_communication_buffer_bytes(f.buffer_bytes);
   out.set_te_userbuffer_bytes(f.te_userbuffer_bytes);
+  out.set_gradient_scratch_bytes(f.gradient_scratch_bytes);
 }
 
 }  // namespace

@@ -234,6 +234,32 @@ TEST(EstimateTest, Bf16LayersAreFoundByTheirPlaceInTheModel) {
   EXPECT_GT(rank0 / 2, rank1 / 3);
 }
 
+// The fp32-accumulating reduce-scatter's scratch (a copy of the stage's
+// bf16 gradient buffer, as large as its gradients) exists from the last
+// micro-batch's backward: under 1F1B it outlives every other micro-batch's
+// activations, so stage 0 (4 in flight) absorbs it in what it freed and
+// the last stage (1 in flight) adds it whole. Interleaved, a chunk's sync
+// starts while others hold micro-batches: every stage adds it whole.
+TEST(EstimateTest, ReduceScatterScratchCountsAboveTheActivationsItOutlives) {
+  v1::Job job = PaperJob("llama-3.1-8b", "h100-80gb", 2, 1, 4, 1, 8, 8192);
+  job.mutable_training()->set_precision(v1::PRECISION_BF16_BF16_GRADS);
+  job.mutable_training()->set_global_batch_size(64);
+  job.mutable_training()->set_reduce_scatter_fp32_accumulation(true);
+  absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  const v1::StageMemory& first = e->stages(0);
+  const v1::StageMemory& last = e->stages(3);
+  EXPECT_DOUBLE_EQ(first.gradient_scratch_bytes(), 0);
+  EXPECT_DOUBLE_EQ(last.gradient_scratch_bytes(), last.gradient_bytes());
+  EXPECT_DOUBLE_EQ(last.communication_buffer_bytes(), last.gradient_bytes());
+  job.mutable_parallel()->set_virtual_pipeline_stages(2);
+  e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  for (const v1::StageMemory& s : e->stages()) {
+    EXPECT_DOUBLE_EQ(s.gradient_scratch_bytes(), s.gradient_bytes());
+  }
+}
+
 TEST(EstimateTest, ZonesAtTheBoundaries) {
   EXPECT_EQ(ZoneOf(80, 100, 0.8), v1::ZONE_GREEN);
   EXPECT_EQ(ZoneOf(80.001, 100, 0.8), v1::ZONE_YELLOW);

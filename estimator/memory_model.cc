@@ -98,6 +98,16 @@
 //      makes a second, unquantized set of userbuffers (training/
 //      initialize.py quantization_modes; TE module/base.py initialize_ub,
 //      one communicator per name and mode).
+// [RSA] Megatron-LM --ddp-reduce-scatter-with-fp32-accumulation: core/
+//      distributed/reduce_scatter_with_fp32_accumulation.py (an all-to-all
+//      into torch.empty_like(bucket), kept by the work handle until
+//      .wait(), then an fp32 sum of one shard); param_and_grad_buffer.py
+//      (register_grad_ready starts a bucket's sync only on the last micro-
+//      batch; before core 0.18 every handle waits at the step's end, from
+//      0.18 a bucket drains its predecessor; distributed_data_parallel.py
+//      gives stages after the first one bucket, the whole buffer);
+//      training/arguments.py turns it off under accumulate_allreduce_
+//      grads_in_fp32.
 // [DO] Megatron-LM's partial distributed optimizer,
 //      --num-distributed-optimizer-instances N: core/parallel_state.py
 //      (intra_partial_data_parallel_size = d*c / N, asserted to divide;
@@ -817,6 +827,13 @@ Layout LayoutOf(const v1::Job& job) {
     default:
       break;
   }
+  // [RSA] Megatron turns the flag off where the gradients are reduced in
+  // fp32 anyway (bf16 with fp32 main gradients: arguments.py), and only
+  // the distributed optimizer's DDP reduce-scatters.
+  l.rs_fp32_accumulation =
+      train.reduce_scatter_fp32_accumulation() && l.distributed_optimizer &&
+      l.sharding == FsdpSharding::kNone &&
+      (l.precision == v1::PRECISION_FP32 || LayoutGradientBytes(l) < 4);
   return l;
 }
 
@@ -1122,6 +1139,24 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
       f.te_userbuffer_bytes += TeUserbufferBytes(ub);
     }
     f.buffer_bytes += f.te_userbuffer_bytes;
+  }
+  if (l.rs_fp32_accumulation) {
+    // [RSA] a scratch copy of the stage's whole gradient buffer (dense and
+    // expert), from the last micro-batch's backward on: by then 1F1B has
+    // freed every other micro-batch's activations, which the scratch does
+    // not add to. Interleaved (a chunk's sync starts while other chunks
+    // still hold micro-batches) or with the deferred embedding wgrad (kept
+    // to the flush), it is counted whole.
+    const double scratch = LayoutGradientBytes(l) * (params + expert_params);
+    double outlived = 0;
+    if (l.virtual_stages <= 1 && !l.defer_embedding_wgrad) {
+      Layout last = l;
+      last.microbatches = 1;
+      outlived = f.activation_bytes -
+                 StageActivations(m, last, stage, mix, chunks);
+    }
+    f.gradient_scratch_bytes = std::max(0.0, scratch - outlived);
+    f.buffer_bytes += f.gradient_scratch_bytes;
   }
   // Dropless routing: the most loaded expert-parallel rank receives more
   // than its share; admission counts that margin above the estimate, never

@@ -114,6 +114,10 @@ struct Layout {
   // (TrainingConfig.defer_embedding_wgrad, DeferredEmbeddingWgradBytes):
   // at most wgrad_deferral_limit entries (0: every call of the step).
   bool defer_embedding_wgrad = false;
+  // TrainingConfig.reduce_scatter_fp32_accumulation where Megatron runs it
+  // (the distributed optimizer's 16-bit, or fp32 training's, gradients
+  // reduce-scattered by DDP) [RSA in memory_model.cc].
+  bool rs_fp32_accumulation = false;
   double wgrad_deferral_limit = 0;
   // Megatron's dataloader attention mask (b x s x s bool) on the stages
   // that read data (DataloaderMaskBytes in memory_model.cc).
@@ -212,8 +216,11 @@ struct StageFigures {
   // Fixed communication buffers outside the activations (DeepEP's and
   // TransformerEngine's userbuffers)...
   double buffer_bytes = 0;
-  // ...of which the userbuffers (Layout::tp_comm_overlap).
+  // ...of which the userbuffers (Layout::tp_comm_overlap)...
   double te_userbuffer_bytes = 0;
+  // ...and the fp32-accumulating reduce-scatter's scratch above the
+  // activations it outlives (Layout::rs_fp32_accumulation).
+  double gradient_scratch_bytes = 0;
   double total_bytes() const {
     return weight_bytes + gradient_bytes + optimizer_bytes +
            activation_bytes + buffer_bytes;

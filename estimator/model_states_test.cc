@@ -139,6 +139,41 @@ TEST(ModelStatesTest, DistributedOptimizerInstancesShardOverTheirOwnRanks) {
   EXPECT_DOUBLE_EQ(Figures(job).optimizer_bytes, 12 * kParams / 2 * 0.5);
 }
 
+// [RSA] the fp32-accumulating reduce-scatter's scratch: a copy of the
+// stage's whole gradient buffer from the last micro-batch's backward on.
+// One stage holds one micro-batch, so nothing is outlived: all of it
+// counts, in the buffer's dtype (2 B with bf16 gradients, 4 B in fp32
+// training). Megatron runs it only where gradients are reduced in 16 bits
+// or fp32 training's own dtype, and only for the distributed optimizer.
+TEST(ModelStatesTest, Fp32AccumulatingReduceScatterHoldsAGradientCopy) {
+  v1::Job job = SmallJob();
+  job.mutable_training()->set_precision(v1::PRECISION_BF16_BF16_GRADS);
+  const StageFigures plain = Figures(job);
+  job.mutable_training()->set_reduce_scatter_fp32_accumulation(true);
+  StageFigures f = Figures(job);
+  EXPECT_DOUBLE_EQ(f.gradient_scratch_bytes, 2 * kParams);
+  EXPECT_DOUBLE_EQ(f.total_bytes(), plain.total_bytes() + 2 * kParams);
+  job.mutable_training()->set_precision(v1::PRECISION_FP32);
+  EXPECT_DOUBLE_EQ(Figures(job).gradient_scratch_bytes, 4 * kParams);
+  job.mutable_training()->set_precision(v1::PRECISION_BF16_FP32_GRADS);
+  EXPECT_DOUBLE_EQ(Figures(job).gradient_scratch_bytes, 0);
+  job.mutable_training()->mutable_precision_aware_optimizer()
+      ->set_main_grads_dtype(v1::DTYPE_BF16);
+  EXPECT_DOUBLE_EQ(Figures(job).gradient_scratch_bytes, 2 * kParams);
+  job.mutable_parallel()->set_distributed_optimizer(false);
+  EXPECT_DOUBLE_EQ(Figures(job).gradient_scratch_bytes, 0);
+  // Beside several optimizer instances Megatron asserts.
+  job.mutable_parallel()->set_distributed_optimizer(true);
+  job.mutable_parallel()->set_distributed_optimizer_instances(2);
+  EXPECT_NE(ValidateJob(job).message().find(
+                "distributed_optimizer_instances: above 1 with "
+                "training.reduce_scatter_fp32_accumulation"),
+            std::string::npos)
+      << ValidateJob(job);
+  job.mutable_training()->clear_precision_aware_optimizer();
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);  // turned off
+}
+
 // [MF] with the double buffer the two largest FSDP units of the single
 // stage, the embedding and the LM head (32,768,000 each, larger than a
 // layer), are held un-sharded.

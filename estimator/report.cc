@@ -148,9 +148,11 @@ std::string ZoneName(v1::Zone zone) {
 namespace {
 
 // DeepEP's share of a stage's communication buffers: the rest are
-// TransformerEngine's userbuffers (StageMemory.te_userbuffer_bytes).
+// TransformerEngine's userbuffers (StageMemory.te_userbuffer_bytes) and
+// the reduce-scatter's scratch (gradient_scratch_bytes).
 double DeepEpShareOf(const v1::StageMemory& s) {
-  return s.communication_buffer_bytes() - s.te_userbuffer_bytes();
+  return s.communication_buffer_bytes() - s.te_userbuffer_bytes() -
+         s.gradient_scratch_bytes();
 }
 
 }  // namespace
@@ -167,6 +169,10 @@ std::string BreakdownLine(const v1::StageMemory& s) {
   if (s.te_userbuffer_bytes() > 0) {
     absl::StrAppendFormat(&line, " + TE userbuffers %.2f GiB",
                           ToGiB(s.te_userbuffer_bytes()));
+  }
+  if (s.gradient_scratch_bytes() > 0) {
+    absl::StrAppendFormat(&line, " + reduce-scatter scratch %.2f GiB",
+                          ToGiB(s.gradient_scratch_bytes()));
   }
   if (s.expert_imbalance_bytes() > 0) {
     absl::StrAppendFormat(&line, " (+ %.2f GiB expert load margin)",
@@ -241,6 +247,14 @@ std::string FormatEstimateTable(const v1::Estimate& e) {
         "total includes TransformerEngine's userbuffers (--tp-comm-overlap): "
         "%.2f GiB on every GPU\n",
         ToGiB(e.peak().te_userbuffer_bytes()));
+  }
+  if (e.peak().gradient_scratch_bytes() > 0) {
+    absl::StrAppendFormat(
+        &out,
+        "total includes the fp32-accumulating reduce-scatter's scratch "
+        "(--ddp-reduce-scatter-with-fp32-accumulation): %.2f GiB above the "
+        "activations it outlives\n",
+        ToGiB(e.peak().gradient_scratch_bytes()));
   }
   if (e.peak().expert_imbalance_bytes() > 0) {
     absl::StrAppendFormat(

@@ -325,6 +325,20 @@ absl::Status ValidateOptimizerInstances(const v1::Job& job, uint64_t d) {
                    "asserts: partial DistOpt cannot be used without DistOpt)",
                    absl::StrCat(n));
   }
+  // Megatron asserts against the fp32-accumulating reduce-scatter beside
+  // instances, where it runs: not for bf16 with fp32 gradients, whose
+  // reduction arguments.py already keeps in fp32 (and turns it off).
+  const v1::TrainingConfig& tr = job.training();
+  const bool fp32_reduction =
+      tr.precision() == v1::PRECISION_BF16_FP32_GRADS &&
+      tr.precision_aware_optimizer().main_grads_dtype() != v1::DTYPE_BF16;
+  if (tr.reduce_scatter_fp32_accumulation() && !fp32_reduction) {
+    return Invalid(field,
+                   "above 1 with training.reduce_scatter_fp32_accumulation "
+                   "(Megatron asserts: RS with FP32 accumulation not "
+                   "supported with several distributed-optimizer instances)",
+                   absl::StrCat(n));
+  }
   const uint64_t dc = d * par.context_parallel();
   if (dc % n != 0) {
     return Invalid(field,

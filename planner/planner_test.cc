@@ -961,6 +961,33 @@ TEST(PlannerTest, Bf16LayersUnderFp8PlanOnlyStagesThatHoldThem) {
   EXPECT_GT(compared, 10);
 }
 
+// The fp32-accumulating reduce-scatter's scratch, planned as the job runs
+// it: each candidate (plain, interleaved, recomputed) is the job it says,
+// peak for peak, and none holds less than without the scratch.
+TEST(PlannerTest, ReduceScatterScratchIsCountedInEveryCandidate) {
+  v1::PlanRequest plain = Request("llama-3.1-70b", "h100-80gb", 256, 8192,
+                                  256);
+  plain.set_precision(v1::PRECISION_BF16_BF16_GRADS);
+  plain.set_top_k(40);
+  v1::PlanRequest r = plain;
+  r.mutable_training()->set_reduce_scatter_fp32_accumulation(true);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->candidates_size(), 40);
+  int with_scratch = 0;
+  for (const v1::Candidate& c : plan->candidates()) {
+    absl::StatusOr<v1::Estimate> e = EstimatedAsItsJob(r, c);
+    ASSERT_TRUE(e.ok());
+    with_scratch += e->peak().gradient_scratch_bytes() > 0;
+    v1::Job without = JobForCandidate(plain, c);
+    absl::StatusOr<v1::Estimate> base = EstimateJob(without);
+    ASSERT_TRUE(base.ok()) << base.status();
+    EXPECT_GE(c.peak_bytes(), base->peak().total_bytes())
+        << c.ShortDebugString();
+  }
+  EXPECT_GT(with_scratch, 0);
+}
+
 // --num-distributed-optimizer-instances 4: the plan keeps the instances,
 // proposes only layouts whose d x c and expert-data-parallel size they
 // divide (ValidateJob's rules), says them in each candidate's arguments,

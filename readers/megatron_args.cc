@@ -1183,18 +1183,19 @@ absl::Status FillLocalGradAccumulation(const Arguments& args,
 
 // --ddp-reduce-scatter-with-fp32-accumulation (core 0.16 on) reduces the
 // distributed optimizer's gradients by an all-to-all into a scratch copy of
-// each bucket (reduce_scatter_with_fp32_accumulation.py torch.empty_like(
-// input_tensor)), which before core 0.18 stays live until the step ends
-// (distributed_data_parallel.py: "without this draining, all such tensors
-// stay live until end-of-step"): up to a second gradient buffer, not
-// modelled. Megatron turns it off under fp32 gradient reduction (bf16
-// without --grad-reduce-in-bf16, arguments.py), and only the distributed
-// optimizer reduce-scatters.
-absl::Status RefuseFp32AccumulatingReduceScatter(const Arguments& args,
-                                                 MegatronLaunch& launch) {
+// each bucket (TrainingConfig.reduce_scatter_fp32_accumulation, counted as
+// memory_model.cc [RSA] says). Megatron turns it off under fp32 gradient
+// reduction (bf16 with fp32 main gradients and without
+// --grad-reduce-in-bf16, arguments.py), and only the distributed
+// optimizer's DDP reduce-scatters; beside several optimizer instances it
+// asserts (ValidateJob).
+absl::Status FillFp32AccumulatingReduceScatter(const Arguments& args,
+                                               MegatronLaunch& launch) {
   constexpr char kName[] = "ddp-reduce-scatter-with-fp32-accumulation";
   if (!args.Has(kName)) return absl::OkStatus();
-  if (launch.job.training().precision() == v1::PRECISION_BF16_FP32_GRADS) {
+  v1::TrainingConfig& t = *launch.job.mutable_training();
+  if (t.precision() == v1::PRECISION_BF16_FP32_GRADS &&
+      t.precision_aware_optimizer().main_grads_dtype() != v1::DTYPE_BF16) {
     launch.notes.push_back(absl::StrCat(
         "--", kName, ": Megatron turns it off (gradients already reduced "
         "in fp32)"));
@@ -1205,9 +1206,14 @@ absl::Status RefuseFp32AccumulatingReduceScatter(const Arguments& args,
           v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
     return absl::OkStatus();  // no DDP reduce-scatter to change
   }
-  return Bad(kName, "its all-to-all scratch copies of the gradient buckets "
-                    "(live until the step ends before core 0.18) are not "
-                    "modelled");
+  t.set_reduce_scatter_fp32_accumulation(true);
+  launch.notes.push_back(absl::StrCat(
+      "--", kName, ": its all-to-all scratch counted as a copy of the "
+      "stage's whole gradient buffer (every bucket live, as before core "
+      "0.18: an upper bound from 0.18 on the first stage), above the "
+      "activations it can coexist with (the last micro-batch's; all of "
+      "them when interleaved)"));
+  return absl::OkStatus();
 }
 
 // Recomputed modules Megatron refuses beside other settings
@@ -1336,7 +1342,7 @@ absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
   for (auto fill : {FillPrecision, FillActivations, FillOptimizer,
                     FillOptimizerStorage, FillFp8, FillFsdp,
                     FillOptimizerInstances, FillLocalGradAccumulation,
-                    RefuseFp32AccumulatingReduceScatter, FillTpCommOverlap}) {
+                    FillFp32AccumulatingReduceScatter, FillTpCommOverlap}) {
     if (absl::Status s = fill(args, launch); !s.ok()) return s;
   }
   return RefuseModulesMegatronRefuses(args, launch);

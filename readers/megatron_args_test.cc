@@ -595,6 +595,39 @@ TEST(MegatronArgsTest, LayersKeptInBf16UnderFp8AreRead) {
       << delayed.status();
 }
 
+// --ddp-reduce-scatter-with-fp32-accumulation: counted where Megatron runs
+// it (16-bit gradient reduction with the distributed optimizer), said in a
+// note; off under --bf16's fp32 reduction, as Megatron turns it off;
+// beside optimizer instances refused, as Megatron asserts.
+TEST(MegatronArgsTest, Fp32AccumulatingReduceScatterIsRead) {
+  constexpr char kRs[] = "--ddp-reduce-scatter-with-fp32-accumulation ";
+  absl::StatusOr<MegatronLaunch> l =
+      ReadLlamaLaunch(std::string(kRs) + "--grad-reduce-in-bf16", "");
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_TRUE(l->job.training().reduce_scatter_fp32_accumulation());
+  EXPECT_NE(AllNotes(*l).find("its all-to-all scratch counted"),
+            std::string::npos);
+  v1::Job job = l->job;
+  job.mutable_accelerator()->set_name("h100-80gb");
+  absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_GT(e->stages(1).gradient_scratch_bytes(), 0);
+
+  l = ReadLlamaLaunch(kRs, "");
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_FALSE(l->job.training().reduce_scatter_fp32_accumulation());
+  EXPECT_NE(AllNotes(*l).find("Megatron turns it off"), std::string::npos);
+
+  absl::StatusOr<v1::Estimate> instances = EstimateJob(LlamaLaunchJob(
+      std::string(kRs) +
+      "--grad-reduce-in-bf16 --num-distributed-optimizer-instances 2"));
+  EXPECT_NE(instances.status().message().find(
+                "parallel.distributed_optimizer_instances: above 1 with "
+                "training.reduce_scatter_fp32_accumulation"),
+            std::string::npos)
+      << instances.status();
+}
+
 // --num-distributed-optimizer-instances N: N copies of the distributed
 // optimizer, each sharded over d x c / N ranks (memory_model.cc [DO]): a
 // GPU holds N times its share of the optimizer, nothing else changes.
@@ -980,11 +1013,14 @@ TEST(MegatronArgsTest, Fp32LocalAccumulationCountsAnFp32GradientAParameter) {
   }
   EXPECT_TRUE(RefusedNaming(std::string(kPatterns) + " all", "",
                             {std::string(kPatterns), "--grad-reduce-in-bf16"}));
-  // The fp32-accumulating reduce-scatter: refused with bf16 gradients (its
-  // scratch copies of the buckets), a no-op Megatron turns off otherwise.
-  EXPECT_TRUE(RefusedNaming(
-      bf16_grads + "--ddp-reduce-scatter-with-fp32-accumulation", "",
-      {"--ddp-reduce-scatter-with-fp32-accumulation", "not modelled"}));
+  // The fp32-accumulating reduce-scatter: its scratch counted with bf16
+  // gradients (Fp32AccumulatingReduceScatterIsRead), a no-op Megatron
+  // turns off otherwise.
+  absl::StatusOr<v1::Estimate> scratch = EstimateJob(LlamaLaunchJob(
+      bf16_grads + "--ddp-reduce-scatter-with-fp32-accumulation"));
+  absl::StatusOr<v1::Estimate> none = EstimateJob(LlamaLaunchJob(bf16_grads));
+  ASSERT_TRUE(scratch.ok() && none.ok());
+  EXPECT_GT(scratch->stages(1).total_bytes(), none->stages(1).total_bytes());
   EXPECT_DOUBLE_EQ(
       PeakOf(LlamaLaunchJob("--ddp-reduce-scatter-with-fp32-accumulation")),
       PeakOf(LlamaLaunchJob("")));

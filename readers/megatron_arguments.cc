@@ -231,11 +231,15 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "(4 B, un-sharded); every parameter counted unless the pattern is "
        "'all' (an upper bound); refused with fp32 gradient reduction "
        "(Megatron asserts)"},
-      {"ddp-reduce-scatter-with-fp32-accumulation", false, P, "off",
-       "no effect with fp32 gradient reduction (Megatron turns it off) or "
-       "without the distributed optimizer; otherwise refused: its all-to-all "
-       "scratch copies of the gradient buckets (live until the step ends "
-       "before core 0.18) are not modelled"},
+      {"ddp-reduce-scatter-with-fp32-accumulation", false, M, "off",
+       "the all-to-all's scratch copies of the gradient buckets: a copy of "
+       "the stage's whole gradient buffer (all buckets live, as before core "
+       "0.18) from the last micro-batch's backward to the step's end, above "
+       "that micro-batch's activations (all of them when interleaved); no "
+       "effect with fp32 gradient reduction (Megatron turns it off), "
+       "without the distributed optimizer or with Megatron-FSDP; refused "
+       "with --num-distributed-optimizer-instances above 1 (Megatron "
+       "asserts)"},
       {"megatron-fsdp-grad-comm-dtype", true, P, "auto",
        "the un-sharded buckets gradients are reduced in: with optim_grads / "
        "optim_grads_params fp32 counts the gradients in fp32 (4 B), bf16 / "
