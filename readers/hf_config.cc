@@ -1,6 +1,7 @@
 #include "readers/hf_config.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <utility>
@@ -31,7 +32,8 @@ struct Family {
   bool qkv_bias;         // the family's attention has q, k, v biases
   bool qk_norm;          // RMSNorm on Q and K per head (Qwen3Attention)
   bool sandwich_norms;   // norms after attention and the MLP too (Gemma 2/3)
-  enum Experts { kDense, kMixtral, kQwenMoe, kDeepseek } experts = kDense;
+  enum Experts { kDense, kMixtral, kQwenMoe, kDeepseek, kGlm } experts =
+      kDense;
   // Nemotron: an ungated MLP of hidden_act (up, down) and LayerNorm1P
   // (weight and bias), transformers' modeling_nemotron.py.
   bool ungated_mlp = false;
@@ -63,6 +65,11 @@ const std::vector<Family>& Families() {
        Family::kDeepseek},
       {"nemotron", {"NemotronForCausalLM"}, false, false, false, false,
        Family::kDense, true, true},
+      // GLM-4.5: DeepSeek-V3's experts with grouped-query attention
+      // (attention_bias: q, k, v biases; use_qk_norm), transformers'
+      // modeling_glm4_moe.py.
+      {"glm4_moe", {"Glm4MoeForCausalLM"}, false, false, false, false,
+       Family::kGlm},
   };
   return *families;
 }
@@ -80,7 +87,7 @@ const char* WhyNotModelled(absl::string_view model_type) {
   }
   return "not a family memgate models (llama, mistral, qwen2, qwen3, phi3, "
          "gemma, gemma2, gemma3_text, mixtral, qwen2_moe, qwen3_moe, "
-         "deepseek_v2, deepseek_v3, nemotron)";
+         "deepseek_v2, deepseek_v3, nemotron, glm4_moe)";
 }
 
 absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
@@ -88,7 +95,8 @@ absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
     return absl::InvalidArgumentError(
         "config.json: model_type: missing (memgate reads llama, mistral, "
         "qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, mixtral, qwen2_moe, "
-        "qwen3_moe, deepseek_v2, deepseek_v3 and nemotron configs)");
+        "qwen3_moe, deepseek_v2, deepseek_v3, nemotron and glm4_moe "
+        "configs)");
   }
   for (const Family& f : Families()) {
     if (hf.model_type() != f.model_type) continue;
@@ -111,6 +119,22 @@ absl::Status MissingMoe(absl::string_view key) {
   return absl::InvalidArgumentError(
       absl::StrCat("config.json: ", key, ": required for a mixture-of-experts "
                    "model"));
+}
+
+// DeepSeek's and GLM's shared experts: n_shared_experts MLPs of the
+// routed width, one MLP of their summed width. The product is checked, so
+// that hostile sizes cannot wrap around to a small model.
+absl::Status SetSharedWidth(const v1::HuggingFaceConfig& hf,
+                            v1::MoeConfig& moe) {
+  const uint64_t width =
+      uint64_t{hf.n_shared_experts()} * hf.moe_intermediate_size();
+  if (width > UINT32_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.json: n_shared_experts x moe_intermediate_size: at most ",
+        UINT32_MAX, " (got ", width, ")"));
+  }
+  moe.set_shared_expert_ffn_hidden_size(static_cast<uint32_t>(width));
+  return absl::OkStatus();
 }
 
 // Experts, MLA and MTP as the family's modeling file builds them.
@@ -168,8 +192,7 @@ absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
       }
       moe.set_num_experts(hf.n_routed_experts());
       moe.set_expert_ffn_hidden_size(hf.moe_intermediate_size());
-      moe.set_shared_expert_ffn_hidden_size(hf.n_shared_experts() *
-                                            hf.moe_intermediate_size());
+      if (absl::Status st = SetSharedWidth(hf, moe); !st.ok()) return st;
       const uint32_t dense = hf.first_k_dense_replace();
       const uint32_t freq =
           std::max(1u, hf.has_moe_layer_freq() ? hf.moe_layer_freq() : 1u);
@@ -191,6 +214,25 @@ absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
       // DeepSeek's q_a_layernorm and kv_a_layernorm on the latents:
       // Megatron's --qk-layernorm with MLA (gpt_layer_specs.py).
       model.set_qk_norm(true);
+      model.set_mtp_num_layers(hf.num_nextn_predict_layers());
+      break;
+    }
+    case Family::kGlm: {
+      // Glm4MoeDecoderLayer: an MoE MLP from layer first_k_dense_replace
+      // on, with routed experts of moe_intermediate_size and one ungated
+      // shared MLP of n_shared_experts x that width (Glm4MoeMoE).
+      if (!hf.has_n_routed_experts()) return MissingMoe("n_routed_experts");
+      if (!hf.has_moe_intermediate_size()) {
+        return MissingMoe("moe_intermediate_size");
+      }
+      moe.set_num_experts(hf.n_routed_experts());
+      moe.set_expert_ffn_hidden_size(hf.moe_intermediate_size());
+      if (absl::Status st = SetSharedWidth(hf, moe); !st.ok()) return st;
+      const uint32_t dense = hf.first_k_dense_replace();
+      pattern([&](uint32_t i) { return i >= dense; });
+      model.set_qk_norm(hf.use_qk_norm());
+      // The next-token layers transformers skips loading, which Megatron
+      // trains (--mtp-num-layers), as for DeepSeek-V3.
       model.set_mtp_num_layers(hf.num_nextn_predict_layers());
       break;
     }

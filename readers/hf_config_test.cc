@@ -93,6 +93,7 @@ TEST(HfConfigTest, MalformedJsonIsAnErrorNotACrash) {
 TEST(HfConfigTest, UnreviewedKeysAreNamed) {
   for (const char* file :
        {"deepseek-v3.json", "gemma-2-9b.json", "gemma-3-1b-it.json",
+        "glm-4.5.json",
         "gemma-7b.json", "mistral-7b-v0.1.json", "mixtral-8x22b-v0.1.json",
         "mixtral-8x7b-v0.1.json", "phi-3-mini-4k-instruct.json",
         "qwen1.5-moe-a2.7b.json", "qwen2-7b.json", "qwen3-235b-a22b.json",
@@ -318,6 +319,62 @@ TEST(HfConfigTest, MixtureOfExpertsConfigsGiveThePublishedTotals) {
                    2.0 * 129280 * 7168 + 3 * (mla + 3.0 * 7168 * 18432) +
                        58 * (mla + 257 * expert + 7168.0 * 256) + 7168);
   EXPECT_NEAR(TotalParameters(ShapeOf(without_mtp)) / 671e9, 1, 0.005);
+}
+
+// GLM-4.5 (glm4_moe): DeepSeek-V3's experts (3 leading dense layers, one
+// ungated shared MLP of the routed width, a 160 x 5120 router) with
+// grouped-query attention carrying q, k, v biases and QK-norm, and one
+// next-token layer. Parameters by hand from modeling_glm4_moe.py.
+TEST(HfConfigTest, Glm45IsReadAsItsModelingFileBuildsIt) {
+  absl::StatusOr<v1::ModelConfig> glm =
+      ReadHuggingFaceConfig("tests/testdata/hf/glm-4.5.json");
+  ASSERT_TRUE(glm.ok()) << glm.status();
+  EXPECT_TRUE(glm->qkv_bias());
+  EXPECT_TRUE(glm->qk_norm());
+  EXPECT_FALSE(glm->has_mla());
+  EXPECT_EQ(glm->num_query_groups(), 8u);
+  EXPECT_EQ(glm->head_dim(), 128u);
+  EXPECT_EQ(glm->mtp_num_layers(), 1u);
+  EXPECT_EQ(glm->moe().num_experts(), 160u);
+  EXPECT_EQ(glm->moe().router_topk(), 8u);
+  EXPECT_EQ(glm->moe().expert_ffn_hidden_size(), 1536u);
+  EXPECT_EQ(glm->moe().shared_expert_ffn_hidden_size(), 1536u);
+  EXPECT_FALSE(glm->moe().shared_expert_gate());
+  EXPECT_EQ(glm->moe().layer_pattern(2), 0u);  // first_k_dense_replace 3
+  EXPECT_EQ(glm->moe().layer_pattern(3), 1u);
+  EXPECT_EQ(glm->moe().layer_pattern(91), 1u);
+  v1::ModelConfig without_mtp = *glm;
+  without_mtp.set_mtp_num_layers(0);
+  // Attention: Q and O 5120 x 12288 each, K and V 5120 x 1024 each, their
+  // q, k, v biases (12288 + 2 x 1024), the Q/K norms (2 x 128) and the
+  // two layer norms (2 x 5120); dense MLPs 3 x 5120 x 12288; an MoE MLP
+  // 161 experts of 3 x 5120 x 1536 and the router 160 x 5120.
+  const double attention = 2.0 * 5120 * 12288 + 2.0 * 5120 * 1024 +
+                           (12288 + 2 * 1024) + 2 * 128 + 2 * 5120;
+  const double expert = 3.0 * 5120 * 1536;
+  EXPECT_DOUBLE_EQ(TotalParameters(ShapeOf(without_mtp)),
+                   2.0 * 151552 * 5120 + 3 * (attention + 3.0 * 5120 * 12288) +
+                       89 * (attention + 161 * expert + 5120.0 * 160) + 5120);
+
+  // A glm4_moe config without its experts' keys is refused, naming one.
+  std::string json = R"({"model_type": "glm4_moe", "hidden_size": 64,
+      "num_hidden_layers": 2, "num_attention_heads": 4,
+      "intermediate_size": 128, "vocab_size": 1000,
+      "num_experts_per_tok": 2, "moe_intermediate_size": 32})";
+  absl::StatusOr<v1::ModelConfig> missing = ModelFromHuggingFaceJson(json, "x");
+  EXPECT_NE(missing.status().message().find("n_routed_experts"),
+            std::string::npos)
+      << missing.status();
+  // Shared widths that would wrap around 32 bits are refused.
+  json.replace(json.find("\"moe_intermediate_size\": 32"),
+               std::string("\"moe_intermediate_size\": 32").size(),
+               "\"moe_intermediate_size\": 4294967295, "
+               "\"n_routed_experts\": 4, \"n_shared_experts\": 2");
+  EXPECT_NE(ModelFromHuggingFaceJson(json, "x")
+                .status()
+                .message()
+                .find("n_shared_experts x moe_intermediate_size"),
+            std::string::npos);
 }
 
 TEST(HfConfigTest, MissingFileIsNamed) {
