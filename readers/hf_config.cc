@@ -185,7 +185,14 @@ absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
       });
       break;
     }
-    case Family::kDeepseek: {
+    case Family::kDeepseek:
+    case Family::kGlm: {
+      // DeepSeek's experts, which GLM-4.5 shares (Glm4MoeMoE): routed
+      // experts of moe_intermediate_size, one ungated shared MLP of
+      // n_shared_experts x that width, an MoE MLP from layer
+      // first_k_dense_replace on (DeepSeek: every moe_layer_freq-th), and
+      // the next-token layers transformers skips loading, which Megatron
+      // trains (--mtp-num-layers).
       if (!hf.has_n_routed_experts()) return MissingMoe("n_routed_experts");
       if (!hf.has_moe_intermediate_size()) {
         return MissingMoe("moe_intermediate_size");
@@ -195,8 +202,16 @@ absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
       if (absl::Status st = SetSharedWidth(hf, moe); !st.ok()) return st;
       const uint32_t dense = hf.first_k_dense_replace();
       const uint32_t freq =
-          std::max(1u, hf.has_moe_layer_freq() ? hf.moe_layer_freq() : 1u);
+          f.experts == Family::kDeepseek && hf.has_moe_layer_freq()
+              ? std::max(1u, hf.moe_layer_freq())
+              : 1u;
       pattern([&](uint32_t i) { return i >= dense && i % freq == 0; });
+      model.set_mtp_num_layers(hf.num_nextn_predict_layers());
+      if (f.experts == Family::kGlm) {
+        // Grouped-query attention with Q/K norms when use_qk_norm.
+        model.set_qk_norm(hf.use_qk_norm());
+        break;
+      }
       if (!hf.has_kv_lora_rank() || !hf.has_qk_nope_head_dim() ||
           !hf.has_qk_rope_head_dim() || !hf.has_v_head_dim()) {
         return absl::InvalidArgumentError(
@@ -214,26 +229,6 @@ absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
       // DeepSeek's q_a_layernorm and kv_a_layernorm on the latents:
       // Megatron's --qk-layernorm with MLA (gpt_layer_specs.py).
       model.set_qk_norm(true);
-      model.set_mtp_num_layers(hf.num_nextn_predict_layers());
-      break;
-    }
-    case Family::kGlm: {
-      // Glm4MoeDecoderLayer: an MoE MLP from layer first_k_dense_replace
-      // on, with routed experts of moe_intermediate_size and one ungated
-      // shared MLP of n_shared_experts x that width (Glm4MoeMoE).
-      if (!hf.has_n_routed_experts()) return MissingMoe("n_routed_experts");
-      if (!hf.has_moe_intermediate_size()) {
-        return MissingMoe("moe_intermediate_size");
-      }
-      moe.set_num_experts(hf.n_routed_experts());
-      moe.set_expert_ffn_hidden_size(hf.moe_intermediate_size());
-      if (absl::Status st = SetSharedWidth(hf, moe); !st.ok()) return st;
-      const uint32_t dense = hf.first_k_dense_replace();
-      pattern([&](uint32_t i) { return i >= dense; });
-      model.set_qk_norm(hf.use_qk_norm());
-      // The next-token layers transformers skips loading, which Megatron
-      // trains (--mtp-num-layers), as for DeepSeek-V3.
-      model.set_mtp_num_layers(hf.num_nextn_predict_layers());
       break;
     }
     default:
