@@ -387,13 +387,20 @@ double LayerInput(const ModelShape& m, const Layout& l) {
   return l.sequence_parallel ? bytes / l.tensor : bytes;
 }
 
-// Dense and MoE transformer layers of a stage or chunk, and how many of
-// them (of either kind) run outside fp8 [F8L].
+// Dense and MoE transformer layers of a stage or chunk.
 struct LayerMix {
   double dense = 0;
   double moe = 0;
-  double bf16 = 0;
   double total() const { return dense + moe; }
+};
+
+// Of a stage's layers, those an fp8 run keeps in bf16 [F8L]: the stage's
+// count and, where the stage is given chunk by chunk, each chunk's. Kept
+// apart from LayerMix so that the planner's inner loop, which has none,
+// runs as before (a third field in every chunk cost it 9%).
+struct Bf16Layers {
+  double stage = 0;
+  std::vector<double> chunks;  // empty: the stage's spread evenly
 };
 
 // One micro-batch's full activations of a dense and of an MoE layer
@@ -425,10 +432,10 @@ double Bf16LayersIn(const ModelShape& m, const Layout& l, double first,
 }
 
 FullLayers FullLayersOf(const ModelShape& m, const Layout& l,
-                        const LayerMix& stage) {
+                        const LayerMix& stage, double stage_bf16) {
   FullLayers full{LayerActivationsFull(m, l, false),
                   stage.moe > 0 ? LayerActivationsFull(m, l, true) : 0, 0};
-  if (stage.bf16 > 0) {
+  if (stage_bf16 > 0) {
     // [F8L] the same layer outside fp8: 16-bit GEMM inputs, no fp8 copy
     // of the attention output, no fp8 row padding of the experts.
     Layout bf16 = l;
@@ -448,9 +455,10 @@ FullLayers FullLayersOf(const ModelShape& m, const Layout& l,
 // of each group of N layers; with method block, the input of the first N
 // layers and everything of the others, counted as the most expensive
 // layers of the mix (an upper bound whatever order dense and MoE layers
-// come in).
+// come in). `bf16` of the mix's layers run outside fp8 [F8L].
 double StoredActivations(const ModelShape& m, const Layout& l,
-                         const LayerMix& mix, const FullLayers& full) {
+                         const LayerMix& mix, const FullLayers& full,
+                         double bf16 = 0) {
   const double dense = full.dense;
   const double moe = mix.moe > 0 ? full.moe : 0;
   const double layers = mix.total();
@@ -466,10 +474,10 @@ double StoredActivations(const ModelShape& m, const Layout& l,
       return recomputed * LayerInput(m, l) +
              kept_large * std::max(moe, dense) +
              (kept - kept_large) * (moe_larger ? dense : moe) +
-             std::min(mix.bf16, kept) * full.bf16_extra;
+             std::min(bf16, kept) * full.bf16_extra;
     }
     default:
-      return mix.dense * dense + mix.moe * moe + mix.bf16 * full.bf16_extra;
+      return mix.dense * dense + mix.moe * moe + bf16 * full.bf16_extra;
   }
 }
 
@@ -477,11 +485,11 @@ double StoredActivations(const ModelShape& m, const Layout& l,
 // their full activations again: a group of N layers (uniform) or one layer
 // (block) [MT, K 5]. Counted once a stage, above what is stored.
 double RecomputeWorkingSet(const Layout& l, const LayerMix& mix,
-                           const FullLayers& full) {
+                           const FullLayers& full, double bf16 = 0) {
   const double layers = mix.total();
   const double largest = std::max(mix.dense > 0 ? full.dense : 0,
                                   mix.moe > 0 ? full.moe : 0) +
-                         (mix.bf16 > 0 ? full.bf16_extra : 0);
+                         (bf16 > 0 ? full.bf16_extra : 0);
   switch (l.recompute) {
     case RecomputeKind::kFullUniform:
       return std::min(l.recompute_layers, layers) * largest;
@@ -970,27 +978,36 @@ namespace {
 // embedding on the first stage, the LM head and MTP block on the last.
 double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
                         const LayerMix& mix,
-                        const std::vector<LayerMix>* chunks) {
+                        const std::vector<LayerMix>* chunks,
+                        const Bf16Layers* bf16) {
   const double in_flight = MicrobatchesInFlight(l, stage);
   // Without `chunks`, each of the v chunks holds an equal share.
   const LayerMix even_chunk{mix.dense / l.virtual_stages,
-                            mix.moe / l.virtual_stages,
-                            mix.bf16 / l.virtual_stages};
+                            mix.moe / l.virtual_stages};
   auto chunk_mix = [&](size_t j) {
     return chunks != nullptr ? (*chunks)[j] : even_chunk;
   };
-  const FullLayers full = FullLayersOf(m, l, mix);
+  // Chunk j's bf16 layers: given, or the stage's spread evenly.
+  auto chunk_bf16 = [&](size_t j) {
+    if (bf16 == nullptr) return 0.0;
+    return bf16->chunks.empty() ? bf16->stage / l.virtual_stages
+                                : bf16->chunks[j];
+  };
+  const FullLayers full =
+      FullLayersOf(m, l, mix, bf16 != nullptr ? bf16->stage : 0);
   double activations = 0;
   if (chunks == nullptr) {
-    activations = in_flight * StoredActivations(m, l, even_chunk, full) +
-                  RecomputeWorkingSet(l, even_chunk, full);
+    activations =
+        in_flight * StoredActivations(m, l, even_chunk, full, chunk_bf16(0)) +
+        RecomputeWorkingSet(l, even_chunk, full, chunk_bf16(0));
   } else {
     double working_set = 0;
     for (size_t j = 0; j < chunks->size(); ++j) {
       activations += ChunkMicrobatchesInFlight(l, in_flight, j) *
-                     StoredActivations(m, l, (*chunks)[j], full);
-      working_set =
-          std::max(working_set, RecomputeWorkingSet(l, (*chunks)[j], full));
+                     StoredActivations(m, l, (*chunks)[j], full, chunk_bf16(j));
+      working_set = std::max(working_set, RecomputeWorkingSet(l, (*chunks)[j],
+                                                              full,
+                                                              chunk_bf16(j)));
     }
     activations += working_set;
   }
@@ -1008,8 +1025,9 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
   if (l.dataloader_mask) {
     const size_t last_chunk = static_cast<size_t>(l.virtual_stages) - 1;
     auto data_chunk_mask = [&](size_t j) {
-      return DataloaderMaskBytes(l, ChunkMicrobatchesInFlight(l, in_flight, j),
-                                 StoredActivations(m, l, chunk_mix(j), full));
+      return DataloaderMaskBytes(
+          l, ChunkMicrobatchesInFlight(l, in_flight, j),
+          StoredActivations(m, l, chunk_mix(j), full, chunk_bf16(j)));
     };
     if (stage == 0) activations += data_chunk_mask(0);
     if (last && (stage != 0 || last_chunk > 0)) {
@@ -1028,7 +1046,8 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
 
 StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
                             uint32_t stage, const LayerMix& mix,
-                            const std::vector<LayerMix>* chunks) {
+                            const std::vector<LayerMix>* chunks,
+                            const Bf16Layers* bf16 = nullptr) {
   const bool first = stage == 0;
   const bool last = stage + 1 >= l.pipeline;
   const double vocab_shard = m.hidden * VocabRows(m, l.tensor) / l.tensor;
@@ -1110,7 +1129,7 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
                  l.optimizer_instances
            : params + expert_params);
 
-  f.activation_bytes = StageActivations(m, l, stage, mix, chunks);
+  f.activation_bytes = StageActivations(m, l, stage, mix, chunks, bf16);
   // DeepEP allocates its buffers at a rank's first dispatch: on the GPUs
   // of stages that hold an MoE layer (the MTP layer included).
   const bool dispatches = mix.moe > 0 || (last && m.mtp_layers > 0 &&
@@ -1153,7 +1172,7 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
       Layout last = l;
       last.microbatches = 1;
       outlived = f.activation_bytes -
-                 StageActivations(m, last, stage, mix, chunks);
+                 StageActivations(m, last, stage, mix, chunks, bf16);
     }
     f.gradient_scratch_bytes = std::max(0.0, scratch - outlived);
     f.buffer_bytes += f.gradient_scratch_bytes;
@@ -1168,9 +1187,33 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
     Layout loaded = l;
     loaded.expert_load = most_loaded;
     f.imbalance_bytes =
-        StageActivations(m, loaded, stage, mix, chunks) - f.activation_bytes;
+        StageActivations(m, loaded, stage, mix, chunks, bf16) -
+        f.activation_bytes;
   }
   return f;
+}
+
+// An even interleaved split under fp8 with bf16 layers: chunk j of this
+// rank is the model's chunk j p + stage, whose position says its bf16
+// layers [F8L] (rank 0's first chunk, which holds the most micro-batches,
+// the first ones); dense and MoE layers spread evenly, as without bf16
+// layers. Apart from StageMemoryOf, which the planner's inner loop calls:
+// its chunk vector stays off that path.
+StageFigures InterleavedBf16StageFigures(const ModelShape& m,
+                                         const Layout& l, uint32_t stage,
+                                         const LayerMix& mix) {
+  const double v = l.virtual_stages;
+  const double chunk = mix.total() / v;
+  const std::vector<LayerMix> chunks(static_cast<size_t>(v),
+                                     LayerMix{mix.dense / v, mix.moe / v});
+  Bf16Layers bf16;
+  bf16.chunks.reserve(chunks.size());
+  for (double j = 0; j < v; ++j) {
+    bf16.chunks.push_back(
+        Bf16LayersIn(m, l, (j * l.pipeline + stage) * chunk, chunk));
+    bf16.stage += bf16.chunks.back();
+  }
+  return StageFiguresOf(m, l, stage, mix, &chunks, &bf16);
 }
 
 }  // namespace
@@ -1180,25 +1223,15 @@ StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
                            double first_layer) {
   if (first_layer < 0) first_layer = stage * stage_layers;
   const double moe = MoeLayersIn(m, first_layer, stage_layers);
-  LayerMix mix{stage_layers - moe, moe, 0};
-  if (l.virtual_stages > 1 && HasBf16Layers(l)) {
-    // Interleaved even chunks: chunk j of this rank is the model's chunk
-    // j p + stage, whose position says its bf16 layers [F8L] (rank 0's
-    // first chunk, which holds the most micro-batches, the first ones);
-    // dense and MoE layers spread evenly, as without bf16 layers.
-    const double v = l.virtual_stages;
-    const double chunk = stage_layers / v;
-    std::vector<LayerMix> chunks;
-    chunks.reserve(static_cast<size_t>(v));
-    for (double j = 0; j < v; ++j) {
-      chunks.push_back(LayerMix{
-          mix.dense / v, moe / v,
-          Bf16LayersIn(m, l, (j * l.pipeline + stage) * chunk, chunk)});
-      mix.bf16 += chunks.back().bf16;
+  const LayerMix mix{stage_layers - moe, moe};
+  if (HasBf16Layers(l)) {
+    if (l.virtual_stages > 1) {
+      return InterleavedBf16StageFigures(m, l, stage, mix);
     }
-    return StageFiguresOf(m, l, stage, mix, &chunks);
+    Bf16Layers bf16;
+    bf16.stage = Bf16LayersIn(m, l, first_layer, stage_layers);
+    return StageFiguresOf(m, l, stage, mix, nullptr, &bf16);
   }
-  mix.bf16 = Bf16LayersIn(m, l, first_layer, stage_layers);
   return StageFiguresOf(m, l, stage, mix, nullptr);
 }
 
@@ -1212,11 +1245,21 @@ StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
   for (size_t j = 0; j < chunk_layers.size(); ++j) {
     const double first = j < chunk_first.size() ? chunk_first[j] : 0;
     const double moe = MoeLayersIn(m, first, chunk_layers[j]);
-    chunks.push_back(LayerMix{chunk_layers[j] - moe, moe,
-                              Bf16LayersIn(m, l, first, chunk_layers[j])});
+    chunks.push_back(LayerMix{chunk_layers[j] - moe, moe});
     stage_mix.dense += chunks.back().dense;
     stage_mix.moe += moe;
-    stage_mix.bf16 += chunks.back().bf16;
+  }
+  if (HasBf16Layers(l)) {
+    // A chunk without its first layer given is placed at layer 0: every
+    // such chunk counts the first bf16 layers (an over-count).
+    Bf16Layers bf16;
+    bf16.chunks.reserve(chunk_layers.size());
+    for (size_t j = 0; j < chunk_layers.size(); ++j) {
+      const double first = j < chunk_first.size() ? chunk_first[j] : 0;
+      bf16.chunks.push_back(Bf16LayersIn(m, l, first, chunk_layers[j]));
+      bf16.stage += bf16.chunks.back();
+    }
+    return StageFiguresOf(m, l, stage, stage_mix, &chunks, &bf16);
   }
   return StageFiguresOf(m, l, stage, stage_mix, &chunks);
 }
