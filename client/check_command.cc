@@ -48,7 +48,7 @@ struct CheckFlags {
       format;
   std::optional<std::string> request_id, tls_ca, tls_cert, tls_key;
   std::optional<double> timeout, threshold;
-  std::optional<bool> admit_yellow;
+  std::optional<bool> admit_yellow, refuse_unreviewed;
 
   void Register(FlagSet& f) {
     job.Register(f);
@@ -76,6 +76,13 @@ struct CheckFlags {
            "embedded only: admit YELLOW jobs with a warning (a server "
            "applies its own policy)",
            &admit_yellow);
+    f.Bool("refuse-unreviewed",
+           "refuse a launch with arguments memgate has not reviewed (not "
+           "Megatron-LM's at the reviewed revision: a newer release's, a "
+           "fork's, a script's own), or a --model-config with keys it has "
+           "not, as invalid (exit 2): one may change memory (default: read "
+           "past them, with a note)",
+           &refuse_unreviewed);
     f.String("request-id", "ID", "echoed in the decision and the server's log",
              &request_id);
     f.String("tls-ca", "FILE", "PEM CA of the server (turns on TLS)",
@@ -152,6 +159,9 @@ absl::StatusOr<v1::Job> JobFromLaunchAndFlags(
   absl::StatusOr<MegatronLaunch> parsed =
       ParseMegatronLaunch(launch, *fill ? &**fill : nullptr);
   if (!parsed.ok()) return parsed.status();
+  if (flags.job.refuse_unreviewed) {
+    if (absl::Status s = RefuseUnreviewedArguments(*parsed); !s.ok()) return s;
+  }
   notes.insert(notes.end(), parsed->notes.begin(), parsed->notes.end());
   v1::Job job = parsed->job;
   if (from_file) {
@@ -433,6 +443,7 @@ int RunCheck(const std::vector<std::string>& args, std::ostream& out,
     out << flags.Help();
     return kExitAdmit;
   }
+  check.job.refuse_unreviewed = check.refuse_unreviewed.value_or(false);
   const std::string format = check.format.value_or("text");
   const std::string on_unavailable = check.on_unavailable.value_or("refuse");
   if (parsed.ok() && format != "text" && format != "json") {

@@ -143,7 +143,8 @@ absl::StatusOr<std::optional<v1::ModelConfig>> JobFlags::ModelToFill(
     std::vector<std::string>* notes) const {
   if (model_config) {
     absl::StatusOr<v1::ModelConfig> from_file =
-        ReadHuggingFaceConfig(UserPath(*model_config), notes);
+        ReadHuggingFaceConfig(UserPath(*model_config), notes,
+                              refuse_unreviewed);
     if (!from_file.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--model-config: ", from_file.status().message()));

@@ -40,6 +40,9 @@ struct JobFlags {
   // Megatron's --num-distributed-optimizer-instances
   // (ParallelConfig.distributed_optimizer_instances).
   std::optional<uint32_t> optimizer_instances;
+  // Set by commands that judge a job (check --refuse-unreviewed): a
+  // --model-config key memgate has not reviewed is an error, not a note.
+  bool refuse_unreviewed = false;
 
   void Register(FlagSet& flags);
   // --megatron-core, --fused-swiglu, --tp-comm-overlap and

@@ -170,10 +170,11 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
   // plan says so, except for the paper's own table.
   if (launch.empty() && !f.model.fused_swiglu && !f.table.value_or(false) &&
       IsSwigluMlp(job.model())) {
-    notes.push_back(
-        "by name the paper's unfused SwiGLU is counted (8 B a unit of FFN "
-        "width kept for backward); Megatron runs its fused kernel (6 B): "
-        "--fused-swiglu plans as it does");
+    notes.push_back(absl::StrCat(
+        f.model.model_config ? "from a config" : "by name",
+        " the paper's unfused SwiGLU is counted (8 B a unit of FFN width "
+        "kept for backward); Megatron runs its fused kernel (6 B): "
+        "--fused-swiglu plans as it does"));
   }
   if (f.model.optimizer_instances) {
     const uint32_t launched = request.distributed_optimizer_instances();

@@ -49,6 +49,9 @@ absl::StatusOr<v1::Job> JobFromLaunch(const std::vector<std::string>& argv,
   absl::StatusOr<MegatronLaunch> launch =
       ParseMegatronLaunch(argv, fill ? &*fill : nullptr);
   if (!launch.ok()) return launch.status();
+  if (options.refuse_unreviewed) {
+    if (absl::Status s = RefuseUnreviewedArguments(*launch); !s.ok()) return s;
+  }
   if (notes != nullptr) *notes = launch->notes;
   v1::Job job = launch->job;
   if (options.num_gpus != 0) job.set_num_gpus(options.num_gpus);

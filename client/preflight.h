@@ -39,6 +39,10 @@ struct PreflightOptions {
   std::string accelerator;
   std::string model;
   uint32_t num_gpus = 0;
+  // A launch argument memgate has not reviewed (a newer Megatron's, a
+  // fork's) is INVALID_ARGUMENT naming it, instead of a note: for sites
+  // that refuse what memgate cannot judge.
+  bool refuse_unreviewed = false;
 };
 
 // The admission decision for `job`. INVALID_ARGUMENT: the job is invalid

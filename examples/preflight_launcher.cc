@@ -28,10 +28,11 @@ int main(int argc, char** argv) {
     if (arg.rfind("--gpu=", 0) == 0) options.accelerator = arg.substr(6);
     if (arg.rfind("--server=", 0) == 0) options.server = arg.substr(9);
     if (arg.rfind("--model=", 0) == 0) options.model = arg.substr(8);
+    if (arg == "--refuse-unreviewed") options.refuse_unreviewed = true;
   }
   if (launch.empty()) {
     std::cerr << "usage: preflight_launcher --gpu=NAME [--server=HOST:PORT] "
-                 "-- <launch command>\n";
+                 "[--refuse-unreviewed] -- <launch command>\n";
     return 2;
   }
 

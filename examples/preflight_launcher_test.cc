@@ -51,6 +51,23 @@ TEST(PreflightLauncherTest, RefusedJobIsNotLaunched) {
   EXPECT_NE(r.err.find("would fit: TP="), std::string::npos) << r.err;
 }
 
+// PreflightOptions.refuse_unreviewed: an argument of no Megatron-LM
+// memgate was reviewed against is read past with a note by default, and
+// is invalid input where the launcher refuses what memgate has not
+// reviewed.
+TEST(PreflightLauncherTest, UnreviewedArgumentsRefusedWhereAsked) {
+  std::vector<std::string> argv = Launcher("1", "/bin/echo");
+  argv.push_back("--my-fork-flag");
+  EXPECT_EQ(memgate::testing::Run(argv).exit_code, 0);
+  argv.insert(argv.begin() + 2, "--refuse-unreviewed");
+  const RunResult r = memgate::testing::Run(argv);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--my-fork-flag: not an argument of Megatron-LM"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out.find("launching"), std::string::npos);
+}
+
 TEST(PreflightLauncherTest, InvalidLaunchAndUnreachableServer) {
   std::vector<std::string> argv = Launcher("1", "/bin/echo");
   argv.push_back("--tensor-model-parallel-size=3");

@@ -361,7 +361,8 @@ std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
 }
 
 absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
-    const std::string& path, std::vector<std::string>* notes) {
+    const std::string& path, std::vector<std::string>* notes,
+    bool refuse_unreviewed) {
   absl::StatusOr<std::string> json = ReadSmallFile(path);
   if (!json.ok()) return json.status();
   absl::StatusOr<v1::ModelConfig> model = ModelFromHuggingFaceJson(*json, path);
@@ -369,24 +370,29 @@ absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": ", model.status().message()));
   }
-  if (notes == nullptr) return model;
+  if (notes == nullptr && !refuse_unreviewed) return model;
   // A second parse of the (size-bounded) file, only when asked for.
   const std::vector<std::string> unreviewed = UnreviewedHuggingFaceKeys(*json);
-  if (!unreviewed.empty()) {
-    // A file may hold thousands of keys: the note names the first few.
-    constexpr size_t kNamed = 10;
-    std::vector<std::string> named(
-        unreviewed.begin(),
-        unreviewed.begin() + std::min(kNamed, unreviewed.size()));
-    std::string list = absl::StrJoin(named, ", ");
-    if (unreviewed.size() > kNamed) {
-      absl::StrAppend(&list, " and ", unreviewed.size() - kNamed, " more");
-    }
-    notes->push_back(absl::StrCat(
-        path, ": keys memgate has not reviewed, read past: ", list,
-        " (if one changes the model's shape or memory, the estimate does not "
-        "count it)"));
+  if (unreviewed.empty()) return model;
+  // A file may hold thousands of keys: the first few are named.
+  constexpr size_t kNamed = 10;
+  std::vector<std::string> named(
+      unreviewed.begin(),
+      unreviewed.begin() + std::min(kNamed, unreviewed.size()));
+  std::string list = absl::StrJoin(named, ", ");
+  if (unreviewed.size() > kNamed) {
+    absl::StrAppend(&list, " and ", unreviewed.size() - kNamed, " more");
   }
+  if (refuse_unreviewed) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": keys memgate has not reviewed: ", list,
+        ": refused, as this site asks (--refuse-unreviewed): memgate cannot "
+        "tell whether one changes the model's shape or memory"));
+  }
+  notes->push_back(absl::StrCat(
+      path, ": keys memgate has not reviewed, read past: ", list,
+      " (if one changes the model's shape or memory, the estimate does not "
+      "count it)"));
   return model;
 }
 

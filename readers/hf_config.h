@@ -24,9 +24,12 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
 
 // Reads `path` and parses it as above; the model is named after the path.
 // With `notes`, appends one naming the top-level keys memgate neither reads
-// nor has reviewed (UnreviewedHuggingFaceKeys).
+// nor has reviewed (UnreviewedHuggingFaceKeys); with `refuse_unreviewed`
+// (a site that refuses what memgate cannot judge), such keys are an
+// INVALID_ARGUMENT naming them instead.
 absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
-    const std::string& path, std::vector<std::string>* notes = nullptr);
+    const std::string& path, std::vector<std::string>* notes = nullptr,
+    bool refuse_unreviewed = false);
 
 // The top-level keys of `json` that memgate neither reads nor has reviewed
 // as irrelevant to training memory, sorted; empty when `json` is not an

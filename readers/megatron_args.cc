@@ -1395,6 +1395,20 @@ absl::Status FillGpuCount(const Arguments& args, MegatronLaunch& launch) {
   return absl::OkStatus();
 }
 
+// "--a, --b and 3 more: not arguments of Megatron-LM d98e8a6": a launch's
+// unreviewed arguments, named as far as the launch kept them.
+std::string UnreviewedText(const MegatronLaunch& launch) {
+  const size_t named = launch.unreviewed.size();
+  return absl::StrCat(
+      "--", absl::StrJoin(launch.unreviewed, ", --"),
+      launch.unreviewed_count > named
+          ? absl::StrCat(" and ", launch.unreviewed_count - named, " more")
+          : "",
+      launch.unreviewed_count == 1 ? ": not an argument of "
+                                   : ": not arguments of ",
+      MegatronArgumentNamesRevision());
+}
+
 }  // namespace
 
 absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
@@ -1426,23 +1440,27 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
         named, ": given more than once with different values; Megatron "
         "(argparse) takes the last, and so does this estimate"));
   }
-  if (args.unreviewed_count() > 0) {
-    std::string named = absl::StrCat(
-        "--", absl::StrJoin(args.unreviewed(), ", --"),
-        args.unreviewed_count() > args.unreviewed().size()
-            ? absl::StrCat(" and ",
-                           args.unreviewed_count() - args.unreviewed().size(),
-                           " more")
-            : "");
-    const bool one = args.unreviewed_count() == 1;
+  launch.unreviewed = args.unreviewed();
+  launch.unreviewed_count = args.unreviewed_count();
+  if (launch.unreviewed_count > 0) {
+    const bool one = launch.unreviewed_count == 1;
     launch.notes.push_back(absl::StrCat(
-        "not read: ", named, one ? ": not an argument of " : ": not arguments of ",
-        MegatronArgumentNamesRevision(),
-        ", which memgate was reviewed against; ",
+        "not read: ", UnreviewedText(launch), ", which memgate was reviewed "
+        "against; ",
         one ? "if it changes memory, this estimate does not count it"
             : "one that changes memory is not counted in this estimate"));
   }
   return launch;
+}
+
+absl::Status RefuseUnreviewedArguments(const MegatronLaunch& launch) {
+  if (launch.unreviewed_count == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      UnreviewedText(launch),
+      ", which memgate was reviewed against: refused, as this site asks "
+      "(--refuse-unreviewed): memgate cannot tell whether ",
+      launch.unreviewed_count == 1 ? "it changes" : "one changes",
+      " memory"));
 }
 
 bool HasMegatronArguments(const std::vector<std::string>& argv) {

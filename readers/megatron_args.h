@@ -31,7 +31,19 @@ struct MegatronLaunch {
   // What memgate inferred or changed, for the user to see (vocab padding,
   // Megatron defaults applied...).
   std::vector<std::string> notes;
+  // Arguments after the script that are neither memory-relevant nor
+  // Megatron-LM's at the reviewed revision (a newer release's, a fork's,
+  // a script's own): the first Arguments::kMaxUnreviewedNamed, and how
+  // many. A note names them; RefuseUnreviewedArguments makes them an error.
+  std::vector<std::string> unreviewed;
+  size_t unreviewed_count = 0;
 };
+
+// For sites that refuse what memgate has not reviewed (check
+// --refuse-unreviewed, the preflight API's refuse_unreviewed): an
+// INVALID_ARGUMENT naming the launch's unreviewed arguments, any one of
+// which may change memory; OK when it has none.
+absl::Status RefuseUnreviewedArguments(const MegatronLaunch& launch);
 
 // `argv` is the launch, word by word. `fill_model` (may be null) supplies
 // what the arguments leave out, e.g. the vocabulary a tokenizer implies.

@@ -205,6 +205,48 @@ TEST(CliCheckTest, UnreviewedConfigKeysAreNoted) {
       << r.err;
 }
 
+// A site that refuses what memgate has not reviewed (--refuse-unreviewed,
+// the Slurm hook's on_unreviewed = "refuse"): the launch's unreviewed
+// argument, or a config's unreviewed key, makes the input invalid (exit
+// 2), named; by default both are read past with a note. `exec` passes the
+// flag through.
+TEST(CliCheckTest, RefuseUnreviewedMakesWhatIsNotReadInvalid) {
+  RunResult r = Check(Launch({"--gpu=a100-40gb"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("not read: --no-such-megatron-flag"), std::string::npos)
+      << r.out;
+  r = Check(Launch({"--gpu=a100-40gb", "--refuse-unreviewed"}));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("--no-such-megatron-flag: not an argument of "
+                       "Megatron-LM"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("refused, as this site asks (--refuse-unreviewed)"),
+            std::string::npos)
+      << r.err;
+  std::vector<std::string> exec = Launch({"--gpu=a100-40gb",
+                                          "--refuse-unreviewed", "--dry-run"});
+  exec.insert(exec.begin(), {testing::RunfilePath("client/memgate"), "exec"});
+  EXPECT_EQ(testing::Run(exec).exit_code, 2);
+
+  const std::string path = ::testing::TempDir() + "/strict.json";
+  FILE* f = fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs(R"({"model_type": "llama", "hidden_size": 4096,
+            "num_hidden_layers": 32, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "intermediate_size": 14336,
+            "vocab_size": 128256, "use_parallel_residual": true})",
+        f);
+  fclose(f);
+  r = Check({"--model-config=" + path, "--gpu=h100-80gb", "--gpus=8",
+             "--seq=4096", "--refuse-unreviewed"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("keys memgate has not reviewed: use_parallel_residual: "
+                       "refused"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(CliCheckTest, JobFilesInJsonAndTextFormat) {
   const std::string json = testing::WriteTempFile(
       "job.json",

@@ -106,6 +106,14 @@ scripts.moe_release = function()
          :gsub("pipeline%-model%-parallel%-size 2", "pipeline-model-parallel-size 1") .. "\n"
 end
 
+-- The launch that fits, with an argument of no Megatron-LM memgate was
+-- reviewed against (a fork's): admitted with a note by default, refused
+-- where the site refuses what memgate has not reviewed (hook_test.sh runs
+-- both).
+scripts.fork_argument = function()
+  return header .. launch(32, 1, " --my-fork-offload-experts 2") .. "\n"
+end
+
 local make = scripts[scenario]
 if make == nil then
   io.stderr:write("unknown scenario " .. tostring(scenario) .. "\n")

@@ -81,6 +81,7 @@ expect too_many_launches refuse "more than 64 Megatron launches"
 expect too_many_substitutions refuse "more than 4096 variable substitutions"
 expect variables refuse "REFUSE [RED] peak 51.58"
 expect moe_release refuse "REFUSE [YELLOW] peak 32.09"
+expect fork_argument admit ""
 
 # A site that names its Megatron-Core release: the hook passes it to
 # memgate, and the MoE launch is estimated as that release runs it.
@@ -92,6 +93,17 @@ sed -e 's|  megatron_core = "",|  megatron_core = "0.13.0",|' \
 grep -q 'megatron_core = "0.13.0"' "$hook_dir/job_submit.lua" || { echo "hook test: could not set the release"; exit 1; }
 expect moe_release admit ""
 expect decoy refuse "REFUSE [RED] peak 51.58"  # a dense launch: the release changes nothing
+
+# A site that refuses what memgate has not reviewed: the fork's argument
+# makes the launch invalid, which on_invalid ("refuse") refuses, naming it.
+hook_dir="$work/strict"
+mkdir -p "$hook_dir"
+cp "$work/memgate_launch.lua" "$hook_dir/"
+sed -e 's|  on_unreviewed = "admit",|  on_unreviewed = "refuse",|' \
+    "$work/job_submit.lua" > "$hook_dir/job_submit.lua"
+grep -q 'on_unreviewed = "refuse"' "$hook_dir/job_submit.lua" || { echo "hook test: could not set on_unreviewed"; exit 1; }
+expect fork_argument refuse "--my-fork-offload-experts: not an argument of Megatron-LM"
+expect decoy refuse "REFUSE [RED] peak 51.58"  # reviewed arguments only: judged as before
 
 echo "hook test: ${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]

@@ -12,6 +12,7 @@ local SITE = {
   timeout_seconds = 2,
   on_unavailable = "refuse",
   on_invalid = "refuse",
+  on_unreviewed = "admit",  -- an argument memgate has not reviewed (job_submit.lua)
   default_gpu = "h100-80gb",
   gpu_by_partition = {},
   model = "",

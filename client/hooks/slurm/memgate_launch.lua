@@ -172,7 +172,7 @@ end
 --[[
 Runs one memgate check on every launch (a list of word lists). settings:
 memgate (path), gpu, gpus (or nil: torchrun's), server, timeout_seconds,
-on_unavailable, model, megatron_core. The launches travel in a temporary
+on_unavailable, model, megatron_core, on_unreviewed. The launches travel in a temporary
 file, one per line; the shell command itself is short and made of site
 settings only.
 Returns the exit code (124: memgate itself timed out) and the output. Lua
@@ -194,6 +194,9 @@ function M.check_all(launches, settings)
   end
   if settings.megatron_core and settings.megatron_core ~= "" then
     args[#args + 1] = "--megatron-core=" .. quote(settings.megatron_core)
+  end
+  if settings.on_unreviewed == "refuse" then
+    args[#args + 1] = "--refuse-unreviewed"
   end
   if settings.server and settings.server ~= "" then
     args[#args + 1] = "--server=" .. quote(settings.server)
