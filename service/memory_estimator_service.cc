@@ -11,6 +11,7 @@
 #include "estimator/validation.h"
 #include "planner/planner.h"
 #include "service/status_conversion.h"
+#include "service/unknown_fields.h"
 
 namespace memgate {
 namespace {
@@ -102,6 +103,9 @@ absl::StatusOr<double> MemoryEstimatorService::ThresholdFor(
 grpc::ServerUnaryReactor* MemoryEstimatorService::Estimate(
     grpc::CallbackServerContext* context, const v1::EstimateRequest* request,
     v1::Estimate* response) {
+  if (absl::Status s = RefuseUnknownFields(*request, ""); !s.ok()) {
+    return FinishWith(context, s);
+  }
   absl::StatusOr<double> threshold = ThresholdFor(request->threshold());
   if (!threshold.ok()) return FinishWith(context, threshold.status());
   return FinishWith(context,
@@ -111,6 +115,9 @@ grpc::ServerUnaryReactor* MemoryEstimatorService::Estimate(
 grpc::ServerUnaryReactor* MemoryEstimatorService::Admit(
     grpc::CallbackServerContext* context, const v1::AdmitRequest* request,
     v1::Decision* response) {
+  if (absl::Status s = RefuseUnknownFields(*request, ""); !s.ok()) {
+    return FinishWith(context, s);
+  }
   absl::StatusOr<double> threshold = ThresholdFor(request->threshold());
   if (!threshold.ok()) return FinishWith(context, threshold.status());
   if (absl::Status s = ValidateRequestId(request->request_id()); !s.ok()) {
@@ -148,6 +155,9 @@ grpc::ServerUnaryReactor* MemoryEstimatorService::Admit(
 grpc::ServerUnaryReactor* MemoryEstimatorService::Plan(
     grpc::CallbackServerContext* context, const v1::PlanRequest* request,
     v1::PlanResponse* response) {
+  if (absl::Status s = RefuseUnknownFields(*request, ""); !s.ok()) {
+    return FinishWith(context, s);
+  }
   absl::StatusOr<double> threshold = ThresholdFor(request->threshold());
   if (!threshold.ok()) return FinishWith(context, threshold.status());
   // The bounds are checked here, before the call waits for a thread: an

@@ -9,6 +9,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "estimator/estimate.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -33,6 +34,12 @@ v1::Job Yellow() {
 }
 v1::Job Red() {
   return PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 4, 8, 8192);
+}
+
+// What a newer client's field becomes in this build's message.
+google::protobuf::UnknownFieldSet* UnknownFieldsOf(
+    google::protobuf::Message& m) {
+  return m.GetReflection()->MutableUnknownFields(&m);
 }
 
 std::string ReadFile(const std::string& path) {
@@ -229,6 +236,32 @@ TEST_F(ServerTest, InvalidJobIsInvalidArgumentNamingTheField) {
             0u)
       << release.error_message();
   EXPECT_LT(release.error_message().size(), 200u);
+  ASSERT_TRUE(Admit(Green(), &d).ok());
+}
+
+// A newer client's field this server does not know (here number 999 of
+// ParallelConfig) would be read past and the job answered without it: the
+// server refuses the request, naming the field, and stays up.
+TEST_F(ServerTest, AFieldThisServerDoesNotKnowIsInvalidArgument) {
+  Start();
+  v1::Job job = Green();
+  UnknownFieldsOf(*job.mutable_parallel())->AddVarint(999, 4);
+  v1::Decision d;
+  const grpc::Status status = Admit(job, &d);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message().rfind("job.parallel: field 999", 0), 0u)
+      << status.error_message();
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(10));
+  v1::PlanRequest plan;
+  *plan.mutable_model() = Green().model();
+  UnknownFieldsOf(*plan.mutable_training())->AddVarint(998, 1);
+  v1::PlanResponse response;
+  const grpc::Status planned = stub_->Plan(&context, plan, &response);
+  EXPECT_EQ(planned.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(planned.error_message().rfind("training: field 998", 0), 0u)
+      << planned.error_message();
   ASSERT_TRUE(Admit(Green(), &d).ok());
 }
 
