@@ -1457,6 +1457,30 @@ TEST(MegatronArgsTest, ReadsTheDeepSeekV3RecipeWithItsFp8AndMtpLayout) {
                 "full recomputation"),
             std::string::npos)
       << refused.status();
+
+  // The experts' delayed weight gradients keep nothing of their own beyond
+  // the layer's backward (the same peak), and Megatron asserts against
+  // them beside either overlap.
+  absl::StatusOr<MegatronLaunch> delayed = ParseMegatronLaunch(
+      Words(DeepSeekV3({"base", "fp8"}) +
+            " --overlap-dispatch-backward-with-experts-wgrad"),
+      nullptr);
+  ASSERT_TRUE(delayed.ok()) << delayed.status();
+  v1::Job delayed_job = delayed->job;
+  delayed_job.mutable_accelerator()->set_name("h100-80gb");
+  EXPECT_DOUBLE_EQ(PeakOf(delayed_job), PeakOf(fp8_job));
+  for (const char* excluded :
+       {" --overlap-moe-expert-parallel-comm", " --delay-wgrad-compute"}) {
+    absl::StatusOr<MegatronLaunch> both = ParseMegatronLaunch(
+        Words(DeepSeekV3({"base", "fp8"}) +
+              " --overlap-dispatch-backward-with-experts-wgrad" + excluded),
+        nullptr);
+    EXPECT_NE(both.status().message().find(
+                  "--overlap-dispatch-backward-with-experts-wgrad: cannot be "
+                  "given with"),
+              std::string::npos)
+        << excluded << ": " << both.status();
+  }
 }
 
 // The recipe names arguments no Megatron-Core before the probabilities

@@ -436,6 +436,13 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "weight gradients run later in the same layer's backward: their "
        "inputs are kept anyway; the output gradients they wait on are a "
        "layer's backward working set (headroom)"},
+      {"overlap-dispatch-backward-with-experts-wgrad", false, M, "off",
+       "the experts' weight gradients run after the dispatch's backward, "
+       "on a stream of their own, within the same layer's backward: their "
+       "inputs are kept anyway, the output gradients they wait on are the "
+       "layer's backward working set (headroom), as --delay-wgrad-compute; "
+       "refused with --overlap-moe-expert-parallel-comm or "
+       "--delay-wgrad-compute (Megatron asserts)"},
       {"multi-latent-attention", false, M, "off",
        "MLA: LoRA-compressed Q and KV (down projections replicated over "
        "TP), their latents stored"},

@@ -174,6 +174,21 @@ absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
   // Megatron's rules for it are validation's (ValidateExpertOverlap).
   moe.set_overlap_expert_parallel_comm(
       args.Has("overlap-moe-expert-parallel-comm"));
+  // The experts' delayed weight gradients: no term of their own
+  // (megatron_arguments.cc), but Megatron asserts against both overlaps
+  // beside them (transformer_config.py).
+  constexpr char kDelayedExpertWgrad[] =
+      "overlap-dispatch-backward-with-experts-wgrad";
+  if (args.Has(kDelayedExpertWgrad)) {
+    for (const char* excluded :
+         {"overlap-moe-expert-parallel-comm", "delay-wgrad-compute"}) {
+      if (args.Has(excluded)) {
+        return Bad(kDelayedExpertWgrad,
+                   absl::StrCat("cannot be given with --", excluded,
+                                " (Megatron asserts)"));
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
