@@ -621,6 +621,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
   m.ungated_mlp = model.mlp_activation() == v1::MLP_ACTIVATION_GELU ||
                   model.mlp_activation() == v1::MLP_ACTIVATION_SQUARED_RELU;
   m.quick_geglu = model.mlp_activation() == v1::MLP_ACTIVATION_QUICK_GEGLU;
+  m.activation_clamp = model.activation_clamp();
   m.layernorm = model.normalization() == v1::NORMALIZATION_LAYERNORM;
   m.linear_bias = model.linear_bias();
   m.qkv_bias = model.qkv_bias();
@@ -639,6 +640,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
     m.shared_ffn = moe.shared_expert_ffn_hidden_size();
     m.probs_applied = moe.routing_probs_applied();
     m.expert_activation_unfused = moe.expert_activation_unfused();
+    m.expert_glu_linear_copy = moe.expert_glu_linear_copy();
     m.expert_activation_te_op = moe.expert_activation_te_op();
     m.shared_gate = moe.shared_expert_gate();
     m.router_bytes = moe.router_dtype() == v1::DTYPE_BF16 ||

@@ -33,6 +33,7 @@ struct ModelShape {
   bool tied_embeddings = false;
   bool ungated_mlp = false;      // GeLU or squared ReLU: 2 matrices, not 3
   bool quick_geglu = false;      // gated, unfused (MlpWidthBytes)
+  bool activation_clamp = false;  // ModelConfig.activation_clamp
   bool layernorm = false;        // LayerNorm (weight + bias) vs RMSNorm
   bool linear_bias = false;      // biases on every linear layer
   bool qkv_bias = false;         // a bias on the QKV projection only
@@ -63,6 +64,7 @@ struct ModelShape {
   v1::MoeConfig::ProbsApplied probs_applied =
       v1::MoeConfig::PROBS_APPLIED_UNSPECIFIED;
   bool expert_activation_unfused = false;  // separate activation ops
+  bool expert_glu_linear_copy = false;     // MoeConfig's: glu()'s own copy
   bool expert_activation_te_op = false;    // TransformerEngine's op
 };
 

@@ -59,7 +59,13 @@
 //      off (--quick-geglu without biases turns it off, arguments.py) the
 //      gated activation runs as glu(x) = act(x_glu) * (x_linear +
 //      glu_linear_offset), activations.py quick_gelu(x) =
-//      x * sigmoid(1.702 x); autograd keeps each product's operands.
+//      x * sigmoid(1.702 x); autograd keeps each product's operands. The
+//      experts' glu() (TEGroupedMLP, core 0.15 on; the path of
+//      interleaved halves) is the same with silu: x_linear + offset is a
+//      tensor of its own (2 B a unit), which the legacy GroupedMLP's
+//      act(x[0]) * x[1] does not make. With activation_func_clamp_value
+//      both glu()s clamp the halves into new tensors, and the activation
+//      keeps the clamped gate (2 B more); the fused kernels clamp inside.
 // [SR] Megatron-LM activations.py: squared_relu(x) = pow(relu(x), 2)
 //      under jit_fuser. Run eagerly, relu keeps its output and pow its
 //      input (the same tensor, 2 B a unit of FFN); compiled, the fusion
@@ -93,7 +99,9 @@ double MlpWidthBytes(const ModelShape& m) {
   // sigmoid(1.702 x) and x * sigmoid (2 each), x_linear + offset (2), the
   // FC2 input (2): everything quick_gelu's definition makes, an upper
   // bound of what its fused (jit) form keeps.
-  if (m.quick_geglu) return 12;
+  // [QG] --activation-func-clamp-value: glu() clamps the gate into a
+  // tensor of its own, which the activation keeps (2).
+  if (m.quick_geglu) return m.activation_clamp ? 14 : 12;
   return 8;
 }
 
@@ -229,8 +237,15 @@ double RoutedCopyActivations(const ModelShape& m, const Layout& l) {
   const bool te_op = m.expert_activation_te_op && !unfused;
   const double f8 = Fp8ElementBytes(l);
   const double input_bytes = l.fp8 ? f8 : 2 * e;
+  // [QG] TEGroupedMLP's glu() (interleaved halves) keeps x_linear +
+  // offset, a tensor of its own, and with a clamp the clamped gate;
+  // inside the moe_act checkpoint neither is kept.
+  const bool te_glu = m.expert_activation_unfused && m.expert_glu_linear_copy &&
+                      !m.ungated_mlp && !m.quick_geglu && !l.recompute_moe_act;
+  const double glu_copies =
+      te_glu ? 2 + (m.activation_clamp ? 2 : 0) : 0;
   const double width_bytes =
-      (MlpWidthBytes(m) - (unfused ? 0 : 2)) * e -
+      (MlpWidthBytes(m) - (unfused ? 0 : 2) + glu_copies) * e -
       (l.recompute_moe_act ? 2 * e : (l.fp8 ? 2 - f8 : 0));
   const double width = ExpertFfn(m) / l.expert_tensor;
   const double common = copies * (input_bytes * m.hidden + width_bytes * width);

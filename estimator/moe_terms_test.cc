@@ -558,6 +558,43 @@ TEST(MoeTermsTest, ProbabilitiesAppliedInTheExpertsKeepNoUnpermuteCopy) {
                    old_act - 2 * 4 * kSbh);
 }
 
+// [QG] The interleaved halves run TEGroupedMLP's glu(), whose x_linear +
+// offset is a tensor of its own: 2 B a unit more than the legacy
+// GroupedMLP (12, not 10): 2048 copies x 2 B x 512 = 2 sbh a layer; with
+// --activation-func-clamp-value the clamped gate, 2 sbh more. The legacy
+// GroupedMLP's glu clamps nothing; under the moe_act checkpoint neither
+// is kept.
+TEST(MoeTermsTest, TheExpertsGluKeepsItsLinearHalfPlusOffset) {
+  const Layout l = EightGpus(1, 8, 1);
+  ModelShape m = SmallMoe();
+  m.probs_applied = v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS;
+  m.expert_activation_unfused = true;
+  const double legacy = StageMemoryOf(m, l, 0, 2).activation_bytes;
+  m.activation_clamp = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes, legacy);
+  m.activation_clamp = false;
+  m.expert_glu_linear_copy = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes,
+                   legacy + 2 * 2 * kSbh);
+  m.activation_clamp = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes,
+                   legacy + 2 * 4 * kSbh);
+  Layout act = l;
+  act.recompute = RecomputeKind::kSelective;
+  act.recompute_moe_act = true;
+  const double recomputed = StageMemoryOf(m, act, 0, 2).activation_bytes;
+  m.activation_clamp = false;
+  m.expert_glu_linear_copy = false;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, act, 0, 2).activation_bytes, recomputed);
+  // Without the unfused activation the flag does nothing (the fused
+  // kernel runs).
+  m.expert_activation_unfused = false;
+  const double fused = StageMemoryOf(m, l, 0, 2).activation_bytes;
+  m.expert_glu_linear_copy = true;
+  m.activation_clamp = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes, fused);
+}
+
 // With wide unfused experts the in-expert multiply outweighs the
 // unpermute copy (2 B x 4096 > 2h = 2048 B a copy): an unknown release
 // counts it, not the 0.12.0 term.

@@ -180,6 +180,8 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
                  "cannot be both true'");
     }
   }
+  // Clamped halves in an unfused glu() (moe_terms.cc [QG]).
+  m.set_activation_clamp(args.Has("activation-func-clamp-value"));
   const v1::MlpActivation act = m.mlp_activation();
   if (te_activation && (act == v1::MLP_ACTIVATION_SQUARED_RELU ||
                         act == v1::MLP_ACTIVATION_QUICK_GEGLU)) {

@@ -1541,6 +1541,25 @@ TEST(MegatronArgsTest, RoutingProbabilitiesFollowTheLaunchsRelease) {
     EXPECT_TRUE(job.model().moe().expert_activation_unfused()) << unfused;
     EXPECT_GT(PeakOf(job), PeakOf(dated)) << unfused;
   }
+  // The interleaved halves run TEGroupedMLP's glu(), which keeps x_linear +
+  // offset apart: more than the legacy GroupedMLP; a clamp keeps the
+  // clamped gate too. The fused kernel clamps inside: no change.
+  const v1::Job legacy =
+      LlamaLaunchJob(moe + "--moe-router-fusion --moe-use-legacy-grouped-gemm");
+  const v1::Job interleaved =
+      LlamaLaunchJob(moe + "--moe-router-fusion --moe-mlp-glu-interleave-size 32");
+  EXPECT_TRUE(interleaved.model().moe().expert_glu_linear_copy());
+  EXPECT_FALSE(legacy.model().moe().expert_glu_linear_copy());
+  EXPECT_GT(PeakOf(interleaved), PeakOf(legacy));
+  const v1::Job clamped = LlamaLaunchJob(
+      moe + "--moe-router-fusion --moe-mlp-glu-interleave-size 32 "
+            "--activation-func-clamp-value 7");
+  EXPECT_TRUE(clamped.model().activation_clamp());
+  EXPECT_GT(PeakOf(clamped), PeakOf(interleaved));
+  EXPECT_DOUBLE_EQ(
+      PeakOf(LlamaLaunchJob(moe + "--moe-router-fusion "
+                                  "--activation-func-clamp-value 7")),
+      PeakOf(dated));
   // TransformerEngine's op keeps what the kernel keeps, and the
   // probabilities' multiply after it its output: between the two.
   const v1::Job te = LlamaLaunchJob(

@@ -381,8 +381,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "the multiply keeps the unweighted input, 2h B a routed copy"},
       {"moe-mlp-glu-interleave-size", true, M, "off",
        "the experts' gate and linear halves interleaved: the unfused "
-       "activation keeps its output once more for the probabilities' "
-       "multiply (2 B a unit of expert FFN)"},
+       "glu() keeps its output once more for the probabilities' multiply "
+       "and x_linear + offset as a tensor of its own (2 + 2 B a unit of "
+       "expert FFN)"},
       {"use-te-activation-func", false, M, "off",
        "TransformerEngine's activation op, which keeps only its input: a "
        "dense SwiGLU MLP keeps 6 B a unit of FFN as the fused kernel; in "
@@ -406,6 +407,11 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "GroupedTensor path (256-row padding, as --moe-use-grouped-tensor), "
        "which Megatron asserts runs without expert TP and without "
        "--moe-apply-probs-on-input"},
+      {"activation-func-clamp-value", true, M, "off",
+       "an unfused glu() (quick-GeGLU, the experts' interleaved halves) "
+       "clamps both halves into tensors of their own and keeps the "
+       "gate's: 2 B more a unit of FFN width; the fused kernels clamp "
+       "inside (no change)"},
       {"moe-use-legacy-grouped-gemm", false, M, "off",
        "the legacy GroupedMLP (removed in later Megatron): its unfused "
        "activation keeps its output once more for the probabilities' "

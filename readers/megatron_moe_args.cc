@@ -81,6 +81,10 @@ void FillProbsApplied(const Arguments& args, MegatronLaunch& launch,
   if (args.Has("moe-mlp-glu-interleave-size") ||
       args.Has("moe-use-legacy-grouped-gemm")) {
     moe.set_expert_activation_unfused(true);
+    // The interleaved halves run TEGroupedMLP's glu(), whose x_linear +
+    // offset is a tensor of its own (moe_terms.cc [QG]); the legacy
+    // GroupedMLP multiplies the half itself. Both given: the larger.
+    moe.set_expert_glu_linear_copy(args.Has("moe-mlp-glu-interleave-size"));
   } else if (args.Has("use-te-activation-func")) {
     moe.set_expert_activation_te_op(true);
   }
