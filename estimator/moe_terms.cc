@@ -66,6 +66,11 @@
 //      act(x[0]) * x[1] does not make. With activation_func_clamp_value
 //      both glu()s clamp the halves into new tensors, and the activation
 //      keeps the clamped gate (2 B more); the fused kernels clamp inside.
+// [SG] Megatron-LM moe/shared_experts.py SharedExpertMLP.forward: with
+//      --moe-shared-expert-gate, output * sigmoid(linear(x, gate_weight)),
+//      whose multiply saves the shared MLP's output for the gate's
+//      gradient; inside the shared_experts (or moe) checkpoint it is not
+//      kept.
 // [SR] Megatron-LM activations.py: squared_relu(x) = pow(relu(x), 2)
 //      under jit_fuser. Run eagerly, relu keeps its output and pow its
 //      input (the same tensor, 2 B a unit of FFN); compiled, the fusion
@@ -303,6 +308,12 @@ double MoeMlpActivations(const ModelShape& m, const Layout& l) {
       const double f8 = Fp8ElementBytes(l);
       bytes += (f8 - 2) * sb * m.shared_ffn / l.tensor +
                f8 * TokensPerRank(l) * m.hidden;
+    }
+    if (m.shared_gate) {
+      // [SG] output * sigmoid(gate): the multiply keeps the shared
+      // experts' output (after FC2's reduce-scatter: this rank's tokens
+      // x h, 16-bit in any recipe) beside the one-wide score.
+      bytes += 2 * ElementScale(l) * TokensPerRank(l) * m.hidden;
     }
   }
   return bytes;

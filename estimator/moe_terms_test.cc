@@ -433,6 +433,31 @@ TEST(MoeTermsTest, FusedSwigluSharedExpertsKeepSixBytes) {
                    StageMemoryOf(routed_only, paper, 0, 2).activation_bytes);
 }
 
+// [SG] The shared experts' gate: output * sigmoid(score) keeps the shared
+// MLP's output, this rank's 1024 tokens x h x 2 B = 2 sbh a layer (t = 1
+// here; with t = 2 and sequence parallelism, half); nothing under the
+// shared_experts checkpoint. Its h parameters a layer are counted apart.
+TEST(MoeTermsTest, SharedExpertGateKeepsTheSharedOutput) {
+  ModelShape m = SmallMoe();
+  m.shared_ffn = 1024;
+  Layout l = EightGpus(1, 1, 1);
+  const double ungated = StageMemoryOf(m, l, 0, 2).activation_bytes;
+  m.shared_gate = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes,
+                   ungated + 2 * 2 * kSbh);
+  Layout tp = EightGpus(2, 1, 2);
+  tp.sequence_parallel = true;
+  ModelShape plain = m;
+  plain.shared_gate = false;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, tp, 0, 2).activation_bytes -
+                       StageMemoryOf(plain, tp, 0, 2).activation_bytes,
+                   2 * kSbh);
+  l.recompute = RecomputeKind::kSelective;
+  l.recompute_shared_experts = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes,
+                   StageMemoryOf(plain, l, 0, 2).activation_bytes);
+}
+
 // The EP all-to-all overlap: one more warm-up forward (schedules.py) and
 // the combined steps' forward beside a backward: one more micro-batch (or
 // chunk) in flight, still capped by the step's m x v.
