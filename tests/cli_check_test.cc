@@ -177,16 +177,24 @@ TEST(CliCheckTest, SuggestionsSayWhatTheyArePlannedWith) {
 
 // A --model-config key memgate has not reviewed is named in the check's
 // notes and on estimate's stderr, also when a launch is checked with it.
-TEST(CliCheckTest, UnreviewedConfigKeysAreNoted) {
-  const std::string path = ::testing::TempDir() + "/unreviewed.json";
+// A Llama config.json with a key memgate has not reviewed
+// (use_parallel_residual), written under the test's temporary directory.
+std::string ConfigWithAnUnreviewedKey(const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/" + name;
   FILE* f = fopen(path.c_str(), "w");
-  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f, nullptr) << path;
+  if (f == nullptr) return path;
   fputs(R"({"model_type": "llama", "hidden_size": 4096,
             "num_hidden_layers": 32, "num_attention_heads": 32,
             "num_key_value_heads": 8, "intermediate_size": 14336,
             "vocab_size": 128256, "use_parallel_residual": true})",
         f);
   fclose(f);
+  return path;
+}
+
+TEST(CliCheckTest, UnreviewedConfigKeysAreNoted) {
+  const std::string path = ConfigWithAnUnreviewedKey("unreviewed.json");
   const std::string said =
       "keys memgate has not reviewed, read past: use_parallel_residual";
   RunResult r = Check({"--model-config=" + path, "--gpu=h100-80gb",
@@ -229,15 +237,7 @@ TEST(CliCheckTest, RefuseUnreviewedMakesWhatIsNotReadInvalid) {
   exec.insert(exec.begin(), {testing::RunfilePath("client/memgate"), "exec"});
   EXPECT_EQ(testing::Run(exec).exit_code, 2);
 
-  const std::string path = ::testing::TempDir() + "/strict.json";
-  FILE* f = fopen(path.c_str(), "w");
-  ASSERT_NE(f, nullptr);
-  fputs(R"({"model_type": "llama", "hidden_size": 4096,
-            "num_hidden_layers": 32, "num_attention_heads": 32,
-            "num_key_value_heads": 8, "intermediate_size": 14336,
-            "vocab_size": 128256, "use_parallel_residual": true})",
-        f);
-  fclose(f);
+  const std::string path = ConfigWithAnUnreviewedKey("strict.json");
   r = Check({"--model-config=" + path, "--gpu=h100-80gb", "--gpus=8",
              "--seq=4096", "--refuse-unreviewed"});
   EXPECT_EQ(r.exit_code, 2) << r.out;

@@ -83,25 +83,25 @@ expect variables refuse "REFUSE [RED] peak 51.58"
 expect moe_release refuse "REFUSE [YELLOW] peak 32.09"
 expect fork_argument admit ""
 
+# $1 a directory name, $2 a site setting as it reads by default, $3 as
+# this site sets it: the hook so configured in $work/$1, as $hook_dir.
+site() {
+  hook_dir="$work/$1"
+  mkdir -p "$hook_dir"
+  cp "$work/memgate_launch.lua" "$hook_dir/"
+  sed -e "s|  $2|  $3|" "$work/job_submit.lua" > "$hook_dir/job_submit.lua"
+  grep -qF "  $3" "$hook_dir/job_submit.lua" || { echo "hook test: could not set $3"; exit 1; }
+}
+
 # A site that names its Megatron-Core release: the hook passes it to
 # memgate, and the MoE launch is estimated as that release runs it.
-hook_dir="$work/release"
-mkdir -p "$hook_dir"
-cp "$work/memgate_launch.lua" "$hook_dir/"
-sed -e 's|  megatron_core = "",|  megatron_core = "0.13.0",|' \
-    "$work/job_submit.lua" > "$hook_dir/job_submit.lua"
-grep -q 'megatron_core = "0.13.0"' "$hook_dir/job_submit.lua" || { echo "hook test: could not set the release"; exit 1; }
+site release 'megatron_core = "",' 'megatron_core = "0.13.0",'
 expect moe_release admit ""
 expect decoy refuse "REFUSE [RED] peak 51.58"  # a dense launch: the release changes nothing
 
 # A site that refuses what memgate has not reviewed: the fork's argument
 # makes the launch invalid, which on_invalid ("refuse") refuses, naming it.
-hook_dir="$work/strict"
-mkdir -p "$hook_dir"
-cp "$work/memgate_launch.lua" "$hook_dir/"
-sed -e 's|  on_unreviewed = "admit",|  on_unreviewed = "refuse",|' \
-    "$work/job_submit.lua" > "$hook_dir/job_submit.lua"
-grep -q 'on_unreviewed = "refuse"' "$hook_dir/job_submit.lua" || { echo "hook test: could not set on_unreviewed"; exit 1; }
+site strict 'on_unreviewed = "admit",' 'on_unreviewed = "refuse",'
 expect fork_argument refuse "--my-fork-offload-experts: not an argument of Megatron-LM"
 expect decoy refuse "REFUSE [RED] peak 51.58"  # reviewed arguments only: judged as before
 
