@@ -643,6 +643,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
     m.expert_glu_linear_copy = moe.expert_glu_linear_copy();
     m.expert_activation_te_op = moe.expert_activation_te_op();
     m.shared_gate = moe.shared_expert_gate();
+    m.shared_overlap = moe.shared_expert_overlap();
     m.router_bytes = moe.router_dtype() == v1::DTYPE_BF16 ||
                              moe.router_dtype() == v1::DTYPE_FP16
                          ? 2

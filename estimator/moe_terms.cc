@@ -71,6 +71,12 @@
 //      whose multiply saves the shared MLP's output for the gate's
 //      gradient; inside the shared_experts (or moe) checkpoint it is not
 //      kept.
+// [SO] Megatron-LM moe/shared_experts.py with --moe-shared-expert-overlap:
+//      the linears' parallel_mode is None (no all-gather inside), and
+//      pre_forward_comm gathers the input over the sequence-parallel
+//      region into cached_fc1_input, which linear_fc1 saves for its
+//      weight gradient: s x b / c tokens where the unshared path keeps
+//      this rank's s x b / (t c).
 // [SR] Megatron-LM activations.py: squared_relu(x) = pow(relu(x), 2)
 //      under jit_fuser. Run eagerly, relu keeps its output and pow its
 //      input (the same tensor, 2 B a unit of FFN); compiled, the fusion
@@ -308,6 +314,12 @@ double MoeMlpActivations(const ModelShape& m, const Layout& l) {
       const double f8 = Fp8ElementBytes(l);
       bytes += (f8 - 2) * sb * m.shared_ffn / l.tensor +
                f8 * TokensPerRank(l) * m.hidden;
+    }
+    if (m.shared_overlap && l.tensor > 1 && l.sequence_parallel) {
+      // [SO] FC1 saves the input it is given: all-gathered over TP by
+      // hand, the whole sequence's tokens x h in 16 bits (under fp8 an
+      // upper bound of its quantized or original copy).
+      bytes += 2 * ElementScale(l) * sb * m.hidden;
     }
     if (m.shared_gate) {
       // [SG] output * sigmoid(gate): the multiply keeps the shared

@@ -458,6 +458,28 @@ TEST(MoeTermsTest, SharedExpertGateKeepsTheSharedOutput) {
                    StageMemoryOf(plain, l, 0, 2).activation_bytes);
 }
 
+// [SO] --moe-shared-expert-overlap: with TP 2 and sequence parallelism the
+// shared experts' FC1 saves the all-gathered input, the whole sequence's
+// 1024 tokens x h x 2 B = 2 sbh a layer beside the shard the router
+// keeps. At TP 1, or without sequence parallelism, it is the same tensor.
+TEST(MoeTermsTest, SharedExpertOverlapKeepsTheGatheredInput) {
+  ModelShape m = SmallMoe();
+  m.shared_ffn = 1024;
+  ModelShape overlap = m;
+  overlap.shared_overlap = true;
+  Layout tp = EightGpus(2, 1, 2);
+  tp.sequence_parallel = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(overlap, tp, 0, 2).activation_bytes -
+                       StageMemoryOf(m, tp, 0, 2).activation_bytes,
+                   2 * 2 * kSbh);
+  tp.sequence_parallel = false;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(overlap, tp, 0, 2).activation_bytes,
+                   StageMemoryOf(m, tp, 0, 2).activation_bytes);
+  const Layout one = EightGpus(1, 1, 1);
+  EXPECT_DOUBLE_EQ(StageMemoryOf(overlap, one, 0, 2).activation_bytes,
+                   StageMemoryOf(m, one, 0, 2).activation_bytes);
+}
+
 // The EP all-to-all overlap: one more warm-up forward (schedules.py) and
 // the combined steps' forward beside a backward: one more micro-batch (or
 // chunk) in flight, still capped by the step's m x v.

@@ -89,6 +89,33 @@ absl::Status ValidateModel(const v1::ModelConfig& m) {
 
 // Mixture of experts, MLA and MTP, with Megatron-Core's rules
 // (transformer_config.py, moe_layer.py, arguments.py).
+// Megatron's rules for --moe-shared-expert-overlap (transformer_config.py
+// raises): the alltoall or flex dispatcher only, and not beside the
+// shared experts' recomputation.
+absl::Status ValidateSharedExpertOverlap(const v1::Job& job) {
+  const v1::MoeConfig& moe = job.model().moe();
+  if (!moe.shared_expert_overlap()) return absl::OkStatus();
+  const char* field = "model.moe.shared_expert_overlap";
+  if (moe.token_dispatcher() == v1::MoeConfig::DISPATCHER_ALLGATHER) {
+    return Invalid(field,
+                   "needs the alltoall or flex dispatcher (Megatron raises)",
+                   "allgather");
+  }
+  const v1::Recompute& r = job.training().recompute();
+  if (moe.shared_expert_ffn_hidden_size() > 0 &&
+      r.granularity() == v1::Recompute::GRANULARITY_SELECTIVE) {
+    for (int module : r.modules()) {
+      if (module == v1::Recompute::MODULE_SHARED_EXPERTS) {
+        return Invalid(field,
+                       "cannot be used with the shared_experts "
+                       "recomputation (Megatron raises)",
+                       "true");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateExperts(const v1::Job& job) {
   const v1::ModelConfig& m = job.model();
   const v1::ParallelConfig& par = job.parallel();
@@ -227,6 +254,7 @@ absl::Status ValidateExperts(const v1::Job& job) {
                      absl::StrCat(ep * etp));
     }
     MEMGATE_RETURN_IF_ERROR(ValidateFlexDispatcher(moe, ep * etp));
+    MEMGATE_RETURN_IF_ERROR(ValidateSharedExpertOverlap(job));
     MEMGATE_RETURN_IF_ERROR(ValidateExpertOverlap(job, ep));
   }
   if (m.has_mla()) {

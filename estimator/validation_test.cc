@@ -368,6 +368,24 @@ INSTANTIATE_TEST_SUITE_P(
                    v1::DATA_PARALLEL_SHARDING_OPTIM);
                j.mutable_parallel()->set_distributed_optimizer_instances(2);
              }, "parallel.distributed_optimizer_instances"},
+        Rule{"SharedExpertOverlapNeedsAllToAll", [](v1::Job& j) {
+               auto& moe = *j.mutable_model()->mutable_moe();
+               moe.set_num_experts(8);
+               moe.set_router_topk(2);
+               moe.set_shared_expert_ffn_hidden_size(1024);
+               moe.set_shared_expert_overlap(true);
+               moe.set_token_dispatcher(v1::MoeConfig::DISPATCHER_ALLGATHER);
+             }, "model.moe.shared_expert_overlap"},
+        Rule{"SharedExpertOverlapWithoutItsRecomputation", [](v1::Job& j) {
+               auto& moe = *j.mutable_model()->mutable_moe();
+               moe.set_num_experts(8);
+               moe.set_router_topk(2);
+               moe.set_shared_expert_ffn_hidden_size(1024);
+               moe.set_shared_expert_overlap(true);
+               v1::Recompute& r = *j.mutable_training()->mutable_recompute();
+               r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+               r.add_modules(v1::Recompute::MODULE_SHARED_EXPERTS);
+             }, "model.moe.shared_expert_overlap"},
         Rule{"NoGpuMemory", [](v1::Job& j) {
                j.mutable_accelerator()->set_memory_bytes(0);
              }, "accelerator.memory_bytes"},

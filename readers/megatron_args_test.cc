@@ -1541,6 +1541,22 @@ TEST(MegatronArgsTest, RoutingProbabilitiesFollowTheLaunchsRelease) {
     EXPECT_TRUE(job.model().moe().expert_activation_unfused()) << unfused;
     EXPECT_GT(PeakOf(job), PeakOf(dated)) << unfused;
   }
+  // The shared experts beside the dispatcher: with TP 4 and sequence
+  // parallelism FC1 saves the all-gathered input (more); Megatron's rules
+  // for it hold (allgather refused).
+  const std::string shared = moe + "--moe-router-fusion "
+                                   "--moe-shared-expert-intermediate-size 2048 ";
+  const v1::Job overlapped =
+      LlamaLaunchJob(shared + "--moe-shared-expert-overlap");
+  EXPECT_TRUE(overlapped.model().moe().shared_expert_overlap());
+  EXPECT_GT(PeakOf(overlapped), PeakOf(LlamaLaunchJob(shared)));
+  absl::StatusOr<v1::Estimate> gathered = EstimateJob(LlamaLaunchJob(
+      shared + "--moe-shared-expert-overlap "
+               "--moe-token-dispatcher-type allgather"));
+  EXPECT_NE(gathered.status().message().find(
+                "model.moe.shared_expert_overlap: needs the alltoall"),
+            std::string::npos)
+      << gathered.status();
   // The interleaved halves run TEGroupedMLP's glu(), which keeps x_linear +
   // offset apart: more than the legacy GroupedMLP; a clamp keeps the
   // clamped gate too. The fused kernel clamps inside: no change.

@@ -341,7 +341,15 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "([0]*3+[1]*58)"},
       {"moe-shared-expert-intermediate-size", true, M, "none",
        "shared experts: a dense MLP of that width over TP"},
-      {"moe-shared-expert-gate", false, M, "off", "h parameters a layer"},
+      {"moe-shared-expert-overlap", false, M, "off",
+       "the shared experts beside the dispatcher, their TP communication "
+       "done by hand: with sequence parallelism FC1 saves the all-gathered "
+       "input (s x b / c tokens x h) beside the shard; needs the alltoall "
+       "or flex dispatcher, not with the shared_experts recomputation "
+       "(Megatron raises)"},
+      {"moe-shared-expert-gate", false, M, "off",
+       "h parameters a layer, and the shared output kept for the gate's "
+       "multiply (tokens x h x 2 B a layer)"},
       {"expert-model-parallel-size", true, M, "1", "EP"},
       {"expert-tensor-parallel-size", true, M, "TP", "ETP"},
       {"expert-tensor-parallel-num-weight-shards", true, P, "ETP",

@@ -231,6 +231,8 @@ absl::Status FillMoe(const Arguments& args, MegatronLaunch& launch) {
       shared, args.Number("moe-shared-expert-intermediate-size", 0));
   moe.set_shared_expert_ffn_hidden_size(shared);
   moe.set_shared_expert_gate(args.Has("moe-shared-expert-gate"));
+  // Megatron's rules for it are validation's (ValidateSharedExpertOverlap).
+  moe.set_shared_expert_overlap(args.Has("moe-shared-expert-overlap"));
   if (absl::Status s = FillLayerFrequency(args, moe, m.num_layers());
       !s.ok()) {
     return s;
