@@ -644,6 +644,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
     m.expert_activation_te_op = moe.expert_activation_te_op();
     m.shared_gate = moe.shared_expert_gate();
     m.shared_overlap = moe.shared_expert_overlap();
+    m.input_jitter = moe.input_jitter();
     m.router_bytes = moe.router_dtype() == v1::DTYPE_BF16 ||
                              moe.router_dtype() == v1::DTYPE_FP16
                          ? 2

@@ -48,6 +48,7 @@ struct ModelShape {
   double shared_ffn = 0;     // shared experts' FFN width (0: none)
   bool shared_gate = false;  // a sigmoid gate on the shared experts
   bool shared_overlap = false;  // MoeConfig.shared_expert_overlap
+  bool input_jitter = false;    // MoeConfig.input_jitter
   double router_bytes = 4;   // bytes of a router score (fp32 by default)
   // Which layers are MoE: moe_prefix[i] is how many of layers 0..i-1 are
   // (size L + 1); empty with experts == 0.

@@ -77,6 +77,10 @@
 //      region into cached_fc1_input, which linear_fc1 saves for its
 //      weight gradient: s x b / c tokens where the unshared path keeps
 //      this rank's s x b / (t c).
+// [IJ] Megatron-LM moe/router.py apply_input_jitter (--moe-input-jitter-
+//      eps): input * Uniform(1 - eps, 1 + eps).rsample(input.shape); the
+//      multiply keeps the noise (for the input's gradient) and the gating
+//      GEMM (RouterGatingLinearFunction) its jittered input.
 // [SR] Megatron-LM activations.py: squared_relu(x) = pow(relu(x), 2)
 //      under jit_fuser. Run eagerly, relu keeps its output and pow its
 //      input (the same tensor, 2 B a unit of FFN); compiled, the fusion
@@ -299,6 +303,8 @@ double MoeMlpActivations(const ModelShape& m, const Layout& l) {
   if (!l.recompute_moe) {
     // Router scores, kept for the softmax / sigmoid backward [MM].
     bytes += m.router_bytes * tokens * m.experts;
+    // [IJ] input jitter: the noise and the jittered input, kept.
+    if (m.input_jitter) bytes += 2 * 2 * ElementScale(l) * tokens * m.hidden;
     bytes += RoutedCopyActivations(m, l);
   }
   if (!l.recompute_moe && !l.recompute_shared_experts && m.shared_ffn > 0) {

@@ -458,6 +458,24 @@ TEST(MoeTermsTest, SharedExpertGateKeepsTheSharedOutput) {
                    StageMemoryOf(plain, l, 0, 2).activation_bytes);
 }
 
+// [IJ] --moe-input-jitter-eps: the noise and the jittered input, this
+// rank's 1024 tokens x h x 2 B each: 4 sbh a layer; nothing under the moe
+// checkpoint.
+TEST(MoeTermsTest, InputJitterKeepsTheNoiseAndTheJitteredInput) {
+  ModelShape m = SmallMoe();
+  const Layout l = EightGpus(1, 1, 1);
+  const double plain = StageMemoryOf(m, l, 0, 2).activation_bytes;
+  m.input_jitter = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes,
+                   plain + 2 * 4 * kSbh);
+  Layout moe = l;
+  moe.recompute = RecomputeKind::kSelective;
+  moe.recompute_moe = true;
+  const ModelShape none = SmallMoe();
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, moe, 0, 2).activation_bytes,
+                   StageMemoryOf(none, moe, 0, 2).activation_bytes);
+}
+
 // [SO] --moe-shared-expert-overlap: with TP 2 and sequence parallelism the
 // shared experts' FC1 saves the all-gathered input, the whole sequence's
 // 1024 tokens x h x 2 B = 2 sbh a layer beside the shard the router

@@ -1541,6 +1541,11 @@ TEST(MegatronArgsTest, RoutingProbabilitiesFollowTheLaunchsRelease) {
     EXPECT_TRUE(job.model().moe().expert_activation_unfused()) << unfused;
     EXPECT_GT(PeakOf(job), PeakOf(dated)) << unfused;
   }
+  // Input jitter keeps the noise and the jittered input: more.
+  const v1::Job jittered =
+      LlamaLaunchJob(moe + "--moe-router-fusion --moe-input-jitter-eps 0.01");
+  EXPECT_TRUE(jittered.model().moe().input_jitter());
+  EXPECT_GT(PeakOf(jittered), PeakOf(dated));
   // The shared experts beside the dispatcher: with TP 4 and sequence
   // parallelism FC1 saves the all-gathered input (more); Megatron's rules
   // for it hold (allgather refused).

@@ -341,6 +341,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "([0]*3+[1]*58)"},
       {"moe-shared-expert-intermediate-size", true, M, "none",
        "shared experts: a dense MLP of that width over TP"},
+      {"moe-input-jitter-eps", true, M, "off",
+       "the router's input times uniform noise: the noise and the "
+       "jittered input kept, 2 x tokens x h x 2 B a MoE layer"},
       {"moe-shared-expert-overlap", false, M, "off",
        "the shared experts beside the dispatcher, their TP communication "
        "done by hand: with sequence parallelism FC1 saves the all-gathered "

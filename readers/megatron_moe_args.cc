@@ -233,6 +233,7 @@ absl::Status FillMoe(const Arguments& args, MegatronLaunch& launch) {
   moe.set_shared_expert_gate(args.Has("moe-shared-expert-gate"));
   // Megatron's rules for it are validation's (ValidateSharedExpertOverlap).
   moe.set_shared_expert_overlap(args.Has("moe-shared-expert-overlap"));
+  moe.set_input_jitter(args.Has("moe-input-jitter-eps"));
   if (absl::Status s = FillLayerFrequency(args, moe, m.num_layers());
       !s.ok()) {
     return s;
