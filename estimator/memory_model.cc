@@ -601,6 +601,14 @@ double MtpActivations(const ModelShape& m, const Layout& l) {
 
 }  // namespace
 
+bool ReducesGradientsInFp32(const v1::TrainingConfig& t) {
+  const bool bf16_fp32_grads =
+      t.precision() == v1::PRECISION_BF16_FP32_GRADS ||
+      t.precision() == v1::PRECISION_UNSPECIFIED;  // resolved to it
+  return bf16_fp32_grads &&
+         t.precision_aware_optimizer().main_grads_dtype() != v1::DTYPE_BF16;
+}
+
 double HeadDim(const ModelShape& m) {
   return m.head_dim > 0 ? m.head_dim : m.hidden / std::max(m.heads, 1.0);
 }
@@ -844,8 +852,7 @@ Layout LayoutOf(const v1::Job& job) {
   // the distributed optimizer's DDP reduce-scatters.
   l.rs_fp32_accumulation =
       train.reduce_scatter_fp32_accumulation() && l.distributed_optimizer &&
-      l.sharding == FsdpSharding::kNone &&
-      (l.precision == v1::PRECISION_FP32 || LayoutGradientBytes(l) < 4);
+      l.sharding == FsdpSharding::kNone && !ReducesGradientsInFp32(train);
   return l;
 }
 

@@ -288,6 +288,13 @@ double MicrobatchGroup(const Layout& l);
 // forward [DL in memory_model.cc].
 bool DataloaderMaskIsSaved(const Layout& l);
 
+// Megatron's accumulate_allreduce_grads_in_fp32 (training/arguments.py):
+// bf16 training whose main gradients are fp32 (no --grad-reduce-in-bf16,
+// no bf16 --main-grads-dtype) reduces them in fp32, and so turns
+// --ddp-reduce-scatter-with-fp32-accumulation off. fp32 and fp16 training
+// keep it on. One rule for the reader, validation and the term [RSA].
+bool ReducesGradientsInFp32(const v1::TrainingConfig& t);
+
 // Memory of one GPU of pipeline stage `stage` (0-based) holding
 // `stage_layers` transformer layers, under the 1F1B schedule.
 // `first_layer` is the index of the stage's first layer (which of its

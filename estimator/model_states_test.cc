@@ -160,6 +160,16 @@ TEST(ModelStatesTest, Fp32AccumulatingReduceScatterHoldsAGradientCopy) {
   job.mutable_training()->mutable_precision_aware_optimizer()
       ->set_main_grads_dtype(v1::DTYPE_BF16);
   EXPECT_DOUBLE_EQ(Figures(job).gradient_scratch_bytes, 2 * kParams);
+  // --grad-reduce-in-bf16 with fp32 main gradients: Megatron leaves the
+  // flag on (accumulate_allreduce_grads_in_fp32 is off), and the scratch
+  // copies the 4-byte buffer.
+  job.mutable_training()->set_precision(v1::PRECISION_BF16_BF16_GRADS);
+  job.mutable_training()->mutable_precision_aware_optimizer()
+      ->set_main_grads_dtype(v1::DTYPE_FP32);
+  EXPECT_DOUBLE_EQ(Figures(job).gradient_scratch_bytes, 4 * kParams);
+  job.mutable_training()->set_precision(v1::PRECISION_BF16_FP32_GRADS);
+  job.mutable_training()->mutable_precision_aware_optimizer()
+      ->set_main_grads_dtype(v1::DTYPE_BF16);
   job.mutable_parallel()->set_distributed_optimizer(false);
   EXPECT_DOUBLE_EQ(Figures(job).gradient_scratch_bytes, 0);
   // Beside several optimizer instances Megatron asserts.

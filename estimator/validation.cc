@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "estimator/deepep_buffers.h"
+#include "estimator/memory_model.h"
 
 namespace memgate {
 namespace {
@@ -357,10 +358,7 @@ absl::Status ValidateOptimizerInstances(const v1::Job& job, uint64_t d) {
   // instances, where it runs: not for bf16 with fp32 gradients, whose
   // reduction arguments.py already keeps in fp32 (and turns it off).
   const v1::TrainingConfig& tr = job.training();
-  const bool fp32_reduction =
-      tr.precision() == v1::PRECISION_BF16_FP32_GRADS &&
-      tr.precision_aware_optimizer().main_grads_dtype() != v1::DTYPE_BF16;
-  if (tr.reduce_scatter_fp32_accumulation() && !fp32_reduction) {
+  if (tr.reduce_scatter_fp32_accumulation() && !ReducesGradientsInFp32(tr)) {
     return Invalid(field,
                    "above 1 with training.reduce_scatter_fp32_accumulation "
                    "(Megatron asserts: RS with FP32 accumulation not "

@@ -1196,8 +1196,7 @@ absl::Status FillFp32AccumulatingReduceScatter(const Arguments& args,
   constexpr char kName[] = "ddp-reduce-scatter-with-fp32-accumulation";
   if (!args.Has(kName)) return absl::OkStatus();
   v1::TrainingConfig& t = *launch.job.mutable_training();
-  if (t.precision() == v1::PRECISION_BF16_FP32_GRADS &&
-      t.precision_aware_optimizer().main_grads_dtype() != v1::DTYPE_BF16) {
+  if (ReducesGradientsInFp32(t)) {
     launch.notes.push_back(absl::StrCat(
         "--", kName, ": Megatron turns it off (gradients already reduced "
         "in fp32)"));
