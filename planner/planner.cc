@@ -278,9 +278,6 @@ struct Search {
   double gpus_per_node = 0;
   uint32_t gpus = 0, gbs = 0, seq = 0, max_mbs = 0;
   bool cross_node_tp = false;
-  // The distributed optimizer's instances every layout has (the
-  // request's; at least 1).
-  uint32_t optimizer_instances = 1;
   uint32_t heads = 0, kv_heads = 0, layers = 0, vocab = 0;
   uint32_t mtp = 0;  // MTP layers, on the last stage
   std::vector<uint32_t> expert_divisors;  // of E; empty for dense models
@@ -300,6 +297,12 @@ struct Search {
   // The cost model with the GPU's datasheet ratios (gpu_datasheets.h).
   CostModel cost;
 };
+
+// The distributed optimizer's instances every layout has: the request's,
+// in the template layout (at least 1, below 2^32).
+uint64_t OptimizerInstances(const Search& s) {
+  return static_cast<uint64_t>(s.base.optimizer_instances);
+}
 
 Layout LayoutFor(const Search& s, uint32_t t, uint32_t c, uint32_t p,
                  uint32_t d, uint32_t b, uint32_t ep = 1, uint32_t etp = 1) {
@@ -368,7 +371,7 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
         }
         // The optimizer's instances divide the d x c = GPUs / (t p) ranks
         // (ValidateJob).
-        if ((s.gpus / t / p) % s.optimizer_instances) continue;
+        if ((s.gpus / t / p) % OptimizerInstances(s)) continue;
         visit(t, c, p);
       }
     }
@@ -404,7 +407,7 @@ void ForEachExpertLayout(const Search& s, uint32_t t, uint32_t p,
       if (s.base.fused_grouped_mlp && etp > 1) continue;
       // The optimizer's instances divide the expert-data-parallel ranks
       // (ValidateJob).
-      if ((stage_gpus / group) % s.optimizer_instances) continue;
+      if ((stage_gpus / group) % OptimizerInstances(s)) continue;
       if (stage_gpus % group == 0) visit(ep, etp);
     }
     if (t == 1) break;  // ETP 1 and TP are the same choice
@@ -885,8 +888,6 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request,
     s.expert_divisors = Divisors(job->model().moe().num_experts());
   }
   s.sharding = request.data_parallel_sharding();
-  s.optimizer_instances =
-      std::max(1u, request.distributed_optimizer_instances());
   s.cost = WithDatasheetRatios(cost, job->accelerator().name());
   // Full recomputation is refused with the EP overlap (validation.cc);
   // selective is not.
@@ -946,9 +947,9 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
   c.set_relative_speed(best > 0 ? l.speed / best : 0);
   c.set_why(WhyOf(l, f, s.capacity, s.threshold));
   std::string args = CandidateMegatronArguments(c, s.gbs, s.seq);
-  if (s.optimizer_instances > 1) {
+  if (OptimizerInstances(s) > 1) {
     absl::StrAppend(&args, " --num-distributed-optimizer-instances ",
-                    s.optimizer_instances);
+                    OptimizerInstances(s));
   }
   if (s.sharding != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
     // The request's FSDP buffers, which a candidate does not record.
