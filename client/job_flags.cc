@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/user_path.h"
 #include "estimator/catalog.h"
+#include "estimator/megatron_names.h"
 #include "estimator/units.h"
 #include "readers/hf_config.h"
 
@@ -42,6 +43,8 @@ constexpr FlagForField kFlagForField[] = {
     {"parallel.expert_tensor_parallel", "--etp"},
     {"parallel.distributed_optimizer_instances",
      "--distributed-optimizer-instances"},
+    {"parallel.context_parallel_comm", "--cp-comm-type"},
+    {"parallel.context_parallel_a2a_size", "--cp-a2a-size"},
     {"training.micro_batch_size", "--mbs"},
     {"training.seq_length", "--seq"},
     {"training.global_batch_size", "--gbs"},
@@ -137,6 +140,53 @@ void JobFlags::RegisterRelease(FlagSet& f) {
            "the distributed optimizer, each sharding the optimizer states "
            "over DP*CP/N GPUs (default 1)",
            &optimizer_instances);
+  f.String("cp-comm-type", "TYPE",
+           "Megatron's --cp-comm-type with context parallelism: p2p "
+           "(default), all_gather (the whole sequence's K and V held while a "
+           "layer runs backward), a2a (Ulysses: the attention output kept "
+           "twice a layer; TP rank's heads divisible by CP) or a2a+p2p (with "
+           "--cp-a2a-size)",
+           &cp_comm_type);
+  f.Uint32("cp-a2a-size",
+           "a2a+p2p: the all-to-all level's size, the first of Megatron's "
+           "--hierarchical-context-parallel-sizes (divides CP)",
+           &cp_a2a_size);
+}
+
+absl::Status JobFlags::ApplyContextParallelComm(v1::ParallelConfig& par,
+                                                bool refuse_conflicts) const {
+  if (!cp_comm_type) {
+    if (cp_a2a_size) {
+      return absl::InvalidArgumentError(
+          "--cp-a2a-size: applies with --cp-comm-type=a2a+p2p only");
+    }
+    return absl::OkStatus();
+  }
+  const std::optional<v1::ContextParallelComm> comm =
+      CpCommTypeNamed(*cp_comm_type);
+  if (!comm) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--cp-comm-type: must be p2p, all_gather, a2a or a2a+p2p (got '",
+        *cp_comm_type, "')"));
+  }
+  const bool hierarchical = *comm == v1::CONTEXT_PARALLEL_COMM_A2A_P2P;
+  if (hierarchical != (cp_a2a_size.has_value() && *cp_a2a_size > 0)) {
+    return absl::InvalidArgumentError(
+        "--cp-a2a-size: a2a+p2p needs it (at least 1), and only a2a+p2p "
+        "takes it");
+  }
+  const v1::ContextParallelComm current = par.context_parallel_comm();
+  if (refuse_conflicts && current != v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED &&
+      (current != *comm ||
+       (hierarchical && par.context_parallel_a2a_size() != *cp_a2a_size))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--cp-comm-type=", *cp_comm_type,
+        " contradicts the launch command, which says ",
+        CpCommTypeName(current)));
+  }
+  par.set_context_parallel_comm(*comm);
+  par.set_context_parallel_a2a_size(hierarchical ? *cp_a2a_size : 0);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::optional<v1::ModelConfig>> JobFlags::ModelToFill(
@@ -281,7 +331,7 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
   if (megatron_core) t.set_megatron_core_version(*megatron_core);
   if (fused_swiglu) t.set_fused_swiglu(*fused_swiglu);
   if (tp_comm_overlap) SetTpCommOverlap(*tp_comm_overlap, t);
-  return absl::OkStatus();
+  return ApplyContextParallelComm(p, r);
 }
 
 std::string WithFlagHint(const std::string& message) {

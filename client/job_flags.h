@@ -40,14 +40,27 @@ struct JobFlags {
   // Megatron's --num-distributed-optimizer-instances
   // (ParallelConfig.distributed_optimizer_instances).
   std::optional<uint32_t> optimizer_instances;
+  // Megatron's --cp-comm-type and a2a+p2p's inner size
+  // (ParallelConfig.context_parallel_comm, context_parallel_a2a_size).
+  std::optional<std::string> cp_comm_type;
+  std::optional<uint32_t> cp_a2a_size;
   // Set by commands that judge a job (check --refuse-unreviewed): a
   // --model-config key memgate has not reviewed is an error, not a note.
   bool refuse_unreviewed = false;
 
   void Register(FlagSet& flags);
-  // --megatron-core, --fused-swiglu, --tp-comm-overlap and
-  // --distributed-optimizer-instances, the settings `plan` takes too (it registers the model flags one by one).
+  // --megatron-core, --fused-swiglu, --tp-comm-overlap,
+  // --distributed-optimizer-instances, --cp-comm-type and --cp-a2a-size,
+  // the settings `plan` takes too (it registers the model flags one by
+  // one).
   void RegisterRelease(FlagSet& flags);
+
+  // --cp-comm-type and --cp-a2a-size into `par`'s fields (left as they are
+  // without the flags). INVALID_ARGUMENT names the flag: an unknown type,
+  // a size without a2a+p2p or a2a+p2p without one, or, with
+  // `refuse_conflicts`, a type other than the one `par` already has.
+  absl::Status ApplyContextParallelComm(v1::ParallelConfig& par,
+                                        bool refuse_conflicts) const;
 
   // A job from these flags alone: TP, CP, PP and MBS default to 1; the
   // model, GPU, GPU count and sequence length are required.

@@ -133,6 +133,46 @@ TEST(JobFlagsTest, DistributedOptimizerInstancesByFlag) {
             "data-parallel ranks d x c = 8 (got 3)");
 }
 
+TEST(JobFlagsTest, ContextParallelExchangeByFlag) {
+  const std::vector<std::string> llama = {
+      "--model=llama-3.1-8b", "--gpu=h100-80gb", "--gpus=16", "--tp=2",
+      "--cp=4", "--seq=32768"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> flags = llama;
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    return Build(flags);
+  };
+  absl::StatusOr<v1::Job> job = with({"--cp-comm-type=a2a"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->parallel().context_parallel_comm(),
+            v1::CONTEXT_PARALLEL_COMM_A2A);
+  ASSERT_TRUE(EstimateJob(*job).ok()) << EstimateJob(*job).status();
+  job = with({"--cp-comm-type=a2a+p2p", "--cp-a2a-size=2"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->parallel().context_parallel_a2a_size(), 2u);
+  ASSERT_TRUE(EstimateJob(*job).ok()) << EstimateJob(*job).status();
+  // TP 2 leaves 4 key heads a rank, which CP 8 does not split: named by
+  // flag.
+  job = Build({"--model=llama-3.1-8b", "--gpu=h100-80gb", "--gpus=16",
+               "--tp=2", "--cp=8", "--seq=32768", "--cp-comm-type=a2a"});
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(WithFlagHint(std::string(EstimateJob(*job).status().message()))
+                .rfind("parallel.context_parallel_comm (--cp-comm-type):", 0),
+            0u)
+      << EstimateJob(*job).status();
+  for (const std::vector<std::string>& bad :
+       std::vector<std::vector<std::string>>{
+           {"--cp-comm-type=allgather"},
+           {"--cp-comm-type=a2a+p2p"},
+           {"--cp-comm-type=a2a", "--cp-a2a-size=2"},
+           {"--cp-a2a-size=2"}}) {
+    job = with(bad);
+    ASSERT_FALSE(job.ok()) << bad[0];
+    EXPECT_NE(job.status().message().find("--cp-"), std::string::npos)
+        << job.status();
+  }
+}
+
 TEST(JobFlagsTest, MissingRequiredFlagsAreNamed) {
   absl::StatusOr<v1::Job> job =
       Build({"--model=llama-3.1-8b", "--gpu=a100-40gb", "--seq=8192"});

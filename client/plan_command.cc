@@ -186,6 +186,18 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
     }
     request.set_distributed_optimizer_instances(*f.model.optimizer_instances);
   }
+  if (f.model.cp_comm_type || f.model.cp_a2a_size) {
+    // Into the request's fields, as a launch's would be (plan_launch.cc).
+    v1::ParallelConfig par;
+    par.set_context_parallel_comm(request.context_parallel_comm());
+    par.set_context_parallel_a2a_size(request.context_parallel_a2a_size());
+    if (absl::Status s = f.model.ApplyContextParallelComm(par, true);
+        !s.ok()) {
+      return s;
+    }
+    request.set_context_parallel_comm(par.context_parallel_comm());
+    request.set_context_parallel_a2a_size(par.context_parallel_a2a_size());
+  }
   if (f.fsdp) {
     const std::optional<v1::DataParallelSharding> sharding =
         ShardingStrategyNamed(*f.fsdp);

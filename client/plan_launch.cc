@@ -136,6 +136,26 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
         par.distributed_optimizer_instances(),
         "); only layouts whose DP x CP it divides are planned"));
   }
+  if (par.context_parallel_comm() != v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED &&
+      par.context_parallel_comm() != v1::CONTEXT_PARALLEL_COMM_P2P) {
+    // Planned with the launch's exchange: candidates with CP run it, and
+    // an all-to-all only where it splits the heads of a TP rank.
+    request.set_context_parallel_comm(par.context_parallel_comm());
+    request.set_context_parallel_a2a_size(par.context_parallel_a2a_size());
+    notes.push_back(absl::StrCat(
+        "--cp-comm-type ", CpCommTypeName(par.context_parallel_comm()),
+        ": candidates with context parallelism keep it",
+        par.context_parallel_comm() == v1::CONTEXT_PARALLEL_COMM_ALL_GATHER
+            ? ""
+            : absl::StrCat(", at CP sizes whose all-to-all splits a TP "
+                           "rank's heads",
+                           par.context_parallel_comm() ==
+                                   v1::CONTEXT_PARALLEL_COMM_A2A_P2P
+                               ? absl::StrCat(" (all-to-all over ",
+                                              par.context_parallel_a2a_size(),
+                                              " ranks, CP a multiple of it)")
+                               : "")));
+  }
   if (!par.distributed_optimizer() && !fsdp) {
     notes.push_back(
         "the launch has no --use-distributed-optimizer: candidates add it "

@@ -107,6 +107,35 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
         l.optimizer_instances, l.optimizer_instances,
         l.data * l.context / l.optimizer_instances, l.data * l.context));
   }
+  if (l.context > 1) {
+    switch (l.cp_comm) {
+      case v1::CONTEXT_PARALLEL_COMM_ALL_GATHER:
+        out.push_back(
+            "context parallelism by all-gather: while a layer's attention "
+            "runs backward, the whole sequence's keys and values and their "
+            "gradients are held, about 3.5 copies of them above the stored "
+            "activations");
+        break;
+      case v1::CONTEXT_PARALLEL_COMM_A2A:
+      case v1::CONTEXT_PARALLEL_COMM_A2A_P2P:
+        if (l.cp_a2a_size > 1 || l.cp_comm == v1::CONTEXT_PARALLEL_COMM_A2A) {
+          out.push_back(absl::StrCat(
+              "context parallelism by all-to-all (Ulysses",
+              l.cp_comm == v1::CONTEXT_PARALLEL_COMM_A2A_P2P
+                  ? absl::StrFormat(" over %.0f ranks, then p2p",
+                                    l.cp_a2a_size)
+                  : std::string(),
+              "): the attention output kept before and after its "
+              "all-to-all, twice a layer",
+              l.recompute == RecomputeKind::kSelective && l.recompute_core_attn
+                  ? " (not with core attention recomputed)"
+                  : ""));
+        }
+        break;
+      default:
+        break;
+    }
+  }
   if (l.rs_fp32_accumulation) {
     out.push_back(
         "fp32-accumulating reduce-scatter: a scratch copy of the stage's "

@@ -23,6 +23,14 @@ constexpr NameTable<v1::DataParallelSharding> kShardingStrategies[] = {
     {"optim_grads", v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS},
     {"optim_grads_params", v1::DATA_PARALLEL_SHARDING_OPTIM_GRADS_PARAMS}};
 
+// TransformerEngine's spellings (context_parallel.py), which Megatron
+// passes on as given: its help text's "allgather" is not one.
+constexpr NameTable<v1::ContextParallelComm> kCpCommTypes[] = {
+    {"p2p", v1::CONTEXT_PARALLEL_COMM_P2P},
+    {"all_gather", v1::CONTEXT_PARALLEL_COMM_ALL_GATHER},
+    {"a2a", v1::CONTEXT_PARALLEL_COMM_A2A},
+    {"a2a+p2p", v1::CONTEXT_PARALLEL_COMM_A2A_P2P}};
+
 template <typename Enum, size_t N>
 std::optional<Enum> ValueNamed(const NameTable<Enum> (&table)[N],
                                absl::string_view name) {
@@ -58,6 +66,15 @@ std::optional<v1::DataParallelSharding> ShardingStrategyNamed(
 
 std::string ShardingStrategyName(v1::DataParallelSharding sharding) {
   return NameOf(kShardingStrategies, sharding);
+}
+
+std::optional<v1::ContextParallelComm> CpCommTypeNamed(
+    absl::string_view name) {
+  return ValueNamed(kCpCommTypes, name);
+}
+
+std::string CpCommTypeName(v1::ContextParallelComm comm) {
+  return NameOf(kCpCommTypes, comm);
 }
 
 }  // namespace memgate

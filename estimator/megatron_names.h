@@ -26,6 +26,11 @@ std::optional<v1::DataParallelSharding> ShardingStrategyNamed(
 // "unknown" for a value without a Megatron name.
 std::string ShardingStrategyName(v1::DataParallelSharding sharding);
 
+// --cp-comm-type (transformer_config.py cp_comm_type): "a2a+p2p".
+std::optional<v1::ContextParallelComm> CpCommTypeNamed(absl::string_view name);
+// "unknown" for a value without a name (UNSPECIFIED, out of range).
+std::string CpCommTypeName(v1::ContextParallelComm comm);
+
 }  // namespace memgate
 
 #endif  // MEMGATE_ESTIMATOR_MEGATRON_NAMES_H_

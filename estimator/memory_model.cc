@@ -118,6 +118,12 @@
 //      distributed/distributed_data_parallel.py (the gradient buffers are
 //      reduce-scattered within an instance and all-reduced across them:
 //      same size; 'Partial DistOpt cannot be used without DistOpt').
+// [CPX] TransformerEngine pytorch/attention/dot_product_attention/
+//      context_parallel.py, by Megatron's --cp-comm-type (transformer_
+//      config.py cp_comm_type; TEDotProductAttention passes it on):
+//      AttnFuncWithCPAndKVP2P (p2p; a2a+p2p with an all-to-all first),
+//      AttnFuncWithCPAndKVAllGather (all_gather), AttnFuncWithCPAndQKVOA2A
+//      (a2a): what each saves for backward and allocates in it.
 // [UB] TransformerEngine's userbuffers under Megatron's --tp-comm-overlap
 //      (training/initialize.py _initialize_tp_communicators, TE
 //      pytorch/module/base.py initialize_ub): te_userbuffers.h.
@@ -263,6 +269,36 @@ double LocalTokens(const Layout& l) {  // s*b on this context-parallel rank
   return l.seq_length * l.micro_batch / l.context;
 }
 
+// Widths of a token's keys, values and attention output over all heads
+// (MLA: every head has its own key of d_nope + d_rope and value of d_v).
+double KeyWidth(const ModelShape& m) {
+  return m.mla ? m.heads * (m.qk_nope + m.qk_rope) : KeyValueWidth(m);
+}
+double ValueWidth(const ModelShape& m) {
+  return m.mla ? m.heads * m.v_head : KeyValueWidth(m);
+}
+double AttentionOutputWidth(const ModelShape& m) {
+  return m.mla ? m.heads * m.v_head : QueryWidth(m);
+}
+
+// [CPX] The all-to-all exchanges (a2a, and a2a+p2p with an inner level of
+// 2 or more) keep the attention output twice: the kernel's, heads
+// scattered and the whole sequence (out_part, saved for the attention's
+// backward), and the one the all-to-all back returns, the rank's tokens
+// and all its heads (the output projection's saved input). p2p and
+// all_gather save the tensor they return: once, as counted. Recomputing
+// core attention stores the checkpoint's un-exchanged Q, K, V instead of
+// the kernel's, and no kernel output.
+bool KeepsAttentionOutputTwice(const Layout& l) {
+  if (l.context < 2) return false;
+  if (l.recompute == RecomputeKind::kSelective && l.recompute_core_attn) {
+    return false;
+  }
+  return l.cp_comm == v1::CONTEXT_PARALLEL_COMM_A2A ||
+         (l.cp_comm == v1::CONTEXT_PARALLEL_COMM_A2A_P2P &&
+          l.cp_a2a_size > 1);
+}
+
 // What a layer stores for backward, in bytes [P 3.2, K 4]. In units of
 // sbh (2-byte elements): the norm inputs (2 + 2), the attention input and
 // the MLP input (2 + 2), which sequence parallelism splits over t and
@@ -306,6 +342,9 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
     bytes += sb * DenseMlpBytes(m, l) * m.ffn_hidden / l.tensor;
   }
   if (m.mla) bytes += MlaActivations(m, l);
+  if (KeepsAttentionOutputTwice(l)) {
+    bytes += e * sb * 2 * AttentionOutputWidth(m) / l.tensor;
+  }
   if (moe) bytes += MoeMlpActivations(m, l);
   bytes += l.sequence_parallel ? sbh * hidden_sized / l.tensor
                                : sbh * hidden_sized;
@@ -754,6 +793,8 @@ Layout LayoutOf(const v1::Job& job) {
   l.sequence_parallel = par.sequence_parallel();
   l.distributed_optimizer = par.distributed_optimizer();
   l.optimizer_instances = std::max(1u, par.distributed_optimizer_instances());
+  l.cp_comm = par.context_parallel_comm();
+  l.cp_a2a_size = std::max(1u, par.context_parallel_a2a_size());
   l.precision = train.precision();
   l.optimizer = train.optimizer() == v1::OPTIMIZER_SGD ? v1::OPTIMIZER_SGD
                                                        : v1::OPTIMIZER_ADAM;
@@ -983,6 +1024,26 @@ FsdpUnsharded FsdpUnshardedParameters(const ModelShape& m, const Layout& l,
 
 namespace {
 
+// [CPX] all_gather: a layer's attention backward gathers the whole
+// sequence's K and V again (k_ag, v_ag), zeroes their gradients over it
+// (dk, dv), and its two steps' gradients (dk/dv_per_step, over the keys
+// each chunk of queries sees: (2c + 1) / 2c of the sequence together)
+// stay listed to the end, where re-ordering dk, then dv, makes one more
+// whole copy of either. At most that, on top of the stage's stored
+// activations while one layer runs backward (the forward gathers K and V
+// once, less). 16-bit elements (fp8 gathers 1-byte ones: an upper bound).
+double ContextParallelGatherWorkingSet(const ModelShape& m, const Layout& l) {
+  if (l.context < 2 || l.cp_comm != v1::CONTEXT_PARALLEL_COMM_ALL_GATHER) {
+    return 0;
+  }
+  const double e = ActivationElementScale(l);
+  const double whole = l.seq_length * l.micro_batch / l.tensor;  // tokens
+  const double k = 2 * e * whole * KeyWidth(m);
+  const double v = 2 * e * whole * ValueWidth(m);
+  const double steps = (2 * l.context + 1) / (2 * l.context);
+  return (2 + steps) * (k + v) + std::max(k, v);
+}
+
 // The activations rank `stage` holds at its peak: its chunks' stored
 // layers for each micro-batch in flight (`chunks` null: v equal chunks of
 // the stage's layers), the recomputation and dispatch working sets, the
@@ -1024,6 +1085,9 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
   }
   const bool mtp_moe = m.mtp_layers > 0 && MtpLayerIsMoe(m);
   const bool last = stage + 1 >= l.pipeline;
+  if (mix.dense + mix.moe > 0 || (last && m.mtp_layers > 0)) {
+    activations += ContextParallelGatherWorkingSet(m, l);
+  }
   if (mix.moe > 0 || (last && mtp_moe)) {
     activations += DispatchWorkingSet(m, l);
   }

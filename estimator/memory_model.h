@@ -98,6 +98,11 @@ struct Layout {
   // optimizer_instances); each holds the optimizer states sharded over
   // d*c/N ranks. 1: one instance.
   double optimizer_instances = 1;
+  // Context parallelism's exchange (ParallelConfig.context_parallel_comm)
+  // and a2a+p2p's inner all-to-all size; they matter only with c > 1
+  // (ContextParallelKeepsOutputTwice, ContextParallelGatherWorkingSet).
+  v1::ContextParallelComm cp_comm = v1::CONTEXT_PARALLEL_COMM_P2P;
+  double cp_a2a_size = 1;
   v1::Precision precision = v1::PRECISION_BF16_FP32_GRADS;
   v1::Optimizer optimizer = v1::OPTIMIZER_ADAM;
   double sgd_momentum = 0.9;

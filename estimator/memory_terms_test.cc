@@ -482,5 +482,89 @@ TEST(MemoryTermsTest, GptStyleModelParametersAndActivations) {
                    2 * (12 + 4 + 4 * 4) * kSbh + kEmbeddingBf16 + kHeadBf16);
 }
 
+// [CPX] Ulysses (a2a) keeps the attention output twice: with t = c = 2
+// (sequence parallel), 2 B x s/c = 512 tokens x a*d/t = 512 a layer,
+// kSbh / 2, on both layers. a2a+p2p with an inner all-to-all of 2 is the
+// same; of 1 it is p2p. Without CP, or with core attention recomputed
+// (the checkpoint keeps the un-exchanged Q, K, V), nothing more; under
+// full recomputation one layer's working set holds it.
+TEST(MemoryTermsTest, AllToAllContextParallelKeepsTheOutputTwice) {
+  Layout l = OneGpu();
+  l.tensor = 2;
+  l.context = 2;
+  const double p2p = Activations(Small(), l);
+  Layout a2a = l;
+  a2a.cp_comm = v1::CONTEXT_PARALLEL_COMM_A2A;
+  EXPECT_DOUBLE_EQ(Activations(Small(), a2a) - p2p, kSbh);
+  Layout hierarchical = l;
+  hierarchical.cp_comm = v1::CONTEXT_PARALLEL_COMM_A2A_P2P;
+  hierarchical.cp_a2a_size = 2;
+  EXPECT_DOUBLE_EQ(Activations(Small(), hierarchical) - p2p, kSbh);
+  hierarchical.cp_a2a_size = 1;
+  EXPECT_DOUBLE_EQ(Activations(Small(), hierarchical), p2p);
+
+  Layout no_cp = OneGpu();
+  const double plain = Activations(Small(), no_cp);
+  no_cp.cp_comm = v1::CONTEXT_PARALLEL_COMM_A2A;
+  EXPECT_DOUBLE_EQ(Activations(Small(), no_cp), plain);
+
+  Layout core_attn = a2a;
+  core_attn.recompute = RecomputeKind::kSelective;
+  core_attn.recompute_core_attn = true;
+  Layout core_attn_p2p = core_attn;
+  core_attn_p2p.cp_comm = v1::CONTEXT_PARALLEL_COMM_P2P;
+  EXPECT_DOUBLE_EQ(Activations(Small(), core_attn),
+                   Activations(Small(), core_attn_p2p));
+
+  Layout full = a2a;
+  full.recompute = RecomputeKind::kFullBlock;
+  full.recompute_layers = 2;
+  Layout full_p2p = full;
+  full_p2p.cp_comm = v1::CONTEXT_PARALLEL_COMM_P2P;
+  EXPECT_DOUBLE_EQ(Activations(Small(), full) - Activations(Small(), full_p2p),
+                   kSbh / 2);
+
+  // MLA's output is a x d_v wide: d_v = 64 halves it.
+  ModelShape mla = Small();
+  mla.mla = true;
+  mla.kv_lora = 512;
+  mla.qk_nope = 128;
+  mla.qk_rope = 64;
+  mla.v_head = 64;
+  Layout mla_p2p = l;
+  EXPECT_DOUBLE_EQ(Activations(mla, a2a) - Activations(mla, mla_p2p),
+                   kSbh / 2);
+}
+
+// [CPX] all_gather: a layer's backward holds the whole sequence's K and V
+// (k*d = 1024 wide, / t = 2: 2 B x 1024 tokens x 512 = kSbh each) 2 +
+// (2c + 1)/2c = 3.25 times, and one more of either: 7.5 kSbh, once a
+// stage whatever its micro-batches in flight (a working set, not stored).
+TEST(MemoryTermsTest, AllGatherContextParallelHoldsTheGatheredKeysAndValues) {
+  for (double stages : {1, 4}) {
+    Layout l = OneGpu();
+    l.tensor = 2;
+    l.context = 2;
+    l.pipeline = stages;
+    const double p2p = Activations(Small(), l);
+    l.cp_comm = v1::CONTEXT_PARALLEL_COMM_ALL_GATHER;
+    EXPECT_DOUBLE_EQ(Activations(Small(), l) - p2p, 7.5 * kSbh) << stages;
+  }
+  // Grouped queries gather k = 2 heads: a quarter.
+  ModelShape gqa = Small();
+  gqa.kv_heads = 2;
+  Layout l = OneGpu();
+  l.tensor = 2;
+  l.context = 2;
+  const double p2p = Activations(gqa, l);
+  l.cp_comm = v1::CONTEXT_PARALLEL_COMM_ALL_GATHER;
+  EXPECT_DOUBLE_EQ(Activations(gqa, l) - p2p, 7.5 * kSbh / 4);
+  // Without CP nothing is gathered.
+  Layout no_cp = OneGpu();
+  const double plain = Activations(Small(), no_cp);
+  no_cp.cp_comm = v1::CONTEXT_PARALLEL_COMM_ALL_GATHER;
+  EXPECT_DOUBLE_EQ(Activations(Small(), no_cp), plain);
+}
+
 }  // namespace
 }  // namespace memgate

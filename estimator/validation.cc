@@ -427,6 +427,64 @@ absl::Status ValidateBf16Layers(const v1::Job& job) {
   return absl::OkStatus();
 }
 
+// Megatron's --cp-comm-type with TransformerEngine's rules
+// (context_parallel.py): a2a scatters each TP rank's query and key heads
+// over the CP ranks (it asserts both divide), a2a+p2p over its inner
+// level, whose size divides c (arguments.py: the hierarchical sizes
+// multiply to c). With c = 1 no exchange runs and the rules do not apply.
+absl::Status ValidateContextParallelComm(const v1::Job& job) {
+  const v1::ParallelConfig& par = job.parallel();
+  const v1::ContextParallelComm comm = par.context_parallel_comm();
+  if (!v1::ContextParallelComm_IsValid(comm)) {
+    return Invalid("parallel.context_parallel_comm",
+                   "must be a known exchange", absl::StrCat(comm));
+  }
+  const uint64_t a2a = par.context_parallel_a2a_size();
+  const bool hierarchical = comm == v1::CONTEXT_PARALLEL_COMM_A2A_P2P;
+  if (hierarchical != (a2a != 0)) {
+    return Invalid("parallel.context_parallel_a2a_size",
+                   "is given with context_parallel_comm "
+                   "CONTEXT_PARALLEL_COMM_A2A_P2P, and only with it (the "
+                   "first of Megatron's --hierarchical-context-parallel-"
+                   "sizes)",
+                   absl::StrCat(a2a, " with ",
+                                v1::ContextParallelComm_Name(comm)));
+  }
+  const uint64_t c = par.context_parallel();
+  if (c < 2) return absl::OkStatus();
+  uint64_t scattered = 1;  // CP ranks each rank's heads are split over
+  if (comm == v1::CONTEXT_PARALLEL_COMM_A2A) scattered = c;
+  if (hierarchical) {
+    MEMGATE_RETURN_IF_ERROR(RequireMultiple(
+        "parallel.context_parallel", c, "parallel.context_parallel_a2a_size",
+        a2a));
+    scattered = a2a;
+  }
+  if (scattered < 2) return absl::OkStatus();
+  const v1::ModelConfig& m = job.model();
+  const uint64_t t = par.tensor_parallel();
+  const uint64_t key_heads =
+      m.has_mla() ? m.num_attention_heads() : m.num_query_groups();
+  for (auto [field, heads] :
+       {std::pair<const char*, uint64_t>{"model.num_attention_heads",
+                                         m.num_attention_heads()},
+        {m.has_mla() ? "model.num_attention_heads" : "model.num_query_groups",
+         key_heads}}) {
+    if ((heads / t) % scattered != 0) {
+      return Invalid(
+          "parallel.context_parallel_comm",
+          absl::StrCat("its all-to-all scatters each tensor-parallel rank's "
+                       "heads over ",
+                       scattered, " ranks: ", field, " / tensor_parallel = ",
+                       heads, " / ", t,
+                       " must be a multiple of it (TransformerEngine "
+                       "asserts it)"),
+          v1::ContextParallelComm_Name(comm));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateParallel(const v1::Job& job) {
   const v1::ParallelConfig& par = job.parallel();
   const v1::ModelConfig& m = job.model();
@@ -477,8 +535,10 @@ absl::Status ValidateParallel(const v1::Job& job) {
                                             m.vocab_size(),
                                             "parallel.tensor_parallel", t));
   }
-  return RequireMultiple("model.num_query_groups", m.num_query_groups(),
-                         "parallel.tensor_parallel", t);
+  MEMGATE_RETURN_IF_ERROR(RequireMultiple("model.num_query_groups",
+                                          m.num_query_groups(),
+                                          "parallel.tensor_parallel", t));
+  return ValidateContextParallelComm(job);
 }
 
 bool IsBf16(v1::Precision p) {

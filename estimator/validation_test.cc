@@ -386,6 +386,43 @@ INSTANTIATE_TEST_SUITE_P(
                r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
                r.add_modules(v1::Recompute::MODULE_SHARED_EXPERTS);
              }, "model.moe.shared_expert_overlap"},
+        // Context parallelism's exchange: TP 4 leaves 8 query and 2 key
+        // heads a rank; CP 2 here.
+        Rule{"AllToAllScattersEveryRanksKeyHeads", [](v1::Job& j) {
+               j.mutable_parallel()->set_context_parallel(4);
+               j.mutable_parallel()->set_pipeline_parallel(1);
+               j.mutable_parallel()->set_context_parallel_comm(
+                   v1::CONTEXT_PARALLEL_COMM_A2A);
+             }, "parallel.context_parallel_comm"},
+        Rule{"HierarchicalAllToAllScattersEveryRanksKeyHeads",
+             [](v1::Job& j) {
+               j.mutable_parallel()->set_context_parallel(8);
+               j.mutable_parallel()->set_pipeline_parallel(1);
+               j.mutable_parallel()->set_tensor_parallel(2);
+               j.set_num_gpus(16);
+               j.mutable_training()->set_global_batch_size(4);
+               j.mutable_parallel()->set_context_parallel_comm(
+                   v1::CONTEXT_PARALLEL_COMM_A2A_P2P);
+               j.mutable_parallel()->set_context_parallel_a2a_size(8);
+             }, "parallel.context_parallel_comm"},
+        Rule{"HierarchicalAllToAllNeedsItsSize", [](v1::Job& j) {
+               j.mutable_parallel()->set_context_parallel_comm(
+                   v1::CONTEXT_PARALLEL_COMM_A2A_P2P);
+             }, "parallel.context_parallel_a2a_size"},
+        Rule{"AllToAllSizeOnlyWithTheHierarchicalExchange", [](v1::Job& j) {
+               j.mutable_parallel()->set_context_parallel_comm(
+                   v1::CONTEXT_PARALLEL_COMM_A2A);
+               j.mutable_parallel()->set_context_parallel_a2a_size(2);
+             }, "parallel.context_parallel_a2a_size"},
+        Rule{"AllToAllSizeDividesContextParallel", [](v1::Job& j) {
+               j.mutable_parallel()->set_context_parallel_comm(
+                   v1::CONTEXT_PARALLEL_COMM_A2A_P2P);
+               j.mutable_parallel()->set_context_parallel_a2a_size(4);
+             }, "parallel.context_parallel"},
+        Rule{"UnknownContextParallelComm", [](v1::Job& j) {
+               j.mutable_parallel()->set_context_parallel_comm(
+                   static_cast<v1::ContextParallelComm>(9));
+             }, "parallel.context_parallel_comm"},
         Rule{"NoGpuMemory", [](v1::Job& j) {
                j.mutable_accelerator()->set_memory_bytes(0);
              }, "accelerator.memory_bytes"},
@@ -404,6 +441,24 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Megatron runs a micro-batch group of N >= p whose last group, m % N, is
 // 0 or at least p: p = 2, m = 512, N = 3 leaves 2; N = 512 is one group.
+// Each exchange where its heads split (TP 4: 8 query and 2 key heads a
+// rank, CP 2), and any without CP, where no exchange runs.
+TEST(ValidationTest, ContextParallelExchangesThatSplitTheHeadsAreValid) {
+  for (v1::ContextParallelComm comm :
+       {v1::CONTEXT_PARALLEL_COMM_P2P, v1::CONTEXT_PARALLEL_COMM_ALL_GATHER,
+        v1::CONTEXT_PARALLEL_COMM_A2A, v1::CONTEXT_PARALLEL_COMM_A2A_P2P}) {
+    v1::Job job = ValidJob();
+    job.mutable_parallel()->set_context_parallel_comm(comm);
+    if (comm == v1::CONTEXT_PARALLEL_COMM_A2A_P2P) {
+      job.mutable_parallel()->set_context_parallel_a2a_size(2);
+    }
+    EXPECT_TRUE(ValidateJob(job).ok()) << v1::ContextParallelComm_Name(comm);
+    job.mutable_parallel()->set_context_parallel(1);
+    job.mutable_parallel()->set_tensor_parallel(8);
+    EXPECT_TRUE(ValidateJob(job).ok()) << v1::ContextParallelComm_Name(comm);
+  }
+}
+
 TEST(ValidationTest, MicrobatchGroupsMegatronRunsAreValid) {
   for (uint32_t group : {0u, 2u, 3u, 256u, 512u}) {
     v1::Job job = ValidJob();

@@ -13,6 +13,7 @@
 #include "estimator/deepep_buffers.h"
 #include "estimator/estimate.h"
 #include "estimator/job_resolver.h"
+#include "estimator/megatron_names.h"
 #include "estimator/memory_model.h"
 #include "estimator/pipeline_layout.h"
 #include "estimator/report.h"
@@ -170,15 +171,19 @@ void UseFullRecomputation(Layout& l) {
 
 // The request as a job template: resolves catalog names and checks what
 // does not depend on the layout.
-// The request's sharding settings (Megatron-FSDP's, the distributed
-// optimizer's instances), as every layout's.
-void SetShardingOf(const v1::PlanRequest& request, v1::ParallelConfig& par) {
+// The request's parallel settings the planner does not search (Megatron-
+// FSDP's, the distributed optimizer's instances, context parallelism's
+// exchange), as every layout's.
+void SetRequestParallelOf(const v1::PlanRequest& request,
+                          v1::ParallelConfig& par) {
   par.set_data_parallel_sharding(request.data_parallel_sharding());
   par.set_fsdp_double_buffer(request.fsdp_double_buffer());
   par.set_fsdp_communication_unit_size(
       request.fsdp_communication_unit_size());
   par.set_distributed_optimizer_instances(
       request.distributed_optimizer_instances());
+  par.set_context_parallel_comm(request.context_parallel_comm());
+  par.set_context_parallel_a2a_size(request.context_parallel_a2a_size());
 }
 
 absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
@@ -191,7 +196,7 @@ absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
   job.mutable_parallel()->set_tensor_parallel(1);
   job.mutable_parallel()->set_pipeline_parallel(1);
   job.mutable_parallel()->set_context_parallel(1);
-  SetShardingOf(request, *job.mutable_parallel());
+  SetRequestParallelOf(request, *job.mutable_parallel());
   absl::StatusOr<v1::Job> resolved = ResolveJob(job);
   if (!resolved.ok()) return resolved.status();
   if (request.global_batch_size() == 0) {
@@ -304,6 +309,20 @@ uint64_t OptimizerInstances(const Search& s) {
   return static_cast<uint64_t>(s.base.optimizer_instances);
 }
 
+// Whether context parallelism's exchange can run at TP t and CP c (c > 1):
+// a2a scatters each TP rank's query and key heads over c ranks, a2a+p2p
+// over its inner level, which must divide c (ValidateContextParallelComm).
+bool AllToAllSplitsHeads(const Search& s, uint32_t t, uint32_t c) {
+  uint64_t scattered = 1;
+  if (s.base.cp_comm == v1::CONTEXT_PARALLEL_COMM_A2A) scattered = c;
+  if (s.base.cp_comm == v1::CONTEXT_PARALLEL_COMM_A2A_P2P) {
+    scattered = static_cast<uint64_t>(s.base.cp_a2a_size);
+    if (c % scattered) return false;
+  }
+  const uint64_t key_heads = s.shape.mla ? s.heads : s.kv_heads;
+  return (s.heads / t) % scattered == 0 && (key_heads / t) % scattered == 0;
+}
+
 Layout LayoutFor(const Search& s, uint32_t t, uint32_t c, uint32_t p,
                  uint32_t d, uint32_t b, uint32_t ep = 1, uint32_t etp = 1) {
   Layout l = s.base;
@@ -347,6 +366,8 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
       if (c > 1 && s.seq / c < kMinTokensPerContextRank) continue;
       // Megatron's CP needs TransformerEngine's fused attention.
       if (c > 1 && s.base.unfused_attention) continue;
+      // An all-to-all exchange scatters the TP rank's heads (ValidateJob).
+      if (c > 1 && !AllToAllSplitsHeads(s, t, c)) continue;
       // The rule ValidateJob enforces: s / c tokens split over t.
       if (t > 1 && s.base.sequence_parallel && s.seq % (uint64_t{c} * t)) {
         continue;
@@ -904,6 +925,24 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request,
   return s;
 }
 
+// The request's context-parallel exchange as Megatron arguments, for a
+// layout of CP c: a2a+p2p's hierarchical sizes follow c (they multiply to
+// it, and a launch's own would not), and without CP are one level of 1.
+std::string ContextParallelCommArguments(const Layout& base, uint32_t c) {
+  if (base.cp_comm == v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED ||
+      base.cp_comm == v1::CONTEXT_PARALLEL_COMM_P2P) {
+    return "";
+  }
+  std::string args =
+      absl::StrCat(" --cp-comm-type ", CpCommTypeName(base.cp_comm));
+  if (base.cp_comm == v1::CONTEXT_PARALLEL_COMM_A2A_P2P) {
+    const uint32_t inner = static_cast<uint32_t>(base.cp_a2a_size);
+    absl::StrAppend(&args, " --hierarchical-context-parallel-sizes ",
+                    c > 1 ? absl::StrCat(inner, " ", c / inner) : "1");
+  }
+  return args;
+}
+
 v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
   const CostModel& cost = s.cost;
   Layout layout = LayoutFor(s, l.t, l.c, l.p, l.d, l.b, l.ep, l.etp);
@@ -951,6 +990,7 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
     absl::StrAppend(&args, " --num-distributed-optimizer-instances ",
                     OptimizerInstances(s));
   }
+  absl::StrAppend(&args, ContextParallelCommArguments(s.base, l.c));
   if (s.sharding != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
     // The request's FSDP buffers, which a candidate does not record.
     if (s.base.fsdp_double_buffer) args += " --fsdp-double-buffer";
@@ -976,7 +1016,7 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
   par.set_tensor_parallel(c.tensor_parallel());
   par.set_context_parallel(c.context_parallel());
   par.set_pipeline_parallel(c.pipeline_parallel());
-  SetShardingOf(request, par);
+  SetRequestParallelOf(request, par);
   if (c.expert_parallel() > 0) {
     par.set_expert_parallel(c.expert_parallel());
     par.set_expert_tensor_parallel(c.expert_tensor_parallel());

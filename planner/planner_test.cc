@@ -1045,6 +1045,76 @@ TEST(PlannerTest, OptimizerInstancesPlanOnlyLayoutsTheyDivide) {
   ExpectEachRefusedNaming({{fsdp, "distributed_optimizer_instances"}});
 }
 
+// A context-parallel exchange the request names (a launch's
+// --cp-comm-type): an all-to-all plans only the CP sizes that split a TP
+// rank's heads (Llama-3.1-8B: 32 query and 8 key heads; a2a+p2p: CP a
+// multiple of its inner 2), each candidate says the exchange in its
+// arguments (a2a+p2p with hierarchical sizes that multiply to its CP) and
+// is the job it says; the same layouts under p2p hold less (a2a) or no
+// more (all_gather: its working set is counted).
+TEST(PlannerTest, ContextParallelExchangesPlanOnlyLayoutsTheySplit) {
+  v1::PlanRequest plain =
+      Request("llama-3.1-8b", "h100-80gb", 64, 32768, 64);
+  plain.set_top_k(0);
+  plain.set_no_interleave(true);
+  absl::StatusOr<v1::PlanResponse> p2p = PlanLayouts(plain);
+  ASSERT_TRUE(p2p.ok()) << p2p.status();
+  std::map<Key, double> p2p_peak;
+  for (const v1::Candidate& c : p2p->candidates()) {
+    if (c.recompute_num_layers() == 0) p2p_peak[KeyOf(c)] = c.peak_bytes();
+  }
+  for (const v1::ContextParallelComm comm :
+       {v1::CONTEXT_PARALLEL_COMM_A2A, v1::CONTEXT_PARALLEL_COMM_A2A_P2P,
+        v1::CONTEXT_PARALLEL_COMM_ALL_GATHER}) {
+    v1::PlanRequest r = plain;
+    r.set_context_parallel_comm(comm);
+    if (comm == v1::CONTEXT_PARALLEL_COMM_A2A_P2P) {
+      r.set_context_parallel_a2a_size(2);
+    }
+    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_GT(plan->candidates_size(), 0);
+    int with_cp = 0, compared = 0;
+    for (const v1::Candidate& c : plan->candidates()) {
+      const uint32_t t = c.tensor_parallel(), cp = c.context_parallel();
+      const std::string& args = c.megatron_arguments();
+      absl::StatusOr<v1::Estimate> e = EstimatedAsItsJob(r, c);
+      ASSERT_TRUE(e.ok());
+      EXPECT_EQ(e->job().parallel().context_parallel_comm(), comm);
+      if (cp > 1) ++with_cp;
+      switch (comm) {
+        case v1::CONTEXT_PARALLEL_COMM_A2A:
+          EXPECT_EQ((8 / t) % cp, 0u) << c.ShortDebugString();
+          EXPECT_NE(args.find("--cp-comm-type a2a"), std::string::npos);
+          break;
+        case v1::CONTEXT_PARALLEL_COMM_A2A_P2P:
+          EXPECT_TRUE(cp == 1 || (cp % 2 == 0 && (8 / t) % 2 == 0))
+              << c.ShortDebugString();
+          EXPECT_NE(args.find(cp > 1
+                                  ? absl::StrCat(
+                                        "--cp-comm-type a2a+p2p "
+                                        "--hierarchical-context-parallel-"
+                                        "sizes 2 ",
+                                        cp / 2)
+                                  : "--hierarchical-context-parallel-sizes 1"),
+                    std::string::npos)
+              << args;
+          break;
+        default:
+          EXPECT_NE(args.find("--cp-comm-type all_gather"), std::string::npos);
+          break;
+      }
+      auto same = p2p_peak.find(KeyOf(c));
+      if (cp > 1 && c.recompute_num_layers() == 0 && same != p2p_peak.end()) {
+        EXPECT_GT(c.peak_bytes(), same->second) << c.ShortDebugString();
+        ++compared;
+      }
+    }
+    EXPECT_GT(with_cp, 0) << v1::ContextParallelComm_Name(comm);
+    EXPECT_GT(compared, 0) << v1::ContextParallelComm_Name(comm);
+  }
+}
+
 // The EP all-to-all overlap holds one more micro-batch (chunk) in flight
 // and Megatron runs it only with EP > 1, interleaving when PP > 1 and no
 // full recomputation: every candidate keeps those rules, is the job it

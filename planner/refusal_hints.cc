@@ -40,6 +40,10 @@ std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
       job.parallel().fsdp_communication_unit_size());
   request.set_distributed_optimizer_instances(
       job.parallel().distributed_optimizer_instances());
+  // And with its context-parallel exchange.
+  request.set_context_parallel_comm(job.parallel().context_parallel_comm());
+  request.set_context_parallel_a2a_size(
+      job.parallel().context_parallel_a2a_size());
   request.set_threshold(threshold);
   // A plan lists each layout once (its best schedule); suggestions name
   // each (TP, CP, PP, MBS) once, so a few spare for MoE layouts that

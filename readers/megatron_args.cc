@@ -476,16 +476,87 @@ absl::Status FillFirstLastSplit(const Arguments& args,
                         launch);
 }
 
-absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
+// --cp-comm-type (one type, or one a layer) and a2a+p2p's
+// --hierarchical-context-parallel-sizes, with Megatron's and
+// TransformerEngine's rules (arguments.py, transformer_config.py,
+// context_parallel.py). Needs the context-parallel size (FillParallel).
+absl::Status FillContextParallelComm(const Arguments& args,
+                                     MegatronLaunch& launch) {
+  v1::ParallelConfig& p = *launch.job.mutable_parallel();
+  const uint32_t cp = p.context_parallel();
+  std::vector<absl::string_view> types;
+  const std::string text = args.Text("cp-comm-type");
   if (args.Has("cp-comm-type")) {
-    for (absl::string_view type :
-         absl::StrSplit(args.Text("cp-comm-type"), ' ', absl::SkipEmpty())) {
-      if (type != "p2p") {
-        return Bad("cp-comm-type",
-                   absl::StrCat("'", type, "' is not modelled (p2p only)"));
-      }
-    }
+    types = absl::StrSplit(text, ' ', absl::SkipEmpty());
   }
+  if (types.size() > 1 && cp > 1 &&
+      types.size() != launch.job.model().num_layers()) {
+    return Bad("cp-comm-type",
+               absl::StrCat("gives ", types.size(), " types; one, or one a "
+                            "layer (", launch.job.model().num_layers(),
+                            "), as Megatron asserts"));
+  }
+  v1::ContextParallelComm comm = v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED;
+  for (absl::string_view type : types) {
+    const std::optional<v1::ContextParallelComm> named =
+        CpCommTypeNamed(type);
+    if (!named.has_value()) {
+      return Bad("cp-comm-type",
+                 type == "allgather"
+                     ? "'allgather' is Megatron's help text; TransformerEngine "
+                       "runs 'all_gather' and raises on any other spelling"
+                     : absl::StrCat("'", type,
+                                    "' is not an exchange (p2p, all_gather, "
+                                    "a2a, a2a+p2p)"));
+    }
+    const v1::ContextParallelComm this_one = *named;
+    if (comm != v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED && comm != this_one) {
+      return Bad("cp-comm-type",
+                 "types that differ by layer are not modelled (give one)");
+    }
+    comm = this_one;
+  }
+  // Megatron: the hierarchical sizes multiply to the CP size; a2a+p2p
+  // needs them, and TransformerEngine takes two levels, all-to-all first.
+  uint32_t first_level = 0;
+  if (args.Has("hierarchical-context-parallel-sizes")) {
+    const std::string sizes = args.Text("hierarchical-context-parallel-sizes");
+    uint64_t product = 1;
+    size_t levels = 0;
+    for (absl::string_view word :
+         absl::StrSplit(sizes, ' ', absl::SkipEmpty())) {
+      uint32_t size = 0;
+      if (!absl::SimpleAtoi(word, &size) || size == 0) {
+        return Bad("hierarchical-context-parallel-sizes",
+                   "each size must be a positive integer");
+      }
+      if (levels++ == 0) first_level = size;
+      product *= size;
+      if (product > cp) break;  // bounded before it can overflow
+    }
+    if (product != cp) {
+      return Bad("hierarchical-context-parallel-sizes",
+                 absl::StrCat("must multiply to --context-parallel-size ", cp,
+                              ", as Megatron asserts"));
+    }
+    if (comm == v1::CONTEXT_PARALLEL_COMM_A2A_P2P && cp > 1 && levels != 2) {
+      return Bad("hierarchical-context-parallel-sizes",
+                 "a2a+p2p runs two levels (all-to-all, then p2p): give two "
+                 "sizes, as TransformerEngine asserts");
+    }
+  } else if (comm == v1::CONTEXT_PARALLEL_COMM_A2A_P2P) {
+    return Bad("cp-comm-type",
+               "a2a+p2p needs --hierarchical-context-parallel-sizes, as "
+               "Megatron asserts");
+  }
+  p.set_context_parallel_comm(comm);
+  if (comm == v1::CONTEXT_PARALLEL_COMM_A2A_P2P) {
+    p.set_context_parallel_a2a_size(first_level);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
   v1::ParallelConfig& p = *launch.job.mutable_parallel();
   MEMGATE_ASSIGN_OR_RETURN(tp, args.Number("tensor-model-parallel-size", 1));
   MEMGATE_ASSIGN_OR_RETURN(pp, args.Number("pipeline-model-parallel-size", 1));
@@ -1424,7 +1495,8 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
   if (absl::Status s = RefuseUnmodelled(args); !s.ok()) return s;
   MegatronLaunch launch;
   if (absl::Status s = FillModel(args, fill_model, launch); !s.ok()) return s;
-  for (auto fill : {FillArchitecture, FillParallel, FillMicrobatchGroup,
+  for (auto fill : {FillArchitecture, FillParallel, FillContextParallelComm,
+                    FillMicrobatchGroup,
                     PadVocabulary, FillTraining, FillDeferredEmbeddingWgrad,
                     FillExpertsFromLaunch, FillGpuCount}) {
     if (absl::Status s = fill(args, launch); !s.ok()) return s;

@@ -669,6 +669,67 @@ TEST(MegatronArgsTest, DistributedOptimizerInstancesAreRead) {
       kTwoStages, {"--num-distributed-optimizer-instances", "hybrid FSDP"}));
 }
 
+// --cp-comm-type (memory_model.cc [CPX]) in TransformerEngine's
+// spellings, one type or one a layer alike, and a2a+p2p's
+// --hierarchical-context-parallel-sizes (its first level the all-to-all),
+// with Megatron's and TransformerEngine's rules.
+TEST(MegatronArgsTest, ContextParallelExchangesAreRead) {
+  const std::string cp2 = "--context-parallel-size 2 ";
+  auto comm = [](const v1::Job& j) { return j.parallel().context_parallel_comm(); };
+  const v1::Job p2p = LlamaLaunchJob(cp2);
+  EXPECT_EQ(comm(p2p), v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED);
+  EXPECT_EQ(comm(LlamaLaunchJob(cp2 + "--cp-comm-type p2p")),
+            v1::CONTEXT_PARALLEL_COMM_P2P);
+  const v1::Job a2a = LlamaLaunchJob(cp2 + "--cp-comm-type a2a");
+  EXPECT_EQ(comm(a2a), v1::CONTEXT_PARALLEL_COMM_A2A);
+  const v1::Job gather = LlamaLaunchJob(cp2 + "--cp-comm-type all_gather");
+  EXPECT_EQ(comm(gather), v1::CONTEXT_PARALLEL_COMM_ALL_GATHER);
+  const v1::Job hierarchical = LlamaLaunchJob(
+      cp2 + "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 2 1");
+  EXPECT_EQ(comm(hierarchical), v1::CONTEXT_PARALLEL_COMM_A2A_P2P);
+  EXPECT_EQ(hierarchical.parallel().context_parallel_a2a_size(), 2u);
+  std::string per_layer = cp2 + "--cp-comm-type";
+  for (int i = 0; i < 32; ++i) per_layer += " a2a";
+  EXPECT_EQ(comm(LlamaLaunchJob(per_layer)), v1::CONTEXT_PARALLEL_COMM_A2A);
+  // The all-to-all keeps the output twice; inside 2 ranks of CP 2 the
+  // hierarchical exchange is a2a; all_gather holds its working set.
+  EXPECT_GT(PeakOf(a2a), PeakOf(p2p));
+  EXPECT_DOUBLE_EQ(PeakOf(hierarchical), PeakOf(a2a));
+  EXPECT_GT(PeakOf(gather), PeakOf(p2p));
+  // Hierarchical sizes that only build groups change nothing.
+  EXPECT_DOUBLE_EQ(
+      PeakOf(LlamaLaunchJob(cp2 + "--hierarchical-context-parallel-sizes 1 2")),
+      PeakOf(p2p));
+
+  EXPECT_TRUE(RefusedNaming(cp2 + "--cp-comm-type allgather", "",
+                            {"--cp-comm-type", "'all_gather'"}));
+  EXPECT_TRUE(RefusedNaming(cp2 + "--cp-comm-type ring", "",
+                            {"--cp-comm-type", "'ring'"}));
+  EXPECT_TRUE(RefusedNaming(cp2 + "--cp-comm-type p2p a2a", "",
+                            {"--cp-comm-type", "one a layer (32)"}));
+  std::string mixed = cp2 + "--cp-comm-type";
+  for (int i = 0; i < 32; ++i) mixed += i % 2 ? " a2a" : " p2p";
+  EXPECT_TRUE(RefusedNaming(mixed, "", {"--cp-comm-type", "differ by layer"}));
+  EXPECT_TRUE(RefusedNaming(cp2 + "--cp-comm-type a2a+p2p", "",
+                            {"--hierarchical-context-parallel-sizes"}));
+  EXPECT_TRUE(RefusedNaming(cp2 + "--hierarchical-context-parallel-sizes 4",
+                            "", {"--hierarchical-context-parallel-sizes",
+                                 "multiply to --context-parallel-size 2"}));
+  EXPECT_TRUE(RefusedNaming(cp2 + "--hierarchical-context-parallel-sizes 2 x",
+                            "", {"--hierarchical-context-parallel-sizes",
+                                 "positive integer"}));
+  EXPECT_TRUE(RefusedNaming(
+      cp2 + "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 1 2 1",
+      "", {"--hierarchical-context-parallel-sizes", "two sizes"}));
+  // CP 4 over TP 4's 2 key heads a rank: TransformerEngine asserts.
+  const absl::StatusOr<v1::Estimate> split = EstimateJob(LlamaLaunchJob(
+      "--context-parallel-size 4 --cp-comm-type a2a", kTwoStages));
+  EXPECT_NE(split.status().message().find(
+                "parallel.context_parallel_comm: its all-to-all scatters"),
+            std::string::npos)
+      << split.status();
+}
+
 TEST(MegatronArgsTest, MemoryArgumentsMapToTheJob) {
   auto parse = [](const std::string& extra, const std::string& drop = "") {
     return LlamaLaunchJob(extra, drop);

@@ -185,10 +185,18 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"account-for-loss-in-pipeline-split", false, M, "off",
        "the loss counts as a layer: the last rank's last (virtual) stage "
        "one transformer layer fewer"},
-      {"cp-comm-type", true, P, "p2p",
-       "p2p only; a2a / allgather hold other buffers (refused)"},
-      {"hierarchical-context-parallel-sizes", true, R, "off",
-       "not modelled"},
+      {"cp-comm-type", true, M, "p2p",
+       "with CP: p2p as the paper; all_gather holds the whole sequence's "
+       "keys, values and their gradients while a layer's attention runs "
+       "backward (about 3.5 copies, above the stored activations); a2a "
+       "and a2a+p2p keep the attention output before and after its "
+       "all-to-all (2sbh_q/(tc) more a layer, not with core attention "
+       "recomputed), and need the TP rank's heads divisible by their "
+       "all-to-all; one type or one a layer, all alike (types that differ "
+       "by layer refused; 'allgather' refused: TransformerEngine raises)"},
+      {"hierarchical-context-parallel-sizes", true, M, "off",
+       "must multiply to the CP size (Megatron asserts); with a2a+p2p two "
+       "sizes, the first the all-to-all's"},
       {"use-torch-fsdp2", false, R, "off",
        "torch FSDP2 keeps fp32 sharded parameters and gathers bf16 copies: "
        "not modelled (Megatron-FSDP is)"},

@@ -258,6 +258,49 @@ TEST(CliPlanTest, DistributedOptimizerInstancesAreKeptByEveryCandidate) {
       << contradicts.err;
 }
 
+// A launch with an a2a+p2p context-parallel exchange is planned with it:
+// the plan says so, each candidate's arguments carry the exchange and
+// hierarchical sizes that multiply to the candidate's own CP (the launch's
+// 2 x 2 would not), and each line appended to the launch checks to its
+// candidate's peak.
+TEST(CliPlanTest, AContextParallelExchangeIsKeptByEveryCandidate) {
+  const std::string launch =
+      "pretrain_gpt.py " + Llama3Dims() +
+      "--micro-batch-size 1 --sequence-parallel --use-distributed-optimizer "
+      "--no-create-attention-mask-in-dataloader --seq-length 65536 "
+      "--global-batch-size 64 --context-parallel-size 4 "
+      "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 2 2 ";
+  const RunResult text =
+      PlanLaunch({"--gpu=a100-40gb", "--gpus=64", "--top=5"}, launch);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE((text.out + text.err)
+                .find("--cp-comm-type a2a+p2p: candidates with context "
+                      "parallelism keep it"),
+            std::string::npos)
+      << text.out << text.err;
+  const RunResult r = PlanLaunch(
+      {"--gpu=a100-40gb", "--gpus=64", "--top=5", "--format=megatron-args"},
+      launch);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int with_cp = 0;
+  for (absl::string_view line : absl::StrSplit(r.out, '\n')) {
+    if (line.empty() || absl::StartsWith(line, "#")) continue;
+    EXPECT_TRUE(absl::StrContains(line, "--cp-comm-type a2a+p2p")) << line;
+    for (uint32_t cp : {4u, 8u, 16u}) {
+      if (!absl::StrContains(line,
+                             absl::StrCat("--context-parallel-size ", cp, " ")))
+        continue;
+      EXPECT_TRUE(absl::StrContains(
+          line, absl::StrCat("--hierarchical-context-parallel-sizes 2 ",
+                             cp / 2)))
+          << line;
+      ++with_cp;
+    }
+  }
+  EXPECT_GT(with_cp, 0) << r.out;
+  EXPECT_EQ(ExpectArgumentsRoundTrip(r, launch, "a100-40gb", "64"), 5);
+}
+
 // --format=jobs prints each candidate as the memgate.v1.Job it is, one
 // JSON a line, best first: `memgate check --job` on each admits it at the
 // candidate's peak, uneven interleaved stages and recomputation included
