@@ -1037,7 +1037,8 @@ double ContextParallelGatherWorkingSet(const ModelShape& m, const Layout& l) {
     return 0;
   }
   const double e = ActivationElementScale(l);
-  const double whole = l.seq_length * l.micro_batch / l.tensor;  // tokens
+  // The whole sequence's tokens, in a TP rank's share of the heads.
+  const double whole = l.seq_length * l.micro_batch / l.tensor;
   const double k = 2 * e * whole * KeyWidth(m);
   const double v = 2 * e * whole * ValueWidth(m);
   const double steps = (2 * l.context + 1) / (2 * l.context);
