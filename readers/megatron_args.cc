@@ -496,10 +496,26 @@ absl::Status FillContextParallelComm(const Arguments& args,
                             "layer (", launch.job.model().num_layers(),
                             "), as Megatron asserts"));
   }
+  // Without CP no layer passes a type on (transformer_layer.py): any is
+  // harmless, and only a uniform known one is kept (for plans with CP).
   v1::ContextParallelComm comm = v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED;
+  // Megatron asserts a2a+p2p's sizes whatever the CP size.
+  const bool a2a_p2p =
+      std::find(types.begin(), types.end(), "a2a+p2p") != types.end();
   for (absl::string_view type : types) {
     const std::optional<v1::ContextParallelComm> named =
         CpCommTypeNamed(type);
+    const bool differs = named.has_value() &&
+                         comm != v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED &&
+                         comm != *named;
+    if (cp < 2 && (!named.has_value() || differs)) {
+      launch.notes.push_back(absl::StrCat(
+          "--cp-comm-type ", text.substr(0, 64),
+          text.size() > 64 ? "...: " : ": ",
+          "no effect without context parallelism (not kept for plans)"));
+      comm = v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED;
+      break;
+    }
     if (!named.has_value()) {
       return Bad("cp-comm-type",
                  type == "allgather"
@@ -509,12 +525,11 @@ absl::Status FillContextParallelComm(const Arguments& args,
                                     "' is not an exchange (p2p, all_gather, "
                                     "a2a, a2a+p2p)"));
     }
-    const v1::ContextParallelComm this_one = *named;
-    if (comm != v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED && comm != this_one) {
+    if (differs) {
       return Bad("cp-comm-type",
                  "types that differ by layer are not modelled (give one)");
     }
-    comm = this_one;
+    comm = *named;
   }
   // Megatron: the hierarchical sizes multiply to the CP size; a2a+p2p
   // needs them, and TransformerEngine takes two levels, all-to-all first.
@@ -544,7 +559,7 @@ absl::Status FillContextParallelComm(const Arguments& args,
                  "a2a+p2p runs two levels (all-to-all, then p2p): give two "
                  "sizes, as TransformerEngine asserts");
     }
-  } else if (comm == v1::CONTEXT_PARALLEL_COMM_A2A_P2P) {
+  } else if (a2a_p2p) {
     return Bad("cp-comm-type",
                "a2a+p2p needs --hierarchical-context-parallel-sizes, as "
                "Megatron asserts");

@@ -721,6 +721,21 @@ TEST(MegatronArgsTest, ContextParallelExchangesAreRead) {
   EXPECT_TRUE(RefusedNaming(
       cp2 + "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 1 2 1",
       "", {"--hierarchical-context-parallel-sizes", "two sizes"}));
+  // Without CP no layer uses a type: any is read past with a note (not
+  // kept), except a2a+p2p without its sizes, which Megatron asserts.
+  for (const char* harmless : {"--cp-comm-type allgather",
+                               "--cp-comm-type p2p a2a", "--cp-comm-type x"}) {
+    absl::StatusOr<MegatronLaunch> read = ReadLlamaLaunch(harmless, "");
+    ASSERT_TRUE(read.ok()) << harmless << ": " << read.status();
+    EXPECT_EQ(comm(read->job), v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED);
+    EXPECT_NE(AllNotes(*read).find("no effect without context parallelism"),
+              std::string::npos)
+        << AllNotes(*read);
+  }
+  EXPECT_EQ(comm(LlamaLaunchJob("--cp-comm-type a2a")),
+            v1::CONTEXT_PARALLEL_COMM_A2A);
+  EXPECT_TRUE(RefusedNaming("--cp-comm-type a2a+p2p", "",
+                            {"--hierarchical-context-parallel-sizes"}));
   // CP 4 over TP 4's 2 key heads a rank: TransformerEngine asserts.
   const absl::StatusOr<v1::Estimate> split = EstimateJob(LlamaLaunchJob(
       "--context-parallel-size 4 --cp-comm-type a2a", kTwoStages));
