@@ -192,8 +192,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "and a2a+p2p keep the attention output before and after its "
        "all-to-all (2sbh_q/(tc) more a layer, not with core attention "
        "recomputed), and need the TP rank's heads divisible by their "
-       "all-to-all; one type or one a layer, all alike (types that differ "
-       "by layer refused; 'allgather' refused: TransformerEngine raises)"},
+       "all-to-all; one type or one a layer, all alike (with CP, types that "
+       "differ by layer are refused, and 'allgather': TransformerEngine "
+       "raises on it; without CP no layer uses the type: read past with a "
+       "note)"},
       {"hierarchical-context-parallel-sizes", true, M, "off",
        "must multiply to the CP size (Megatron asserts); with a2a+p2p two "
        "sizes, the first the all-to-all's"},
