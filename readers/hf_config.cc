@@ -63,6 +63,11 @@ const std::vector<Family>& Families() {
        Family::kDeepseek},
       {"deepseek_v3", {"DeepseekV3ForCausalLM"}, false, false, false, false,
        Family::kDeepseek},
+      // Kimi K2: DeepSeek-V3's architecture and modeling code under a
+      // model_type of its own (Moonshot's deployment guide: "Kimi-K2 reuses
+      // DeepSeekV3CausalLM", runnable with model_type set to deepseek_v3).
+      {"kimi_k2", {"DeepseekV3ForCausalLM"}, false, false, false, false,
+       Family::kDeepseek},
       {"nemotron", {"NemotronForCausalLM"}, false, false, false, false,
        Family::kDense, true, true},
       // GLM-4.5: DeepSeek-V3's experts with grouped-query attention
@@ -81,13 +86,17 @@ const char* WhyNotModelled(absl::string_view model_type) {
           {"gemma3",
            "the multimodal Gemma 3's vision tower is not modelled; for "
            "text-only training give its text model as a gemma3_text config"},
+          {"kimi_k25",
+           "the multimodal Kimi K2.5's vision tower is not modelled; for "
+           "text-only training give its text_config as a config of its own "
+           "(model_type kimi_k2)"},
       };
   for (const auto& [type, why] : *reasons) {
     if (type == model_type) return why;
   }
   return "not a family memgate models (llama, mistral, qwen2, qwen3, phi3, "
          "gemma, gemma2, gemma3_text, mixtral, qwen2_moe, qwen3_moe, "
-         "deepseek_v2, deepseek_v3, nemotron, glm4_moe)";
+         "deepseek_v2, deepseek_v3, kimi_k2, nemotron, glm4_moe)";
 }
 
 absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
@@ -95,7 +104,7 @@ absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
     return absl::InvalidArgumentError(
         "config.json: model_type: missing (memgate reads llama, mistral, "
         "qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, mixtral, qwen2_moe, "
-        "qwen3_moe, deepseek_v2, deepseek_v3, nemotron and glm4_moe "
+        "qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2, nemotron and glm4_moe "
         "configs)");
   }
   for (const Family& f : Families()) {

@@ -1,6 +1,8 @@
 #include "readers/hf_config.h"
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -319,6 +321,56 @@ TEST(HfConfigTest, MixtureOfExpertsConfigsGiveThePublishedTotals) {
                    2.0 * 129280 * 7168 + 3 * (mla + 3.0 * 7168 * 18432) +
                        58 * (mla + 257 * expert + 7168.0 * 256) + 7168);
   EXPECT_NEAR(TotalParameters(ShapeOf(without_mtp)) / 671e9, 1, 0.005);
+}
+
+// Kimi K2 (model_type kimi_k2) is DeepSeek-V3's architecture with its own
+// dimensions: 64 heads, 384 routed experts, one leading dense layer, a
+// 163,840 vocabulary, no next-token layer. DeepSeek-V3's config with
+// Kimi K2's published values reads as that model: 1.026T parameters
+// (by hand: MLA 101,122,048 and norms a layer at 64 heads, one dense MLP,
+// 60 MoE MLPs of 385 experts and a 7168 x 384 router).
+TEST(HfConfigTest, KimiK2IsReadAsDeepSeekV3sArchitecture) {
+  std::ifstream in("tests/testdata/hf/deepseek-v3.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string json = text.str();
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"\"model_type\": \"deepseek_v3\"", "\"model_type\": \"kimi_k2\""},
+           {"\"num_attention_heads\": 128", "\"num_attention_heads\": 64"},
+           {"\"num_key_value_heads\": 128", "\"num_key_value_heads\": 64"},
+           {"\"n_routed_experts\": 256", "\"n_routed_experts\": 384"},
+           {"\"first_k_dense_replace\": 3", "\"first_k_dense_replace\": 1"},
+           {"\"num_nextn_predict_layers\": 1", "\"num_nextn_predict_layers\": 0"},
+           {"\"n_group\": 8", "\"n_group\": 1"},
+           {"\"topk_group\": 4", "\"topk_group\": 1"},
+           {"\"vocab_size\": 129280", "\"vocab_size\": 163840"}}) {
+    const size_t at = json.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    json.replace(at, from.size(), to);
+  }
+  absl::StatusOr<v1::ModelConfig> k2 = ModelFromHuggingFaceJson(json, "k2");
+  ASSERT_TRUE(k2.ok()) << k2.status();
+  EXPECT_TRUE(k2->has_mla());
+  EXPECT_EQ(k2->mtp_num_layers(), 0u);
+  EXPECT_EQ(k2->moe().num_experts(), 384u);
+  EXPECT_EQ(k2->moe().layer_pattern(0), 0u);
+  EXPECT_EQ(k2->moe().layer_pattern(1), 1u);
+  const double mla = 7168.0 * 1536 + 1536.0 * 64 * 192 + 7168.0 * 576 +
+                     512.0 * 64 * 256 + 64.0 * 128 * 7168;
+  EXPECT_DOUBLE_EQ(mla, 101122048);
+  const double layer_norms = 1536 + 512 + 2 * 7168;
+  const double expert = 3.0 * 7168 * 2048;
+  EXPECT_DOUBLE_EQ(TotalParameters(ShapeOf(*k2)),
+                   2.0 * 163840 * 7168 + 61 * (mla + layer_norms) +
+                       3.0 * 7168 * 18432 + 60 * (385 * expert + 7168.0 * 384) +
+                       7168);
+  EXPECT_NEAR(TotalParameters(ShapeOf(*k2)) / 1.026e12, 1, 0.005);
+  // Its multimodal successor's config is named, not read.
+  EXPECT_NE(ModelFromHuggingFaceJson(R"({"model_type": "kimi_k25"})", "k25")
+                .status()
+                .message()
+                .find("text_config"),
+            std::string::npos);
 }
 
 // GLM-4.5 (glm4_moe): DeepSeek-V3's experts (3 leading dense layers, one
