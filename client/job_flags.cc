@@ -377,6 +377,8 @@ constexpr FlagForField kLaunchArgumentForField[] = {
     {"parallel.sequence_parallel", "--sequence-parallel"},
     {"parallel.distributed_optimizer_instances",
      "--num-distributed-optimizer-instances"},
+    {"training.recompute.distribute_saved_activations",
+     "--distribute-saved-activations"},
     {"training.micro_batch_size", "--micro-batch-size"},
     {"training.seq_length", "--seq-length"},
     {"training.global_batch_size", "--global-batch-size"},

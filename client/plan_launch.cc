@@ -103,6 +103,13 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
     notes.push_back(
         "the launch's full recomputation is dropped: each candidate "
         "recomputes the least its layout needs to fit");
+    if (training.recompute().distribute_saved_activations()) {
+      notes.push_back(
+          "--distribute-saved-activations: planned without it (candidates "
+          "with TP > 1 run sequence parallelism, beside which Megatron "
+          "refuses it): drop it from the launch before adding a "
+          "candidate's arguments");
+    }
   }
   if (training.dataloader_attention_mask()) {
     notes.push_back(

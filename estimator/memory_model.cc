@@ -419,11 +419,14 @@ UnfusedAttentionKept UnfusedAttentionKeeps(const ModelShape& m,
 namespace {
 
 // A layer under full recomputation stores only its input [K 5: 2sbh,
-// split over t with sequence parallelism].
+// split over t with sequence parallelism, or by Megatron's
+// --distribute-saved-activations: tensor_parallel/random.py
+// CheckpointFunction keeps its rank's 1/t chunk of the input].
 double LayerInput(const ModelShape& m, const Layout& l) {
   const double sbh = LocalTokens(l) * m.hidden;
   const double bytes = 2 * ActivationElementScale(l) * sbh;
-  return l.sequence_parallel ? bytes / l.tensor : bytes;
+  return l.sequence_parallel || l.distribute_saved_inputs ? bytes / l.tensor
+                                                           : bytes;
 }
 
 // Dense and MoE transformer layers of a stage or chunk.
@@ -828,6 +831,7 @@ Layout LayoutOf(const v1::Job& job) {
                       ? RecomputeKind::kFullBlock
                       : RecomputeKind::kFullUniform;
     l.recompute_layers = r.num_layers();
+    l.distribute_saved_inputs = r.distribute_saved_activations();
   }
   ResolveOptimizerStorage(job, l);
   l.expert_parallel = std::max(1u, par.expert_parallel());

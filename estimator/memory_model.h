@@ -133,6 +133,9 @@ struct Layout {
   bool dataloader_mask = false;
   RecomputeKind recompute = RecomputeKind::kNone;
   double recompute_layers = 0;  // N of full recomputation
+  // Full recomputation's stored inputs split over TP without sequence
+  // parallelism (Recompute.distribute_saved_activations).
+  bool distribute_saved_inputs = false;
   // Selective recomputation of modules beyond core attention [MT]: the
   // dense MLP, the whole MoE block, the experts' activation function, the
   // shared experts: each keeps only its input.

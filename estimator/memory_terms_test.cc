@@ -482,6 +482,27 @@ TEST(MemoryTermsTest, GptStyleModelParametersAndActivations) {
                    2 * (12 + 4 + 4 * 4) * kSbh + kEmbeddingBf16 + kHeadBf16);
 }
 
+// --distribute-saved-activations: without sequence parallelism each
+// stored layer input (2sbh, replicated on the TP ranks) keeps only its
+// rank's 1/t chunk. Full recomputation, uniform groups of one layer, TP 2:
+// both layers' inputs halve (2 x 2 kSbh -> 2 x kSbh); the working set of
+// the recomputed layer is unchanged.
+TEST(MemoryTermsTest, DistributedSavedInputsSplitOverTensorParallelRanks) {
+  Layout l = OneGpu();
+  l.tensor = 2;
+  l.sequence_parallel = false;
+  l.recompute = RecomputeKind::kFullUniform;
+  l.recompute_layers = 1;
+  const double replicated = Activations(Small(), l);
+  l.distribute_saved_inputs = true;
+  EXPECT_DOUBLE_EQ(replicated - Activations(Small(), l), 2 * kSbh);
+  // Under sequence parallelism the input is split already: no change.
+  l.sequence_parallel = true;
+  Layout sp = l;
+  sp.distribute_saved_inputs = false;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l), Activations(Small(), sp));
+}
+
 // [CPX] Ulysses (a2a) keeps the attention output twice: with t = c = 2
 // (sequence parallel), 2 B x s/c = 512 tokens x a*d/t = 512 a layer,
 // kSbh / 2, on both layers. a2a+p2p with an inner all-to-all of 2 is the

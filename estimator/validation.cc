@@ -871,6 +871,24 @@ absl::Status ValidateTraining(const v1::Job& job) {
                    "method and num_layers apply to GRANULARITY_FULL only",
                    r.ShortDebugString());
   }
+  // Megatron's rules for --distribute-saved-activations (arguments.py
+  // asserts TP > 1 and full recomputation; transformer_config.py raises
+  // beside sequence parallelism).
+  if (r.distribute_saved_activations() &&
+      (r.granularity() != v1::Recompute::GRANULARITY_FULL ||
+       job.parallel().tensor_parallel() < 2 ||
+       job.parallel().sequence_parallel())) {
+    return Invalid("training.recompute.distribute_saved_activations",
+                   "needs full recomputation and TP > 1 without sequence "
+                   "parallelism (Megatron refuses it otherwise)",
+                   absl::StrCat(v1::Recompute::Granularity_Name(
+                                    r.granularity()),
+                                ", TP ", job.parallel().tensor_parallel(),
+                                job.parallel().sequence_parallel()
+                                    ? " with"
+                                    : " without",
+                                " sequence parallelism"));
+  }
   const v1::ModelConfig& m = job.model();
   for (int module : r.modules()) {
     if (module == v1::Recompute::MODULE_MLA_UP_PROJ && !m.has_mla()) {

@@ -423,6 +423,31 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_parallel()->set_context_parallel_comm(
                    static_cast<v1::ContextParallelComm>(9));
              }, "parallel.context_parallel_comm"},
+        Rule{"DistributedSavedActivationsNeedFullRecomputation",
+             [](v1::Job& j) {
+               j.mutable_parallel()->set_sequence_parallel(false);
+               j.mutable_training()
+                   ->mutable_recompute()
+                   ->set_distribute_saved_activations(true);
+             }, "training.recompute.distribute_saved_activations"},
+        Rule{"DistributedSavedActivationsNotBesideSequenceParallelism",
+             [](v1::Job& j) {
+               v1::Recompute& r = *j.mutable_training()->mutable_recompute();
+               r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+               r.set_method(v1::Recompute::METHOD_UNIFORM);
+               r.set_num_layers(1);
+               r.set_distribute_saved_activations(true);
+             }, "training.recompute.distribute_saved_activations"},
+        Rule{"DistributedSavedActivationsNeedTensorParallelism",
+             [](v1::Job& j) {
+               j.mutable_parallel()->set_tensor_parallel(1);
+               j.mutable_parallel()->set_sequence_parallel(false);
+               v1::Recompute& r = *j.mutable_training()->mutable_recompute();
+               r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+               r.set_method(v1::Recompute::METHOD_UNIFORM);
+               r.set_num_layers(1);
+               r.set_distribute_saved_activations(true);
+             }, "training.recompute.distribute_saved_activations"},
         Rule{"NoGpuMemory", [](v1::Job& j) {
                j.mutable_accelerator()->set_memory_bytes(0);
              }, "accelerator.memory_bytes"},

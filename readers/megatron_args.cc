@@ -851,6 +851,8 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
                  "must be at least 1 with --recompute-granularity full");
     }
     r.set_num_layers(n);
+    r.set_distribute_saved_activations(
+        args.Has("distribute-saved-activations"));
   } else if (!granularity.empty()) {
     return Bad("recompute-granularity",
                absl::StrCat("must be selective or full (got '", granularity,
@@ -860,6 +862,11 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
     return Bad(args.Has("recompute-method") ? "recompute-method"
                                             : "recompute-num-layers",
                "needs --recompute-granularity full");
+  }
+  if (args.Has("distribute-saved-activations") &&
+      r.granularity() != v1::Recompute::GRANULARITY_FULL) {
+    return Bad("distribute-saved-activations",
+               "needs --recompute-granularity full, as Megatron asserts");
   }
   return absl::OkStatus();
 }

@@ -669,6 +669,30 @@ TEST(MegatronArgsTest, DistributedOptimizerInstancesAreRead) {
       kTwoStages, {"--num-distributed-optimizer-instances", "hybrid FSDP"}));
 }
 
+// --distribute-saved-activations: full recomputation's stored inputs
+// split over TP (memory_model.cc LayerInput); Megatron's rules refused by
+// name: it needs full recomputation, TP > 1 and no sequence parallelism.
+TEST(MegatronArgsTest, DistributedSavedActivationsAreRead) {
+  const std::string full =
+      "--recompute-granularity full --recompute-method uniform "
+      "--recompute-num-layers 1 ";
+  const v1::Job replicated = LlamaLaunchJob(full, "--sequence-parallel ");
+  const v1::Job distributed = LlamaLaunchJob(
+      full + "--distribute-saved-activations", "--sequence-parallel ");
+  EXPECT_TRUE(
+      distributed.training().recompute().distribute_saved_activations());
+  EXPECT_LT(PeakOf(distributed), PeakOf(replicated));
+  EXPECT_TRUE(RefusedNaming("--distribute-saved-activations", "",
+                            {"--distribute-saved-activations",
+                             "--recompute-granularity full"}));
+  const absl::StatusOr<v1::Estimate> with_sp =
+      EstimateJob(LlamaLaunchJob(full + "--distribute-saved-activations"));
+  EXPECT_NE(with_sp.status().message().find(
+                "training.recompute.distribute_saved_activations"),
+            std::string::npos)
+      << with_sp.status();
+}
+
 // --cp-comm-type (memory_model.cc [CPX]) in TransformerEngine's
 // spellings, one type or one a layer alike, and a2a+p2p's
 // --hierarchical-context-parallel-sizes (its first level the all-to-all),

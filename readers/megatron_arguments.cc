@@ -272,8 +272,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "modelled"},
       {"optimizer-offload-fraction", true, M, "1.0",
        "share of the optimizer in host memory"},
-      {"distribute-saved-activations", false, R, "off",
-       "not modelled"},
+      {"distribute-saved-activations", false, M, "off",
+       "full recomputation's stored layer inputs split over TP (2sbh/t "
+       "each); needs --recompute-granularity full and TP > 1 without "
+       "--sequence-parallel (Megatron refuses it otherwise)"},
       {"cpu-offloading-num-layers", true, R, "0",
        "activation offloading to host memory: not modelled"},
       {"fine-grained-activation-offloading", false, R, "off",
