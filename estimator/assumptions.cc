@@ -328,6 +328,13 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                       : "fused SwiGLU: the MLP keeps its FC1 output and FC2 "
                         "input, 6 B a unit of FFN width (the paper counts 8)");
   }
+  if (t.glu_linear_copy()) {
+    out.push_back(absl::StrCat(
+        "unfused SwiGLU (Megatron's glu()): the MLP keeps its FC1 output, "
+        "silu's output, x_linear + offset and FC2's input, ",
+        job.model().activation_clamp() ? "with the clamped gate 12" : "10",
+        " B a unit of FFN width (the paper counts 8)"));
+  }
   if (t.fp32_local_grad_accumulation()) {
     out.push_back(
         "fp32 local gradient accumulation: every parameter counted with an "

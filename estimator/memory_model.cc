@@ -808,6 +808,7 @@ Layout LayoutOf(const v1::Job& job) {
       train.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED;
   l.dataloader_mask = train.dataloader_attention_mask();
   l.fused_swiglu = train.fused_swiglu();
+  l.glu_linear_copy = train.glu_linear_copy();
   l.fp32_local_grads = train.fp32_local_grad_accumulation();
   l.activation_fp8_input_store = train.activation_fp8_input_store();
   l.defer_embedding_wgrad = train.defer_embedding_wgrad();

@@ -115,6 +115,8 @@ struct Layout {
   // input in fp8 (TrainingConfig.activation_fp8_input_store) 4
   // (DenseMlpBytes).
   bool fused_swiglu = false;
+  // The unfused SwiGLU's x_linear + offset (TrainingConfig.glu_linear_copy).
+  bool glu_linear_copy = false;
   // TrainingConfig.fp32_local_grad_accumulation: an fp32 gradient of every
   // parameter beside the 16-bit buffer.
   bool fp32_local_grads = false;

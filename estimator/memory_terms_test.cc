@@ -136,6 +136,27 @@ TEST(MemoryTermsTest, FusedSwigluKeepsSixBytesAFfnColumn) {
   EXPECT_DOUBLE_EQ(Activations(gelu, l), gelu_paper);
 }
 
+// [QG] Megatron's unfused glu() (core 0.15 on) keeps x_linear + offset
+// apart: 10 B a unit of FFN width, 2 h_ffn = 8h bytes a token more than
+// the paper's 8 on Small's layer (h_ffn = 4h); a clamp keeps the clamped
+// gate too (12). Selective recomputation of the MLP keeps its input only.
+TEST(MemoryTermsTest, UnfusedGluKeepsTheLinearHalfPlusOffset) {
+  Layout l = OneGpu();
+  const double paper = Activations(Small(), l);
+  l.glu_linear_copy = true;
+  EXPECT_DOUBLE_EQ(DenseMlpBytes(Small(), l), 10);
+  EXPECT_DOUBLE_EQ(Activations(Small(), l) - paper, 2 * 8 * kSbh);
+  ModelShape clamped = Small();
+  clamped.activation_clamp = true;
+  EXPECT_DOUBLE_EQ(DenseMlpBytes(clamped, l), 12);
+  l.recompute = RecomputeKind::kSelective;
+  l.recompute_core_attn = false;
+  l.recompute_mlp = true;
+  Layout plain = l;
+  plain.glu_linear_copy = false;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l), Activations(Small(), plain));
+}
+
 // [F8S] The activation's input (2 h_ffn elements) kept in fp8, 1 B an
 // element whatever the training precision; FC2's input stays at the
 // job's element size.

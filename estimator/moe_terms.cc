@@ -124,6 +124,12 @@ double DenseMlpBytes(const ModelShape& m, const Layout& l) {
   const double e = ElementScale(l);
   // Validation admits both flags on SwiGLU only.
   const bool swiglu = !m.ungated_mlp && !m.quick_geglu;
+  if (swiglu && !l.fused_swiglu && l.glu_linear_copy) {
+    // [QG] Megatron's unfused glu() (mlp.py, core 0.15 on): FC1's output
+    // (4), silu's output (2), x_linear + offset (2) and FC2's input (2);
+    // with a clamp, the clamped gate silu keeps (2).
+    return (MlpWidthBytes(m) + 2 + (m.activation_clamp ? 2 : 0)) * e;
+  }
   if (!l.fused_swiglu || !swiglu) return MlpWidthBytes(m) * e;
   // [FS] [TA] the activation keeps no output of its own: FC1's output (2
   // elements a unit of width: 4 B) and FC2's input (2 B); [F8S] FC1's

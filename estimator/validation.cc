@@ -808,6 +808,17 @@ absl::Status ValidateTraining(const v1::Job& job) {
                    absl::StrCat("model.mlp_activation ",
                                 v1::MlpActivation_Name(act)));
   }
+  if (tr.glu_linear_copy() &&
+      (!IsSwigluMlp(job.model()) || tr.fused_swiglu())) {
+    return Invalid("training.glu_linear_copy",
+                   "applies to Megatron's unfused SwiGLU only (the fused "
+                   "kernel and TransformerEngine's op make no copy; "
+                   "quick-GeGLU counts its own)",
+                   tr.fused_swiglu() ? "fused_swiglu true"
+                                     : absl::StrCat("model.mlp_activation ",
+                                                    v1::MlpActivation_Name(
+                                                        act)));
+  }
   if (tr.activation_fp8_input_store() && !tr.fused_swiglu()) {
     return Invalid("training.activation_fp8_input_store",
                    "needs training.fused_swiglu: only an activation that "

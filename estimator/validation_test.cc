@@ -448,6 +448,14 @@ INSTANTIATE_TEST_SUITE_P(
                r.set_num_layers(1);
                r.set_distribute_saved_activations(true);
              }, "training.recompute.distribute_saved_activations"},
+        Rule{"GluLinearCopyIsTheUnfusedSwiglusOnly", [](v1::Job& j) {
+               j.mutable_training()->set_fused_swiglu(true);
+               j.mutable_training()->set_glu_linear_copy(true);
+             }, "training.glu_linear_copy"},
+        Rule{"GluLinearCopyNeedsASwigluMlp", [](v1::Job& j) {
+               j.mutable_model()->set_mlp_activation(v1::MLP_ACTIVATION_GELU);
+               j.mutable_training()->set_glu_linear_copy(true);
+             }, "training.glu_linear_copy"},
         Rule{"NoGpuMemory", [](v1::Job& j) {
                j.mutable_accelerator()->set_memory_bytes(0);
              }, "accelerator.memory_bytes"},

@@ -153,15 +153,36 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
                  "linear_fc2 fails on the shape");
     }
     if (args.Has("no-bias-swiglu-fusion") && !te_activation) {
-      return Bad("no-bias-swiglu-fusion",
-                 "the unfused SwiGLU keeps silu(x) and x_linear + offset "
-                 "beside its input (more than the 8 bytes an FFN column "
-                 "memgate counts): not modelled");
+      // TransformerEngine's op fuser runs the dense MLP as its SwiGLU op
+      // but shared experts through mlp.py's glu(): two counts memgate
+      // does not keep apart.
+      if (args.Has("use-transformer-engine-op-fuser") &&
+          args.Has("moe-shared-expert-intermediate-size")) {
+        return Bad("no-bias-swiglu-fusion",
+                   "with --use-transformer-engine-op-fuser and shared "
+                   "experts: the dense MLP runs TransformerEngine's SwiGLU "
+                   "op, the shared experts Megatron's unfused glu(), which "
+                   "memgate does not count apart: not modelled");
+      }
     }
-    launch.job.mutable_training()->set_fused_swiglu(true);
-    note(te_activation
+    if (RunsUnfusedSwiglu(args)) {
+      // mlp.py's glu() (moe_terms.cc DenseMlpBytes [QG]).
+      launch.job.mutable_training()->set_glu_linear_copy(true);
+      note("--no-bias-swiglu-fusion: Megatron's unfused SwiGLU keeps FC1's "
+           "output, silu's output, x_linear + glu_linear_offset (a tensor of "
+           "its own from Megatron-Core 0.15; older releases keep 2 B less, "
+           "an upper bound for them) and FC2's input: 10 B a unit of FFN "
+           "width");
+    } else {
+      launch.job.mutable_training()->set_fused_swiglu(true);
+    }
+    if (!RunsUnfusedSwiglu(args)) note(te_activation
              ? "--use-te-activation-func: TransformerEngine's SwiGLU op, "
                "which keeps only its input as Megatron's fused kernel does"
+         : args.Has("use-transformer-engine-op-fuser")
+             ? "--use-transformer-engine-op-fuser: the MLP runs "
+               "TransformerEngine's SwiGLU op, which keeps only its input "
+               "as Megatron's fused kernel does"
              : "--swiglu: Megatron's fused SwiGLU kernel (its default; "
                "--no-bias-swiglu-fusion turns it off)");
   } else if (args.Has("quick-geglu")) {

@@ -1803,8 +1803,12 @@ TEST(MegatronArgsTest, DataloaderAttentionMaskIsMegatronsDefault) {
 }
 
 // --quick-geglu is its own activation (unfused, 12 bytes an FFN column);
-// the unfused SwiGLU is refused by name, and without --swiglu the fusion
-// flag changes nothing.
+// the unfused SwiGLU (--no-bias-swiglu-fusion) runs mlp.py's glu(), 10
+// bytes an FFN column where the fused kernel keeps 6 (moe_terms.cc
+// DenseMlpBytes): Llama-3.1-8B at TP 4, 8k, 32 layers a stage... 4 B x
+// 8192 x 14336 / 4 more a layer. Without --swiglu the fusion flag changes
+// nothing; with the op fuser the MLP runs TE's SwiGLU op (no change), and
+// beside shared experts (mlp.py's glu() there) it is refused.
 TEST(MegatronArgsTest, GatedActivationFusionIsReadNotPassed) {
   EXPECT_TRUE(LlamaLaunchJob("").training().fused_swiglu());
   EXPECT_FALSE(
@@ -1813,10 +1817,43 @@ TEST(MegatronArgsTest, GatedActivationFusionIsReadNotPassed) {
             v1::MLP_ACTIVATION_QUICK_GEGLU);
   EXPECT_GT(PeakOf(LlamaLaunchJob("--quick-geglu", "--swiglu")),
             PeakOf(LlamaLaunchJob("")));
-  EXPECT_TRUE(RefusedNaming("--no-bias-swiglu-fusion", "",
-                            {"--no-bias-swiglu-fusion"}));
+  const v1::Job unfused = LlamaLaunchJob("--no-bias-swiglu-fusion");
+  EXPECT_FALSE(unfused.training().fused_swiglu());
+  EXPECT_TRUE(unfused.training().glu_linear_copy());
+  const absl::StatusOr<v1::Estimate> fused_e = EstimateJob(LlamaLaunchJob(""));
+  const absl::StatusOr<v1::Estimate> unfused_e = EstimateJob(unfused);
+  ASSERT_TRUE(fused_e.ok() && unfused_e.ok()) << unfused_e.status();
+  EXPECT_DOUBLE_EQ(unfused_e->peak().activation_bytes() -
+                       fused_e->peak().activation_bytes(),
+                   unfused_e->peak().num_layers() *
+                       fused_e->stages(0).microbatches_in_flight() * 4.0 *
+                       8192 * 14336 / 4);
   EXPECT_EQ(PeakOf(LlamaLaunchJob("--no-bias-swiglu-fusion", "--swiglu")),
             PeakOf(LlamaLaunchJob("", "--swiglu")));
+  const v1::Job fuser = LlamaLaunchJob(
+      "--no-bias-swiglu-fusion --use-transformer-engine-op-fuser");
+  EXPECT_TRUE(fuser.training().fused_swiglu());
+  EXPECT_EQ(PeakOf(fuser), PeakOf(LlamaLaunchJob("")));
+  EXPECT_TRUE(RefusedNaming(
+      "--no-bias-swiglu-fusion --use-transformer-engine-op-fuser "
+      "--num-experts 8 --moe-shared-expert-intermediate-size 1024",
+      "", {"--no-bias-swiglu-fusion", "shared experts"}));
+  // Routed experts run TEGroupedMLP's glu() likewise (experts.py); the
+  // legacy GroupedMLP multiplies the half itself.
+  const v1::MoeConfig grouped =
+      LlamaLaunchJob("--no-bias-swiglu-fusion --num-experts 8 "
+                     "--moe-grouped-gemm")
+          .model()
+          .moe();
+  EXPECT_TRUE(grouped.expert_activation_unfused());
+  EXPECT_TRUE(grouped.expert_glu_linear_copy());
+  const v1::MoeConfig legacy =
+      LlamaLaunchJob("--no-bias-swiglu-fusion --num-experts 8 "
+                     "--moe-grouped-gemm --moe-use-legacy-grouped-gemm")
+          .model()
+          .moe();
+  EXPECT_TRUE(legacy.expert_activation_unfused());
+  EXPECT_FALSE(legacy.expert_glu_linear_copy());
 }
 
 // [TA] TransformerEngine's SwiGLU op keeps only its input, as the fused

@@ -52,9 +52,13 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "no change: GeLU and squared ReLU keep 4h_ffn/h fused or not; lets "
        "--squared-relu run with biases"},
       {"no-bias-swiglu-fusion", false, P, "fused",
-       "with --swiglu refused unless --use-te-activation-func replaces the "
-       "kernel: the unfused SwiGLU keeps silu(x) and the linear half beside "
-       "its input (not modelled); otherwise no effect"},
+       "with --swiglu Megatron's unfused glu(): FC1's output, silu's, "
+       "x_linear + glu_linear_offset (core 0.15 on; an upper bound before) "
+       "and FC2's input, 10h_ffn/h (12 with --activation-func-clamp-value) "
+       "in dense MLPs and shared experts, and the routed experts' glu() "
+       "likewise; no change under --use-te-activation-func or the op fuser's "
+       "SwiGLU, refused with the op fuser beside shared experts (two counts "
+       "memgate does not keep apart); otherwise no effect"},
       {"normalization", true, P, "LayerNorm",
        "LayerNorm (weight + bias) or RMSNorm (weight); others refused"},
       {"disable-bias-linear", false, M, "biases on",

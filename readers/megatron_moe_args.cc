@@ -78,13 +78,16 @@ absl::Status FillFlexBackend(const Arguments& args, MegatronLaunch& launch,
 // (Megatron's argparse refuses arguments it does not know).
 void FillProbsApplied(const Arguments& args, MegatronLaunch& launch,
                       v1::MoeConfig& moe) {
-  if (args.Has("moe-mlp-glu-interleave-size") ||
-      args.Has("moe-use-legacy-grouped-gemm")) {
+  const bool legacy = args.Has("moe-use-legacy-grouped-gemm");
+  if (args.Has("moe-mlp-glu-interleave-size") || legacy ||
+      RunsUnfusedSwiglu(args)) {
     moe.set_expert_activation_unfused(true);
-    // The interleaved halves run TEGroupedMLP's glu(), whose x_linear +
-    // offset is a tensor of its own (moe_terms.cc [QG]); the legacy
-    // GroupedMLP multiplies the half itself. Both given: the larger.
-    moe.set_expert_glu_linear_copy(args.Has("moe-mlp-glu-interleave-size"));
+    // The interleaved halves, or any halves without the bias-activation
+    // fusion, run TEGroupedMLP's glu(), whose x_linear + offset is a
+    // tensor of its own (moe_terms.cc [QG]); the legacy GroupedMLP
+    // multiplies the half itself. Both given: the larger.
+    moe.set_expert_glu_linear_copy(args.Has("moe-mlp-glu-interleave-size") ||
+                                   (RunsUnfusedSwiglu(args) && !legacy));
   } else if (args.Has("use-te-activation-func")) {
     moe.set_expert_activation_te_op(true);
   }
@@ -331,6 +334,12 @@ absl::Status FillMla(const Arguments& args, MegatronLaunch& launch) {
 }
 
 }  // namespace
+
+bool RunsUnfusedSwiglu(const Arguments& args) {
+  return args.Has("swiglu") && args.Has("no-bias-swiglu-fusion") &&
+         !args.Has("use-te-activation-func") &&
+         !args.Has("use-transformer-engine-op-fuser");
+}
 
 absl::Status FillExpertsFromLaunch(const Arguments& args,
                                    MegatronLaunch& launch) {

@@ -14,6 +14,12 @@ namespace memgate {
 absl::Status FillExpertsFromLaunch(const Arguments& args,
                                    MegatronLaunch& launch);
 
+// Whether a --swiglu launch runs Megatron's unfused glu() (mlp.py, and
+// TEGroupedMLP's in experts.py): the bias-activation fusion off
+// (--no-bias-swiglu-fusion), and neither TransformerEngine's activation op
+// (--use-te-activation-func) nor its op fuser's SwiGLU in its place.
+bool RunsUnfusedSwiglu(const Arguments& args);
+
 }  // namespace memgate
 
 #endif  // MEMGATE_READERS_MEGATRON_MOE_ARGS_H_
