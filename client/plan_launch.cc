@@ -163,6 +163,14 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
                                               " ranks, CP a multiple of it)")
                                : "")));
   }
+  if (launch.pipeline_layout_given) {
+    request.set_pipeline_layout_arguments(true);
+    notes.push_back(
+        "the launch gives --pipeline-model-parallel-layout: each candidate "
+        "says its split as one, which replaces the launch's when appended "
+        "(Megatron refuses --decoder-first/last-pipeline-num-layers and "
+        "virtual-stage counts beside a layout)");
+  }
   if (!par.distributed_optimizer() && !fsdp) {
     notes.push_back(
         "the launch has no --use-distributed-optimizer: candidates add it "

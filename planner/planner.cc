@@ -292,6 +292,9 @@ struct Search {
   bool allow_recompute = true;       // any recomputation
   bool allow_full_recompute = true;  // full (beyond the cheap modules)
   bool allow_interleave = true;
+  // Splits said as --pipeline-model-parallel-layout
+  // (PlanRequest.pipeline_layout_arguments).
+  bool layout_arguments = false;
   // The cheap selective modules tried before full recomputation, those of
   // them the template does not already recompute (CheapModulesFor), their
   // price (cost_model.h (7)), and the --recompute-modules of a layout that
@@ -922,7 +925,57 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request,
     s.cheap_modules = ModulesOf(WithCheapModules(s.base, s.cheap));
   }
   s.allow_interleave = !request.no_interleave();
+  s.layout_arguments = request.pipeline_layout_arguments();
   return s;
+}
+
+// An uneven candidate's layers a (virtual) stage, entry j * p + i chunk j
+// of rank i (estimate.cc), as the planner split them (ChunkLayers): the
+// first and last stages' counts, or the accounted split's.
+std::vector<uint32_t> UnevenChunkLayers(const v1::Candidate& c,
+                                        uint32_t layers, uint32_t mtp) {
+  const uint32_t p = c.pipeline_parallel();
+  const uint32_t v = std::max(1u, c.virtual_pipeline_stages());
+  StageSplit split;
+  split.middle = p > 2 ? SplitLayers(layers, p, mtp).middle : 0;
+  split.first = c.first_stage_layers();
+  split.last = c.last_stage_layers();
+  const ChunkForm form = c.account_for_embedding() || c.account_for_loss()
+                             ? ChunkForm::kAccounted
+                             : ChunkForm::kFirstLast;
+  std::vector<uint32_t> chunks;
+  chunks.reserve(uint64_t{p} * v);
+  for (uint32_t j = 0; j < v; ++j) {
+    for (uint32_t i = 0; i < p; ++i) {
+      chunks.push_back(ChunkLayers(form, split, p, v, i, j));
+    }
+  }
+  return chunks;
+}
+
+// Megatron's --pipeline-model-parallel-layout for (virtual) stages of
+// `chunks` layers in order: the embedding before the first, the MTP
+// layers and the loss after the last, and runs of equal stages between
+// written once, "(t*4|)*30", so that the text stays short whatever p x v.
+std::string LayoutTextOf(const std::vector<uint32_t>& chunks, uint32_t mtp) {
+  auto run = [](char c, uint32_t n) {  // n layers of kind c
+    const std::string one(1, c);
+    return n == 0 ? std::string() : n == 1 ? one : absl::StrCat(one, "*", n);
+  };
+  const size_t n = chunks.size();
+  if (n == 1) return absl::StrCat("E", run('t', chunks[0]), run('m', mtp), "L");
+  std::string text = absl::StrCat("E", run('t', chunks[0]), "|");
+  for (size_t k = 1; k + 1 < n;) {
+    size_t same = 1;
+    while (k + same + 1 < n && chunks[k + same] == chunks[k]) ++same;
+    absl::StrAppend(&text,
+                    same == 1 ? absl::StrCat(run('t', chunks[k]), "|")
+                              : absl::StrCat("(", run('t', chunks[k]), "|)*",
+                                             same));
+    k += same;
+  }
+  absl::StrAppend(&text, run('t', chunks[n - 1]), run('m', mtp), "L");
+  return text;
 }
 
 // The request's context-parallel exchange as Megatron arguments, for a
@@ -971,6 +1024,14 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
   if (l.mtp_layout) {
     c.set_pipeline_layout(MtpLayoutText(SplitLayers(s.layers, l.p, s.mtp),
                                         l.p, l.v));
+  } else if (s.layout_arguments) {
+    // Every split as a layout (PlanRequest.pipeline_layout_arguments):
+    // uneven ones as planned, even ones L / (p v) a chunk.
+    const std::vector<uint32_t> chunks =
+        l.first_layers > 0
+            ? UnevenChunkLayers(c, s.layers, s.mtp)
+            : std::vector<uint32_t>(uint64_t{l.p} * l.v, s.layers / (l.p * l.v));
+    c.set_pipeline_layout(LayoutTextOf(chunks, s.mtp));
   }
   c.set_data_parallel_sharding(s.sharding);
   c.set_recompute_num_layers(l.recompute);
@@ -1034,22 +1095,9 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
       for (uint32_t n : layout->layers) par.add_layers_per_stage(n);
     }
   } else if (c.first_stage_layers() > 0) {
-    const uint32_t p = c.pipeline_parallel();
-    const uint32_t v = std::max(1u, c.virtual_pipeline_stages());
-    StageSplit split;
-    split.middle =
-        p > 2 ? SplitLayers(JobLayers(request), p, JobMtpLayers(request)).middle
-              : 0;
-    split.first = c.first_stage_layers();
-    split.last = c.last_stage_layers();
-    const ChunkForm form = c.account_for_embedding() || c.account_for_loss()
-                               ? ChunkForm::kAccounted
-                               : ChunkForm::kFirstLast;
-    // Entry j * p + i: chunk j of rank i (estimate.cc).
-    for (uint32_t j = 0; j < v; ++j) {
-      for (uint32_t i = 0; i < p; ++i) {
-        par.add_layers_per_stage(ChunkLayers(form, split, p, v, i, j));
-      }
+    for (uint32_t n :
+         UnevenChunkLayers(c, JobLayers(request), JobMtpLayers(request))) {
+      par.add_layers_per_stage(n);
     }
   }
   v1::TrainingConfig& t = *job.mutable_training();

@@ -1045,6 +1045,62 @@ TEST(PlannerTest, OptimizerInstancesPlanOnlyLayoutsTheyDivide) {
   ExpectEachRefusedNaming({{fsdp, "distributed_optimizer_instances"}});
 }
 
+// PlanRequest.pipeline_layout_arguments (a launch that gives
+// --pipeline-model-parallel-layout): every candidate says its split as a
+// layout, none as first/last, accounted or virtual-stage arguments
+// (Megatron refuses them beside a layout), and it is the same plan: the
+// same layouts at the same peaks, each the job it says, its layout text
+// the chunks the plain form gives. Llama-3.1-405B on 16,384 H100s
+// (uneven, accounted and interleaved splits) and DeepSeek-V3 on 1,024
+// (leading dense layers, MTP).
+TEST(PlannerTest, LayoutArgumentsSayEverySplitAsALayout) {
+  for (v1::PlanRequest plain :
+       {Request("llama-3.1-405b", "h100-80gb", 16384, 8192, 2048),
+        Request("deepseek-v3", "h100-80gb", 1024, 4096, 8192)}) {
+    plain.set_top_k(40);
+    v1::PlanRequest r = plain;
+    r.set_pipeline_layout_arguments(true);
+    absl::StatusOr<v1::PlanResponse> as_layouts = PlanLayouts(r);
+    absl::StatusOr<v1::PlanResponse> as_splits = PlanLayouts(plain);
+    ASSERT_TRUE(as_layouts.ok() && as_splits.ok()) << as_layouts.status();
+    ASSERT_EQ(as_layouts->candidates_size(), as_splits->candidates_size());
+    int uneven = 0;
+    for (int k = 0; k < as_layouts->candidates_size(); ++k) {
+      const v1::Candidate& c = as_layouts->candidates(k);
+      const v1::Candidate& split = as_splits->candidates(k);
+      EXPECT_EQ(KeyOf(c), KeyOf(split));
+      EXPECT_DOUBLE_EQ(c.peak_bytes(), split.peak_bytes());
+      ASSERT_FALSE(c.pipeline_layout().empty()) << c.ShortDebugString();
+      const std::string& args = c.megatron_arguments();
+      EXPECT_NE(args.find("--pipeline-model-parallel-layout \"" +
+                          c.pipeline_layout() + "\""),
+                std::string::npos)
+          << args;
+      for (const char* refused :
+           {"--decoder-first-pipeline-num-layers", "--account-for-",
+            "--num-virtual-stages-per-pipeline-rank"}) {
+        EXPECT_EQ(args.find(refused), std::string::npos) << args;
+      }
+      const absl::StatusOr<v1::Estimate> e = EstimatedAsItsJob(r, c);
+      ASSERT_TRUE(e.ok());
+      // The chunks the plain form gives, listed (an even split: none).
+      const v1::Job plain_job = JobForCandidate(plain, split);
+      if (plain_job.parallel().layers_per_stage_size() > 0) {
+        ++uneven;
+        EXPECT_EQ(e->job().parallel().layers_per_stage_size(),
+                  plain_job.parallel().layers_per_stage_size());
+        for (int i = 0; i < plain_job.parallel().layers_per_stage_size();
+             ++i) {
+          EXPECT_EQ(e->job().parallel().layers_per_stage(i),
+                    plain_job.parallel().layers_per_stage(i))
+              << c.pipeline_layout();
+        }
+      }
+    }
+    EXPECT_GT(uneven, 0);
+  }
+}
+
 // A context-parallel exchange the request names (a launch's
 // --cp-comm-type): an all-to-all plans only the CP sizes that split a TP
 // rank's heads (Llama-3.1-8B: 32 query and 8 key heads; a2a+p2p: CP a

@@ -384,6 +384,7 @@ absl::Status FillLayout(const Arguments& args, MegatronLaunch& launch) {
       text.back() == text.front()) {
     text = text.substr(1, text.size() - 2);
   }
+  launch.pipeline_layout_given = true;
   v1::ParallelConfig& p = *launch.job.mutable_parallel();
   // The MTP layers are read with the experts, after the layout: read
   // their count here as FillMla does (the launch's, 0 when absent, as

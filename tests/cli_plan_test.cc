@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "proto/memgate.pb.h"
@@ -572,6 +573,52 @@ TEST(CliPlanTest, TheDeepSeekV3RecipeRanksInTheFirstFive) {
   const v1::StageMemory& peak = decision.estimate().peak();
   EXPECT_NEAR(published->peak_bytes(),
               peak.total_bytes() + peak.expert_imbalance_bytes(), 1);
+}
+
+// A launch that gives --pipeline-model-parallel-layout (NVIDIA's
+// DeepSeek-V3 recipe, bf16) takes every candidate's arguments appended as
+// they are: each says its split as a layout, which replaces the launch's,
+// and checks to its candidate's peak. (A first/last split appended to it
+// was refused: Megatron takes no such argument beside a layout.)
+TEST(CliPlanTest, ALaunchWithALayoutTakesEveryCandidateAppended) {
+  std::vector<std::string> launch;
+  for (absl::string_view w :
+       absl::StrSplit(testing::RecipeLaunch("deepseek_v3_h100", {"base"}),
+                      ' ', absl::SkipEmpty())) {
+    launch.emplace_back(w);
+  }
+  const RunResult r = Plan(
+      With({"--gpu=h100-80gb", "--top=12", "--format=json", "--"}, launch));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("each candidate says its split as one"),
+            std::string::npos)
+      << r.err;
+  v1::PlanResponse plan;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &plan).ok());
+  ASSERT_EQ(plan.candidates_size(), 12);
+  for (const v1::Candidate& c : plan.candidates()) {
+    std::vector<std::string> appended = launch;
+    // The arguments as a shell reads them: the layout's quotes removed.
+    for (absl::string_view w :
+         absl::StrSplit(c.megatron_arguments(), ' ', absl::SkipEmpty())) {
+      appended.emplace_back(absl::StripPrefix(absl::StripSuffix(w, "\""),
+                                              "\""));
+    }
+    const RunResult check = testing::Run(
+        With({testing::RunfilePath("client/memgate"), "check",
+              "--gpu=h100-80gb", "--format=json", "--"},
+             appended));
+    ASSERT_EQ(check.exit_code, 0) << c.megatron_arguments() << "\n"
+                                  << check.err;
+    v1::Decision decision;
+    ASSERT_TRUE(
+        google::protobuf::util::JsonStringToMessage(check.out, &decision)
+            .ok());
+    const v1::StageMemory& peak = decision.estimate().peak();
+    EXPECT_NEAR(c.peak_bytes(),
+                peak.total_bytes() + peak.expert_imbalance_bytes(), 1)
+        << c.megatron_arguments();
+  }
 }
 
 // A candidate that fits by the cheap selective modules pastes back into
