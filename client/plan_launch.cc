@@ -163,13 +163,29 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
                                               " ranks, CP a multiple of it)")
                                : "")));
   }
-  if (launch.pipeline_layout_given) {
-    request.set_pipeline_layout_arguments(true);
+  *request.mutable_launch_split() = launch.split_arguments;
+  if (launch.split_arguments.layout()) {
     notes.push_back(
         "the launch gives --pipeline-model-parallel-layout: each candidate "
         "says its split as one, which replaces the launch's when appended "
         "(Megatron refuses --decoder-first/last-pipeline-num-layers and "
         "virtual-stage counts beside a layout)");
+  } else if (launch.split_arguments.first_last() ||
+             launch.split_arguments.virtual_stages() ||
+             launch.split_arguments.layers_per_virtual_stage() ||
+             launch.split_arguments.account_for_embedding() ||
+             launch.split_arguments.account_for_loss()) {
+    notes.push_back(
+        "the launch gives its pipeline split as arguments that appending "
+        "cannot remove: each candidate says its split in the same forms "
+        "(so that it replaces the launch's), and only splits they can say "
+        "are planned");
+  }
+  // Its full recomputation, which a candidate that recomputes nothing
+  // must say it replaces (block recomputation of 0 layers a stage).
+  if (training.recompute().granularity() ==
+      v1::Recompute::GRANULARITY_FULL) {
+    request.mutable_launch_split()->set_full_recompute(true);
   }
   if (!par.distributed_optimizer() && !fsdp) {
     notes.push_back(

@@ -874,8 +874,12 @@ absl::Status ValidateTraining(const v1::Job& job) {
                      "must be METHOD_UNIFORM or METHOD_BLOCK with full "
                      "recomputation", "unset");
     }
-    MEMGATE_RETURN_IF_ERROR(
-        RequirePositive("training.recompute.num_layers", r.num_layers()));
+    // METHOD_BLOCK of 0 layers a stage recomputes none (Megatron's
+    // transformer_block.py); uniform groups need a layer.
+    if (r.method() == v1::Recompute::METHOD_UNIFORM) {
+      MEMGATE_RETURN_IF_ERROR(
+          RequirePositive("training.recompute.num_layers", r.num_layers()));
+    }
   } else if (r.method() != v1::Recompute::METHOD_UNSPECIFIED ||
              r.num_layers() != 0) {
     return Invalid("training.recompute",

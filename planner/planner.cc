@@ -292,9 +292,10 @@ struct Search {
   bool allow_recompute = true;       // any recomputation
   bool allow_full_recompute = true;  // full (beyond the cheap modules)
   bool allow_interleave = true;
-  // Splits said as --pipeline-model-parallel-layout
-  // (PlanRequest.pipeline_layout_arguments).
-  bool layout_arguments = false;
+  // The forms the launch gives its split in (PlanRequest.launch_split):
+  // candidates say theirs in them, and only splits they can say are
+  // planned (SplitFormAllowed).
+  v1::LaunchSplit launch_split;
   // The cheap selective modules tried before full recomputation, those of
   // them the template does not already recompute (CheapModulesFor), their
   // price (cost_model.h (7)), and the --recompute-modules of a layout that
@@ -341,6 +342,105 @@ Layout LayoutFor(const Search& s, uint32_t t, uint32_t c, uint32_t p,
   return l;
 }
 
+// How each rank's layers go over its v chunks, as Megatron allows
+// (transformer_config.py, "Uneven PP" and the accounted split):
+//  kEven        an even split, L / (p v) a chunk;
+//  kAccounted   --account-for-embedding/loss-in-pipeline-split: the first
+//               and/or last stage one layer short of the middle's, every
+//               chunk middle / v except rank 0's first and the last rank's
+//               last, one fewer (Llama-3.1-405B: 7, 8 x 14, 7);
+//  kFirstLast   --decoder-first/last-pipeline-num-layers with every rank's
+//               layers a multiple of v, a rank's layers / v a chunk;
+//  kMtpLayout   --pipeline-model-parallel-layout: as kAccounted, the last
+//               rank's last chunk also short of its MTP layers, which it
+//               holds beside the loss (SplitCountingMtp);
+//  kNone        v does not fit the split.
+enum class ChunkForm { kNone, kEven, kAccounted, kFirstLast, kMtpLayout };
+
+ChunkForm ChunkFormOf(const StageSplit& split, uint32_t p, uint32_t v) {
+  if (!split.ok) return ChunkForm::kNone;
+  if (split.first == 0) {
+    return v == 1 || (p >= 2 && split.middle % v == 0) ? ChunkForm::kEven
+                                                        : ChunkForm::kNone;
+  }
+  if (v == 1) return ChunkForm::kFirstLast;
+  if (split.mtp > 0) {
+    // Every chunk middle / v layers, the first one fewer, the last
+    // 1 + mtp fewer (none left is allowed: "mL").
+    return split.middle % v == 0 && split.middle / v >= 2 &&
+                   split.middle / v >= 1 + split.mtp
+               ? ChunkForm::kMtpLayout
+               : ChunkForm::kNone;
+  }
+  const bool first_short = split.first + 1 == split.middle;
+  const bool last_short = split.last + 1 == split.middle;
+  if ((first_short || split.first == split.middle) &&
+      (last_short || split.last == split.middle) &&
+      split.middle % v == 0 && split.middle / v >= 2) {
+    return ChunkForm::kAccounted;
+  }
+  if (split.first % v == 0 && split.middle % v == 0 && split.last % v == 0) {
+    return ChunkForm::kFirstLast;
+  }
+  return ChunkForm::kNone;
+}
+
+// Whether a launch that gives its split in PlanRequest.launch_split's forms
+// can take a candidate of this pipeline and chunk form appended (Megatron
+// refuses some forms beside others, and appending cannot remove one):
+// beside first/last counts, pipelines of 2 or more stages, no accounted or
+// layout splits; beside layers per virtual stage, even splits only;
+// beside a virtual-stage count, no layout splits. Any beside a layout
+// (every split is said as one).
+bool SplitFormAllowed(const v1::LaunchSplit& launch, uint32_t p,
+                      ChunkForm form) {
+  if (launch.layout()) return true;
+  // Accounted launches: AccountedAsTheLaunch decides.
+  if (launch.account_for_embedding() || launch.account_for_loss()) {
+    return true;
+  }
+  if (launch.first_last() &&
+      (p < 2 || form == ChunkForm::kAccounted ||
+       form == ChunkForm::kMtpLayout)) {
+    return false;
+  }
+  if (launch.layers_per_virtual_stage() && form != ChunkForm::kEven) {
+    return false;
+  }
+  return !(launch.virtual_stages() && form == ChunkForm::kMtpLayout);
+}
+
+// Beside a launch's --account-for-embedding/loss-in-pipeline-split (which
+// appending cannot remove), whether the planner's split of `layers` over p
+// ranks and v chunks a rank is the one those switches give: every chunk
+// (L + accounted) / (p v) layers, rank 0's first one fewer for the
+// embedding, the last rank's last one fewer for the loss
+// (transformer_config.py). Pipelines of 2 or more stages, models without
+// MTP layers; true without the switches.
+bool AccountedAsTheLaunch(const v1::LaunchSplit& launch,
+                          const StageSplit& split, uint32_t layers,
+                          uint32_t p, uint32_t v, ChunkForm form) {
+  const uint32_t embedding = launch.account_for_embedding() ? 1 : 0;
+  const uint32_t loss = launch.account_for_loss() ? 1 : 0;
+  if (embedding + loss == 0) return true;
+  if (p < 2 || split.mtp > 0) return false;
+  const uint64_t total = uint64_t{layers} + embedding + loss;
+  if (total % (uint64_t{p} * v) != 0) return false;
+  const uint64_t rank = total / p;  // a middle rank's layers
+  // The planner's ranks: even, or first / middle / last.
+  const uint64_t first = split.first == 0 ? layers / p : split.first;
+  const uint64_t last = split.first == 0 ? layers / p : split.last;
+  const uint64_t middle = split.first == 0 ? layers / p : split.middle;
+  if (first != rank - embedding || last != rank - loss ||
+      (p > 2 && middle != rank)) {
+    return false;
+  }
+  // Its chunks: one a rank, or the accounted form's (the first and last
+  // ranks' short chunk first and last); first/last counts spread evenly
+  // over v chunks differ.
+  return v == 1 || form == ChunkForm::kAccounted;
+}
+
 // Calls visit(t, c, p) for every (TP, CP, PP) that the rules ValidateJob
 // enforces allow, by construction. At most |divisors(gpus)|^3 steps: about
 // 14 million cheap ones for the most divisible count under kMaxPlanGpus.
@@ -378,7 +478,14 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
       for (uint32_t p : gpu_divisors) {
         if (p > s.gpus / t / c) break;
         if ((s.gpus / t / c) % p) continue;
-        if (p > kMaxPipelineStages || !SplitLayers(s.layers, p, s.mtp).ok) {
+        if (p > kMaxPipelineStages) continue;
+        const StageSplit split = SplitLayers(s.layers, p, s.mtp);
+        if (!split.ok) continue;
+        // The plain schedule's split must be one the launch's forms can
+        // say (PipelinesOf filters the interleaved ones).
+        if (!SplitFormAllowed(s.launch_split, p, ChunkFormOf(split, p, 1)) ||
+            !AccountedAsTheLaunch(s.launch_split, split, s.layers, p, 1,
+                                  ChunkFormOf(split, p, 1))) {
           continue;
         }
         // Megatron defers the output layer's weight gradient to the
@@ -436,49 +543,6 @@ void ForEachExpertLayout(const Search& s, uint32_t t, uint32_t p,
     }
     if (t == 1) break;  // ETP 1 and TP are the same choice
   }
-}
-
-// How each rank's layers go over its v chunks, as Megatron allows
-// (transformer_config.py, "Uneven PP" and the accounted split):
-//  kEven        an even split, L / (p v) a chunk;
-//  kAccounted   --account-for-embedding/loss-in-pipeline-split: the first
-//               and/or last stage one layer short of the middle's, every
-//               chunk middle / v except rank 0's first and the last rank's
-//               last, one fewer (Llama-3.1-405B: 7, 8 x 14, 7);
-//  kFirstLast   --decoder-first/last-pipeline-num-layers with every rank's
-//               layers a multiple of v, a rank's layers / v a chunk;
-//  kMtpLayout   --pipeline-model-parallel-layout: as kAccounted, the last
-//               rank's last chunk also short of its MTP layers, which it
-//               holds beside the loss (SplitCountingMtp);
-//  kNone        v does not fit the split.
-enum class ChunkForm { kNone, kEven, kAccounted, kFirstLast, kMtpLayout };
-
-ChunkForm ChunkFormOf(const StageSplit& split, uint32_t p, uint32_t v) {
-  if (!split.ok) return ChunkForm::kNone;
-  if (split.first == 0) {
-    return v == 1 || (p >= 2 && split.middle % v == 0) ? ChunkForm::kEven
-                                                        : ChunkForm::kNone;
-  }
-  if (v == 1) return ChunkForm::kFirstLast;
-  if (split.mtp > 0) {
-    // Every chunk middle / v layers, the first one fewer, the last
-    // 1 + mtp fewer (none left is allowed: "mL").
-    return split.middle % v == 0 && split.middle / v >= 2 &&
-                   split.middle / v >= 1 + split.mtp
-               ? ChunkForm::kMtpLayout
-               : ChunkForm::kNone;
-  }
-  const bool first_short = split.first + 1 == split.middle;
-  const bool last_short = split.last + 1 == split.middle;
-  if ((first_short || split.first == split.middle) &&
-      (last_short || split.last == split.middle) &&
-      split.middle % v == 0 && split.middle / v >= 2) {
-    return ChunkForm::kAccounted;
-  }
-  if (split.first % v == 0 && split.middle % v == 0 && split.last % v == 0) {
-    return ChunkForm::kFirstLast;
-  }
-  return ChunkForm::kNone;
 }
 
 // Layers of chunk j of rank i (kAccounted / kFirstLast, v > 1).
@@ -626,6 +690,11 @@ std::vector<PipelineChoices> PipelinesOf(
     for (uint32_t v = 1; v <= deepest; ++v) {
       const ChunkForm form = ChunkFormOf(choices.split, p, v);
       if (form == ChunkForm::kNone) continue;
+      if (!SplitFormAllowed(s.launch_split, p, form) ||
+          !AccountedAsTheLaunch(s.launch_split, choices.split, s.layers, p,
+                                v, form)) {
+        continue;
+      }
       choices.chunkings.push_back(Chunking{
           v, form,
           UnevenChunksOf(choices.split, p, v, s.shape.leading_dense)});
@@ -917,7 +986,9 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request,
   // selective is not.
   s.allow_recompute = !request.no_recompute();
   s.allow_full_recompute = !s.base.ep_overlap;
-  if (s.allow_recompute) {
+  // Over a launch's full recomputation no candidate can say selective
+  // modules (LaunchSplit.full_recompute).
+  if (s.allow_recompute && !request.launch_split().full_recompute()) {
     s.cheap = CheapModulesFor(s.shape, s.base);
     s.cheap_cost = SelectiveRecomputeCost(
         s.shape, s.weights, s.cheap, s.seq,
@@ -925,7 +996,25 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request,
     s.cheap_modules = ModulesOf(WithCheapModules(s.base, s.cheap));
   }
   s.allow_interleave = !request.no_interleave();
-  s.layout_arguments = request.pipeline_layout_arguments();
+  // Megatron's rules for the forms together (arguments.py): a layout
+  // stands alone, layers per virtual stage go with neither first/last
+  // counts nor a virtual-stage count.
+  const v1::LaunchSplit& forms = request.launch_split();
+  const bool accounted =
+      forms.account_for_embedding() || forms.account_for_loss();
+  if ((forms.layout() && (forms.first_last() || forms.virtual_stages() ||
+                          forms.layers_per_virtual_stage() || accounted)) ||
+      (forms.layers_per_virtual_stage() &&
+       (forms.first_last() || forms.virtual_stages())) ||
+      (accounted && forms.first_last())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "launch_split: forms Megatron refuses together (a layout stands "
+        "alone; layers per virtual stage go with neither first/last counts "
+        "nor a virtual-stage count; accounted splits not with first/last "
+        "counts) (got ",
+        forms.ShortDebugString(), ")"));
+  }
+  s.launch_split = forms;
   return s;
 }
 
@@ -978,6 +1067,41 @@ std::string LayoutTextOf(const std::vector<uint32_t>& chunks, uint32_t mtp) {
   return text;
 }
 
+// The candidate's virtual stages in the form the launch gives them
+// (PlanRequest.launch_split): a count, 1 included, or the layers a chunk
+// (even or accounted splits: SplitFormAllowed, AccountedAsTheLaunch), so
+// that appended they replace the launch's.
+void SayVirtualStagesAsTheLaunch(const Search& s, const Layout4D& l,
+                                 std::string& args) {
+  if (s.launch_split.layout()) return;
+  if (s.launch_split.layers_per_virtual_stage()) {
+    const std::string count =
+        absl::StrCat(" --num-virtual-stages-per-pipeline-rank ", l.v);
+    const size_t at = args.find(count);
+    if (at != std::string::npos) args.erase(at, count.size());
+    // Megatron counts the accounted embedding and loss as layers here.
+    const uint64_t layers = uint64_t{s.layers} +
+                            (s.launch_split.account_for_embedding() ? 1 : 0) +
+                            (s.launch_split.account_for_loss() ? 1 : 0);
+    absl::StrAppend(&args, " --num-layers-per-virtual-pipeline-stage ",
+                    layers / (uint64_t{l.p} * l.v));
+  } else if (s.launch_split.virtual_stages() && l.v <= 1) {
+    args += " --num-virtual-stages-per-pipeline-rank 1";
+  }
+}
+
+// Over a launch's full recomputation, a candidate that recomputes nothing
+// says so in its form: block recomputation of 0 layers a stage.
+void SayNoRecomputationAsTheLaunch(const Search& s, const Layout4D& l,
+                                   std::string& args) {
+  if (s.launch_split.full_recompute() && l.recompute == 0 &&
+      !l.cheap_modules) {
+    args +=
+        " --recompute-granularity full --recompute-method block "
+        "--recompute-num-layers 0";
+  }
+}
+
 // The request's context-parallel exchange as Megatron arguments, for a
 // layout of CP c: a2a+p2p's hierarchical sizes follow c (they multiply to
 // it, and a launch's own would not), and without CP are one level of 1.
@@ -1024,14 +1148,26 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
   if (l.mtp_layout) {
     c.set_pipeline_layout(MtpLayoutText(SplitLayers(s.layers, l.p, s.mtp),
                                         l.p, l.v));
-  } else if (s.layout_arguments) {
-    // Every split as a layout (PlanRequest.pipeline_layout_arguments):
-    // uneven ones as planned, even ones L / (p v) a chunk.
+  } else if (s.launch_split.layout()) {
+    // Every split as a layout (PlanRequest.launch_split): uneven ones as
+    // planned, even ones L / (p v) a chunk.
     const std::vector<uint32_t> chunks =
         l.first_layers > 0
             ? UnevenChunkLayers(c, s.layers, s.mtp)
             : std::vector<uint32_t>(uint64_t{l.p} * l.v, s.layers / (l.p * l.v));
     c.set_pipeline_layout(LayoutTextOf(chunks, s.mtp));
+  }
+  if (s.launch_split.account_for_embedding() ||
+      s.launch_split.account_for_loss()) {
+    // The launch's switches, which give this split (AccountedAsTheLaunch).
+    c.set_account_for_embedding(s.launch_split.account_for_embedding());
+    c.set_account_for_loss(s.launch_split.account_for_loss());
+  }
+  if (s.launch_split.first_last() && l.first_layers == 0) {
+    // An even split said as first/last counts, L / p each, where the
+    // launch gives them (SplitFormAllowed: p >= 2).
+    c.set_first_stage_layers(s.layers / l.p);
+    c.set_last_stage_layers(s.layers / l.p);
   }
   c.set_data_parallel_sharding(s.sharding);
   c.set_recompute_num_layers(l.recompute);
@@ -1047,6 +1183,8 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
   c.set_relative_speed(best > 0 ? l.speed / best : 0);
   c.set_why(WhyOf(l, f, s.capacity, s.threshold));
   std::string args = CandidateMegatronArguments(c, s.gbs, s.seq);
+  SayVirtualStagesAsTheLaunch(s, l, args);
+  SayNoRecomputationAsTheLaunch(s, l, args);
   if (OptimizerInstances(s) > 1) {
     absl::StrAppend(&args, " --num-distributed-optimizer-instances ",
                     OptimizerInstances(s));

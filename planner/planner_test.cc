@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -1045,7 +1046,7 @@ TEST(PlannerTest, OptimizerInstancesPlanOnlyLayoutsTheyDivide) {
   ExpectEachRefusedNaming({{fsdp, "distributed_optimizer_instances"}});
 }
 
-// PlanRequest.pipeline_layout_arguments (a launch that gives
+// PlanRequest.launch_split.layout (a launch that gives
 // --pipeline-model-parallel-layout): every candidate says its split as a
 // layout, none as first/last, accounted or virtual-stage arguments
 // (Megatron refuses them beside a layout), and it is the same plan: the
@@ -1059,7 +1060,7 @@ TEST(PlannerTest, LayoutArgumentsSayEverySplitAsALayout) {
         Request("deepseek-v3", "h100-80gb", 1024, 4096, 8192)}) {
     plain.set_top_k(40);
     v1::PlanRequest r = plain;
-    r.set_pipeline_layout_arguments(true);
+    r.mutable_launch_split()->set_layout(true);
     absl::StatusOr<v1::PlanResponse> as_layouts = PlanLayouts(r);
     absl::StatusOr<v1::PlanResponse> as_splits = PlanLayouts(plain);
     ASSERT_TRUE(as_layouts.ok() && as_splits.ok()) << as_layouts.status();
@@ -1098,6 +1099,98 @@ TEST(PlannerTest, LayoutArgumentsSayEverySplitAsALayout) {
       }
     }
     EXPECT_GT(uneven, 0);
+  }
+}
+
+// PlanRequest.launch_split's other forms: every candidate says its split
+// in them (virtual stages as a count, 1 included, or as layers a chunk;
+// first/last counts, even splits as L / p each; the accounted switches;
+// block recomputation of 0 layers over a launch's full recomputation),
+// only splits they can say are planned, and each is the job it says.
+// Forms Megatron refuses together are refused by field.
+TEST(PlannerTest, LaunchSplitFormsAreWhatEveryCandidateSays) {
+  struct Form {
+    std::function<void(v1::LaunchSplit&)> set;
+    std::vector<std::string> every, never;
+  };
+  const Form forms[] = {
+      {[](v1::LaunchSplit& f) { f.set_virtual_stages(true); },
+       {"--num-virtual-stages-per-pipeline-rank "},
+       {"--pipeline-model-parallel-layout"}},
+      {[](v1::LaunchSplit& f) { f.set_layers_per_virtual_stage(true); },
+       {"--num-layers-per-virtual-pipeline-stage "},
+       {"--num-virtual-stages-per-pipeline-rank", "--decoder-first",
+        "--account-for"}},
+      {[](v1::LaunchSplit& f) { f.set_first_last(true); },
+       {"--decoder-first-pipeline-num-layers ",
+        "--decoder-last-pipeline-num-layers "},
+       {"--account-for", "--pipeline-model-parallel-size 1 "}},
+      {[](v1::LaunchSplit& f) {
+         f.set_account_for_embedding(true);
+         f.set_account_for_loss(true);
+       },
+       {"--account-for-embedding-in-pipeline-split "
+        "--account-for-loss-in-pipeline-split"},
+       {"--decoder-first", "--pipeline-model-parallel-size 1 "}},
+  };
+  for (const Form& form : forms) {
+    v1::PlanRequest r = Request("llama-3.1-8b", "a100-40gb", 64, 8192, 1024);
+    r.set_top_k(30);
+    form.set(*r.mutable_launch_split());
+    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_GT(plan->candidates_size(), 0) << r.launch_split().ShortDebugString();
+    for (const v1::Candidate& c : plan->candidates()) {
+      for (const std::string& s : form.every) {
+        EXPECT_NE(c.megatron_arguments().find(s), std::string::npos)
+            << c.megatron_arguments();
+      }
+      for (const std::string& s : form.never) {
+        EXPECT_EQ(c.megatron_arguments().find(s), std::string::npos)
+            << c.megatron_arguments();
+      }
+      EXPECT_TRUE(EstimatedAsItsJob(r, c).ok());
+    }
+  }
+  // Over a launch's full recomputation: none by the cheap modules, and one
+  // that recomputes nothing says block recomputation of 0 layers.
+  v1::PlanRequest r = Request("llama-3.1-8b", "a100-40gb", 64, 8192, 1024);
+  r.set_top_k(30);
+  r.mutable_launch_split()->set_full_recompute(true);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int plain = 0;
+  for (const v1::Candidate& c : plan->candidates()) {
+    EXPECT_EQ(c.recompute_modules_size(), 0);
+    if (c.recompute_num_layers() == 0) {
+      ++plain;
+      EXPECT_NE(c.megatron_arguments().find("--recompute-method block "
+                                            "--recompute-num-layers 0"),
+                std::string::npos);
+    }
+  }
+  EXPECT_GT(plain, 0);
+  // Megatron's rules for the forms together.
+  for (const auto& broken :
+       std::vector<std::function<void(v1::LaunchSplit&)>>{
+           [](v1::LaunchSplit& f) {
+             f.set_layout(true);
+             f.set_virtual_stages(true);
+           },
+           [](v1::LaunchSplit& f) {
+             f.set_layers_per_virtual_stage(true);
+             f.set_first_last(true);
+           },
+           [](v1::LaunchSplit& f) {
+             f.set_account_for_loss(true);
+             f.set_first_last(true);
+           }}) {
+    v1::PlanRequest bad = Request("llama-3.1-8b", "a100-40gb", 64, 8192, 1024);
+    broken(*bad.mutable_launch_split());
+    absl::StatusOr<v1::PlanResponse> refused = PlanLayouts(bad);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().message().rfind("launch_split:", 0), 0u)
+        << refused.status();
   }
 }
 

@@ -384,7 +384,6 @@ absl::Status FillLayout(const Arguments& args, MegatronLaunch& launch) {
       text.back() == text.front()) {
     text = text.substr(1, text.size() - 2);
   }
-  launch.pipeline_layout_given = true;
   v1::ParallelConfig& p = *launch.job.mutable_parallel();
   // The MTP layers are read with the experts, after the layout: read
   // their count here as FillMla does (the launch's, 0 when absent, as
@@ -614,18 +613,21 @@ absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
   p.set_context_parallel(cp);
   p.set_sequence_parallel(args.Has("sequence-parallel"));
   p.set_distributed_optimizer(args.Has("use-distributed-optimizer"));
+  v1::LaunchSplit& forms = launch.split_arguments;
+  forms.set_layout(args.Has("pipeline-model-parallel-layout"));
+  forms.set_first_last(args.Has("decoder-first-pipeline-num-layers") ||
+                       args.Has("decoder-last-pipeline-num-layers"));
+  forms.set_virtual_stages(args.Has("num-virtual-stages-per-pipeline-rank"));
+  forms.set_layers_per_virtual_stage(
+      args.Has("num-layers-per-virtual-pipeline-stage"));
+  forms.set_account_for_embedding(
+      args.Has("account-for-embedding-in-pipeline-split"));
+  forms.set_account_for_loss(args.Has("account-for-loss-in-pipeline-split"));
   if (args.Has("pipeline-model-parallel-layout")) {
     return FillLayout(args, launch);
   }
   if (args.Has("num-layers-per-virtual-pipeline-stage") ||
       args.Has("num-virtual-stages-per-pipeline-rank")) {
-    if (pp < 2) {
-      return Bad(args.Has("num-layers-per-virtual-pipeline-stage")
-                     ? "num-layers-per-virtual-pipeline-stage"
-                     : "num-virtual-stages-per-pipeline-rank",
-                 "interleaving needs --pipeline-model-parallel-size of 2 or "
-                 "more");
-    }
     // arguments.py counts the embedding and the loss as a layer each when
     // the split accounts for them, before dividing by the chunk size.
     const uint64_t layers =
@@ -659,7 +661,16 @@ absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
     if (chunks == 0) {
       return Bad("num-virtual-stages-per-pipeline-rank", "must be at least 1");
     }
-    p.set_virtual_pipeline_stages(chunks);
+    // One chunk a rank is no interleaving (arguments.py sets the virtual
+    // size to None), whatever the pipeline.
+    if (chunks > 1 && pp < 2) {
+      return Bad(args.Has("num-layers-per-virtual-pipeline-stage")
+                     ? "num-layers-per-virtual-pipeline-stage"
+                     : "num-virtual-stages-per-pipeline-rank",
+                 "interleaving needs --pipeline-model-parallel-size of 2 or "
+                 "more");
+    }
+    if (chunks > 1) p.set_virtual_pipeline_stages(chunks);
   }
   // The splits below write one entry a (virtual) stage: bounded before any
   // is written, whatever --num-layers allows (validation later holds PP and
@@ -867,10 +878,16 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
       return Bad("recompute-method",
                  "must be uniform or block with --recompute-granularity full");
     }
-    MEMGATE_ASSIGN_OR_RETURN(n, args.Number("recompute-num-layers", 0));
-    if (n == 0) {
+    if (!args.Has("recompute-num-layers")) {
       return Bad("recompute-num-layers",
-                 "must be at least 1 with --recompute-granularity full");
+                 "must be given with --recompute-granularity full");
+    }
+    MEMGATE_ASSIGN_OR_RETURN(n, args.Number("recompute-num-layers", 0));
+    // Block recomputation of 0 layers a stage recomputes none
+    // (transformer_block.py); uniform groups of 0 layers never advance.
+    if (n == 0 && method != "block") {
+      return Bad("recompute-num-layers",
+                 "must be at least 1 with --recompute-method uniform");
     }
     r.set_num_layers(n);
     r.set_distribute_saved_activations(

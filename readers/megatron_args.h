@@ -37,9 +37,9 @@ struct MegatronLaunch {
   // many. A note names them; RefuseUnreviewedArguments makes them an error.
   std::vector<std::string> unreviewed;
   size_t unreviewed_count = 0;
-  // The launch gives --pipeline-model-parallel-layout: plans print their
-  // splits in that form (PlanRequest.pipeline_layout_arguments).
-  bool pipeline_layout_given = false;
+  // The pipeline-split arguments the launch gives: plans say their splits
+  // in those forms (PlanRequest.launch_split).
+  v1::LaunchSplit split_arguments;
 };
 
 // For sites that refuse what memgate has not reviewed (check

@@ -669,6 +669,35 @@ TEST(MegatronArgsTest, DistributedOptimizerInstancesAreRead) {
       kTwoStages, {"--num-distributed-optimizer-instances", "hybrid FSDP"}));
 }
 
+// Megatron's forms that say "none" (so that a plan's candidate, appended,
+// can replace a launch's own): block recomputation of 0 layers a stage
+// recomputes nothing (uniform groups of 0 never advance: refused), and one
+// virtual stage a rank is no interleaving, whatever the pipeline.
+TEST(MegatronArgsTest, FormsThatSayNoneAreRead) {
+  const v1::Job none = LlamaLaunchJob(
+      "--recompute-granularity full --recompute-method block "
+      "--recompute-num-layers 0");
+  EXPECT_EQ(none.training().recompute().num_layers(), 0u);
+  EXPECT_EQ(PeakOf(none), PeakOf(LlamaLaunchJob("")));
+  EXPECT_TRUE(RefusedNaming(
+      "--recompute-granularity full --recompute-method uniform "
+      "--recompute-num-layers 0",
+      "", {"--recompute-num-layers", "uniform"}));
+  EXPECT_TRUE(RefusedNaming(
+      "--recompute-granularity full --recompute-method block", "",
+      {"--recompute-num-layers", "must be given"}));
+  for (const char* one : {"--num-virtual-stages-per-pipeline-rank 1",
+                          "--num-layers-per-virtual-pipeline-stage 32"}) {
+    const v1::Job plain = LlamaLaunchJob(one, kTwoStages);
+    EXPECT_EQ(plain.parallel().virtual_pipeline_stages(), 0u) << one;
+    EXPECT_EQ(PeakOf(plain), PeakOf(LlamaLaunchJob("", kTwoStages))) << one;
+  }
+  EXPECT_TRUE(RefusedNaming("--num-virtual-stages-per-pipeline-rank 2",
+                            kTwoStages,
+                            {"--num-virtual-stages-per-pipeline-rank",
+                             "2 or more"}));
+}
+
 // --distribute-saved-activations: full recomputation's stored inputs
 // split over TP (memory_model.cc LayerInput); Megatron's rules refused by
 // name: it needs full recomputation, TP > 1 and no sequence parallelism.

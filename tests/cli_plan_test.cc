@@ -575,6 +575,38 @@ TEST(CliPlanTest, TheDeepSeekV3RecipeRanksInTheFirstFive) {
               peak.total_bytes() + peak.expert_imbalance_bytes(), 1);
 }
 
+// A launch gives its pipeline split, virtual stages or full recomputation
+// in arguments that appending cannot remove, and Megatron refuses some
+// forms beside others: each candidate says its split in the launch's
+// forms (only splits they can say are planned), and every candidate line
+// appended to its launch checks to its candidate's peak and zone. Before,
+// a first/last launch's lines were refused or estimated as another split,
+// a full-recomputation launch's lines all recomputed.
+TEST(CliPlanTest, EveryCandidateAppendedToItsLaunchIsTheCandidate) {
+  const std::string base =
+      "pretrain_gpt.py " + Llama3Dims() +
+      "--micro-batch-size 1 --use-distributed-optimizer --sequence-parallel "
+      "--no-create-attention-mask-in-dataloader --tensor-model-parallel-size 2 ";
+  for (const char* split :
+       {"--pipeline-model-parallel-size 4 "
+        "--num-layers-per-virtual-pipeline-stage 4",
+        "--pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2",
+        "--pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 7 "
+        "--decoder-last-pipeline-num-layers 7",
+        "--pipeline-model-parallel-size 2 --account-for-embedding-in-pipeline-split "
+        "--account-for-loss-in-pipeline-split",
+        "--pipeline-model-parallel-size 2 --recompute-granularity full "
+        "--recompute-method uniform --recompute-num-layers 1"}) {
+    const std::string launch = base + split + " ";
+    const RunResult r = PlanLaunch(
+        {"--gpu=a100-40gb", "--gpus=64", "--top=8", "--format=megatron-args"},
+        launch);
+    ASSERT_EQ(r.exit_code, 0) << split << "\n" << r.err;
+    EXPECT_EQ(ExpectArgumentsRoundTrip(r, launch, "a100-40gb", "64"), 8)
+        << split;
+  }
+}
+
 // A launch that gives --pipeline-model-parallel-layout (NVIDIA's
 // DeepSeek-V3 recipe, bf16) takes every candidate's arguments appended as
 // they are: each says its split as a layout, which replaces the launch's,
