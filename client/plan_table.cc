@@ -172,7 +172,9 @@ std::string RenderMegatronArguments(const v1::PlanRequest& request,
           ? ", and the planned launch's other settings: a line replaces its "
             "layout arguments (parallel sizes, micro-batch, pipeline split, "
             "virtual stages) and, where it recomputes, its recomputation"
-          : "");
+          : " (--swiglu, --normalization, ... as the model's launch gives "
+            "them: without them Megatron's defaults apply); each candidate "
+            "as the job planned, for `memgate check --job`: --format=jobs");
   for (const v1::Candidate& c : plan.candidates()) {
     absl::StrAppendFormat(&out, "# rank %u: %s %.2f GiB on %u GPUs (DP %u)\n",
                           c.rank(), ZoneName(c.zone()), c.peak_gib(),
