@@ -350,7 +350,7 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
   }
   if (format == "megatron-args") {
     for (size_t i = 0; i < plans.size(); ++i) {
-      out << RenderMegatronArguments(*request, plans[i]);
+      out << RenderMegatronArguments(*request, plans[i], launch.empty());
     }
     return kExitAdmit;
   }

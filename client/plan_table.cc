@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "estimator/job_resolver.h"
 #include "estimator/report.h"
+#include "readers/megatron_model_writer.h"
 
 namespace memgate::cli {
 namespace {
@@ -157,28 +160,71 @@ const char* PrecisionFlags(v1::Precision p) {
   }
 }
 
+// A plan by name: the arguments that build its model, its precision, the
+// paper's dropout 0 and the flags' TP overlap, for lines that are a whole
+// launch's arguments (MegatronModelArguments); nullopt for a model whose
+// features Megatron's command line does not say.
+std::optional<std::string> ByNameLaunchArguments(
+    const v1::PlanRequest& request, v1::Precision precision) {
+  v1::Job job;
+  *job.mutable_model() = request.model();
+  *job.mutable_accelerator() = request.accelerator();
+  job.set_num_gpus(request.num_gpus());
+  absl::StatusOr<v1::Job> resolved = ResolveJob(job);
+  if (!resolved.ok()) return std::nullopt;
+  std::optional<std::string> model =
+      MegatronModelArguments(resolved->model());
+  if (!model) return std::nullopt;
+  const char* bits = precision == v1::PRECISION_BF16_BF16_GRADS
+                         ? " --bf16 --grad-reduce-in-bf16"
+                     : precision == v1::PRECISION_FP16 ? " --fp16"
+                     : precision == v1::PRECISION_FP32 ? ""
+                                                       : " --bf16";
+  // The by-name settings a plan's flags give (plan_command.cc); the others
+  // are in each candidate's own arguments.
+  const bool overlap = request.training().tp_comm_overlap() !=
+                       v1::TrainingConfig::TP_COMM_OVERLAP_OFF;
+  return absl::StrCat(*model, bits,
+                      " --hidden-dropout 0 --attention-dropout 0 ",
+                      overlap ? "--tp-comm-overlap " : "");
+}
+
 }  // namespace
 
 std::string RenderMegatronArguments(const v1::PlanRequest& request,
-                                    const v1::PlanResponse& plan) {
+                                    const v1::PlanResponse& plan,
+                                    bool by_name) {
   const v1::Precision precision =
       request.precision() != v1::PRECISION_UNSPECIFIED
           ? request.precision()
           : request.training().precision();
-  std::string out = absl::StrFormat(
-      "# every line assumes a launch with %s and the model's flags%s\n",
-      PrecisionFlags(precision),
-      request.has_training()
-          ? ", and the planned launch's other settings: a line replaces its "
-            "layout arguments (parallel sizes, micro-batch, pipeline split, "
-            "virtual stages) and, where it recomputes, its recomputation"
-          : " (--swiglu, --normalization, ... as the model's launch gives "
-            "them: without them Megatron's defaults apply); each candidate "
-            "as the job planned, for `memgate check --job`: --format=jobs");
+  const std::optional<std::string> whole =
+      by_name ? ByNameLaunchArguments(request, precision) : std::nullopt;
+  std::string out =
+      whole ? std::string(
+                  "# every line is a launch's arguments for the model by "
+                  "name, after the script (with --swiglu Megatron runs its "
+                  "fused kernel, 6 B a unit of FFN width where the plan by "
+                  "name counts the paper's 8: a line checks at or below its "
+                  "candidate's peak; --fused-swiglu plans as it runs)\n")
+            : absl::StrFormat(
+                  "# every line assumes a launch with %s and the model's "
+                  "flags%s\n",
+                  PrecisionFlags(precision),
+                  request.has_training()
+                      ? ", and the planned launch's other settings: a line "
+                        "replaces its layout arguments (parallel sizes, "
+                        "micro-batch, pipeline split, virtual stages) and, "
+                        "where it recomputes, its recomputation"
+                      : " (--swiglu, --normalization, ... as the model's "
+                        "launch gives them: without them Megatron's defaults "
+                        "apply); each candidate as the job planned, for "
+                        "`memgate check --job`: --format=jobs");
   for (const v1::Candidate& c : plan.candidates()) {
     absl::StrAppendFormat(&out, "# rank %u: %s %.2f GiB on %u GPUs (DP %u)\n",
                           c.rank(), ZoneName(c.zone()), c.peak_gib(),
                           c.num_gpus(), c.data_parallel());
+    if (whole) out += *whole;
     out += c.megatron_arguments().empty()
                ? CandidateMegatronArguments(c, request.global_batch_size(),
                                             request.seq_length())

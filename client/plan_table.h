@@ -28,9 +28,12 @@ std::string RenderPlanList(const v1::PlanResponse& plan);
 // One line a candidate, "# rank N: GREEN 53.2 GiB" then the Megatron-LM
 // arguments that run it (parallel sizes, sequence parallelism, the
 // distributed optimizer, uneven stages, interleaving, recomputation), to
-// paste into a launch.
+// paste into a launch; `by_name` (no launch was planned), with the model's
+// own arguments before them where Megatron's command line says the model:
+// a whole launch's arguments.
 std::string RenderMegatronArguments(const v1::PlanRequest& request,
-                                    const v1::PlanResponse& plan);
+                                    const v1::PlanResponse& plan,
+                                    bool by_name);
 
 }  // namespace memgate::cli
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -389,10 +390,15 @@ TEST(CliPlanTest, PrecisionIsPlannedAndSaid) {
                                            "--precision=bf16-bf16-grads",
                                            "--format=megatron-args"}));
   ASSERT_EQ(args.exit_code, 0) << args.err;
-  EXPECT_TRUE(absl::StartsWith(
-      args.out, "# every line assumes a launch with --bf16 "
-                "--grad-reduce-in-bf16"))
-      << args.out;
+  // By name each line is a whole launch's arguments, its precision in it.
+  int with_precision = 0;
+  for (absl::string_view line : absl::StrSplit(args.out, '\n')) {
+    if (line.empty() || absl::StartsWith(line, "#")) continue;
+    EXPECT_TRUE(absl::StrContains(line, " --bf16 --grad-reduce-in-bf16 "))
+        << line;
+    ++with_precision;
+  }
+  EXPECT_EQ(with_precision, 3);
   // A launch with bf16 gradients plans with them, and its candidates
   // read back as the same jobs.
   const std::string launch =
@@ -573,6 +579,54 @@ TEST(CliPlanTest, TheDeepSeekV3RecipeRanksInTheFirstFive) {
   const v1::StageMemory& peak = decision.estimate().peak();
   EXPECT_NEAR(published->peak_bytes(),
               peak.total_bytes() + peak.expert_imbalance_bytes(), 1);
+}
+
+// By name, each --format=megatron-args line is a whole launch's arguments
+// (the model's own, its precision, dropout 0, then the candidate's): after
+// a script and nothing else, `memgate check` admits it at or below its
+// candidate's peak (Megatron's fused SwiGLU keeps 6 B a unit of FFN where
+// the plan by name counts the paper's 8), and with --fused-swiglu at the
+// peak itself. Before, such a line read as Megatron's defaults (GeLU,
+// LayerNorm, biases, fp32, dropout 0.1): Llama-3.1-405B's first
+// candidate, GREEN at 57.90 GiB, checked YELLOW at 65.51.
+TEST(CliPlanTest, ByNameEveryLineIsAWholeLaunch) {
+  for (const bool fused : {false, true}) {
+    std::vector<std::string> flags = {
+        "--model=llama-3.1-405b", "--gpu=h100-80gb", "--gpus=1024",
+        "--seq=8192", "--gbs=512", "--top=6", "--format=megatron-args"};
+    if (fused) flags.push_back("--fused-swiglu");
+    const RunResult r = Plan(flags);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(absl::StartsWith(r.out, "# every line is a launch's arguments"))
+        << r.out;
+    int checked = 0;
+    double planned = 0;
+    for (absl::string_view line : absl::StrSplit(r.out, '\n')) {
+      if (absl::StartsWith(line, "# rank")) {
+        const std::string text(line);
+        const size_t zone_end = text.find(' ', text.find(": ") + 2);
+        ASSERT_TRUE(absl::SimpleAtod(
+            text.substr(zone_end + 1, text.find(" GiB") - zone_end - 1),
+            &planned))
+            << text;
+        continue;
+      }
+      if (line.empty() || absl::StartsWith(line, "#")) continue;
+      std::string words = "pretrain_gpt.py " + std::string(line);
+      words.erase(std::remove(words.begin(), words.end(), '"'), words.end());
+      const v1::Decision d =
+          CheckedLaunch({"--gpu=h100-80gb", "--gpus=1024"}, words);
+      EXPECT_EQ(d.verdict(), v1::VERDICT_ADMIT) << line;
+      const double checked_gib = d.estimate().peak_gib();
+      if (fused) {
+        EXPECT_NEAR(checked_gib, planned, 0.006) << line;
+      } else {
+        EXPECT_LE(checked_gib, planned + 0.006) << line;
+      }
+      ++checked;
+    }
+    EXPECT_EQ(checked, 6);
+  }
 }
 
 // A launch gives its pipeline split, virtual stages or full recomputation

@@ -1,0 +1,26 @@
+#ifndef MEMGATE_READERS_MEGATRON_MODEL_WRITER_H_
+#define MEMGATE_READERS_MEGATRON_MODEL_WRITER_H_
+
+// The inverse of the launch reader for a model: the Megatron-LM arguments
+// that build it, so that a plan made by name prints candidates a user (or
+// `memgate check --`) can take as a whole launch. The reader of those
+// arguments (megatron_args.h) gives back the same model.
+
+#include <optional>
+#include <string>
+
+#include "proto/memgate.pb.h"
+
+namespace memgate {
+
+// `model` resolved (every dimension set). Dense models of the features
+// Megatron's command line says: SwiGLU / GeLU / squared ReLU, RMSNorm or
+// LayerNorm, biases, grouped-query attention, --kv-channels, QK-norm,
+// rotary or learned positions, tied embeddings, the vocabulary. nullopt
+// for what it does not write (experts, MLA, MTP, sandwich norms, logit
+// soft-capping, quick-GeGLU, clamps): such a plan's lines stay a suffix.
+std::optional<std::string> MegatronModelArguments(const v1::ModelConfig& model);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_READERS_MEGATRON_MODEL_WRITER_H_

@@ -1,0 +1,92 @@
+#include "readers/megatron_model_writer.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "estimator/catalog.h"
+#include "estimator/job_resolver.h"
+#include "gtest/gtest.h"
+#include "readers/megatron_args.h"
+
+namespace memgate {
+namespace {
+
+v1::ModelConfig Resolved(const std::string& name) {
+  v1::Job job;
+  job.mutable_model()->set_name(name);
+  job.mutable_accelerator()->set_name("h100-80gb");
+  job.set_num_gpus(8);
+  job.mutable_parallel()->set_tensor_parallel(8);
+  job.mutable_parallel()->set_pipeline_parallel(1);
+  job.mutable_parallel()->set_context_parallel(1);
+  absl::StatusOr<v1::Job> resolved = ResolveJob(job);
+  EXPECT_TRUE(resolved.ok()) << name << ": " << resolved.status();
+  return resolved.ok() ? resolved->model() : v1::ModelConfig();
+}
+
+// Every dense catalog model written as arguments reads back, at TP 8, as
+// the same model: each field the estimate takes from it.
+TEST(MegatronModelWriterTest, DenseCatalogModelsReadBackAsThemselves) {
+  int written = 0;
+  for (const std::string name :
+       {"llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b",
+        "llama-3-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
+        "nemotron-4-340b"}) {
+    const v1::ModelConfig model = Resolved(name);
+    const std::optional<std::string> args = MegatronModelArguments(model);
+    ASSERT_TRUE(args.has_value()) << name;
+    std::vector<std::string> argv = {"pretrain_gpt.py"};
+    for (absl::string_view w : absl::StrSplit(
+             *args + " --tensor-model-parallel-size 8 --seq-length 4096 "
+                     "--micro-batch-size 1 --bf16",
+             ' ', absl::SkipEmpty())) {
+      argv.emplace_back(w);
+    }
+    absl::StatusOr<MegatronLaunch> read = ParseMegatronLaunch(argv, nullptr);
+    ASSERT_TRUE(read.ok()) << name << ": " << read.status() << "\n" << *args;
+    const v1::ModelConfig& back = read->job.model();
+    EXPECT_EQ(back.num_layers(), model.num_layers()) << name;
+    EXPECT_EQ(back.hidden_size(), model.hidden_size()) << name;
+    EXPECT_EQ(back.ffn_hidden_size(), model.ffn_hidden_size()) << name;
+    EXPECT_EQ(back.num_attention_heads(), model.num_attention_heads());
+    EXPECT_EQ(back.num_query_groups(), model.num_query_groups()) << name;
+    EXPECT_EQ(back.head_dim(), model.head_dim()) << name;
+    EXPECT_EQ(back.vocab_size(), model.vocab_size()) << name;
+    EXPECT_EQ(back.vocab_size_divisible_by(), model.vocab_size_divisible_by())
+        << name;
+    EXPECT_EQ(back.mlp_activation(), model.mlp_activation() ==
+                                             v1::MLP_ACTIVATION_UNSPECIFIED
+                                         ? v1::MLP_ACTIVATION_SWIGLU
+                                         : model.mlp_activation())
+        << name;
+    EXPECT_EQ(back.normalization() == v1::NORMALIZATION_LAYERNORM,
+              model.normalization() == v1::NORMALIZATION_LAYERNORM)
+        << name;
+    EXPECT_EQ(back.linear_bias(), model.linear_bias()) << name;
+    EXPECT_EQ(back.qkv_bias(), model.qkv_bias()) << name;
+    EXPECT_EQ(back.qk_norm(), model.qk_norm()) << name;
+    EXPECT_EQ(back.tie_word_embeddings(), model.tie_word_embeddings()) << name;
+    EXPECT_EQ(back.position_embedding() ==
+                  v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE,
+              model.position_embedding() ==
+                  v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE)
+        << name;
+    ++written;
+  }
+  EXPECT_EQ(written, 9);
+}
+
+// What the command line cannot say is not written: a plan's lines stay a
+// suffix for the model's own launch.
+TEST(MegatronModelWriterTest, WhatTheCommandLineCannotSayIsNotWritten) {
+  for (const std::string name : {"mixtral-8x7b", "deepseek-v3"}) {
+    EXPECT_FALSE(MegatronModelArguments(Resolved(name)).has_value()) << name;
+  }
+  v1::ModelConfig sandwich = Resolved("llama-3.1-8b");
+  sandwich.set_sandwich_norms(true);
+  EXPECT_FALSE(MegatronModelArguments(sandwich).has_value());
+}
+
+}  // namespace
+}  // namespace memgate
