@@ -4,10 +4,78 @@
 
 namespace memgate {
 
+namespace {
+
+// --moe-layer-freq's list form for a pattern, runs written once:
+// "([0]*3+[1]*58)" (readers/layer_pattern.h reads it back).
+std::string LayerPatternText(const v1::MoeConfig& moe) {
+  std::string text = "\"(";
+  for (int i = 0; i < moe.layer_pattern_size();) {
+    int same = 1;
+    while (i + same < moe.layer_pattern_size() &&
+           moe.layer_pattern(i + same) == moe.layer_pattern(i)) {
+      ++same;
+    }
+    absl::StrAppend(&text, i == 0 ? "" : "+", "[", moe.layer_pattern(i),
+                    "]*", same);
+    i += same;
+  }
+  return text + ")\"";
+}
+
+// The experts' arguments, or nullopt where the model sets more than the
+// command line below says (capacity, DeepEP, release-dated or unfused
+// activations...): those launches give their own.
+std::optional<std::string> ExpertArguments(const v1::MoeConfig& moe) {
+  v1::MoeConfig rest = moe;
+  for (int field : {v1::MoeConfig::kNumExpertsFieldNumber,
+                    v1::MoeConfig::kRouterTopkFieldNumber,
+                    v1::MoeConfig::kExpertFfnHiddenSizeFieldNumber,
+                    v1::MoeConfig::kSharedExpertFfnHiddenSizeFieldNumber,
+                    v1::MoeConfig::kSharedExpertGateFieldNumber,
+                    v1::MoeConfig::kLayerFrequencyFieldNumber,
+                    v1::MoeConfig::kLayerPatternFieldNumber,
+                    v1::MoeConfig::kGroupedGemmFieldNumber}) {
+    rest.GetReflection()->ClearField(
+        &rest, rest.GetDescriptor()->FindFieldByNumber(field));
+  }
+  if (rest.token_dispatcher() != v1::MoeConfig::DISPATCHER_ALLGATHER) {
+    rest.clear_token_dispatcher();
+  }
+  if (rest.router_dtype() == v1::DTYPE_FP32) rest.clear_router_dtype();
+  if (rest.token_dispatcher() == v1::MoeConfig::DISPATCHER_ALLGATHER) {
+    rest.clear_token_dispatcher();
+  } else if (moe.token_dispatcher() == v1::MoeConfig::DISPATCHER_FLEX) {
+    return std::nullopt;
+  }
+  if (rest.ByteSizeLong() != 0) return std::nullopt;
+  std::string out = absl::StrCat(
+      " --num-experts ", moe.num_experts(), " --moe-router-topk ",
+      moe.router_topk(), " --moe-ffn-hidden-size ",
+      moe.expert_ffn_hidden_size(), " --moe-grouped-gemm");
+  if (moe.shared_expert_ffn_hidden_size() > 0) {
+    absl::StrAppend(&out, " --moe-shared-expert-intermediate-size ",
+                    moe.shared_expert_ffn_hidden_size());
+  }
+  if (moe.shared_expert_gate()) out += " --moe-shared-expert-gate";
+  if (moe.layer_pattern_size() > 0) {
+    absl::StrAppend(&out, " --moe-layer-freq ", LayerPatternText(moe));
+  } else if (moe.layer_frequency() > 1) {
+    absl::StrAppend(&out, " --moe-layer-freq ", moe.layer_frequency());
+  }
+  // memgate's dispatcher by name is all-to-all; Megatron's default is
+  // allgather.
+  out += moe.token_dispatcher() == v1::MoeConfig::DISPATCHER_ALLGATHER
+             ? " --moe-token-dispatcher-type allgather"
+             : " --moe-token-dispatcher-type alltoall";
+  return out;
+}
+
+}  // namespace
+
 std::optional<std::string> MegatronModelArguments(
     const v1::ModelConfig& m) {
-  if (m.has_moe() || m.has_mla() || m.mtp_num_layers() > 0 ||
-      m.sandwich_norms() || m.final_logit_softcapping() > 0 ||
+  if (m.sandwich_norms() || m.final_logit_softcapping() > 0 ||
       m.activation_clamp() ||
       m.mlp_activation() == v1::MLP_ACTIVATION_QUICK_GEGLU ||
       m.num_layers() == 0 || m.num_attention_heads() == 0) {
@@ -60,6 +128,22 @@ std::optional<std::string> MegatronModelArguments(
   }
   if (!m.tie_word_embeddings()) {
     out += " --untie-embeddings-and-output-weights";
+  }
+  if (m.has_mla()) {
+    const v1::MlaConfig& mla = m.mla();
+    absl::StrAppend(&out, " --multi-latent-attention --q-lora-rank ",
+                    mla.q_lora_rank(), " --kv-lora-rank ", mla.kv_lora_rank(),
+                    " --qk-head-dim ", mla.qk_head_dim(),
+                    " --qk-pos-emb-head-dim ", mla.qk_pos_emb_head_dim(),
+                    " --v-head-dim ", mla.v_head_dim());
+  }
+  if (m.has_moe() && m.moe().num_experts() > 0) {
+    const std::optional<std::string> experts = ExpertArguments(m.moe());
+    if (!experts) return std::nullopt;
+    out += *experts;
+  }
+  if (m.mtp_num_layers() > 0) {
+    absl::StrAppend(&out, " --mtp-num-layers ", m.mtp_num_layers());
   }
   return out;
 }

@@ -13,12 +13,14 @@
 
 namespace memgate {
 
-// `model` resolved (every dimension set). Dense models of the features
-// Megatron's command line says: SwiGLU / GeLU / squared ReLU, RMSNorm or
-// LayerNorm, biases, grouped-query attention, --kv-channels, QK-norm,
-// rotary or learned positions, tied embeddings, the vocabulary. nullopt
-// for what it does not write (experts, MLA, MTP, sandwich norms, logit
-// soft-capping, quick-GeGLU, clamps): such a plan's lines stay a suffix.
+// `model` resolved (every dimension set): SwiGLU / GeLU / squared ReLU,
+// RMSNorm or LayerNorm, biases, grouped-query attention, --kv-channels,
+// QK-norm, rotary or learned positions, tied embeddings, the vocabulary,
+// experts (their count, top-k, widths, shared experts and gate, which
+// layers, the all-to-all or allgather dispatcher), MLA and MTP. nullopt
+// for what it does not write (sandwich norms, logit soft-capping,
+// quick-GeGLU, clamps, expert capacity, DeepEP, release-dated or unfused
+// expert activations): such a plan's lines stay a suffix.
 std::optional<std::string> MegatronModelArguments(const v1::ModelConfig& model);
 
 }  // namespace memgate

@@ -1,5 +1,6 @@
 #include "readers/megatron_model_writer.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -25,21 +26,23 @@ v1::ModelConfig Resolved(const std::string& name) {
   return resolved.ok() ? resolved->model() : v1::ModelConfig();
 }
 
-// Every dense catalog model written as arguments reads back, at TP 8, as
-// the same model: each field the estimate takes from it.
-TEST(MegatronModelWriterTest, DenseCatalogModelsReadBackAsThemselves) {
+// Every catalog model written as arguments reads back, at TP 8, as the
+// same model: each field the estimate takes from it, the experts', MLA's
+// and MTP's included.
+TEST(MegatronModelWriterTest, CatalogModelsReadBackAsThemselves) {
   int written = 0;
   for (const std::string name :
        {"llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b",
         "llama-3-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
-        "nemotron-4-340b"}) {
+        "nemotron-4-340b", "mixtral-8x7b", "mixtral-8x22b", "qwen3-30b-a3b",
+        "qwen3-235b-a22b", "deepseek-v3"}) {
     const v1::ModelConfig model = Resolved(name);
     const std::optional<std::string> args = MegatronModelArguments(model);
     ASSERT_TRUE(args.has_value()) << name;
     std::vector<std::string> argv = {"pretrain_gpt.py"};
     for (absl::string_view w : absl::StrSplit(
              *args + " --tensor-model-parallel-size 8 --seq-length 4096 "
-                     "--micro-batch-size 1 --bf16",
+                     "--micro-batch-size 1 --bf16 --sequence-parallel",
              ' ', absl::SkipEmpty())) {
       argv.emplace_back(w);
     }
@@ -72,17 +75,42 @@ TEST(MegatronModelWriterTest, DenseCatalogModelsReadBackAsThemselves) {
               model.position_embedding() ==
                   v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE)
         << name;
+    EXPECT_EQ(back.mtp_num_layers(), model.mtp_num_layers()) << name;
+    EXPECT_EQ(back.mla().ShortDebugString(), model.mla().ShortDebugString())
+        << name;
+    const v1::MoeConfig& e = model.moe();
+    const v1::MoeConfig& b = back.moe();
+    EXPECT_EQ(b.num_experts(), e.num_experts()) << name;
+    EXPECT_EQ(b.router_topk(), e.router_topk()) << name;
+    if (e.num_experts() > 0) {
+      EXPECT_EQ(b.expert_ffn_hidden_size(), e.expert_ffn_hidden_size());
+      EXPECT_EQ(b.shared_expert_ffn_hidden_size(),
+                e.shared_expert_ffn_hidden_size())
+          << name;
+      EXPECT_EQ(b.shared_expert_gate(), e.shared_expert_gate()) << name;
+      // The layers that are MoE, whichever form says them.
+      for (uint32_t i = 0; i < model.num_layers(); ++i) {
+        auto is_moe = [i](const v1::MoeConfig& x) {
+          return x.layer_pattern_size() > 0
+                     ? x.layer_pattern(static_cast<int>(i)) == 1
+                     : i % std::max(1u, x.layer_frequency()) == 0;
+        };
+        EXPECT_EQ(is_moe(b), is_moe(e)) << name << " layer " << i;
+      }
+      EXPECT_NE(b.token_dispatcher(), v1::MoeConfig::DISPATCHER_ALLGATHER)
+          << name;
+    }
     ++written;
   }
-  EXPECT_EQ(written, 9);
+  EXPECT_EQ(written, 14);
 }
 
 // What the command line cannot say is not written: a plan's lines stay a
 // suffix for the model's own launch.
 TEST(MegatronModelWriterTest, WhatTheCommandLineCannotSayIsNotWritten) {
-  for (const std::string name : {"mixtral-8x7b", "deepseek-v3"}) {
-    EXPECT_FALSE(MegatronModelArguments(Resolved(name)).has_value()) << name;
-  }
+  v1::ModelConfig capacity = Resolved("mixtral-8x7b");
+  capacity.mutable_moe()->set_capacity_factor(1.25);
+  EXPECT_FALSE(MegatronModelArguments(capacity).has_value());
   v1::ModelConfig sandwich = Resolved("llama-3.1-8b");
   sandwich.set_sandwich_norms(true);
   EXPECT_FALSE(MegatronModelArguments(sandwich).has_value());
