@@ -320,6 +320,20 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
     absl::StatusOr<v1::PlanResponse> plan =
         remote.server.empty() ? PlanLayouts(one) : PlanRemotely(one, remote);
     if (!plan.ok()) return fail(plan.status());
+    // A launch's split forms can leave nothing to plan: say which.
+    const v1::LaunchSplit& forms = one.launch_split();
+    if (plan->candidates_size() == 0 &&
+        (forms.first_last() || forms.layers_per_virtual_stage() ||
+         forms.account_for_embedding() || forms.account_for_loss())) {
+      err << "memgate plan: note: no layout of " << gpus
+          << " GPUs splits the model in the launch's forms ("
+          << (forms.first_last() ? "--decoder-first/last-pipeline-num-layers"
+              : forms.layers_per_virtual_stage()
+                  ? "--num-layers-per-virtual-pipeline-stage"
+                  : "--account-for-*-in-pipeline-split")
+          << ", which appending cannot remove): drop them from the launch "
+             "to plan the others\n";
+    }
     plans.push_back(*std::move(plan));
     requests.push_back(std::move(one));
   }

@@ -659,6 +659,17 @@ TEST(CliPlanTest, EveryCandidateAppendedToItsLaunchIsTheCandidate) {
     EXPECT_EQ(ExpectArgumentsRoundTrip(r, launch, "a100-40gb", "64"), 8)
         << split;
   }
+  // Forms that leave no layout of these GPUs (33 accounted layers over a
+  // divisor of 64) say so, rather than an empty plan alone.
+  const RunResult none = PlanLaunch(
+      {"--gpu=a100-40gb", "--gpus=64", "--top=3"},
+      base + "--pipeline-model-parallel-size 3 "
+             "--account-for-embedding-in-pipeline-split ");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_NE(none.err.find("no layout of 64 GPUs splits the model in the "
+                          "launch's forms"),
+            std::string::npos)
+      << none.err;
 }
 
 // A launch that gives --pipeline-model-parallel-layout (NVIDIA's
