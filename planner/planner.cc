@@ -1042,28 +1042,70 @@ std::vector<uint32_t> UnevenChunkLayers(const v1::Candidate& c,
   return chunks;
 }
 
-// Megatron's --pipeline-model-parallel-layout for (virtual) stages of
-// `chunks` layers in order: the embedding before the first, the MTP
-// layers and the loss after the last, and runs of equal stages between
-// written once, "(t*4|)*30", so that the text stays short whatever p x v.
-std::string LayoutTextOf(const std::vector<uint32_t>& chunks, uint32_t mtp) {
+// A candidate's chunks in order (entry j * p + i chunk j of rank i), as
+// runs of equal chunks: (layers, how many). O(v) whatever p: in each round
+// of virtual stages the middle ranks' chunks are alike (ChunkLayers), so
+// the work is bounded by kMaxPlanVirtualStages, not by p x v.
+std::vector<std::pair<uint32_t, uint64_t>> ChunkRuns(const v1::Candidate& c,
+                                                     uint32_t layers,
+                                                     uint32_t mtp) {
+  const uint32_t p = c.pipeline_parallel();
+  const uint32_t v = std::max(1u, c.virtual_pipeline_stages());
+  std::vector<std::pair<uint32_t, uint64_t>> runs;
+  auto add = [&runs](uint32_t n, uint64_t count) {
+    if (count == 0) return;
+    if (!runs.empty() && runs.back().first == n) {
+      runs.back().second += count;
+    } else {
+      runs.emplace_back(n, count);
+    }
+  };
+  if (c.first_stage_layers() == 0) {  // even: L / (p v) a chunk
+    add(layers / (p * v), uint64_t{p} * v);
+    return runs;
+  }
+  StageSplit split;
+  split.middle = p > 2 ? SplitLayers(layers, p, mtp).middle : 0;
+  split.first = c.first_stage_layers();
+  split.last = c.last_stage_layers();
+  const ChunkForm form = c.account_for_embedding() || c.account_for_loss()
+                             ? ChunkForm::kAccounted
+                             : ChunkForm::kFirstLast;
+  for (uint32_t j = 0; j < v; ++j) {
+    add(ChunkLayers(form, split, p, v, 0, j), 1);
+    if (p > 2) add(ChunkLayers(form, split, p, v, 1, j), p - 2);
+    if (p > 1) add(ChunkLayers(form, split, p, v, p - 1, j), 1);
+  }
+  return runs;
+}
+
+// Megatron's --pipeline-model-parallel-layout for (virtual) stages of the
+// runs' layers in order: the embedding before the first, the MTP layers
+// and the loss after the last, and runs of equal stages between written
+// once, "(t*4|)*30", so that the text stays short whatever p x v.
+std::string LayoutTextOf(std::vector<std::pair<uint32_t, uint64_t>> runs,
+                         uint32_t mtp) {
   auto run = [](char c, uint32_t n) {  // n layers of kind c
     const std::string one(1, c);
     return n == 0 ? std::string() : n == 1 ? one : absl::StrCat(one, "*", n);
   };
-  const size_t n = chunks.size();
-  if (n == 1) return absl::StrCat("E", run('t', chunks[0]), run('m', mtp), "L");
-  std::string text = absl::StrCat("E", run('t', chunks[0]), "|");
-  for (size_t k = 1; k + 1 < n;) {
-    size_t same = 1;
-    while (k + same + 1 < n && chunks[k + same] == chunks[k]) ++same;
-    absl::StrAppend(&text,
-                    same == 1 ? absl::StrCat(run('t', chunks[k]), "|")
-                              : absl::StrCat("(", run('t', chunks[k]), "|)*",
-                                             same));
-    k += same;
+  uint64_t total = 0;
+  for (const auto& r : runs) total += r.second;
+  if (total == 1) {
+    return absl::StrCat("E", run('t', runs[0].first), run('m', mtp), "L");
   }
-  absl::StrAppend(&text, run('t', chunks[n - 1]), run('m', mtp), "L");
+  // The first and the last chunk apart, the runs between.
+  std::string text = absl::StrCat("E", run('t', runs.front().first), "|");
+  const uint32_t last = runs.back().first;
+  --runs.front().second;
+  --runs.back().second;
+  for (const auto& [n, count] : runs) {
+    if (count == 0) continue;
+    absl::StrAppend(&text, count == 1 ? absl::StrCat(run('t', n), "|")
+                                      : absl::StrCat("(", run('t', n), "|)*",
+                                                     count));
+  }
+  absl::StrAppend(&text, run('t', last), run('m', mtp), "L");
   return text;
 }
 
@@ -1151,11 +1193,7 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
   } else if (s.launch_split.layout()) {
     // Every split as a layout (PlanRequest.launch_split): uneven ones as
     // planned, even ones L / (p v) a chunk.
-    const std::vector<uint32_t> chunks =
-        l.first_layers > 0
-            ? UnevenChunkLayers(c, s.layers, s.mtp)
-            : std::vector<uint32_t>(uint64_t{l.p} * l.v, s.layers / (l.p * l.v));
-    c.set_pipeline_layout(LayoutTextOf(chunks, s.mtp));
+    c.set_pipeline_layout(LayoutTextOf(ChunkRuns(c, s.layers, s.mtp), s.mtp));
   }
   if (s.launch_split.account_for_embedding() ||
       s.launch_split.account_for_loss()) {
