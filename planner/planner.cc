@@ -1021,17 +1021,30 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request,
 // An uneven candidate's layers a (virtual) stage, entry j * p + i chunk j
 // of rank i (estimate.cc), as the planner split them (ChunkLayers): the
 // first and last stages' counts, or the accounted split's.
+// An uneven candidate's split and chunk form, as the planner made them.
+struct CandidateSplit {
+  StageSplit split;
+  ChunkForm form;
+};
+
+CandidateSplit CandidateSplitOf(const v1::Candidate& c, uint32_t layers,
+                                uint32_t mtp) {
+  const uint32_t p = c.pipeline_parallel();
+  CandidateSplit out;
+  out.split.middle = p > 2 ? SplitLayers(layers, p, mtp).middle : 0;
+  out.split.first = c.first_stage_layers();
+  out.split.last = c.last_stage_layers();
+  out.form = c.account_for_embedding() || c.account_for_loss()
+                 ? ChunkForm::kAccounted
+                 : ChunkForm::kFirstLast;
+  return out;
+}
+
 std::vector<uint32_t> UnevenChunkLayers(const v1::Candidate& c,
                                         uint32_t layers, uint32_t mtp) {
   const uint32_t p = c.pipeline_parallel();
   const uint32_t v = std::max(1u, c.virtual_pipeline_stages());
-  StageSplit split;
-  split.middle = p > 2 ? SplitLayers(layers, p, mtp).middle : 0;
-  split.first = c.first_stage_layers();
-  split.last = c.last_stage_layers();
-  const ChunkForm form = c.account_for_embedding() || c.account_for_loss()
-                             ? ChunkForm::kAccounted
-                             : ChunkForm::kFirstLast;
+  const auto [split, form] = CandidateSplitOf(c, layers, mtp);
   std::vector<uint32_t> chunks;
   chunks.reserve(uint64_t{p} * v);
   for (uint32_t j = 0; j < v; ++j) {
@@ -1064,13 +1077,7 @@ std::vector<std::pair<uint32_t, uint64_t>> ChunkRuns(const v1::Candidate& c,
     add(layers / (p * v), uint64_t{p} * v);
     return runs;
   }
-  StageSplit split;
-  split.middle = p > 2 ? SplitLayers(layers, p, mtp).middle : 0;
-  split.first = c.first_stage_layers();
-  split.last = c.last_stage_layers();
-  const ChunkForm form = c.account_for_embedding() || c.account_for_loss()
-                             ? ChunkForm::kAccounted
-                             : ChunkForm::kFirstLast;
+  const auto [split, form] = CandidateSplitOf(c, layers, mtp);
   for (uint32_t j = 0; j < v; ++j) {
     add(ChunkLayers(form, split, p, v, 0, j), 1);
     if (p > 2) add(ChunkLayers(form, split, p, v, 1, j), p - 2);
