@@ -294,7 +294,7 @@ struct Search {
   bool allow_interleave = true;
   // The forms the launch gives its split in (PlanRequest.launch_split):
   // candidates say theirs in them, and only splits they can say are
-  // planned (SplitFormAllowed).
+  // planned (LaunchCanSay).
   v1::LaunchSplit launch_split;
   // The cheap selective modules tried before full recomputation, those of
   // them the template does not already recompute (CheapModulesFor), their
@@ -386,18 +386,39 @@ ChunkForm ChunkFormOf(const StageSplit& split, uint32_t p, uint32_t v) {
 }
 
 // Whether a launch that gives its split in PlanRequest.launch_split's forms
-// can take a candidate of this pipeline and chunk form appended (Megatron
-// refuses some forms beside others, and appending cannot remove one):
-// beside first/last counts, pipelines of 2 or more stages, no accounted or
-// layout splits; beside layers per virtual stage, even splits only;
-// beside a virtual-stage count, no layout splits. Any beside a layout
-// (every split is said as one).
-bool SplitFormAllowed(const v1::LaunchSplit& launch, uint32_t p,
-                      ChunkForm form) {
+// can take appended a candidate of p stages, v chunks a rank and this
+// split and chunk form (Megatron refuses some forms beside others, and
+// appending cannot remove one). Beside a layout, any (every split is said
+// as one). Beside --account-for-embedding/loss-in-pipeline-split, only
+// the split those switches give: every chunk (L + accounted) / (p v)
+// layers, rank 0's first one fewer for the embedding, the last rank's last
+// one fewer for the loss (transformer_config.py), on 2 or more stages,
+// without MTP layers. Beside first/last counts, 2 or more stages and no
+// accounted or layout splits; beside layers per virtual stage, even
+// splits only; beside a virtual-stage count, no layout splits.
+bool LaunchCanSay(const v1::LaunchSplit& launch, const StageSplit& split,
+                  uint32_t layers, uint32_t p, uint32_t v, ChunkForm form) {
   if (launch.layout()) return true;
-  // Accounted launches: AccountedAsTheLaunch decides.
-  if (launch.account_for_embedding() || launch.account_for_loss()) {
-    return true;
+  const uint32_t embedding = launch.account_for_embedding() ? 1 : 0;
+  const uint32_t loss = launch.account_for_loss() ? 1 : 0;
+  if (embedding + loss > 0) {
+    if (p < 2 || split.mtp > 0) return false;
+    const uint64_t total = uint64_t{layers} + embedding + loss;
+    if (total % (uint64_t{p} * v) != 0) return false;
+    const uint64_t rank = total / p;  // a middle rank's layers
+    // The planner's ranks: even, or first / middle / last.
+    const bool even = split.first == 0;
+    const uint64_t first = even ? layers / p : split.first;
+    const uint64_t last = even ? layers / p : split.last;
+    const uint64_t middle = even ? layers / p : split.middle;
+    if (first != rank - embedding || last != rank - loss ||
+        (p > 2 && middle != rank)) {
+      return false;
+    }
+    // Its chunks: one a rank, or the accounted form's (the first and last
+    // ranks' short chunk first and last); first/last counts spread evenly
+    // over v chunks differ.
+    return v == 1 || form == ChunkForm::kAccounted;
   }
   if (launch.first_last() &&
       (p < 2 || form == ChunkForm::kAccounted ||
@@ -408,37 +429,6 @@ bool SplitFormAllowed(const v1::LaunchSplit& launch, uint32_t p,
     return false;
   }
   return !(launch.virtual_stages() && form == ChunkForm::kMtpLayout);
-}
-
-// Beside a launch's --account-for-embedding/loss-in-pipeline-split (which
-// appending cannot remove), whether the planner's split of `layers` over p
-// ranks and v chunks a rank is the one those switches give: every chunk
-// (L + accounted) / (p v) layers, rank 0's first one fewer for the
-// embedding, the last rank's last one fewer for the loss
-// (transformer_config.py). Pipelines of 2 or more stages, models without
-// MTP layers; true without the switches.
-bool AccountedAsTheLaunch(const v1::LaunchSplit& launch,
-                          const StageSplit& split, uint32_t layers,
-                          uint32_t p, uint32_t v, ChunkForm form) {
-  const uint32_t embedding = launch.account_for_embedding() ? 1 : 0;
-  const uint32_t loss = launch.account_for_loss() ? 1 : 0;
-  if (embedding + loss == 0) return true;
-  if (p < 2 || split.mtp > 0) return false;
-  const uint64_t total = uint64_t{layers} + embedding + loss;
-  if (total % (uint64_t{p} * v) != 0) return false;
-  const uint64_t rank = total / p;  // a middle rank's layers
-  // The planner's ranks: even, or first / middle / last.
-  const uint64_t first = split.first == 0 ? layers / p : split.first;
-  const uint64_t last = split.first == 0 ? layers / p : split.last;
-  const uint64_t middle = split.first == 0 ? layers / p : split.middle;
-  if (first != rank - embedding || last != rank - loss ||
-      (p > 2 && middle != rank)) {
-    return false;
-  }
-  // Its chunks: one a rank, or the accounted form's (the first and last
-  // ranks' short chunk first and last); first/last counts spread evenly
-  // over v chunks differ.
-  return v == 1 || form == ChunkForm::kAccounted;
 }
 
 // Calls visit(t, c, p) for every (TP, CP, PP) that the rules ValidateJob
@@ -483,9 +473,8 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
         if (!split.ok) continue;
         // The plain schedule's split must be one the launch's forms can
         // say (PipelinesOf filters the interleaved ones).
-        if (!SplitFormAllowed(s.launch_split, p, ChunkFormOf(split, p, 1)) ||
-            !AccountedAsTheLaunch(s.launch_split, split, s.layers, p, 1,
-                                  ChunkFormOf(split, p, 1))) {
+        if (!LaunchCanSay(s.launch_split, split, s.layers, p, 1,
+                          ChunkFormOf(split, p, 1))) {
           continue;
         }
         // Megatron defers the output layer's weight gradient to the
@@ -690,9 +679,8 @@ std::vector<PipelineChoices> PipelinesOf(
     for (uint32_t v = 1; v <= deepest; ++v) {
       const ChunkForm form = ChunkFormOf(choices.split, p, v);
       if (form == ChunkForm::kNone) continue;
-      if (!SplitFormAllowed(s.launch_split, p, form) ||
-          !AccountedAsTheLaunch(s.launch_split, choices.split, s.layers, p,
-                                v, form)) {
+      if (!LaunchCanSay(s.launch_split, choices.split, s.layers, p, v,
+                        form)) {
         continue;
       }
       choices.chunkings.push_back(Chunking{
@@ -1118,7 +1106,7 @@ std::string LayoutTextOf(std::vector<std::pair<uint32_t, uint64_t>> runs,
 
 // The candidate's virtual stages in the form the launch gives them
 // (PlanRequest.launch_split): a count, 1 included, or the layers a chunk
-// (even or accounted splits: SplitFormAllowed, AccountedAsTheLaunch), so
+// (even or accounted splits: LaunchCanSay), so
 // that appended they replace the launch's.
 void SayVirtualStagesAsTheLaunch(const Search& s, const Layout4D& l,
                                  std::string& args) {
@@ -1204,13 +1192,13 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
   }
   if (s.launch_split.account_for_embedding() ||
       s.launch_split.account_for_loss()) {
-    // The launch's switches, which give this split (AccountedAsTheLaunch).
+    // The launch's switches, which give this split (LaunchCanSay).
     c.set_account_for_embedding(s.launch_split.account_for_embedding());
     c.set_account_for_loss(s.launch_split.account_for_loss());
   }
   if (s.launch_split.first_last() && l.first_layers == 0) {
     // An even split said as first/last counts, L / p each, where the
-    // launch gives them (SplitFormAllowed: p >= 2).
+    // launch gives them (LaunchCanSay: p >= 2).
     c.set_first_stage_layers(s.layers / l.p);
     c.set_last_stage_layers(s.layers / l.p);
   }
