@@ -118,7 +118,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
         break;
       case v1::CONTEXT_PARALLEL_COMM_A2A:
       case v1::CONTEXT_PARALLEL_COMM_A2A_P2P:
-        if (l.cp_a2a_size > 1 || l.cp_comm == v1::CONTEXT_PARALLEL_COMM_A2A) {
+        if (ContextParallelAllToAll(l)) {
           out.push_back(absl::StrCat(
               "context parallelism by all-to-all (Ulysses",
               l.cp_comm == v1::CONTEXT_PARALLEL_COMM_A2A_P2P

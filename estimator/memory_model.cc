@@ -290,13 +290,8 @@ double AttentionOutputWidth(const ModelShape& m) {
 // core attention stores the checkpoint's un-exchanged Q, K, V instead of
 // the kernel's, and no kernel output.
 bool KeepsAttentionOutputTwice(const Layout& l) {
-  if (l.context < 2) return false;
-  if (l.recompute == RecomputeKind::kSelective && l.recompute_core_attn) {
-    return false;
-  }
-  return l.cp_comm == v1::CONTEXT_PARALLEL_COMM_A2A ||
-         (l.cp_comm == v1::CONTEXT_PARALLEL_COMM_A2A_P2P &&
-          l.cp_a2a_size > 1);
+  return ContextParallelAllToAll(l) &&
+         !(l.recompute == RecomputeKind::kSelective && l.recompute_core_attn);
 }
 
 // What a layer stores for backward, in bytes [P 3.2, K 4]. In units of
@@ -642,6 +637,13 @@ double MtpActivations(const ModelShape& m, const Layout& l) {
 }
 
 }  // namespace
+
+bool ContextParallelAllToAll(const Layout& l) {
+  return l.context > 1 &&
+         (l.cp_comm == v1::CONTEXT_PARALLEL_COMM_A2A ||
+          (l.cp_comm == v1::CONTEXT_PARALLEL_COMM_A2A_P2P &&
+           l.cp_a2a_size > 1));
+}
 
 bool ReducesGradientsInFp32(const v1::TrainingConfig& t) {
   const bool bf16_fp32_grads =

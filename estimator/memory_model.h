@@ -305,6 +305,12 @@ bool DataloaderMaskIsSaved(const Layout& l);
 // keep it on. One rule for the reader, validation and the term [RSA].
 bool ReducesGradientsInFp32(const v1::TrainingConfig& t);
 
+// Whether context parallelism exchanges by all-to-all (a2a, or a2a+p2p
+// with an inner level of 2 or more) at c > 1: the attention output is
+// then kept twice unless core attention is recomputed [CPX]. One rule for
+// the term and the assumption it states.
+bool ContextParallelAllToAll(const Layout& l);
+
 // Memory of one GPU of pipeline stage `stage` (0-based) holding
 // `stage_layers` transformer layers, under the 1F1B schedule.
 // `first_layer` is the index of the stage's first layer (which of its

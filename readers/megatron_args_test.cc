@@ -789,6 +789,25 @@ TEST(MegatronArgsTest, ContextParallelExchangesAreRead) {
             v1::CONTEXT_PARALLEL_COMM_A2A);
   EXPECT_TRUE(RefusedNaming("--cp-comm-type a2a+p2p", "",
                             {"--hierarchical-context-parallel-sizes"}));
+  // Hostile lengths are one pass over the words, then a refusal by name:
+  // 100,000 types against 32 layers; 100,000 levels of 1 that never make
+  // CP 2 (the product is checked as it grows, so it cannot wrap).
+  std::string long_types = cp2 + "--cp-comm-type";
+  std::string long_sizes = cp2 + "--hierarchical-context-parallel-sizes";
+  for (int i = 0; i < 100000; ++i) {
+    long_types += " a2a";
+    long_sizes += " 1";
+  }
+  EXPECT_TRUE(RefusedNaming(long_types, "",
+                            {"--cp-comm-type", "gives 100000 types"}));
+  EXPECT_TRUE(RefusedNaming(long_sizes, "",
+                            {"--hierarchical-context-parallel-sizes",
+                             "multiply to --context-parallel-size 2"}));
+  std::string huge = cp2 + "--hierarchical-context-parallel-sizes";
+  for (int i = 0; i < 8; ++i) huge += " 65536";
+  EXPECT_TRUE(RefusedNaming(huge, "",
+                            {"--hierarchical-context-parallel-sizes",
+                             "multiply to"}));
   // CP 4 over TP 4's 2 key heads a rank: TransformerEngine asserts.
   const absl::StatusOr<v1::Estimate> split = EstimateJob(LlamaLaunchJob(
       "--context-parallel-size 4 --cp-comm-type a2a", kTwoStages));

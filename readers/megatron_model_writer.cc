@@ -27,6 +27,9 @@ std::string LayerPatternText(const v1::MoeConfig& moe) {
 // command line below says (capacity, DeepEP, release-dated or unfused
 // activations...): those launches give their own.
 std::optional<std::string> ExpertArguments(const v1::MoeConfig& moe) {
+  if (moe.token_dispatcher() == v1::MoeConfig::DISPATCHER_FLEX) {
+    return std::nullopt;  // DeepEP's settings are the launch's own
+  }
   v1::MoeConfig rest = moe;
   for (int field : {v1::MoeConfig::kNumExpertsFieldNumber,
                     v1::MoeConfig::kRouterTopkFieldNumber,
@@ -35,19 +38,12 @@ std::optional<std::string> ExpertArguments(const v1::MoeConfig& moe) {
                     v1::MoeConfig::kSharedExpertGateFieldNumber,
                     v1::MoeConfig::kLayerFrequencyFieldNumber,
                     v1::MoeConfig::kLayerPatternFieldNumber,
-                    v1::MoeConfig::kGroupedGemmFieldNumber}) {
+                    v1::MoeConfig::kGroupedGemmFieldNumber,
+                    v1::MoeConfig::kTokenDispatcherFieldNumber}) {
     rest.GetReflection()->ClearField(
         &rest, rest.GetDescriptor()->FindFieldByNumber(field));
   }
-  if (rest.token_dispatcher() != v1::MoeConfig::DISPATCHER_ALLGATHER) {
-    rest.clear_token_dispatcher();
-  }
   if (rest.router_dtype() == v1::DTYPE_FP32) rest.clear_router_dtype();
-  if (rest.token_dispatcher() == v1::MoeConfig::DISPATCHER_ALLGATHER) {
-    rest.clear_token_dispatcher();
-  } else if (moe.token_dispatcher() == v1::MoeConfig::DISPATCHER_FLEX) {
-    return std::nullopt;
-  }
   if (rest.ByteSizeLong() != 0) return std::nullopt;
   std::string out = absl::StrCat(
       " --num-experts ", moe.num_experts(), " --moe-router-topk ",

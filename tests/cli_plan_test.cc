@@ -154,6 +154,18 @@ std::string Llama3Dims() {
          std::string(kLlama3Launch);
 }
 
+// The candidates' lines of a --format=megatron-args plan (its "#" lines
+// apart).
+std::vector<std::string> ArgumentLines(const std::string& out) {
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(out, '\n')) {
+    if (!line.empty() && !absl::StartsWith(line, "#")) {
+      lines.emplace_back(line);
+    }
+  }
+  return lines;
+}
+
 // `memgate plan FLAGS -- LAUNCH`: planned as the launch runs.
 RunResult PlanLaunch(std::vector<std::string> flags,
                      const std::string& launch) {
@@ -240,15 +252,13 @@ TEST(CliPlanTest, DistributedOptimizerInstancesAreKeptByEveryCandidate) {
       {"--gpu=a100-40gb", "--gpus=64", "--top=3", "--format=megatron-args"},
       launch);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  int carried = 0;
-  for (absl::string_view line : absl::StrSplit(r.out, '\n')) {
-    if (line.empty() || absl::StartsWith(line, "#")) continue;
+  const std::vector<std::string> lines = ArgumentLines(r.out);
+  EXPECT_EQ(lines.size(), 3u);
+  for (const std::string& line : lines) {
     EXPECT_TRUE(
         absl::StrContains(line, "--num-distributed-optimizer-instances 4"))
         << line;
-    ++carried;
   }
-  EXPECT_EQ(carried, 3);
   EXPECT_EQ(ExpectArgumentsRoundTrip(r, launch, "a100-40gb", "64"), 3);
   // A flag that contradicts the launch is refused, naming both.
   const RunResult contradicts = PlanLaunch(
@@ -285,8 +295,7 @@ TEST(CliPlanTest, AContextParallelExchangeIsKeptByEveryCandidate) {
       launch);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   int with_cp = 0;
-  for (absl::string_view line : absl::StrSplit(r.out, '\n')) {
-    if (line.empty() || absl::StartsWith(line, "#")) continue;
+  for (const std::string& line : ArgumentLines(r.out)) {
     EXPECT_TRUE(absl::StrContains(line, "--cp-comm-type a2a+p2p")) << line;
     for (uint32_t cp : {4u, 8u, 16u}) {
       if (!absl::StrContains(line,
@@ -391,14 +400,12 @@ TEST(CliPlanTest, PrecisionIsPlannedAndSaid) {
                                            "--format=megatron-args"}));
   ASSERT_EQ(args.exit_code, 0) << args.err;
   // By name each line is a whole launch's arguments, its precision in it.
-  int with_precision = 0;
-  for (absl::string_view line : absl::StrSplit(args.out, '\n')) {
-    if (line.empty() || absl::StartsWith(line, "#")) continue;
+  const std::vector<std::string> lines = ArgumentLines(args.out);
+  EXPECT_EQ(lines.size(), 3u);
+  for (const std::string& line : lines) {
     EXPECT_TRUE(absl::StrContains(line, " --bf16 --grad-reduce-in-bf16 "))
         << line;
-    ++with_precision;
   }
-  EXPECT_EQ(with_precision, 3);
   // A launch with bf16 gradients plans with them, and its candidates
   // read back as the same jobs.
   const std::string launch =
