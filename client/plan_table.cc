@@ -145,8 +145,8 @@ std::string RenderPlanTable(const std::vector<uint32_t>& gpu_counts,
 
 namespace {
 
-// The Megatron flags that give the plan's precision: the candidates' lines
-// leave them to the launch they are pasted into.
+// The Megatron flags that give the plan's precision ("" for fp32,
+// Megatron's default).
 const char* PrecisionFlags(v1::Precision p) {
   switch (p) {
     case v1::PRECISION_BF16_BF16_GRADS:
@@ -154,7 +154,7 @@ const char* PrecisionFlags(v1::Precision p) {
     case v1::PRECISION_FP16:
       return "--fp16";
     case v1::PRECISION_FP32:
-      return "neither --bf16 nor --fp16 (fp32)";
+      return "";
     default:
       return "--bf16";
   }
@@ -172,14 +172,18 @@ std::optional<std::string> ByNameLaunchArguments(
   job.set_num_gpus(request.num_gpus());
   absl::StatusOr<v1::Job> resolved = ResolveJob(job);
   if (!resolved.ok()) return std::nullopt;
+  // A release named by --megatron-core has no Megatron argument of its
+  // own; MoE lines without one would be read at the larger of its terms.
+  if (resolved->model().has_moe() &&
+      !request.training().megatron_core_version().empty()) {
+    return std::nullopt;
+  }
   std::optional<std::string> model =
       MegatronModelArguments(resolved->model());
   if (!model) return std::nullopt;
-  const char* bits = precision == v1::PRECISION_BF16_BF16_GRADS
-                         ? " --bf16 --grad-reduce-in-bf16"
-                     : precision == v1::PRECISION_FP16 ? " --fp16"
-                     : precision == v1::PRECISION_FP32 ? ""
-                                                       : " --bf16";
+  const std::string bits = *PrecisionFlags(precision) == '\0'
+                               ? std::string()
+                               : absl::StrCat(" ", PrecisionFlags(precision));
   // The by-name settings a plan's flags give (plan_command.cc); the others
   // are in each candidate's own arguments.
   const bool overlap = request.training().tp_comm_overlap() !=
@@ -210,8 +214,10 @@ std::string RenderMegatronArguments(const v1::PlanRequest& request,
             : absl::StrFormat(
                   "# every line assumes a launch with %s and the model's "
                   "flags%s\n",
-                  PrecisionFlags(precision),
-                  request.has_training()
+                  *PrecisionFlags(precision) == '\0'
+                      ? "neither --bf16 nor --fp16 (fp32)"
+                      : PrecisionFlags(precision),
+                  !by_name
                       ? ", and the planned launch's other settings: a line "
                         "replaces its layout arguments (parallel sizes, "
                         "micro-batch, pipeline split, virtual stages) and, "
