@@ -1152,10 +1152,16 @@ TEST(PlannerTest, LaunchSplitFormsAreWhatEveryCandidateSays) {
       EXPECT_TRUE(EstimatedAsItsJob(r, c).ok());
     }
   }
-  // Over a launch's full recomputation: none by the cheap modules, and one
-  // that recomputes nothing says block recomputation of 0 layers.
-  v1::PlanRequest r = Request("llama-3.1-8b", "a100-40gb", 64, 8192, 1024);
-  r.set_top_k(30);
+  // Over a launch's full recomputation: none by the cheap modules (which
+  // Qwen3-30B-A3B's plan on 16 H100s otherwise uses), and one that
+  // recomputes nothing says block recomputation of 0 layers.
+  v1::PlanRequest r = Request("qwen3-30b-a3b", "h100-80gb", 16, 8192, 256);
+  r.set_top_k(40);
+  absl::StatusOr<v1::PlanResponse> cheap = PlanLayouts(r);
+  ASSERT_TRUE(cheap.ok()) << cheap.status();
+  EXPECT_TRUE(std::any_of(
+      cheap->candidates().begin(), cheap->candidates().end(),
+      [](const v1::Candidate& c) { return c.recompute_modules_size() > 0; }));
   r.mutable_launch_split()->set_full_recompute(true);
   absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
   ASSERT_TRUE(plan.ok()) << plan.status();
