@@ -1102,6 +1102,25 @@ TEST(PlannerTest, LayoutArgumentsSayEverySplitAsALayout) {
   }
 }
 
+// A layout's text is written from runs of equal chunks (ChunkRuns), so it
+// does not grow with p x v: 4,096 layers on 4,096 GPUs, pipelines up to
+// 4,096 stages and 32 chunks a rank, every text under 64 characters.
+TEST(PlannerTest, LayoutTextsStayShortWhateverTheStages) {
+  v1::PlanRequest r = Request("llama-3.1-8b", "h100-80gb", 4096, 4096, 4096);
+  r.mutable_model()->set_num_layers(4096);
+  r.mutable_launch_split()->set_layout(true);
+  r.set_top_k(200);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  uint32_t deepest = 0;
+  for (const v1::Candidate& c : plan->candidates()) {
+    EXPECT_LT(c.pipeline_layout().size(), 64u) << c.pipeline_layout();
+    deepest = std::max(deepest, c.pipeline_parallel() *
+                                    std::max(1u, c.virtual_pipeline_stages()));
+  }
+  EXPECT_GE(deepest, 256u);
+}
+
 // PlanRequest.launch_split's other forms: every candidate says its split
 // in them (virtual stages as a count, 1 included, or as layers a chunk;
 // first/last counts, even splits as L / p each; the accounted switches;
