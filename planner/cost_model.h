@@ -73,8 +73,9 @@
 //
 // The constants were set from the paper's H100 Llama-3.1-8B 8k table (MBS
 // 1 -> 2 gain, TP 2 -> 4 loss, TP 2 vs CP 2) and rounded. The planner uses
-// this model only to order layouts with the same TP x CP x PP (the paper's
-// rule comes first, planner.h): out of sample, fitted on one shared table
+// this model only to order layouts of the same rule group (TP x CP x PP,
+// plan_ranking.h RuleGroupOf; the paper's rule comes first, planner.h):
+// out of sample, fitted on one shared table
 // and scored on the other, that order reaches 0.989 of the best measured
 // throughput in every column, the cost model alone 0.950 and the rule
 // alone 0.937 (planner_test LeaveOneTableOutRankingValidation,

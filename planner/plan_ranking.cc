@@ -10,7 +10,6 @@
 namespace memgate {
 namespace {
 
-uint64_t GroupOf(const Layout4D& l) { return RuleGroupOf(l); }
 
 // Where a layout goes in the ranking, in this order (planner.h).
 enum class Tier { kFits, kFitsByRecomputing, kFallback, kDoesNotFit };
@@ -25,7 +24,9 @@ Tier TierOf(const Layout4D& l) {
 
 // Deterministic last resort of every order below.
 bool TieBreak(const Layout4D& x, const Layout4D& y) {
-  if (GroupOf(x) != GroupOf(y)) return GroupOf(x) < GroupOf(y);
+  const uint64_t gx = RuleGroupOf(x, Ranking::kPaperRule);
+  const uint64_t gy = RuleGroupOf(y, Ranking::kPaperRule);
+  if (gx != gy) return gx < gy;
   if (x.b != y.b) return x.b > y.b;
   return std::tie(x.t, x.c, x.p, x.ep, x.etp, x.v, x.recompute,
                   x.cheap_modules) <
@@ -39,8 +40,10 @@ bool TieBreak(const Layout4D& x, const Layout4D& y) {
 struct FitsBefore {
   Ranking ranking;
   bool operator()(const Layout4D& x, const Layout4D& y) const {
-    if (ranking != Ranking::kCostModel && GroupOf(x) != GroupOf(y)) {
-      return GroupOf(x) < GroupOf(y);
+    if (ranking != Ranking::kCostModel) {
+      const uint64_t gx = RuleGroupOf(x, ranking);
+      const uint64_t gy = RuleGroupOf(y, ranking);
+      if (gx != gy) return gx < gy;
     }
     if (ranking == Ranking::kPaperRule) {
       if (x.b != y.b) return x.b > y.b;  // larger micro-batches help
@@ -79,10 +82,12 @@ LayoutKey KeyOf(const Layout4D& l) {
 // layout of that product then searches: O(r log r + products x fits).
 template <typename It>
 std::vector<size_t> PositionsAmong(const std::vector<Layout4D>& fits,
-                                   It begin, It end) {
+                                   It begin, It end, Ranking ranking) {
   const size_t n = static_cast<size_t>(end - begin);
   std::vector<std::pair<uint64_t, size_t>> by_group(n);
-  for (size_t r = 0; r < n; ++r) by_group[r] = {GroupOf(begin[r]), r};
+  for (size_t r = 0; r < n; ++r) {
+    by_group[r] = {RuleGroupOf(begin[r], ranking), r};
+  }
   std::sort(by_group.begin(), by_group.end());
   std::vector<size_t> position(n);
   std::vector<double> running_min(fits.size());
@@ -91,7 +96,9 @@ std::vector<size_t> PositionsAmong(const std::vector<Layout4D>& fits,
     if (k == 0 || group != by_group[k - 1].first) {
       double low = std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < fits.size(); ++i) {
-        if (GroupOf(fits[i]) > group) low = std::min(low, fits[i].speed);
+        if (RuleGroupOf(fits[i], ranking) > group) {
+          low = std::min(low, fits[i].speed);
+        }
         running_min[i] = low;
       }
     }
@@ -106,16 +113,20 @@ std::vector<size_t> PositionsAmong(const std::vector<Layout4D>& fits,
 
 }  // namespace
 
-uint64_t RuleGroupOf(const Layout4D& l) {
+uint64_t RuleGroupOf(const Layout4D& l, Ranking ranking) {
   const uint64_t product = uint64_t{l.t} * l.c * l.p;
-  // No whole doubling (dense, in-node, or not a number): no logarithm, as
-  // the comparators of RankLayouts call this for every comparison.
-  if (!(l.exchange <= kWorstMeasuredDoubling) || !(l.exchange > 0)) {
-    return product;
+  // The prices the product does not see, as one speed factor.
+  double unseen = l.exchange;
+  if (ranking == Ranking::kRuleThenCost && l.bubble > kLargestMeasuredBubble) {
+    unseen *= (1 + kLargestMeasuredBubble) / (1 + l.bubble);
   }
+  // No whole doubling (dense, in-node, a bubble under 34.2%, or not a
+  // number): no logarithm, as the comparators of RankLayouts call this for
+  // every comparison.
+  if (!(unseen <= kWorstMeasuredDoubling) || !(unseen > 0)) return product;
   // At most 32 doublings: a product of at most 2^32 GPUs stays in 64 bits.
   const double doublings = std::min(
-      32.0, std::floor(std::log(l.exchange) / std::log(kWorstMeasuredDoubling)));
+      32.0, std::floor(std::log(unseen) / std::log(kWorstMeasuredDoubling)));
   return product << static_cast<int>(doublings);
 }
 
@@ -144,7 +155,7 @@ std::vector<Layout4D> RankLayouts(std::vector<Layout4D>& layouts, size_t keep,
   // smaller product can go before a faster one of a larger product, so the
   // fastest `enough` alone would not do.
   const std::vector<size_t> position =
-      PositionsAmong(fits, bounds[1], bounds[2]);
+      PositionsAmong(fits, bounds[1], bounds[2], ranking);
   std::vector<size_t> order(position.size());
   for (size_t r = 0; r < order.size(); ++r) order[r] = r;
   const size_t placed = std::min(enough, order.size());

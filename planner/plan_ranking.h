@@ -42,15 +42,26 @@ struct Layout4D {
 };
 
 // The group the paper's rule minimises: TP x CP x PP, doubled once for
-// each whole factor of 1 / kWorstMeasuredDoubling that the layout's
-// expert exchange costs. The rule was measured on dense models, where
-// model parallelism's price grows with that product; expert parallelism's
-// exchange is a price the product does not see (EP is not in it), so an
-// exchange that costs at least what the worst doubling of TP x CP x PP
-// cost in the paper's tables counts as that doubling: the fewest
-// doublings it is certainly worth. Dense layouts and exchanges inside a
-// node's NVLink (x0.85 and up) keep their product.
-uint64_t RuleGroupOf(const Layout4D& l);
+// each whole factor of 1 / kWorstMeasuredDoubling that the layout loses
+// to prices the product does not see, the fewest doublings each is
+// certainly worth:
+// - Its expert exchange. The rule was measured on dense models, where
+//   model parallelism's price grows with that product; expert
+//   parallelism's exchange is a price the product does not see (EP is not
+//   in it). Dense layouts and exchanges inside a node's NVLink (x0.85 and
+//   up) keep their product.
+// - Under kRuleThenCost, its pipeline bubble beyond the largest the
+//   paper measured, as (1 + kLargestMeasuredBubble) / (1 + bubble). The
+//   paper measured the rule where micro-batches were plentiful (global
+//   batch 1,024 on at most 256 GPUs: bubbles of at most 3/32), and names
+//   the bubble of scarce micro-batches as a loss "beyond the communication
+//   overhead of added GPUs" (sections 1 and 4.2.1: (2, 1, 2, 1) with 16
+//   micro-batches on 256 GPUs). A bubble of 34.2% and more (x0.815 beyond
+//   3/32) is that loss: the product alone would rank a pipeline of 16
+//   stages with one micro-batch each (a bubble of 1,500%) before one of
+//   eight times its product that keeps its GPUs busy. kPaperRule, the
+//   baseline, keeps the paper's product and breaks its ties by the bubble.
+uint64_t RuleGroupOf(const Layout4D& l, Ranking ranking);
 
 // A layout's schedule variants (interleaving, recomputation) share its
 // TP, CP, PP, EP, ETP and MBS: at most this many in each tier of the

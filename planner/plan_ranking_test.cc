@@ -78,15 +78,15 @@ TEST(PlanRankingTest, ALayoutShowsOnceWithItsBestSchedule) {
 TEST(PlanRankingTest, ExpertExchangeCountsAsDoublingsOfTheRuleGroup) {
   Layout4D l = Green(2, 1, 0.9);
   l.p = 4;
-  EXPECT_EQ(RuleGroupOf(l), 8u);
+  EXPECT_EQ(RuleGroupOf(l, Ranking::kRuleThenCost), 8u);
   l.exchange = 0.9;
-  EXPECT_EQ(RuleGroupOf(l), 8u);
+  EXPECT_EQ(RuleGroupOf(l, Ranking::kRuleThenCost), 8u);
   l.exchange = kWorstMeasuredDoubling * kWorstMeasuredDoubling * 0.999;
-  EXPECT_EQ(RuleGroupOf(l), 32u);
+  EXPECT_EQ(RuleGroupOf(l, Ranking::kRuleThenCost), 32u);
   l.exchange = 0.6;  // 2.5 doublings' worth: two whole ones
-  EXPECT_EQ(RuleGroupOf(l), 32u);
+  EXPECT_EQ(RuleGroupOf(l, Ranking::kRuleThenCost), 32u);
   l.exchange = 1e-300;
-  EXPECT_EQ(RuleGroupOf(l), uint64_t{8} << 32);
+  EXPECT_EQ(RuleGroupOf(l, Ranking::kRuleThenCost), uint64_t{8} << 32);
 }
 
 // An in-node layout of a larger product goes before a smaller one whose
@@ -106,6 +106,57 @@ TEST(PlanRankingTest, AnExpensiveExchangeLosesTheRulesPrecedence) {
   EXPECT_EQ(ranked[0].t, 8u);
   EXPECT_EQ(ranked[1].t, 1u);   // group 16, faster than t 16
   EXPECT_EQ(ranked[2].t, 16u);
+}
+
+// Under kRuleThenCost the group counts the pipeline bubble's whole factors
+// of x0.815 beyond the paper's largest (3/32) as doublings too, with the
+// expert exchange's: none under a bubble of 34.2%, one at 40%, thirteen for
+// a 16-stage pipeline with one micro-batch (1,500%: x1.094/16). A bubble
+// under the paper's does not offset an exchange. The paper's rule alone
+// keeps its product.
+TEST(PlanRankingTest, ABubbleCountsAsDoublingsOfTheRuleGroup) {
+  Layout4D l = Green(8, 1, 0.9);
+  l.p = 16;
+  l.bubble = 0.3;
+  EXPECT_EQ(RuleGroupOf(l, Ranking::kRuleThenCost), 128u);
+  l.bubble = 0.4;
+  EXPECT_EQ(RuleGroupOf(l, Ranking::kRuleThenCost), 256u);
+  l.bubble = 15;
+  EXPECT_EQ(RuleGroupOf(l, Ranking::kRuleThenCost), uint64_t{128} << 13);
+  EXPECT_EQ(RuleGroupOf(l, Ranking::kPaperRule), 128u);
+  l.exchange = 0.6;  // x1.094/16 x 0.6: 15.6 doublings
+  EXPECT_EQ(RuleGroupOf(l, Ranking::kRuleThenCost), uint64_t{128} << 15);
+  EXPECT_EQ(RuleGroupOf(l, Ranking::kPaperRule), 512u);  // the exchange's
+  l.bubble = 0;
+  EXPECT_EQ(RuleGroupOf(l, Ranking::kRuleThenCost), 512u);
+  l.bubble = 1e300;  // at most 32 however large
+  EXPECT_EQ(RuleGroupOf(l, Ranking::kRuleThenCost), uint64_t{128} << 32);
+}
+
+// A pipeline starved of micro-batches loses the rule's precedence: one
+// micro-batch through 16 stages (TP 8, CP 2) goes after a layout of eight
+// times its product whose interleaved pipeline is busy; the paper's rule
+// alone, the baseline, still puts the smaller product first.
+TEST(PlanRankingTest, AStarvedPipelineLosesTheRulesPrecedence) {
+  Layout4D starved = Green(8, 1, 0.10);
+  starved.c = 2;
+  starved.p = 16;
+  starved.bubble = 15;
+  Layout4D busy = Green(8, 1, 0.95);
+  busy.c = 16;
+  busy.p = 16;
+  busy.v = 4;
+  busy.bubble = 0.234;
+  std::vector<Layout4D> layouts = {starved, busy};
+  std::vector<Layout4D> ranked =
+      RankLayouts(layouts, 2, Ranking::kRuleThenCost);
+  ASSERT_EQ(ranked.size(), 2u);
+  EXPECT_EQ(ranked[0].c, 16u);
+  EXPECT_EQ(ranked[1].c, 2u);
+  layouts = {starved, busy};
+  ranked = RankLayouts(layouts, 2, Ranking::kPaperRule);
+  ASSERT_EQ(ranked.size(), 2u);
+  EXPECT_EQ(ranked[0].c, 2u);
 }
 
 }  // namespace

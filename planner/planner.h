@@ -56,9 +56,11 @@ using PlanInterrupt = std::function<absl::Status()>;
 
 // How admitted (GREEN) layouts are ordered. The paper's conclusion
 // (section 5) is the backbone: the smallest TP x CP x PP that fits is
-// fastest. kRuleThenCost (the default) orders by that product, then by the
-// cost model (cost_model.h: GEMM size, TP/CP communication, bubble, stage
-// imbalance) within equal products; kPaperRule alone breaks ties by the
+// fastest. kRuleThenCost (the default) orders by that product, doubled
+// for what the product does not see (an expert exchange, a pipeline bubble
+// beyond the paper's: plan_ranking.h RuleGroupOf), then by the cost model
+// (cost_model.h: GEMM size, TP/CP communication, bubble, stage imbalance)
+// within equal groups; kPaperRule alone breaks ties by the
 // larger micro-batch, then the smaller bubble; kCostModel is the cost model
 // alone. planner_test scores each leave-one-table-out on the paper's
 // shared tables (bench/RESULTS.md). A layout that fits only by
@@ -86,6 +88,15 @@ enum class Ranking { kCostModel, kPaperRule, kRuleThenCost };
 // doublings of the rule's group (plan_ranking.h RuleGroupOf).
 inline constexpr double kWorstMeasuredDoubling = 0.815;
 inline constexpr double kMaxCompetingRecomputeCost = 1 / kWorstMeasuredDoubling;
+
+// The largest pipeline bubble, (p - 1) / m, of a layout the paper's shared
+// tables measured GREEN: (TP, CP, PP, MBS) = (2, 2, 4, 2) on 256 A100s, 3
+// stages over 32 micro-batches of its global batch of 1,024 (planner_test
+// LargestMeasuredBubbleIsThreeThirtySeconds; the H100 table's alone is
+// 1/32). The worst doubling above was measured with bubbles up to this;
+// the loss of a larger one is a price TP x CP x PP does not see (plan_
+// ranking.h RuleGroupOf).
+inline constexpr double kLargestMeasuredBubble = 3.0 / 32;
 
 struct PlanOptions {
   Ranking ranking = Ranking::kRuleThenCost;

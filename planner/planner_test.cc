@@ -304,6 +304,63 @@ TEST(PlannerTest, RecomputeBoundIsTheWorstMeasuredDoubling) {
   EXPECT_GT(1 + 1.0 / 3, kMaxCompetingRecomputeCost);
 }
 
+// kLargestMeasuredBubble is the largest bubble, (p - 1) / m with m =
+// 1,024 / (DP x MBS), of a GREEN layout the shared tables measured: the
+// domain in which the rule's doubling price was measured. Each table's is
+// printed (left out in turn: the H100 table alone gives 1/32, under which
+// no layout of either table doubles its group either: none reaches 34%).
+TEST(PlannerTest, LargestMeasuredBubbleIsThreeThirtySeconds) {
+  std::map<std::string, double> largest;
+  for (const testing::PaperRow& r : testing::LoadPaperTables()) {
+    if (!r.measured_tflops || r.paper_zone != "green") continue;
+    const double dp = double(r.gpus) / (r.tp * r.cp * r.pp);
+    const double microbatches = 1024 / (dp * r.mbs);
+    double& l = largest[r.table];
+    l = std::max(l, (r.pp - 1) / microbatches);
+  }
+  double overall = 0;
+  for (const auto& [table, bubble] : largest) {
+    std::printf("%s: largest measured bubble %.4f\n", table.c_str(), bubble);
+    overall = std::max(overall, bubble);
+  }
+  EXPECT_DOUBLE_EQ(overall, kLargestMeasuredBubble);
+  EXPECT_LT((1 + kLargestMeasuredBubble) / (1 + 0.34), 1.0);
+  EXPECT_GT((1 + kLargestMeasuredBubble) / (1 + 0.34),
+            kWorstMeasuredDoubling);
+}
+
+// A global batch too small for a deep pipeline: 64 sequences of 131,072
+// tokens for Llama-3.1-405B on 16,384 H100s. The smallest TP x CP x PP
+// that fits, (8, 2, 16) with DP 64, gives each pipeline one micro-batch
+// (a bubble of 1,500%, a tenth of the speed); the rule alone ranked it
+// first. The plan's first candidates now keep their GPUs busy (a bubble
+// of at most 34%), and the starved one, still listed, goes after them.
+TEST(PlannerTest, AStarvedPipelineDoesNotLeadThePlan) {
+  v1::PlanRequest r = Request("llama-3.1-405b", "h100-80gb", 16384, 131072, 64);
+  r.set_top_k(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_GE(plan->candidates_size(), 5);
+  for (int i = 0; i < 5; ++i) {
+    const v1::Candidate& c = plan->candidates(i);
+    EXPECT_EQ(c.zone(), v1::ZONE_GREEN) << c.why();
+    EXPECT_LE(c.bubble_fraction(), 0.34) << c.why();
+  }
+  const v1::Candidate* starved = FirstWithGroup(*plan, 8, 2, 16);
+  ASSERT_NE(starved, nullptr);
+  EXPECT_EQ(starved->zone(), v1::ZONE_GREEN);
+  EXPECT_GT(starved->bubble_fraction(), 10);
+  EXPECT_GT(starved->rank(), 5u);
+  // The paper's rule alone, the baseline, still puts it first.
+  PlanOptions rule;
+  rule.ranking = Ranking::kPaperRule;
+  r.set_top_k(1);
+  absl::StatusOr<v1::PlanResponse> by_rule = PlanLayouts(r, nullptr, rule);
+  ASSERT_TRUE(by_rule.ok()) << by_rule.status();
+  EXPECT_EQ(by_rule->candidates(0).pipeline_parallel(), 16u);
+  EXPECT_EQ(by_rule->candidates(0).context_parallel(), 2u);
+}
+
 // Published Llama-3.1-405B layouts fill their GPUs past the 80% rule: they
 // need some recomputation under memgate's model. They rank in the first
 // five: Meta's (Llama 3 paper, section 3.3, table 4: TP 8, CP 1, PP 16 on
@@ -1293,7 +1350,7 @@ TEST(PlannerTest, ContextParallelExchangesPlanOnlyLayoutsTheySplit) {
 // and Megatron runs it only with EP > 1, interleaving when PP > 1 and no
 // full recomputation: every candidate keeps those rules, is the job it
 // says (estimated as a job, the same peak), and holds more than the same
-// layout without the overlap.
+// layout (and selective recomputation) without the overlap.
 TEST(PlannerTest, TheExpertOverlapPlansOnlyLayoutsMegatronRuns) {
   v1::PlanRequest plain = Request("qwen3-30b-a3b", "h100-80gb", 64, 4096, 256);
   *plain.mutable_model()->mutable_moe() = LookupModel("qwen3-30b-a3b")->moe();
@@ -1322,7 +1379,11 @@ TEST(PlannerTest, TheExpertOverlapPlansOnlyLayoutsMegatronRuns) {
           w.expert_tensor_parallel() == c.expert_tensor_parallel() &&
           w.virtual_pipeline_stages() == c.virtual_pipeline_stages() &&
           w.first_stage_layers() == c.first_stage_layers() &&
-          w.recompute_num_layers() == 0) {
+          w.recompute_num_layers() == 0 &&
+          std::equal(w.recompute_modules().begin(),
+                     w.recompute_modules().end(),
+                     c.recompute_modules().begin(),
+                     c.recompute_modules().end())) {
         ++compared;
         EXPECT_GT(c.peak_bytes(), w.peak_bytes()) << c.ShortDebugString();
       }
