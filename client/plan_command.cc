@@ -17,6 +17,7 @@
 #include "estimator/units.h"
 #include "estimator/validation.h"
 #include "planner/planner.h"
+#include "planner/starved_pipeline.h"
 #include "readers/megatron_args.h"
 
 namespace memgate::cli {
@@ -333,6 +334,11 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
                   : "--account-for-*-in-pipeline-split")
           << ", which appending cannot remove): drop them from the launch "
              "to plan the others\n";
+    }
+    // A global batch too small for the cluster: the first layout's pipeline
+    // idles.
+    if (std::optional<std::string> starved = StarvedPipelineNote(one, *plan)) {
+      err << "memgate plan: note: " << *starved << "\n";
     }
     plans.push_back(*std::move(plan));
     requests.push_back(std::move(one));

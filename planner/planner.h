@@ -98,6 +98,11 @@ inline constexpr double kMaxCompetingRecomputeCost = 1 / kWorstMeasuredDoubling;
 // ranking.h RuleGroupOf).
 inline constexpr double kLargestMeasuredBubble = 3.0 / 32;
 
+// The bubble at which the ranking counts a doubling (34.2%): its loss
+// beyond kLargestMeasuredBubble is the worst measured doubling.
+inline constexpr double kBubbleThatDoubles =
+    (1 + kLargestMeasuredBubble) / kWorstMeasuredDoubling - 1;
+
 struct PlanOptions {
   Ranking ranking = Ranking::kRuleThenCost;
   // Its datasheet ratios are replaced by those of a catalog GPU

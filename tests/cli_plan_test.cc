@@ -102,6 +102,30 @@ TEST(CliPlanTest, TextListShowsTheTopK) {
       << r.out;
 }
 
+// A global batch too small for the cluster: the plan's first layout idles
+// its pipeline, and a note on stderr says so with the batch that would feed
+// it (planner/starved_pipeline.h); stdout stays the plan. A plan whose
+// first layout is busy has no such note.
+TEST(CliPlanTest, AStarvedFirstLayoutIsNotedWithTheBatchThatFeedsIt) {
+  const std::vector<std::string> base = {"--model=llama-3.1-405b",
+                                         "--gpu=h100-80gb", "--gpus=16384",
+                                         "--seq=4096", "--top=1"};
+  const RunResult starved = Plan(With(base, {"--gbs=256"}));
+  ASSERT_EQ(starved.exit_code, 0) << starved.err;
+  EXPECT_NE(starved.err.find("a pipeline bubble of "), std::string::npos)
+      << starved.err;
+  EXPECT_NE(starved.err.find("A global batch of "), std::string::npos)
+      << starved.err;
+  EXPECT_EQ(starved.out.find("pipeline bubble of"), std::string::npos) << starved.out;
+  const RunResult json = Plan(With(base, {"--gbs=256", "--format=json"}));
+  PlanOf(json);  // stdout is the plan alone
+  EXPECT_NE(json.err.find("a pipeline bubble of "), std::string::npos);
+
+  const RunResult busy = Plan(With(base, {"--gbs=4096"}));
+  ASSERT_EQ(busy.exit_code, 0) << busy.err;
+  EXPECT_EQ(busy.err.find("pipeline bubble of"), std::string::npos) << busy.err;
+}
+
 // A candidate pasted back as Megatron arguments is the same job: memgate
 // check reads the launch (`model` + the candidate's line) on `gpu` x `gpus`
 // and gives the candidate's own peak and verdict. Returns the lines checked.
