@@ -267,13 +267,24 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                          v1::Recompute::GRANULARITY_SELECTIVE;
   const UnfusedAttentionKept kept = UnfusedAttentionKeeps(ShapeOf(m), l);
   if (unfused) {
-    out.push_back(!kept.scores
-                      ? "unfused attention, its scores recomputed (selective)"
-                      : t.attention_dropout() > 0
-                            ? "unfused attention with dropout: 5as^2b a layer "
-                              "(softmax output, dropout mask and output)"
-                            : "unfused attention: the softmax output, 2as^2b "
-                              "a layer");
+    // 2-byte scores, 4-byte in fp32 training (memory_model.cc); the
+    // dropout mask is 1 byte either way.
+    const int e = t.precision() == v1::PRECISION_FP32 ? 4 : 2;
+    out.push_back(
+        !kept.scores
+            ? std::string("unfused attention, its scores recomputed "
+                          "(selective)")
+        : t.attention_dropout() > 0
+            ? absl::StrCat("unfused attention with dropout: ", 2 * e + 1,
+                           "as^2b a layer (softmax output, dropout mask and "
+                           "output)")
+            : absl::StrCat("unfused attention: the softmax output, ", e,
+                           "as^2b a layer"));
+    if (t.precision() == v1::PRECISION_FP32) {
+      out.push_back("fp32 training: TransformerEngine has no FlashAttention "
+                    "or fused attention for fp32 Q, K and V, so attention "
+                    "runs unfused");
+    }
     std::vector<std::string> also;
     if (kept.expanded_kv) also.push_back("K and V expanded to the query heads");
     if (kept.qkv_output) {

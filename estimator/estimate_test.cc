@@ -1,6 +1,8 @@
 #include "estimator/estimate.h"
 
+#include <string>
 
+#include "absl/strings/match.h"
 #include "estimator/units.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
@@ -106,6 +108,48 @@ TEST(EstimateTest, AssumptionsSayWhatTheUnfusedAttentionKeeps) {
   EXPECT_NE(text.find("also keeps the whole QKV output"), std::string::npos)
       << text;
   EXPECT_EQ(text.find("expanded"), std::string::npos) << text;
+}
+
+// An fp32 job that leaves the attention kernel unset runs Transformer
+// Engine's unfused attention (no FlashAttention for fp32): it is estimated
+// as the same job with the kernel given, with its 4-byte scores (a x s^2 x
+// b x 4 a layer more than the bf16 job's twice, at least) and says why;
+// with context parallelism it cannot run and is refused with that reason.
+TEST(EstimateTest, Fp32JobsRunTheUnfusedAttention) {
+  v1::Job job = PaperJob("llama-3.1-8b", "h100-80gb", 1, 1, 1, 1, 1, 4096);
+  job.mutable_training()->set_precision(v1::PRECISION_FP32);
+  job.mutable_training()->set_attention_dropout(0);
+  absl::StatusOr<v1::Estimate> unset = EstimateJob(job);
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  v1::Job given = job;
+  given.mutable_training()->set_attention_kernel(
+      v1::ATTENTION_KERNEL_UNFUSED);
+  absl::StatusOr<v1::Estimate> unfused = EstimateJob(given);
+  ASSERT_TRUE(unfused.ok()) << unfused.status();
+  EXPECT_DOUBLE_EQ(unset->peak().total_bytes(), unfused->peak().total_bytes());
+  v1::Job bf16 = job;
+  bf16.mutable_training()->set_precision(v1::PRECISION_BF16_FP32_GRADS);
+  absl::StatusOr<v1::Estimate> flash = EstimateJob(bf16);
+  ASSERT_TRUE(flash.ok()) << flash.status();
+  const double scores = 32.0 * 32 * 4096 * 4096 * 4;  // layers a s^2 b 4 B
+  EXPECT_GE(unset->peak().activation_bytes(),
+            2 * flash->peak().activation_bytes() + scores);
+  std::string assumed;
+  for (const std::string& a : unset->assumptions()) assumed += a + "\n";
+  EXPECT_NE(assumed.find("unfused attention: the softmax output, 4as^2b"),
+            std::string::npos)
+      << assumed;
+  EXPECT_NE(assumed.find("no FlashAttention or fused attention for fp32"),
+            std::string::npos)
+      << assumed;
+
+  v1::Job with_cp = PaperJob("llama-3.1-8b", "h100-80gb", 1, 2, 1, 1, 2, 4096);
+  with_cp.mutable_training()->set_precision(v1::PRECISION_FP32);
+  absl::StatusOr<v1::Estimate> refused = EstimateJob(with_cp);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::StartsWith(refused.status().message(),
+                               "training.attention_kernel: fp32 training"))
+      << refused.status();
 }
 
 // training.fused_swiglu is validated on the resolved job: a catalog model

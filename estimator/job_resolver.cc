@@ -150,6 +150,17 @@ absl::Status ResolveJobInPlace(v1::Job& resolved) {
   if (training.precision() == v1::PRECISION_UNSPECIFIED) {
     training.set_precision(v1::PRECISION_BF16_FP32_GRADS);
   }
+  // TransformerEngine's FlashAttention and cuDNN fused attention take
+  // bf16 / fp16 (fp8) Q, K and V only (transformer_engine/pytorch/
+  // attention/dot_product_attention/utils.py get_attention_backend,
+  // "Filter: Data type"): fp32 training runs TE's unfused attention under
+  // Megatron's --attention-backend auto (its default), as Megatron's own
+  // attention (--transformer-impl local) is. An explicit FLASH is refused
+  // (validation.cc): no backend would run it.
+  if (training.precision() == v1::PRECISION_FP32 &&
+      training.attention_kernel() == v1::ATTENTION_KERNEL_UNSPECIFIED) {
+    training.set_attention_kernel(v1::ATTENTION_KERNEL_UNFUSED);
+  }
   v1::ModelConfig& model = *resolved.mutable_model();
   if (model.position_embedding() ==
           v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE &&

@@ -794,10 +794,25 @@ absl::Status ValidateTraining(const v1::Job& job) {
     return Invalid("training.attention_kernel", "must be a known kernel",
                    absl::StrCat(tr.attention_kernel()));
   }
+  const bool fp32 = tr.precision() == v1::PRECISION_FP32;
+  if (tr.attention_kernel() == v1::ATTENTION_KERNEL_FLASH && fp32) {
+    return Invalid("training.attention_kernel",
+                   "FlashAttention and cuDNN fused attention take bf16 / fp16 "
+                   "Q, K and V only (TransformerEngine get_attention_backend): "
+                   "fp32 training runs the unfused attention "
+                   "(ATTENTION_KERNEL_UNFUSED, what an unset kernel resolves "
+                   "to in fp32)",
+                   "ATTENTION_KERNEL_FLASH with precision PRECISION_FP32");
+  }
   if (tr.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED && c > 1) {
     return Invalid("training.attention_kernel",
-                   "unfused attention cannot run with context parallelism "
-                   "(Megatron's CP needs TransformerEngine's fused attention)",
+                   fp32 ? "fp32 training runs unfused attention (Transformer"
+                          "Engine has no FlashAttention or fused attention "
+                          "for fp32), which cannot run with context "
+                          "parallelism: train in bf16 or fp16 for CP > 1"
+                        : "unfused attention cannot run with context "
+                          "parallelism (Megatron's CP needs "
+                          "TransformerEngine's fused attention)",
                    "ATTENTION_KERNEL_UNFUSED with context_parallel > 1");
   }
   const v1::MlpActivation act = job.model().mlp_activation();

@@ -52,6 +52,12 @@ INSTANTIATE_TEST_SUITE_P(
         Rule{"ExpertParallelWithoutExperts", [](v1::Job& j) {
                j.mutable_parallel()->set_expert_parallel(2);
              }, "parallel.expert_parallel"},
+        // TransformerEngine has no fp32 FlashAttention (or fused).
+        Rule{"FlashAttentionInFp32", [](v1::Job& j) {
+               j.mutable_training()->set_precision(v1::PRECISION_FP32);
+               j.mutable_training()->set_attention_kernel(
+                   v1::ATTENTION_KERNEL_FLASH);
+             }, "training.attention_kernel"},
         Rule{"TopKAboveExperts", [](v1::Job& j) {
                j.mutable_model()->mutable_moe()->set_num_experts(4);
                j.mutable_model()->mutable_moe()->set_router_topk(5);

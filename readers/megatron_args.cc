@@ -829,7 +829,27 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
                absl::StrCat("'", backend, "' is not modelled (flash, fused, "
                             "auto, unfused or local)"));
   }
-  if (unfused) {
+  // TransformerEngine's FlashAttention and cuDNN fused attention take bf16
+  // / fp16 Q, K and V only (attention/dot_product_attention/utils.py
+  // get_attention_backend, "Filter: Data type"): in fp32, auto runs the
+  // unfused attention; flash or fused leave TE no backend at all.
+  const bool fp32 = t.precision() == v1::PRECISION_FP32;
+  if (fp32 && !unfused) {
+    if (backend != "auto") {
+      return Bad("attention-backend",
+                 absl::StrCat(backend, " without --bf16 or --fp16: Transformer"
+                              "Engine's ", backend, " attention takes bf16 / "
+                              "fp16 only, so an fp32 run has no attention "
+                              "backend (add --bf16, or use auto or unfused)"));
+    }
+    unfused = true;
+    launch.notes.push_back(
+        "no --bf16 or --fp16: TransformerEngine has no FlashAttention or "
+        "fused attention for fp32, so --attention-backend auto runs its "
+        "unfused attention, which keeps the s x s scores (counted)");
+  }
+  // (In fp32 training the scores are fp32 anyway, and counted so.)
+  if (unfused && !fp32) {
     for (const char* fp32_scores :
          {"attention-softmax-in-fp32", "apply-query-key-layer-scaling"}) {
       if (args.Has(fp32_scores)) {

@@ -377,7 +377,8 @@ TEST(MegatronArgsTest, MegatronsDefaultsAreAppliedAndSaid) {
   EXPECT_EQ(t.precision(), v1::PRECISION_FP32);
   EXPECT_FLOAT_EQ(t.hidden_dropout(), 0.1f);
   EXPECT_FLOAT_EQ(t.attention_dropout(), 0.1f);
-  EXPECT_EQ(t.attention_kernel(), v1::ATTENTION_KERNEL_FLASH);
+  // fp32: TransformerEngine's auto backend has no FlashAttention for it.
+  EXPECT_EQ(t.attention_kernel(), v1::ATTENTION_KERNEL_UNFUSED);
   EXPECT_EQ(t.optimizer(), v1::OPTIMIZER_ADAM);
   EXPECT_EQ(m.mlp_activation(), v1::MLP_ACTIVATION_GELU);
   EXPECT_EQ(m.ffn_hidden_size(), 4u * 2048);
@@ -388,9 +389,55 @@ TEST(MegatronArgsTest, MegatronsDefaultsAreAppliedAndSaid) {
   const std::string notes = AllNotes(*l);
   for (const char* said : {"fp32", "--hidden-dropout", "--attention-dropout",
                            "LayerNorm", "--disable-bias-linear",
-                           "learned absolute", "GeLU", "--ffn-hidden-size"}) {
+                           "learned absolute", "GeLU", "--ffn-hidden-size",
+                           "unfused attention"}) {
     EXPECT_NE(notes.find(said), std::string::npos) << said << "\n" << notes;
   }
+}
+
+// Without --bf16 or --fp16 TransformerEngine has no FlashAttention or
+// cuDNN fused attention (they take bf16 / fp16 Q, K and V only:
+// get_attention_backend's data-type filter): Megatron's default backend,
+// auto, runs the unfused attention, which keeps the s x s scores; flash or
+// fused leave the run without a backend and are refused by name. The fp32
+// scores' flags change nothing in fp32 and are read; with --bf16 auto
+// stays FlashAttention.
+TEST(MegatronArgsTest, Fp32RunsTransformerEnginesUnfusedAttention) {
+  const std::string fp32 =
+      "pretrain_gpt.py --num-layers 4 --hidden-size 1024 "
+      "--num-attention-heads 16 --vocab-size 32000 --seq-length 4096 ";
+  auto kernel = [&](const std::string& extra)
+      -> absl::StatusOr<v1::AttentionKernel> {
+    absl::StatusOr<MegatronLaunch> l =
+        ParseMegatronLaunch(Words(fp32 + extra), nullptr);
+    if (!l.ok()) return l.status();
+    return l->job.training().attention_kernel();
+  };
+  EXPECT_EQ(*kernel(""), v1::ATTENTION_KERNEL_UNFUSED);
+  EXPECT_EQ(*kernel("--attention-backend auto"), v1::ATTENTION_KERNEL_UNFUSED);
+  EXPECT_EQ(*kernel("--attention-backend unfused"),
+            v1::ATTENTION_KERNEL_UNFUSED);
+  EXPECT_EQ(*kernel("--transformer-impl local"), v1::ATTENTION_KERNEL_UNFUSED);
+  EXPECT_EQ(*kernel("--attention-softmax-in-fp32"),
+            v1::ATTENTION_KERNEL_UNFUSED);
+  EXPECT_EQ(*kernel("--apply-query-key-layer-scaling"),
+            v1::ATTENTION_KERNEL_UNFUSED);
+  for (const char* backend : {"flash", "fused"}) {
+    const absl::StatusOr<v1::AttentionKernel> refused =
+        kernel(absl::StrCat("--attention-backend ", backend));
+    ASSERT_FALSE(refused.ok()) << backend;
+    EXPECT_TRUE(absl::StartsWith(refused.status().message(),
+                                 "--attention-backend: "))
+        << refused.status();
+    EXPECT_NE(refused.status().message().find("bf16"), std::string::npos);
+  }
+  EXPECT_EQ(*kernel("--bf16"), v1::ATTENTION_KERNEL_FLASH);
+  EXPECT_EQ(*kernel("--fp16 --attention-backend fused"),
+            v1::ATTENTION_KERNEL_FLASH);
+  // In bf16 the unfused attention's fp32 scores stay refused.
+  EXPECT_FALSE(
+      kernel("--bf16 --attention-backend unfused --attention-softmax-in-fp32")
+          .ok());
 }
 
 // Megatron's global batch (arguments.py, num_microbatches_calculator.py):

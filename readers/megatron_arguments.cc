@@ -318,14 +318,17 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "no dataloader attention mask (Megatron turns it off)"},
       {"attention-backend", true, M, "auto",
        "flash / fused / auto: no s^2 term; unfused / local: the softmax "
-       "output is stored"},
+       "output is stored; without --bf16 / --fp16 auto runs TE's unfused "
+       "attention (no fp32 FlashAttention) and flash / fused are refused"},
       {"transformer-impl", true, M, "transformer_engine",
        "local: unfused core attention"},
       {"use-flash-attn", false, M, "", "FlashAttention (no s^2 term)"},
       {"attention-softmax-in-fp32", false, P, "off",
-       "with unfused attention refused (fp32 scores not modelled)"},
+       "with unfused attention in bf16 / fp16 refused (fp32 scores not "
+       "modelled); no change in fp32 training"},
       {"apply-query-key-layer-scaling", false, P, "off",
-       "with unfused attention refused (fp32 scores not modelled)"},
+       "with unfused attention in bf16 / fp16 refused (fp32 scores not "
+       "modelled); no change in fp32 training"},
       {"recompute-activations", false, M, "off",
        "selective recomputation of core attention"},
       {"recompute-granularity", true, M, "off",
