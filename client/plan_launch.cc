@@ -143,8 +143,19 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
         par.distributed_optimizer_instances(),
         "); only layouts whose DP x CP it divides are planned"));
   }
-  if (par.context_parallel_comm() != v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED &&
-      par.context_parallel_comm() != v1::CONTEXT_PARALLEL_COMM_P2P) {
+  if (launch.context_parallel_all_to_all_only &&
+      par.context_parallel_comm() != v1::CONTEXT_PARALLEL_COMM_A2A) {
+    // Its softmax runs CP only over an all-to-all (the reader refuses it
+    // otherwise): candidates with CP say so, where it splits the heads.
+    request.set_context_parallel_comm(v1::CONTEXT_PARALLEL_COMM_A2A);
+    notes.push_back(
+        "--softmax-type: TransformerEngine's fused attention runs it with "
+        "context parallelism over an all-to-all only: candidates with CP "
+        "carry --cp-comm-type a2a, at CP sizes that split a TP rank's "
+        "heads");
+  } else if (par.context_parallel_comm() !=
+                 v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED &&
+             par.context_parallel_comm() != v1::CONTEXT_PARALLEL_COMM_P2P) {
     // Planned with the launch's exchange: candidates with CP run it, and
     // an all-to-all only where it splits the heads of a TP rank.
     request.set_context_parallel_comm(par.context_parallel_comm());

@@ -781,6 +781,56 @@ absl::Status FillPrecision(const Arguments& args, MegatronLaunch& launch) {
   return absl::OkStatus();
 }
 
+// Megatron's --softmax-type (gpt-oss's attention sinks): off-by-one and
+// learnable softmaxes run in TransformerEngine's cuDNN fused attention or
+// its unfused attention, never in FlashAttention, and with context
+// parallelism only fused over an all-to-all (dot_product_attention/
+// utils.py get_attention_backend, "Filter: Softmax type"). Under auto TE
+// takes the fused one where the installed cuDNN supports it and the unfused
+// one (which keeps the s x s scores) otherwise: memgate cannot tell which,
+// so the launch must say. A learnable softmax's offsets, a/t a layer, are
+// left out (a few hundred parameters).
+absl::Status ReadSoftmaxType(const Arguments& args, const std::string& backend,
+                             MegatronLaunch& launch, bool unfused) {
+  const std::string type =
+      args.Has("softmax-type") ? args.Text("softmax-type") : "vanilla";
+  if (type == "vanilla") return absl::OkStatus();
+  if (type != "off-by-one" && type != "learnable") {
+    return Bad("softmax-type",
+               absl::StrCat("'", type.substr(0, 32), "' is not modelled "
+                            "(vanilla, off-by-one or learnable)"));
+  }
+  if (unfused) return absl::OkStatus();  // unfused, local or fp32: counted
+  if (backend == "flash") {
+    return Bad("softmax-type",
+               absl::StrCat(type, " with --attention-backend flash: Flash"
+                            "Attention has no such softmax, so Transformer"
+                            "Engine has no backend (use fused or unfused)"));
+  }
+  if (backend == "auto") {
+    return Bad("softmax-type",
+               absl::StrCat(type, " with --attention-backend auto: Transformer"
+                            "Engine runs cuDNN's fused attention where the "
+                            "installed cuDNN supports it (no s x s scores) "
+                            "and its unfused attention otherwise (the s x s "
+                            "scores kept), which memgate cannot tell apart: "
+                            "give --attention-backend fused or unfused"));
+  }
+  const v1::ParallelConfig& par = launch.job.parallel();
+  if (par.context_parallel() > 1 &&
+      par.context_parallel_comm() != v1::CONTEXT_PARALLEL_COMM_A2A) {
+    return Bad("softmax-type",
+               absl::StrCat(type, " with context parallelism: Transformer"
+                            "Engine's fused attention runs it over "
+                            "--cp-comm-type a2a only"));
+  }
+  launch.context_parallel_all_to_all_only = true;
+  launch.notes.push_back(absl::StrCat(
+      "--softmax-type ", type, ": cuDNN's fused attention (no s x s scores; "
+      "the learnable offsets, a/t a layer, left out)"));
+  return absl::OkStatus();
+}
+
 // Dropout (Megatron's default 0.1 each), the attention kernel, and
 // activation recomputation.
 absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
@@ -847,6 +897,10 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
         "no --bf16 or --fp16: TransformerEngine has no FlashAttention or "
         "fused attention for fp32, so --attention-backend auto runs its "
         "unfused attention, which keeps the s x s scores (counted)");
+  }
+  if (absl::Status s = ReadSoftmaxType(args, backend, launch, unfused);
+      !s.ok()) {
+    return s;
   }
   // (In fp32 training the scores are fp32 anyway, and counted so.)
   if (unfused && !fp32) {

@@ -40,6 +40,10 @@ struct MegatronLaunch {
   // The pipeline-split arguments the launch gives: plans say their splits
   // in those forms (PlanRequest.launch_split).
   v1::LaunchSplit split_arguments;
+  // Its attention runs context parallelism over an all-to-all only
+  // (--softmax-type off-by-one / learnable in cuDNN's fused attention):
+  // plans give their CP layouts --cp-comm-type a2a.
+  bool context_parallel_all_to_all_only = false;
 };
 
 // For sites that refuse what memgate has not reviewed (check

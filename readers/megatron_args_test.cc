@@ -440,6 +440,64 @@ TEST(MegatronArgsTest, Fp32RunsTransformerEnginesUnfusedAttention) {
           .ok());
 }
 
+// Megatron's --softmax-type (attention sinks): TransformerEngine runs an
+// off-by-one or learnable softmax in cuDNN's fused attention or its
+// unfused one, never FlashAttention, and with CP only fused over an
+// all-to-all. Under auto the installed cuDNN picks: refused, naming the
+// flag, as is flash; fused has no s x s term (CP only with a2a, which the
+// plans of such a launch keep); unfused, and fp32's auto, keep the scores.
+TEST(MegatronArgsTest, SoftmaxTypesRunWhereTransformerEngineRunsThem) {
+  const std::string base =
+      "pretrain_gpt.py --num-layers 4 --hidden-size 1024 "
+      "--num-attention-heads 16 --vocab-size 32000 --seq-length 4096 ";
+  auto read = [&](const std::string& extra) {
+    return ParseMegatronLaunch(Words(base + extra), nullptr);
+  };
+  auto refused_by_name = [&](const std::string& extra) {
+    const absl::StatusOr<MegatronLaunch> l = read(extra);
+    ASSERT_FALSE(l.ok()) << extra;
+    EXPECT_TRUE(absl::StartsWith(l.status().message(), "--softmax-type: "))
+        << l.status();
+  };
+  refused_by_name("--bf16 --softmax-type learnable");
+  refused_by_name("--bf16 --softmax-type off-by-one --attention-backend auto");
+  refused_by_name("--bf16 --softmax-type learnable --attention-backend flash");
+  refused_by_name("--bf16 --softmax-type sigmoid --attention-backend fused");
+  refused_by_name("--bf16 --softmax-type learnable --attention-backend fused "
+                  "--context-parallel-size 2");
+  refused_by_name("--bf16 --softmax-type learnable --attention-backend fused "
+                  "--context-parallel-size 2 --cp-comm-type all_gather");
+
+  absl::StatusOr<MegatronLaunch> fused =
+      read("--bf16 --softmax-type learnable --attention-backend fused");
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  EXPECT_EQ(fused->job.training().attention_kernel(),
+            v1::ATTENTION_KERNEL_FLASH);
+  EXPECT_TRUE(fused->context_parallel_all_to_all_only);
+  EXPECT_NE(AllNotes(*fused).find("cuDNN's fused attention"),
+            std::string::npos);
+  absl::StatusOr<MegatronLaunch> over_a2a =
+      read("--bf16 --softmax-type off-by-one --attention-backend fused "
+           "--context-parallel-size 2 --cp-comm-type a2a");
+  ASSERT_TRUE(over_a2a.ok()) << over_a2a.status();
+  for (const char* unfused :
+       {"--bf16 --softmax-type learnable --attention-backend unfused",
+        "--bf16 --softmax-type learnable --transformer-impl local",
+        "--softmax-type learnable"}) {  // fp32: auto runs unfused
+    absl::StatusOr<MegatronLaunch> l = read(unfused);
+    ASSERT_TRUE(l.ok()) << unfused << ": " << l.status();
+    EXPECT_EQ(l->job.training().attention_kernel(),
+              v1::ATTENTION_KERNEL_UNFUSED)
+        << unfused;
+    EXPECT_FALSE(l->context_parallel_all_to_all_only);
+  }
+  absl::StatusOr<MegatronLaunch> vanilla =
+      read("--bf16 --softmax-type vanilla");
+  ASSERT_TRUE(vanilla.ok()) << vanilla.status();
+  EXPECT_EQ(vanilla->job.training().attention_kernel(),
+            v1::ATTENTION_KERNEL_FLASH);
+}
+
 // Megatron's global batch (arguments.py, num_microbatches_calculator.py):
 // absent, it is micro-batch x data-parallel size, one micro-batch a step,
 // so a 2-stage pipeline's first stage holds one micro-batch's activations,

@@ -320,6 +320,11 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "flash / fused / auto: no s^2 term; unfused / local: the softmax "
        "output is stored; without --bf16 / --fp16 auto runs TE's unfused "
        "attention (no fp32 FlashAttention) and flash / fused are refused"},
+      {"softmax-type", true, P, "vanilla",
+       "off-by-one / learnable (attention sinks): with --attention-backend "
+       "fused no s^2 term (CP > 1 only over --cp-comm-type a2a), with "
+       "unfused / local / fp32 the unfused attention's; refused with flash "
+       "(no backend) and with auto (cuDNN's version picks fused or unfused)"},
       {"transformer-impl", true, M, "transformer_engine",
        "local: unfused core attention"},
       {"use-flash-attn", false, M, "", "FlashAttention (no s^2 term)"},

@@ -703,6 +703,35 @@ TEST(CliPlanTest, EveryCandidateAppendedToItsLaunchIsTheCandidate) {
       << none.err;
 }
 
+// A launch whose softmax runs in cuDNN's fused attention (--softmax-type
+// learnable --attention-backend fused) runs CP over an all-to-all only:
+// its plan's CP candidates carry --cp-comm-type a2a, and every candidate
+// appended to the launch checks to its own peak (with p2p they were
+// refused).
+TEST(CliPlanTest, ASoftmaxWithSinksPlansContextParallelOverAllToAll) {
+  const std::string launch =
+      "pretrain_gpt.py " + Llama3Dims() +
+      "--micro-batch-size 1 --use-distributed-optimizer --sequence-parallel "
+      "--no-create-attention-mask-in-dataloader --tensor-model-parallel-size 2 "
+      "--softmax-type learnable --attention-backend fused ";
+  const RunResult r = PlanLaunch(
+      {"--gpu=a100-40gb", "--gpus=64", "--top=40", "--format=megatron-args"},
+      launch);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("--softmax-type: TransformerEngine's fused attention"),
+            std::string::npos)
+      << r.err;
+  int with_cp = 0;
+  for (const std::string& line : ArgumentLines(r.out)) {
+    if (line.find("--context-parallel-size 1 ") == std::string::npos) {
+      ++with_cp;
+      EXPECT_NE(line.find("--cp-comm-type a2a"), std::string::npos) << line;
+    }
+  }
+  EXPECT_GT(with_cp, 0) << r.out;
+  EXPECT_EQ(ExpectArgumentsRoundTrip(r, launch, "a100-40gb", "64"), 40);
+}
+
 // A launch that gives --pipeline-model-parallel-layout (NVIDIA's
 // DeepSeek-V3 recipe, bf16) takes every candidate's arguments appended as
 // they are: each says its split as a layout, which replaces the launch's,
