@@ -11,6 +11,12 @@ constexpr absl::string_view kNames[] = {
 #include "readers/megatron_argument_names.inc"
 };
 
+// Accepted by a release from core 0.12.0 on, no longer by the reviewed
+// revision: reviewed too (the memory-relevant ones are in the table).
+constexpr absl::string_view kRemoved[] = {
+#include "readers/megatron_arguments_removed.inc"
+};
+
 constexpr absl::string_view kAfterCore0120[] = {
 #include "readers/megatron_arguments_after_core_0_12_0.inc"
 };
@@ -22,7 +28,8 @@ absl::string_view MegatronArgumentNamesRevision() {
 }
 
 bool IsMegatronArgumentName(absl::string_view dashed) {
-  return std::binary_search(std::begin(kNames), std::end(kNames), dashed);
+  return std::binary_search(std::begin(kNames), std::end(kNames), dashed) ||
+         std::binary_search(std::begin(kRemoved), std::end(kRemoved), dashed);
 }
 
 bool IsArgumentAfterCore0120(absl::string_view dashed) {

@@ -15,7 +15,10 @@ namespace memgate {
 // The Megatron-LM revision the list was generated from.
 absl::string_view MegatronArgumentNamesRevision();
 
-// Whether `dashed` (without "--", underscores as dashes) is one of them.
+// Whether `dashed` (without "--", underscores as dashes) is one of them,
+// or one that a release from core 0.12.0 on accepted and the reviewed
+// revision no longer does (megatron_arguments_removed.inc: memgate reads
+// launches of those releases too).
 bool IsMegatronArgumentName(absl::string_view dashed);
 
 // Whether `dashed` is one of them that no Megatron-LM without ADLR/

@@ -133,6 +133,8 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"keep-fp8-transpose-cache", false, M, "off",
        "the columnwise (transpose) fp8 weight copies, counted under fp8 "
        "either way"},
+      {"keep-fp8-transpose-cache-when-using-custom-fsdp", false, M, "off",
+       "older name of --keep-fp8-transpose-cache (core 0.12 to 0.14)"},
       {"output-logit-dtype", true, M, "input dtype",
        "no change: the fp32 softmax of the cross-entropy is counted either "
        "way"},
@@ -504,6 +506,25 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "counted as --qk-layernorm (whose 2d weights it lacks: over by "
        "those)"},
       {"encoder-num-layers", true, R, "", "encoder-decoder: not modelled"},
+      // Arguments of the releases memgate reads (core 0.12 on) that the
+      // reviewed revision no longer has (megatron_arguments_removed.inc).
+      {"use-legacy-models", false, R, "off",
+       "Megatron's legacy (non-Core) models, whose attention is unfused "
+       "without --use-flash-attn: not modelled"},
+      {"moe-extended-tp", false, R, "off",
+       "experts split over TP x EP (extended tensor parallelism): not "
+       "modelled"},
+      {"encoder-tensor-model-parallel-size", true, R, "",
+       "encoder-decoder: not modelled"},
+      {"encoder-pipeline-model-parallel-size", true, R, "",
+       "encoder-decoder: not modelled"},
+      {"pipeline-model-parallel-split-rank", true, R, "",
+       "encoder-decoder: not modelled"},
+      {"hybrid-attention-ratio", true, R, "",
+       "hybrid Mamba models: not modelled"},
+      {"hybrid-mlp-ratio", true, R, "", "hybrid Mamba models: not modelled"},
+      {"retro-add-retriever", false, R, "off",
+       "Retro's retriever and encoder: not modelled"},
       {"heterogeneous-layers-config-path", true, R, "",
        "per-layer shapes: not modelled"},
       {"spec", true, R, "", "a custom layer spec: not modelled"},
@@ -579,7 +600,9 @@ std::string MegatronArgumentsMarkdown() {
       "it changes), **partly** modelled (the values named; others are "
       "refused), or **refused** with an error naming it, so that no "
       "memory-relevant setting is read past. Megatron-LM's other arguments "
-      "(as of d98e8a6: `readers/megatron_argument_names.inc`, generated "
+      "(as of d98e8a6: `readers/megatron_argument_names.inc`, and those of "
+      "the releases from core 0.12.0 on that it no longer has: "
+      "`readers/megatron_arguments_removed.inc`, both generated "
       "by `scripts/megatron_argument_names.py`) do not change per-GPU memory "
       "and are ignored; an argument in neither list (a newer Megatron's, a "
       "fork's) is not read either, and a note names it. Where a launch "
