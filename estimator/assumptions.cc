@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "estimator/attention_backend.h"
 #include "estimator/memory_model.h"
 #include "estimator/moe_terms.h"
 #include "estimator/te_userbuffers.h"
@@ -280,10 +281,10 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                            "output)")
             : absl::StrCat("unfused attention: the softmax output, ", e,
                            "as^2b a layer"));
-    if (t.precision() == v1::PRECISION_FP32) {
-      out.push_back("fp32 training: TransformerEngine has no FlashAttention "
-                    "or fused attention for fp32 Q, K and V, so attention "
-                    "runs unfused");
+    // Why, where TransformerEngine has no fused kernel for it.
+    const std::string why = WhyNoFusedAttention(m, t.precision());
+    if (!why.empty()) {
+      out.push_back(absl::StrCat(why, ": attention runs unfused"));
     }
     std::vector<std::string> also;
     if (kept.expanded_kv) also.push_back("K and V expanded to the query heads");

@@ -152,6 +152,28 @@ TEST(EstimateTest, Fp32JobsRunTheUnfusedAttention) {
       << refused.status();
 }
 
+// A by-name job whose head dimension no fused kernel trains (512: over
+// 256) resolves an unset kernel to the unfused attention and says why; an
+// explicit FLASH is refused by field.
+TEST(EstimateTest, HeadDimensionsOverTwoFiftySixRunTheUnfusedAttention) {
+  v1::Job job = PaperJob("llama-3.1-8b", "h100-80gb", 1, 1, 1, 1, 1, 4096);
+  job.mutable_model()->set_head_dim(512);
+  absl::StatusOr<v1::Estimate> unset = EstimateJob(job);
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_EQ(unset->job().training().attention_kernel(),
+            v1::ATTENTION_KERNEL_UNFUSED);
+  std::string assumed;
+  for (const std::string& a : unset->assumptions()) assumed += a + "\n";
+  EXPECT_NE(assumed.find("a head dimension of 512"), std::string::npos)
+      << assumed;
+  job.mutable_training()->set_attention_kernel(v1::ATTENTION_KERNEL_FLASH);
+  absl::StatusOr<v1::Estimate> flash = EstimateJob(job);
+  ASSERT_FALSE(flash.ok());
+  EXPECT_TRUE(absl::StartsWith(flash.status().message(),
+                               "training.attention_kernel: a head dimension"))
+      << flash.status();
+}
+
 // training.fused_swiglu is validated on the resolved job: a catalog model
 // whose MLP is not SwiGLU (Nemotron-4's squared ReLU) cannot take it,
 // even when the job leaves model.mlp_activation unset.

@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "estimator/attention_backend.h"
 #include "estimator/catalog.h"
 #include "estimator/megatron_release.h"
 
@@ -150,15 +151,14 @@ absl::Status ResolveJobInPlace(v1::Job& resolved) {
   if (training.precision() == v1::PRECISION_UNSPECIFIED) {
     training.set_precision(v1::PRECISION_BF16_FP32_GRADS);
   }
-  // TransformerEngine's FlashAttention and cuDNN fused attention take
-  // bf16 / fp16 (fp8) Q, K and V only (transformer_engine/pytorch/
-  // attention/dot_product_attention/utils.py get_attention_backend,
-  // "Filter: Data type"): fp32 training runs TE's unfused attention under
-  // Megatron's --attention-backend auto (its default), as Megatron's own
-  // attention (--transformer-impl local) is. An explicit FLASH is refused
-  // (validation.cc): no backend would run it.
-  if (training.precision() == v1::PRECISION_FP32 &&
-      training.attention_kernel() == v1::ATTENTION_KERNEL_UNSPECIFIED) {
+  // An unset kernel is what Megatron's --attention-backend auto runs
+  // (attention_backend.h): TransformerEngine's unfused attention where no
+  // FlashAttention 2 or cuDNN fused kernel takes the precision and head
+  // dimensions (fp32; over 256; FlashAttention 3 aside, not multiples of
+  // 8). An explicit FLASH TE cannot run is refused (validation.cc).
+  if (training.attention_kernel() == v1::ATTENTION_KERNEL_UNSPECIFIED &&
+      TransformerEngineAttention(resolved.model(), training.precision()) !=
+          TeAttention::kFlashOrFused) {
     training.set_attention_kernel(v1::ATTENTION_KERNEL_UNFUSED);
   }
   v1::ModelConfig& model = *resolved.mutable_model();

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "estimator/attention_backend.h"
 #include "estimator/deepep_buffers.h"
 #include "estimator/memory_model.h"
 
@@ -794,25 +795,28 @@ absl::Status ValidateTraining(const v1::Job& job) {
     return Invalid("training.attention_kernel", "must be a known kernel",
                    absl::StrCat(tr.attention_kernel()));
   }
-  const bool fp32 = tr.precision() == v1::PRECISION_FP32;
-  if (tr.attention_kernel() == v1::ATTENTION_KERNEL_FLASH && fp32) {
+  // What TransformerEngine can run (attention_backend.h): an unset kernel
+  // resolved to it; an explicit FLASH that no fused kernel takes has no
+  // backend at all.
+  const TeAttention te =
+      TransformerEngineAttention(job.model(), tr.precision());
+  if (tr.attention_kernel() == v1::ATTENTION_KERNEL_FLASH &&
+      te == TeAttention::kUnfusedOnly) {
     return Invalid("training.attention_kernel",
-                   "FlashAttention and cuDNN fused attention take bf16 / fp16 "
-                   "Q, K and V only (TransformerEngine get_attention_backend): "
-                   "fp32 training runs the unfused attention "
-                   "(ATTENTION_KERNEL_UNFUSED, what an unset kernel resolves "
-                   "to in fp32)",
-                   "ATTENTION_KERNEL_FLASH with precision PRECISION_FP32");
+                   absl::StrCat(WhyNoFusedAttention(job.model(),
+                                                    tr.precision()),
+                                ", so it runs the unfused attention "
+                                "(ATTENTION_KERNEL_UNFUSED, what an unset "
+                                "kernel resolves to)"),
+                   "ATTENTION_KERNEL_FLASH");
   }
   if (tr.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED && c > 1) {
+    const std::string why = WhyNoFusedAttention(job.model(), tr.precision());
     return Invalid("training.attention_kernel",
-                   fp32 ? "fp32 training runs unfused attention (Transformer"
-                          "Engine has no FlashAttention or fused attention "
-                          "for fp32), which cannot run with context "
-                          "parallelism: train in bf16 or fp16 for CP > 1"
-                        : "unfused attention cannot run with context "
-                          "parallelism (Megatron's CP needs "
-                          "TransformerEngine's fused attention)",
+                   absl::StrCat(why.empty() ? "" : why + ", so ",
+                                "unfused attention, which cannot run with "
+                                "context parallelism (Megatron's CP needs "
+                                "TransformerEngine's fused attention)"),
                    "ATTENTION_KERNEL_UNFUSED with context_parallel > 1");
   }
   const v1::MlpActivation act = job.model().mlp_activation();

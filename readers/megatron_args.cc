@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "estimator/attention_backend.h"
 #include "estimator/catalog.h"
 #include "estimator/megatron_names.h"
 #include "estimator/memory_model.h"
@@ -879,24 +880,29 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
                absl::StrCat("'", backend, "' is not modelled (flash, fused, "
                             "auto, unfused or local)"));
   }
-  // TransformerEngine's FlashAttention and cuDNN fused attention take bf16
-  // / fp16 Q, K and V only (attention/dot_product_attention/utils.py
-  // get_attention_backend, "Filter: Data type"): in fp32, auto runs the
-  // unfused attention; flash or fused leave TE no backend at all.
+  // What TransformerEngine can run for this precision and these head
+  // dimensions (estimator/attention_backend.h): where no FlashAttention 2
+  // or cuDNN fused kernel takes them, auto runs the unfused attention
+  // (FlashAttention 3 aside); flash or fused leave TE no backend where
+  // none can, and fused none where cuDNN cannot.
   const bool fp32 = t.precision() == v1::PRECISION_FP32;
-  if (fp32 && !unfused) {
-    if (backend != "auto") {
+  const TeAttention te =
+      TransformerEngineAttention(launch.job.model(), t.precision());
+  if (te != TeAttention::kFlashOrFused && !unfused) {
+    const std::string why =
+        WhyNoFusedAttention(launch.job.model(), t.precision());
+    if (backend == "auto") {
+      unfused = true;
+      launch.notes.push_back(absl::StrCat(
+          why, ": --attention-backend auto runs TransformerEngine's unfused "
+               "attention, which keeps the s x s scores (counted)"));
+    } else if (te == TeAttention::kUnfusedOnly || backend == "fused") {
       return Bad("attention-backend",
-                 absl::StrCat(backend, " without --bf16 or --fp16: Transformer"
-                              "Engine's ", backend, " attention takes bf16 / "
-                              "fp16 only, so an fp32 run has no attention "
-                              "backend (add --bf16, or use auto or unfused)"));
+                 absl::StrCat(backend, ": ", why, ", so TransformerEngine "
+                              "has no ", backend, " attention for this run "
+                              "(use auto or unfused", fp32 ? ", or --bf16" : "",
+                              ")"));
     }
-    unfused = true;
-    launch.notes.push_back(
-        "no --bf16 or --fp16: TransformerEngine has no FlashAttention or "
-        "fused attention for fp32, so --attention-backend auto runs its "
-        "unfused attention, which keeps the s x s scores (counted)");
   }
   if (absl::Status s = ReadSoftmaxType(args, backend, launch, unfused);
       !s.ok()) {

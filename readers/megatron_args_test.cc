@@ -440,6 +440,42 @@ TEST(MegatronArgsTest, Fp32RunsTransformerEnginesUnfusedAttention) {
           .ok());
 }
 
+// Head dimensions that no FlashAttention 2 or cuDNN fused kernel trains
+// (estimator/attention_backend.h): over 256 TransformerEngine has only its
+// unfused attention, so auto runs it (counted) and flash / fused are
+// refused; not a multiple of 8, FlashAttention 3 (Hopper, where installed)
+// runs it, so flash is taken as said, fused refused, auto counted unfused.
+TEST(MegatronArgsTest, HeadDimensionsNoFusedKernelTakesRunUnfused) {
+  auto kernel = [](const std::string& dims, const std::string& backend)
+      -> absl::StatusOr<v1::AttentionKernel> {
+    absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+        Words("pretrain_gpt.py --num-layers 4 --vocab-size 32000 "
+              "--seq-length 4096 --bf16 " + dims + " " + backend),
+        nullptr);
+    if (!l.ok()) return l.status();
+    return l->job.training().attention_kernel();
+  };
+  const std::string wide =
+      "--hidden-size 1024 --num-attention-heads 2 --kv-channels 512";
+  const std::string odd = "--hidden-size 1000 --num-attention-heads 10";
+  EXPECT_EQ(*kernel(wide, ""), v1::ATTENTION_KERNEL_UNFUSED);
+  EXPECT_EQ(*kernel(odd, ""), v1::ATTENTION_KERNEL_UNFUSED);
+  EXPECT_EQ(*kernel(odd, "--attention-backend flash"),
+            v1::ATTENTION_KERNEL_FLASH);
+  for (const auto& [dims, backend] :
+       {std::pair<std::string, std::string>{wide, "--attention-backend flash"},
+        {wide, "--attention-backend fused"},
+        {odd, "--attention-backend fused"}}) {
+    const absl::StatusOr<v1::AttentionKernel> refused = kernel(dims, backend);
+    ASSERT_FALSE(refused.ok()) << dims << " " << backend;
+    EXPECT_TRUE(absl::StartsWith(refused.status().message(),
+                                 "--attention-backend: "))
+        << refused.status();
+  }
+  EXPECT_EQ(*kernel("--hidden-size 4096 --num-attention-heads 32", ""),
+            v1::ATTENTION_KERNEL_FLASH);
+}
+
 // Megatron's --softmax-type (attention sinks): TransformerEngine runs an
 // off-by-one or learnable softmax in cuDNN's fused attention or its
 // unfused one, never FlashAttention, and with CP only fused over an

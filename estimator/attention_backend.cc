@@ -1,0 +1,69 @@
+#include "estimator/attention_backend.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace memgate {
+
+AttentionHeadDims HeadDimsOf(const v1::ModelConfig& model) {
+  if (model.has_mla()) {
+    const v1::MlaConfig& mla = model.mla();
+    return {uint64_t{mla.qk_head_dim()} + mla.qk_pos_emb_head_dim(),
+            mla.v_head_dim()};
+  }
+  uint64_t d = model.head_dim();
+  if (d == 0 && model.num_attention_heads() > 0) {
+    d = model.hidden_size() / model.num_attention_heads();
+  }
+  return {d, d};
+}
+
+namespace {
+
+// FlashAttention 2 pads to the larger of the two (utils.py).
+uint64_t Padded(const AttentionHeadDims& d) { return std::max(d.qk, d.v); }
+
+bool MultiplesOf8(const AttentionHeadDims& d) {
+  return d.qk % 8 == 0 && d.v % 8 == 0;
+}
+
+}  // namespace
+
+TeAttention TransformerEngineAttention(const v1::ModelConfig& model,
+                                       v1::Precision precision) {
+  if (precision == v1::PRECISION_FP32) return TeAttention::kUnfusedOnly;
+  const AttentionHeadDims d = HeadDimsOf(model);
+  if (d.qk == 0) return TeAttention::kFlashOrFused;  // validation's to refuse
+  if (Padded(d) > 256) return TeAttention::kUnfusedOnly;
+  if (!MultiplesOf8(d)) return TeAttention::kUnfusedUnlessFa3;
+  return TeAttention::kFlashOrFused;
+}
+
+std::string WhyNoFusedAttention(const v1::ModelConfig& model,
+                                v1::Precision precision) {
+  const AttentionHeadDims d = HeadDimsOf(model);
+  const std::string dims =
+      d.qk == d.v ? absl::StrCat("a head dimension of ", d.qk)
+                  : absl::StrCat("head dimensions of ", d.qk, " (Q, K) and ",
+                                 d.v, " (V)");
+  switch (TransformerEngineAttention(model, precision)) {
+    case TeAttention::kFlashOrFused:
+      return "";
+    case TeAttention::kUnfusedOnly:
+      if (precision == v1::PRECISION_FP32) {
+        return "fp32 training: TransformerEngine has no FlashAttention or "
+               "fused attention for fp32 Q, K and V";
+      }
+      return absl::StrCat(dims, ": TransformerEngine's FlashAttention and "
+                          "cuDNN's fused attention train at most 256");
+    case TeAttention::kUnfusedUnlessFa3:
+      return absl::StrCat(dims, ": FlashAttention 2 and cuDNN's fused "
+                          "attention need multiples of 8 (FlashAttention 3, "
+                          "where installed on Hopper, runs it: give the "
+                          "flash kernel to say so)");
+  }
+  return "";
+}
+
+}  // namespace memgate

@@ -1,0 +1,53 @@
+#ifndef MEMGATE_ESTIMATOR_ATTENTION_BACKEND_H_
+#define MEMGATE_ESTIMATOR_ATTENTION_BACKEND_H_
+
+// Which of TransformerEngine's attention kernels a training step can run,
+// as far as the model's head dimensions and the precision decide it: what
+// Megatron's --attention-backend auto (its default) gets, and so what an
+// unset training.attention_kernel resolves to (job_resolver.cc). The GPU,
+// the installed cuDNN and flash-attn decide the rest, which memgate does
+// not see: FlashAttention is assumed wherever the shape allows it.
+//
+// TransformerEngine d0067d0, transformer_engine/pytorch/attention/
+// dot_product_attention/utils.py get_attention_backend:
+// - "Filter: Data type": FlashAttention and cuDNN's fused attention take
+//   bf16 / fp16 (fp8) Q, K and V only.
+// - "Filter: Head dimension": FlashAttention 2 takes the larger of the
+//   Q/K and V head dimensions, a multiple of 8 up to 256; FlashAttention 3
+//   (Hopper, where installed) any up to 256.
+// - common/fused_attn/fused_attn.cpp nvte_get_fused_attn_backend: cuDNN's
+//   fused attention trains multiples of 8, up to 128 (256 on Hopper).
+
+#include <cstdint>
+#include <string>
+
+#include "proto/memgate.pb.h"
+
+namespace memgate {
+
+// A model's Q/K and V head dimensions: under MLA qk_head_dim +
+// qk_pos_emb_head_dim and v_head_dim, otherwise head_dim (h / a when
+// unset) for both; {0, 0} for a model without heads.
+struct AttentionHeadDims {
+  uint64_t qk = 0;
+  uint64_t v = 0;
+};
+AttentionHeadDims HeadDimsOf(const v1::ModelConfig& model);
+
+enum class TeAttention {
+  kFlashOrFused,       // FlashAttention 2 or cuDNN's fused attention
+  kUnfusedOnly,        // no fused kernel takes it: the unfused attention
+  kUnfusedUnlessFa3,   // FlashAttention 3 where installed, else unfused
+};
+
+TeAttention TransformerEngineAttention(const v1::ModelConfig& model,
+                                       v1::Precision precision);
+
+// Why `choice` leaves FlashAttention 2 and cuDNN's fused attention out,
+// for notes, assumptions and refusals; "" for kFlashOrFused.
+std::string WhyNoFusedAttention(const v1::ModelConfig& model,
+                                v1::Precision precision);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_ESTIMATOR_ATTENTION_BACKEND_H_

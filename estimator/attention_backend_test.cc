@@ -1,0 +1,71 @@
+#include "estimator/attention_backend.h"
+
+#include "gtest/gtest.h"
+
+namespace memgate {
+namespace {
+
+v1::ModelConfig Heads(uint32_t hidden, uint32_t heads, uint32_t head_dim = 0) {
+  v1::ModelConfig m;
+  m.set_hidden_size(hidden);
+  m.set_num_attention_heads(heads);
+  m.set_head_dim(head_dim);
+  return m;
+}
+
+constexpr v1::Precision kBf16 = v1::PRECISION_BF16_FP32_GRADS;
+
+// TransformerEngine's selection for training, by shape and precision:
+// Llama's 128, Gemma's 256 and MLA's 192 / 128 run fused kernels in bf16
+// and fp16; fp32, and head dimensions over 256, none; those that are not
+// multiples of 8 only FlashAttention 3.
+TEST(AttentionBackendTest, ShapesAndPrecisionsAsTransformerEngineSelects) {
+  EXPECT_EQ(TransformerEngineAttention(Heads(4096, 32), kBf16),
+            TeAttention::kFlashOrFused);
+  EXPECT_EQ(TransformerEngineAttention(Heads(4096, 32), v1::PRECISION_FP16),
+            TeAttention::kFlashOrFused);
+  EXPECT_EQ(TransformerEngineAttention(Heads(3072, 16, 256), kBf16),
+            TeAttention::kFlashOrFused);
+  v1::ModelConfig mla = Heads(7168, 128);
+  mla.mutable_mla()->set_qk_head_dim(128);
+  mla.mutable_mla()->set_qk_pos_emb_head_dim(64);
+  mla.mutable_mla()->set_v_head_dim(128);
+  EXPECT_EQ(HeadDimsOf(mla).qk, 192u);
+  EXPECT_EQ(HeadDimsOf(mla).v, 128u);
+  EXPECT_EQ(TransformerEngineAttention(mla, kBf16), TeAttention::kFlashOrFused);
+
+  EXPECT_EQ(TransformerEngineAttention(Heads(4096, 32), v1::PRECISION_FP32),
+            TeAttention::kUnfusedOnly);
+  EXPECT_EQ(TransformerEngineAttention(Heads(1024, 2, 512), kBf16),
+            TeAttention::kUnfusedOnly);
+  EXPECT_EQ(TransformerEngineAttention(Heads(1024, 2), kBf16),  // h/a 512
+            TeAttention::kUnfusedOnly);
+  mla.mutable_mla()->set_qk_pos_emb_head_dim(132);  // 260 for Q and K
+  EXPECT_EQ(TransformerEngineAttention(mla, kBf16), TeAttention::kUnfusedOnly);
+  EXPECT_EQ(TransformerEngineAttention(Heads(1000, 10), kBf16),  // 100
+            TeAttention::kUnfusedUnlessFa3);
+  mla.mutable_mla()->set_qk_pos_emb_head_dim(60);  // 188
+  EXPECT_EQ(TransformerEngineAttention(mla, kBf16),
+            TeAttention::kUnfusedUnlessFa3);
+  // No heads: validation's to refuse, not this.
+  EXPECT_EQ(TransformerEngineAttention(v1::ModelConfig(), kBf16),
+            TeAttention::kFlashOrFused);
+}
+
+// The reason names the precision or the dimensions; none where a fused
+// kernel runs.
+TEST(AttentionBackendTest, TheReasonNamesWhatRulesTheKernelsOut) {
+  EXPECT_EQ(WhyNoFusedAttention(Heads(4096, 32), kBf16), "");
+  EXPECT_NE(WhyNoFusedAttention(Heads(4096, 32), v1::PRECISION_FP32)
+                .find("fp32"),
+            std::string::npos);
+  EXPECT_NE(WhyNoFusedAttention(Heads(1024, 2), kBf16)
+                .find("a head dimension of 512"),
+            std::string::npos);
+  EXPECT_NE(WhyNoFusedAttention(Heads(1000, 10), kBf16)
+                .find("multiples of 8"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace memgate
