@@ -12,6 +12,13 @@ namespace {
 
 using testing::PaperJob;
 
+// An estimate's assumptions, one a line.
+std::string AllAssumptions(const v1::Estimate& e) {
+  std::string all;
+  for (const std::string& a : e.assumptions()) all += a + "\n";
+  return all;
+}
+
 TEST(EstimateTest, CatalogAndExplicitDimensionsAgree) {
   absl::StatusOr<v1::Estimate> named = EstimateJob(
       PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 8, 8192));
@@ -89,11 +96,7 @@ TEST(EstimateTest, AssumptionsSayWhatTheUnfusedAttentionKeeps) {
   auto assumed = [&]() {
     absl::StatusOr<v1::Estimate> e = EstimateJob(job);
     EXPECT_TRUE(e.ok()) << e.status();
-    std::string all;
-    if (e.ok()) {
-      for (const std::string& a : e->assumptions()) all += a + "\n";
-    }
-    return all;
+    return e.ok() ? AllAssumptions(*e) : std::string();
   };
   std::string text = assumed();
   EXPECT_NE(text.find("also keeps K and V expanded to the query heads; each "
@@ -134,8 +137,7 @@ TEST(EstimateTest, Fp32JobsRunTheUnfusedAttention) {
   const double scores = 32.0 * 32 * 4096 * 4096 * 4;  // layers a s^2 b 4 B
   EXPECT_GE(unset->peak().activation_bytes(),
             2 * flash->peak().activation_bytes() + scores);
-  std::string assumed;
-  for (const std::string& a : unset->assumptions()) assumed += a + "\n";
+  const std::string assumed = AllAssumptions(*unset);
   EXPECT_NE(assumed.find("unfused attention: the softmax output, 4as^2b"),
             std::string::npos)
       << assumed;
@@ -162,8 +164,7 @@ TEST(EstimateTest, HeadDimensionsOverTwoFiftySixRunTheUnfusedAttention) {
   ASSERT_TRUE(unset.ok()) << unset.status();
   EXPECT_EQ(unset->job().training().attention_kernel(),
             v1::ATTENTION_KERNEL_UNFUSED);
-  std::string assumed;
-  for (const std::string& a : unset->assumptions()) assumed += a + "\n";
+  const std::string assumed = AllAssumptions(*unset);
   EXPECT_NE(assumed.find("a head dimension of 512"), std::string::npos)
       << assumed;
   job.mutable_training()->set_attention_kernel(v1::ATTENTION_KERNEL_FLASH);
