@@ -17,7 +17,6 @@
 #include "estimator/units.h"
 #include "estimator/validation.h"
 #include "planner/planner.h"
-#include "planner/starved_pipeline.h"
 #include "readers/megatron_args.h"
 
 namespace memgate::cli {
@@ -335,10 +334,9 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
           << ", which appending cannot remove): drop them from the launch "
              "to plan the others\n";
     }
-    // A global batch too small for the cluster: the first layout's pipeline
-    // idles.
-    if (std::optional<std::string> starved = StarvedPipelineNote(one, *plan)) {
-      err << "memgate plan: note: " << *starved << "\n";
+    // The plan's own notes (a starved pipeline), from the server as well.
+    for (const std::string& n : plan->notes()) {
+      err << "memgate plan: note: " << n << "\n";
     }
     plans.push_back(*std::move(plan));
     requests.push_back(std::move(one));

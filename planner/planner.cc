@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "planner/gpu_datasheets.h"
 #include "planner/divisors.h"
 #include "planner/plan_ranking.h"
+#include "planner/starved_pipeline.h"
 
 namespace memgate {
 namespace {
@@ -1343,6 +1345,10 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
     v1::Candidate* c = response.add_candidates();
     *c = ToCandidate(*search, ranked[i], best);
     c->set_rank(static_cast<uint32_t>(i + 1));
+  }
+  if (std::optional<std::string> starved =
+          StarvedPipelineNote(request, response)) {
+    response.add_notes(*std::move(starved));
   }
   return response;
 }

@@ -23,6 +23,7 @@ uint64_t GlobalBatchForMeasuredBubble(const v1::Candidate& c);
 // A note for `plan` of `request` when its first candidate is GREEN with a
 // bubble over kBubbleThatDoubles: the bubble, the micro-batches a step,
 // and the global batch that would bring it to the paper's largest.
+// PlanLayouts adds it to PlanResponse.notes.
 std::optional<std::string> StarvedPipelineNote(const v1::PlanRequest& request,
                                                const v1::PlanResponse& plan);
 

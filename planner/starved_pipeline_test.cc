@@ -71,6 +71,9 @@ TEST(StarvedPipelineTest, AStarvedFirstLayoutGetsTheBatchThatFeedsIt) {
   ASSERT_GT(first.bubble_fraction(), kBubbleThatDoubles);
   const std::optional<std::string> note = StarvedPipelineNote(r, *plan);
   ASSERT_TRUE(note.has_value());
+  // The plan carries it, for the CLI and a gRPC caller alike.
+  ASSERT_EQ(plan->notes_size(), 1);
+  EXPECT_EQ(plan->notes(0), *note);
   const uint64_t enough = GlobalBatchForMeasuredBubble(first);
   const uint32_t m = 256 / (first.data_parallel() * first.micro_batch_size());
   EXPECT_NE(note->find(std::to_string(m) + " micro-batches"),
@@ -105,6 +108,7 @@ TEST(StarvedPipelineTest, ABusyOrRedFirstLayoutGetsNoNote) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_LE(plan->candidates(0).bubble_fraction(), kBubbleThatDoubles);
   EXPECT_FALSE(StarvedPipelineNote(r, *plan).has_value());
+  EXPECT_EQ(plan->notes_size(), 0);
 
   v1::PlanResponse red;
   *red.add_candidates() = Pipeline(16, 1, 1, 1);

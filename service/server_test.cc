@@ -120,6 +120,23 @@ TEST_F(ServerTest, PlanIsThePlannersRanking) {
   ASSERT_EQ(response.candidates_size(), 3);
   EXPECT_EQ(response.candidates(0).zone(), v1::ZONE_GREEN);
   EXPECT_EQ(response.candidates(0).rank(), 1u);
+  EXPECT_EQ(response.notes_size(), 0);
+
+  // A global batch too small for the cluster: the plan says so to a gRPC
+  // caller too (PlanResponse.notes).
+  grpc::ClientContext starved_context;
+  v1::PlanRequest starved = request;
+  starved.mutable_model()->set_name("llama-3.1-405b");
+  starved.mutable_accelerator()->set_name("h100-80gb");
+  starved.set_num_gpus(16384);
+  starved.set_seq_length(4096);
+  starved.set_global_batch_size(256);
+  v1::PlanResponse starved_plan;
+  ASSERT_TRUE(stub_->Plan(&starved_context, starved, &starved_plan).ok());
+  ASSERT_EQ(starved_plan.notes_size(), 1);
+  EXPECT_NE(starved_plan.notes(0).find("A global batch of "),
+            std::string::npos)
+      << starved_plan.notes(0);
 
   // A training template reaches the plan: half the optimizer offloaded
   // lowers the first layout's peak.
