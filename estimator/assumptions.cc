@@ -282,7 +282,8 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
             : absl::StrCat("unfused attention: the softmax output, ", e,
                            "as^2b a layer"));
     // Why, where TransformerEngine has no fused kernel for it.
-    const std::string why = WhyNoFusedAttention(m, t.precision());
+    const std::string why =
+        WhyNoFusedAttention(m, t.precision(), job.accelerator().name());
     if (!why.empty()) {
       out.push_back(absl::StrCat(why, ": attention runs unfused"));
     }

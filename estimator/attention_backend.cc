@@ -28,32 +28,49 @@ bool MultiplesOf8(const AttentionHeadDims& d) {
   return d.qk % 8 == 0 && d.v % 8 == 0;
 }
 
+// The largest head dimension a fused kernel trains on the GPU: 256 (Flash-
+// Attention 2 on sm80/90/100/120, cuDNN and FlashAttention 3 on Hopper),
+// 192 on the catalog's Ada GPU (FlashAttention 2's limit there; cuDNN's is
+// 128 off Hopper).
+uint64_t LargestFusedHeadDim(absl::string_view accelerator) {
+  return accelerator == "l40s-48gb" ? 192 : 256;
+}
+
 }  // namespace
 
 TeAttention TransformerEngineAttention(const v1::ModelConfig& model,
-                                       v1::Precision precision) {
+                                       v1::Precision precision,
+                                       absl::string_view accelerator) {
   if (precision == v1::PRECISION_FP32) return TeAttention::kUnfusedOnly;
   const AttentionHeadDims d = HeadDimsOf(model);
   if (d.qk == 0) return TeAttention::kFlashOrFused;  // validation's to refuse
-  if (Padded(d) > 256) return TeAttention::kUnfusedOnly;
+  if (Padded(d) > LargestFusedHeadDim(accelerator)) {
+    return TeAttention::kUnfusedOnly;
+  }
   if (!MultiplesOf8(d)) return TeAttention::kUnfusedUnlessFa3;
   return TeAttention::kFlashOrFused;
 }
 
 std::string WhyNoFusedAttention(const v1::ModelConfig& model,
-                                v1::Precision precision) {
+                                v1::Precision precision,
+                                absl::string_view accelerator) {
   const AttentionHeadDims d = HeadDimsOf(model);
   const std::string dims =
       d.qk == d.v ? absl::StrCat("a head dimension of ", d.qk)
                   : absl::StrCat("head dimensions of ", d.qk, " (Q, K) and ",
                                  d.v, " (V)");
-  switch (TransformerEngineAttention(model, precision)) {
+  switch (TransformerEngineAttention(model, precision, accelerator)) {
     case TeAttention::kFlashOrFused:
       return "";
     case TeAttention::kUnfusedOnly:
       if (precision == v1::PRECISION_FP32) {
         return "fp32 training: TransformerEngine has no FlashAttention or "
                "fused attention for fp32 Q, K and V";
+      }
+      if (Padded(d) <= 256) {
+        return absl::StrCat(dims, " on an ", accelerator, ": FlashAttention "
+                            "2 trains at most 192 there and cuDNN's fused "
+                            "attention at most 128");
       }
       return absl::StrCat(dims, ": TransformerEngine's FlashAttention and "
                           "cuDNN's fused attention train at most 256");

@@ -2,25 +2,28 @@
 #define MEMGATE_ESTIMATOR_ATTENTION_BACKEND_H_
 
 // Which of TransformerEngine's attention kernels a training step can run,
-// as far as the model's head dimensions and the precision decide it: what
-// Megatron's --attention-backend auto (its default) gets, and so what an
-// unset training.attention_kernel resolves to (job_resolver.cc). The GPU,
-// the installed cuDNN and flash-attn decide the rest, which memgate does
-// not see: FlashAttention is assumed wherever the shape allows it.
+// as far as the model's head dimensions, the precision and the catalog GPU
+// decide it: what Megatron's --attention-backend auto (its default) gets,
+// and so what an unset training.attention_kernel resolves to
+// (job_resolver.cc). The installed cuDNN and flash-attn decide the rest,
+// which memgate does not see: FlashAttention is assumed wherever the shape
+// and the GPU allow it (a GPU outside the catalog as an H100).
 //
 // TransformerEngine d0067d0, transformer_engine/pytorch/attention/
 // dot_product_attention/utils.py get_attention_backend:
 // - "Filter: Data type": FlashAttention and cuDNN's fused attention take
 //   bf16 / fp16 (fp8) Q, K and V only.
 // - "Filter: Head dimension": FlashAttention 2 takes the larger of the
-//   Q/K and V head dimensions, a multiple of 8 up to 256; FlashAttention 3
-//   (Hopper, where installed) any up to 256.
+//   Q/K and V head dimensions, a multiple of 8 up to 256 (above 192 on
+//   sm80, sm90, sm100 and sm120 only: an L40S, sm89, stops at 192);
+//   FlashAttention 3 (Hopper, where installed) any up to 256.
 // - common/fused_attn/fused_attn.cpp nvte_get_fused_attn_backend: cuDNN's
 //   fused attention trains multiples of 8, up to 128 (256 on Hopper).
 
 #include <cstdint>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "proto/memgate.pb.h"
 
 namespace memgate {
@@ -40,13 +43,18 @@ enum class TeAttention {
   kUnfusedUnlessFa3,   // FlashAttention 3 where installed, else unfused
 };
 
+// `accelerator` is the job's resolved catalog name ("" when the GPU is
+// not known yet, as in a launch read before --gpu applies).
 TeAttention TransformerEngineAttention(const v1::ModelConfig& model,
-                                       v1::Precision precision);
+                                       v1::Precision precision,
+                                       absl::string_view accelerator = "");
 
-// Why `choice` leaves FlashAttention 2 and cuDNN's fused attention out,
-// for notes, assumptions and refusals; "" for kFlashOrFused.
+// Why TransformerEngineAttention leaves FlashAttention 2 and cuDNN's fused
+// attention out, for notes, assumptions and refusals; "" where it does
+// not.
 std::string WhyNoFusedAttention(const v1::ModelConfig& model,
-                                v1::Precision precision);
+                                v1::Precision precision,
+                                absl::string_view accelerator = "");
 
 }  // namespace memgate
 

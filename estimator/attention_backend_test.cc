@@ -52,6 +52,26 @@ TEST(AttentionBackendTest, ShapesAndPrecisionsAsTransformerEngineSelects) {
             TeAttention::kFlashOrFused);
 }
 
+// On the catalog's L40S (sm89) FlashAttention 2 stops at 192 and cuDNN
+// trains at most 128: Gemma's 256 runs unfused there, and on an A100, an
+// H100, a B200 or a GPU outside the catalog fused; MLA's 192 fused on all.
+TEST(AttentionBackendTest, AnL40sTrainsHeadDimensionsUpTo192Fused) {
+  const v1::ModelConfig gemma = Heads(3072, 16, 256);
+  EXPECT_EQ(TransformerEngineAttention(gemma, kBf16, "l40s-48gb"),
+            TeAttention::kUnfusedOnly);
+  for (const char* gpu : {"a100-40gb", "h100-80gb", "b200-180gb", "", "x"}) {
+    EXPECT_EQ(TransformerEngineAttention(gemma, kBf16, gpu),
+              TeAttention::kFlashOrFused)
+        << gpu;
+  }
+  EXPECT_EQ(TransformerEngineAttention(Heads(3072, 16, 192), kBf16,
+                                       "l40s-48gb"),
+            TeAttention::kFlashOrFused);
+  EXPECT_NE(WhyNoFusedAttention(gemma, kBf16, "l40s-48gb")
+                .find("on an l40s-48gb: FlashAttention 2 trains at most 192"),
+            std::string::npos);
+}
+
 // The reason names the precision or the dimensions; none where a fused
 // kernel runs.
 TEST(AttentionBackendTest, TheReasonNamesWhatRulesTheKernelsOut) {

@@ -175,6 +175,27 @@ TEST(EstimateTest, HeadDimensionsOverTwoFiftySixRunTheUnfusedAttention) {
       << flash.status();
 }
 
+// The GPU decides as well: a head dimension of 256 trains fused on an H100
+// and unfused on an L40S, where an unset kernel resolves to UNFUSED and
+// an explicit FLASH is refused.
+TEST(EstimateTest, AnL40sRunsHeadDimensionsOver192Unfused) {
+  v1::Job job = PaperJob("llama-3.1-8b", "h100-80gb", 1, 1, 1, 1, 1, 4096);
+  job.mutable_model()->set_head_dim(256);
+  absl::StatusOr<v1::Estimate> h100 = EstimateJob(job);
+  ASSERT_TRUE(h100.ok()) << h100.status();
+  EXPECT_EQ(h100->job().training().attention_kernel(),
+            v1::ATTENTION_KERNEL_UNSPECIFIED);
+  job.mutable_accelerator()->set_name("l40s");
+  absl::StatusOr<v1::Estimate> l40s = EstimateJob(job);
+  ASSERT_TRUE(l40s.ok()) << l40s.status();
+  EXPECT_EQ(l40s->job().training().attention_kernel(),
+            v1::ATTENTION_KERNEL_UNFUSED);
+  EXPECT_NE(AllAssumptions(*l40s).find("on an l40s-48gb"), std::string::npos)
+      << AllAssumptions(*l40s);
+  job.mutable_training()->set_attention_kernel(v1::ATTENTION_KERNEL_FLASH);
+  EXPECT_FALSE(EstimateJob(job).ok());
+}
+
 // training.fused_swiglu is validated on the resolved job: a catalog model
 // whose MLP is not SwiGLU (Nemotron-4's squared ReLU) cannot take it,
 // even when the job leaves model.mlp_activation unset.

@@ -153,11 +153,13 @@ absl::Status ResolveJobInPlace(v1::Job& resolved) {
   }
   // An unset kernel is what Megatron's --attention-backend auto runs
   // (attention_backend.h): TransformerEngine's unfused attention where no
-  // FlashAttention 2 or cuDNN fused kernel takes the precision and head
-  // dimensions (fp32; over 256; FlashAttention 3 aside, not multiples of
-  // 8). An explicit FLASH TE cannot run is refused (validation.cc).
+  // FlashAttention 2 or cuDNN fused kernel takes the precision, head
+  // dimensions and GPU (fp32; over 256, over 192 on an L40S;
+  // FlashAttention 3 aside, not multiples of 8). An explicit FLASH TE
+  // cannot run is refused (validation.cc).
   if (training.attention_kernel() == v1::ATTENTION_KERNEL_UNSPECIFIED &&
-      TransformerEngineAttention(resolved.model(), training.precision()) !=
+      TransformerEngineAttention(resolved.model(), training.precision(),
+                                 resolved.accelerator().name()) !=
           TeAttention::kFlashOrFused) {
     training.set_attention_kernel(v1::ATTENTION_KERNEL_UNFUSED);
   }

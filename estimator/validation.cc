@@ -798,20 +798,22 @@ absl::Status ValidateTraining(const v1::Job& job) {
   // What TransformerEngine can run (attention_backend.h): an unset kernel
   // resolved to it; an explicit FLASH that no fused kernel takes has no
   // backend at all.
+  const std::string& gpu = job.accelerator().name();
   const TeAttention te =
-      TransformerEngineAttention(job.model(), tr.precision());
+      TransformerEngineAttention(job.model(), tr.precision(), gpu);
   if (tr.attention_kernel() == v1::ATTENTION_KERNEL_FLASH &&
       te == TeAttention::kUnfusedOnly) {
     return Invalid("training.attention_kernel",
                    absl::StrCat(WhyNoFusedAttention(job.model(),
-                                                    tr.precision()),
+                                                    tr.precision(), gpu),
                                 ", so it runs the unfused attention "
                                 "(ATTENTION_KERNEL_UNFUSED, what an unset "
                                 "kernel resolves to)"),
                    "ATTENTION_KERNEL_FLASH");
   }
   if (tr.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED && c > 1) {
-    const std::string why = WhyNoFusedAttention(job.model(), tr.precision());
+    const std::string why =
+        WhyNoFusedAttention(job.model(), tr.precision(), gpu);
     return Invalid("training.attention_kernel",
                    absl::StrCat(why.empty() ? "" : why + ", so ",
                                 "unfused attention, which cannot run with "

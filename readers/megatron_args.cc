@@ -919,8 +919,11 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
       }
     }
   }
-  t.set_attention_kernel(unfused ? v1::ATTENTION_KERNEL_UNFUSED
-                                 : v1::ATTENTION_KERNEL_FLASH);
+  // auto where the launch alone does not decide it stays unset: the job's
+  // GPU may (job_resolver.cc, attention_backend.h).
+  t.set_attention_kernel(unfused            ? v1::ATTENTION_KERNEL_UNFUSED
+                         : backend == "auto" ? v1::ATTENTION_KERNEL_UNSPECIFIED
+                                             : v1::ATTENTION_KERNEL_FLASH);
 
   std::string granularity = args.Text("recompute-granularity");
   if (granularity.empty() && args.Has("recompute-activations")) {

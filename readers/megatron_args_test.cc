@@ -431,7 +431,8 @@ TEST(MegatronArgsTest, Fp32RunsTransformerEnginesUnfusedAttention) {
         << refused.status();
     EXPECT_NE(refused.status().message().find("bf16"), std::string::npos);
   }
-  EXPECT_EQ(*kernel("--bf16"), v1::ATTENTION_KERNEL_FLASH);
+  // bf16's auto: unset, what the job's GPU allows (FlashAttention here).
+  EXPECT_EQ(*kernel("--bf16"), v1::ATTENTION_KERNEL_UNSPECIFIED);
   EXPECT_EQ(*kernel("--fp16 --attention-backend fused"),
             v1::ATTENTION_KERNEL_FLASH);
   // In bf16 the unfused attention's fp32 scores stay refused.
@@ -473,7 +474,7 @@ TEST(MegatronArgsTest, HeadDimensionsNoFusedKernelTakesRunUnfused) {
         << refused.status();
   }
   EXPECT_EQ(*kernel("--hidden-size 4096 --num-attention-heads 32", ""),
-            v1::ATTENTION_KERNEL_FLASH);
+            v1::ATTENTION_KERNEL_UNSPECIFIED);
 }
 
 // Megatron's --softmax-type (attention sinks): TransformerEngine runs an
@@ -531,7 +532,7 @@ TEST(MegatronArgsTest, SoftmaxTypesRunWhereTransformerEngineRunsThem) {
       read("--bf16 --softmax-type vanilla");
   ASSERT_TRUE(vanilla.ok()) << vanilla.status();
   EXPECT_EQ(vanilla->job.training().attention_kernel(),
-            v1::ATTENTION_KERNEL_FLASH);
+            v1::ATTENTION_KERNEL_UNSPECIFIED);
 }
 
 // A launch of a release from core 0.12.0 on may give arguments the

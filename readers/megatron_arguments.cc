@@ -321,10 +321,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"attention-backend", true, M, "auto",
        "flash / fused / auto: no s^2 term; unfused / local: the softmax "
        "output is stored; auto runs TE's unfused attention where no "
-       "FlashAttention 2 or cuDNN kernel trains the precision and head "
-       "dimensions (fp32; over 256; not multiples of 8, where flash says "
-       "FlashAttention 3 runs them), and flash / fused are refused where "
-       "TE has no such kernel"},
+       "FlashAttention 2 or cuDNN kernel trains the precision, head "
+       "dimensions and GPU (fp32; over 256, over 192 on an L40S; not "
+       "multiples of 8, where flash says FlashAttention 3 runs them), and "
+       "flash / fused are refused where TE has no such kernel"},
       {"softmax-type", true, P, "vanilla",
        "off-by-one / learnable (attention sinks): with --attention-backend "
        "fused no s^2 term (CP > 1 only over --cp-comm-type a2a), with "
