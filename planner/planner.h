@@ -84,8 +84,9 @@ enum class Ranking { kCostModel, kPaperRule, kRuleThenCost };
 // cost model decides; recomputing every layer (x 4/3) costs more than any
 // doubling the paper measured, so it never displaces a layout that fits.
 // Recomputing half a chunk (x 7/6) competes, three quarters (x 5/4) do not.
-// The same worst doubling converts an expert exchange's price into
-// doublings of the rule's group (plan_ranking.h RuleGroupOf).
+// The same worst doubling converts an expert exchange's price, and a
+// pipeline bubble's beyond the paper's, into doublings of the rule's group
+// (plan_ranking.h RuleGroupOf).
 inline constexpr double kWorstMeasuredDoubling = 0.815;
 inline constexpr double kMaxCompetingRecomputeCost = 1 / kWorstMeasuredDoubling;
 
