@@ -782,53 +782,67 @@ absl::Status FillPrecision(const Arguments& args, MegatronLaunch& launch) {
   return absl::OkStatus();
 }
 
-// Megatron's --softmax-type (gpt-oss's attention sinks): off-by-one and
-// learnable softmaxes run in TransformerEngine's cuDNN fused attention or
-// its unfused attention, never in FlashAttention, and with context
-// parallelism only fused over an all-to-all (dot_product_attention/
-// utils.py get_attention_backend, "Filter: Softmax type"). Under auto TE
-// takes the fused one where the installed cuDNN supports it and the unfused
-// one (which keeps the s x s scores) otherwise: memgate cannot tell which,
-// so the launch must say. A learnable softmax's offsets, a/t a layer, are
-// left out (a few hundred parameters).
-absl::Status ReadSoftmaxType(const Arguments& args, const std::string& backend,
-                             MegatronLaunch& launch, bool unfused) {
+// Settings that TransformerEngine's FlashAttention cannot run, so that
+// under auto TE takes cuDNN's fused attention where the installed cuDNN
+// has them and its unfused attention (which keeps the s x s scores)
+// otherwise (dot_product_attention/utils.py get_attention_backend;
+// common/fused_attn/fused_attn.cpp): memgate cannot tell which, so the
+// launch must say. Megatron's --softmax-type off-by-one / learnable
+// (gpt-oss's attention sinks; cuDNN 9.13.1 on, "Filter: Softmax type"),
+// and --qk-clip / --log-max-attention-logit, which have TE return the
+// largest attention logit (transformer_engine.py return_max_logit; cuDNN
+// 9.21 on, "Filter: Return max_logit"). With context parallelism TE's
+// fused attention runs the sinks over an all-to-all only. A learnable
+// softmax's offsets, a/t a layer, are left out (a few hundred parameters).
+absl::Status ReadFlashlessAttention(const Arguments& args,
+                                    const std::string& backend,
+                                    MegatronLaunch& launch, bool unfused) {
   const std::string type =
       args.Has("softmax-type") ? args.Text("softmax-type") : "vanilla";
-  if (type == "vanilla") return absl::OkStatus();
-  if (type != "off-by-one" && type != "learnable") {
+  if (type != "vanilla" && type != "off-by-one" && type != "learnable") {
     return Bad("softmax-type",
                absl::StrCat("'", type.substr(0, 32), "' is not modelled "
                             "(vanilla, off-by-one or learnable)"));
   }
-  if (unfused) return absl::OkStatus();  // unfused, local or fp32: counted
+  const bool sinks = type != "vanilla";
+  const char* flag = sinks                             ? "softmax-type"
+                     : args.Has("qk-clip")             ? "qk-clip"
+                     : args.Has("log-max-attention-logit")
+                         ? "log-max-attention-logit"
+                         : nullptr;
+  if (flag == nullptr) return absl::OkStatus();
+  if (unfused) return absl::OkStatus();  // unfused, local, fp32: counted
+  const std::string what =
+      sinks ? absl::StrCat("the ", type, " softmax")
+            : std::string("the largest attention logit it returns");
   if (backend == "flash") {
-    return Bad("softmax-type",
-               absl::StrCat(type, " with --attention-backend flash: Flash"
-                            "Attention has no such softmax, so Transformer"
-                            "Engine has no backend (use fused or unfused)"));
+    return Bad(flag, absl::StrCat("with --attention-backend flash: Flash"
+                                  "Attention cannot run ", what, ", so "
+                                  "TransformerEngine has no backend (use "
+                                  "fused or unfused)"));
   }
   if (backend == "auto") {
-    return Bad("softmax-type",
-               absl::StrCat(type, " with --attention-backend auto: Transformer"
-                            "Engine runs cuDNN's fused attention where the "
-                            "installed cuDNN supports it (no s x s scores) "
-                            "and its unfused attention otherwise (the s x s "
-                            "scores kept), which memgate cannot tell apart: "
-                            "give --attention-backend fused or unfused"));
+    return Bad(flag, absl::StrCat(
+                         "with --attention-backend auto: TransformerEngine "
+                         "runs ", what, " in cuDNN's fused attention where "
+                         "the installed cuDNN has it (no s x s scores) and "
+                         "in its unfused attention otherwise (the s x s "
+                         "scores kept), which memgate cannot tell apart: "
+                         "give --attention-backend fused or unfused"));
   }
   const v1::ParallelConfig& par = launch.job.parallel();
-  if (par.context_parallel() > 1 &&
+  if (sinks && par.context_parallel() > 1 &&
       par.context_parallel_comm() != v1::CONTEXT_PARALLEL_COMM_A2A) {
-    return Bad("softmax-type",
-               absl::StrCat(type, " with context parallelism: Transformer"
-                            "Engine's fused attention runs it over "
-                            "--cp-comm-type a2a only"));
+    return Bad(flag, absl::StrCat(type, " with context parallelism: Transformer"
+                                  "Engine's fused attention runs it over "
+                                  "--cp-comm-type a2a only"));
   }
-  launch.context_parallel_all_to_all_only = true;
+  if (sinks) launch.context_parallel_all_to_all_only = true;
   launch.notes.push_back(absl::StrCat(
-      "--softmax-type ", type, ": cuDNN's fused attention (no s x s scores; "
-      "the learnable offsets, a/t a layer, left out)"));
+      "--", flag, ": cuDNN's fused attention runs ", what,
+      " (no s x s scores", sinks ? "; the learnable offsets, a/t a layer, "
+                                   "left out" : "",
+      ")"));
   return absl::OkStatus();
 }
 
@@ -904,7 +918,7 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
                               ")"));
     }
   }
-  if (absl::Status s = ReadSoftmaxType(args, backend, launch, unfused);
+  if (absl::Status s = ReadFlashlessAttention(args, backend, launch, unfused);
       !s.ok()) {
     return s;
   }

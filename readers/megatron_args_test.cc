@@ -566,6 +566,42 @@ TEST(MegatronArgsTest, OlderReleasesArgumentsAreReviewedToo) {
   EXPECT_EQ(l->unreviewed_count, 0u);
 }
 
+// --qk-clip and --log-max-attention-logit have TransformerEngine return
+// the largest attention logit, which FlashAttention cannot: under auto
+// cuDNN's version picks fused (9.21 on) or unfused, so they are refused by
+// name, as with flash; fused counts no scores, unfused and Megatron's
+// local attention (which takes the max of its stored scores) count them.
+TEST(MegatronArgsTest, MaxLogitsRunWhereTransformerEngineRunsThem) {
+  const std::string base =
+      "pretrain_gpt.py --num-layers 4 --hidden-size 1024 "
+      "--num-attention-heads 16 --vocab-size 32000 --seq-length 4096 --bf16 ";
+  for (const char* flag : {"--qk-clip", "--log-max-attention-logit"}) {
+    for (const char* backend : {"", "--attention-backend auto",
+                                "--attention-backend flash"}) {
+      const absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+          Words(base + flag + " " + backend), nullptr);
+      ASSERT_FALSE(l.ok()) << flag << " " << backend;
+      EXPECT_TRUE(absl::StartsWith(l.status().message(),
+                                   std::string(flag) + ": "))
+          << l.status();
+    }
+    absl::StatusOr<MegatronLaunch> fused = ParseMegatronLaunch(
+        Words(base + flag + " --attention-backend fused"), nullptr);
+    ASSERT_TRUE(fused.ok()) << fused.status();
+    EXPECT_EQ(fused->job.training().attention_kernel(),
+              v1::ATTENTION_KERNEL_FLASH);
+    EXPECT_FALSE(fused->context_parallel_all_to_all_only);
+    for (const char* unfused :
+         {" --attention-backend unfused", " --transformer-impl local"}) {
+      absl::StatusOr<MegatronLaunch> l =
+          ParseMegatronLaunch(Words(base + flag + unfused), nullptr);
+      ASSERT_TRUE(l.ok()) << l.status();
+      EXPECT_EQ(l->job.training().attention_kernel(),
+                v1::ATTENTION_KERNEL_UNFUSED);
+    }
+  }
+}
+
 // Megatron's global batch (arguments.py, num_microbatches_calculator.py):
 // absent, it is micro-batch x data-parallel size, one micro-batch a step,
 // so a 2-stage pipeline's first stage holds one micro-batch's activations,

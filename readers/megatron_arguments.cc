@@ -330,6 +330,13 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "fused no s^2 term (CP > 1 only over --cp-comm-type a2a), with "
        "unfused / local / fp32 the unfused attention's; refused with flash "
        "(no backend) and with auto (cuDNN's version picks fused or unfused)"},
+      {"qk-clip", false, P, "off",
+       "TE returns the largest attention logit, which FlashAttention "
+       "cannot: with --attention-backend fused no s^2 term, with unfused "
+       "/ local / fp32 the unfused attention's; refused with flash (no "
+       "backend) and with auto (cuDNN's version picks fused or unfused)"},
+      {"log-max-attention-logit", false, P, "off",
+       "as --qk-clip: TE returns the largest attention logit"},
       {"transformer-impl", true, M, "transformer_engine",
        "local: unfused core attention"},
       {"use-flash-attn", false, M, "", "FlashAttention (no s^2 term)"},
