@@ -602,6 +602,29 @@ TEST(MegatronArgsTest, MaxLogitsRunWhereTransformerEngineRunsThem) {
   }
 }
 
+// --use-checkpoint-args has Megatron take the model's arguments from the
+// checkpoint, overriding some the launch gives (load_args_from_checkpoint
+// force=True): memgate cannot read the checkpoint, so it is refused by
+// name, as --yaml-cfg is; without it the two flags that only refine it do
+// nothing and are read past.
+TEST(MegatronArgsTest, ArgumentsFromACheckpointAreRefused) {
+  const std::string base =
+      "pretrain_gpt.py --num-layers 4 --hidden-size 1024 "
+      "--num-attention-heads 16 --vocab-size 32000 --seq-length 4096 --bf16 "
+      "--load /ckpt ";
+  const absl::StatusOr<MegatronLaunch> refused =
+      ParseMegatronLaunch(Words(base + "--use-checkpoint-args"), nullptr);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::StartsWith(refused.status().message(),
+                               "--use-checkpoint-args: "))
+      << refused.status();
+  EXPECT_TRUE(ParseMegatronLaunch(
+                  Words(base + "--use-mp-args-from-checkpoint-args "
+                               "--use-tokenizer-model-from-checkpoint-args"),
+                  nullptr)
+                  .ok());
+}
+
 // Megatron's global batch (arguments.py, num_microbatches_calculator.py):
 // absent, it is micro-batch x data-parallel size, one micro-batch a step,
 // so a 2-stage pipeline's first stage holds one micro-batch's activations,

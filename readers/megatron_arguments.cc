@@ -588,6 +588,16 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"yaml-cfg", true, R, "",
        "the arguments are in a file memgate cannot read: pass them on the "
        "command line"},
+      // checkpointing.py load_args_from_checkpoint: the model's arguments
+      // the launch leaves out, and many it gives (force=True: --swiglu,
+      // the norm, biases, dropout, query groups, experts, MTP), are the
+      // checkpoint's; with --use-mp-args-from-checkpoint-args so are TP,
+      // PP and EP.
+      {"use-checkpoint-args", false, R, "off",
+       "the model's arguments (even some the launch gives: the MLP, norm, "
+       "biases, dropout, experts) and with --use-mp-args-from-checkpoint-"
+       "args the parallel sizes come from the checkpoint, which memgate "
+       "cannot read: pass them on the command line"},
   };
   return *table;
 }
