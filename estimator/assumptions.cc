@@ -296,6 +296,14 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
       also.push_back("each layer's s x s bool causal mask (no mask from the "
                      "dataloader)");
     }
+    if (kept.fp32_softmax) {
+      also.push_back(absl::StrCat(
+          "its softmax's fp32 output, ",
+          t.attention_dropout() > 0 ? 2 : 4,
+          "as^2b a layer (TransformerEngine's fused softmax takes 16 < s < "
+          "16384, s a multiple of 8, b x a/t a multiple of 4; Megatron's "
+          "local attention keeps bf16: an upper bound there)"));
+    }
     if (!also.empty()) {
       out.push_back(absl::StrCat("unfused attention also keeps ",
                                  absl::StrJoin(also, "; ")));

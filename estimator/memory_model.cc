@@ -73,6 +73,17 @@
 //      K and V and 8 [s, s] bool masks in 8 layers; under selective
 //      recomputation the QKV output's storage, 2(a + 2k)d a token, beside
 //      the rotated Q and K).
+// [TS] TransformerEngine's unfused attention (attention/dot_product_
+//      attention/backends.py UnfusedDotProductAttention, what its auto
+//      backend falls back to) runs softmax.py FusedScaleMaskSoftmax with
+//      softmax_in_fp32 on: its fused kernel takes 16-bit scores with 16 <
+//      s < 16384, s a multiple of 8 and b x a/t a multiple of 4
+//      (is_kernel_available); otherwise forward_torch_softmax casts the
+//      scores to fp32, and torch's softmax keeps its fp32 output beside
+//      the 16-bit probabilities the next GEMM (or dropout's output) keeps:
+//      4 bytes a score more without dropout, 2 with it. Megatron's local
+//      attention runs its softmax in bf16 there (attention_softmax_in_fp32
+//      off): an upper bound for it.
 // [MF] Megatron-LM docs/user-guide/features/megatron_fsdp.md: ZeRO-1/2/3
 //      sharding over the data-parallel ranks; "at least two FSDP units
 //      worth of un-sharded weight memory" and of gradient memory.
@@ -375,6 +386,8 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
                           l.micro_batch;
     bytes += scores * 2 * e;                                // softmax out
     if (l.attention_dropout > 0) bytes += scores * (1 + 2 * e);  // mask, out
+    // [TS] the fp32 softmax output beside the 16-bit probabilities.
+    if (kept.fp32_softmax) bytes += scores * (l.attention_dropout > 0 ? 2 : 4);
   }
   if (kept.expanded_kv) {
     // a - k heads more than the 4kd counted above.
@@ -408,6 +421,15 @@ UnfusedAttentionKept UnfusedAttentionKeeps(const ModelShape& m,
   // s x s bool causal mask and masked_fill_ keeps it (an upper bound: the
   // fused kernel, where it applies, keeps none).
   kept.causal_masks = !recomputed && !l.dataloader_mask;
+  // [TS] TransformerEngine's fused softmax kernel: 16-bit scores, 16 < s <
+  // 16384, s a multiple of 8, b x a/t a multiple of 4.
+  const double s = l.seq_length;
+  const double batches = l.micro_batch * (m.heads / l.tensor);
+  const bool fused_softmax =
+      s > 16 && s < 16384 && std::fmod(s, 8) == 0 &&
+      std::fmod(batches, 4) == 0;
+  kept.fp32_softmax = kept.scores &&
+                      l.precision != v1::PRECISION_FP32 && !fused_softmax;
   return kept;
 }
 

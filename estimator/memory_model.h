@@ -265,6 +265,10 @@ struct UnfusedAttentionKept {
   bool expanded_kv = false;   // K and V expanded to the a query heads
   bool qkv_output = false;    // the whole QKV output, through V's view
   bool causal_masks = false;  // an s x s bool mask a layer
+  // In 16-bit training, where TransformerEngine's fused softmax kernel
+  // cannot run: the softmax in fp32, its output kept too (memory_model.cc
+  // [TS]).
+  bool fp32_softmax = false;
 };
 UnfusedAttentionKept UnfusedAttentionKeeps(const ModelShape& m,
                                            const Layout& l);

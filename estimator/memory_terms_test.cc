@@ -216,6 +216,46 @@ TEST(MemoryTermsTest, UnfusedAttentionStoresTheScores) {
   EXPECT_DOUBLE_EQ(Activations(Small(), l), 2 * kLayerBf16 + base);
 }
 
+// [TS] TransformerEngine's unfused attention keeps its softmax's fp32
+// output too where its fused softmax kernel cannot run (16-bit scores, 16
+// < s < 16384, s a multiple of 8, b x a/t a multiple of 4): at s = 16384
+// 4 bytes a score more (2 with dropout); at 1024, or in fp32 training
+// (already fp32), nothing more; 2 heads a rank with one micro-batch, or a
+// length not a multiple of 8, take the fp32 path too.
+TEST(MemoryTermsTest, UnfusedAttentionsSoftmaxInFp32WhereTheKernelCannot) {
+  constexpr double kAs2b = 8 * 1024.0 * 1024;  // a*s^2*b at s = 1024
+  constexpr double kMask = 1024.0 * 1024;
+  constexpr double kQkvView = 4 * kSbh;
+  const double base = kEmbeddingBf16 + kHeadBf16;
+  Layout l = OneGpu();
+  l.unfused_attention = true;
+  EXPECT_FALSE(UnfusedAttentionKeeps(Small(), l).fp32_softmax);
+  l.seq_length = 16 * 1024;  // sbh terms x16, s^2 terms x256
+  ASSERT_TRUE(UnfusedAttentionKeeps(Small(), l).fp32_softmax);
+  EXPECT_DOUBLE_EQ(Activations(Small(), l),
+                   16 * (2 * (kLayerBf16 + kQkvView) + base) +
+                       256 * 2 * ((2 + 4) * kAs2b + kMask));
+  l.attention_dropout = 0.1;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l),
+                   16 * (2 * (kLayerBf16 + kQkvView) + base) +
+                       256 * 2 * ((5 + 2) * kAs2b + kMask));
+  l.precision = v1::PRECISION_FP32;
+  EXPECT_FALSE(UnfusedAttentionKeeps(Small(), l).fp32_softmax);
+  l.precision = v1::PRECISION_BF16_FP32_GRADS;
+  l.seq_length = 1020;
+  EXPECT_TRUE(UnfusedAttentionKeeps(Small(), l).fp32_softmax);
+  l.seq_length = 1024;
+  l.tensor = 4;  // 2 heads a rank, one micro-batch
+  EXPECT_TRUE(UnfusedAttentionKeeps(Small(), l).fp32_softmax);
+  l.micro_batch = 2;
+  EXPECT_FALSE(UnfusedAttentionKeeps(Small(), l).fp32_softmax);
+  // Scores recomputed (selective): nothing kept, nothing more.
+  l.micro_batch = 1;
+  l.recompute = RecomputeKind::kSelective;
+  l.recompute_core_attn = true;
+  EXPECT_FALSE(UnfusedAttentionKeeps(Small(), l).fp32_softmax);
+}
+
 // Full recomputation [K 5, MT]: uniform with N = 1 stores each layer's
 // input (2sbh) and, during backward, one layer's full activations; block
 // with N = 1 recomputes the first layer only.
