@@ -27,6 +27,16 @@ void OverlapExperts(v1::Job& j) {
   j.mutable_parallel()->set_virtual_pipeline_stages(2);
 }
 
+// Full recomputation (uniform, a layer a group) whose stored inputs are
+// distributed over TP: valid at TP > 1 without sequence parallelism.
+void DistributeSavedInputs(v1::Job& j) {
+  v1::Recompute& r = *j.mutable_training()->mutable_recompute();
+  r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+  r.set_method(v1::Recompute::METHOD_UNIFORM);
+  r.set_num_layers(1);
+  r.set_distribute_saved_activations(true);
+}
+
 struct Rule {
   std::string name;
   std::function<void(v1::Job&)> breaks_it;
@@ -437,22 +447,13 @@ INSTANTIATE_TEST_SUITE_P(
                    ->set_distribute_saved_activations(true);
              }, "training.recompute.distribute_saved_activations"},
         Rule{"DistributedSavedActivationsNotBesideSequenceParallelism",
-             [](v1::Job& j) {
-               v1::Recompute& r = *j.mutable_training()->mutable_recompute();
-               r.set_granularity(v1::Recompute::GRANULARITY_FULL);
-               r.set_method(v1::Recompute::METHOD_UNIFORM);
-               r.set_num_layers(1);
-               r.set_distribute_saved_activations(true);
-             }, "training.recompute.distribute_saved_activations"},
+             DistributeSavedInputs,
+             "training.recompute.distribute_saved_activations"},
         Rule{"DistributedSavedActivationsNeedTensorParallelism",
              [](v1::Job& j) {
                j.mutable_parallel()->set_tensor_parallel(1);
                j.mutable_parallel()->set_sequence_parallel(false);
-               v1::Recompute& r = *j.mutable_training()->mutable_recompute();
-               r.set_granularity(v1::Recompute::GRANULARITY_FULL);
-               r.set_method(v1::Recompute::METHOD_UNIFORM);
-               r.set_num_layers(1);
-               r.set_distribute_saved_activations(true);
+               DistributeSavedInputs(j);
              }, "training.recompute.distribute_saved_activations"},
         Rule{"GluLinearCopyIsTheUnfusedSwiglusOnly", [](v1::Job& j) {
                j.mutable_training()->set_fused_swiglu(true);
