@@ -131,6 +131,12 @@ TEST(PlanRankingTest, ABubbleCountsAsDoublingsOfTheRuleGroup) {
   EXPECT_EQ(RuleGroupOf(l, Ranking::kRuleThenCost), 512u);
   l.bubble = 1e300;  // at most 32 however large
   EXPECT_EQ(RuleGroupOf(l, Ranking::kRuleThenCost), uint64_t{128} << 32);
+  // kBubbleThatDoubles (34.2%) is where the first doubling starts.
+  l.exchange = 1;
+  l.bubble = kBubbleThatDoubles * 0.999;
+  EXPECT_EQ(RuleGroupOf(l, Ranking::kRuleThenCost), 128u);
+  l.bubble = kBubbleThatDoubles * 1.001;
+  EXPECT_EQ(RuleGroupOf(l, Ranking::kRuleThenCost), 256u);
 }
 
 // A pipeline starved of micro-batches loses the rule's precedence: one
