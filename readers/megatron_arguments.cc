@@ -339,7 +339,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "as --qk-clip: TE returns the largest attention logit"},
       {"transformer-impl", true, M, "transformer_engine",
        "local: unfused core attention"},
-      {"use-flash-attn", false, M, "", "FlashAttention (no s^2 term)"},
+      {"use-flash-attn", false, M, "",
+       "no change: the legacy models' switch, which Megatron-Core ignores "
+       "(--attention-backend and TransformerEngine decide)"},
       {"attention-softmax-in-fp32", false, P, "off",
        "with unfused attention in bf16 / fp16 refused (fp32 scores not "
        "modelled); no change in fp32 training"},
