@@ -293,16 +293,32 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
       also.push_back("the whole QKV output (V is a view of it)");
     }
     if (kept.causal_masks) {
-      also.push_back("each layer's s x s bool causal mask (no mask from the "
-                     "dataloader)");
+      also.push_back(kept.capped_scores || kept.scores_buffer
+                         ? "each layer's s x s bool mask (causal, or Gemma "
+                           "2's sliding window)"
+                         : "each layer's s x s bool causal mask (no mask "
+                           "from the dataloader)");
     }
     if (kept.fp32_softmax) {
       also.push_back(absl::StrCat(
           "its softmax's fp32 output, ",
           t.attention_dropout() > 0 ? 2 : 4,
-          "as^2b a layer (TransformerEngine's fused softmax takes 16 < s < "
-          "16384, s a multiple of 8, b x a/t a multiple of 4; Megatron's "
-          "local attention keeps bf16: an upper bound there)"));
+          kept.scores_buffer
+              ? "as^2b a layer (Megatron's fused softmax takes 16 < s <= "
+                "4096, s a multiple of 4, b x a/t a multiple of 4)"
+              : "as^2b a layer (TransformerEngine's fused softmax takes 16 "
+                "< s < 16384, s a multiple of 8, b x a/t a multiple of 4; "
+                "Megatron's local attention keeps bf16: an upper bound "
+                "there)"));
+    }
+    if (kept.capped_scores) {
+      also.push_back(absl::StrCat("the soft-capped scores' tanh, ", e,
+                                  "as^2b a layer"));
+    }
+    if (kept.scores_buffer) {
+      also.push_back(absl::StrCat(
+          "Megatron's global buffer of one layer's scores, ", e,
+          "as^2b/t once a GPU"));
     }
     if (!also.empty()) {
       out.push_back(absl::StrCat("unfused attention also keeps ",
@@ -397,6 +413,11 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
   if (m.final_logit_softcapping() > 0) {
     out.push_back("final logit soft-capping: the logits' tanh stored "
                   "(2sbv/t)");
+  }
+  if (m.attention_logit_softcapping() > 0) {
+    out.push_back(absl::StrCat(
+        "attention logit soft-capping (", m.attention_logit_softcapping(),
+        "): Gemma 2's own unfused attention, as Megatron-Bridge runs it"));
   }
   if (!m.linear_bias() && m.qkv_bias()) out.push_back("a QKV bias");
   if (m.position_embedding() == v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE) {

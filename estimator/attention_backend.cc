@@ -41,6 +41,9 @@ uint64_t LargestFusedHeadDim(absl::string_view accelerator) {
 TeAttention TransformerEngineAttention(const v1::ModelConfig& model,
                                        v1::Precision precision,
                                        absl::string_view accelerator) {
+  // No TE kernel soft-caps the scores: Gemma 2 runs its own unfused
+  // attention (attention_backend.h).
+  if (model.attention_logit_softcapping() > 0) return TeAttention::kUnfusedOnly;
   if (precision == v1::PRECISION_FP32) return TeAttention::kUnfusedOnly;
   const AttentionHeadDims d = HeadDimsOf(model);
   if (d.qk == 0) return TeAttention::kFlashOrFused;  // validation's to refuse
@@ -63,6 +66,14 @@ std::string WhyNoFusedAttention(const v1::ModelConfig& model,
     case TeAttention::kFlashOrFused:
       return "";
     case TeAttention::kUnfusedOnly:
+      if (model.attention_logit_softcapping() > 0) {
+        return absl::StrCat(
+            "attention logit soft-capping (model.attention_logit_softcapping "
+            "= ", model.attention_logit_softcapping(),
+            "): TransformerEngine's attention kernels have none, and "
+            "Megatron-Bridge runs Gemma 2's own unfused attention "
+            "(Gemma2DotProductAttention)");
+      }
       if (precision == v1::PRECISION_FP32) {
         return "fp32 training: TransformerEngine has no FlashAttention or "
                "fused attention for fp32 Q, K and V";

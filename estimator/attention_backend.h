@@ -19,6 +19,10 @@
 //   FlashAttention 3 (Hopper, where installed) any up to 256.
 // - common/fused_attn/fused_attn.cpp nvte_get_fused_attn_backend: cuDNN's
 //   fused attention trains multiples of 8, up to 128 (256 on Hopper).
+// - Attention logit soft-capping (Gemma 2): TE's PyTorch attention takes
+//   no score modifier, so Megatron-Bridge's Gemma 2 (models/gemma/
+//   gemma2_provider.py Gemma2DotProductAttention, as NeMo's before it)
+//   computes the scores itself, unfused, and asserts context parallel 1.
 
 #include <cstdint>
 #include <string>

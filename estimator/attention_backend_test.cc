@@ -87,5 +87,29 @@ TEST(AttentionBackendTest, TheReasonNamesWhatRulesTheKernelsOut) {
             std::string::npos);
 }
 
+// Gemma 2's soft-capped attention scores: no TransformerEngine kernel
+// caps them, so it runs unfused on every GPU and in every precision, and
+// the reason names the field and the attention that runs.
+TEST(AttentionBackendTest, SoftCappedScoresRunUnfusedEverywhere) {
+  v1::ModelConfig gemma2 = Heads(3584, 16, 256);
+  gemma2.set_attention_logit_softcapping(50);
+  for (const char* gpu : {"h100-80gb", "b200-180gb", "l40s-48gb", ""}) {
+    EXPECT_EQ(TransformerEngineAttention(gemma2, kBf16, gpu),
+              TeAttention::kUnfusedOnly)
+        << gpu;
+  }
+  EXPECT_EQ(TransformerEngineAttention(gemma2, v1::PRECISION_FP32),
+            TeAttention::kUnfusedOnly);
+  const std::string why = WhyNoFusedAttention(gemma2, kBf16, "h100-80gb");
+  EXPECT_NE(why.find("model.attention_logit_softcapping = 50"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("Gemma2DotProductAttention"), std::string::npos) << why;
+  // Without the cap the same shape runs fused on an H100.
+  gemma2.set_attention_logit_softcapping(0);
+  EXPECT_EQ(TransformerEngineAttention(gemma2, kBf16, "h100-80gb"),
+            TeAttention::kFlashOrFused);
+}
+
 }  // namespace
 }  // namespace memgate

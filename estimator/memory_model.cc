@@ -84,6 +84,20 @@
 //      4 bytes a score more without dropout, 2 with it. Megatron's local
 //      attention runs its softmax in bf16 there (attention_softmax_in_fp32
 //      off): an upper bound for it.
+// [GA] Gemma 2's attention logit soft-capping under Megatron-Bridge
+//      (models/gemma/gemma2_provider.py Gemma2DotProductAttention, NeMo's
+//      before it; TransformerEngine's attention takes no soft-cap): the
+//      unfused attention of [UA] with K and V expanded, its baddbmm writing
+//      the scores beside Megatron's global memory buffer (parallel_state.
+//      get_global_memory_buffer: one b x a/t x s x s tensor a GPU, kept
+//      for the run), logit_softcapping's tanh keeping its output, and
+//      Megatron's fusions/fused_softmax.py FusedScaleMaskSoftmax with
+//      TransformerConfig's attention_softmax_in_fp32 (on): its kernel takes
+//      16-bit scores with 16 < s <= 4096, s a multiple of 4 and b x a/t a
+//      multiple of 4 (8 for s <= 128: get_batch_per_block), else torch's
+//      fp32 softmax keeps its output as in [TS]. Sliding-window layers
+//      build their own s x s bool mask (get_swa), which masked_fill_ keeps
+//      whether or not the dataloader sends one: counted a layer.
 // [MF] Megatron-LM docs/user-guide/features/megatron_fsdp.md: ZeRO-1/2/3
 //      sharding over the data-parallel ranks; "at least two FSDP units
 //      worth of un-sharded weight memory" and of gradient memory.
@@ -292,6 +306,12 @@ double AttentionOutputWidth(const ModelShape& m) {
   return m.mla ? m.heads * m.v_head : QueryWidth(m);
 }
 
+// The s x s scores of a layer's a/t heads, one micro-batch, over the whole
+// sequence (unfused attention has no CP: validated).
+double AttentionScores(const ModelShape& m, const Layout& l) {
+  return m.heads / l.tensor * l.seq_length * l.seq_length * l.micro_batch;
+}
+
 // [CPX] The all-to-all exchanges (a2a, and a2a+p2p with an inner level of
 // 2 or more) keep the attention output twice: the kernel's, heads
 // scattered and the whole sequence (out_part, saved for the attention's
@@ -381,13 +401,12 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
     bytes += e * sb * 2 * (QueryWidth(m) + KeyValueWidth(m)) / l.tensor;
   }
   if (kept.scores) {
-    // a/t heads, s x s scores over the whole sequence (no CP: validated).
-    const double scores = m.heads / l.tensor * l.seq_length * l.seq_length *
-                          l.micro_batch;
+    const double scores = AttentionScores(m, l);
     bytes += scores * 2 * e;                                // softmax out
     if (l.attention_dropout > 0) bytes += scores * (1 + 2 * e);  // mask, out
     // [TS] the fp32 softmax output beside the 16-bit probabilities.
     if (kept.fp32_softmax) bytes += scores * (l.attention_dropout > 0 ? 2 : 4);
+    if (kept.capped_scores) bytes += scores * 2 * e;  // [GA] tanh's output
   }
   if (kept.expanded_kv) {
     // a - k heads more than the 4kd counted above.
@@ -421,13 +440,24 @@ UnfusedAttentionKept UnfusedAttentionKeeps(const ModelShape& m,
   // s x s bool causal mask and masked_fill_ keeps it (an upper bound: the
   // fused kernel, where it applies, keeps none).
   kept.causal_masks = !recomputed && !l.dataloader_mask;
-  // [TS] TransformerEngine's fused softmax kernel: 16-bit scores, 16 < s <
-  // 16384, s a multiple of 8, b x a/t a multiple of 4.
   const double s = l.seq_length;
   const double batches = l.micro_batch * (m.heads / l.tensor);
-  const bool fused_softmax =
-      s > 16 && s < 16384 && std::fmod(s, 8) == 0 &&
-      std::fmod(batches, 4) == 0;
+  bool fused_softmax = false;
+  if (m.attention_softcapping) {
+    // [GA] Megatron's FusedScaleMaskSoftmax: 16 < s <= 4096, s a multiple
+    // of 4, b x a/t of the kernel's batches a block.
+    fused_softmax = s > 16 && s <= 4096 && std::fmod(s, 4) == 0 &&
+                    std::fmod(batches, s <= 128 ? 8 : 4) == 0;
+    kept.capped_scores = kept.scores;
+    kept.scores_buffer = true;
+    // get_swa's window mask, beside or instead of the dataloader's.
+    kept.causal_masks = !recomputed;
+  } else {
+    // [TS] TransformerEngine's fused softmax kernel: 16-bit scores, 16 < s
+    // < 16384, s a multiple of 8, b x a/t a multiple of 4.
+    fused_softmax = s > 16 && s < 16384 && std::fmod(s, 8) == 0 &&
+                    std::fmod(batches, 4) == 0;
+  }
   kept.fp32_softmax = kept.scores &&
                       l.precision != v1::PRECISION_FP32 && !fused_softmax;
   return kept;
@@ -702,6 +732,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
   m.qk_norm = model.qk_norm();
   m.sandwich_norms = model.sandwich_norms();
   m.logit_softcapping = model.final_logit_softcapping() > 0;
+  m.attention_softcapping = model.attention_logit_softcapping() > 0;
   if (model.position_embedding() ==
       v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE) {
     m.learned_positions = model.max_position_embeddings();
@@ -1120,6 +1151,10 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
   }
   if (mix.moe > 0 || (last && mtp_moe)) {
     activations += DispatchWorkingSet(m, l);
+  }
+  if (mix.dense + mix.moe > 0 && UnfusedAttentionKeeps(m, l).scores_buffer) {
+    // [GA] Megatron's global buffer: one layer's 16-bit scores, held.
+    activations += 2 * ActivationElementScale(l) * AttentionScores(m, l);
   }
   if (stage == 0) {
     activations += EmbeddingActivations(

@@ -40,6 +40,9 @@ struct ModelShape {
   bool qk_norm = false;          // norms on Q and K over the head dim
   bool sandwich_norms = false;   // Gemma 2/3: 4 norms a layer, not 2
   bool logit_softcapping = false;  // Gemma 2: tanh of the logits stored
+  // Gemma 2: tanh of the attention scores stored, in Megatron-Bridge's own
+  // unfused attention (UnfusedAttentionKeeps).
+  bool attention_softcapping = false;
   double learned_positions = 0;  // rows of a learned position embedding
   // Mixture of experts (moe_terms.cc); experts == 0 is a dense model.
   double experts = 0;        // E
@@ -265,10 +268,13 @@ struct UnfusedAttentionKept {
   bool expanded_kv = false;   // K and V expanded to the a query heads
   bool qkv_output = false;    // the whole QKV output, through V's view
   bool causal_masks = false;  // an s x s bool mask a layer
-  // In 16-bit training, where TransformerEngine's fused softmax kernel
-  // cannot run: the softmax in fp32, its output kept too (memory_model.cc
-  // [TS]).
+  // In 16-bit training, where the fused softmax kernel cannot run: the
+  // softmax in fp32, its output kept too (memory_model.cc [TS], [GA]).
   bool fp32_softmax = false;
+  // Gemma 2's soft-capped scores [GA]: tanh's output a layer, and one
+  // layer's scores in Megatron's global buffer, held once a GPU.
+  bool capped_scores = false;
+  bool scores_buffer = false;
 };
 UnfusedAttentionKept UnfusedAttentionKeeps(const ModelShape& m,
                                            const Layout& l);

@@ -256,6 +256,61 @@ TEST(MemoryTermsTest, UnfusedAttentionsSoftmaxInFp32WhereTheKernelCannot) {
   EXPECT_FALSE(UnfusedAttentionKeeps(Small(), l).fp32_softmax);
 }
 
+// [GA] Gemma 2's soft-capped attention under Megatron-Bridge: beside
+// [UA]'s terms, tanh's output (2as^2b a layer), one layer's scores in
+// Megatron's global buffer (2as^2b once a GPU) and an s x s bool mask a
+// layer whether or not the dataloader sends one (the sliding window's).
+// Its softmax is Megatron's FusedScaleMaskSoftmax, in fp32 unless 16 < s
+// <= 4096, s a multiple of 4 and b x a/t a multiple of 4 (8 up to s =
+// 128): TransformerEngine's range does not apply.
+TEST(MemoryTermsTest, SoftCappedAttentionKeepsTheTanhAndAScoresBuffer) {
+  constexpr double kAs2b = 8 * 1024.0 * 1024;  // a*s^2*b at s = 1024
+  constexpr double kMask = 1024.0 * 1024;
+  constexpr double kQkvView = 4 * kSbh;
+  const double base = kEmbeddingBf16 + kHeadBf16;
+  ModelShape gemma = Small();
+  gemma.attention_softcapping = true;
+  Layout l = OneGpu();
+  l.unfused_attention = true;
+  EXPECT_FALSE(UnfusedAttentionKeeps(gemma, l).fp32_softmax);
+  EXPECT_DOUBLE_EQ(Activations(gemma, l),
+                   2 * (kLayerBf16 + (2 + 2) * kAs2b + kMask + kQkvView) +
+                       2 * kAs2b + base);
+  // The dataloader's mask is counted once more, the window's stay.
+  l.dataloader_mask = true;
+  EXPECT_DOUBLE_EQ(Activations(gemma, l),
+                   2 * (kLayerBf16 + (2 + 2) * kAs2b + kMask + kQkvView) +
+                       kMask + 2 * kAs2b + base);
+  l.dataloader_mask = false;
+  // At s = 8192 Megatron's kernel does not run (TransformerEngine's would):
+  // the fp32 output, 4 bytes a score more. sbh terms x8, s^2 terms x64.
+  l.seq_length = 8192;
+  EXPECT_FALSE(UnfusedAttentionKeeps(Small(), l).fp32_softmax);
+  ASSERT_TRUE(UnfusedAttentionKeeps(gemma, l).fp32_softmax);
+  EXPECT_DOUBLE_EQ(Activations(gemma, l),
+                   8 * (2 * (kLayerBf16 + kQkvView) + base) +
+                       64 * (2 * ((2 + 4 + 2) * kAs2b + kMask) + 2 * kAs2b));
+  // s = 4092: a multiple of 4 within 4096 (Megatron's kernel), not of 8
+  // (TransformerEngine's fp32 path).
+  l.seq_length = 4092;
+  EXPECT_FALSE(UnfusedAttentionKeeps(gemma, l).fp32_softmax);
+  EXPECT_TRUE(UnfusedAttentionKeeps(Small(), l).fp32_softmax);
+  // Up to s = 128 the kernel takes batches of 8: 4 heads a rank do not.
+  l.seq_length = 128;
+  l.tensor = 2;
+  EXPECT_TRUE(UnfusedAttentionKeeps(gemma, l).fp32_softmax);
+  l.seq_length = 256;
+  EXPECT_FALSE(UnfusedAttentionKeeps(gemma, l).fp32_softmax);
+  // Core attention recomputed: no scores, tanh or mask a layer; the global
+  // buffer stays.
+  l.recompute = RecomputeKind::kSelective;
+  l.recompute_core_attn = true;
+  const UnfusedAttentionKept recomputed = UnfusedAttentionKeeps(gemma, l);
+  EXPECT_FALSE(recomputed.capped_scores);
+  EXPECT_FALSE(recomputed.causal_masks);
+  EXPECT_TRUE(recomputed.scores_buffer);
+}
+
 // Full recomputation [K 5, MT]: uniform with N = 1 stores each layer's
 // input (2sbh) and, during backward, one layer's full activations; block
 // with N = 1 recomputes the first layer only.

@@ -85,6 +85,17 @@ absl::Status ValidateModel(const v1::ModelConfig& m) {
                    "must be a known position embedding",
                    absl::StrCat(m.position_embedding()));
   }
+  // c in c * tanh(x / c): a cap, 0 for none. A negative or non-finite one
+  // (JSON takes "NaN" and "-Infinity" for floats) is no model's.
+  const std::pair<const char*, float> caps[] = {
+      {"model.final_logit_softcapping", m.final_logit_softcapping()},
+      {"model.attention_logit_softcapping", m.attention_logit_softcapping()}};
+  for (const auto& [field, cap] : caps) {
+    if (!(cap >= 0 && std::isfinite(cap))) {
+      return Invalid(field, "must be a finite cap >= 0 (0: none)",
+                     absl::StrCat(cap));
+    }
+  }
   return RequireMultiple("model.num_attention_heads", m.num_attention_heads(),
                          "model.num_query_groups", m.num_query_groups());
 }

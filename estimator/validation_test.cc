@@ -1,6 +1,7 @@
 #include "estimator/validation.h"
 
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "estimator/job_resolver.h"
@@ -68,6 +69,29 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_training()->set_attention_kernel(
                    v1::ATTENTION_KERNEL_FLASH);
              }, "training.attention_kernel"},
+        // No TransformerEngine kernel soft-caps the scores (Gemma 2).
+        Rule{"FlashAttentionWithSoftCappedScores", [](v1::Job& j) {
+               j.mutable_model()->set_attention_logit_softcapping(50);
+               j.mutable_training()->set_attention_kernel(
+                   v1::ATTENTION_KERNEL_FLASH);
+             }, "training.attention_kernel"},
+        // Its unfused attention: no context parallelism (ValidJob's CP 2).
+        Rule{"SoftCappedScoresWithContextParallel", [](v1::Job& j) {
+               j.mutable_model()->set_attention_logit_softcapping(50);
+               j.mutable_training()->set_attention_kernel(
+                   v1::ATTENTION_KERNEL_UNFUSED);
+             }, "training.attention_kernel"},
+        Rule{"NegativeAttentionSoftCap", [](v1::Job& j) {
+               j.mutable_model()->set_attention_logit_softcapping(-1);
+             }, "model.attention_logit_softcapping"},
+        Rule{"InfiniteAttentionSoftCap", [](v1::Job& j) {
+               j.mutable_model()->set_attention_logit_softcapping(
+                   std::numeric_limits<float>::infinity());
+             }, "model.attention_logit_softcapping"},
+        Rule{"NanFinalSoftCap", [](v1::Job& j) {
+               j.mutable_model()->set_final_logit_softcapping(
+                   std::numeric_limits<float>::quiet_NaN());
+             }, "model.final_logit_softcapping"},
         Rule{"TopKAboveExperts", [](v1::Job& j) {
                j.mutable_model()->mutable_moe()->set_num_experts(4);
                j.mutable_model()->mutable_moe()->set_router_topk(5);
@@ -483,6 +507,26 @@ INSTANTIATE_TEST_SUITE_P(
 // 0 or at least p: p = 2, m = 512, N = 3 leaves 2; N = 512 is one group.
 // Each exchange where its heads split (TP 4: 8 query and 2 key heads a
 // rank, CP 2), and any without CP, where no exchange runs.
+// A soft-capped model resolves to the unfused attention it runs, which
+// takes no context parallelism; at CP 1 it is valid.
+TEST(ValidationTest, SoftCappedScoresResolveUnfusedWithoutContextParallel) {
+  v1::Job job = testing::PaperJob("llama-3.1-8b", "h100-80gb", 4, 2, 2, 1, 32,
+                                  8192);
+  job.mutable_model()->set_attention_logit_softcapping(50);
+  absl::StatusOr<v1::Job> resolved = ResolveJob(job);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->training().attention_kernel(),
+            v1::ATTENTION_KERNEL_UNFUSED);
+  const absl::Status cp = ValidateJob(*resolved);
+  EXPECT_NE(cp.message().find("Gemma2DotProductAttention"), std::string::npos)
+      << cp;
+  job.mutable_parallel()->set_context_parallel(1);
+  job.set_num_gpus(16);
+  resolved = ResolveJob(job);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_TRUE(ValidateJob(*resolved).ok()) << ValidateJob(*resolved);
+}
+
 TEST(ValidationTest, ContextParallelExchangesThatSplitTheHeadsAreValid) {
   for (v1::ContextParallelComm comm :
        {v1::CONTEXT_PARALLEL_COMM_P2P, v1::CONTEXT_PARALLEL_COMM_ALL_GATHER,

@@ -38,6 +38,11 @@ struct Family {
   // (weight and bias), transformers' modeling_nemotron.py.
   bool ungated_mlp = false;
   bool layernorm = false;
+  // Gemma 2's soft-caps where config.json leaves the key out (transformers'
+  // Gemma2Config: attn_logit_softcapping 50, final_logit_softcapping 30;
+  // an explicit null turns either off).
+  float attention_cap_default = 0;
+  float final_cap_default = 0;
 };
 
 // Dense decoders with a gated MLP (SwiGLU / GeGLU: three matrices), RMSNorm
@@ -51,7 +56,8 @@ const std::vector<Family>& Families() {
       {"qwen3", {"Qwen3ForCausalLM"}, false, false, true, false},  // QK-norm
       {"phi3", {"Phi3ForCausalLM"}, false, false, false, false},
       {"gemma", {"GemmaForCausalLM"}, true, false, false, false},  // tied
-      {"gemma2", {"Gemma2ForCausalLM"}, true, false, false, true},
+      {"gemma2", {"Gemma2ForCausalLM"}, true, false, false, true,
+       Family::kDense, false, false, 50, 30},
       {"gemma3_text", {"Gemma3ForCausalLM"}, true, false, true, true},
       {"mixtral", {"MixtralForCausalLM"}, false, false, false, false,
        Family::kMixtral},
@@ -246,6 +252,25 @@ absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
   return absl::OkStatus();
 }
 
+// A soft-cap: the config's value; where the key is absent, the family's
+// default; where it is null (which the typed parse cannot tell from
+// absent), none. Only a family with a default parses the JSON again.
+float SoftcapOf(absl::string_view json, absl::string_view key, bool has,
+                float value, float family_default) {
+  if (has) return value;
+  if (family_default == 0) return 0;
+  google::protobuf::Struct top;
+  if (!google::protobuf::util::JsonStringToMessage(
+           google::protobuf::StringPiece(json.data(), json.size()), &top)
+           .ok()) {
+    return family_default;
+  }
+  const auto it = top.fields().find(std::string(key));
+  const bool null = it != top.fields().end() &&
+                    it->second.kind_case() == google::protobuf::Value::kNullValue;
+  return null ? 0 : family_default;
+}
+
 }  // namespace
 
 absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
@@ -297,9 +322,14 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
   model.set_qkv_bias((*family)->qkv_bias || hf.attention_bias());
   model.set_qk_norm((*family)->qk_norm);
   model.set_sandwich_norms((*family)->sandwich_norms);
-  if (hf.final_logit_softcapping() > 0) {
-    model.set_final_logit_softcapping(hf.final_logit_softcapping());
-  }
+  // Gemma 2 caps its logits and its attention scores (validation refuses
+  // negative and non-finite caps).
+  model.set_final_logit_softcapping(SoftcapOf(
+      json, "final_logit_softcapping", hf.has_final_logit_softcapping(),
+      hf.final_logit_softcapping(), (*family)->final_cap_default));
+  model.set_attention_logit_softcapping(SoftcapOf(
+      json, "attn_logit_softcapping", hf.has_attn_logit_softcapping(),
+      hf.attn_logit_softcapping(), (*family)->attention_cap_default));
   // The paper's Llama otherwise: gated MLP, RMSNorm, rotary positions.
   model.set_mlp_activation(v1::MLP_ACTIVATION_SWIGLU);
   model.set_normalization(v1::NORMALIZATION_RMSNORM);
@@ -329,12 +359,12 @@ std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
   // rotary (no parameters); norm epsilons; Gemma's activation name (its
   // MLP is gated whatever the function); routing weights, groups and
   // auxiliary losses (the routed copies are top-k either way); sliding
-  // windows and attention logit scales (FlashAttention stores no s^2
-  // scores either way); dropout probabilities (the job's training settings
-  // decide); the checkpoint's dtype and quantization (training keeps its
-  // own precision).
+  // windows and the scale of attention logits (FlashAttention stores no
+  // s^2 scores either way; their soft-cap is read); dropout probabilities
+  // (the job's training settings decide); the checkpoint's dtype and
+  // quantization (training keeps its own precision).
   static const auto* reviewed = new std::set<std::string>{
-      "attention_dropout", "attn_logit_softcapping", "auto_map",
+      "attention_dropout", "auto_map",
       "aux_loss_alpha", "bos_token_id", "cache_implementation", "dtype",
       "embd_pdrop", "eos_token_id", "ep_size", "hidden_activation",
       "initializer_range", "layer_norm_eps", "layer_types",

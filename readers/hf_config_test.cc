@@ -1,5 +1,6 @@
 #include "readers/hf_config.h"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -241,6 +242,51 @@ TEST(HfConfigTest, Gemma2SandwichNormsAndSoftcappingAddActivations) {
 
 // Families memgate does not model are refused naming model_type, never
 // read as a dense Llama.
+// Gemma 2 soft-caps its attention scores (attn_logit_softcapping) as well
+// as its logits. A key left out takes transformers' Gemma2Config default
+// (50 and 30), an explicit null none; other families have no default. A
+// cap that is no number is refused by validation, naming the field.
+TEST(HfConfigTest, Gemma2sSoftCapsAreReadWithTransformersDefaults) {
+  absl::StatusOr<v1::ModelConfig> published =
+      ReadHuggingFaceConfig("tests/testdata/hf/gemma-2-9b.json");
+  ASSERT_TRUE(published.ok()) << published.status();
+  EXPECT_FLOAT_EQ(published->attention_logit_softcapping(), 50);
+  const std::string shape = R"("hidden_size": 64, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "intermediate_size": 256,
+      "vocab_size": 1000)";
+  auto read = [&](const std::string& type, const std::string& caps) {
+    return ModelFromHuggingFaceJson(
+        "{\"model_type\": \"" + type + "\", " + caps + shape + "}", "x");
+  };
+  absl::StatusOr<v1::ModelConfig> absent = read("gemma2", "");
+  ASSERT_TRUE(absent.ok()) << absent.status();
+  EXPECT_FLOAT_EQ(absent->attention_logit_softcapping(), 50);
+  EXPECT_FLOAT_EQ(absent->final_logit_softcapping(), 30);
+  absl::StatusOr<v1::ModelConfig> null = read(
+      "gemma2",
+      R"("attn_logit_softcapping": null, "final_logit_softcapping": null, )");
+  ASSERT_TRUE(null.ok()) << null.status();
+  EXPECT_FLOAT_EQ(null->attention_logit_softcapping(), 0);
+  EXPECT_FLOAT_EQ(null->final_logit_softcapping(), 0);
+  absl::StatusOr<v1::ModelConfig> given =
+      read("gemma2", R"("attn_logit_softcapping": 20.5, )");
+  EXPECT_FLOAT_EQ(given->attention_logit_softcapping(), 20.5);
+  EXPECT_FLOAT_EQ(given->final_logit_softcapping(), 30);
+  // Gemma 3 dropped both: no default.
+  absl::StatusOr<v1::ModelConfig> gemma3 = read("gemma3_text", "");
+  EXPECT_FLOAT_EQ(gemma3->attention_logit_softcapping(), 0);
+  EXPECT_FLOAT_EQ(gemma3->final_logit_softcapping(), 0);
+  // Read, so no longer named as unreviewed.
+  EXPECT_TRUE(
+      UnreviewedHuggingFaceKeys(R"({"attn_logit_softcapping": 50.0})").empty());
+  // JSON takes "NaN" for a float: passed on as read, for validation to
+  // refuse (validation_test).
+  absl::StatusOr<v1::ModelConfig> nan =
+      read("gemma2", R"("attn_logit_softcapping": "NaN", )");
+  ASSERT_TRUE(nan.ok()) << nan.status();
+  EXPECT_TRUE(std::isnan(nan->attention_logit_softcapping()));
+}
+
 TEST(HfConfigTest, UnmodelledFamiliesAreRefusedByName) {
   const std::string dims =
       R"("hidden_size": 4096, "num_hidden_layers": 32,

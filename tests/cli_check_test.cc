@@ -39,6 +39,36 @@ std::vector<std::string> Launch(std::vector<std::string> check_flags,
   return args;
 }
 
+// Gemma 2 soft-caps its attention scores, which no TransformerEngine
+// kernel does: Megatron-Bridge runs it unfused, keeping a layer's scores,
+// their tanh and the fp32 softmax (s > 4096). Gemma-2-9B at 8k on one node
+// of TP 8 was admitted at 28 GiB as if FlashAttention ran; it keeps 73 GiB.
+// At 4k it fits; with context parallelism it cannot run at all.
+TEST(CliCheckTest, Gemma2sSoftCappedAttentionIsCountedUnfused) {
+  const std::string config = testing::RunfilePath(
+      "tests/testdata/hf/gemma-2-9b.json");
+  const std::vector<std::string> node = {"--model-config=" + config,
+                                         "--gpu=h100-80gb", "--gpus=8",
+                                         "--tp=8"};
+  std::vector<std::string> at8k = node;
+  at8k.push_back("--seq=8192");
+  RunResult r = Check(at8k);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("REFUSE [YELLOW] peak 73.38 GiB", 0), 0u) << r.out;
+  std::vector<std::string> at4k = node;
+  at4k.push_back("--seq=4096");
+  r = Check(at4k);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::vector<std::string> cp = {"--model-config=" + config, "--gpu=h100-80gb",
+                                 "--gpus=8", "--tp=4", "--cp=2", "--seq=8192"};
+  r = Check(cp);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("training.attention_kernel: attention logit "
+                       "soft-capping"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(CliCheckTest, EmbeddedVerdictsAndExitCodes) {
   const std::vector<std::string> base = {"--model=llama-3.1-8b",
                                          "--gpu=a100-40gb", "--gpus=8",
