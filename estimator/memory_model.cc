@@ -1152,7 +1152,10 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
   if (mix.moe > 0 || (last && mtp_moe)) {
     activations += DispatchWorkingSet(m, l);
   }
-  if (mix.dense + mix.moe > 0 && UnfusedAttentionKeeps(m, l).scores_buffer) {
+  // (UnfusedAttentionKeeps(m, l).scores_buffer, without its other terms:
+  // this runs per layout in the planner's inner loop.)
+  if (m.attention_softcapping && l.unfused_attention &&
+      mix.dense + mix.moe > 0) {
     // [GA] Megatron's global buffer: one layer's 16-bit scores, held.
     activations += 2 * ActivationElementScale(l) * AttentionScores(m, l);
   }
