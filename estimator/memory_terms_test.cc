@@ -21,6 +21,10 @@ constexpr double kSbh = 1024.0 * 1024;        // s*b*h
 constexpr double kLayerBf16 = 48 * kSbh;      // the paper's layer, bf16
 constexpr double kEmbeddingBf16 = 8 * kSbh;   // [P 3.2]
 constexpr double kHeadBf16 = 4 * kSbh + 4 * 1024.0 * 32000;  // 4sbh(1+v/h)
+// Unfused attention's terms at s = 1024 (a = k = 8, d = 128).
+constexpr double kAs2b = 8 * 1024.0 * 1024;  // a*s^2*b
+constexpr double kMask = 1024.0 * 1024;      // s^2 bool
+constexpr double kQkvView = 4 * kSbh;        // 2(a + k)d sb, d = h / a
 
 ModelShape Small() {
   ModelShape m;
@@ -183,9 +187,6 @@ TEST(MemoryTermsTest, Fp8ActivationInputStoreKeepsOneByteAnElement) {
 // when no expansion copies V (k = a) or the checkpoint saves it; and with
 // query groups K and V expanded to a heads, 4(a - k)d a token more.
 TEST(MemoryTermsTest, UnfusedAttentionStoresTheScores) {
-  constexpr double kAs2b = 8 * 1024.0 * 1024;  // a*s^2*b
-  constexpr double kMask = 1024.0 * 1024;      // s^2 bool
-  constexpr double kQkvView = 4 * kSbh;        // 2(a + k)d sb, d = h / a
   Layout l = OneGpu();
   l.unfused_attention = true;
   const double base = kEmbeddingBf16 + kHeadBf16;
@@ -223,9 +224,6 @@ TEST(MemoryTermsTest, UnfusedAttentionStoresTheScores) {
 // (already fp32), nothing more; 2 heads a rank with one micro-batch, or a
 // length not a multiple of 8, take the fp32 path too.
 TEST(MemoryTermsTest, UnfusedAttentionsSoftmaxInFp32WhereTheKernelCannot) {
-  constexpr double kAs2b = 8 * 1024.0 * 1024;  // a*s^2*b at s = 1024
-  constexpr double kMask = 1024.0 * 1024;
-  constexpr double kQkvView = 4 * kSbh;
   const double base = kEmbeddingBf16 + kHeadBf16;
   Layout l = OneGpu();
   l.unfused_attention = true;
@@ -264,9 +262,6 @@ TEST(MemoryTermsTest, UnfusedAttentionsSoftmaxInFp32WhereTheKernelCannot) {
 // <= 4096, s a multiple of 4 and b x a/t a multiple of 4 (8 up to s =
 // 128): TransformerEngine's range does not apply.
 TEST(MemoryTermsTest, SoftCappedAttentionKeepsTheTanhAndAScoresBuffer) {
-  constexpr double kAs2b = 8 * 1024.0 * 1024;  // a*s^2*b at s = 1024
-  constexpr double kMask = 1024.0 * 1024;
-  constexpr double kQkvView = 4 * kSbh;
   const double base = kEmbeddingBf16 + kHeadBf16;
   ModelShape gemma = Small();
   gemma.attention_softcapping = true;
