@@ -725,6 +725,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
   m.ungated_mlp = model.mlp_activation() == v1::MLP_ACTIVATION_GELU ||
                   model.mlp_activation() == v1::MLP_ACTIVATION_SQUARED_RELU;
   m.quick_geglu = model.mlp_activation() == v1::MLP_ACTIVATION_QUICK_GEGLU;
+  m.geglu = model.mlp_activation() == v1::MLP_ACTIVATION_GEGLU;
   m.activation_clamp = model.activation_clamp();
   m.layernorm = model.normalization() == v1::NORMALIZATION_LAYERNORM;
   m.linear_bias = model.linear_bias();

@@ -33,6 +33,7 @@ struct ModelShape {
   bool tied_embeddings = false;
   bool ungated_mlp = false;      // GeLU or squared ReLU: 2 matrices, not 3
   bool quick_geglu = false;      // gated, unfused (MlpWidthBytes)
+  bool geglu = false;            // Gemma's gated tanh-GeLU, unfused
   bool activation_clamp = false;  // ModelConfig.activation_clamp
   bool layernorm = false;        // LayerNorm (weight + bias) vs RMSNorm
   bool linear_bias = false;      // biases on every linear layer

@@ -389,6 +389,31 @@ TEST(MemoryTermsTest, QuickGegluKeepsItsUnfusedIntermediates) {
                    2 * (kLayerBf16 + 16 * kSbh) + kEmbeddingBf16 + kHeadBf16);
 }
 
+// Gemma's tanh-GeLU gate runs unfused through glu() [GG]: 10 bytes an FFN
+// column against the paper's 8 (sb x 2 x h_ffn = 8 sbh more a layer here),
+// 12 with a clamp, twice in fp32; the parameters are SwiGLU's. Its experts
+// run the same glu(): no further copy on top.
+TEST(MemoryTermsTest, GemmasGegluKeepsWhatTheUnfusedGluKeeps) {
+  ModelShape m = Small();
+  m.geglu = true;
+  Layout l = OneGpu();
+  const StageFigures f = StageMemoryOf(m, l, 0, 2);
+  EXPECT_DOUBLE_EQ(f.parameters, kModelParams);
+  EXPECT_DOUBLE_EQ(f.activation_bytes,
+                   2 * (kLayerBf16 + 8 * kSbh) + kEmbeddingBf16 + kHeadBf16);
+  EXPECT_DOUBLE_EQ(DenseMlpBytes(m, l), 10);
+  m.activation_clamp = true;
+  EXPECT_DOUBLE_EQ(DenseMlpBytes(m, l), 12);
+  m.activation_clamp = false;
+  l.precision = v1::PRECISION_FP32;
+  EXPECT_DOUBLE_EQ(DenseMlpBytes(m, l), 20);
+  // The unfused glu's copy is GeGLU's own: the flag adds nothing (and
+  // validation refuses it).
+  l = OneGpu();
+  l.glu_linear_copy = true;
+  EXPECT_DOUBLE_EQ(DenseMlpBytes(m, l), 10);
+}
+
 // Megatron's 1F1B runs min(p - rank - 1, m) warm-up forwards, then one:
 // stage i holds min(p - i, m) micro-batches [MT].
 TEST(MemoryTermsTest, MicroBatchesInFlightAreCappedByTheStep) {

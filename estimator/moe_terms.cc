@@ -66,6 +66,15 @@
 //      act(x[0]) * x[1] does not make. With activation_func_clamp_value
 //      both glu()s clamp the halves into new tensors, and the activation
 //      keeps the clamped gate (2 B more); the fused kernels clamp inside.
+// [GG] Gemma's gate under Megatron-Bridge (models/gemma/gemma_provider.py
+//      and gemma2_provider.py: activation_func fast_gelu, gemma3's
+//      openai_gelu, both jit_fuser = torch.compile functions of x alone):
+//      mlp.py fuses only F.gelu and F.silu (bias_geglu_impl,
+//      bias_swiglu_impl; any other raises under bias_activation_fusion),
+//      so it runs glu() [QG]: FC1's output (4: both halves share its
+//      storage), the compiled GeLU's output (2; it keeps only its input,
+//      x_glu, already counted), x_linear + glu_linear_offset (2, core 0.15
+//      on: an upper bound before) and FC2's input (2).
 // [SG] Megatron-LM moe/shared_experts.py SharedExpertMLP.forward: with
 //      --moe-shared-expert-gate, output * sigmoid(linear(x, gate_weight)),
 //      whose multiply saves the shared MLP's output for the gate's
@@ -117,13 +126,15 @@ double MlpWidthBytes(const ModelShape& m) {
   // [QG] --activation-func-clamp-value: glu() clamps the gate into a
   // tensor of its own, which the activation keeps (2).
   if (m.quick_geglu) return m.activation_clamp ? 14 : 12;
+  // [GG] Gemma's GeGLU through glu(); a clamp keeps the clamped gate too.
+  if (m.geglu) return m.activation_clamp ? 12 : 10;
   return 8;
 }
 
 double DenseMlpBytes(const ModelShape& m, const Layout& l) {
   const double e = ElementScale(l);
   // Validation admits both flags on SwiGLU only.
-  const bool swiglu = !m.ungated_mlp && !m.quick_geglu;
+  const bool swiglu = !m.ungated_mlp && !m.quick_geglu && !m.geglu;
   if (swiglu && !l.fused_swiglu && l.glu_linear_copy) {
     // [QG] Megatron's unfused glu() (mlp.py, core 0.15 on): FC1's output
     // (4), silu's output (2), x_linear + offset (2) and FC2's input (2);
@@ -252,7 +263,7 @@ double RoutedCopyActivations(const ModelShape& m, const Layout& l) {
   // recomputation the second saves the 16-bit output it recomputes:
   // experts.py set_save_original_input).
   const bool unfused =
-      m.ungated_mlp || m.quick_geglu || m.expert_activation_unfused;
+      m.ungated_mlp || m.quick_geglu || m.geglu || m.expert_activation_unfused;
   // [TA] TransformerEngine's SwiGLU op keeps only its input, as the fused
   // kernel, but the probabilities' multiply runs after it.
   const bool te_op = m.expert_activation_te_op && !unfused;
@@ -262,7 +273,8 @@ double RoutedCopyActivations(const ModelShape& m, const Layout& l) {
   // offset, a tensor of its own, and with a clamp the clamped gate;
   // inside the moe_act checkpoint neither is kept.
   const bool te_glu = m.expert_activation_unfused && m.expert_glu_linear_copy &&
-                      !m.ungated_mlp && !m.quick_geglu && !l.recompute_moe_act;
+                      !m.ungated_mlp && !m.quick_geglu && !m.geglu &&
+                      !l.recompute_moe_act;
   const double glu_copies =
       te_glu ? 2 + (m.activation_clamp ? 2 : 0) : 0;
   const double width_bytes =

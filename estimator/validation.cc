@@ -845,7 +845,7 @@ absl::Status ValidateTraining(const v1::Job& job) {
     return Invalid("training.glu_linear_copy",
                    "applies to Megatron's unfused SwiGLU only (the fused "
                    "kernel and TransformerEngine's op make no copy; "
-                   "quick-GeGLU counts its own)",
+                   "quick-GeGLU and GeGLU count their own)",
                    tr.fused_swiglu() ? "fused_swiglu true"
                                      : absl::StrCat("model.mlp_activation ",
                                                     v1::MlpActivation_Name(

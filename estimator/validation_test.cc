@@ -92,6 +92,17 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_model()->set_final_logit_softcapping(
                    std::numeric_limits<float>::quiet_NaN());
              }, "model.final_logit_softcapping"},
+        // Megatron fuses no GeGLU of Gemma's: its glu() counts its copy.
+        Rule{"FusedSwigluOnGemmasGeglu", [](v1::Job& j) {
+               j.mutable_model()->set_mlp_activation(
+                   v1::MLP_ACTIVATION_GEGLU);
+               j.mutable_training()->set_fused_swiglu(true);
+             }, "training.fused_swiglu"},
+        Rule{"GluLinearCopyOnGemmasGeglu", [](v1::Job& j) {
+               j.mutable_model()->set_mlp_activation(
+                   v1::MLP_ACTIVATION_GEGLU);
+               j.mutable_training()->set_glu_linear_copy(true);
+             }, "training.glu_linear_copy"},
         Rule{"TopKAboveExperts", [](v1::Job& j) {
                j.mutable_model()->mutable_moe()->set_num_experts(4);
                j.mutable_model()->mutable_moe()->set_router_topk(5);

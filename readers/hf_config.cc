@@ -38,6 +38,9 @@ struct Family {
   // (weight and bias), transformers' modeling_nemotron.py.
   bool ungated_mlp = false;
   bool layernorm = false;
+  // Gemma: a gated tanh-GeLU (hidden_activation gelu_pytorch_tanh), which
+  // Megatron runs unfused (MLP_ACTIVATION_GEGLU).
+  bool gelu_gate = false;
   // Gemma 2's soft-caps where config.json leaves the key out (transformers'
   // Gemma2Config: attn_logit_softcapping 50, final_logit_softcapping 30;
   // an explicit null turns either off).
@@ -55,10 +58,12 @@ const std::vector<Family>& Families() {
       {"qwen2", {"Qwen2ForCausalLM"}, false, true, false, false},  // qkv bias
       {"qwen3", {"Qwen3ForCausalLM"}, false, false, true, false},  // QK-norm
       {"phi3", {"Phi3ForCausalLM"}, false, false, false, false},
-      {"gemma", {"GemmaForCausalLM"}, true, false, false, false},  // tied
+      {"gemma", {"GemmaForCausalLM"}, true, false, false, false,  // tied
+       Family::kDense, false, false, true},
       {"gemma2", {"Gemma2ForCausalLM"}, true, false, false, true,
-       Family::kDense, false, false, 50, 30},
-      {"gemma3_text", {"Gemma3ForCausalLM"}, true, false, true, true},
+       Family::kDense, false, false, true, 50, 30},
+      {"gemma3_text", {"Gemma3ForCausalLM"}, true, false, true, true,
+       Family::kDense, false, false, true},
       {"mixtral", {"MixtralForCausalLM"}, false, false, false, false,
        Family::kMixtral},
       {"qwen2_moe", {"Qwen2MoeForCausalLM"}, false, true, false, false,
@@ -331,7 +336,8 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
       json, "attn_logit_softcapping", hf.has_attn_logit_softcapping(),
       hf.attn_logit_softcapping(), (*family)->attention_cap_default));
   // The paper's Llama otherwise: gated MLP, RMSNorm, rotary positions.
-  model.set_mlp_activation(v1::MLP_ACTIVATION_SWIGLU);
+  model.set_mlp_activation((*family)->gelu_gate ? v1::MLP_ACTIVATION_GEGLU
+                                                : v1::MLP_ACTIVATION_SWIGLU);
   model.set_normalization(v1::NORMALIZATION_RMSNORM);
   if ((*family)->ungated_mlp) {
     // NemotronConfig's default and every published Nemotron's: relu2.
@@ -356,8 +362,9 @@ std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
   // Reviewed and read past: they do not change per-GPU training memory
   // under Megatron. Token ids, initialisation, inference caches and
   // transformers' bookkeeping; rotary frequencies, scaling and partial
-  // rotary (no parameters); norm epsilons; Gemma's activation name (its
-  // MLP is gated whatever the function); routing weights, groups and
+  // rotary (no parameters); norm epsilons; Gemma's activation name (a
+  // gated GeLU whatever the variant, unfused under Megatron: GEGLU);
+  // routing weights, groups and
   // auxiliary losses (the routed copies are top-k either way); sliding
   // windows and the scale of attention logits (FlashAttention stores no
   // s^2 scores either way; their soft-cap is read); dropout probabilities

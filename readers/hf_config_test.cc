@@ -182,6 +182,14 @@ TEST(HfConfigTest, PublishedConfigsGiveThePublishedParameterCounts) {
   absl::StatusOr<v1::ModelConfig> gemma3 =
       ReadHuggingFaceConfig("tests/testdata/hf/gemma-3-1b-it.json");
   EXPECT_TRUE(gemma3->qk_norm());
+  // Gemma's gated tanh-GeLU, which Megatron runs unfused; the others'
+  // gates are SwiGLU.
+  for (const auto* m : {&*gemma, &*gemma2, &*gemma3}) {
+    EXPECT_EQ(m->mlp_activation(), v1::MLP_ACTIVATION_GEGLU) << m->name();
+  }
+  EXPECT_EQ(ReadHuggingFaceConfig("tests/testdata/hf/qwen3-8b.json")
+                ->mlp_activation(),
+            v1::MLP_ACTIVATION_SWIGLU);
   EXPECT_FLOAT_EQ(gemma3->final_logit_softcapping(), 0);  // null: none
 }
 

@@ -74,6 +74,7 @@ std::optional<std::string> MegatronModelArguments(
   if (m.sandwich_norms() || m.final_logit_softcapping() > 0 ||
       m.attention_logit_softcapping() > 0 || m.activation_clamp() ||
       m.mlp_activation() == v1::MLP_ACTIVATION_QUICK_GEGLU ||
+      m.mlp_activation() == v1::MLP_ACTIVATION_GEGLU ||
       m.num_layers() == 0 || m.num_attention_heads() == 0) {
     return std::nullopt;
   }

@@ -114,6 +114,13 @@ TEST(MegatronModelWriterTest, WhatTheCommandLineCannotSayIsNotWritten) {
   v1::ModelConfig sandwich = Resolved("llama-3.1-8b");
   sandwich.set_sandwich_norms(true);
   EXPECT_FALSE(MegatronModelArguments(sandwich).has_value());
+  // Gemma's GeGLU and soft-capped attention have no Megatron-LM argument.
+  v1::ModelConfig geglu = Resolved("llama-3.1-8b");
+  geglu.set_mlp_activation(v1::MLP_ACTIVATION_GEGLU);
+  EXPECT_FALSE(MegatronModelArguments(geglu).has_value());
+  v1::ModelConfig capped = Resolved("llama-3.1-8b");
+  capped.set_attention_logit_softcapping(50);
+  EXPECT_FALSE(MegatronModelArguments(capped).has_value());
 }
 
 }  // namespace
