@@ -51,6 +51,7 @@ constexpr FlagForField kFlagForField[] = {
     {"training.precision", "--precision"},
     {"training.megatron_core_version", "--megatron-core"},
     {"training.fused_swiglu", "--fused-swiglu"},
+    {"training.attention_kernel", "--attention"},
     {"training.tp_comm_overlap", "--tp-comm-overlap"},
     {"num_gpus", "--gpus"},
     {"threshold", "--threshold"},
@@ -66,6 +67,16 @@ absl::StatusOr<v1::Precision> ParsePrecision(const std::string& text) {
   if (p == "fp16") return v1::PRECISION_FP16;
   return absl::InvalidArgumentError(absl::StrCat(
       "--precision: must be bf16, bf16-bf16-grads, fp16 or fp32 (got '", text,
+      "')"));
+}
+
+absl::StatusOr<v1::AttentionKernel> ParseAttentionKernel(
+    const std::string& text) {
+  const std::string k = absl::AsciiStrToLower(text);
+  if (k == "flash") return v1::ATTENTION_KERNEL_FLASH;
+  if (k == "unfused") return v1::ATTENTION_KERNEL_UNFUSED;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--attention: must be flash or unfused (got '", text.substr(0, 32),
       "')"));
 }
 
@@ -151,6 +162,14 @@ void JobFlags::RegisterRelease(FlagSet& f) {
            "a2a+p2p: the all-to-all level's size, the first of Megatron's "
            "--hierarchical-context-parallel-sizes (divides CP)",
            &cp_a2a_size);
+  f.String("attention", "KERNEL",
+           "the attention kernel that runs: flash (FlashAttention or "
+           "cuDNN's fused attention: no s x s scores; for Gemma 2's "
+           "soft-capped scores Megatron-Bridge's FlexAttention) or unfused "
+           "(the scores kept); default: what Megatron's "
+           "--attention-backend auto picks for the precision, head "
+           "dimensions and GPU, and unfused for soft-capped scores",
+           &attention);
 }
 
 absl::Status JobFlags::ApplyContextParallelComm(v1::ParallelConfig& par,
@@ -331,6 +350,18 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
   if (megatron_core) t.set_megatron_core_version(*megatron_core);
   if (fused_swiglu) t.set_fused_swiglu(*fused_swiglu);
   if (tp_comm_overlap) SetTpCommOverlap(*tp_comm_overlap, t);
+  if (attention) {
+    absl::StatusOr<v1::AttentionKernel> kernel = ParseAttentionKernel(*attention);
+    if (!kernel.ok()) return kernel.status();
+    // A launch's --attention-backend decides; the flag may only agree.
+    if (r && t.attention_kernel() != v1::ATTENTION_KERNEL_UNSPECIFIED &&
+        t.attention_kernel() != *kernel) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--attention=", *attention, " contradicts the launch command, "
+          "which runs ", v1::AttentionKernel_Name(t.attention_kernel())));
+    }
+    t.set_attention_kernel(*kernel);
+  }
   return ApplyContextParallelComm(p, r);
 }
 

@@ -44,13 +44,17 @@ struct JobFlags {
   // (ParallelConfig.context_parallel_comm, context_parallel_a2a_size).
   std::optional<std::string> cp_comm_type;
   std::optional<uint32_t> cp_a2a_size;
+  // The attention kernel that runs (TrainingConfig.attention_kernel):
+  // "flash" or "unfused"; unset, what Megatron's auto picks.
+  std::optional<std::string> attention;
   // Set by commands that judge a job (check --refuse-unreviewed): a
   // --model-config key memgate has not reviewed is an error, not a note.
   bool refuse_unreviewed = false;
 
   void Register(FlagSet& flags);
   // --megatron-core, --fused-swiglu, --tp-comm-overlap,
-  // --distributed-optimizer-instances, --cp-comm-type and --cp-a2a-size,
+  // --distributed-optimizer-instances, --cp-comm-type, --cp-a2a-size and
+  // --attention,
   // the settings `plan` takes too (it registers the model flags one by
   // one).
   void RegisterRelease(FlagSet& flags);
@@ -95,6 +99,11 @@ std::string WithLaunchHint(const std::string& message);
 // --tp-comm-overlap on (TransformerEngine's default buffers, unless `t`
 // already has a launch's configuration) or off.
 void SetTpCommOverlap(bool on, v1::TrainingConfig& t);
+
+// --attention's values: flash (FlashAttention, cuDNN's fused attention, or
+// for soft-capped scores Megatron-Bridge's FlexAttention) or unfused.
+absl::StatusOr<v1::AttentionKernel> ParseAttentionKernel(
+    const std::string& text);
 
 // --precision's values: bf16 (fp32 gradients), bf16-bf16-grads, fp16, fp32.
 absl::StatusOr<v1::Precision> ParsePrecision(const std::string& text);

@@ -162,6 +162,12 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
   if (f.model.fused_swiglu) {
     request.mutable_training()->set_fused_swiglu(*f.model.fused_swiglu);
   }
+  if (f.model.attention) {
+    absl::StatusOr<v1::AttentionKernel> kernel =
+        ParseAttentionKernel(*f.model.attention);
+    if (!kernel.ok()) return kernel.status();
+    request.mutable_training()->set_attention_kernel(*kernel);
+  }
   if (f.model.tp_comm_overlap) {
     SetTpCommOverlap(*f.model.tp_comm_overlap, *request.mutable_training());
   }

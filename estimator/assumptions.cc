@@ -267,6 +267,12 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
   const bool selective = t.recompute().granularity() ==
                          v1::Recompute::GRANULARITY_SELECTIVE;
   const UnfusedAttentionKept kept = UnfusedAttentionKeeps(ShapeOf(m), l);
+  if (!unfused && m.attention_logit_softcapping() > 0) {
+    out.push_back("soft-capped scores through Megatron-Bridge's "
+                  "FlexAttention (the flash kernel given): no scores kept; "
+                  "the attention output twice (the kernel's and the output "
+                  "projection's copy) and an fp32 logsumexp a head");
+  }
   if (unfused) {
     // 2-byte scores, 4-byte in fp32 training (memory_model.cc); the
     // dropout mask is 1 byte either way.
@@ -422,7 +428,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
   if (m.attention_logit_softcapping() > 0) {
     out.push_back(absl::StrCat(
         "attention logit soft-capping (", m.attention_logit_softcapping(),
-        "): Gemma 2's own unfused attention, as Megatron-Bridge runs it"));
+        "): Gemma 2's own attention, context parallel 1 only"));
   }
   if (!m.linear_bias() && m.qkv_bias()) out.push_back("a QKV bias");
   if (m.position_embedding() == v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE) {

@@ -41,9 +41,11 @@ uint64_t LargestFusedHeadDim(absl::string_view accelerator) {
 TeAttention TransformerEngineAttention(const v1::ModelConfig& model,
                                        v1::Precision precision,
                                        absl::string_view accelerator) {
-  // No TE kernel soft-caps the scores: Gemma 2 runs its own unfused
-  // attention (attention_backend.h).
-  if (model.attention_logit_softcapping() > 0) return TeAttention::kUnfusedOnly;
+  // No TE kernel soft-caps the scores: Gemma 2 runs its own attention
+  // (attention_backend.h).
+  if (model.attention_logit_softcapping() > 0) {
+    return TeAttention::kUnfusedUnlessFlex;
+  }
   if (precision == v1::PRECISION_FP32) return TeAttention::kUnfusedOnly;
   const AttentionHeadDims d = HeadDimsOf(model);
   if (d.qk == 0) return TeAttention::kFlashOrFused;  // validation's to refuse
@@ -65,15 +67,16 @@ std::string WhyNoFusedAttention(const v1::ModelConfig& model,
   switch (TransformerEngineAttention(model, precision, accelerator)) {
     case TeAttention::kFlashOrFused:
       return "";
+    case TeAttention::kUnfusedUnlessFlex:
+      return absl::StrCat(
+          "attention logit soft-capping (model.attention_logit_softcapping "
+          "= ", model.attention_logit_softcapping(),
+          "): TransformerEngine's attention kernels have none, and Gemma 2's "
+          "own attention (Gemma2DotProductAttention) runs unfused in NeMo, "
+          "and in Megatron-Bridge wherever the dataloader sends a mask or "
+          "attention dropout is on (recent Megatron-Bridge runs FlexAttention "
+          "otherwise: give the flash kernel to say so, --attention=flash)");
     case TeAttention::kUnfusedOnly:
-      if (model.attention_logit_softcapping() > 0) {
-        return absl::StrCat(
-            "attention logit soft-capping (model.attention_logit_softcapping "
-            "= ", model.attention_logit_softcapping(),
-            "): TransformerEngine's attention kernels have none, and "
-            "Megatron-Bridge runs Gemma 2's own unfused attention "
-            "(Gemma2DotProductAttention)");
-      }
       if (precision == v1::PRECISION_FP32) {
         return "fp32 training: TransformerEngine has no FlashAttention or "
                "fused attention for fp32 Q, K and V";
@@ -89,7 +92,8 @@ std::string WhyNoFusedAttention(const v1::ModelConfig& model,
       return absl::StrCat(dims, ": FlashAttention 2 and cuDNN's fused "
                           "attention need multiples of 8 (FlashAttention 3, "
                           "where installed on Hopper, runs it: give the "
-                          "flash kernel to say so)");
+                          "flash kernel to say so, --attention=flash or "
+                          "--attention-backend flash)");
   }
   return "";
 }

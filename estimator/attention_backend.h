@@ -20,9 +20,13 @@
 // - common/fused_attn/fused_attn.cpp nvte_get_fused_attn_backend: cuDNN's
 //   fused attention trains multiples of 8, up to 128 (256 on Hopper).
 // - Attention logit soft-capping (Gemma 2): TE's PyTorch attention takes
-//   no score modifier, so Megatron-Bridge's Gemma 2 (models/gemma/
-//   gemma2_provider.py Gemma2DotProductAttention, as NeMo's before it)
-//   computes the scores itself, unfused, and asserts context parallel 1.
+//   no score modifier, so Gemma 2 runs an attention of its own, context
+//   parallel 1 only: NeMo's and Megatron-Bridge's Gemma2DotProductAttention
+//   computes the scores unfused; recent Megatron-Bridge's
+//   Gemma2FlexDotProductAttention (models/gemma/modeling_gemma2.py) runs
+//   PyTorch's FlexAttention with the cap as its score_mod where it can (no
+//   attention mask from the dataloader, no attention dropout), that
+//   unfused attention otherwise.
 
 #include <cstdint>
 #include <string>
@@ -45,6 +49,9 @@ enum class TeAttention {
   kFlashOrFused,       // FlashAttention 2 or cuDNN's fused attention
   kUnfusedOnly,        // no fused kernel takes it: the unfused attention
   kUnfusedUnlessFa3,   // FlashAttention 3 where installed, else unfused
+  // Soft-capped scores: Megatron-Bridge's FlexAttention where it runs it
+  // (ATTENTION_KERNEL_FLASH says so), else Gemma 2's unfused attention.
+  kUnfusedUnlessFlex,
 };
 
 // `accelerator` is the job's resolved catalog name ("" when the GPU is

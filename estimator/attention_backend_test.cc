@@ -88,23 +88,25 @@ TEST(AttentionBackendTest, TheReasonNamesWhatRulesTheKernelsOut) {
 }
 
 // Gemma 2's soft-capped attention scores: no TransformerEngine kernel
-// caps them, so it runs unfused on every GPU and in every precision, and
-// the reason names the field and the attention that runs.
-TEST(AttentionBackendTest, SoftCappedScoresRunUnfusedEverywhere) {
+// caps them, so on every GPU and in every precision Gemma 2's own
+// attention runs, unfused unless Megatron-Bridge's FlexAttention is said
+// to; the reason names the field, the attention and how to say so.
+TEST(AttentionBackendTest, SoftCappedScoresRunGemma2sOwnAttention) {
   v1::ModelConfig gemma2 = Heads(3584, 16, 256);
   gemma2.set_attention_logit_softcapping(50);
   for (const char* gpu : {"h100-80gb", "b200-180gb", "l40s-48gb", ""}) {
     EXPECT_EQ(TransformerEngineAttention(gemma2, kBf16, gpu),
-              TeAttention::kUnfusedOnly)
+              TeAttention::kUnfusedUnlessFlex)
         << gpu;
   }
   EXPECT_EQ(TransformerEngineAttention(gemma2, v1::PRECISION_FP32),
-            TeAttention::kUnfusedOnly);
+            TeAttention::kUnfusedUnlessFlex);
   const std::string why = WhyNoFusedAttention(gemma2, kBf16, "h100-80gb");
-  EXPECT_NE(why.find("model.attention_logit_softcapping = 50"),
-            std::string::npos)
-      << why;
-  EXPECT_NE(why.find("Gemma2DotProductAttention"), std::string::npos) << why;
+  for (const char* named :
+       {"model.attention_logit_softcapping = 50", "Gemma2DotProductAttention",
+        "FlexAttention", "--attention=flash"}) {
+    EXPECT_NE(why.find(named), std::string::npos) << named << ": " << why;
+  }
   // Without the cap the same shape runs fused on an H100.
   gemma2.set_attention_logit_softcapping(0);
   EXPECT_EQ(TransformerEngineAttention(gemma2, kBf16, "h100-80gb"),

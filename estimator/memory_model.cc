@@ -97,7 +97,13 @@
 //      multiple of 4 (8 for s <= 128: get_batch_per_block), else torch's
 //      fp32 softmax keeps its output as in [TS]. Sliding-window layers
 //      build their own s x s bool mask (get_swa), which masked_fill_ keeps
-//      whether or not the dataloader sends one: counted a layer.
+//      whether or not the dataloader sends one: counted a layer. Recent
+//      Megatron-Bridge (models/gemma/modeling_gemma2.py Gemma2Flex-
+//      DotProductAttention) runs torch's flex_attention instead where no
+//      mask comes and attention dropout is off (ATTENTION_KERNEL_FLASH):
+//      no scores, but the kernel's output (b, a/t, s, d), which its
+//      backward keeps with its fp32 logsumexp, is permuted into a
+//      contiguous copy for the output projection: the output twice.
 // [MF] Megatron-LM docs/user-guide/features/megatron_fsdp.md: ZeRO-1/2/3
 //      sharding over the data-parallel ranks; "at least two FSDP units
 //      worth of un-sharded weight memory" and of gradient memory.
@@ -325,6 +331,21 @@ bool KeepsAttentionOutputTwice(const Layout& l) {
          !(l.recompute == RecomputeKind::kSelective && l.recompute_core_attn);
 }
 
+// [GA] Soft-capped scores under Megatron-Bridge's FlexAttention: the
+// kernel's output beside the projection's copy, and its fp32 logsumexp (a
+// head a token). Recomputing core attention keeps neither (its
+// checkpoint saves Q, K and V).
+double FlexAttentionKeeps(const ModelShape& m, const Layout& l) {
+  if (!m.attention_softcapping || l.unfused_attention ||
+      (l.recompute == RecomputeKind::kSelective && l.recompute_core_attn)) {
+    return 0;
+  }
+  const double sb = LocalTokens(l);
+  return sb * (2 * ActivationElementScale(l) * AttentionOutputWidth(m) +
+               4 * m.heads) /
+         l.tensor;
+}
+
 // What a layer stores for backward, in bytes [P 3.2, K 4]. In units of
 // sbh (2-byte elements): the norm inputs (2 + 2), the attention input and
 // the MLP input (2 + 2), which sequence parallelism splits over t and
@@ -371,6 +392,7 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
   if (KeepsAttentionOutputTwice(l)) {
     bytes += e * sb * 2 * AttentionOutputWidth(m) / l.tensor;
   }
+  bytes += FlexAttentionKeeps(m, l);
   if (moe) bytes += MoeMlpActivations(m, l);
   bytes += l.sequence_parallel ? sbh * hidden_sized / l.tensor
                                : sbh * hidden_sized;

@@ -306,6 +306,23 @@ TEST(MemoryTermsTest, SoftCappedAttentionKeepsTheTanhAndAScoresBuffer) {
   EXPECT_TRUE(recomputed.scores_buffer);
 }
 
+// [GA] Megatron-Bridge's FlexAttention for soft-capped scores (the flash
+// kernel): no scores, mask or buffer; the attention output twice (the
+// kernel's, kept by its backward, and the projection's contiguous copy:
+// 2 x a x d sb = 2 sbh more a layer here) and an fp32 logsumexp a head (4 a
+// sb). Under core attention recomputation the checkpoint keeps Q, K, V.
+TEST(MemoryTermsTest, FlexAttentionKeepsItsOutputTwice) {
+  ModelShape gemma = Small();
+  gemma.attention_softcapping = true;
+  Layout l = OneGpu();
+  const double base = kEmbeddingBf16 + kHeadBf16;
+  EXPECT_DOUBLE_EQ(Activations(gemma, l),
+                   2 * (kLayerBf16 + 2 * kSbh + 4 * 8 * 1024.0) + base);
+  l.recompute = RecomputeKind::kSelective;
+  l.recompute_core_attn = true;
+  EXPECT_DOUBLE_EQ(Activations(gemma, l), Activations(Small(), l));
+}
+
 // Full recomputation [K 5, MT]: uniform with N = 1 stores each layer's
 // input (2sbh) and, during backward, one layer's full activations; block
 // with N = 1 recomputes the first layer only.

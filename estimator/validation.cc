@@ -822,6 +822,30 @@ absl::Status ValidateTraining(const v1::Job& job) {
                                 "kernel resolves to)"),
                    "ATTENTION_KERNEL_FLASH");
   }
+  if (te == TeAttention::kUnfusedUnlessFlex) {
+    // Gemma 2's own attention, flex or not, raises at CP > 1; its flex
+    // path runs only without a dataloader mask and attention dropout
+    // (attention_backend.h).
+    if (c > 1) {
+      return Invalid("parallel.context_parallel",
+                     absl::StrCat(WhyNoFusedAttention(job.model(),
+                                                      tr.precision(), gpu),
+                                  "; that attention raises at context "
+                                  "parallel > 1"),
+                     absl::StrCat(c));
+    }
+    if (tr.attention_kernel() == v1::ATTENTION_KERNEL_FLASH &&
+        (tr.dataloader_attention_mask() || tr.attention_dropout() > 0)) {
+      return Invalid(
+          "training.attention_kernel",
+          "FLASH for soft-capped scores is Megatron-Bridge's FlexAttention "
+          "path, which falls back to the unfused attention where the "
+          "dataloader sends a mask or attention dropout is on",
+          tr.dataloader_attention_mask()
+              ? "ATTENTION_KERNEL_FLASH with training.dataloader_attention_mask"
+              : "ATTENTION_KERNEL_FLASH with training.attention_dropout > 0");
+    }
+  }
   if (tr.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED && c > 1) {
     const std::string why =
         WhyNoFusedAttention(job.model(), tr.precision(), gpu);

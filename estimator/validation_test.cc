@@ -38,6 +38,14 @@ void DistributeSavedInputs(v1::Job& j) {
   r.set_distribute_saved_activations(true);
 }
 
+// ValidJob's model with Gemma 2's soft-capped scores, at CP 1 (16 GPUs):
+// valid with either kernel until a rule is broken.
+void SoftCappedAtContextParallelOne(v1::Job& j) {
+  j.mutable_model()->set_attention_logit_softcapping(50);
+  j.mutable_parallel()->set_context_parallel(1);
+  j.set_num_gpus(16);
+}
+
 struct Rule {
   std::string name;
   std::function<void(v1::Job&)> breaks_it;
@@ -69,17 +77,26 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_training()->set_attention_kernel(
                    v1::ATTENTION_KERNEL_FLASH);
              }, "training.attention_kernel"},
-        // No TransformerEngine kernel soft-caps the scores (Gemma 2).
-        Rule{"FlashAttentionWithSoftCappedScores", [](v1::Job& j) {
-               j.mutable_model()->set_attention_logit_softcapping(50);
-               j.mutable_training()->set_attention_kernel(
-                   v1::ATTENTION_KERNEL_FLASH);
-             }, "training.attention_kernel"},
-        // Its unfused attention: no context parallelism (ValidJob's CP 2).
+        // Gemma 2's own attention, flex or unfused, raises at CP > 1
+        // (ValidJob's CP 2).
         Rule{"SoftCappedScoresWithContextParallel", [](v1::Job& j) {
                j.mutable_model()->set_attention_logit_softcapping(50);
                j.mutable_training()->set_attention_kernel(
-                   v1::ATTENTION_KERNEL_UNFUSED);
+                   v1::ATTENTION_KERNEL_FLASH);
+             }, "parallel.context_parallel"},
+        // Megatron-Bridge's FlexAttention path falls back to the unfused
+        // attention under a dataloader mask or attention dropout.
+        Rule{"FlexAttentionWithADataloaderMask", [](v1::Job& j) {
+               SoftCappedAtContextParallelOne(j);
+               j.mutable_training()->set_attention_kernel(
+                   v1::ATTENTION_KERNEL_FLASH);
+               j.mutable_training()->set_dataloader_attention_mask(true);
+             }, "training.attention_kernel"},
+        Rule{"FlexAttentionWithAttentionDropout", [](v1::Job& j) {
+               SoftCappedAtContextParallelOne(j);
+               j.mutable_training()->set_attention_kernel(
+                   v1::ATTENTION_KERNEL_FLASH);
+               j.mutable_training()->set_attention_dropout(0.1f);
              }, "training.attention_kernel"},
         Rule{"NegativeAttentionSoftCap", [](v1::Job& j) {
                j.mutable_model()->set_attention_logit_softcapping(-1);
@@ -514,12 +531,9 @@ INSTANTIATE_TEST_SUITE_P(
              }, "parallel.pipeline_parallel"}),
     [](const ::testing::TestParamInfo<Rule>& info) { return info.param.name; });
 
-// Megatron runs a micro-batch group of N >= p whose last group, m % N, is
-// 0 or at least p: p = 2, m = 512, N = 3 leaves 2; N = 512 is one group.
-// Each exchange where its heads split (TP 4: 8 query and 2 key heads a
-// rank, CP 2), and any without CP, where no exchange runs.
-// A soft-capped model resolves to the unfused attention it runs, which
-// takes no context parallelism; at CP 1 it is valid.
+// A soft-capped model resolves to the unfused attention NeMo and
+// Megatron-Bridge run by default, which takes no context parallelism; at
+// CP 1 it is valid, and so is FlexAttention (the flash kernel given).
 TEST(ValidationTest, SoftCappedScoresResolveUnfusedWithoutContextParallel) {
   v1::Job job = testing::PaperJob("llama-3.1-8b", "h100-80gb", 4, 2, 2, 1, 32,
                                   8192);
@@ -536,8 +550,17 @@ TEST(ValidationTest, SoftCappedScoresResolveUnfusedWithoutContextParallel) {
   resolved = ResolveJob(job);
   ASSERT_TRUE(resolved.ok()) << resolved.status();
   EXPECT_TRUE(ValidateJob(*resolved).ok()) << ValidateJob(*resolved);
+  // FlexAttention (the flash kernel given) without a mask or dropout.
+  job.mutable_training()->set_attention_kernel(v1::ATTENTION_KERNEL_FLASH);
+  resolved = ResolveJob(job);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->training().attention_kernel(),
+            v1::ATTENTION_KERNEL_FLASH);
+  EXPECT_TRUE(ValidateJob(*resolved).ok()) << ValidateJob(*resolved);
 }
 
+// Each exchange where its heads split (TP 4: 8 query and 2 key heads a
+// rank, CP 2), and any without CP, where no exchange runs.
 TEST(ValidationTest, ContextParallelExchangesThatSplitTheHeadsAreValid) {
   for (v1::ContextParallelComm comm :
        {v1::CONTEXT_PARALLEL_COMM_P2P, v1::CONTEXT_PARALLEL_COMM_ALL_GATHER,
@@ -554,6 +577,8 @@ TEST(ValidationTest, ContextParallelExchangesThatSplitTheHeadsAreValid) {
   }
 }
 
+// Megatron runs a micro-batch group of N >= p whose last group, m % N, is
+// 0 or at least p: p = 2, m = 512, N = 3 leaves 2; N = 512 is one group.
 TEST(ValidationTest, MicrobatchGroupsMegatronRunsAreValid) {
   for (uint32_t group : {0u, 2u, 3u, 256u, 512u}) {
     v1::Job job = ValidJob();

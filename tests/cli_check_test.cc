@@ -45,7 +45,8 @@ std::vector<std::string> Launch(std::vector<std::string> check_flags,
 // (10 B a unit of FFN width). Gemma-2-9B at 8k on one node of TP 8 was
 // admitted at 28 GiB as if FlashAttention and the paper's SwiGLU count
 // ran; it keeps 74.5 GiB. At 4k it fits; with context parallelism it
-// cannot run at all.
+// cannot run at all. Where Megatron-Bridge runs FlexAttention instead
+// (--attention=flash), it fits at 8k.
 TEST(CliCheckTest, Gemma2sSoftCappedAttentionIsCountedUnfused) {
   const std::string config = testing::RunfilePath(
       "tests/testdata/hf/gemma-2-9b.json");
@@ -65,8 +66,20 @@ TEST(CliCheckTest, Gemma2sSoftCappedAttentionIsCountedUnfused) {
                                  "--gpus=8", "--tp=4", "--cp=2", "--seq=8192"};
   r = Check(cp);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("training.attention_kernel: attention logit "
+  EXPECT_NE(r.err.find("parallel.context_parallel (--cp): attention logit "
                        "soft-capping"),
+            std::string::npos)
+      << r.err;
+  // Recent Megatron-Bridge's FlexAttention, said with --attention=flash:
+  // no scores, and the 8k job fits.
+  at8k.push_back("--attention=flash");
+  r = Check(at8k);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("FlexAttention"), std::string::npos) << r.out;
+  at8k.back() = "--attention=sdpa";
+  r = Check(at8k);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--attention: must be flash or unfused"),
             std::string::npos)
       << r.err;
 }
