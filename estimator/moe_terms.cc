@@ -74,7 +74,9 @@
 //      so it runs glu() [QG]: FC1's output (4: both halves share its
 //      storage), the compiled GeLU's output (2; it keeps only its input,
 //      x_glu, already counted), x_linear + glu_linear_offset (2, core 0.15
-//      on: an upper bound before) and FC2's input (2).
+//      on: an upper bound before) and FC2's input (2). (Under torch
+//      before 2.2, where jit_fuser is torch.jit.script, the GeLU's own
+//      intermediates are kept too: not counted.)
 // [SG] Megatron-LM moe/shared_experts.py SharedExpertMLP.forward: with
 //      --moe-shared-expert-gate, output * sigmoid(linear(x, gate_weight)),
 //      whose multiply saves the shared MLP's output for the gate's
