@@ -114,6 +114,19 @@ absl::Status AdmitJobInto(const v1::Job& job, const AdmissionPolicy& policy,
       decision.set_fits_with_fused_swiglu(e.ok() &&
                                           e->zone() == v1::ZONE_GREEN);
     }
+    const v1::TrainingConfig& t = estimate.job().training();
+    if (estimate.job().model().attention_logit_softcapping() > 0 &&
+        t.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED &&
+        !t.dataloader_attention_mask() && !(t.attention_dropout() > 0)) {
+      // One more estimate: Megatron-Bridge's FlexAttention path, which it
+      // takes exactly then (attention_backend.h).
+      v1::Job probe = estimate.job();
+      probe.mutable_training()->set_attention_kernel(
+          v1::ATTENTION_KERNEL_FLASH);
+      absl::StatusOr<v1::Estimate> e = EstimateJob(probe, policy.threshold);
+      decision.set_fits_with_flex_attention(e.ok() &&
+                                            e->zone() == v1::ZONE_GREEN);
+    }
   }
   return absl::OkStatus();
 }

@@ -96,6 +96,37 @@ TEST(AdmissionTest, RefusalSaysWhenTheFusedSwigluAloneDecides) {
   EXPECT_FALSE(d->fits_with_fused_swiglu());
 }
 
+// Soft-capped scores (Gemma 2) count NeMo's and Megatron-Bridge's unfused
+// fallback by default; a refusal says when recent Bridge's FlexAttention
+// alone makes the job fit, and only where Bridge takes that path (no
+// dataloader mask, no attention dropout).
+TEST(AdmissionTest, RefusalSaysWhenFlexAttentionAloneDecides) {
+  v1::Job capped = PaperJob("llama-3.1-8b", "h100-80gb", 4, 1, 2, 1, 8, 8192);
+  capped.mutable_model()->set_attention_logit_softcapping(50);
+  absl::StatusOr<v1::Decision> d = AdmitJob(capped, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE) << d->reason();
+  EXPECT_EQ(d->estimate().job().training().attention_kernel(),
+            v1::ATTENTION_KERNEL_UNFUSED);
+  EXPECT_TRUE(d->fits_with_flex_attention());
+  v1::Job flex = capped;
+  flex.mutable_training()->set_attention_kernel(v1::ATTENTION_KERNEL_FLASH);
+  d = AdmitJob(flex, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->verdict(), v1::VERDICT_ADMIT) << d->reason();
+  // With the dataloader's mask Bridge falls back: no such hint.
+  v1::Job masked = capped;
+  masked.mutable_training()->set_dataloader_attention_mask(true);
+  d = AdmitJob(masked, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  EXPECT_FALSE(d->fits_with_flex_attention());
+  // Without the cap the kernel is FlashAttention already: no hint either.
+  d = AdmitJob(kYellow, AdmissionPolicy());
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->fits_with_flex_attention());
+}
+
 TEST(AdmissionTest, PolicyMayAdmitYellowWithAWarning) {
   AdmissionPolicy policy;
   policy.admit_yellow = true;

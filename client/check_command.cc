@@ -257,6 +257,11 @@ void PrintDecision(const v1::Decision& d,
            "--swiglu, 6 B a unit of FFN width where the paper's count keeps "
            "8; --fused-swiglu)\n";
   }
+  if (d.fits_with_flex_attention()) {
+    out << "  fits where Megatron-Bridge runs Gemma 2's soft-capped scores "
+           "through FlexAttention (recent releases, no dataloader mask, no "
+           "attention dropout; --attention=flash)\n";
+  }
   if (d.fits_with_recompute_modules_size() > 0) {
     // Cheaper than full recomputation: one more forward of a few modules.
     out << "  fits with selective recomputation ("

@@ -58,6 +58,10 @@ TEST(CliCheckTest, Gemma2sSoftCappedAttentionIsCountedUnfused) {
   RunResult r = Check(at8k);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(r.out.rfind("REFUSE [YELLOW] peak 74.53 GiB", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("fits where Megatron-Bridge runs Gemma 2's soft-capped "
+                       "scores through FlexAttention"),
+            std::string::npos)
+      << r.out;
   std::vector<std::string> at4k = node;
   at4k.push_back("--seq=4096");
   r = Check(at4k);
