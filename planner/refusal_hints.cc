@@ -116,9 +116,17 @@ std::vector<v1::Recompute::Module> CheapModulesThatFit(const v1::Job& job,
                                                        double threshold) {
   const Layout layout = LayoutOf(job);
   const SelectiveModules cheap = CheapModulesFor(ShapeOf(job.model()), layout);
-  if (!cheap.any()) return {};
-  const std::vector<v1::Recompute::Module> modules =
-      ModulesOf(WithCheapModules(layout, cheap));
+  const bool full = layout.recompute == RecomputeKind::kFullUniform ||
+                    layout.recompute == RecomputeKind::kFullBlock;
+  // Unfused attention's scores, unless already recomputed.
+  const bool scores =
+      !full && layout.unfused_attention &&
+      !(layout.recompute == RecomputeKind::kSelective &&
+        layout.recompute_core_attn);
+  if (!cheap.any() && !scores) return {};
+  Layout with = WithCheapModules(layout, cheap);
+  with.recompute_core_attn |= scores;
+  const std::vector<v1::Recompute::Module> modules = ModulesOf(with);
   v1::Job probe = job;
   SetSelectiveRecompute(modules, *probe.mutable_training()->mutable_recompute());
   absl::StatusOr<v1::Estimate> e = EstimateJob(probe, threshold);

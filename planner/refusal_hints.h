@@ -44,8 +44,10 @@ inline constexpr uint32_t kMaxRecomputeProbeStages = 4096;
 uint32_t LeastRecomputeThatFits(const v1::Job& resolved_job, double threshold);
 
 // For a refused job that does not recompute whole layers: its own selective
-// modules and the cheap ones (cheap_recompute.h), when with them the same
-// job fits under `threshold` (one estimate); empty otherwise.
+// modules and the cheap ones (cheap_recompute.h), and core attention where
+// it runs unfused (Megatron's default selective recomputation, which drops
+// the s x s scores [K 5]), when with them the same job fits under
+// `threshold` (one estimate); empty otherwise.
 std::vector<v1::Recompute::Module> CheapModulesThatFit(
     const v1::Job& resolved_job, double threshold);
 

@@ -293,6 +293,34 @@ TEST(RefusalHintsTest, RefusalsNameTheCheapModulesThatFit) {
   EXPECT_EQ(d->fits_with_recompute_modules_size(), 0);
 }
 
+// Where attention runs unfused, Megatron's default selective recomputation
+// (core_attn) drops the s x s scores [K 5]: a refusal names it when it
+// makes the job fit, as for Gemma 2's soft-capped scores at 8k (TP 4 on an
+// H100), and not where the job already recomputes core attention, or
+// FlashAttention keeps no scores.
+TEST(RefusalHintsTest, UnfusedAttentionIsToldCoreAttentionRecomputation) {
+  v1::Job capped = testing::PaperJob("llama-3.1-8b", "h100-80gb", 4, 1, 1, 1,
+                                     4, 8192);
+  capped.mutable_model()->set_attention_logit_softcapping(50);
+  absl::StatusOr<v1::Decision> d = AdmitJob(capped, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE) << d->reason();
+  EXPECT_EQ(std::vector<int>(d->fits_with_recompute_modules().begin(),
+                             d->fits_with_recompute_modules().end()),
+            std::vector<int>{v1::Recompute::MODULE_CORE_ATTN});
+  v1::Job recomputed = capped;
+  v1::Recompute& r = *recomputed.mutable_training()->mutable_recompute();
+  r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+  r.add_modules(v1::Recompute::MODULE_CORE_ATTN);
+  d = AdmitJob(recomputed, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->verdict(), v1::VERDICT_ADMIT) << d->reason();
+  absl::StatusOr<v1::Estimate> flash = EstimateJob(
+      testing::PaperJob("llama-3.1-8b", "h100-80gb", 4, 1, 1, 1, 4, 8192));
+  ASSERT_TRUE(flash.ok()) << flash.status();
+  EXPECT_TRUE(CheapModulesThatFit(flash->job(), 0.01).empty());
+}
+
 // The search costs whole estimates on the Admit path: a job with more
 // (virtual) stages than kMaxRecomputeProbeStages is not searched, though
 // recomputation would make it fit, as it does with one stage fewer.

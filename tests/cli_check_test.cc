@@ -62,6 +62,11 @@ TEST(CliCheckTest, Gemma2sSoftCappedAttentionIsCountedUnfused) {
                        "scores through FlexAttention"),
             std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("fits with selective recomputation "
+                       "(--recompute-granularity selective "
+                       "--recompute-modules core_attn)"),
+            std::string::npos)
+      << r.out;
   std::vector<std::string> at4k = node;
   at4k.push_back("--seq=4096");
   r = Check(at4k);
