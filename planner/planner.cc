@@ -459,8 +459,12 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
       if ((s.gpus / t) % c) continue;
       if (c > 1 && s.seq % (2ull * c)) continue;
       if (c > 1 && s.seq / c < kMinTokensPerContextRank) continue;
-      // Megatron's CP needs TransformerEngine's fused attention.
-      if (c > 1 && s.base.unfused_attention) continue;
+      // Megatron's CP needs TransformerEngine's fused attention; Gemma 2's
+      // own attention (soft-capped scores), flex or not, raises at CP > 1
+      // (ValidateJob).
+      if (c > 1 && (s.base.unfused_attention || s.shape.attention_softcapping)) {
+        continue;
+      }
       // An all-to-all exchange scatters the TP rank's heads (ValidateJob).
       if (c > 1 && !AllToAllSplitsHeads(s, t, c)) continue;
       // The rule ValidateJob enforces: s / c tokens split over t.

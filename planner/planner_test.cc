@@ -1345,6 +1345,47 @@ TEST(PlannerTest, ContextParallelExchangesPlanOnlyLayoutsTheySplit) {
   }
 }
 
+// Gemma 2's soft-capped scores run its own attention, which raises at CP >
+// 1 whether it is the unfused one (the default) or Megatron-Bridge's
+// FlexAttention (the flash kernel): a plan at 32k, where CP would
+// otherwise lead, proposes CP 1 only, each candidate the job it says with
+// its kernel, and the flex plan's peaks below the unfused one's.
+TEST(PlannerTest, SoftCappedScoresPlanWithoutContextParallel) {
+  v1::PlanRequest unfused =
+      Request("llama-3.1-8b", "h100-80gb", 64, 32768, 64);
+  unfused.mutable_model()->set_attention_logit_softcapping(50);
+  unfused.set_top_k(0);
+  unfused.set_no_interleave(true);
+  v1::PlanRequest flex = unfused;
+  flex.mutable_training()->set_attention_kernel(v1::ATTENTION_KERNEL_FLASH);
+  std::map<Key, double> unfused_peak;
+  for (const v1::PlanRequest* r : {&unfused, &flex}) {
+    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(*r);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_GT(plan->candidates_size(), 0);
+    int compared = 0;
+    for (const v1::Candidate& c : plan->candidates()) {
+      EXPECT_EQ(c.context_parallel(), 1u) << c.ShortDebugString();
+      absl::StatusOr<v1::Estimate> e = EstimatedAsItsJob(*r, c);
+      ASSERT_TRUE(e.ok());
+      EXPECT_EQ(e->job().training().attention_kernel(),
+                r == &flex ? v1::ATTENTION_KERNEL_FLASH
+                           : v1::ATTENTION_KERNEL_UNFUSED);
+      if (c.recompute_num_layers() > 0) continue;
+      if (r == &unfused) {
+        unfused_peak[KeyOf(c)] = c.peak_bytes();
+      } else if (auto same = unfused_peak.find(KeyOf(c));
+                 same != unfused_peak.end()) {
+        EXPECT_LT(c.peak_bytes(), same->second) << c.ShortDebugString();
+        ++compared;
+      }
+    }
+    if (r == &flex) {
+      EXPECT_GT(compared, 0);
+    }
+  }
+}
+
 // The EP all-to-all overlap holds one more micro-batch (chunk) in flight
 // and Megatron runs it only with EP > 1, interleaving when PP > 1 and no
 // full recomputation: every candidate keeps those rules, is the job it
