@@ -166,6 +166,13 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
     absl::StatusOr<v1::AttentionKernel> kernel =
         ParseAttentionKernel(*f.model.attention);
     if (!kernel.ok()) return kernel.status();
+    // A launch's --attention-backend decides; the flag may only agree.
+    const v1::AttentionKernel launched = request.training().attention_kernel();
+    if (launched != v1::ATTENTION_KERNEL_UNSPECIFIED && launched != *kernel) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--attention=", *f.model.attention, " contradicts the launch "
+          "command, which runs ", v1::AttentionKernel_Name(launched)));
+    }
     request.mutable_training()->set_attention_kernel(*kernel);
   }
   if (f.model.tp_comm_overlap) {

@@ -93,6 +93,22 @@ TEST(CliCheckTest, Gemma2sSoftCappedAttentionIsCountedUnfused) {
       << r.err;
 }
 
+// --attention says which kernel a job from flags runs; over a launch its
+// --attention-backend decides, and a flag that contradicts it is invalid
+// input, naming both.
+TEST(CliCheckTest, TheAttentionFlagMayOnlyAgreeWithALaunch) {
+  RunResult r = Check(Launch({"--gpu=a100-40gb", "--attention=flash"},
+                             "--attention-backend=unfused"));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--attention=flash contradicts the launch command, "
+                       "which runs ATTENTION_KERNEL_UNFUSED"),
+            std::string::npos)
+      << r.err;
+  r = Check(Launch({"--gpu=a100-40gb", "--attention=unfused"},
+                   "--attention-backend=unfused"));
+  EXPECT_NE(r.exit_code, 2) << r.out << r.err;
+}
+
 TEST(CliCheckTest, EmbeddedVerdictsAndExitCodes) {
   const std::vector<std::string> base = {"--model=llama-3.1-8b",
                                          "--gpu=a100-40gb", "--gpus=8",

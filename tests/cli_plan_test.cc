@@ -197,6 +197,26 @@ RunResult PlanLaunch(std::vector<std::string> flags,
   return Plan(WithWords(flags, launch));
 }
 
+// A plan takes --attention as check does: over a launch it may only agree
+// with the launch's --attention-backend.
+TEST(CliPlanTest, TheAttentionFlagMayOnlyAgreeWithALaunch) {
+  const std::string launch =
+      "torchrun --nproc-per-node 8 pretrain_gpt.py --num-layers 4 "
+      "--hidden-size 1024 --num-attention-heads 8 --vocab-size 32000 "
+      "--seq-length 4096 --global-batch-size 32 --micro-batch-size 1 --bf16 "
+      "--attention-backend unfused";
+  RunResult r = PlanLaunch(
+      {"--gpu=h100-80gb", "--gpus=16", "--top=1", "--attention=flash"}, launch);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--attention=flash contradicts the launch command"),
+            std::string::npos)
+      << r.err;
+  r = PlanLaunch(
+      {"--gpu=h100-80gb", "--gpus=16", "--top=1", "--attention=unfused"},
+      launch);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
 // A candidate of a plan from a launch, pasted into that launch, is the
 // same job. A plan by name counts the paper's 8 bytes a unit of FFN width
 // (an unfused SwiGLU), which no Megatron launch keeps: Megatron's fused
