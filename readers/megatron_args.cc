@@ -922,15 +922,27 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
       !s.ok()) {
     return s;
   }
-  // (In fp32 training the scores are fp32 anyway, and counted so.)
+  // Megatron's fp32-scores flags reach its local attention only: TE's
+  // unfused attention builds its softmax with softmax_in_fp32 on whatever
+  // they say (TE attention/dot_product_attention/backends.py
+  // UnfusedDotProductAttention, counted as [TS]); Megatron's local
+  // FusedScaleMaskSoftmax with them keeps fp32 scores its own way, not
+  // modelled. (In fp32 training the scores are fp32 anyway, and counted
+  // so.)
+  const bool local_attention = impl == "local" || backend == "local";
   if (unfused && !fp32) {
     for (const char* fp32_scores :
          {"attention-softmax-in-fp32", "apply-query-key-layer-scaling"}) {
-      if (args.Has(fp32_scores)) {
+      if (!args.Has(fp32_scores)) continue;
+      if (local_attention) {
         return Bad(fp32_scores,
-                   "with unfused attention (fp32 attention scores) is not "
-                   "modelled");
+                   "with Megatron's local attention (fp32 attention scores) "
+                   "is not modelled");
       }
+      launch.notes.push_back(absl::StrCat(
+          "--", fp32_scores, ": no change: TransformerEngine's unfused "
+          "attention takes no such flag and runs its softmax in fp32 "
+          "wherever its fused kernel cannot (counted)"));
     }
   }
   // auto where the launch alone does not decide it stays unset: the job's

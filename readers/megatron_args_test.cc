@@ -435,10 +435,33 @@ TEST(MegatronArgsTest, Fp32RunsTransformerEnginesUnfusedAttention) {
   EXPECT_EQ(*kernel("--bf16"), v1::ATTENTION_KERNEL_UNSPECIFIED);
   EXPECT_EQ(*kernel("--fp16 --attention-backend fused"),
             v1::ATTENTION_KERNEL_FLASH);
-  // In bf16 the unfused attention's fp32 scores stay refused.
-  EXPECT_FALSE(
-      kernel("--bf16 --attention-backend unfused --attention-softmax-in-fp32")
-          .ok());
+  // In bf16 Megatron's local attention with fp32 scores stays refused;
+  // TransformerEngine's unfused attention takes neither flag (its softmax
+  // runs in fp32 wherever its kernel cannot, counted): read, with a note.
+  for (const char* local : {"--attention-backend local",
+                            "--transformer-impl local"}) {
+    for (const char* flag : {"--attention-softmax-in-fp32",
+                             "--apply-query-key-layer-scaling"}) {
+      const absl::StatusOr<v1::AttentionKernel> refused =
+          kernel(absl::StrCat("--bf16 ", local, " ", flag));
+      ASSERT_FALSE(refused.ok()) << local << " " << flag;
+      EXPECT_NE(refused.status().message().find("Megatron's local attention"),
+                std::string::npos)
+          << refused.status();
+    }
+  }
+  absl::StatusOr<MegatronLaunch> te = ParseMegatronLaunch(
+      Words(fp32 + "--bf16 --attention-backend unfused "
+                   "--attention-softmax-in-fp32"),
+      nullptr);
+  ASSERT_TRUE(te.ok()) << te.status();
+  EXPECT_EQ(te->job.training().attention_kernel(),
+            v1::ATTENTION_KERNEL_UNFUSED);
+  bool noted = false;
+  for (const std::string& n : te->notes) {
+    noted |= absl::StartsWith(n, "--attention-softmax-in-fp32: no change");
+  }
+  EXPECT_TRUE(noted);
 }
 
 // Head dimensions that no FlashAttention 2 or cuDNN fused kernel trains

@@ -343,11 +343,15 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "no change: the legacy models' switch, which Megatron-Core ignores "
        "(--attention-backend and TransformerEngine decide)"},
       {"attention-softmax-in-fp32", false, P, "off",
-       "with unfused attention in bf16 / fp16 refused (fp32 scores not "
-       "modelled); no change in fp32 training"},
+       "no change with TransformerEngine's attention (its unfused softmax "
+       "runs in fp32 wherever its kernel cannot, counted; the flag is not "
+       "passed to it) or in fp32 training; with Megatron's local attention "
+       "(--transformer-impl local, --attention-backend local) in bf16 / "
+       "fp16 refused (its fp32 scores are not modelled)"},
       {"apply-query-key-layer-scaling", false, P, "off",
-       "with unfused attention in bf16 / fp16 refused (fp32 scores not "
-       "modelled); no change in fp32 training"},
+       "as --attention-softmax-in-fp32, which it implies (TransformerEngine "
+       "applies the scaling in fp16 only, by NVTE_APPLY_QK_LAYER_SCALING, "
+       "which Megatron requires to match)"},
       {"recompute-activations", false, M, "off",
        "selective recomputation of core attention"},
       {"recompute-granularity", true, M, "off",
