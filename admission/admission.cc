@@ -116,7 +116,8 @@ absl::Status AdmitJobInto(const v1::Job& job, const AdmissionPolicy& policy,
     }
     const v1::TrainingConfig& t = estimate.job().training();
     if (estimate.job().model().attention_logit_softcapping() > 0 &&
-        t.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED &&
+        (t.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED ||
+         t.attention_kernel() == v1::ATTENTION_KERNEL_LOCAL) &&
         !t.dataloader_attention_mask() && !(t.attention_dropout() > 0)) {
       // One more estimate: Megatron-Bridge's FlexAttention path, which it
       // takes exactly then (attention_backend.h).

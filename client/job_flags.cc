@@ -75,9 +75,10 @@ absl::StatusOr<v1::AttentionKernel> ParseAttentionKernel(
   const std::string k = absl::AsciiStrToLower(text);
   if (k == "flash") return v1::ATTENTION_KERNEL_FLASH;
   if (k == "unfused") return v1::ATTENTION_KERNEL_UNFUSED;
+  if (k == "local") return v1::ATTENTION_KERNEL_LOCAL;
   return absl::InvalidArgumentError(absl::StrCat(
-      "--attention: must be flash or unfused (got '", text.substr(0, 32),
-      "')"));
+      "--attention: must be flash, unfused or local (got '",
+      text.substr(0, 32), "')"));
 }
 
 void JobFlags::Register(FlagSet& f) {
@@ -165,8 +166,9 @@ void JobFlags::RegisterRelease(FlagSet& f) {
   f.String("attention", "KERNEL",
            "the attention kernel that runs: flash (FlashAttention or "
            "cuDNN's fused attention: no s x s scores; for Gemma 2's "
-           "soft-capped scores Megatron-Bridge's FlexAttention) or unfused "
-           "(the scores kept); default: what Megatron's "
+           "soft-capped scores Megatron-Bridge's FlexAttention), unfused "
+           "(TransformerEngine's: the scores kept) or local (Megatron's own, "
+           "--transformer-impl local); default: what Megatron's "
            "--attention-backend auto picks for the precision, head "
            "dimensions and GPU, and unfused for soft-capped scores",
            &attention);

@@ -45,7 +45,7 @@ struct JobFlags {
   std::optional<std::string> cp_comm_type;
   std::optional<uint32_t> cp_a2a_size;
   // The attention kernel that runs (TrainingConfig.attention_kernel):
-  // "flash" or "unfused"; unset, what Megatron's auto picks.
+  // "flash", "unfused" or "local"; unset, what Megatron's auto picks.
   std::optional<std::string> attention;
   // Set by commands that judge a job (check --refuse-unreviewed): a
   // --model-config key memgate has not reviewed is an error, not a note.
@@ -101,7 +101,8 @@ std::string WithLaunchHint(const std::string& message);
 void SetTpCommOverlap(bool on, v1::TrainingConfig& t);
 
 // --attention's values: flash (FlashAttention, cuDNN's fused attention, or
-// for soft-capped scores Megatron-Bridge's FlexAttention) or unfused.
+// for soft-capped scores Megatron-Bridge's FlexAttention), unfused
+// (TransformerEngine's) or local (Megatron's own).
 absl::StatusOr<v1::AttentionKernel> ParseAttentionKernel(
     const std::string& text);
 

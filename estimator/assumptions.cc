@@ -263,7 +263,9 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                                ": 1-byte masks (2sbh a layer, sbh at the "
                                "embedding)"));
   }
-  const bool unfused = t.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED;
+  const bool local = t.attention_kernel() == v1::ATTENTION_KERNEL_LOCAL;
+  const bool unfused =
+      local || t.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED;
   const bool selective = t.recompute().granularity() ==
                          v1::Recompute::GRANULARITY_SELECTIVE;
   const UnfusedAttentionKept kept = UnfusedAttentionKeeps(ShapeOf(m), l);
@@ -313,9 +315,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
               ? "as^2b a layer (Megatron's fused softmax takes 16 < s <= "
                 "4096, s a multiple of 4, b x a/t a multiple of 4)"
               : "as^2b a layer (TransformerEngine's fused softmax takes 16 "
-                "< s < 16384, s a multiple of 8, b x a/t a multiple of 4; "
-                "Megatron's local attention keeps bf16: an upper bound "
-                "there)"));
+                "< s < 16384, s a multiple of 8, b x a/t a multiple of 4)"));
     }
     if (kept.capped_scores) {
       also.push_back(absl::StrCat("the soft-capped scores' tanh, ", e,
@@ -323,8 +323,8 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
     }
     if (kept.scores_buffer) {
       also.push_back(absl::StrCat(
-          "Megatron's global buffer of one layer's scores, ", e,
-          "as^2b/t once a GPU"));
+          "Megatron's global buffer of one layer's scores (", e,
+          "as^2b/t once a GPU) is left to the headroom, as measured"));
     }
     if (!also.empty()) {
       out.push_back(absl::StrCat("unfused attention also keeps ",

@@ -60,9 +60,11 @@
 //      compute drains both at the flush).
 // [UA] Megatron-LM's unfused core attention (transformer/dot_product_
 //      attention.py DotProductAttention, the local spec's and
-//      --attention-backend unfused's): with query groups it expands K and
-//      V to the a query heads (repeat_interleave) before baddbmm and bmm,
-//      which save the expanded copies for backward; fusions/
+//      --attention-backend local's; TransformerEngine's, --attention-
+//      backend unfused's, the same but for its softmax [TS]): with query
+//      groups it expands K and V to the a query heads (repeat_interleave)
+//      before baddbmm and bmm, which save the expanded copies for
+//      backward; fusions/
 //      fused_softmax.py forward_torch_softmax, given no mask, builds a new
 //      s x s bool causal mask a call (transformer/utils.py get_default_
 //      causal_mask, not cached) and attention_mask_func's masked_fill_
@@ -72,7 +74,18 @@
 //      (bench/gpu/results/h100_megatron_step.jsonl: 16 [s, a, d] expanded
 //      K and V and 8 [s, s] bool masks in 8 layers; under selective
 //      recomputation the QKV output's storage, 2(a + 2k)d a token, beside
-//      the rotated Q and K).
+//      the rotated Q and K). Megatron's own (ATTENTION_KERNEL_LOCAL)
+//      writes each layer's scores beside one b x a/t x s x s buffer
+//      (parallel_state.get_global_memory_buffer, matmul_input_buffer),
+//      held for the run: left to the 20% headroom, which the measured
+//      local steps show holds it (tests/measured_steps_test.cc: the four
+//      jobs admitted at the edge ran; counted, two would be refused). It
+//      runs fusions/fused_softmax.py
+//      FusedScaleMaskSoftmax: its kernel takes 16-bit scores with 16 < s
+//      <= 4096, s a multiple of 4 and b x a/t a multiple of 4 (8 up to s =
+//      128: get_batch_per_block); otherwise torch's softmax, in fp32 only
+//      with --attention-softmax-in-fp32 (off by default), whose fp32
+//      output is then kept beside the 16-bit probabilities as in [TS].
 // [TS] TransformerEngine's unfused attention (attention/dot_product_
 //      attention/backends.py UnfusedDotProductAttention, what its auto
 //      backend falls back to) runs softmax.py FusedScaleMaskSoftmax with
@@ -81,16 +94,13 @@
 //      (is_kernel_available); otherwise forward_torch_softmax casts the
 //      scores to fp32, and torch's softmax keeps its fp32 output beside
 //      the 16-bit probabilities the next GEMM (or dropout's output) keeps:
-//      4 bytes a score more without dropout, 2 with it. Megatron's local
-//      attention runs its softmax in bf16 there (attention_softmax_in_fp32
-//      off): an upper bound for it.
+//      4 bytes a score more without dropout, 2 with it.
 // [GA] Gemma 2's attention logit soft-capping under Megatron-Bridge
 //      (models/gemma/gemma2_provider.py Gemma2DotProductAttention, NeMo's
 //      before it; TransformerEngine's attention takes no soft-cap): the
 //      unfused attention of [UA] with K and V expanded, its baddbmm writing
-//      the scores beside Megatron's global memory buffer (parallel_state.
-//      get_global_memory_buffer: one b x a/t x s x s tensor a GPU, kept
-//      for the run), logit_softcapping's tanh keeping its output, and
+//      the scores beside Megatron's global memory buffer (left to the
+//      headroom as [UA]'s), logit_softcapping's tanh keeping its output, and
 //      Megatron's fusions/fused_softmax.py FusedScaleMaskSoftmax with
 //      TransformerConfig's attention_softmax_in_fp32 (on): its kernel takes
 //      16-bit scores with 16 < s <= 4096, s a multiple of 4 and b x a/t a
@@ -465,23 +475,30 @@ UnfusedAttentionKept UnfusedAttentionKeeps(const ModelShape& m,
   const double s = l.seq_length;
   const double batches = l.micro_batch * (m.heads / l.tensor);
   bool fused_softmax = false;
-  if (m.attention_softcapping) {
-    // [GA] Megatron's FusedScaleMaskSoftmax: 16 < s <= 4096, s a multiple
-    // of 4, b x a/t of the kernel's batches a block.
+  // Whether a softmax the kernel cannot take runs in fp32.
+  bool fp32_fallback = true;
+  if (m.attention_softcapping || l.local_attention) {
+    // [UA] [GA] Megatron's FusedScaleMaskSoftmax: 16 < s <= 4096, s a
+    // multiple of 4, b x a/t of the kernel's batches a block; otherwise in
+    // fp32 only with attention_softmax_in_fp32 (Megatron's flag, off by
+    // default; TransformerConfig's default, on, for Gemma 2's attention).
     fused_softmax = s > 16 && s <= 4096 && std::fmod(s, 4) == 0 &&
                     std::fmod(batches, s <= 128 ? 8 : 4) == 0;
-    kept.capped_scores = kept.scores;
+    fp32_fallback = m.attention_softcapping || l.softmax_in_fp32;
     kept.scores_buffer = true;
-    // get_swa's window mask, beside or instead of the dataloader's.
-    kept.causal_masks = !recomputed;
   } else {
     // [TS] TransformerEngine's fused softmax kernel: 16-bit scores, 16 < s
     // < 16384, s a multiple of 8, b x a/t a multiple of 4.
     fused_softmax = s > 16 && s < 16384 && std::fmod(s, 8) == 0 &&
                     std::fmod(batches, 4) == 0;
   }
-  kept.fp32_softmax = kept.scores &&
-                      l.precision != v1::PRECISION_FP32 && !fused_softmax;
+  if (m.attention_softcapping) {
+    kept.capped_scores = kept.scores;
+    // get_swa's window mask, beside or instead of the dataloader's.
+    kept.causal_masks = !recomputed;
+  }
+  kept.fp32_softmax = kept.scores && l.precision != v1::PRECISION_FP32 &&
+                      !fused_softmax && fp32_fallback;
   return kept;
 }
 
@@ -882,8 +899,11 @@ Layout LayoutOf(const v1::Job& job) {
   l.sgd_momentum = train.has_sgd_momentum() ? train.sgd_momentum() : 0.9;
   l.hidden_dropout = train.hidden_dropout();
   l.attention_dropout = train.attention_dropout();
+  l.local_attention = train.attention_kernel() == v1::ATTENTION_KERNEL_LOCAL;
   l.unfused_attention =
+      l.local_attention ||
       train.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED;
+  l.softmax_in_fp32 = train.attention_softmax_in_fp32();
   l.dataloader_mask = train.dataloader_attention_mask();
   l.fused_swiglu = train.fused_swiglu();
   l.glu_linear_copy = train.glu_linear_copy();
@@ -1174,13 +1194,6 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
   }
   if (mix.moe > 0 || (last && mtp_moe)) {
     activations += DispatchWorkingSet(m, l);
-  }
-  // (UnfusedAttentionKeeps(m, l).scores_buffer, without its other terms:
-  // this runs per layout in the planner's inner loop.)
-  if (m.attention_softcapping && l.unfused_attention &&
-      mix.dense + mix.moe > 0) {
-    // [GA] Megatron's global buffer: one layer's 16-bit scores, held.
-    activations += 2 * ActivationElementScale(l) * AttentionScores(m, l);
   }
   if (stage == 0) {
     activations += EmbeddingActivations(

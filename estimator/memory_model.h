@@ -113,6 +113,11 @@ struct Layout {
   double hidden_dropout = 0;
   double attention_dropout = 0;
   bool unfused_attention = false;
+  // Of an unfused attention: Megatron's own (ATTENTION_KERNEL_LOCAL), whose
+  // softmax keeps an fp32 output only with softmax_in_fp32
+  // (TrainingConfig.attention_softmax_in_fp32; memory_model.cc [UA]).
+  bool local_attention = false;
+  bool softmax_in_fp32 = false;
   // A SwiGLU activation that saves only its input (Megatron's fused kernel
   // or TransformerEngine's op, TrainingConfig.fused_swiglu): the dense MLP
   // and shared experts keep 6 B a unit of FFN width, not 8; with that
@@ -272,9 +277,10 @@ struct UnfusedAttentionKept {
   // In 16-bit training, where the fused softmax kernel cannot run: the
   // softmax in fp32, its output kept too (memory_model.cc [TS], [GA]).
   bool fp32_softmax = false;
-  // Gemma 2's soft-capped scores [GA]: tanh's output a layer, and one
-  // layer's scores in Megatron's global buffer, held once a GPU.
+  // Gemma 2's soft-capped scores [GA]: tanh's output a layer.
   bool capped_scores = false;
+  // Megatron's own attention [UA] [GA]: one layer's scores in its global
+  // buffer, held once a GPU and left to the headroom (not counted).
   bool scores_buffer = false;
 };
 UnfusedAttentionKept UnfusedAttentionKeeps(const ModelShape& m,

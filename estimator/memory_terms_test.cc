@@ -255,13 +255,13 @@ TEST(MemoryTermsTest, UnfusedAttentionsSoftmaxInFp32WhereTheKernelCannot) {
 }
 
 // [GA] Gemma 2's soft-capped attention under Megatron-Bridge: beside
-// [UA]'s terms, tanh's output (2as^2b a layer), one layer's scores in
-// Megatron's global buffer (2as^2b once a GPU) and an s x s bool mask a
-// layer whether or not the dataloader sends one (the sliding window's).
-// Its softmax is Megatron's FusedScaleMaskSoftmax, in fp32 unless 16 < s
-// <= 4096, s a multiple of 4 and b x a/t a multiple of 4 (8 up to s =
-// 128): TransformerEngine's range does not apply.
-TEST(MemoryTermsTest, SoftCappedAttentionKeepsTheTanhAndAScoresBuffer) {
+// [UA]'s terms, tanh's output (2as^2b a layer) and an s x s bool mask a
+// layer whether or not the dataloader sends one (the sliding window's);
+// Megatron's global scores buffer is left to the headroom, as [UA]'s. Its
+// softmax is Megatron's FusedScaleMaskSoftmax, in fp32 unless 16 < s <=
+// 4096, s a multiple of 4 and b x a/t a multiple of 4 (8 up to s = 128):
+// TransformerEngine's range does not apply.
+TEST(MemoryTermsTest, SoftCappedAttentionKeepsTheTanhAndItsMasks) {
   const double base = kEmbeddingBf16 + kHeadBf16;
   ModelShape gemma = Small();
   gemma.attention_softcapping = true;
@@ -270,12 +270,12 @@ TEST(MemoryTermsTest, SoftCappedAttentionKeepsTheTanhAndAScoresBuffer) {
   EXPECT_FALSE(UnfusedAttentionKeeps(gemma, l).fp32_softmax);
   EXPECT_DOUBLE_EQ(Activations(gemma, l),
                    2 * (kLayerBf16 + (2 + 2) * kAs2b + kMask + kQkvView) +
-                       2 * kAs2b + base);
+                       base);
   // The dataloader's mask is counted once more, the window's stay.
   l.dataloader_mask = true;
   EXPECT_DOUBLE_EQ(Activations(gemma, l),
                    2 * (kLayerBf16 + (2 + 2) * kAs2b + kMask + kQkvView) +
-                       kMask + 2 * kAs2b + base);
+                       kMask + base);
   l.dataloader_mask = false;
   // At s = 8192 Megatron's kernel does not run (TransformerEngine's would):
   // the fp32 output, 4 bytes a score more. sbh terms x8, s^2 terms x64.
@@ -284,7 +284,7 @@ TEST(MemoryTermsTest, SoftCappedAttentionKeepsTheTanhAndAScoresBuffer) {
   ASSERT_TRUE(UnfusedAttentionKeeps(gemma, l).fp32_softmax);
   EXPECT_DOUBLE_EQ(Activations(gemma, l),
                    8 * (2 * (kLayerBf16 + kQkvView) + base) +
-                       64 * (2 * ((2 + 4 + 2) * kAs2b + kMask) + 2 * kAs2b));
+                       64 * 2 * ((2 + 4 + 2) * kAs2b + kMask));
   // s = 4092: a multiple of 4 within 4096 (Megatron's kernel), not of 8
   // (TransformerEngine's fp32 path).
   l.seq_length = 4092;
@@ -296,14 +296,42 @@ TEST(MemoryTermsTest, SoftCappedAttentionKeepsTheTanhAndAScoresBuffer) {
   EXPECT_TRUE(UnfusedAttentionKeeps(gemma, l).fp32_softmax);
   l.seq_length = 256;
   EXPECT_FALSE(UnfusedAttentionKeeps(gemma, l).fp32_softmax);
-  // Core attention recomputed: no scores, tanh or mask a layer; the global
-  // buffer stays.
+  // Core attention recomputed: no scores, tanh or mask a layer.
   l.recompute = RecomputeKind::kSelective;
   l.recompute_core_attn = true;
   const UnfusedAttentionKept recomputed = UnfusedAttentionKeeps(gemma, l);
   EXPECT_FALSE(recomputed.capped_scores);
   EXPECT_FALSE(recomputed.causal_masks);
-  EXPECT_TRUE(recomputed.scores_buffer);
+}
+
+// [UA] Megatron's own attention (ATTENTION_KERNEL_LOCAL) runs its own
+// softmax: its kernel up to s = 4096 (s a multiple of 4), and past it
+// torch's softmax in bf16, keeping no fp32 output, unless
+// --attention-softmax-in-fp32 (softmax_in_fp32) asks for fp32. At s =
+// 8192 TransformerEngine's kernel runs, Megatron's does not; at 4092
+// Megatron's runs, TransformerEngine's does not.
+TEST(MemoryTermsTest, LocalAttentionKeepsAnFp32SoftmaxOnlyWhenAskedTo) {
+  Layout te = OneGpu();
+  te.unfused_attention = true;
+  Layout local = te;
+  local.local_attention = true;
+  for (double s : {1024.0, 4092.0, 8192.0, 16384.0}) {
+    te.seq_length = local.seq_length = s;
+    local.softmax_in_fp32 = false;
+    EXPECT_FALSE(UnfusedAttentionKeeps(Small(), local).fp32_softmax) << s;
+    local.softmax_in_fp32 = true;
+    EXPECT_EQ(UnfusedAttentionKeeps(Small(), local).fp32_softmax, s > 4096)
+        << s;
+    EXPECT_EQ(UnfusedAttentionKeeps(Small(), te).fp32_softmax,
+              s == 4092.0 || s >= 16384)
+        << s;
+  }
+  // Its other terms are [UA]'s: without the fp32 output, the same bytes.
+  local.softmax_in_fp32 = false;
+  te.seq_length = local.seq_length = 1024;
+  EXPECT_DOUBLE_EQ(Activations(Small(), local), Activations(Small(), te));
+  EXPECT_TRUE(UnfusedAttentionKeeps(Small(), local).scores_buffer);
+  EXPECT_FALSE(UnfusedAttentionKeeps(Small(), te).scores_buffer);
 }
 
 // [GA] Megatron-Bridge's FlexAttention for soft-capped scores (the flash

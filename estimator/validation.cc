@@ -846,7 +846,9 @@ absl::Status ValidateTraining(const v1::Job& job) {
               : "ATTENTION_KERNEL_FLASH with training.attention_dropout > 0");
     }
   }
-  if (tr.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED && c > 1) {
+  if ((tr.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED ||
+       tr.attention_kernel() == v1::ATTENTION_KERNEL_LOCAL) &&
+      c > 1) {
     const std::string why =
         WhyNoFusedAttention(job.model(), tr.precision(), gpu);
     return Invalid("training.attention_kernel",
@@ -854,7 +856,8 @@ absl::Status ValidateTraining(const v1::Job& job) {
                                 "unfused attention, which cannot run with "
                                 "context parallelism (Megatron's CP needs "
                                 "TransformerEngine's fused attention)"),
-                   "ATTENTION_KERNEL_UNFUSED with context_parallel > 1");
+                   absl::StrCat(v1::AttentionKernel_Name(tr.attention_kernel()),
+                                " with context_parallel > 1"));
   }
   const v1::MlpActivation act = job.model().mlp_activation();
   if (tr.fused_swiglu() && !IsSwigluMlp(job.model())) {

@@ -922,23 +922,21 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
       !s.ok()) {
     return s;
   }
-  // Megatron's fp32-scores flags reach its local attention only: TE's
+  // Megatron's fp32-scores flags reach its local attention only
+  // (arguments.py: --apply-query-key-layer-scaling turns on
+  // --attention-softmax-in-fp32): its FusedScaleMaskSoftmax then keeps an
+  // fp32 output where its kernel cannot run (memory_model.cc [UA]). TE's
   // unfused attention builds its softmax with softmax_in_fp32 on whatever
   // they say (TE attention/dot_product_attention/backends.py
-  // UnfusedDotProductAttention, counted as [TS]); Megatron's local
-  // FusedScaleMaskSoftmax with them keeps fp32 scores its own way, not
-  // modelled. (In fp32 training the scores are fp32 anyway, and counted
-  // so.)
+  // UnfusedDotProductAttention, counted as [TS]). (In fp32 training the
+  // scores are fp32 anyway, and counted so.)
   const bool local_attention = impl == "local" || backend == "local";
-  if (unfused && !fp32) {
-    for (const char* fp32_scores :
-         {"attention-softmax-in-fp32", "apply-query-key-layer-scaling"}) {
-      if (!args.Has(fp32_scores)) continue;
-      if (local_attention) {
-        return Bad(fp32_scores,
-                   "with Megatron's local attention (fp32 attention scores) "
-                   "is not modelled");
-      }
+  for (const char* fp32_scores :
+       {"attention-softmax-in-fp32", "apply-query-key-layer-scaling"}) {
+    if (!args.Has(fp32_scores)) continue;
+    if (local_attention) {
+      t.set_attention_softmax_in_fp32(true);
+    } else if (unfused && !fp32) {
       launch.notes.push_back(absl::StrCat(
           "--", fp32_scores, ": no change: TransformerEngine's unfused "
           "attention takes no such flag and runs its softmax in fp32 "
@@ -947,7 +945,8 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
   }
   // auto where the launch alone does not decide it stays unset: the job's
   // GPU may (job_resolver.cc, attention_backend.h).
-  t.set_attention_kernel(unfused            ? v1::ATTENTION_KERNEL_UNFUSED
+  t.set_attention_kernel(local_attention ? v1::ATTENTION_KERNEL_LOCAL
+                         : unfused       ? v1::ATTENTION_KERNEL_UNFUSED
                          : backend == "auto" ? v1::ATTENTION_KERNEL_UNSPECIFIED
                                              : v1::ATTENTION_KERNEL_FLASH);
 

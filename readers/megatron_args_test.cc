@@ -417,7 +417,7 @@ TEST(MegatronArgsTest, Fp32RunsTransformerEnginesUnfusedAttention) {
   EXPECT_EQ(*kernel("--attention-backend auto"), v1::ATTENTION_KERNEL_UNFUSED);
   EXPECT_EQ(*kernel("--attention-backend unfused"),
             v1::ATTENTION_KERNEL_UNFUSED);
-  EXPECT_EQ(*kernel("--transformer-impl local"), v1::ATTENTION_KERNEL_UNFUSED);
+  EXPECT_EQ(*kernel("--transformer-impl local"), v1::ATTENTION_KERNEL_LOCAL);
   EXPECT_EQ(*kernel("--attention-softmax-in-fp32"),
             v1::ATTENTION_KERNEL_UNFUSED);
   EXPECT_EQ(*kernel("--apply-query-key-layer-scaling"),
@@ -435,19 +435,21 @@ TEST(MegatronArgsTest, Fp32RunsTransformerEnginesUnfusedAttention) {
   EXPECT_EQ(*kernel("--bf16"), v1::ATTENTION_KERNEL_UNSPECIFIED);
   EXPECT_EQ(*kernel("--fp16 --attention-backend fused"),
             v1::ATTENTION_KERNEL_FLASH);
-  // In bf16 Megatron's local attention with fp32 scores stays refused;
-  // TransformerEngine's unfused attention takes neither flag (its softmax
-  // runs in fp32 wherever its kernel cannot, counted): read, with a note.
+  // Megatron's local attention takes either flag: its softmax in fp32
+  // where its kernel cannot run (TrainingConfig.attention_softmax_in_fp32);
+  // TransformerEngine's unfused attention takes neither (its softmax runs
+  // in fp32 wherever its kernel cannot, counted): read, with a note.
   for (const char* local : {"--attention-backend local",
                             "--transformer-impl local"}) {
-    for (const char* flag : {"--attention-softmax-in-fp32",
+    for (const char* flag : {"", "--attention-softmax-in-fp32",
                              "--apply-query-key-layer-scaling"}) {
-      const absl::StatusOr<v1::AttentionKernel> refused =
-          kernel(absl::StrCat("--bf16 ", local, " ", flag));
-      ASSERT_FALSE(refused.ok()) << local << " " << flag;
-      EXPECT_NE(refused.status().message().find("Megatron's local attention"),
-                std::string::npos)
-          << refused.status();
+      absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+          Words(absl::StrCat(fp32, "--bf16 ", local, " ", flag)), nullptr);
+      ASSERT_TRUE(l.ok()) << local << " " << flag << ": " << l.status();
+      EXPECT_EQ(l->job.training().attention_kernel(),
+                v1::ATTENTION_KERNEL_LOCAL);
+      EXPECT_EQ(l->job.training().attention_softmax_in_fp32(), *flag != 0)
+          << local << " " << flag;
     }
   }
   absl::StatusOr<MegatronLaunch> te = ParseMegatronLaunch(
@@ -547,7 +549,8 @@ TEST(MegatronArgsTest, SoftmaxTypesRunWhereTransformerEngineRunsThem) {
     absl::StatusOr<MegatronLaunch> l = read(unfused);
     ASSERT_TRUE(l.ok()) << unfused << ": " << l.status();
     EXPECT_EQ(l->job.training().attention_kernel(),
-              v1::ATTENTION_KERNEL_UNFUSED)
+              absl::StrContains(unfused, "local") ? v1::ATTENTION_KERNEL_LOCAL
+                                                  : v1::ATTENTION_KERNEL_UNFUSED)
         << unfused;
     EXPECT_FALSE(l->context_parallel_all_to_all_only);
   }
@@ -620,7 +623,9 @@ TEST(MegatronArgsTest, MaxLogitsRunWhereTransformerEngineRunsThem) {
           ParseMegatronLaunch(Words(base + flag + unfused), nullptr);
       ASSERT_TRUE(l.ok()) << l.status();
       EXPECT_EQ(l->job.training().attention_kernel(),
-                v1::ATTENTION_KERNEL_UNFUSED);
+                absl::StrContains(unfused, "local")
+                    ? v1::ATTENTION_KERNEL_LOCAL
+                    : v1::ATTENTION_KERNEL_UNFUSED);
     }
   }
 }
@@ -1084,7 +1089,7 @@ TEST(MegatronArgsTest, MemoryArgumentsMapToTheJob) {
   EXPECT_EQ(parse("--attention-backend unfused").training().attention_kernel(),
             v1::ATTENTION_KERNEL_UNFUSED);
   EXPECT_EQ(parse("--transformer-impl local").training().attention_kernel(),
-            v1::ATTENTION_KERNEL_UNFUSED);
+            v1::ATTENTION_KERNEL_LOCAL);
   EXPECT_EQ(parse("--attention-backend fused").training().attention_kernel(),
             v1::ATTENTION_KERNEL_FLASH);
   v1::Recompute r = parse("--recompute-granularity full --recompute-method "

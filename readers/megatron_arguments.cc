@@ -319,8 +319,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"dataloader-inter-document-masking", false, M, "off",
        "no dataloader attention mask (Megatron turns it off)"},
       {"attention-backend", true, M, "auto",
-       "flash / fused / auto: no s^2 term; unfused / local: the softmax "
-       "output is stored; auto runs TE's unfused attention where no "
+       "flash / fused / auto: no s^2 term; unfused (TE's) / local "
+       "(Megatron's own, as --transformer-impl local): the softmax output "
+       "is stored; auto runs TE's unfused attention where no "
        "FlashAttention 2 or cuDNN kernel trains the precision, head "
        "dimensions and GPU (fp32; over 256, over 192 on an L40S; not "
        "multiples of 8, where flash says FlashAttention 3 runs them), and "
@@ -338,18 +339,20 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"log-max-attention-logit", false, P, "off",
        "as --qk-clip: TE returns the largest attention logit"},
       {"transformer-impl", true, M, "transformer_engine",
-       "local: unfused core attention"},
+       "local: Megatron's own unfused core attention (its softmax kernel up "
+       "to s = 4096, one layer's scores in its global buffer)"},
       {"use-flash-attn", false, M, "",
        "no change: the legacy models' switch, which Megatron-Core ignores "
        "(--attention-backend and TransformerEngine decide)"},
-      {"attention-softmax-in-fp32", false, P, "off",
-       "no change with TransformerEngine's attention (its unfused softmax "
-       "runs in fp32 wherever its kernel cannot, counted; the flag is not "
-       "passed to it) or in fp32 training; with Megatron's local attention "
-       "(--transformer-impl local, --attention-backend local) in bf16 / "
-       "fp16 refused (its fp32 scores are not modelled)"},
-      {"apply-query-key-layer-scaling", false, P, "off",
-       "as --attention-softmax-in-fp32, which it implies (TransformerEngine "
+      {"attention-softmax-in-fp32", false, M, "off",
+       "with Megatron's local attention (--transformer-impl local, "
+       "--attention-backend local) its softmax's fp32 output kept where its "
+       "kernel cannot run (s > 4096, s not a multiple of 4, b x a/t not of "
+       "4); no change with TransformerEngine's attention (its unfused "
+       "softmax runs in fp32 there anyway, counted; the flag is not passed "
+       "to it) or in fp32 training"},
+      {"apply-query-key-layer-scaling", false, M, "off",
+       "as --attention-softmax-in-fp32, which it turns on (TransformerEngine "
        "applies the scaling in fp16 only, by NVTE_APPLY_QK_LAYER_SCALING, "
        "which Megatron requires to match)"},
       {"recompute-activations", false, M, "off",

@@ -96,8 +96,6 @@ TEST(MegatronArgumentsTest, UnmodelledValuesAreRefusedByName) {
       {"--recompute-granularity", "full"},
       {"--recompute-granularity", "full", "--recompute-method", "uniform"},
       {"--recompute-num-layers", "2"},
-      {"--attention-backend", "local", "--attention-softmax-in-fp32"},
-      {"--transformer-impl", "local", "--apply-query-key-layer-scaling"},
       {"--fp16", "--accumulate-allreduce-grads-in-fp32"},
       {"--optimizer-cpu-offload"},
       {"--use-precision-aware-optimizer", "--main-params-dtype", "bf16"},
