@@ -340,7 +340,7 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "as --qk-clip: TE returns the largest attention logit"},
       {"transformer-impl", true, M, "transformer_engine",
        "local: Megatron's own unfused core attention (its softmax kernel up "
-       "to s = 4096, one layer's scores in its global buffer)"},
+       "to s = 4096, then bf16 unless --attention-softmax-in-fp32)"},
       {"use-flash-attn", false, M, "",
        "no change: the legacy models' switch, which Megatron-Core ignores "
        "(--attention-backend and TransformerEngine decide)"},
