@@ -1,6 +1,7 @@
 #include "client/job_flags.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "estimator/estimate.h"
@@ -171,6 +172,45 @@ TEST(JobFlagsTest, ContextParallelExchangeByFlag) {
     EXPECT_NE(job.status().message().find("--cp-"), std::string::npos)
         << job.status();
   }
+}
+
+// --attention names the kernel: flash, unfused (TransformerEngine's) or
+// local (Megatron's own), in any case; anything else is refused naming the
+// flag, its echo bounded. A kernel the job cannot run is refused by
+// validation, named by flag (FLASH in fp32).
+TEST(JobFlagsTest, AttentionKernelByFlag) {
+  const std::vector<std::string> llama = {"--model=llama-3.1-8b",
+                                          "--gpu=h100-80gb", "--gpus=8",
+                                          "--tp=8", "--seq=8192"};
+  const std::pair<const char*, v1::AttentionKernel> kernels[] = {
+      {"flash", v1::ATTENTION_KERNEL_FLASH},
+      {"Unfused", v1::ATTENTION_KERNEL_UNFUSED},
+      {"LOCAL", v1::ATTENTION_KERNEL_LOCAL}};
+  for (const auto& [name, kernel] : kernels) {
+    std::vector<std::string> flags = llama;
+    flags.push_back(std::string("--attention=") + name);
+    absl::StatusOr<v1::Job> job = Build(flags);
+    ASSERT_TRUE(job.ok()) << name << ": " << job.status();
+    EXPECT_EQ(job->training().attention_kernel(), kernel) << name;
+    EXPECT_TRUE(EstimateJob(*job).ok()) << name;
+  }
+  std::vector<std::string> bad = llama;
+  bad.push_back("--attention=" + std::string(4096, 's'));
+  absl::StatusOr<v1::Job> job = Build(bad);
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().message().rfind("--attention: must be flash, "
+                                         "unfused or local",
+                                         0),
+            0u);
+  EXPECT_LT(job.status().message().size(), 120u);
+  std::vector<std::string> fp32 = llama;
+  fp32.insert(fp32.end(), {"--attention=flash", "--precision=fp32"});
+  job = Build(fp32);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(WithFlagHint(std::string(EstimateJob(*job).status().message()))
+                .rfind("training.attention_kernel (--attention):", 0),
+            0u)
+      << EstimateJob(*job).status();
 }
 
 TEST(JobFlagsTest, MissingRequiredFlagsAreNamed) {
