@@ -52,6 +52,7 @@ constexpr FlagForField kFlagForField[] = {
     {"training.megatron_core_version", "--megatron-core"},
     {"training.fused_swiglu", "--fused-swiglu"},
     {"training.attention_kernel", "--attention"},
+    {"training.attention_softmax_in_fp32", "--attention-softmax-in-fp32"},
     {"training.tp_comm_overlap", "--tp-comm-overlap"},
     {"num_gpus", "--gpus"},
     {"threshold", "--threshold"},
@@ -172,6 +173,11 @@ void JobFlags::RegisterRelease(FlagSet& f) {
            "--attention-backend auto picks for the precision, head "
            "dimensions and GPU, and unfused for soft-capped scores",
            &attention);
+  f.Bool("attention-softmax-in-fp32",
+         "Megatron's --attention-softmax-in-fp32: with --attention=local, "
+         "its softmax's fp32 output kept where Megatron's kernel cannot run "
+         "(s > 4096); no change with any other kernel",
+         &softmax_in_fp32);
 }
 
 absl::Status JobFlags::ApplyContextParallelComm(v1::ParallelConfig& par,
@@ -363,6 +369,15 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
           "which runs ", v1::AttentionKernel_Name(t.attention_kernel())));
     }
     t.set_attention_kernel(*kernel);
+  }
+  if (softmax_in_fp32) {
+    if (r && t.attention_softmax_in_fp32() != *softmax_in_fp32) {
+      return absl::InvalidArgumentError(
+          "--attention-softmax-in-fp32 contradicts the launch command, which "
+          "says it itself (--attention-softmax-in-fp32 or "
+          "--apply-query-key-layer-scaling)");
+    }
+    t.set_attention_softmax_in_fp32(*softmax_in_fp32);
   }
   return ApplyContextParallelComm(p, r);
 }

@@ -47,14 +47,17 @@ struct JobFlags {
   // The attention kernel that runs (TrainingConfig.attention_kernel):
   // "flash", "unfused" or "local"; unset, what Megatron's auto picks.
   std::optional<std::string> attention;
+  // Megatron's --attention-softmax-in-fp32
+  // (TrainingConfig.attention_softmax_in_fp32): with --attention=local.
+  std::optional<bool> softmax_in_fp32;
   // Set by commands that judge a job (check --refuse-unreviewed): a
   // --model-config key memgate has not reviewed is an error, not a note.
   bool refuse_unreviewed = false;
 
   void Register(FlagSet& flags);
   // --megatron-core, --fused-swiglu, --tp-comm-overlap,
-  // --distributed-optimizer-instances, --cp-comm-type, --cp-a2a-size and
-  // --attention,
+  // --distributed-optimizer-instances, --cp-comm-type, --cp-a2a-size,
+  // --attention and --attention-softmax-in-fp32,
   // the settings `plan` takes too (it registers the model flags one by
   // one).
   void RegisterRelease(FlagSet& flags);

@@ -203,6 +203,19 @@ TEST(JobFlagsTest, AttentionKernelByFlag) {
                                          0),
             0u);
   EXPECT_LT(job.status().message().size(), 120u);
+  // Megatron's own attention, its softmax in fp32 past its kernel: more
+  // kept at 8k than without the flag.
+  std::vector<std::string> local = llama;
+  local.push_back("--attention=local");
+  absl::StatusOr<v1::Estimate> bf16_softmax = EstimateJob(*Build(local));
+  local.push_back("--attention-softmax-in-fp32");
+  job = Build(local);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_TRUE(job->training().attention_softmax_in_fp32());
+  absl::StatusOr<v1::Estimate> fp32_softmax = EstimateJob(*job);
+  ASSERT_TRUE(bf16_softmax.ok() && fp32_softmax.ok());
+  EXPECT_GT(fp32_softmax->peak().activation_bytes(),
+            bf16_softmax->peak().activation_bytes());
   std::vector<std::string> fp32 = llama;
   fp32.insert(fp32.end(), {"--attention=flash", "--precision=fp32"});
   job = Build(fp32);

@@ -175,6 +175,16 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
     }
     request.mutable_training()->set_attention_kernel(*kernel);
   }
+  if (f.model.softmax_in_fp32) {
+    const bool launched = request.training().attention_softmax_in_fp32();
+    if (!launch.empty() && launched != *f.model.softmax_in_fp32) {
+      return absl::InvalidArgumentError(
+          "--attention-softmax-in-fp32 contradicts the launch command, which "
+          "says it itself");
+    }
+    request.mutable_training()->set_attention_softmax_in_fp32(
+        *f.model.softmax_in_fp32);
+  }
   if (f.model.tp_comm_overlap) {
     SetTpCommOverlap(*f.model.tp_comm_overlap, *request.mutable_training());
   }

@@ -934,9 +934,9 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
   for (const char* fp32_scores :
        {"attention-softmax-in-fp32", "apply-query-key-layer-scaling"}) {
     if (!args.Has(fp32_scores)) continue;
-    if (local_attention) {
-      t.set_attention_softmax_in_fp32(true);
-    } else if (unfused && !fp32) {
+    // The launch's setting, which only the local attention reads.
+    t.set_attention_softmax_in_fp32(true);
+    if (!local_attention && unfused && !fp32) {
       launch.notes.push_back(absl::StrCat(
           "--", fp32_scores, ": no change: TransformerEngine's unfused "
           "attention takes no such flag and runs its softmax in fp32 "

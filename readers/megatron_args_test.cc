@@ -452,6 +452,8 @@ TEST(MegatronArgsTest, Fp32RunsTransformerEnginesUnfusedAttention) {
           << local << " " << flag;
     }
   }
+  // Under TransformerEngine the launch's setting is kept too (it changes
+  // nothing there).
   absl::StatusOr<MegatronLaunch> te = ParseMegatronLaunch(
       Words(fp32 + "--bf16 --attention-backend unfused "
                    "--attention-softmax-in-fp32"),
@@ -459,6 +461,7 @@ TEST(MegatronArgsTest, Fp32RunsTransformerEnginesUnfusedAttention) {
   ASSERT_TRUE(te.ok()) << te.status();
   EXPECT_EQ(te->job.training().attention_kernel(),
             v1::ATTENTION_KERNEL_UNFUSED);
+  EXPECT_TRUE(te->job.training().attention_softmax_in_fp32());
   bool noted = false;
   for (const std::string& n : te->notes) {
     noted |= absl::StartsWith(n, "--attention-softmax-in-fp32: no change");

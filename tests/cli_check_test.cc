@@ -107,6 +107,16 @@ TEST(CliCheckTest, TheAttentionFlagMayOnlyAgreeWithALaunch) {
   r = Check(Launch({"--gpu=a100-40gb", "--attention=unfused"},
                    "--attention-backend=unfused"));
   EXPECT_NE(r.exit_code, 2) << r.out << r.err;
+  // So does --attention-softmax-in-fp32 with the launch's own flags.
+  r = Check(Launch({"--gpu=a100-40gb", "--attention-softmax-in-fp32"},
+                   "--attention-backend=local"));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--attention-softmax-in-fp32 contradicts the launch"),
+            std::string::npos)
+      << r.err;
+  r = Check(Launch({"--gpu=a100-40gb", "--attention-softmax-in-fp32"},
+                   "--apply-query-key-layer-scaling"));
+  EXPECT_NE(r.exit_code, 2) << r.out << r.err;
 }
 
 TEST(CliCheckTest, EmbeddedVerdictsAndExitCodes) {
