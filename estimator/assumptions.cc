@@ -301,7 +301,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
       also.push_back("the whole QKV output (V is a view of it)");
     }
     if (kept.causal_masks) {
-      also.push_back(kept.capped_scores || kept.scores_buffer
+      also.push_back(kept.capped_scores
                          ? "each layer's s x s bool mask (causal, or Gemma "
                            "2's sliding window)"
                          : "each layer's s x s bool causal mask (no mask "
@@ -325,6 +325,14 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
       also.push_back(absl::StrCat(
           "Megatron's global buffer of one layer's scores (", e,
           "as^2b/t once a GPU) is left to the headroom, as measured"));
+    }
+    if (local && kept.scores && !kept.fp32_softmax &&
+        t.precision() != v1::PRECISION_FP32) {
+      also.push_back(t.attention_softmax_in_fp32()
+                         ? "no fp32 softmax output (Megatron's kernel runs)"
+                         : "no fp32 softmax output (Megatron's local softmax "
+                           "runs in bf16 past its kernel without "
+                           "--attention-softmax-in-fp32)");
     }
     if (!also.empty()) {
       out.push_back(absl::StrCat("unfused attention also keeps ",
