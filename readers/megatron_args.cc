@@ -931,6 +931,17 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
   // UnfusedDotProductAttention, counted as [TS]). (In fp32 training the
   // scores are fp32 anyway, and counted so.)
   const bool local_attention = impl == "local" || backend == "local";
+  // Without its kernel Megatron's local softmax takes the fp32 path at
+  // every length (fused_softmax.py is_kernel_available), which memgate
+  // does not count below s = 4096.
+  if (local_attention && !fp32 && args.Has("no-masked-softmax-fusion") &&
+      (args.Has("attention-softmax-in-fp32") ||
+       args.Has("apply-query-key-layer-scaling"))) {
+    return Bad("no-masked-softmax-fusion",
+               "with Megatron's local attention and fp32 softmax "
+               "(--attention-softmax-in-fp32) every softmax runs in fp32: "
+               "not modelled");
+  }
   for (const char* fp32_scores :
        {"attention-softmax-in-fp32", "apply-query-key-layer-scaling"}) {
     if (!args.Has(fp32_scores)) continue;

@@ -452,6 +452,21 @@ TEST(MegatronArgsTest, Fp32RunsTransformerEnginesUnfusedAttention) {
           << local << " " << flag;
     }
   }
+  // Without the masked-softmax kernel every local softmax would run in
+  // fp32: refused by name; alone the switch changes nothing.
+  const absl::StatusOr<MegatronLaunch> no_kernel = ParseMegatronLaunch(
+      Words(fp32 + "--bf16 --transformer-impl local "
+                   "--attention-softmax-in-fp32 --no-masked-softmax-fusion"),
+      nullptr);
+  ASSERT_FALSE(no_kernel.ok());
+  EXPECT_TRUE(absl::StartsWith(no_kernel.status().message(),
+                               "--no-masked-softmax-fusion: "))
+      << no_kernel.status();
+  EXPECT_TRUE(ParseMegatronLaunch(Words(fp32 + "--bf16 --transformer-impl "
+                                               "local "
+                                               "--no-masked-softmax-fusion"),
+                                  nullptr)
+                  .ok());
   // Under TransformerEngine the launch's setting is kept too (it changes
   // nothing there).
   absl::StatusOr<MegatronLaunch> te = ParseMegatronLaunch(

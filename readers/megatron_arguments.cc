@@ -344,6 +344,11 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"use-flash-attn", false, M, "",
        "no change: the legacy models' switch, which Megatron-Core ignores "
        "(--attention-backend and TransformerEngine decide)"},
+      {"no-masked-softmax-fusion", false, P, "fused",
+       "no change (TransformerEngine's attention ignores it; Megatron's "
+       "local softmax without its kernel runs in bf16), except with local "
+       "attention and --attention-softmax-in-fp32, where every softmax "
+       "would run in fp32: refused"},
       {"attention-softmax-in-fp32", false, M, "off",
        "with Megatron's local attention (--transformer-impl local, "
        "--attention-backend local) its softmax's fp32 output kept where its "
