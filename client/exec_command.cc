@@ -23,7 +23,9 @@ constexpr char kUsage[] =
     "refuse, 2 invalid, 3 unavailable).\nA command that carries Megatron-LM "
     "arguments is read (and cross-checked with\n--job or job flags); any "
     "other command (bash train.sh) is opaque: the job\nthen comes from "
-    "--job or job flags alone.\n--dry-run prints the command instead of "
+    "--job or job flags alone. TransformerEngine's attention switches in "
+    "the\nenvironment (NVTE_FLASH_ATTN, NVTE_FUSED_ATTN, ...) are read with "
+    "the launch.\n--dry-run prints the command instead of "
     "running it.\nSee `memgate check --help` for the check flags.\n";
 
 // Single-quoted for a POSIX shell, so a dry run can be pasted.
@@ -63,8 +65,16 @@ int RunExec(const std::vector<std::string>& args, std::ostream& out,
   // flags or --job describe. A Megatron launch is read and cross-checked.
   const bool opaque = !HasMegatronArguments(launch);
   if (!opaque) {
+    // The command inherits memgate's environment, TransformerEngine's
+    // attention switches with it (readers/te_attention_environment.h).
+    std::vector<std::string> environment;
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      environment.emplace_back(*e);
+    }
+    const std::vector<std::string> read =
+        WithTeAttentionEnvironment(launch, environment);
     check_args.push_back("--");
-    check_args.insert(check_args.end(), launch.begin(), launch.end());
+    check_args.insert(check_args.end(), read.begin(), read.end());
   }
   std::ostringstream report;
   const int code = RunCheck(check_args, report, err);

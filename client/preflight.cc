@@ -46,8 +46,9 @@ absl::StatusOr<v1::Job> JobFromLaunch(const std::vector<std::string>& argv,
     if (!model.ok()) return model.status();
     fill = *model;
   }
-  absl::StatusOr<MegatronLaunch> launch =
-      ParseMegatronLaunch(argv, fill ? &*fill : nullptr);
+  absl::StatusOr<MegatronLaunch> launch = ParseMegatronLaunch(
+      WithTeAttentionEnvironment(argv, options.environment),
+      fill ? &*fill : nullptr);
   if (!launch.ok()) return launch.status();
   if (options.refuse_unreviewed) {
     if (absl::Status s = RefuseUnreviewedArguments(*launch); !s.ok()) return s;

@@ -39,6 +39,11 @@ struct PreflightOptions {
   std::string accelerator;
   std::string model;
   uint32_t num_gpus = 0;
+  // The environment the launch will run with, NAME=VALUE (environ's
+  // form): TransformerEngine's attention switches in it (NVTE_FLASH_ATTN=0
+  // and the like) decide which attention kernel runs, and so whether the
+  // s x s scores are kept. Empty: the launch's words alone.
+  std::vector<std::string> environment;
   // A launch argument memgate has not reviewed (a newer Megatron's, a
   // fork's) is INVALID_ARGUMENT naming it, instead of a note: for sites
   // that refuse what memgate cannot judge.

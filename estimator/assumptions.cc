@@ -275,6 +275,12 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                   "the attention output twice (the kernel's and the output "
                   "projection's copy) and an fp32 logsumexp a head");
   }
+  if (!unfused && t.flash_attention_disabled() &&
+      m.attention_logit_softcapping() == 0) {
+    out.push_back("FlashAttention disabled (NVTE_FLASH_ATTN=0 or "
+                  "--attention-backend fused): cuDNN's fused attention, "
+                  "which trains these head dimensions here: no scores kept");
+  }
   if (unfused) {
     // 2-byte scores, 4-byte in fp32 training (memory_model.cc); the
     // dropout mask is 1 byte either way.
@@ -291,7 +297,8 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                            "as^2b a layer"));
     // Why, where TransformerEngine has no fused kernel for it.
     const std::string why =
-        WhyNoFusedAttention(m, t.precision(), job.accelerator().name());
+        WhyNoFusedAttention(m, t.precision(), job.accelerator().name(),
+                            t.flash_attention_disabled());
     if (!why.empty()) {
       out.push_back(absl::StrCat(why, ": attention runs unfused"));
     }
@@ -339,7 +346,8 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                                  absl::StrJoin(also, "; ")));
     }
   } else if (t.attention_dropout() > 0) {
-    out.push_back("attention dropout inside FlashAttention: no mask stored");
+    out.push_back("attention dropout inside the fused kernel: no mask "
+                  "stored");
   }
   if (selective && !unfused) {
     out.push_back("selective recomputation of core attention: saves nothing "

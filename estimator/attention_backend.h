@@ -56,16 +56,22 @@ enum class TeAttention {
 
 // `accelerator` is the job's resolved catalog name ("" when the GPU is
 // not known yet, as in a launch read before --gpu applies).
+// `flash_attention_disabled` (training.flash_attention_disabled: NVTE_
+// FLASH_ATTN=0, --attention-backend fused) leaves cuDNN's fused attention
+// alone: multiples of 8 up to 128, 256 on Hopper (nvte_get_fused_attn_
+// backend), DeepSeek's 192/128 on Blackwell; kUnfusedOnly elsewhere.
 TeAttention TransformerEngineAttention(const v1::ModelConfig& model,
                                        v1::Precision precision,
-                                       absl::string_view accelerator = "");
+                                       absl::string_view accelerator = "",
+                                       bool flash_attention_disabled = false);
 
 // Why TransformerEngineAttention leaves FlashAttention 2 and cuDNN's fused
 // attention out, for notes, assumptions and refusals; "" where it does
 // not.
 std::string WhyNoFusedAttention(const v1::ModelConfig& model,
                                 v1::Precision precision,
-                                absl::string_view accelerator = "");
+                                absl::string_view accelerator = "",
+                                bool flash_attention_disabled = false);
 
 }  // namespace memgate
 

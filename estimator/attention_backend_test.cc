@@ -113,5 +113,58 @@ TEST(AttentionBackendTest, SoftCappedScoresRunGemma2sOwnAttention) {
             TeAttention::kFlashOrFused);
 }
 
+// FlashAttention disabled (NVTE_FLASH_ATTN=0, --attention-backend fused)
+// leaves cuDNN's fused attention (nvte_get_fused_attn_backend): multiples
+// of 8 up to 128 on every GPU; Gemma's 256 on Hopper (and on a GPU outside
+// the catalog, taken for an H100) but not on an A100, an L40S or a B200
+// (cuDNN 9.23 not assumed); DeepSeek's MLA 192 / 128 on Hopper and
+// Blackwell but not on an A100; nothing that is not a multiple of 8 (no
+// FlashAttention 3 either) and nothing in fp32. The reason names the
+// setting and the GPU.
+TEST(AttentionBackendTest, WithoutFlashAttentionCudnnsFusedAttentionRuns) {
+  auto te = [](const v1::ModelConfig& m, const char* gpu) {
+    return TransformerEngineAttention(m, kBf16, gpu,
+                                      /*flash_attention_disabled=*/true);
+  };
+  const v1::ModelConfig llama = Heads(4096, 32);
+  const v1::ModelConfig gemma = Heads(3072, 16, 256);
+  v1::ModelConfig mla = Heads(7168, 128);
+  mla.mutable_mla()->set_qk_head_dim(128);
+  mla.mutable_mla()->set_qk_pos_emb_head_dim(64);
+  mla.mutable_mla()->set_v_head_dim(128);
+  for (const char* gpu : {"a100-80gb", "h100-80gb", "h200-141gb",
+                          "b200-180gb", "l40s-48gb", ""}) {
+    EXPECT_EQ(te(llama, gpu), TeAttention::kFlashOrFused) << gpu;
+    EXPECT_EQ(te(Heads(1000, 10), gpu), TeAttention::kUnfusedOnly) << gpu;
+  }
+  for (const char* gpu : {"h100-80gb", "h100-94gb", "h200-141gb", ""}) {
+    EXPECT_EQ(te(gemma, gpu), TeAttention::kFlashOrFused) << gpu;
+    EXPECT_EQ(te(mla, gpu), TeAttention::kFlashOrFused) << gpu;
+  }
+  for (const char* gpu : {"a100-40gb", "a100-80gb", "l40s-48gb",
+                          "b200-180gb"}) {
+    EXPECT_EQ(te(gemma, gpu), TeAttention::kUnfusedOnly) << gpu;
+    // With FlashAttention on, FlashAttention 2 trains 256 off the L40S.
+    if (std::string(gpu) != "l40s-48gb") {
+      EXPECT_EQ(TransformerEngineAttention(gemma, kBf16, gpu),
+                TeAttention::kFlashOrFused)
+          << gpu;
+    }
+  }
+  EXPECT_EQ(te(mla, "b200-180gb"), TeAttention::kFlashOrFused);
+  EXPECT_EQ(te(mla, "a100-80gb"), TeAttention::kUnfusedOnly);
+  EXPECT_EQ(TransformerEngineAttention(llama, v1::PRECISION_FP32, "",
+                                       /*flash_attention_disabled=*/true),
+            TeAttention::kUnfusedOnly);
+
+  EXPECT_EQ(WhyNoFusedAttention(gemma, kBf16, "h100-80gb", true), "");
+  const std::string why = WhyNoFusedAttention(gemma, kBf16, "a100-80gb", true);
+  for (const char* named :
+       {"training.flash_attention_disabled", "NVTE_FLASH_ATTN=0",
+        "a head dimension of 256", "a100-80gb", "up to 128"}) {
+    EXPECT_NE(why.find(named), std::string::npos) << named << ": " << why;
+  }
+}
+
 }  // namespace
 }  // namespace memgate

@@ -155,11 +155,13 @@ absl::Status ResolveJobInPlace(v1::Job& resolved) {
   // (attention_backend.h): TransformerEngine's unfused attention where no
   // FlashAttention 2 or cuDNN fused kernel takes the precision, head
   // dimensions and GPU (fp32; over 256, over 192 on an L40S;
-  // FlashAttention 3 aside, not multiples of 8). An explicit FLASH TE
-  // cannot run is refused (validation.cc).
+  // FlashAttention 3 aside, not multiples of 8; with FlashAttention
+  // disabled, what cuDNN does not train). An explicit FLASH TE cannot run
+  // is refused (validation.cc).
   if (training.attention_kernel() == v1::ATTENTION_KERNEL_UNSPECIFIED &&
       TransformerEngineAttention(resolved.model(), training.precision(),
-                                 resolved.accelerator().name()) !=
+                                 resolved.accelerator().name(),
+                                 training.flash_attention_disabled()) !=
           TeAttention::kFlashOrFused) {
     training.set_attention_kernel(v1::ATTENTION_KERNEL_UNFUSED);
   }

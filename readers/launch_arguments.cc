@@ -35,6 +35,23 @@ bool TakesManyValues(const std::string& name) {
          name == "ddp-param-name-patterns-for-fp32-local-accumulation";
 }
 
+// Every NAME=VALUE of `word` for the TransformerEngine attention
+// variables, where NAME starts the word or follows ',' or '=' (srun
+// --export=ALL,NAME=0; --env=NAME=0), its value up to the next ','.
+void ReadTeAttentionAssignments(absl::string_view word,
+                                std::map<std::string, std::string>& env) {
+  for (const char* name : kTeAttentionVariables) {
+    const std::string key = absl::StrCat(name, "=");
+    for (size_t at = word.find(key); at != absl::string_view::npos;
+         at = word.find(key, at + 1)) {
+      if (at > 0 && word[at - 1] != ',' && word[at - 1] != '=') continue;
+      absl::string_view value = word.substr(at + key.size());
+      value = value.substr(0, value.find(','));
+      env[name] = std::string(value);
+    }
+  }
+}
+
 }  // namespace
 
 absl::Status Bad(absl::string_view arg, absl::string_view rule) {
@@ -52,6 +69,9 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
   }
   for (size_t i = 0; i < argv.size(); ++i) {
     absl::string_view word = argv[i];
+    if (script == 0 || i + 1 < script) {
+      ReadTeAttentionAssignments(word, environment_);
+    }
     if (!absl::StartsWith(word, "--") || word.size() == 2) continue;
     word.remove_prefix(2);
     std::string name(word.substr(0, word.find('=')));

@@ -58,6 +58,16 @@ class Arguments {
   const std::vector<std::string>& unreviewed() const { return unreviewed_; }
   size_t unreviewed_count() const { return unreviewed_count_; }
 
+  // TransformerEngine's attention switches (kTeAttentionVariables) that
+  // words before the script set, the last one of each: shell prefix
+  // assignments and env's (`NVTE_FUSED_ATTN=0 torchrun ...`), and lists
+  // such as srun's --export=ALL,NVTE_FLASH_ATTN=0 or a container's
+  // --env=NVTE_FLASH_ATTN=0. `memgate exec` puts its own environment's
+  // in front (exec_command.cc).
+  const std::map<std::string, std::string>& environment() const {
+    return environment_;
+  }
+
   // Arguments given more than once with different values (the last
   // taken): the first kMaxUnreviewedNamed, in order, and how many.
   const std::vector<std::string>& overridden() const { return overridden_; }
@@ -65,12 +75,19 @@ class Arguments {
 
  private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::string> environment_;
   std::vector<std::string> unreviewed_;
   size_t unreviewed_count_ = 0;
   std::vector<std::string> overridden_;
   size_t overridden_count_ = 0;
   std::string after_core_0_12_0_;
 };
+
+// The environment variables TransformerEngine chooses its attention
+// kernel by (te_attention_environment.h), in the order they are reported.
+inline constexpr const char* kTeAttentionVariables[] = {
+    "NVTE_FLASH_ATTN", "NVTE_FLASH_ATTN_V2", "NVTE_FUSED_ATTN",
+    "NVTE_UNFUSED_ATTN"};
 
 // Refuses `name` (--tensor-parallel-num-weight-shards or its expert twin)
 // unless it equals `size`, the TP size it shards over (`size_name` says

@@ -25,6 +25,7 @@
 #include "readers/megatron_argument_names.h"
 #include "readers/megatron_arguments.h"
 #include "readers/megatron_moe_args.h"
+#include "readers/te_attention_environment.h"
 
 namespace memgate {
 namespace {
@@ -894,17 +895,29 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
                absl::StrCat("'", backend, "' is not modelled (flash, fused, "
                             "auto, unfused or local)"));
   }
+  const bool local_attention = impl == "local" || backend == "local";
+  // TransformerEngine's own switches in the launch's environment
+  // (te_attention_environment.h).
+  MEMGATE_ASSIGN_OR_RETURN(
+      env, ReadTeAttentionEnvironment(args, backend, local_attention,
+                                      launch.notes));
+  if (env.kernel == TeEnvironmentKernel::kUnfused) unfused = true;
+  const bool flash_disabled =
+      !local_attention &&
+      (backend == "fused" || env.kernel == TeEnvironmentKernel::kFlashDisabled);
+  t.set_flash_attention_disabled(flash_disabled);
   // What TransformerEngine can run for this precision and these head
   // dimensions (estimator/attention_backend.h): where no FlashAttention 2
   // or cuDNN fused kernel takes them, auto runs the unfused attention
   // (FlashAttention 3 aside); flash or fused leave TE no backend where
-  // none can, and fused none where cuDNN cannot.
+  // none can, and fused none where cuDNN cannot (the GPU's limits wait
+  // for the job's GPU: job_resolver.cc, validation.cc).
   const bool fp32 = t.precision() == v1::PRECISION_FP32;
-  const TeAttention te =
-      TransformerEngineAttention(launch.job.model(), t.precision());
+  const TeAttention te = TransformerEngineAttention(
+      launch.job.model(), t.precision(), "", flash_disabled);
   if (te != TeAttention::kFlashOrFused && !unfused) {
-    const std::string why =
-        WhyNoFusedAttention(launch.job.model(), t.precision());
+    const std::string why = WhyNoFusedAttention(
+        launch.job.model(), t.precision(), "", flash_disabled);
     if (backend == "auto") {
       unfused = true;
       launch.notes.push_back(absl::StrCat(
@@ -918,6 +931,15 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
                               ")"));
     }
   }
+  if (unfused && env.unfused_off && !local_attention) {
+    const std::string why = WhyNoFusedAttention(
+        launch.job.model(), t.precision(), "", flash_disabled);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "NVTE_UNFUSED_ATTN=0 (the launch's environment): ",
+        why.empty() ? std::string("the launch's attention settings") : why,
+        " leave TransformerEngine its unfused attention only, which this "
+        "turns off: TE has no attention backend left"));
+  }
   if (absl::Status s = ReadFlashlessAttention(args, backend, launch, unfused);
       !s.ok()) {
     return s;
@@ -930,7 +952,6 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
   // they say (TE attention/dot_product_attention/backends.py
   // UnfusedDotProductAttention, counted as [TS]). (In fp32 training the
   // scores are fp32 anyway, and counted so.)
-  const bool local_attention = impl == "local" || backend == "local";
   // Without its kernel Megatron's local softmax takes the fp32 path at
   // every length (fused_softmax.py is_kernel_available), which memgate
   // does not count below s = 4096.

@@ -68,6 +68,15 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
 absl::Status ApplyMegatronGlobalBatch(GlobalBatchRule rule, v1::Job& job,
                                       std::vector<std::string>& notes);
 
+// The launch as memgate reads it when the command runs with `environment`
+// (NAME=VALUE strings, as environ holds them): TransformerEngine's
+// attention switches among them (NVTE_FLASH_ATTN, NVTE_FLASH_ATTN_V2,
+// NVTE_FUSED_ATTN, NVTE_UNFUSED_ATTN) go in front as assignments, which
+// the launch's own (`env NVTE_FUSED_ATTN=1 torchrun ...`) override.
+std::vector<std::string> WithTeAttentionEnvironment(
+    const std::vector<std::string>& launch,
+    const std::vector<std::string>& environment);
+
 // Whether `argv` carries any of Megatron-LM's model or parallelism
 // arguments (--num-layers, --seq-length, --tensor-model-parallel-size,
 // ...): a launch memgate can read, rather than an opaque command such as

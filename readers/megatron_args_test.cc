@@ -520,6 +520,195 @@ TEST(MegatronArgsTest, HeadDimensionsNoFusedKernelTakesRunUnfused) {
             v1::ATTENTION_KERNEL_UNSPECIFIED);
 }
 
+// TransformerEngine's attention switches in the launch's environment
+// (readers/te_attention_environment.h), as a shell prefix, after env, or
+// in srun's --export list, the last of each taken. Where Megatron leaves
+// them to TE (a launch not dated core 0.11 or later): FlashAttention and
+// cuDNN's fused attention off run the unfused attention, whose scores are
+// counted; FlashAttention alone off leaves the kernel to the GPU (cuDNN
+// trains Llama's 128 everywhere: no change); cuDNN alone off changes
+// nothing; all three off, or a value int() refuses, is refused by name.
+TEST(MegatronArgsTest, TransformerEnginesEnvironmentChoosesTheAttention) {
+  auto read = [](const std::string& before) {
+    return ParseMegatronLaunch(Words(before + " " + kLlama31_8B), nullptr);
+  };
+  const v1::Job flash = LlamaLaunchJob("");
+  for (const char* unfused :
+       {"NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0",
+        "env NVTE_FUSED_ATTN=0 NVTE_FLASH_ATTN=00",
+        "srun --export=ALL,NVTE_FLASH_ATTN=0,NVTE_FUSED_ATTN=0",
+        "NVTE_FLASH_ATTN=1 NVTE_FUSED_ATTN=0 env NVTE_FLASH_ATTN=+0",
+        "NVTE_FLASH_ATTN_V2=0 NVTE_FUSED_ATTN=-0 NVTE_UNFUSED_ATTN=1"}) {
+    absl::StatusOr<MegatronLaunch> l = read(unfused);
+    ASSERT_TRUE(l.ok()) << unfused << ": " << l.status();
+    EXPECT_EQ(l->job.training().attention_kernel(),
+              v1::ATTENTION_KERNEL_UNFUSED)
+        << unfused;
+    EXPECT_NE(AllNotes(*l).find("unfused attention, which keeps the s x s"),
+              std::string::npos)
+        << AllNotes(*l);
+    v1::Job job = l->job;
+    job.mutable_accelerator()->set_name("h100-80gb");
+    // 8 heads a TP rank x 8192^2 scores a layer: gigabytes more.
+    EXPECT_GT(PeakOf(job), PeakOf(flash) + 4.0 * (1u << 30)) << unfused;
+  }
+  for (const auto& [unchanged, flash_off] :
+       std::vector<std::pair<std::string, bool>>{
+           {"NVTE_FLASH_ATTN=0", true},
+           {"NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 env NVTE_FUSED_ATTN=1_0",
+            true},
+           {"NVTE_FUSED_ATTN=0", false},
+           {"NVTE_UNFUSED_ATTN=0", false},
+           {"XNVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0", false}}) {
+    absl::StatusOr<MegatronLaunch> l = read(unchanged);
+    ASSERT_TRUE(l.ok()) << unchanged << ": " << l.status();
+    EXPECT_EQ(l->job.training().attention_kernel(),
+              v1::ATTENTION_KERNEL_UNSPECIFIED)
+        << unchanged;
+    EXPECT_EQ(l->job.training().flash_attention_disabled(), flash_off)
+        << unchanged;
+    v1::Job job = l->job;
+    job.mutable_accelerator()->set_name("h100-80gb");
+    EXPECT_EQ(PeakOf(job), PeakOf(flash)) << unchanged;
+  }
+  for (const auto& [env, named] : std::vector<std::pair<std::string, std::string>>{
+           {"NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 NVTE_UNFUSED_ATTN=0",
+            "no attention left"},
+           {"NVTE_FLASH_ATTN=false", "NVTE_FLASH_ATTN=false"},
+           {"NVTE_FUSED_ATTN=0x0", "not a whole number"},
+           {"NVTE_FUSED_ATTN=1__0", "not a whole number"},
+           {"NVTE_UNFUSED_ATTN=" + std::string(100, '9') + "z",
+            "NVTE_UNFUSED_ATTN=" + std::string(32, '9') + " "}}) {
+    absl::StatusOr<MegatronLaunch> l = read(env);
+    ASSERT_FALSE(l.ok()) << env;
+    EXPECT_NE(l.status().message().find(named), std::string::npos)
+        << l.status();
+    EXPECT_LT(l.status().message().size(), 400u);
+  }
+  // fp32 has the unfused attention only, which NVTE_UNFUSED_ATTN=0 takes.
+  std::string fp32 = std::string("NVTE_UNFUSED_ATTN=0 ") + kLlama31_8B;
+  fp32.replace(fp32.find("--bf16"), 6, "");
+  const absl::StatusOr<MegatronLaunch> no_backend =
+      ParseMegatronLaunch(Words(fp32), nullptr);
+  ASSERT_FALSE(no_backend.ok());
+  for (const char* named : {"NVTE_UNFUSED_ATTN=0", "fp32 training",
+                            "no attention backend"}) {
+    EXPECT_NE(no_backend.status().message().find(named), std::string::npos)
+        << named << ": " << no_backend.status();
+  }
+  // Megatron's own attention reads none of them.
+  absl::StatusOr<MegatronLaunch> local =
+      read("NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 torchrun pretrain_gpt.py "
+           "--transformer-impl local");
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(local->job.training().attention_kernel(),
+            v1::ATTENTION_KERNEL_LOCAL);
+  EXPECT_FALSE(local->job.training().flash_attention_disabled());
+}
+
+// From core 0.11 on Megatron sets the three switches from
+// --attention-backend and stops at start where one is set otherwise
+// (language_module.py _set_attention_backend): a launch dated so by
+// --attention-backend, or by an argument of a release after core 0.12.0,
+// is refused naming the variable where they disagree, and read as its
+// backend says where they agree. FlashAttention 2 alone off (which
+// Megatron leaves alone) still takes FlashAttention from auto.
+TEST(MegatronArgsTest, MegatronsAttentionBackendMustAgreeWithTheEnvironment) {
+  auto read = [](const std::string& before, const std::string& after) {
+    return ParseMegatronLaunch(
+        Words(before + " " + kLlama31_8B + " " + after), nullptr);
+  };
+  for (const auto& [env, backend] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"NVTE_FLASH_ATTN=0", "--attention-backend auto"},
+           {"NVTE_FUSED_ATTN=0", "--attention-backend fused"},
+           {"NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0", "--attention-backend flash"},
+           {"NVTE_UNFUSED_ATTN=1", "--attention-backend flash"},
+           {"NVTE_FLASH_ATTN=00", "--attention-backend unfused"},
+           {"NVTE_FLASH_ATTN=1", "--attention-backend local --transformer-impl "
+                                 "local --no-persist-layer-norm"},
+           {"NVTE_FUSED_ATTN=0", "--allow-ambiguous-pad-tokens"}}) {
+    absl::StatusOr<MegatronLaunch> l = read(env, backend);
+    ASSERT_FALSE(l.ok()) << env << " " << backend;
+    for (const char* named : {"_set_attention_backend", "core 0.11",
+                              "--attention-backend"}) {
+      EXPECT_NE(l.status().message().find(named), std::string::npos)
+          << named << ": " << l.status();
+    }
+    EXPECT_NE(l.status().message().find(env.substr(0, env.find(' '))),
+              std::string::npos)
+        << l.status();
+  }
+  absl::StatusOr<MegatronLaunch> agreed =
+      read("NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 NVTE_UNFUSED_ATTN=1",
+           "--attention-backend unfused");
+  ASSERT_TRUE(agreed.ok()) << agreed.status();
+  EXPECT_EQ(agreed->job.training().attention_kernel(),
+            v1::ATTENTION_KERNEL_UNFUSED);
+  agreed = read("NVTE_FLASH_ATTN=1 NVTE_FUSED_ATTN=0", "--attention-backend flash");
+  ASSERT_TRUE(agreed.ok()) << agreed.status();
+  EXPECT_EQ(agreed->job.training().attention_kernel(),
+            v1::ATTENTION_KERNEL_FLASH);
+  EXPECT_FALSE(agreed->job.training().flash_attention_disabled());
+  // fused says FlashAttention is off, environment or not.
+  agreed = read("", "--attention-backend fused");
+  ASSERT_TRUE(agreed.ok()) << agreed.status();
+  EXPECT_TRUE(agreed->job.training().flash_attention_disabled());
+  agreed = read("NVTE_FLASH_ATTN_V2=0", "--attention-backend auto");
+  ASSERT_TRUE(agreed.ok()) << agreed.status();
+  EXPECT_TRUE(agreed->job.training().flash_attention_disabled());
+  EXPECT_EQ(agreed->job.training().attention_kernel(),
+            v1::ATTENTION_KERNEL_UNSPECIFIED);
+}
+
+// Without FlashAttention the GPU decides (attention_backend.h): Gemma's
+// head dimension of 256 trains in cuDNN's fused attention on an H100 (no
+// change) but not on an A100, where NVTE_FLASH_ATTN=0 runs the unfused
+// attention (counted: the estimate grows by the scores) and
+// --attention-backend fused has no kernel (refused by validation, naming
+// the field and the GPU).
+TEST(MegatronArgsTest, WithoutFlashAttentionTheGpuDecidesGemmasAttention) {
+  const std::string gemma =
+      "torchrun --nproc-per-node 8 pretrain_gpt.py --num-layers 28 "
+      "--hidden-size 3072 --ffn-hidden-size 24576 --num-attention-heads 16 "
+      "--kv-channels 256 --vocab-size 256000 --swiglu --normalization RMSNorm "
+      "--disable-bias-linear --hidden-dropout 0 --attention-dropout 0 "
+      "--tensor-model-parallel-size 8 --sequence-parallel "
+      "--use-distributed-optimizer --micro-batch-size 1 --global-batch-size "
+      "64 --seq-length 8192 --bf16 --no-create-attention-mask-in-dataloader";
+  auto peak = [&](const std::string& before, const std::string& after,
+                  const char* gpu) -> absl::StatusOr<double> {
+    absl::StatusOr<MegatronLaunch> l =
+        ParseMegatronLaunch(Words(before + " " + gemma + " " + after), nullptr);
+    if (!l.ok()) return l.status();
+    v1::Job job = l->job;
+    job.mutable_accelerator()->set_name(gpu);
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    if (!e.ok()) return e.status();
+    return e->peak().total_bytes();
+  };
+  for (const char* gpu : {"h100-80gb", "a100-80gb"}) {
+    ASSERT_TRUE(peak("", "", gpu).ok()) << gpu << peak("", "", gpu).status();
+  }
+  EXPECT_EQ(*peak("NVTE_FLASH_ATTN=0", "", "h100-80gb"),
+            *peak("", "", "h100-80gb"));
+  EXPECT_EQ(*peak("", "--attention-backend fused", "h100-80gb"),
+            *peak("", "", "h100-80gb"));
+  // 2 heads a rank x 8192^2 x 2 B x 28 layers: about 7 GiB of scores.
+  EXPECT_GT(*peak("NVTE_FLASH_ATTN=0", "", "a100-80gb"),
+            *peak("", "", "a100-80gb") + 6.0 * (1u << 30));
+  EXPECT_EQ(*peak("NVTE_FLASH_ATTN=0", "", "a100-80gb"),
+            *peak("NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0", "", "a100-80gb"));
+  const absl::StatusOr<double> fused =
+      peak("", "--attention-backend fused", "a100-80gb");
+  ASSERT_FALSE(fused.ok());
+  for (const char* named : {"training.attention_kernel", "a100-80gb",
+                            "FlashAttention disabled"}) {
+    EXPECT_NE(fused.status().message().find(named), std::string::npos)
+        << named << ": " << fused.status();
+  }
+}
+
 // Megatron's --softmax-type (attention sinks): TransformerEngine runs an
 // off-by-one or learnable softmax in cuDNN's fused attention or its
 // unfused one, never FlashAttention, and with CP only fused over an

@@ -1,0 +1,176 @@
+#include "readers/te_attention_environment.h"
+
+#include <map>
+#include <optional>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "readers/megatron_args.h"
+
+namespace memgate {
+namespace {
+
+// Values are echoed at most this long: a launch is the user's input.
+constexpr size_t kEchoedValueBytes = 32;
+
+std::string Assignment(const std::string& name, const std::string& value) {
+  return absl::StrCat(name, "=", value.substr(0, kEchoedValueBytes));
+}
+
+// Python's int() of the text: surrounding whitespace, a sign, and digits
+// (with single '_' between them).
+std::optional<bool> NonZero(const std::string& text) {
+  absl::string_view v = absl::StripAsciiWhitespace(text);
+  if (!v.empty() && (v[0] == '+' || v[0] == '-')) v.remove_prefix(1);
+  if (v.empty() || v.front() == '_' || v.back() == '_') return std::nullopt;
+  bool nonzero = false;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '_') {
+      if (v[i - 1] == '_') return std::nullopt;
+      continue;
+    }
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(v[i]))) {
+      return std::nullopt;
+    }
+    nonzero = nonzero || v[i] != '0';
+  }
+  return nonzero;
+}
+
+// What Megatron's _set_attention_backend sets each variable to (and
+// asserts an already set one equals), by --attention-backend.
+int MegatronSets(const std::string& backend, const std::string& name) {
+  const bool flash = name == "NVTE_FLASH_ATTN";
+  const bool fused = name == "NVTE_FUSED_ATTN";
+  const bool unfused = name == "NVTE_UNFUSED_ATTN";
+  if (backend == "local") return 0;
+  if (backend == "flash") return flash ? 1 : 0;
+  if (backend == "fused") return fused ? 1 : 0;
+  if (backend == "unfused") return unfused ? 1 : 0;
+  return 1;  // auto
+}
+
+absl::Status CheckMegatronAgrees(const Arguments& args,
+                                 const std::string& backend) {
+  const std::string dated_by = args.Has("attention-backend")
+                                   ? std::string("attention-backend")
+                                   : args.after_core_0_12_0();
+  for (const char* name :
+       {"NVTE_FLASH_ATTN", "NVTE_FUSED_ATTN", "NVTE_UNFUSED_ATTN"}) {
+    const auto it = args.environment().find(name);
+    if (it == args.environment().end()) continue;
+    const int expected = MegatronSets(backend, name);
+    if (it->second == absl::StrCat(expected)) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        Assignment(name, it->second),
+        " (the launch's environment): Megatron-LM from core 0.11 on (--",
+        dated_by, " dates this launch) sets it to ", expected,
+        " for --attention-backend ", backend,
+        " and stops at start where it is already set otherwise "
+        "(language_module.py _set_attention_backend): unset it and choose "
+        "the kernel with --attention-backend"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
+    const Arguments& args, const std::string& backend, bool local_attention,
+    std::vector<std::string>& notes) {
+  TeEnvironment out;
+  const std::map<std::string, std::string>& env = args.environment();
+  if (env.empty()) return out;
+  std::map<std::string, bool> on;
+  std::vector<std::string> given;
+  for (const char* name : kTeAttentionVariables) {
+    const auto it = env.find(name);
+    if (it == env.end()) continue;
+    given.push_back(Assignment(name, it->second));
+    const std::optional<bool> value = NonZero(it->second);
+    if (!value) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Assignment(name, it->second),
+          " (the launch's environment): not a whole number "
+          "(TransformerEngine reads it with int(); 0 turns the kernel off)"));
+    }
+    on[name] = *value;
+  }
+  auto allowed = [&](const char* name) {
+    const auto it = on.find(name);
+    return it == on.end() || it->second;
+  };
+  const std::string set = absl::StrJoin(given, " ");
+  const bool flash = allowed("NVTE_FLASH_ATTN") && allowed("NVTE_FLASH_ATTN_V2");
+  const bool fused = allowed("NVTE_FUSED_ATTN");
+  out.unfused_off = !allowed("NVTE_UNFUSED_ATTN");
+
+  if (args.Has("attention-backend") || !args.after_core_0_12_0().empty()) {
+    if (absl::Status s = CheckMegatronAgrees(args, backend); !s.ok()) return s;
+    // The three agree with --attention-backend, which decides; FlashAttention
+    // 2 alone off (Megatron leaves NVTE_FLASH_ATTN_V2 to the user) takes
+    // it from auto.
+    out.unfused_off = false;  // Megatron's own setting, already read
+    if (backend == "auto" && !flash) {
+      notes.push_back(absl::StrCat(
+          set, ": FlashAttention 2 off: TransformerEngine runs cuDNN's fused "
+               "attention where cuDNN trains the head dimensions on the GPU, "
+               "its unfused attention (the s x s scores, counted) elsewhere"));
+      out.kernel = TeEnvironmentKernel::kFlashDisabled;
+    }
+    return out;
+  }
+  if (local_attention) {
+    notes.push_back(absl::StrCat(
+        set, ": no change: Megatron's local attention runs, not "
+             "TransformerEngine's"));
+    out.unfused_off = false;
+    return out;
+  }
+  const char* dated =
+      "; Megatron-LM from core 0.11 on stops at start with them set unless "
+      "--attention-backend says the same";
+  if (!flash && !fused) {
+    if (out.unfused_off) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          set, " (the launch's environment): TransformerEngine has no "
+               "attention left (FlashAttention, cuDNN's fused and its "
+               "unfused attention all off)"));
+    }
+    notes.push_back(absl::StrCat(
+        set, ": TransformerEngine runs its unfused attention, which keeps "
+             "the s x s scores (counted)", dated));
+    out.kernel = TeEnvironmentKernel::kUnfused;
+  } else if (!flash) {
+    notes.push_back(absl::StrCat(
+        set, ": FlashAttention off: TransformerEngine runs cuDNN's fused "
+             "attention where cuDNN trains the head dimensions on the GPU, "
+             "its unfused attention (the s x s scores, counted) elsewhere",
+        dated));
+    out.kernel = TeEnvironmentKernel::kFlashDisabled;
+  } else {
+    notes.push_back(absl::StrCat(
+        set, ": no change: FlashAttention stays on (no s x s scores)", dated));
+  }
+  return out;
+}
+
+std::vector<std::string> WithTeAttentionEnvironment(
+    const std::vector<std::string>& launch,
+    const std::vector<std::string>& environment) {
+  std::vector<std::string> out;
+  for (const std::string& assignment : environment) {
+    const absl::string_view name =
+        absl::string_view(assignment).substr(0, assignment.find('='));
+    if (name.size() == assignment.size()) continue;  // no '='
+    for (const char* variable : kTeAttentionVariables) {
+      if (name == variable) out.push_back(assignment);
+    }
+  }
+  out.insert(out.end(), launch.begin(), launch.end());
+  return out;
+}
+
+}  // namespace memgate
