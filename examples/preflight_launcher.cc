@@ -30,6 +30,11 @@ int main(int argc, char** argv) {
     if (arg.rfind("--model=", 0) == 0) options.model = arg.substr(8);
     if (arg == "--refuse-unreviewed") options.refuse_unreviewed = true;
   }
+  // The command runs with this process's environment, and
+  // TransformerEngine's attention switches in it decide its attention.
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    options.environment.emplace_back(*e);
+  }
   if (launch.empty()) {
     std::cerr << "usage: preflight_launcher --gpu=NAME [--server=HOST:PORT] "
                  "[--refuse-unreviewed] -- <launch command>\n";

@@ -1,5 +1,7 @@
 // The example launcher, built from the public preflight header alone.
 
+#include <cstdlib>
+
 #include "gtest/gtest.h"
 #include "tests/subprocess.h"
 
@@ -66,6 +68,21 @@ TEST(PreflightLauncherTest, UnreviewedArgumentsRefusedWhereAsked) {
             std::string::npos)
       << r.err;
   EXPECT_EQ(r.out.find("launching"), std::string::npos);
+}
+
+// PreflightOptions.environment: the launcher passes its environment, so
+// TransformerEngine's attention switches in it are read: FlashAttention
+// and cuDNN's fused attention off leave the unfused attention, whose
+// scores do not fit where FlashAttention's launch does.
+TEST(PreflightLauncherTest, TheEnvironmentsAttentionSwitchesAreRead) {
+  setenv("NVTE_FLASH_ATTN", "0", 1);
+  setenv("NVTE_FUSED_ATTN", "0", 1);
+  const RunResult r = memgate::testing::Run(Launcher("1", "/bin/echo"));
+  unsetenv("NVTE_FLASH_ATTN");
+  unsetenv("NVTE_FUSED_ATTN");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out.find("launching"), std::string::npos);
+  EXPECT_NE(r.err.find("preflight: REFUSE"), std::string::npos) << r.err;
 }
 
 TEST(PreflightLauncherTest, InvalidLaunchAndUnreachableServer) {

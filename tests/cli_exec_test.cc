@@ -152,6 +152,35 @@ TEST(CliExecTest, RefusedLaunchNeverStarts) {
       << r.err;
 }
 
+// The command inherits memgate's environment, and with it
+// TransformerEngine's attention switches: FlashAttention and cuDNN's fused
+// attention off leave TE's unfused attention, whose 8192^2 scores a head
+// do not fit the launch that fits with FlashAttention; the launch's own
+// `env` assignment (cuDNN back on) is the command's, and wins.
+TEST(CliExecTest, TransformerEnginesEnvironmentIsTheLaunchs) {
+  std::vector<std::string> cmd = {"/bin/sh", "-c", "echo STARTED", "sh"};
+  const std::vector<std::string> megatron = Megatron("1");
+  cmd.insert(cmd.end(), megatron.begin(), megatron.end());
+  setenv("NVTE_FLASH_ATTN", "0", 1);
+  setenv("NVTE_FUSED_ATTN", "0", 1);
+  const RunResult refused = Exec({"--gpu=a100-40gb", "--gpus=8"}, cmd);
+  std::vector<std::string> fused_back = {"env", "NVTE_FUSED_ATTN=1"};
+  fused_back.insert(fused_back.end(), cmd.begin(), cmd.end());
+  const RunResult admitted = Exec({"--gpu=a100-40gb", "--gpus=8"}, fused_back);
+  unsetenv("NVTE_FLASH_ATTN");
+  unsetenv("NVTE_FUSED_ATTN");
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_EQ(refused.out.find("STARTED"), std::string::npos);
+  EXPECT_NE(refused.err.find("NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0: "
+                             "TransformerEngine runs its unfused attention"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(admitted.exit_code, 0) << admitted.err;
+  EXPECT_EQ(admitted.out, "STARTED\n");
+  EXPECT_NE(admitted.err.find("memgate: ADMIT [GREEN]"), std::string::npos)
+      << admitted.err;
+}
+
 TEST(CliExecTest, InvalidLaunchExitsTwo) {
   std::vector<std::string> cmd = {"/bin/echo"};
   std::vector<std::string> megatron = Megatron("1");

@@ -114,6 +114,33 @@ scripts.fork_argument = function()
   return header .. launch(32, 1, " --my-fork-offload-experts 2") .. "\n"
 end
 
+-- TransformerEngine's attention switches (memgate_launch.lua): exported
+-- by the script, or in the job's environment, FlashAttention and cuDNN's
+-- fused attention off run TE's unfused attention, whose 8192^2 scores the
+-- fitting launch cannot hold; not exported, or unset again, or with
+-- cuDNN left on (which trains Llama's heads on an A100), they change
+-- nothing.
+local te_off = "export NVTE_FLASH_ATTN=0\nexport NVTE_FUSED_ATTN=0\n"
+scripts.te_exported = function() return header .. te_off .. fits .. "\n" end
+scripts.te_exported_after = function()
+  return header .. "NVTE_FLASH_ATTN=0\nNVTE_FUSED_ATTN=0\nexport NVTE_FLASH_ATTN\n" ..
+         "export NVTE_FUSED_ATTN\n" .. fits .. "\n"
+end
+scripts.te_not_exported = function()
+  return header .. "NVTE_FLASH_ATTN=0\nNVTE_FUSED_ATTN=0\n" .. fits .. "\n"
+end
+scripts.te_unset = function()
+  return header .. te_off .. "unset NVTE_FUSED_ATTN\n" .. fits .. "\n"
+end
+scripts.te_job_environment = function() return header .. fits .. "\n" end
+scripts.te_job_environment_overridden = function()
+  return header .. "export NVTE_FUSED_ATTN=1\n" .. fits .. "\n"
+end
+local environments = {
+  te_job_environment = { NVTE_FLASH_ATTN = "0", NVTE_FUSED_ATTN = "0" },
+  te_job_environment_overridden = { NVTE_FLASH_ATTN = "0", NVTE_FUSED_ATTN = "0" },
+}
+
 local make = scripts[scenario]
 if make == nil then
   io.stderr:write("unknown scenario " .. tostring(scenario) .. "\n")
@@ -124,6 +151,7 @@ local job_desc = {
   min_nodes = 1,
   tres_per_node = "gres/gpu:8",
   partition = "a100",
+  environment = environments[scenario],
 }
 local rc = slurm_job_submit(job_desc, {}, 1000)
 job_desc = nil

@@ -82,6 +82,15 @@ expect too_many_substitutions refuse "more than 4096 variable substitutions"
 expect variables refuse "REFUSE [RED] peak 51.58"
 expect moe_release refuse "REFUSE [YELLOW] peak 32.09"
 expect fork_argument admit ""
+# The fitting launch under TransformerEngine's unfused attention
+# (NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 exported, or in the job's
+# environment): 8 heads a rank x 8192^2 scores on 16 layers, 58.33 GiB.
+expect te_exported refuse "REFUSE [RED] peak 58.33"
+expect te_exported_after refuse "REFUSE [RED] peak 58.33"
+expect te_not_exported admit ""
+expect te_unset admit ""
+expect te_job_environment refuse "REFUSE [RED] peak 58.33"
+expect te_job_environment_overridden admit ""
 
 # $1 a directory name, $2 a site setting as it reads by default, $3 as
 # this site sets it: the hook so configured in $work/$1, as $hook_dir.

@@ -181,6 +181,18 @@ if out=$(sbatch "$work/vars.sh" 2>&1); then fail "OOM job with variables accepte
 grep -q "memgate: REFUSE \[RED\]" <<< "$out" || fail "variables: $out"
 echo "ok: a launch written with variables is judged too"; passed=$((passed + 1))
 
+# The fitting job submitted from a shell that switches TransformerEngine's
+# FlashAttention and fused attention off: sbatch exports its environment to
+# the job, whose launch then runs TE's unfused attention (58.33 GiB); the
+# hook reads it from the job's environment.
+if out=$(NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 sbatch "$work/fits.sh" 2>&1); then
+  fail "job whose environment runs the unfused attention accepted: $out"
+fi
+grep -q "memgate: REFUSE \[RED\] peak 58.33 GiB" <<< "$out" ||
+  fail "environment: refusal without memgate's reason: $out"
+echo "ok: the job's environment (TransformerEngine's attention switches) is read"
+passed=$((passed + 1))
+
 out=$(sbatch --wrap="hostname" --output=/dev/null 2>&1) || fail "plain job refused: $out"
 grep -qE '^Submitted batch job [0-9]+' <<< "$out" || fail "plain job: $out"
 echo "ok: job without a Megatron launch untouched"; passed=$((passed + 1))
@@ -204,6 +216,18 @@ passed=$((passed + 1))
 out=$(SLURM_CONF="$work/cli/slurm.conf" sbatch "$work/fits.sh" 2>&1) ||
   fail "cli_filter refused the fitting job: $out"
 echo "ok: cli_filter let the fitting job through ($out)"; passed=$((passed + 1))
+if out=$(NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 SLURM_CONF="$work/cli/slurm.conf" \
+         sbatch "$work/fits.sh" 2>&1); then
+  fail "cli_filter accepted the job whose environment runs the unfused attention: $out"
+fi
+grep -q "memgate: REFUSE \[RED\] peak 58.33 GiB" <<< "$out" ||
+  fail "cli_filter environment refusal: $out"
+# --export=NONE keeps the submitting shell's environment from the job.
+out=$(NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 SLURM_CONF="$work/cli/slurm.conf" \
+      sbatch --export=NONE "$work/fits.sh" 2>&1) ||
+  fail "cli_filter refused a job that does not get the environment: $out"
+echo "ok: cli_filter reads the environment sbatch exports to the job"
+passed=$((passed + 1))
 
 scancel --user=root 2>/dev/null || true
 echo "slurm e2e: ${passed} passed, 0 failed"

@@ -43,6 +43,30 @@ local function batch_script(options)
   return nil
 end
 
+-- The environment the job will run with, as far as TransformerEngine's
+-- attention switches go: sbatch's own (exported by default, or with ALL
+-- in --export), then NAME=value items of --export.
+local function job_environment(options)
+  local export = options["export"] or ""
+  local env = {}
+  local all = export == ""
+  for item in export:gmatch("[^,]+") do
+    if item == "ALL" then all = true end
+  end
+  for _, name in ipairs(memgate.TE_ATTENTION_VARIABLES) do
+    if all then env[name] = os.getenv(name) end
+  end
+  for item in export:gmatch("[^,]+") do
+    local name, value = item:match("^([%a_][%w_]*)=(.*)$")
+    if name ~= nil then
+      env[name] = value
+    elseif item ~= "ALL" and item ~= "NONE" and item ~= "NIL" then
+      env[item] = os.getenv(item)
+    end
+  end
+  return env
+end
+
 function slurm_cli_setup_defaults(options, early_pass)
   return slurm.SUCCESS
 end
@@ -56,6 +80,7 @@ function slurm_cli_pre_submit(options, pack_offset)
   local nodes = tonumber((options["nodes"] or ""):match("^(%d+)")) or 1
   settings.gpus = per_node and per_node * nodes or
                   tonumber(options["gpus"] or "")
+  settings.environment = job_environment(options)
   local ok, message = memgate.judge(batch_script(options), settings,
                                     function(m) slurm.log_info("%s", m) end)
   if ok then return slurm.SUCCESS end

@@ -72,6 +72,11 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
     settings.known_variables.SLURM_GPUS_ON_NODE = per_node
     settings.known_variables.SLURM_GPUS_PER_NODE = per_node
   end
+  -- The job's environment (sbatch exports the submitting shell's by
+  -- default): TransformerEngine's attention switches in it decide the
+  -- launch's attention. Slurm raises for a job without one.
+  local has_env, environment = pcall(function() return job_desc.environment end)
+  if has_env then settings.environment = environment end
   local ok, message = memgate.judge(job_desc.script, settings, function(m)
     slurm.log_info("%s", m)
   end)

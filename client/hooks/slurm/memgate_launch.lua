@@ -95,14 +95,57 @@ local function looks_like_launch(body)
 end
 
 --[[
+TransformerEngine chooses its attention kernel by these environment
+variables (memgate's readers/te_attention_environment.h): FlashAttention
+and cuDNN's fused attention switched off leave its unfused attention, which
+keeps the s x s scores. The job's environment (what sbatch exports) and the
+script's exports reach the launch, so they go in front of its line as
+NAME=value words, which memgate reads.
+]]
+M.TE_ATTENTION_VARIABLES = { "NVTE_FLASH_ATTN", "NVTE_FLASH_ATTN_V2",
+                             "NVTE_FUSED_ATTN", "NVTE_UNFUSED_ATTN" }
+local te_attention = {}
+for _, name in ipairs(M.TE_ATTENTION_VARIABLES) do te_attention[name] = true end
+
+-- The TE attention variables of `environment` (name -> value, or a
+-- function of the name, as Slurm's job_desc.environment), as a table.
+function M.te_attention_environment(environment)
+  local out = {}
+  if environment == nil then return out end
+  for _, name in ipairs(M.TE_ATTENTION_VARIABLES) do
+    local ok, value
+    if type(environment) == "function" then
+      ok, value = pcall(environment, name)
+    else
+      ok, value = pcall(function() return environment[name] end)
+    end
+    if ok and type(value) == "string" then out[name] = value end
+  end
+  return out
+end
+
+-- NAME=value words for the exported TE attention variables, in order.
+local function environment_words(exported)
+  local words = {}
+  for _, name in ipairs(M.TE_ATTENTION_VARIABLES) do
+    if exported[name] ~= nil then
+      words[#words + 1] = name .. "=" .. exported[name] .. " "
+    end
+  end
+  return table.concat(words)
+end
+
+--[[
 Every launch of Megatron-LM in a batch script, after joining backslash
 continuations, with plain assignments above each (NAME=value, export
 NAME=value; literal values only) and `known` values (e.g. SLURM_NNODES,
-which the request already fixes) substituted. An empty list when there is
-none (the job is not ours). Raises LimitExceeded past M.LIMITS (or
-`limits`).
+which the request already fixes) substituted, and the TransformerEngine
+attention variables it runs with (from `environment`, the job's, then the
+script's export, assignment to an exported name and unset lines) in front.
+An empty list when there is none (the job is not ours). Raises
+LimitExceeded past M.LIMITS (or `limits`).
 ]]
-function M.find_launches(script, known, limits)
+function M.find_launches(script, known, limits, environment)
   limits = limits or M.LIMITS
   if script == nil then return {} end
   if #script > limits.script_bytes then
@@ -112,14 +155,17 @@ function M.find_launches(script, known, limits)
   local budget = { substitutions = limits.substitutions, limits = limits }
   local vars, count = {}, 0
   for k, v in pairs(known or {}) do vars[k] = tostring(v) end
+  local exported = M.te_attention_environment(environment)
   local launches = {}
   local joined = script:gsub("\\\r?\n", " ")
   for line in joined:gmatch("[^\n]+") do
     local body = line:gsub("^%s+", "")
-    local name, value = body:match("^export%s+([%a_][%w_]*)=(%S*)%s*$")
+    local export, name, value = body:match("^(export%s+)([%a_][%w_]*)=(%S*)%s*$")
     if name == nil then
       name, value = body:match("^([%a_][%w_]*)=(%S*)%s*$")
     end
+    local bare = body:match("^export%s+([%a_][%w_]*)%s*$")
+    local unset = body:match("^unset%s+([%a_][%w_]*)%s*$")
     if name ~= nil then
       value = value:gsub("^['\"]", ""):gsub("['\"]$", "")
       if not value:find("[%$`(]") then
@@ -131,13 +177,24 @@ function M.find_launches(script, known, limits)
           end
         end
         vars[name] = value
+        if te_attention[name] and (export or exported[name] ~= nil) then
+          exported[name] = value
+        end
       end
+    elseif bare ~= nil then
+      if te_attention[bare] and vars[bare] ~= nil then
+        exported[bare] = vars[bare]
+      end
+    elseif unset ~= nil then
+      vars[unset] = nil
+      exported[unset] = nil
     elseif looks_like_launch(body) then
       if #launches >= limits.launches then
         exceed(string.format("more than %d Megatron launches",
                              limits.launches))
       end
-      launches[#launches + 1] = expand(body, vars, budget)
+      launches[#launches + 1] = expand(environment_words(exported) .. body,
+                                       vars, budget)
     end
   end
   return launches
@@ -172,7 +229,8 @@ end
 --[[
 Runs one memgate check on every launch (a list of word lists). settings:
 memgate (path), gpu, gpus (or nil: torchrun's), server, timeout_seconds,
-on_unavailable, model, megatron_core, on_unreviewed. The launches travel in a temporary
+on_unavailable, model, megatron_core, on_unreviewed (and, for judge,
+environment: the job's, as find_launches takes it). The launches travel in a temporary
 file, one per line; the shell command itself is short and made of site
 settings only.
 Returns the exit code (124: memgate itself timed out) and the output. Lua
@@ -247,7 +305,7 @@ message for the user. settings.on_invalid / settings.on_unavailable are
 ]]
 local function judge(script, settings, log)
   local found = M.find_launches(script, settings.known_variables,
-                                settings.limits)
+                                settings.limits, settings.environment)
   if #found == 0 then return true end  -- not a Megatron job: untouched
   local launches = {}
   for i, line in ipairs(found) do launches[i] = M.words(line) end
