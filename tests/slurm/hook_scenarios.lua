@@ -136,9 +136,15 @@ scripts.te_job_environment = function() return header .. fits .. "\n" end
 scripts.te_job_environment_overridden = function()
   return header .. "export NVTE_FUSED_ATTN=1\n" .. fits .. "\n"
 end
+-- A value int() refuses (a space inside, a variable, 100 KiB of digits)
+-- is refused by name, never split, expanded or echoed whole.
+scripts.te_job_environment_odd = function() return header .. fits .. "\n" end
+scripts.te_job_environment_huge = function() return header .. fits .. "\n" end
 local environments = {
-  te_job_environment = { NVTE_FLASH_ATTN = "0", NVTE_FUSED_ATTN = "0" },
+  te_job_environment = { NVTE_FLASH_ATTN = "0", NVTE_FUSED_ATTN = " 0 " },
   te_job_environment_overridden = { NVTE_FLASH_ATTN = "0", NVTE_FUSED_ATTN = "0" },
+  te_job_environment_odd = { NVTE_FLASH_ATTN = "0 $HOME" },
+  te_job_environment_huge = { NVTE_UNFUSED_ATTN = string.rep("1", 100 * 1024) },
 }
 
 local make = scripts[scenario]

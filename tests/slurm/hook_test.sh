@@ -91,6 +91,8 @@ expect te_not_exported admit ""
 expect te_unset admit ""
 expect te_job_environment refuse "REFUSE [RED] peak 58.33"
 expect te_job_environment_overridden admit ""
+expect te_job_environment_odd refuse "NVTE_FLASH_ATTN=? (the launch's environment): not a whole number"
+expect te_job_environment_huge refuse "NVTE_UNFUSED_ATTN=? (the launch's environment): not a whole number"
 
 # $1 a directory name, $2 a site setting as it reads by default, $3 as
 # this site sets it: the hook so configured in $work/$1, as $hook_dir.

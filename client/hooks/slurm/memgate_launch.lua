@@ -107,6 +107,15 @@ M.TE_ATTENTION_VARIABLES = { "NVTE_FLASH_ATTN", "NVTE_FLASH_ATTN_V2",
 local te_attention = {}
 for _, name in ipairs(M.TE_ATTENTION_VARIABLES) do te_attention[name] = true end
 
+-- A value as one word memgate reads as TE does (int(), which strips
+-- surrounding whitespace): anything else int() refuses becomes "?", so
+-- memgate refuses it by name instead of splitting or expanding it.
+local function te_value(value)
+  value = value:gsub("^%s+", ""):gsub("%s+$", "")
+  if #value > 64 or value:find("[^%w%+%-_]") then return "?" end
+  return value
+end
+
 -- The TE attention variables of `environment` (name -> value, or a
 -- function of the name, as Slurm's job_desc.environment), as a table.
 function M.te_attention_environment(environment)
@@ -119,7 +128,7 @@ function M.te_attention_environment(environment)
     else
       ok, value = pcall(function() return environment[name] end)
     end
-    if ok and type(value) == "string" then out[name] = value end
+    if ok and type(value) == "string" then out[name] = te_value(value) end
   end
   return out
 end
@@ -178,12 +187,12 @@ function M.find_launches(script, known, limits, environment)
         end
         vars[name] = value
         if te_attention[name] and (export or exported[name] ~= nil) then
-          exported[name] = value
+          exported[name] = te_value(value)
         end
       end
     elseif bare ~= nil then
       if te_attention[bare] and vars[bare] ~= nil then
-        exported[bare] = vars[bare]
+        exported[bare] = te_value(vars[bare])
       end
     elseif unset ~= nil then
       vars[unset] = nil
