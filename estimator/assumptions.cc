@@ -298,7 +298,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
     // Why, where TransformerEngine has no fused kernel for it.
     const std::string why =
         WhyNoFusedAttention(m, t.precision(), job.accelerator().name(),
-                            t.flash_attention_disabled());
+                            TeSwitchesOf(t));
     if (!why.empty()) {
       out.push_back(absl::StrCat(why, ": attention runs unfused"));
     }

@@ -44,14 +44,23 @@ bool OffHopper(absl::string_view accelerator) {
          accelerator == "mi300x-192gb";
 }
 
+// The catalog GPUs below sm90 (A100 sm80, L40S sm89).
+bool BelowSm90(absl::string_view accelerator) {
+  return accelerator == "a100-40gb" || accelerator == "a100-80gb" ||
+         accelerator == "l40s-48gb";
+}
+
 // Whether cuDNN's fused attention trains these head dimensions on the GPU
 // (common/fused_attn/fused_attn.cpp nvte_get_fused_attn_backend, the
 // F16_arbitrary_seqlen backend, training): multiples of 8 up to 128 on
 // sm80 on; up to 256 on Hopper (cuDNN 9.5 on); on Blackwell DeepSeek's
 // MLA (192 Q/K, 128 V; cuDNN 9.11 on, assumed installed with any TE that
 // trains MLA there). Blackwell's 256 needs cuDNN 9.23 and no dropout, and
-// is not assumed.
-bool CudnnTrains(const AttentionHeadDims& d, absl::string_view accelerator) {
+// is not assumed. Deterministic, below sm90 not at all (utils.py "Filter:
+// Determinism").
+bool CudnnTrains(const AttentionHeadDims& d, absl::string_view accelerator,
+                 bool deterministic) {
+  if (deterministic && BelowSm90(accelerator)) return false;
   if (!MultiplesOf8(d)) return false;
   if (d.qk <= 128 && d.v <= 128) return true;
   if (accelerator == "b200-180gb") return d.qk == 192 && d.v == 128;
@@ -60,10 +69,15 @@ bool CudnnTrains(const AttentionHeadDims& d, absl::string_view accelerator) {
 
 }  // namespace
 
+TeSwitches TeSwitchesOf(const v1::TrainingConfig& training) {
+  return {training.flash_attention_disabled(),
+          training.te_deterministic_attention()};
+}
+
 TeAttention TransformerEngineAttention(const v1::ModelConfig& model,
                                        v1::Precision precision,
                                        absl::string_view accelerator,
-                                       bool flash_attention_disabled) {
+                                       TeSwitches switches) {
   // No TE kernel soft-caps the scores: Gemma 2 runs its own attention
   // (attention_backend.h).
   if (model.attention_logit_softcapping() > 0) {
@@ -72,9 +86,10 @@ TeAttention TransformerEngineAttention(const v1::ModelConfig& model,
   if (precision == v1::PRECISION_FP32) return TeAttention::kUnfusedOnly;
   const AttentionHeadDims d = HeadDimsOf(model);
   if (d.qk == 0) return TeAttention::kFlashOrFused;  // validation's to refuse
-  if (flash_attention_disabled) {
-    return CudnnTrains(d, accelerator) ? TeAttention::kFlashOrFused
-                                       : TeAttention::kUnfusedOnly;
+  if (switches.flash_attention_disabled) {
+    return CudnnTrains(d, accelerator, switches.deterministic)
+               ? TeAttention::kFlashOrFused
+               : TeAttention::kUnfusedOnly;
   }
   if (Padded(d) > LargestFusedHeadDim(accelerator)) {
     return TeAttention::kUnfusedOnly;
@@ -86,23 +101,32 @@ TeAttention TransformerEngineAttention(const v1::ModelConfig& model,
 std::string WhyNoFusedAttention(const v1::ModelConfig& model,
                                 v1::Precision precision,
                                 absl::string_view accelerator,
-                                bool flash_attention_disabled) {
+                                TeSwitches switches) {
   const AttentionHeadDims d = HeadDimsOf(model);
   const std::string dims =
       d.qk == d.v ? absl::StrCat("a head dimension of ", d.qk)
                   : absl::StrCat("head dimensions of ", d.qk, " (Q, K) and ",
                                  d.v, " (V)");
-  const TeAttention te = TransformerEngineAttention(
-      model, precision, accelerator, flash_attention_disabled);
-  if (flash_attention_disabled && te == TeAttention::kUnfusedOnly &&
+  const TeAttention te =
+      TransformerEngineAttention(model, precision, accelerator, switches);
+  if (switches.flash_attention_disabled && te == TeAttention::kUnfusedOnly &&
       precision != v1::PRECISION_FP32) {
-    return absl::StrCat(
-        "FlashAttention disabled (training.flash_attention_disabled: "
-        "NVTE_FLASH_ATTN=0 or --attention-backend fused) and ", dims,
+    const std::string on =
         accelerator.empty() ? std::string()
-                            : absl::StrCat(" on an ", accelerator),
-        ": cuDNN's fused attention trains multiples of 8 up to 128 (256 on "
-        "Hopper)");
+                            : absl::StrCat(" on an ", accelerator);
+    const std::string off =
+        "FlashAttention disabled (training.flash_attention_disabled: "
+        "NVTE_FLASH_ATTN=0 or --attention-backend fused)";
+    if (switches.deterministic && BelowSm90(accelerator)) {
+      return absl::StrCat(off, " and deterministic execution (training."
+                          "te_deterministic_attention: NVTE_ALLOW_"
+                          "NONDETERMINISTIC_ALGO=0 or --deterministic-mode)",
+                          on, ": cuDNN's fused attention trains "
+                          "deterministically from sm90 on only");
+    }
+    return absl::StrCat(off, " and ", dims, on,
+                        ": cuDNN's fused attention trains multiples of 8 up "
+                        "to 128 (256 on Hopper)");
   }
   switch (te) {
     case TeAttention::kFlashOrFused:

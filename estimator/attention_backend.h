@@ -54,16 +54,26 @@ enum class TeAttention {
   kUnfusedUnlessFlex,
 };
 
+// TransformerEngine's switches beyond the shape: the job's training.
+// flash_attention_disabled (NVTE_FLASH_ATTN=0, --attention-backend fused)
+// leaves cuDNN's fused attention alone: multiples of 8 up to 128, 256 on
+// Hopper (nvte_get_fused_attn_backend), DeepSeek's 192/128 on Blackwell;
+// and training.te_deterministic_attention (NVTE_ALLOW_NONDETERMINISTIC_
+// ALGO=0, Megatron's --deterministic-mode) takes cuDNN's from GPUs below
+// sm90 ("Filter: Determinism"; FlashAttention 2 from 2.4.1, assumed, is
+// deterministic). kUnfusedOnly where nothing is left.
+struct TeSwitches {
+  bool flash_attention_disabled = false;
+  bool deterministic = false;
+};
+TeSwitches TeSwitchesOf(const v1::TrainingConfig& training);
+
 // `accelerator` is the job's resolved catalog name ("" when the GPU is
 // not known yet, as in a launch read before --gpu applies).
-// `flash_attention_disabled` (training.flash_attention_disabled: NVTE_
-// FLASH_ATTN=0, --attention-backend fused) leaves cuDNN's fused attention
-// alone: multiples of 8 up to 128, 256 on Hopper (nvte_get_fused_attn_
-// backend), DeepSeek's 192/128 on Blackwell; kUnfusedOnly elsewhere.
 TeAttention TransformerEngineAttention(const v1::ModelConfig& model,
                                        v1::Precision precision,
                                        absl::string_view accelerator = "",
-                                       bool flash_attention_disabled = false);
+                                       TeSwitches switches = {});
 
 // Why TransformerEngineAttention leaves FlashAttention 2 and cuDNN's fused
 // attention out, for notes, assumptions and refusals; "" where it does
@@ -71,7 +81,7 @@ TeAttention TransformerEngineAttention(const v1::ModelConfig& model,
 std::string WhyNoFusedAttention(const v1::ModelConfig& model,
                                 v1::Precision precision,
                                 absl::string_view accelerator = "",
-                                bool flash_attention_disabled = false);
+                                TeSwitches switches = {});
 
 }  // namespace memgate
 

@@ -121,10 +121,12 @@ TEST(AttentionBackendTest, SoftCappedScoresRunGemma2sOwnAttention) {
 // Blackwell but not on an A100; nothing that is not a multiple of 8 (no
 // FlashAttention 3 either) and nothing in fp32. The reason names the
 // setting and the GPU.
+constexpr TeSwitches kNoFlash{/*flash_attention_disabled=*/true,
+                              /*deterministic=*/false};
+
 TEST(AttentionBackendTest, WithoutFlashAttentionCudnnsFusedAttentionRuns) {
   auto te = [](const v1::ModelConfig& m, const char* gpu) {
-    return TransformerEngineAttention(m, kBf16, gpu,
-                                      /*flash_attention_disabled=*/true);
+    return TransformerEngineAttention(m, kBf16, gpu, kNoFlash);
   };
   const v1::ModelConfig llama = Heads(4096, 32);
   const v1::ModelConfig gemma = Heads(3072, 16, 256);
@@ -154,14 +156,44 @@ TEST(AttentionBackendTest, WithoutFlashAttentionCudnnsFusedAttentionRuns) {
   EXPECT_EQ(te(mla, "b200-180gb"), TeAttention::kFlashOrFused);
   EXPECT_EQ(te(mla, "a100-80gb"), TeAttention::kUnfusedOnly);
   EXPECT_EQ(TransformerEngineAttention(llama, v1::PRECISION_FP32, "",
-                                       /*flash_attention_disabled=*/true),
+                                       kNoFlash),
             TeAttention::kUnfusedOnly);
 
-  EXPECT_EQ(WhyNoFusedAttention(gemma, kBf16, "h100-80gb", true), "");
-  const std::string why = WhyNoFusedAttention(gemma, kBf16, "a100-80gb", true);
+  EXPECT_EQ(WhyNoFusedAttention(gemma, kBf16, "h100-80gb", kNoFlash), "");
+  const std::string why =
+      WhyNoFusedAttention(gemma, kBf16, "a100-80gb", kNoFlash);
   for (const char* named :
        {"training.flash_attention_disabled", "NVTE_FLASH_ATTN=0",
         "a head dimension of 256", "a100-80gb", "up to 128"}) {
+    EXPECT_NE(why.find(named), std::string::npos) << named << ": " << why;
+  }
+}
+
+// Deterministic execution takes cuDNN's fused attention from GPUs below
+// sm90 (TE "Filter: Determinism"): without FlashAttention Llama's heads
+// run unfused on an A100 or L40S, fused on Hopper and Blackwell; with
+// FlashAttention (deterministic from flash-attn 2.4.1) nothing changes.
+TEST(AttentionBackendTest, DeterministicCudnnAttentionNeedsSm90) {
+  const v1::ModelConfig llama = Heads(4096, 32);
+  const TeSwitches deterministic{true, true};
+  for (const char* gpu : {"a100-40gb", "a100-80gb", "l40s-48gb"}) {
+    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu, deterministic),
+              TeAttention::kUnfusedOnly)
+        << gpu;
+    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu, {false, true}),
+              TeAttention::kFlashOrFused)
+        << gpu;
+  }
+  for (const char* gpu : {"h100-80gb", "h200-141gb", "b200-180gb", ""}) {
+    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu, deterministic),
+              TeAttention::kFlashOrFused)
+        << gpu;
+  }
+  const std::string why =
+      WhyNoFusedAttention(llama, kBf16, "a100-80gb", deterministic);
+  for (const char* named : {"training.te_deterministic_attention",
+                            "NVTE_ALLOW_NONDETERMINISTIC_ALGO=0", "sm90",
+                            "a100-80gb"}) {
     EXPECT_NE(why.find(named), std::string::npos) << named << ": " << why;
   }
 }

@@ -161,7 +161,7 @@ absl::Status ResolveJobInPlace(v1::Job& resolved) {
   if (training.attention_kernel() == v1::ATTENTION_KERNEL_UNSPECIFIED &&
       TransformerEngineAttention(resolved.model(), training.precision(),
                                  resolved.accelerator().name(),
-                                 training.flash_attention_disabled()) !=
+                                 TeSwitchesOf(training)) !=
           TeAttention::kFlashOrFused) {
     training.set_attention_kernel(v1::ATTENTION_KERNEL_UNFUSED);
   }

@@ -810,15 +810,15 @@ absl::Status ValidateTraining(const v1::Job& job) {
   // resolved to it; an explicit FLASH that no fused kernel takes has no
   // backend at all.
   const std::string& gpu = job.accelerator().name();
-  const bool no_flash = tr.flash_attention_disabled();
+  const TeSwitches switches = TeSwitchesOf(tr);
   const TeAttention te =
-      TransformerEngineAttention(job.model(), tr.precision(), gpu, no_flash);
+      TransformerEngineAttention(job.model(), tr.precision(), gpu, switches);
   if (tr.attention_kernel() == v1::ATTENTION_KERNEL_FLASH &&
       te == TeAttention::kUnfusedOnly) {
     return Invalid("training.attention_kernel",
                    absl::StrCat(WhyNoFusedAttention(job.model(),
                                                     tr.precision(), gpu,
-                                                    no_flash),
+                                                    switches),
                                 ", so it runs the unfused attention "
                                 "(ATTENTION_KERNEL_UNFUSED, what an unset "
                                 "kernel resolves to)"),
@@ -852,7 +852,7 @@ absl::Status ValidateTraining(const v1::Job& job) {
        tr.attention_kernel() == v1::ATTENTION_KERNEL_LOCAL) &&
       c > 1) {
     const std::string why =
-        WhyNoFusedAttention(job.model(), tr.precision(), gpu, no_flash);
+        WhyNoFusedAttention(job.model(), tr.precision(), gpu, switches);
     return Invalid("training.attention_kernel",
                    absl::StrCat(why.empty() ? "" : why + ", so ",
                                 "unfused attention, which cannot run with "

@@ -902,10 +902,12 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
       env, ReadTeAttentionEnvironment(args, backend, local_attention,
                                       launch.notes));
   if (env.kernel == TeEnvironmentKernel::kUnfused) unfused = true;
-  const bool flash_disabled =
-      !local_attention &&
-      (backend == "fused" || env.kernel == TeEnvironmentKernel::kFlashDisabled);
-  t.set_flash_attention_disabled(flash_disabled);
+  const TeSwitches switches{
+      !local_attention && (backend == "fused" ||
+                           env.kernel == TeEnvironmentKernel::kFlashDisabled),
+      env.deterministic};
+  t.set_flash_attention_disabled(switches.flash_attention_disabled);
+  t.set_te_deterministic_attention(switches.deterministic);
   // What TransformerEngine can run for this precision and these head
   // dimensions (estimator/attention_backend.h): where no FlashAttention 2
   // or cuDNN fused kernel takes them, auto runs the unfused attention
@@ -914,10 +916,10 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
   // for the job's GPU: job_resolver.cc, validation.cc).
   const bool fp32 = t.precision() == v1::PRECISION_FP32;
   const TeAttention te = TransformerEngineAttention(
-      launch.job.model(), t.precision(), "", flash_disabled);
+      launch.job.model(), t.precision(), "", switches);
   if (te != TeAttention::kFlashOrFused && !unfused) {
     const std::string why = WhyNoFusedAttention(
-        launch.job.model(), t.precision(), "", flash_disabled);
+        launch.job.model(), t.precision(), "", switches);
     if (backend == "auto") {
       unfused = true;
       launch.notes.push_back(absl::StrCat(
@@ -933,7 +935,7 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
   }
   if (unfused && env.unfused_off && !local_attention) {
     const std::string why = WhyNoFusedAttention(
-        launch.job.model(), t.precision(), "", flash_disabled);
+        launch.job.model(), t.precision(), "", switches);
     return absl::InvalidArgumentError(absl::StrCat(
         "NVTE_UNFUSED_ATTN=0 (the launch's environment): ",
         why.empty() ? std::string("the launch's attention settings") : why,

@@ -709,6 +709,63 @@ TEST(MegatronArgsTest, WithoutFlashAttentionTheGpuDecidesGemmasAttention) {
   }
 }
 
+// Deterministic execution (NVTE_ALLOW_NONDETERMINISTIC_ALGO=0, or
+// --deterministic-mode, which Megatron raises on without it) takes cuDNN's
+// fused attention from GPUs below sm90: with FlashAttention off Llama's
+// heads then run unfused on an A100 (the scores counted) and fused on an
+// H100; with FlashAttention on nothing changes; --attention-backend fused
+// has no kernel on the A100 (refused by validation, naming why).
+TEST(MegatronArgsTest, DeterministicAttentionWithoutFlashAttentionOnAnA100) {
+  auto peak = [](const std::string& before, const std::string& after,
+                 const char* gpu) -> absl::StatusOr<double> {
+    absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+        Words(before + " " + kLlama31_8B + " " + after), nullptr);
+    if (!l.ok()) return l.status();
+    v1::Job job = l->job;
+    job.mutable_accelerator()->set_name(gpu);
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    if (!e.ok()) return e.status();
+    return e->peak().total_bytes();
+  };
+  const double a100 = *peak("", "", "a100-80gb");
+  const double h100 = *peak("", "", "h100-80gb");
+  for (const auto& [before, after] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"NVTE_FLASH_ATTN=0 NVTE_ALLOW_NONDETERMINISTIC_ALGO=0", ""},
+           {"NVTE_FLASH_ATTN=0 NVTE_ALLOW_NONDETERMINISTIC_ALGO=00",
+            "--deterministic-mode"}}) {
+    EXPECT_GT(*peak(before, after, "a100-80gb"), a100 + 4.0 * (1u << 30))
+        << before << " " << after;
+    EXPECT_EQ(*peak(before, after, "h100-80gb"), h100) << before;
+  }
+  EXPECT_GT(*peak("NVTE_FLASH_ATTN=0", "--deterministic-mode", "a100-80gb"),
+            a100 + 4.0 * (1u << 30));
+  EXPECT_EQ(*peak("NVTE_ALLOW_NONDETERMINISTIC_ALGO=0", "--deterministic-mode",
+                  "a100-80gb"),
+            a100);
+  EXPECT_EQ(*peak("NVTE_FLASH_ATTN=0 NVTE_ALLOW_NONDETERMINISTIC_ALGO=1", "",
+                  "a100-80gb"),
+            a100);
+  const absl::StatusOr<double> raises =
+      peak("NVTE_ALLOW_NONDETERMINISTIC_ALGO=1", "--deterministic-mode",
+           "h100-80gb");
+  ASSERT_FALSE(raises.ok());
+  EXPECT_NE(raises.status().message().find("Megatron raises at start"),
+            std::string::npos)
+      << raises.status();
+  const absl::StatusOr<double> fused =
+      peak("", "--attention-backend fused --deterministic-mode", "a100-80gb");
+  ASSERT_FALSE(fused.ok());
+  for (const char* named :
+       {"training.attention_kernel", "te_deterministic_attention", "sm90"}) {
+    EXPECT_NE(fused.status().message().find(named), std::string::npos)
+        << named << ": " << fused.status();
+  }
+  EXPECT_EQ(*peak("", "--attention-backend fused --deterministic-mode",
+                  "h100-80gb"),
+            h100);
+}
+
 // Megatron's --softmax-type (attention sinks): TransformerEngine runs an
 // off-by-one or learnable softmax in cuDNN's fused attention or its
 // unfused one, never FlashAttention, and with CP only fused over an

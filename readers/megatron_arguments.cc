@@ -341,6 +341,13 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"transformer-impl", true, M, "transformer_engine",
        "local: Megatron's own unfused core attention (its softmax kernel up "
        "to s = 4096, then bf16 unless --attention-softmax-in-fp32)"},
+      {"deterministic-mode", false, M, "off",
+       "TransformerEngine's deterministic attention (Megatron requires "
+       "NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 with it): cuDNN's fused attention "
+       "does not train below sm90 then, so with FlashAttention off "
+       "(NVTE_FLASH_ATTN=0, --attention-backend fused) an A100 or L40S runs "
+       "the unfused attention (its scores counted) or, with fused, none "
+       "(refused)"},
       {"use-flash-attn", false, M, "",
        "no change: the legacy models' switch, which Megatron-Core ignores "
        "(--attention-backend and TransformerEngine decide)"},

@@ -15,6 +15,8 @@ namespace {
 // Values are echoed at most this long: a launch is the user's input.
 constexpr size_t kEchoedValueBytes = 32;
 
+constexpr char kDeterminism[] = "NVTE_ALLOW_NONDETERMINISTIC_ALGO";
+
 std::string Assignment(const std::string& name, const std::string& value) {
   return absl::StrCat(name, "=", value.substr(0, kEchoedValueBytes));
 }
@@ -82,22 +84,38 @@ absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
     std::vector<std::string>& notes) {
   TeEnvironment out;
   const std::map<std::string, std::string>& env = args.environment();
-  if (env.empty()) return out;
   std::map<std::string, bool> on;
-  std::vector<std::string> given;
+  std::vector<std::string> given;  // the kernel switches, for notes
   for (const char* name : kTeAttentionVariables) {
     const auto it = env.find(name);
     if (it == env.end()) continue;
-    given.push_back(Assignment(name, it->second));
     const std::optional<bool> value = NonZero(it->second);
     if (!value) {
       return absl::InvalidArgumentError(absl::StrCat(
           Assignment(name, it->second),
           " (the launch's environment): not a whole number "
-          "(TransformerEngine reads it with int(); 0 turns the kernel off)"));
+          "(TransformerEngine reads it with int(); 0 turns it off)"));
     }
     on[name] = *value;
+    if (std::string(name) != kDeterminism) {
+      given.push_back(Assignment(name, it->second));
+    }
   }
+  // Deterministic kernels: the variable at 0, which Megatron's
+  // --deterministic-mode requires (it raises otherwise with TE's
+  // attention: extensions/transformer_engine.py).
+  const auto determinism = on.find(kDeterminism);
+  if (args.Has("deterministic-mode") && !local_attention &&
+      determinism != on.end() && determinism->second) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Assignment(kDeterminism, env.at(kDeterminism)),
+        " (the launch's environment) with --deterministic-mode: Megatron "
+        "raises at start (TransformerEngine's attention needs it at 0)"));
+  }
+  out.deterministic = !local_attention &&
+                      (args.Has("deterministic-mode") ||
+                       (determinism != on.end() && !determinism->second));
+  if (given.empty()) return out;
   auto allowed = [&](const char* name) {
     const auto it = on.find(name);
     return it == on.end() || it->second;

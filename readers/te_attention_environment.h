@@ -8,8 +8,10 @@
 // get_attention_backend: int(os.environ.get(NAME, "1"))). Switching
 // FlashAttention and cuDNN's fused attention off leaves the unfused one,
 // which keeps the s x s scores: a launch read without them would be
-// admitted at a fraction of what it keeps. Internal to
-// ParseMegatronLaunch.
+// admitted at a fraction of what it keeps. NVTE_ALLOW_NONDETERMINISTIC_
+// ALGO=0 asks for deterministic kernels, which takes cuDNN's from GPUs
+// below sm90 (dot_product_attention.py, utils.py "Filter: Determinism").
+// Internal to ParseMegatronLaunch.
 
 #include <string>
 #include <vector>
@@ -32,6 +34,10 @@ struct TeEnvironment {
   // NVTE_UNFUSED_ATTN=0 where TE reads it: a job that needs the unfused
   // attention has no backend (the caller refuses it).
   bool unfused_off = false;
+  // NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 (or --deterministic-mode, which
+  // requires it): TE's deterministic attention (TrainingConfig.
+  // te_deterministic_attention).
+  bool deterministic = false;
 };
 
 // Megatron-LM from core 0.11 on (a launch dated so by --attention-backend

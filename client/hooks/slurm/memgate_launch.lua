@@ -103,7 +103,8 @@ script's exports reach the launch, so they go in front of its line as
 NAME=value words, which memgate reads.
 ]]
 M.TE_ATTENTION_VARIABLES = { "NVTE_FLASH_ATTN", "NVTE_FLASH_ATTN_V2",
-                             "NVTE_FUSED_ATTN", "NVTE_UNFUSED_ATTN" }
+                             "NVTE_FUSED_ATTN", "NVTE_UNFUSED_ATTN",
+                             "NVTE_ALLOW_NONDETERMINISTIC_ALGO" }
 local te_attention = {}
 for _, name in ipairs(M.TE_ATTENTION_VARIABLES) do te_attention[name] = true end
 
