@@ -74,11 +74,11 @@ absl::StatusOr<v1::Precision> ParsePrecision(const std::string& text) {
 absl::StatusOr<v1::AttentionKernel> ParseAttentionKernel(
     const std::string& text) {
   const std::string k = absl::AsciiStrToLower(text);
-  if (k == "flash") return v1::ATTENTION_KERNEL_FLASH;
+  if (k == "flash" || k == "fused") return v1::ATTENTION_KERNEL_FLASH;
   if (k == "unfused") return v1::ATTENTION_KERNEL_UNFUSED;
   if (k == "local") return v1::ATTENTION_KERNEL_LOCAL;
   return absl::InvalidArgumentError(absl::StrCat(
-      "--attention: must be flash, unfused or local (got '",
+      "--attention: must be flash, fused, unfused or local (got '",
       text.substr(0, 32), "')"));
 }
 
@@ -167,11 +167,13 @@ void JobFlags::RegisterRelease(FlagSet& f) {
   f.String("attention", "KERNEL",
            "the attention kernel that runs: flash (FlashAttention or "
            "cuDNN's fused attention: no s x s scores; for Gemma 2's "
-           "soft-capped scores Megatron-Bridge's FlexAttention), unfused "
-           "(TransformerEngine's: the scores kept) or local (Megatron's own, "
-           "--transformer-impl local); default: what Megatron's "
-           "--attention-backend auto picks for the precision, head "
-           "dimensions and GPU, and unfused for soft-capped scores",
+           "soft-capped scores Megatron-Bridge's FlexAttention), fused "
+           "(cuDNN's alone, FlashAttention off: refused where cuDNN does not "
+           "train the heads on the GPU), unfused (TransformerEngine's: the "
+           "scores kept) or local (Megatron's own, --transformer-impl "
+           "local); default: what Megatron's --attention-backend auto picks "
+           "for the precision, head dimensions and GPU, and unfused for "
+           "soft-capped scores",
            &attention);
   f.Bool("attention-softmax-in-fp32",
          "Megatron's --attention-softmax-in-fp32: with --attention=local, "
@@ -369,6 +371,9 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
           "which runs ", v1::AttentionKernel_Name(t.attention_kernel())));
     }
     t.set_attention_kernel(*kernel);
+    if (absl::AsciiStrToLower(*attention) == "fused") {
+      t.set_flash_attention_disabled(true);
+    }
   }
   if (softmax_in_fp32) {
     if (r && t.attention_softmax_in_fp32() != *softmax_in_fp32) {

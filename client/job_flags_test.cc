@@ -174,8 +174,8 @@ TEST(JobFlagsTest, ContextParallelExchangeByFlag) {
   }
 }
 
-// --attention names the kernel: flash, unfused (TransformerEngine's) or
-// local (Megatron's own), in any case; anything else is refused naming the
+// --attention names the kernel: flash, fused (cuDNN's alone), unfused
+// (TransformerEngine's) or local (Megatron's own), in any case; anything else is refused naming the
 // flag, its echo bounded. A kernel the job cannot run is refused by
 // validation, named by flag (FLASH in fp32).
 TEST(JobFlagsTest, AttentionKernelByFlag) {
@@ -184,6 +184,7 @@ TEST(JobFlagsTest, AttentionKernelByFlag) {
                                           "--tp=8", "--seq=8192"};
   const std::pair<const char*, v1::AttentionKernel> kernels[] = {
       {"flash", v1::ATTENTION_KERNEL_FLASH},
+      {"Fused", v1::ATTENTION_KERNEL_FLASH},
       {"Unfused", v1::ATTENTION_KERNEL_UNFUSED},
       {"LOCAL", v1::ATTENTION_KERNEL_LOCAL}};
   for (const auto& [name, kernel] : kernels) {
@@ -192,6 +193,11 @@ TEST(JobFlagsTest, AttentionKernelByFlag) {
     absl::StatusOr<v1::Job> job = Build(flags);
     ASSERT_TRUE(job.ok()) << name << ": " << job.status();
     EXPECT_EQ(job->training().attention_kernel(), kernel) << name;
+    // fused: cuDNN's alone (FlashAttention off), which trains Llama's
+    // heads on an H100: the flash estimate.
+    EXPECT_EQ(job->training().flash_attention_disabled(),
+              std::string(name) == "Fused")
+        << name;
     EXPECT_TRUE(EstimateJob(*job).ok()) << name;
   }
   std::vector<std::string> bad = llama;
@@ -199,7 +205,7 @@ TEST(JobFlagsTest, AttentionKernelByFlag) {
   absl::StatusOr<v1::Job> job = Build(bad);
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().message().rfind("--attention: must be flash, "
-                                         "unfused or local",
+                                         "fused, unfused or local",
                                          0),
             0u);
   EXPECT_LT(job.status().message().size(), 120u);

@@ -88,7 +88,7 @@ TEST(CliCheckTest, Gemma2sSoftCappedAttentionIsCountedUnfused) {
   at8k.back() = "--attention=sdpa";
   r = Check(at8k);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("--attention: must be flash, unfused or local"),
+  EXPECT_NE(r.err.find("--attention: must be flash, fused, unfused or local"),
             std::string::npos)
       << r.err;
 }
