@@ -37,7 +37,9 @@ bool TakesManyValues(const std::string& name) {
 
 // Every NAME=VALUE of `word` for the TransformerEngine attention
 // variables, where NAME starts the word or follows ',' or '=' (srun
-// --export=ALL,NAME=0; --env=NAME=0), its value up to the next ','.
+// --export=ALL,NAME=0; --env=NAME=0), its value up to the next ',' or
+// shell separator (`bash -c "export NAME=0; torchrun ..."`), quotes
+// around it removed.
 void ReadTeAttentionAssignments(absl::string_view word,
                                 std::map<std::string, std::string>& env) {
   for (const char* name : kTeAttentionVariables) {
@@ -46,7 +48,13 @@ void ReadTeAttentionAssignments(absl::string_view word,
          at = word.find(key, at + 1)) {
       if (at > 0 && word[at - 1] != ',' && word[at - 1] != '=') continue;
       absl::string_view value = word.substr(at + key.size());
-      value = value.substr(0, value.find(','));
+      value = value.substr(0, value.find_first_of(",;&|"));
+      while (!value.empty() && (value.front() == '\'' || value.front() == '"')) {
+        value.remove_prefix(1);
+      }
+      while (!value.empty() && (value.back() == '\'' || value.back() == '"')) {
+        value.remove_suffix(1);
+      }
       env[name] = std::string(value);
     }
   }

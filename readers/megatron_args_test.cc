@@ -538,7 +538,8 @@ TEST(MegatronArgsTest, TransformerEnginesEnvironmentChoosesTheAttention) {
         "env NVTE_FUSED_ATTN=0 NVTE_FLASH_ATTN=00",
         "srun --export=ALL,NVTE_FLASH_ATTN=0,NVTE_FUSED_ATTN=0",
         "NVTE_FLASH_ATTN=1 NVTE_FUSED_ATTN=0 env NVTE_FLASH_ATTN=+0",
-        "NVTE_FLASH_ATTN_V2=0 NVTE_FUSED_ATTN=-0 NVTE_UNFUSED_ATTN=1"}) {
+        "NVTE_FLASH_ATTN_V2=0 NVTE_FUSED_ATTN=-0 NVTE_UNFUSED_ATTN=1",
+        "bash -c \"export NVTE_FLASH_ATTN='0'; export NVTE_FUSED_ATTN=0 &&"}) {
     absl::StatusOr<MegatronLaunch> l = read(unfused);
     ASSERT_TRUE(l.ok()) << unfused << ": " << l.status();
     EXPECT_EQ(l->job.training().attention_kernel(),
