@@ -586,6 +586,18 @@ TEST(MegatronArgsTest, TransformerEnginesEnvironmentChoosesTheAttention) {
         << l.status();
     EXPECT_LT(l.status().message().size(), 400u);
   }
+  // Set to 1, as a later Megatron's auto sets them: nothing to say.
+  absl::StatusOr<MegatronLaunch> on =
+      read("NVTE_FLASH_ATTN=1 NVTE_FUSED_ATTN=1 NVTE_UNFUSED_ATTN=1");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_EQ(AllNotes(*on).find("NVTE_"), std::string::npos) << AllNotes(*on);
+  on = read("NVTE_FUSED_ATTN=0");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_NE(AllNotes(*on).find("NVTE_FUSED_ATTN=0: no change: FlashAttention "
+                               "stays on (no s x s scores); Megatron-LM from "
+                               "core 0.11 on stops at start"),
+            std::string::npos)
+      << AllNotes(*on);
   // fp32 has the unfused attention only, which NVTE_UNFUSED_ATTN=0 takes.
   std::string fp32 = std::string("NVTE_UNFUSED_ATTN=0 ") + kLlama31_8B;
   fp32.replace(fp32.find("--bf16"), 6, "");

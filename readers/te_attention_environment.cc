@@ -147,9 +147,17 @@ absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
     out.unfused_off = false;
     return out;
   }
+  // What a later Megatron's auto would say of them (each unset or "1").
+  bool auto_agrees = true;
+  for (const char* name :
+       {"NVTE_FLASH_ATTN", "NVTE_FUSED_ATTN", "NVTE_UNFUSED_ATTN"}) {
+    const auto it = env.find(name);
+    if (it != env.end() && it->second != "1") auto_agrees = false;
+  }
   const char* dated =
-      "; Megatron-LM from core 0.11 on stops at start with them set unless "
-      "--attention-backend says the same";
+      auto_agrees ? ""
+                  : "; Megatron-LM from core 0.11 on stops at start with them "
+                    "set unless --attention-backend says the same";
   if (!flash && !fused) {
     if (out.unfused_off) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -168,7 +176,7 @@ absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
              "its unfused attention (the s x s scores, counted) elsewhere",
         dated));
     out.kernel = TeEnvironmentKernel::kFlashDisabled;
-  } else {
+  } else if (!auto_agrees) {
     notes.push_back(absl::StrCat(
         set, ": no change: FlashAttention stays on (no s x s scores)", dated));
   }
