@@ -74,9 +74,12 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
   end
   -- The job's environment (sbatch exports the submitting shell's by
   -- default): TransformerEngine's attention switches in it decide the
-  -- launch's attention. Slurm raises for a job without one.
-  local has_env, environment = pcall(function() return job_desc.environment end)
-  if has_env then settings.environment = environment end
+  -- launch's attention. Only batch jobs have one (Slurm logs an error
+  -- when another's is asked for), and only they have a script to read.
+  if job_desc.script ~= nil then
+    local has_env, environment = pcall(function() return job_desc.environment end)
+    if has_env then settings.environment = environment end
+  end
   local ok, message = memgate.judge(job_desc.script, settings, function(m)
     slurm.log_info("%s", m)
   end)
