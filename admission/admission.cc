@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "estimator/attention_backend.h"
 #include "estimator/estimate.h"
 #include "estimator/fixed_format.h"
 #include "estimator/validation.h"
@@ -127,6 +128,23 @@ absl::Status AdmitJobInto(const v1::Job& job, const AdmissionPolicy& policy,
       absl::StatusOr<v1::Estimate> e = EstimateJob(probe, policy.threshold);
       decision.set_fits_with_flex_attention(e.ok() &&
                                             e->zone() == v1::ZONE_GREEN);
+    }
+    if (estimate.job().model().attention_logit_softcapping() == 0 &&
+        (t.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED ||
+         t.attention_kernel() == v1::ATTENTION_KERNEL_LOCAL) &&
+        TransformerEngineAttention(estimate.job().model(), t.precision(),
+                                   estimate.job().accelerator().name()) ==
+            TeAttention::kFlashOrFused) {
+      // One more estimate: TransformerEngine's own choice, a fused kernel,
+      // where the launch or its environment asked for an unfused one.
+      v1::Job probe = estimate.job();
+      v1::TrainingConfig& pt = *probe.mutable_training();
+      pt.set_attention_kernel(v1::ATTENTION_KERNEL_FLASH);
+      pt.set_flash_attention_disabled(false);
+      pt.set_te_deterministic_attention(false);
+      absl::StatusOr<v1::Estimate> e = EstimateJob(probe, policy.threshold);
+      decision.set_fits_with_fused_attention(e.ok() &&
+                                             e->zone() == v1::ZONE_GREEN);
     }
   }
   return absl::OkStatus();

@@ -127,6 +127,52 @@ TEST(AdmissionTest, RefusalSaysWhenFlexAttentionAloneDecides) {
   EXPECT_FALSE(d->fits_with_flex_attention());
 }
 
+// A job refused for an unfused attention TransformerEngine would not have
+// picked (asked for, or left by NVTE_FLASH_ATTN=0 with deterministic
+// kernels on an A100) hears that its fused attention fits; one whose
+// precision leaves TE nothing fused (fp32), or whose soft-capped scores
+// take Gemma 2's own attention, does not.
+TEST(AdmissionTest, RefusalSaysWhenTheFusedAttentionAloneDecides) {
+  v1::Job unfused = PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 8, 8192);
+  unfused.mutable_training()->set_attention_kernel(
+      v1::ATTENTION_KERNEL_UNFUSED);
+  absl::StatusOr<v1::Decision> d = AdmitJob(unfused, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE) << d->reason();
+  EXPECT_TRUE(d->fits_with_fused_attention());
+  EXPECT_FALSE(d->fits_with_flex_attention());
+
+  v1::Job switched = PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 8, 8192);
+  switched.mutable_training()->set_flash_attention_disabled(true);
+  switched.mutable_training()->set_te_deterministic_attention(true);
+  d = AdmitJob(switched, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE) << d->reason();
+  EXPECT_EQ(d->estimate().job().training().attention_kernel(),
+            v1::ATTENTION_KERNEL_UNFUSED);
+  EXPECT_TRUE(d->fits_with_fused_attention());
+  // Deterministic alone keeps FlashAttention: admitted as without it.
+  switched.mutable_training()->set_flash_attention_disabled(false);
+  d = AdmitJob(switched, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->verdict(), v1::VERDICT_ADMIT) << d->reason();
+
+  v1::Job fp32 = PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 8, 8192);
+  fp32.mutable_training()->set_precision(v1::PRECISION_FP32);
+  d = AdmitJob(fp32, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  EXPECT_FALSE(d->fits_with_fused_attention());
+
+  v1::Job capped = PaperJob("llama-3.1-8b", "h100-80gb", 4, 1, 2, 1, 8, 8192);
+  capped.mutable_model()->set_attention_logit_softcapping(50);
+  d = AdmitJob(capped, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  EXPECT_FALSE(d->fits_with_fused_attention());
+  EXPECT_TRUE(d->fits_with_flex_attention());
+}
+
 TEST(AdmissionTest, PolicyMayAdmitYellowWithAWarning) {
   AdmissionPolicy policy;
   policy.admit_yellow = true;

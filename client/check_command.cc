@@ -262,6 +262,11 @@ void PrintDecision(const v1::Decision& d,
            "through FlexAttention (recent releases, no dataloader mask, no "
            "attention dropout; --attention=flash)\n";
   }
+  if (d.fits_with_fused_attention()) {
+    out << "  fits with TransformerEngine's fused attention (FlashAttention "
+           "or cuDNN: no s x s scores; --attention-backend auto with "
+           "NVTE_FLASH_ATTN and NVTE_FUSED_ATTN unset; --attention=flash)\n";
+  }
   if (d.fits_with_recompute_modules_size() > 0) {
     // Cheaper than full recomputation: one more forward of a few modules.
     out << "  fits with selective recomputation ("

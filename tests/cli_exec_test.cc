@@ -175,6 +175,11 @@ TEST(CliExecTest, TransformerEnginesEnvironmentIsTheLaunchs) {
                              "TransformerEngine runs its unfused attention"),
             std::string::npos)
       << refused.err;
+  // The refusal says what unsetting them would do.
+  EXPECT_NE(refused.err.find("fits with TransformerEngine's fused attention "
+                             "(FlashAttention or cuDNN"),
+            std::string::npos)
+      << refused.err;
   EXPECT_EQ(admitted.exit_code, 0) << admitted.err;
   EXPECT_EQ(admitted.out, "STARTED\n");
   EXPECT_NE(admitted.err.find("memgate: ADMIT [GREEN]"), std::string::npos)

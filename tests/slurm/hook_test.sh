@@ -85,7 +85,7 @@ expect fork_argument admit ""
 # The fitting launch under TransformerEngine's unfused attention
 # (NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 exported, or in the job's
 # environment): 8 heads a rank x 8192^2 scores on 16 layers, 58.33 GiB.
-expect te_exported refuse "REFUSE [RED] peak 58.33"
+expect te_exported refuse "fits with TransformerEngine's fused attention"
 expect te_exported_after refuse "REFUSE [RED] peak 58.33"
 expect te_not_exported admit ""
 expect te_unset admit ""

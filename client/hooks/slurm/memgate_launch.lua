@@ -300,7 +300,8 @@ function M.refusal_message(output)
   local lines = {}
   for line in output:gmatch("[^\n]+") do
     if #lines == 0 or line:find("fits instead") or line:find("or this layout")
-        or line:find("fits with recomputation") or line:find("peak stage") then
+        or line:find("fits with recomputation") or line:find("peak stage")
+        or line:find("fits with TransformerEngine's fused attention") then
       lines[#lines + 1] = (line:gsub("^%s+", ""))
     end
     if #lines >= 7 then break end
