@@ -40,23 +40,33 @@ bool TakesManyValues(const std::string& name) {
 // --export=ALL,NAME=0; --env=NAME=0), its value up to the next ',' or
 // shell separator (`bash -c "export NAME=0; torchrun ..."`), quotes
 // around it removed.
+// Only the last assignment counts, and only its first kMaxTeValueBytes
+// are kept (TE reads a whole number; a longer value is refused as none),
+// so a hostile word costs one search a name, never a copy an occurrence.
+constexpr size_t kMaxTeValueBytes = 64;
 void ReadTeAttentionAssignments(absl::string_view word,
                                 std::map<std::string, std::string>& env) {
   for (const char* name : kTeAttentionVariables) {
     const std::string key = absl::StrCat(name, "=");
-    for (size_t at = word.find(key); at != absl::string_view::npos;
-         at = word.find(key, at + 1)) {
-      if (at > 0 && word[at - 1] != ',' && word[at - 1] != '=') continue;
-      absl::string_view value = word.substr(at + key.size());
-      value = value.substr(0, value.find_first_of(",;&|"));
-      while (!value.empty() && (value.front() == '\'' || value.front() == '"')) {
-        value.remove_prefix(1);
+    size_t last = absl::string_view::npos;
+    for (size_t at = word.rfind(key); at != absl::string_view::npos;
+         at = at == 0 ? absl::string_view::npos : word.rfind(key, at - 1)) {
+      if (at == 0 || word[at - 1] == ',' || word[at - 1] == '=') {
+        last = at;
+        break;
       }
-      while (!value.empty() && (value.back() == '\'' || value.back() == '"')) {
-        value.remove_suffix(1);
-      }
-      env[name] = std::string(value);
     }
+    if (last == absl::string_view::npos) continue;
+    absl::string_view value = word.substr(last + key.size());
+    value = value.substr(0, value.find_first_of(",;&|"));
+    while (!value.empty() && (value.front() == '\'' || value.front() == '"')) {
+      value.remove_prefix(1);
+    }
+    while (!value.empty() && (value.back() == '\'' || value.back() == '"')) {
+      value.remove_suffix(1);
+    }
+    // One byte past the bound, so that the reader refuses it.
+    env[name] = std::string(value.substr(0, kMaxTeValueBytes + 1));
   }
 }
 

@@ -586,6 +586,20 @@ TEST(MegatronArgsTest, TransformerEnginesEnvironmentChoosesTheAttention) {
         << l.status();
     EXPECT_LT(l.status().message().size(), 400u);
   }
+  // Hostile words cost one search a name: 4 MiB of assignments chained by
+  // '=' (each a valid start) read as the last one, a value of a million
+  // digits refused by name without being copied whole.
+  std::string chained;
+  for (int i = 0; i < (4 << 20) / 16; ++i) chained += "NVTE_FLASH_ATTN=";
+  absl::StatusOr<MegatronLaunch> hostile = read(chained + "0 NVTE_FUSED_ATTN=0");
+  ASSERT_TRUE(hostile.ok()) << hostile.status();
+  EXPECT_EQ(hostile->job.training().attention_kernel(),
+            v1::ATTENTION_KERNEL_UNFUSED);
+  hostile = read("NVTE_FLASH_ATTN=" + std::string(1 << 20, '0'));
+  ASSERT_FALSE(hostile.ok());
+  EXPECT_NE(hostile.status().message().find("not a whole number"),
+            std::string::npos);
+  EXPECT_LT(hostile.status().message().size(), 400u);
   // Set to 1, as a later Megatron's auto sets them: nothing to say.
   absl::StatusOr<MegatronLaunch> on =
       read("NVTE_FLASH_ATTN=1 NVTE_FUSED_ATTN=1 NVTE_UNFUSED_ATTN=1");

@@ -24,6 +24,9 @@ std::string Assignment(const std::string& name, const std::string& value) {
 // Python's int() of the text: surrounding whitespace, a sign, and digits
 // (with single '_' between them).
 std::optional<bool> NonZero(const std::string& text) {
+  // The words' reader keeps 65 bytes of a longer value: none is a number
+  // a launch means.
+  if (text.size() > 64) return std::nullopt;
   absl::string_view v = absl::StripAsciiWhitespace(text);
   if (!v.empty() && (v[0] == '+' || v[0] == '-')) v.remove_prefix(1);
   if (v.empty() || v.front() == '_' || v.back() == '_') return std::nullopt;
