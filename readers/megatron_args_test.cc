@@ -686,6 +686,31 @@ TEST(MegatronArgsTest, MegatronsAttentionBackendMustAgreeWithTheEnvironment) {
   EXPECT_TRUE(agreed->job.training().flash_attention_disabled());
   EXPECT_EQ(agreed->job.training().attention_kernel(),
             v1::ATTENTION_KERNEL_UNSPECIFIED);
+  // --flash-attention-version 3 / 4 pins that FlashAttention and sets
+  // NVTE_FLASH_ATTN_V2=0 (asserting a set one agrees): FlashAttention 2
+  // off under auto; 2 changes nothing; others are not Megatron's.
+  for (const char* pinned : {"3", "4"}) {
+    agreed = read("", absl::StrCat("--flash-attention-version ", pinned));
+    ASSERT_TRUE(agreed.ok()) << agreed.status();
+    EXPECT_TRUE(agreed->job.training().flash_attention_disabled()) << pinned;
+    EXPECT_NE(AllNotes(*agreed).find("FlashAttention 2 off"),
+              std::string::npos)
+        << AllNotes(*agreed);
+  }
+  agreed = read("", "--flash-attention-version 2");
+  ASSERT_TRUE(agreed.ok()) << agreed.status();
+  EXPECT_FALSE(agreed->job.training().flash_attention_disabled());
+  agreed = read("", "--flash-attention-version 3 --attention-backend flash");
+  ASSERT_TRUE(agreed.ok()) << agreed.status();
+  EXPECT_FALSE(agreed->job.training().flash_attention_disabled());
+  EXPECT_TRUE(RefusedNaming("--flash-attention-version 5", "",
+                            {"--flash-attention-version", "2, 3 or 4"}));
+  const absl::StatusOr<MegatronLaunch> v2_on =
+      read("NVTE_FLASH_ATTN_V2=1", "--flash-attention-version 3");
+  ASSERT_FALSE(v2_on.ok());
+  EXPECT_NE(v2_on.status().message().find("NVTE_FLASH_ATTN_V2=1"),
+            std::string::npos)
+      << v2_on.status();
 }
 
 // Without FlashAttention the GPU decides (attention_backend.h): Gemma's

@@ -326,6 +326,13 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "dimensions and GPU (fp32; over 256, over 192 on an L40S; not "
        "multiples of 8, where flash says FlashAttention 3 runs them), and "
        "flash / fused are refused where TE has no such kernel"},
+      {"flash-attention-version", true, M, "",
+       "3 or 4 pins FlashAttention 3 / 4 and turns FlashAttention 2 off "
+       "(Megatron sets NVTE_FLASH_ATTN_V2=0): under --attention-backend "
+       "auto cuDNN's fused attention where cuDNN trains the heads on the "
+       "GPU, the unfused attention (counted) elsewhere, as with "
+       "NVTE_FLASH_ATTN=0 (FlashAttention 3 / 4 not assumed installed); 2: "
+       "no change; others refused"},
       {"softmax-type", true, P, "vanilla",
        "off-by-one / learnable (attention sinks): with --attention-backend "
        "fused no s^2 term (CP > 1 only over --cp-comm-type a2a), with "

@@ -86,6 +86,14 @@ absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
     const Arguments& args, const std::string& backend, bool local_attention,
     std::vector<std::string>& notes) {
   TeEnvironment out;
+  if (args.Has("flash-attention-version")) {
+    const std::string v = args.Text("flash-attention-version");
+    if (v != "2" && v != "3" && v != "4") {
+      return Bad("flash-attention-version",
+                 absl::StrCat("must be 2, 3 or 4 (got '", v.substr(0, 32),
+                              "')"));
+    }
+  }
   const std::map<std::string, std::string>& env = args.environment();
   std::map<std::string, bool> on;
   std::vector<std::string> given;  // the kernel switches, for notes
@@ -118,7 +126,7 @@ absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
   out.deterministic = !local_attention &&
                       (args.Has("deterministic-mode") ||
                        (determinism != on.end() && !determinism->second));
-  if (given.empty()) return out;
+  if (given.empty() && !args.Has("flash-attention-version")) return out;
   auto allowed = [&](const char* name) {
     const auto it = on.find(name);
     return it == on.end() || it->second;
@@ -131,14 +139,28 @@ absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
   if (args.Has("attention-backend") || !args.after_core_0_12_0().empty()) {
     if (absl::Status s = CheckMegatronAgrees(args, backend); !s.ok()) return s;
     // The three agree with --attention-backend, which decides; FlashAttention
-    // 2 alone off (Megatron leaves NVTE_FLASH_ATTN_V2 to the user) takes
-    // it from auto.
+    // 2 alone off (NVTE_FLASH_ATTN_V2=0, or --flash-attention-version 3 / 4,
+    // which sets it) takes it from auto.
     out.unfused_off = false;  // Megatron's own setting, already read
-    if (backend == "auto" && !flash) {
+    const std::string version = args.Text("flash-attention-version");
+    const bool pinned = version == "3" || version == "4";
+    const auto v2 = env.find("NVTE_FLASH_ATTN_V2");
+    if (pinned && v2 != env.end() && v2->second != "0") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Assignment("NVTE_FLASH_ATTN_V2", v2->second),
+          " (the launch's environment): --flash-attention-version ", version,
+          " sets it to 0, and Megatron stops at start where it is already "
+          "set otherwise (language_module.py _set_attention_backend)"));
+    }
+    if (backend == "auto" && (!flash || pinned)) {
       notes.push_back(absl::StrCat(
-          set, ": FlashAttention 2 off: TransformerEngine runs cuDNN's fused "
-               "attention where cuDNN trains the head dimensions on the GPU, "
-               "its unfused attention (the s x s scores, counted) elsewhere"));
+          pinned ? absl::StrCat("--flash-attention-version ", version) : set,
+          ": FlashAttention 2 off: TransformerEngine runs cuDNN's fused "
+          "attention where cuDNN trains the head dimensions on the GPU, its "
+          "unfused attention (the s x s scores, counted) elsewhere",
+          pinned ? absl::StrCat(" (FlashAttention ", version,
+                                " not assumed installed)")
+                 : std::string()));
       out.kernel = TeEnvironmentKernel::kFlashDisabled;
     }
     return out;
