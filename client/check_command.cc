@@ -49,6 +49,10 @@ struct CheckFlags {
   std::optional<std::string> request_id, tls_ca, tls_cert, tls_key;
   std::optional<double> timeout, threshold;
   std::optional<bool> admit_yellow, refuse_unreviewed;
+  // Not a flag: the environment an opaque command will run with (memgate
+  // exec), whose TransformerEngine attention switches apply to a job given
+  // by flags or --job (a launch carries them in its words instead).
+  std::vector<std::string> environment;
 
   void Register(FlagSet& f) {
     job.Register(f);
@@ -198,13 +202,24 @@ absl::StatusOr<v1::Job> BuildJob(const std::vector<std::string>& launch,
                                  const CheckFlags& flags,
                                  std::vector<std::string>& notes) {
   if (!launch.empty()) return JobFromLaunchAndFlags(launch, flags, notes);
-  if (!flags.job_file) return flags.job.ToJob(&notes);
-  absl::StatusOr<v1::Job> job = ReadJobFile(UserPath(*flags.job_file));
-  if (!job.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--job: ", job.status().message()));
+  absl::StatusOr<v1::Job> job;
+  if (!flags.job_file) {
+    job = flags.job.ToJob(&notes);
+  } else {
+    job = ReadJobFile(UserPath(*flags.job_file));
+    if (!job.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--job: ", job.status().message()));
+    }
+    if (absl::Status s = flags.job.ApplyTo(*job, false); !s.ok()) return s;
   }
-  if (absl::Status s = flags.job.ApplyTo(*job, false); !s.ok()) return s;
+  if (job.ok() && !flags.environment.empty()) {
+    if (absl::Status s =
+            ApplyTeAttentionEnvironment(flags.environment, *job, notes);
+        !s.ok()) {
+      return s;
+    }
+  }
   return job;
 }
 
@@ -444,8 +459,15 @@ int CheckLaunchesFile(const CheckFlags& check, std::ostream& out,
 
 int RunCheck(const std::vector<std::string>& args, std::ostream& out,
              std::ostream& err) {
+  return RunCheck(args, {}, out, err);
+}
+
+int RunCheck(const std::vector<std::string>& args,
+             const std::vector<std::string>& environment, std::ostream& out,
+             std::ostream& err) {
   FlagSet flags(kUsage);
   CheckFlags check;
+  check.environment = environment;
   check.Register(flags);
   std::vector<std::string> launch;
   absl::Status parsed = flags.Parse(args, &launch);

@@ -14,6 +14,13 @@ namespace memgate::cli {
 int RunCheck(const std::vector<std::string>& args, std::ostream& out,
              std::ostream& err);
 
+// The same for a job given by flags or --job whose command will run with
+// `environment` (NAME=VALUE strings): its TransformerEngine attention
+// switches apply to the job (memgate exec of an opaque command).
+int RunCheck(const std::vector<std::string>& args,
+             const std::vector<std::string>& environment, std::ostream& out,
+             std::ostream& err);
+
 }  // namespace memgate::cli
 
 #endif  // MEMGATE_CLIENT_CHECK_COMMAND_H_

@@ -64,20 +64,23 @@ int RunExec(const std::vector<std::string>& args, std::ostream& out,
   // An opaque command (a wrapper script) is not read: the job is what the
   // flags or --job describe. A Megatron launch is read and cross-checked.
   const bool opaque = !HasMegatronArguments(launch);
+  // The command inherits memgate's environment, TransformerEngine's
+  // attention switches with it (readers/te_attention_environment.h): in
+  // front of a launch's words, or applied to the job an opaque command's
+  // flags describe.
+  std::vector<std::string> environment;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    environment.emplace_back(*e);
+  }
   if (!opaque) {
-    // The command inherits memgate's environment, TransformerEngine's
-    // attention switches with it (readers/te_attention_environment.h).
-    std::vector<std::string> environment;
-    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-      environment.emplace_back(*e);
-    }
     const std::vector<std::string> read =
         WithTeAttentionEnvironment(launch, environment);
     check_args.push_back("--");
     check_args.insert(check_args.end(), read.begin(), read.end());
+    environment.clear();
   }
   std::ostringstream report;
-  const int code = RunCheck(check_args, report, err);
+  const int code = RunCheck(check_args, environment, report, err);
   if (code != kExitAdmit) {
     // The launch's own output will not follow: the whole report goes out.
     err << report.str();

@@ -13,8 +13,11 @@
 
 namespace memgate {
 
-absl::StatusOr<v1::Decision> PreflightCheck(const v1::Job& job,
-                                            const PreflightOptions& options) {
+namespace {
+
+// The decision for a job whose environment is already read.
+absl::StatusOr<v1::Decision> Decide(const v1::Job& job,
+                                    const PreflightOptions& options) {
   if (options.server.empty()) {
     AdmissionPolicy policy;
     if (options.threshold != 0) policy.threshold = options.threshold;
@@ -35,6 +38,21 @@ absl::StatusOr<v1::Decision> PreflightCheck(const v1::Job& job,
   remote.tls_cert_file = options.tls_cert_file;
   remote.tls_key_file = options.tls_key_file;
   return cli::AdmitRemotely(request, remote);
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Decision> PreflightCheck(const v1::Job& job,
+                                            const PreflightOptions& options) {
+  if (options.environment.empty()) return Decide(job, options);
+  v1::Job run = job;  // as it will run: TE's switches from its environment
+  std::vector<std::string> notes;
+  if (absl::Status s =
+          ApplyTeAttentionEnvironment(options.environment, run, notes);
+      !s.ok()) {
+    return s;
+  }
+  return Decide(run, options);
 }
 
 absl::StatusOr<v1::Job> JobFromLaunch(const std::vector<std::string>& argv,
@@ -82,7 +100,7 @@ absl::StatusOr<v1::Decision> PreflightCheckLaunch(
     const std::vector<std::string>& argv, const PreflightOptions& options) {
   absl::StatusOr<v1::Job> job = JobFromLaunch(argv, options);
   if (!job.ok()) return job.status();
-  return PreflightCheck(*job, options);
+  return Decide(*job, options);  // the environment read with the words
 }
 
 }  // namespace memgate

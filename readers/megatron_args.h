@@ -77,6 +77,21 @@ std::vector<std::string> WithTeAttentionEnvironment(
     const std::vector<std::string>& launch,
     const std::vector<std::string>& environment);
 
+// A job given by flags or a file whose command runs with `environment`
+// (NAME=VALUE strings: `memgate exec` of an opaque command, the preflight
+// API's PreflightCheck with PreflightOptions.environment): the
+// TransformerEngine attention switches among them applied to
+// job.training as a launch's would be under --attention-backend auto
+// (FlashAttention and cuDNN's fused attention off: ATTENTION_KERNEL_
+// UNFUSED; FlashAttention off: flash_attention_disabled; deterministic:
+// te_deterministic_attention), with notes. Nothing for Megatron's local
+// attention or Gemma 2's soft-capped scores, which TE does not run.
+// INVALID_ARGUMENT where they contradict the job's own kernel (FLASH under
+// both off, UNFUSED under NVTE_UNFUSED_ATTN=0) or int() refuses a value.
+absl::Status ApplyTeAttentionEnvironment(
+    const std::vector<std::string>& environment, v1::Job& job,
+    std::vector<std::string>& notes);
+
 // Whether `argv` carries any of Megatron-LM's model or parallelism
 // arguments (--num-layers, --seq-length, --tensor-model-parallel-size,
 // ...): a launch memgate can read, rather than an opaque command such as

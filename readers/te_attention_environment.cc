@@ -208,6 +208,48 @@ absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
   return out;
 }
 
+absl::Status ApplyTeAttentionEnvironment(
+    const std::vector<std::string>& environment, v1::Job& job,
+    std::vector<std::string>& notes) {
+  v1::TrainingConfig& t = *job.mutable_training();
+  const v1::AttentionKernel kernel = t.attention_kernel();
+  if (kernel == v1::ATTENTION_KERNEL_LOCAL ||
+      job.model().attention_logit_softcapping() > 0) {
+    return absl::OkStatus();
+  }
+  Arguments args;  // the variables alone: no script, no arguments
+  if (absl::Status s = args.Parse(WithTeAttentionEnvironment({}, environment));
+      !s.ok()) {
+    return s;
+  }
+  std::vector<std::string> said;
+  MEMGATE_ASSIGN_OR_RETURN(
+      env, ReadTeAttentionEnvironment(args, "auto", false, said));
+  if (env.kernel == TeEnvironmentKernel::kUnfused) {
+    if (kernel == v1::ATTENTION_KERNEL_FLASH) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "training.attention_kernel: ATTENTION_KERNEL_FLASH, but the "
+          "command's environment switches FlashAttention and cuDNN's fused "
+          "attention off (", said.empty() ? "" : said.front(), ")"));
+    }
+    t.set_attention_kernel(v1::ATTENTION_KERNEL_UNFUSED);
+  }
+  if (env.unfused_off && kernel == v1::ATTENTION_KERNEL_UNFUSED) {
+    return absl::InvalidArgumentError(
+        "training.attention_kernel: ATTENTION_KERNEL_UNFUSED, but the "
+        "command's environment switches TransformerEngine's unfused "
+        "attention off (NVTE_UNFUSED_ATTN=0)");
+  }
+  if (env.kernel == TeEnvironmentKernel::kFlashDisabled) {
+    t.set_flash_attention_disabled(true);
+  }
+  if (env.deterministic) t.set_te_deterministic_attention(true);
+  for (std::string& n : said) {
+    notes.push_back(absl::StrCat("the command's environment: ", n));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<std::string> WithTeAttentionEnvironment(
     const std::vector<std::string>& launch,
     const std::vector<std::string>& environment) {

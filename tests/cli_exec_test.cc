@@ -87,6 +87,35 @@ TEST(CliExecTest, AnOpaqueCommandNeverStartsWhenItsJobIsRefused) {
   EXPECT_EQ(r.out.find("STARTED"), std::string::npos);
 }
 
+// An opaque command inherits memgate's environment too: the job its file
+// describes (MBS 2: 31.9 GiB with FlashAttention) runs TE's unfused
+// attention where FlashAttention and cuDNN's fused attention are switched
+// off, and never starts; a job file that says FlashAttention runs
+// contradicts that environment (invalid, exit 2).
+TEST(CliExecTest, AnOpaqueCommandsJobRunsWithItsEnvironment) {
+  setenv("NVTE_FLASH_ATTN", "0", 1);
+  setenv("NVTE_FUSED_ATTN", "0", 1);
+  const RunResult unfused = Exec({"--job=" + JobFile("fits_env.json", 2)},
+                                 {"/bin/sh", "-c", "echo STARTED"});
+  const RunResult says_flash =
+      Exec({"--job=" + JobFile("fits_env.json", 2), "--attention=flash"},
+           {"/bin/sh", "-c", "echo STARTED"});
+  unsetenv("NVTE_FLASH_ATTN");
+  unsetenv("NVTE_FUSED_ATTN");
+  EXPECT_EQ(unfused.exit_code, 1) << unfused.err;
+  EXPECT_EQ(unfused.out.find("STARTED"), std::string::npos);
+  EXPECT_NE(unfused.err.find("note: the command's environment: "
+                             "NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0: "
+                             "TransformerEngine runs its unfused attention"),
+            std::string::npos)
+      << unfused.err;
+  EXPECT_EQ(says_flash.exit_code, 2) << says_flash.err;
+  EXPECT_NE(says_flash.err.find("switches FlashAttention and cuDNN's fused "
+                                "attention off"),
+            std::string::npos)
+      << says_flash.err;
+}
+
 TEST(CliExecTest, AnOpaqueCommandWithoutAJobIsInvalidAndSaysWhy) {
   const RunResult r = Exec({}, {"/bin/sh", "-c", "echo STARTED"});
   EXPECT_EQ(r.exit_code, 2);

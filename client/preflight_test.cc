@@ -1,0 +1,69 @@
+#include "client/preflight.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace memgate {
+namespace {
+
+// Llama-3.1-8B on 8 A100s (40 GB), TP 4, PP 2, MBS 1 at 8k: 25.5 GiB with
+// FlashAttention.
+v1::Job Llama8bOnA100s() {
+  v1::Job job;
+  job.mutable_model()->set_name("llama-3.1-8b");
+  job.mutable_accelerator()->set_name("a100-40gb");
+  job.mutable_parallel()->set_tensor_parallel(4);
+  job.mutable_parallel()->set_pipeline_parallel(2);
+  job.mutable_parallel()->set_context_parallel(1);
+  job.mutable_training()->set_micro_batch_size(1);
+  job.mutable_training()->set_seq_length(8192);
+  job.mutable_training()->set_global_batch_size(1024);
+  job.set_num_gpus(8);
+  return job;
+}
+
+// PreflightOptions.environment applies to a job given whole: the same job
+// admitted with FlashAttention is refused where its environment switches
+// FlashAttention and cuDNN's fused attention off (TE's unfused attention
+// keeps the 8192^2 scores), left alone by other variables, and invalid
+// where the job says FlashAttention runs against that environment.
+TEST(PreflightTest, AJobsEnvironmentChoosesItsAttention) {
+  PreflightOptions options;
+  absl::StatusOr<v1::Decision> d = PreflightCheck(Llama8bOnA100s(), options);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->verdict(), v1::VERDICT_ADMIT) << d->reason();
+
+  options.environment = {"HOME=/root", "NVTE_FLASH_ATTN=0",
+                         "NVTE_FUSED_ATTN=0"};
+  d = PreflightCheck(Llama8bOnA100s(), options);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->verdict(), v1::VERDICT_REFUSE) << d->reason();
+  EXPECT_EQ(d->estimate().job().training().attention_kernel(),
+            v1::ATTENTION_KERNEL_UNFUSED);
+  EXPECT_TRUE(d->fits_with_fused_attention());
+
+  options.environment = {"NVTE_FUSED_ATTN=0", "PATH=/bin"};
+  d = PreflightCheck(Llama8bOnA100s(), options);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->verdict(), v1::VERDICT_ADMIT) << d->reason();
+
+  v1::Job says_flash = Llama8bOnA100s();
+  says_flash.mutable_training()->set_attention_kernel(
+      v1::ATTENTION_KERNEL_FLASH);
+  options.environment = {"NVTE_FLASH_ATTN=0", "NVTE_FUSED_ATTN=0"};
+  d = PreflightCheck(says_flash, options);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(d.status().message().find("training.attention_kernel"),
+            std::string::npos)
+      << d.status();
+  options.environment = {"NVTE_FLASH_ATTN=no"};
+  d = PreflightCheck(Llama8bOnA100s(), options);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("not a whole number"), std::string::npos)
+      << d.status();
+}
+
+}  // namespace
+}  // namespace memgate
