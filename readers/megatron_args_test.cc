@@ -91,6 +91,19 @@ double PeakOf(const v1::Job& job) {
   return e.ok() ? e->peak().total_bytes() : 0.0;
 }
 
+// The peak of `line`, read and estimated on `gpu`; the reader's or the
+// estimator's error otherwise.
+absl::StatusOr<double> PeakOfLaunchOn(const std::string& line,
+                                      const char* gpu) {
+  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(Words(line), nullptr);
+  if (!l.ok()) return l.status();
+  v1::Job job = l->job;
+  job.mutable_accelerator()->set_name(gpu);
+  absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+  if (!e.ok()) return e.status();
+  return e->peak().total_bytes();
+}
+
 // Every note of a read launch, one a line.
 std::string AllNotes(const MegatronLaunch& l) {
   std::string notes;
@@ -729,15 +742,8 @@ TEST(MegatronArgsTest, WithoutFlashAttentionTheGpuDecidesGemmasAttention) {
       "--use-distributed-optimizer --micro-batch-size 1 --global-batch-size "
       "64 --seq-length 8192 --bf16 --no-create-attention-mask-in-dataloader";
   auto peak = [&](const std::string& before, const std::string& after,
-                  const char* gpu) -> absl::StatusOr<double> {
-    absl::StatusOr<MegatronLaunch> l =
-        ParseMegatronLaunch(Words(before + " " + gemma + " " + after), nullptr);
-    if (!l.ok()) return l.status();
-    v1::Job job = l->job;
-    job.mutable_accelerator()->set_name(gpu);
-    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
-    if (!e.ok()) return e.status();
-    return e->peak().total_bytes();
+                  const char* gpu) {
+    return PeakOfLaunchOn(before + " " + gemma + " " + after, gpu);
   };
   for (const char* gpu : {"h100-80gb", "a100-80gb"}) {
     ASSERT_TRUE(peak("", "", gpu).ok()) << gpu << peak("", "", gpu).status();
@@ -769,15 +775,8 @@ TEST(MegatronArgsTest, WithoutFlashAttentionTheGpuDecidesGemmasAttention) {
 // has no kernel on the A100 (refused by validation, naming why).
 TEST(MegatronArgsTest, DeterministicAttentionWithoutFlashAttentionOnAnA100) {
   auto peak = [](const std::string& before, const std::string& after,
-                 const char* gpu) -> absl::StatusOr<double> {
-    absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
-        Words(before + " " + kLlama31_8B + " " + after), nullptr);
-    if (!l.ok()) return l.status();
-    v1::Job job = l->job;
-    job.mutable_accelerator()->set_name(gpu);
-    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
-    if (!e.ok()) return e.status();
-    return e->peak().total_bytes();
+                 const char* gpu) {
+    return PeakOfLaunchOn(before + " " + kLlama31_8B + " " + after, gpu);
   };
   const double a100 = *peak("", "", "a100-80gb");
   const double h100 = *peak("", "", "h100-80gb");
