@@ -4,7 +4,6 @@
 #include <optional>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "readers/megatron_args.h"
@@ -113,8 +112,9 @@ absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
     }
   }
   // Deterministic kernels: the variable at 0, which Megatron's
-  // --deterministic-mode requires (it raises otherwise with TE's
-  // attention: extensions/transformer_engine.py).
+  // --deterministic-mode sets where it is unset and requires where it is
+  // set (training/determinism.py apply_determinism_env; earlier releases
+  // raise with TE's attention: extensions/transformer_engine.py).
   const auto determinism = on.find(kDeterminism);
   if (args.Has("deterministic-mode") && !local_attention &&
       determinism != on.end() && determinism->second) {
