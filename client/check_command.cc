@@ -33,7 +33,10 @@ constexpr char kUsage[] =
     "memory.\nThe job comes from the same flags as `memgate estimate`, from "
     "--job (a\nmemgate.v1.Job in JSON or text format), or from a "
     "torchrun/Megatron-LM launch\nafter `--` (job flags then fill or "
-    "override it; --gpu is required).\n\n"
+    "override it; --gpu is required).\nTransformerEngine's attention "
+    "switches (NVTE_FLASH_ATTN=0 ...) are read from the\nlaunch's words "
+    "before its script, never from memgate's own environment\n(memgate "
+    "exec reads that).\n\n"
     "Exit codes: 0 admit, 1 refuse, 2 invalid input, 3 service unavailable\n"
     "(--on-unavailable=admit turns 3 into 0, and says so).";
 
