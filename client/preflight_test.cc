@@ -61,7 +61,10 @@ TEST(PreflightTest, AJobsEnvironmentChoosesItsAttention) {
   options.environment = {"NVTE_FLASH_ATTN=no"};
   d = PreflightCheck(Llama8bOnA100s(), options);
   ASSERT_FALSE(d.ok());
-  EXPECT_NE(d.status().message().find("not a whole number"), std::string::npos)
+  EXPECT_NE(d.status().message().find(
+                "NVTE_FLASH_ATTN=no (the command's environment): not a whole "
+                "number"),
+            std::string::npos)
       << d.status();
 }
 

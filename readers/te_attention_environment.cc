@@ -83,7 +83,7 @@ absl::Status CheckMegatronAgrees(const Arguments& args,
 
 absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
     const Arguments& args, const std::string& backend, bool local_attention,
-    std::vector<std::string>& notes) {
+    std::vector<std::string>& notes, absl::string_view source) {
   TeEnvironment out;
   if (args.Has("flash-attention-version")) {
     const std::string v = args.Text("flash-attention-version");
@@ -103,7 +103,7 @@ absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
     if (!value) {
       return absl::InvalidArgumentError(absl::StrCat(
           Assignment(name, it->second),
-          " (the launch's environment): not a whole number "
+          " (", source, "): not a whole number "
           "(TransformerEngine reads it with int(); 0 turns it off)"));
     }
     on[name] = *value;
@@ -186,7 +186,7 @@ absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
   if (!flash && !fused) {
     if (out.unfused_off) {
       return absl::InvalidArgumentError(absl::StrCat(
-          set, " (the launch's environment): TransformerEngine has no "
+          set, " (", source, "): TransformerEngine has no "
                "attention left (FlashAttention, cuDNN's fused and its "
                "unfused attention all off)"));
     }
@@ -224,7 +224,8 @@ absl::Status ApplyTeAttentionEnvironment(
   }
   std::vector<std::string> said;
   MEMGATE_ASSIGN_OR_RETURN(
-      env, ReadTeAttentionEnvironment(args, "auto", false, said));
+      env, ReadTeAttentionEnvironment(args, "auto", false, said,
+                                      "the command's environment"));
   if (env.kernel == TeEnvironmentKernel::kUnfused) {
     if (kernel == v1::ATTENTION_KERNEL_FLASH) {
       return absl::InvalidArgumentError(absl::StrCat(

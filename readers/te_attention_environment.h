@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "proto/memgate.pb.h"
 #include "readers/launch_arguments.h"
 
@@ -50,10 +51,12 @@ struct TeEnvironment {
 // and so are all three off (TE has no backend). `backend` is the launch's
 // --attention-backend ("auto" when absent); `local_attention` says
 // Megatron's own attention runs (--transformer-impl local), which reads
-// none of them. Notes say what the variables changed.
+// none of them. Notes say what the variables changed; errors name
+// `source`, where the variables came from.
 absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
     const Arguments& args, const std::string& backend, bool local_attention,
-    std::vector<std::string>& notes);
+    std::vector<std::string>& notes,
+    absl::string_view source = "the launch's environment");
 
 }  // namespace memgate
 
