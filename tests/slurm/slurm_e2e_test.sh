@@ -190,6 +190,10 @@ if out=$(NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 sbatch "$work/fits.sh" 2>&1); then
 fi
 grep -q "memgate: REFUSE \[RED\] peak 58.33 GiB" <<< "$out" ||
   fail "environment: refusal without memgate's reason: $out"
+# --export=NONE keeps the shell's environment from the job, and Slurm keeps
+# it from the hook: the same job is admitted.
+out=$(NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 sbatch --export=NONE "$work/fits.sh" 2>&1) ||
+  fail "a job that does not get the environment refused: $out"
 echo "ok: the job's environment (TransformerEngine's attention switches) is read"
 passed=$((passed + 1))
 
