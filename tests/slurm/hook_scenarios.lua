@@ -132,6 +132,20 @@ end
 scripts.te_unset = function()
   return header .. te_off .. "unset NVTE_FUSED_ATTN\n" .. fits .. "\n"
 end
+-- A value from another variable is looked up; one computed at run time
+-- is unknown, and refused by name rather than guessed.
+scripts.te_from_variable = function()
+  return header .. "OFF=0\nexport NVTE_FLASH_ATTN=$OFF\nexport NVTE_FUSED_ATTN=${OFF}\n" ..
+         fits .. "\n"
+end
+scripts.te_computed = function()
+  return header .. "export NVTE_FLASH_ATTN=\"$(cat /etc/flash)\"\n" .. fits .. "\n"
+end
+-- Quoted, and with a comment: still a literal 0.
+scripts.te_quoted = function()
+  return header .. "export NVTE_FLASH_ATTN='0'  # debugging\n" ..
+         "export NVTE_FUSED_ATTN=\"0\"\n" .. fits .. "\n"
+end
 scripts.te_job_environment = function() return header .. fits .. "\n" end
 scripts.te_job_environment_overridden = function()
   return header .. "export NVTE_FUSED_ATTN=1\n" .. fits .. "\n"

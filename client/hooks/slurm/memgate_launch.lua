@@ -134,6 +134,32 @@ function M.te_attention_environment(environment)
   return out
 end
 
+-- An assignment to a TE attention variable (export NAME=..., or NAME=...
+-- on a line that is not a launch): whether exported, the name, and its
+-- value as written (a trailing comment and surrounding quotes removed).
+local function te_assignment(body)
+  local export, name, rest = body:match("^(export%s+)([%a_][%w_]*)=(.*)$")
+  if name == nil then
+    if looks_like_launch(body) then return nil end
+    name, rest = body:match("^([%a_][%w_]*)=(.*)$")
+  end
+  if name == nil or not te_attention[name] then return nil end
+  rest = rest:gsub("%s+#.*$", ""):gsub("%s+$", "")
+  rest = rest:gsub('^"(.*)"$', "%1"):gsub("^'(.*)'$", "%1")
+  return export ~= nil, name, rest
+end
+
+-- That value as memgate will read it: a literal; one variable ($FLASH,
+-- ${FLASH}) looked up; anything computed at run time (a command, an
+-- expression) unknown: "?", which memgate refuses by name rather than
+-- guess.
+local function te_resolve(rest, vars)
+  if not rest:find("[%$`(%s]") then return te_value(rest) end
+  local ref = rest:match("^%$([%a_][%w_]*)$") or rest:match("^%${([%a_][%w_]*)}$")
+  if ref ~= nil and vars[ref] ~= nil then return te_value(vars[ref]) end
+  return "?"
+end
+
 -- NAME=value words for the exported TE attention variables, in order.
 local function environment_words(exported)
   local words = {}
@@ -176,7 +202,13 @@ function M.find_launches(script, known, limits, environment)
     end
     local bare = body:match("^export%s+([%a_][%w_]*)%s*$")
     local unset = body:match("^unset%s+([%a_][%w_]*)%s*$")
-    if name ~= nil then
+    local te_export, te_name, te_rest = te_assignment(body)
+    if te_name ~= nil then  -- one of five names: not counted
+      vars[te_name] = te_resolve(te_rest, vars)
+      if te_export or exported[te_name] ~= nil then
+        exported[te_name] = vars[te_name]
+      end
+    elseif name ~= nil then
       value = value:gsub("^['\"]", ""):gsub("['\"]$", "")
       if not value:find("[%$`(]") then
         if vars[name] == nil then
@@ -187,9 +219,6 @@ function M.find_launches(script, known, limits, environment)
           end
         end
         vars[name] = value
-        if te_attention[name] and (export or exported[name] ~= nil) then
-          exported[name] = te_value(value)
-        end
       end
     elseif bare ~= nil then
       if te_attention[bare] and vars[bare] ~= nil then
