@@ -36,18 +36,18 @@ uint64_t LargestFusedHeadDim(absl::string_view accelerator) {
   return accelerator == "l40s-48gb" ? 192 : 256;
 }
 
-// The catalog GPUs that are not Hopper (a GPU outside the catalog is
-// taken for an H100, as everywhere in this file).
-bool OffHopper(absl::string_view accelerator) {
-  return accelerator == "a100-40gb" || accelerator == "a100-80gb" ||
-         accelerator == "l40s-48gb" || accelerator == "b200-180gb" ||
-         accelerator == "mi300x-192gb";
-}
-
 // The catalog GPUs below sm90 (A100 sm80, L40S sm89).
 bool BelowSm90(absl::string_view accelerator) {
   return accelerator == "a100-40gb" || accelerator == "a100-80gb" ||
          accelerator == "l40s-48gb";
+}
+
+// The catalog GPUs that are not Hopper: those below sm90, Blackwell and
+// AMD's (a GPU outside the catalog is taken for an H100, as everywhere in
+// this file).
+bool OffHopper(absl::string_view accelerator) {
+  return BelowSm90(accelerator) || accelerator == "b200-180gb" ||
+         accelerator == "mi300x-192gb";
 }
 
 // Whether cuDNN's fused attention trains these head dimensions on the GPU
