@@ -270,22 +270,43 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
   return absl::OkStatus();
 }
 
+// The vocabulary of a tokenizer memgate knows by name (Llama 3's 128,256
+// entries, reserved special tokens included; Llama 2's 32,000), or 0.
+uint32_t NamedTokenizerVocabulary(const Arguments& args) {
+  const std::string type = args.Text("tokenizer-type");
+  const std::string model = absl::AsciiStrToLower(args.Text("tokenizer-model"));
+  if (type == "Llama3Tokenizer" || absl::StrContains(model, "llama-3") ||
+      absl::StrContains(model, "llama3")) {
+    return 128256;
+  }
+  if (type == "Llama2Tokenizer" || absl::StrContains(model, "llama-2")) {
+    return 32000;
+  }
+  return 0;
+}
+
+// Whether Megatron sizes the launch's tokenizer by --vocab-size. Only
+// NullTokenizer, NullMultimodalTokenizer and TikTokenizer are given it
+// (core/tokenizers/utils/build_tokenizer.py, and the legacy
+// training/tokenizer/tokenizer.py before it); the others read their
+// vocabulary from their files (HuggingFaceTokenizer: len(tokenizer)) and
+// ignore --vocab-size, so a launch copied from Megatron's examples
+// (examples/llama/train_llama3_8b_h100_fp8.sh gives --vocab-size 128256
+// beside any --tokenizer-model) may state a size its tokenizer does not
+// have. A launch without --tokenizer-type has no tokenizer Megatron can
+// build; its --vocab-size is taken as given.
+bool TokenizerTakesVocabSize(absl::string_view type) {
+  return type.empty() || type == "NullTokenizer" ||
+         type == "NullMultimodalTokenizer" || type == "TikTokenizer";
+}
+
 // Megatron takes the vocabulary from the tokenizer when --vocab-size is
 // absent. The tokenizers Llama launches name, and failing that a catalog
 // model with exactly these dimensions, say what it is; 0 when nothing does.
 uint32_t VocabularyFromTokenizer(const Arguments& args,
                                  const v1::ModelConfig& m,
                                  std::vector<std::string>& notes) {
-  const std::string type = args.Text("tokenizer-type");
-  const std::string model = absl::AsciiStrToLower(args.Text("tokenizer-model"));
-  uint32_t vocab = 0;
-  if (type == "Llama3Tokenizer" || absl::StrContains(model, "llama-3") ||
-      absl::StrContains(model, "llama3")) {
-    vocab = 128256;
-  } else if (type == "Llama2Tokenizer" || absl::StrContains(model, "llama-2")) {
-    vocab = 32000;
-  }
-  if (vocab != 0) {
+  if (const uint32_t vocab = NamedTokenizerVocabulary(args); vocab != 0) {
     notes.push_back(absl::StrCat("vocabulary ", vocab,
                                  " from the tokenizer (no --vocab-size)"));
     return vocab;
@@ -305,6 +326,45 @@ uint32_t VocabularyFromTokenizer(const Arguments& args,
     }
   }
   return 0;
+}
+
+// The vocabulary of a launch that gives --vocab-size: the size itself
+// where its tokenizer is built with it; else the tokenizer's, where
+// memgate knows it by name; else --vocab-size, said to stand for the
+// tokenizer's. The legacy NullTokenizer (--legacy-tokenizer) adds its
+// end-of-document token after the given size (training/tokenizer/
+// tokenizer.py _NullTokenizer: vocab_size + 1).
+uint32_t GivenVocabulary(const Arguments& args, uint32_t given,
+                         std::vector<std::string>& notes) {
+  const std::string type = args.Text("tokenizer-type");
+  if (type == "NullTokenizer" && args.Has("legacy-tokenizer") &&
+      given < UINT32_MAX) {
+    notes.push_back(absl::StrCat(
+        "vocabulary ", given + 1, ": the legacy NullTokenizer adds its "
+        "end-of-document token to --vocab-size ", given));
+    return given + 1;
+  }
+  if (TokenizerTakesVocabSize(type)) return given;
+  const uint32_t named = NamedTokenizerVocabulary(args);
+  if (named != 0 && named != given) {
+    notes.push_back(absl::StrCat(
+        "vocabulary ", named, " from the tokenizer: Megatron's ", type,
+        " takes its size from the tokenizer, not from --vocab-size ", given));
+    return named;
+  }
+  if (named == 0) {
+    // A path, or a hub name: quoted up to a line's worth.
+    constexpr size_t kQuoted = 120;
+    std::string tokenizer = args.Has("tokenizer-model")
+                                ? args.Text("tokenizer-model")
+                                : std::string("no --tokenizer-model");
+    if (tokenizer.size() > kQuoted) tokenizer = tokenizer.substr(0, kQuoted) + "...";
+    notes.push_back(absl::StrCat(
+        "vocabulary ", given, " as --vocab-size says: Megatron's ", type,
+        " takes its size from the tokenizer (", tokenizer,
+        "), which memgate cannot read; a larger one is not counted"));
+  }
+  return named != 0 ? named : given;
 }
 
 // Megatron pads the vocabulary to a multiple of
@@ -335,7 +395,9 @@ absl::Status PadVocabulary(const Arguments& args, MegatronLaunch& launch) {
   }
   MEMGATE_ASSIGN_OR_RETURN(given, args.Number("vocab-size", m.vocab_size()));
   const uint32_t vocab =
-      given != 0 ? given : VocabularyFromTokenizer(args, m, launch.notes);
+      given == 0 ? VocabularyFromTokenizer(args, m, launch.notes)
+      : args.Has("vocab-size") ? GivenVocabulary(args, given, launch.notes)
+                               : given;
   if (vocab == 0) {
     return Bad("vocab-size",
                "missing: Megatron takes it from the tokenizer; give "

@@ -25,7 +25,11 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"kv-channels", true, M, "h / a",
        "head_dim d: Q, K, V, output widths (parameters and activations)"},
       {"vocab-size", true, M, "from the tokenizer",
-       "v, padded to --make-vocab-size-divisible-by x TP"},
+       "v, padded to --make-vocab-size-divisible-by x TP, with the "
+       "tokenizers Megatron sizes by it (NullTokenizer, "
+       "NullMultimodalTokenizer, TikTokenizer); the others read their own "
+       "size and ignore it: Llama 2's and 3's counted by name, any other's "
+       "taken to be --vocab-size (said in a note)"},
       {"make-vocab-size-divisible-by", true, M, "128",
        "vocabulary padding (1 to 65536), at each layout's TP"},
       {"padded-vocab-size", true, M, "padded --vocab-size",
@@ -78,8 +82,15 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"encoder-seq-length", true, M, "seq-length",
        "s when --seq-length is absent (Megatron's other spelling); refused "
        "beside it, as Megatron asserts"},
-      {"tokenizer-type", true, M, "", "the vocabulary when --vocab-size is absent"},
-      {"tokenizer-model", true, M, "", "the vocabulary when --vocab-size is absent"},
+      {"tokenizer-type", true, M, "",
+       "whether --vocab-size sizes the tokenizer; the vocabulary when "
+       "--vocab-size is absent"},
+      {"tokenizer-model", true, M, "",
+       "the vocabulary of a Llama 2 or 3 tokenizer, whatever --vocab-size "
+       "says"},
+      {"legacy-tokenizer", false, M, "off",
+       "the legacy NullTokenizer adds an end-of-document token: v = "
+       "--vocab-size + 1"},
       // ---- Precision ----
       {"bf16", false, M, "fp32",
        "bf16 weights (2 B), fp32 gradients (4 B), fp32 master + Adam (12 B); "
