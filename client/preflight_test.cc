@@ -68,5 +68,36 @@ TEST(PreflightTest, AJobsEnvironmentChoosesItsAttention) {
       << d.status();
 }
 
+// NVTE_MASKED_SOFTMAX_FUSION=0 in a whole job's environment: where TE's
+// unfused attention runs, torch's fp32 softmax output is kept too (8 heads
+// a rank x 8192^2 scores x 4 B, 2 GiB a layer); with FlashAttention it
+// changes nothing.
+TEST(PreflightTest, AJobsEnvironmentTurnsTheFusedSoftmaxOff) {
+  PreflightOptions options;
+  v1::Job unfused = Llama8bOnA100s();
+  unfused.mutable_accelerator()->set_name("h100-80gb");
+  unfused.mutable_training()->set_attention_kernel(
+      v1::ATTENTION_KERNEL_UNFUSED);
+  const absl::StatusOr<v1::Decision> fused_softmax =
+      PreflightCheck(unfused, options);
+  ASSERT_TRUE(fused_softmax.ok()) << fused_softmax.status();
+
+  options.environment = {"NVTE_MASKED_SOFTMAX_FUSION=0"};
+  const absl::StatusOr<v1::Decision> torch_softmax =
+      PreflightCheck(unfused, options);
+  ASSERT_TRUE(torch_softmax.ok()) << torch_softmax.status();
+  EXPECT_TRUE(torch_softmax->estimate()
+                  .job()
+                  .training()
+                  .te_masked_softmax_fusion_disabled());
+  EXPECT_GT(torch_softmax->estimate().peak_gib(),
+            fused_softmax->estimate().peak_gib() + 16 * 2.0);
+
+  const absl::StatusOr<v1::Decision> flash =
+      PreflightCheck(Llama8bOnA100s(), options);
+  ASSERT_TRUE(flash.ok()) << flash.status();
+  EXPECT_EQ(flash->verdict(), v1::VERDICT_ADMIT) << flash->reason();
+}
+
 }  // namespace
 }  // namespace memgate

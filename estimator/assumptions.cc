@@ -321,6 +321,9 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
           kept.scores_buffer
               ? "as^2b a layer (Megatron's fused softmax takes 16 < s <= "
                 "4096, s a multiple of 4, b x a/t a multiple of 4)"
+          : t.te_masked_softmax_fusion_disabled()
+              ? "as^2b a layer (NVTE_MASKED_SOFTMAX_FUSION=0: "
+                "TransformerEngine's fused softmax off)"
               : "as^2b a layer (TransformerEngine's fused softmax takes 16 "
                 "< s < 16384, s a multiple of 8, b x a/t a multiple of 4)"));
     }

@@ -91,10 +91,12 @@
 //      backend falls back to) runs softmax.py FusedScaleMaskSoftmax with
 //      softmax_in_fp32 on: its fused kernel takes 16-bit scores with 16 <
 //      s < 16384, s a multiple of 8 and b x a/t a multiple of 4
-//      (is_kernel_available); otherwise forward_torch_softmax casts the
-//      scores to fp32, and torch's softmax keeps its fp32 output beside
-//      the 16-bit probabilities the next GEMM (or dropout's output) keeps:
-//      4 bytes a score more without dropout, 2 with it.
+//      (is_kernel_available), unless NVTE_MASKED_SOFTMAX_FUSION=0 turns
+//      it off (TrainingConfig.te_masked_softmax_fusion_disabled);
+//      otherwise forward_torch_softmax casts the scores to fp32, and
+//      torch's softmax keeps its fp32 output beside the 16-bit
+//      probabilities the next GEMM (or dropout's output) keeps: 4 bytes a
+//      score more without dropout, 2 with it.
 // [GA] Gemma 2's attention logit soft-capping under Megatron-Bridge
 //      (models/gemma/gemma2_provider.py Gemma2DotProductAttention, NeMo's
 //      before it; TransformerEngine's attention takes no soft-cap): the
@@ -488,9 +490,10 @@ UnfusedAttentionKept UnfusedAttentionKeeps(const ModelShape& m,
     kept.scores_buffer = true;
   } else {
     // [TS] TransformerEngine's fused softmax kernel: 16-bit scores, 16 < s
-    // < 16384, s a multiple of 8, b x a/t a multiple of 4.
-    fused_softmax = s > 16 && s < 16384 && std::fmod(s, 8) == 0 &&
-                    std::fmod(batches, 4) == 0;
+    // < 16384, s a multiple of 8, b x a/t a multiple of 4; none with
+    // NVTE_MASKED_SOFTMAX_FUSION=0.
+    fused_softmax = !l.te_softmax_kernel_off && s > 16 && s < 16384 &&
+                    std::fmod(s, 8) == 0 && std::fmod(batches, 4) == 0;
   }
   if (m.attention_softcapping) {
     kept.capped_scores = kept.scores;
@@ -904,6 +907,7 @@ Layout LayoutOf(const v1::Job& job) {
       l.local_attention ||
       train.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED;
   l.softmax_in_fp32 = train.attention_softmax_in_fp32();
+  l.te_softmax_kernel_off = train.te_masked_softmax_fusion_disabled();
   l.dataloader_mask = train.dataloader_attention_mask();
   l.fused_swiglu = train.fused_swiglu();
   l.glu_linear_copy = train.glu_linear_copy();

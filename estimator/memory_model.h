@@ -118,6 +118,10 @@ struct Layout {
   // (TrainingConfig.attention_softmax_in_fp32; memory_model.cc [UA]).
   bool local_attention = false;
   bool softmax_in_fp32 = false;
+  // TransformerEngine's unfused attention without its fused softmax
+  // (TrainingConfig.te_masked_softmax_fusion_disabled): the fp32 output
+  // kept at every length (memory_model.cc [TS]).
+  bool te_softmax_kernel_off = false;
   // A SwiGLU activation that saves only its input (Megatron's fused kernel
   // or TransformerEngine's op, TrainingConfig.fused_swiglu): the dense MLP
   // and shared experts keep 6 B a unit of FFN width, not 8; with that

@@ -254,6 +254,29 @@ TEST(MemoryTermsTest, UnfusedAttentionsSoftmaxInFp32WhereTheKernelCannot) {
   EXPECT_FALSE(UnfusedAttentionKeeps(Small(), l).fp32_softmax);
 }
 
+// [TS] NVTE_MASKED_SOFTMAX_FUSION=0 takes TransformerEngine's fused softmax
+// away (softmax.py is_kernel_available returns False first): at s = 1024,
+// where the kernel would run, the fp32 output is kept, 4 bytes a score
+// more; Megatron's local attention (its own softmax) and fp32 training do
+// not change.
+TEST(MemoryTermsTest, NoMaskedSoftmaxFusionKeepsTheFp32SoftmaxAtAnyLength) {
+  Layout l = OneGpu();
+  l.unfused_attention = true;
+  ASSERT_FALSE(UnfusedAttentionKeeps(Small(), l).fp32_softmax);
+  const double fused = Activations(Small(), l);
+  l.te_softmax_kernel_off = true;
+  EXPECT_TRUE(UnfusedAttentionKeeps(Small(), l).fp32_softmax);
+  EXPECT_DOUBLE_EQ(Activations(Small(), l), fused + 2 * 4 * kAs2b);
+  l.precision = v1::PRECISION_FP32;
+  EXPECT_FALSE(UnfusedAttentionKeeps(Small(), l).fp32_softmax);
+  l.precision = v1::PRECISION_BF16_FP32_GRADS;
+  l.local_attention = true;
+  EXPECT_FALSE(UnfusedAttentionKeeps(Small(), l).fp32_softmax);
+  // FlashAttention keeps no scores: nothing to cast.
+  l.local_attention = l.unfused_attention = false;
+  EXPECT_FALSE(UnfusedAttentionKeeps(Small(), l).fp32_softmax);
+}
+
 // [GA] Gemma 2's soft-capped attention under Megatron-Bridge: beside
 // [UA]'s terms, tanh's output (2as^2b a layer) and an s x s bool mask a
 // layer whether or not the dataloader sends one (the sliding window's);

@@ -84,10 +84,15 @@ class Arguments {
 };
 
 // The environment variables TransformerEngine chooses its attention
-// kernel by (te_attention_environment.h), in the order they are reported.
+// kernel and softmax by (te_attention_environment.h), in the order they
+// are reported.
 inline constexpr const char* kTeAttentionVariables[] = {
-    "NVTE_FLASH_ATTN", "NVTE_FLASH_ATTN_V2", "NVTE_FUSED_ATTN",
-    "NVTE_UNFUSED_ATTN", "NVTE_ALLOW_NONDETERMINISTIC_ALGO"};
+    "NVTE_FLASH_ATTN",
+    "NVTE_FLASH_ATTN_V2",
+    "NVTE_FUSED_ATTN",
+    "NVTE_UNFUSED_ATTN",
+    "NVTE_ALLOW_NONDETERMINISTIC_ALGO",
+    "NVTE_MASKED_SOFTMAX_FUSION"};
 
 // Refuses `name` (--tensor-parallel-num-weight-shards or its expert twin)
 // unless it equals `size`, the TP size it shards over (`size_name` says

@@ -970,6 +970,7 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
       env.deterministic};
   t.set_flash_attention_disabled(switches.flash_attention_disabled);
   t.set_te_deterministic_attention(switches.deterministic);
+  t.set_te_masked_softmax_fusion_disabled(env.masked_softmax_fusion_off);
   // What TransformerEngine can run for this precision and these head
   // dimensions (estimator/attention_backend.h): where no FlashAttention 2
   // or cuDNN fused kernel takes them, auto runs the unfused attention

@@ -877,6 +877,47 @@ TEST(MegatronArgsTest, DeterministicAttentionWithoutFlashAttentionOnAnA100) {
             h100);
 }
 
+// NVTE_MASKED_SOFTMAX_FUSION=0 takes the fused softmax from
+// TransformerEngine's unfused attention (softmax.py is_kernel_available):
+// Llama 3.1 8B at 8k, whose unfused attention the kernel takes (8k < 16k,
+// 8 heads a TP rank), keeps torch's fp32 softmax output too: 4 bytes a
+// score, 2 GiB a layer. FlashAttention and Megatron's local attention
+// (its own softmax) do not change; a value int() refuses is named.
+TEST(MegatronArgsTest, NoMaskedSoftmaxFusionKeepsAnFp32CopyOfTheScores) {
+  auto peak = [](const std::string& before, const std::string& after) {
+    return PeakOfLaunchOn(before + " " + kLlama31_8B + " " + after,
+                          "h100-80gb");
+  };
+  const std::string unfused = "NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0";
+  const double kept = *peak(unfused, "");
+  EXPECT_GT(*peak(unfused + " NVTE_MASKED_SOFTMAX_FUSION=0", ""),
+            kept + 16 * 2.0 * (1u << 30));
+  EXPECT_EQ(*peak(unfused + " NVTE_MASKED_SOFTMAX_FUSION=1", ""), kept);
+  EXPECT_EQ(*peak("NVTE_MASKED_SOFTMAX_FUSION=0", ""), *peak("", ""));
+  EXPECT_EQ(*peak("NVTE_MASKED_SOFTMAX_FUSION=0", "--transformer-impl local"),
+            *peak("", "--transformer-impl local"));
+
+  const absl::StatusOr<MegatronLaunch> said = ParseMegatronLaunch(
+      Words("srun --export=ALL,NVTE_MASKED_SOFTMAX_FUSION=0 " +
+            std::string(kLlama31_8B)),
+      nullptr);
+  ASSERT_TRUE(said.ok()) << said.status();
+  EXPECT_TRUE(said->job.training().te_masked_softmax_fusion_disabled());
+  EXPECT_NE(AllNotes(*said).find("NVTE_MASKED_SOFTMAX_FUSION=0: "
+                                 "TransformerEngine's fused softmax off"),
+            std::string::npos)
+      << AllNotes(*said);
+  const absl::StatusOr<MegatronLaunch> bad = ParseMegatronLaunch(
+      Words("NVTE_MASKED_SOFTMAX_FUSION=no " + std::string(kLlama31_8B)),
+      nullptr);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(
+                "NVTE_MASKED_SOFTMAX_FUSION=no (the launch's environment): "
+                "not a whole number"),
+            std::string::npos)
+      << bad.status();
+}
+
 // Megatron's --softmax-type (attention sinks): TransformerEngine runs an
 // off-by-one or learnable softmax in cuDNN's fused attention or its
 // unfused one, never FlashAttention, and with CP only fused over an

@@ -15,6 +15,7 @@ namespace {
 constexpr size_t kEchoedValueBytes = 32;
 
 constexpr char kDeterminism[] = "NVTE_ALLOW_NONDETERMINISTIC_ALGO";
+constexpr char kSoftmaxFusion[] = "NVTE_MASKED_SOFTMAX_FUSION";
 
 std::string Assignment(const std::string& name, const std::string& value) {
   return absl::StrCat(name, "=", value.substr(0, kEchoedValueBytes));
@@ -107,7 +108,8 @@ absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
           "(TransformerEngine reads it with int(); 0 turns it off)"));
     }
     on[name] = *value;
-    if (std::string(name) != kDeterminism) {
+    if (std::string(name) != kDeterminism &&
+        std::string(name) != kSoftmaxFusion) {
       given.push_back(Assignment(name, it->second));
     }
   }
@@ -126,6 +128,25 @@ absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
   out.deterministic = !local_attention &&
                       (args.Has("deterministic-mode") ||
                        (determinism != on.end() && !determinism->second));
+  // The fused softmax of TE's unfused attention (softmax.py
+  // FusedScaleMaskSoftmax reads bool(int(NAME)) when the attention is
+  // built); Megatron's local attention runs a softmax of its own.
+  const auto softmax = on.find(kSoftmaxFusion);
+  if (softmax != on.end() && !softmax->second) {
+    const std::string assignment = Assignment(kSoftmaxFusion, env.at(kSoftmaxFusion));
+    if (local_attention) {
+      notes.push_back(absl::StrCat(
+          assignment, ": no change: Megatron's local attention runs its own "
+                      "softmax, not TransformerEngine's"));
+    } else {
+      out.masked_softmax_fusion_off = true;
+      notes.push_back(absl::StrCat(
+          assignment, ": TransformerEngine's fused softmax off: where its "
+                      "unfused attention runs, every softmax keeps torch's "
+                      "fp32 output beside the 16-bit probabilities "
+                      "(counted)"));
+    }
+  }
   if (given.empty() && !args.Has("flash-attention-version")) return out;
   auto allowed = [&](const char* name) {
     const auto it = on.find(name);
@@ -245,6 +266,9 @@ absl::Status ApplyTeAttentionEnvironment(
     t.set_flash_attention_disabled(true);
   }
   if (env.deterministic) t.set_te_deterministic_attention(true);
+  if (env.masked_softmax_fusion_off) {
+    t.set_te_masked_softmax_fusion_disabled(true);
+  }
   for (std::string& n : said) {
     notes.push_back(absl::StrCat("the command's environment: ", n));
   }

@@ -11,6 +11,9 @@
 // admitted at a fraction of what it keeps. NVTE_ALLOW_NONDETERMINISTIC_
 // ALGO=0 asks for deterministic kernels, which takes cuDNN's from GPUs
 // below sm90 (dot_product_attention.py, utils.py "Filter: Determinism").
+// NVTE_MASKED_SOFTMAX_FUSION=0 takes the fused softmax from TE's unfused
+// attention (softmax.py FusedScaleMaskSoftmax): torch's fp32 softmax
+// output is kept then, at every sequence length.
 // Internal to ParseMegatronLaunch.
 
 #include <string>
@@ -39,6 +42,9 @@ struct TeEnvironment {
   // requires it): TE's deterministic attention (TrainingConfig.
   // te_deterministic_attention).
   bool deterministic = false;
+  // NVTE_MASKED_SOFTMAX_FUSION=0 where TE's attention runs
+  // (TrainingConfig.te_masked_softmax_fusion_disabled).
+  bool masked_softmax_fusion_off = false;
 };
 
 // Megatron-LM from core 0.11 on (a launch dated so by --attention-backend

@@ -146,6 +146,12 @@ scripts.te_quoted = function()
   return header .. "export NVTE_FLASH_ATTN='0'  # debugging\n" ..
          "export NVTE_FUSED_ATTN=\"0\"\n" .. fits .. "\n"
 end
+-- NVTE_MASKED_SOFTMAX_FUSION=0 beside them: the unfused attention keeps
+-- torch's fp32 softmax output too.
+scripts.te_softmax_exported = function()
+  return header .. te_off .. "export NVTE_MASKED_SOFTMAX_FUSION=0\n" .. fits .. "\n"
+end
+scripts.te_softmax_job_environment = function() return header .. fits .. "\n" end
 scripts.te_job_environment = function() return header .. fits .. "\n" end
 scripts.te_job_environment_overridden = function()
   return header .. "export NVTE_FUSED_ATTN=1\n" .. fits .. "\n"
@@ -156,6 +162,8 @@ scripts.te_job_environment_odd = function() return header .. fits .. "\n" end
 scripts.te_job_environment_huge = function() return header .. fits .. "\n" end
 local environments = {
   te_job_environment = { NVTE_FLASH_ATTN = "0", NVTE_FUSED_ATTN = " 0 " },
+  te_softmax_job_environment = { NVTE_FLASH_ATTN = "0", NVTE_FUSED_ATTN = "0",
+                                 NVTE_MASKED_SOFTMAX_FUSION = "0" },
   te_job_environment_overridden = { NVTE_FLASH_ATTN = "0", NVTE_FUSED_ATTN = "0" },
   te_job_environment_odd = { NVTE_FLASH_ATTN = "0 $HOME" },
   te_job_environment_huge = { NVTE_UNFUSED_ATTN = string.rep("1", 100 * 1024) },

@@ -93,6 +93,10 @@ expect te_computed refuse "NVTE_FLASH_ATTN=? (the launch's environment): not a w
 expect te_quoted refuse "REFUSE [RED] peak 58.33"
 expect te_unset admit ""
 expect te_job_environment refuse "REFUSE [RED] peak 58.33"
+# With NVTE_MASKED_SOFTMAX_FUSION=0 too: an fp32 copy of the scores
+# (4 B, 2 GiB a layer) on 16 layers and 2 micro-batches in flight.
+expect te_softmax_exported refuse "REFUSE [RED] peak 122.33"
+expect te_softmax_job_environment refuse "REFUSE [RED] peak 122.33"
 expect te_job_environment_overridden admit ""
 expect te_job_environment_odd refuse "NVTE_FLASH_ATTN=? (the launch's environment): not a whole number"
 expect te_job_environment_huge refuse "NVTE_UNFUSED_ATTN=? (the launch's environment): not a whole number"

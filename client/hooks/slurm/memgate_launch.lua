@@ -98,13 +98,15 @@ end
 TransformerEngine chooses its attention kernel by these environment
 variables (memgate's readers/te_attention_environment.h): FlashAttention
 and cuDNN's fused attention switched off leave its unfused attention, which
-keeps the s x s scores. The job's environment (what sbatch exports) and the
+keeps the s x s scores (and, with NVTE_MASKED_SOFTMAX_FUSION=0, an fp32
+copy of them). The job's environment (what sbatch exports) and the
 script's exports reach the launch, so they go in front of its line as
 NAME=value words, which memgate reads.
 ]]
 M.TE_ATTENTION_VARIABLES = { "NVTE_FLASH_ATTN", "NVTE_FLASH_ATTN_V2",
                              "NVTE_FUSED_ATTN", "NVTE_UNFUSED_ATTN",
-                             "NVTE_ALLOW_NONDETERMINISTIC_ALGO" }
+                             "NVTE_ALLOW_NONDETERMINISTIC_ALGO",
+                             "NVTE_MASKED_SOFTMAX_FUSION" }
 local te_attention = {}
 for _, name in ipairs(M.TE_ATTENTION_VARIABLES) do te_attention[name] = true end
 
