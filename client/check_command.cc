@@ -33,8 +33,8 @@ constexpr char kUsage[] =
     "memory.\nThe job comes from the same flags as `memgate estimate`, from "
     "--job (a\nmemgate.v1.Job in JSON or text format), or from a "
     "torchrun/Megatron-LM launch\nafter `--` (job flags then fill or "
-    "override it; --gpu is required).\nTransformerEngine's attention "
-    "switches (NVTE_FLASH_ATTN=0 ...) are read from the\nlaunch's words "
+    "override it; --gpu is required).\nTransformerEngine's variables "
+    "(NVTE_FLASH_ATTN=0 ...) are read from the\nlaunch's words "
     "before its script, never from memgate's own environment\n(memgate "
     "exec reads that).\n\n"
     "Exit codes: 0 admit, 1 refuse, 2 invalid input, 3 service unavailable\n"
@@ -218,7 +218,7 @@ absl::StatusOr<v1::Job> BuildJob(const std::vector<std::string>& launch,
   }
   if (job.ok() && !flags.environment.empty()) {
     if (absl::Status s =
-            ApplyTeAttentionEnvironment(flags.environment, *job, notes);
+            ApplyTeEnvironment(flags.environment, *job, notes);
         !s.ok()) {
       return s;
     }

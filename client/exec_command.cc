@@ -23,9 +23,9 @@ constexpr char kUsage[] =
     "refuse, 2 invalid, 3 unavailable).\nA command that carries Megatron-LM "
     "arguments is read (and cross-checked with\n--job or job flags); any "
     "other command (bash train.sh) is opaque: the job\nthen comes from "
-    "--job or job flags alone. TransformerEngine's attention switches in "
-    "the\nenvironment (NVTE_FLASH_ATTN, NVTE_FUSED_ATTN, ...) are read with "
-    "the launch.\n--dry-run prints the command instead of "
+    "--job or job flags alone. TransformerEngine's variables in the\n"
+    "environment (NVTE_FLASH_ATTN, NVTE_FUSED_ATTN, NVTE_BACKWARD_OVERRIDE, "
+    "...) are\nread with the launch.\n--dry-run prints the command instead of "
     "running it.\nSee `memgate check --help` for the check flags.\n";
 
 // Single-quoted for a POSIX shell, so a dry run can be pasted.
@@ -74,7 +74,7 @@ int RunExec(const std::vector<std::string>& args, std::ostream& out,
   }
   if (!opaque) {
     const std::vector<std::string> read =
-        WithTeAttentionEnvironment(launch, environment);
+        WithTeEnvironment(launch, environment);
     check_args.push_back("--");
     check_args.insert(check_args.end(), read.begin(), read.end());
     environment.clear();

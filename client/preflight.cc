@@ -48,7 +48,7 @@ absl::StatusOr<v1::Decision> PreflightCheck(const v1::Job& job,
   v1::Job run = job;  // as it will run: TE's switches from its environment
   std::vector<std::string> notes;
   if (absl::Status s =
-          ApplyTeAttentionEnvironment(options.environment, run, notes);
+          ApplyTeEnvironment(options.environment, run, notes);
       !s.ok()) {
     return s;
   }
@@ -65,7 +65,7 @@ absl::StatusOr<v1::Job> JobFromLaunch(const std::vector<std::string>& argv,
     fill = *model;
   }
   absl::StatusOr<MegatronLaunch> launch = ParseMegatronLaunch(
-      WithTeAttentionEnvironment(argv, options.environment),
+      WithTeEnvironment(argv, options.environment),
       fill ? &*fill : nullptr);
   if (!launch.ok()) return launch.status();
   if (options.refuse_unreviewed) {

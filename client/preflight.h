@@ -40,10 +40,11 @@ struct PreflightOptions {
   std::string model;
   uint32_t num_gpus = 0;
   // The environment the job will run with, NAME=VALUE (environ's form):
-  // TransformerEngine's attention switches in it (NVTE_FLASH_ATTN=0 and
-  // the like) decide which attention kernel runs, and so whether the s x s
-  // scores are kept; read with a launch's words, and applied to a job
-  // given whole (PreflightCheck). Empty: the job or launch alone.
+  // TransformerEngine's variables in it (NVTE_FLASH_ATTN=0 and the like:
+  // readers/launch_arguments.h kTeVariables) decide which attention kernel
+  // runs, and so whether the s x s scores are kept, and what fp8 GEMMs
+  // keep; read with a launch's words, and applied to a job given whole
+  // (PreflightCheck). Empty: the job or launch alone.
   std::vector<std::string> environment;
   // A launch argument memgate has not reviewed (a newer Megatron's, a
   // fork's) is INVALID_ARGUMENT naming it, instead of a note: for sites

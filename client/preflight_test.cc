@@ -99,5 +99,33 @@ TEST(PreflightTest, AJobsEnvironmentTurnsTheFusedSoftmaxOff) {
   EXPECT_EQ(flash->verdict(), v1::VERDICT_ADMIT) << flash->reason();
 }
 
+// NVTE_BACKWARD_OVERRIDE=high_precision in a whole job's environment:
+// refused by name under fp8 (the GEMMs keep 16-bit inputs, not modelled),
+// whatever the attention; without fp8 it changes nothing.
+TEST(PreflightTest, AJobsEnvironmentSetsTheFp8BackwardsPrecision) {
+  PreflightOptions options;
+  options.environment = {"NVTE_BACKWARD_OVERRIDE=high_precision"};
+  v1::Job fp8 = Llama8bOnA100s();
+  fp8.mutable_accelerator()->set_name("h100-80gb");
+  fp8.mutable_training()->mutable_fp8()->set_recipe(
+      v1::Fp8::RECIPE_TENSORWISE);
+  for (v1::AttentionKernel kernel :
+       {v1::ATTENTION_KERNEL_UNSPECIFIED, v1::ATTENTION_KERNEL_LOCAL}) {
+    fp8.mutable_training()->set_attention_kernel(kernel);
+    const absl::StatusOr<v1::Decision> d = PreflightCheck(fp8, options);
+    ASSERT_FALSE(d.ok());
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(d.status().message().find(
+                  "NVTE_BACKWARD_OVERRIDE=high_precision (the command's "
+                  "environment)"),
+              std::string::npos)
+        << d.status();
+  }
+  const absl::StatusOr<v1::Decision> bf16 =
+      PreflightCheck(Llama8bOnA100s(), options);
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  EXPECT_EQ(bf16->verdict(), v1::VERDICT_ADMIT) << bf16->reason();
+}
+
 }  // namespace
 }  // namespace memgate

@@ -46,7 +46,7 @@ bool TakesManyValues(const std::string& name) {
 constexpr size_t kMaxTeValueBytes = 64;
 void ReadTeAttentionAssignments(absl::string_view word,
                                 std::map<std::string, std::string>& env) {
-  for (const char* name : kTeAttentionVariables) {
+  for (const char* name : kTeVariables) {
     const std::string key = absl::StrCat(name, "=");
     size_t last = absl::string_view::npos;
     for (size_t at = word.rfind(key); at != absl::string_view::npos;

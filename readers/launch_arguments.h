@@ -58,7 +58,7 @@ class Arguments {
   const std::vector<std::string>& unreviewed() const { return unreviewed_; }
   size_t unreviewed_count() const { return unreviewed_count_; }
 
-  // TransformerEngine's attention switches (kTeAttentionVariables) that
+  // TransformerEngine's attention switches (kTeVariables) that
   // words before the script set, the last one of each: shell prefix
   // assignments and env's (`NVTE_FUSED_ATTN=0 torchrun ...`), and lists
   // such as srun's --export=ALL,NVTE_FLASH_ATTN=0 or a container's
@@ -83,16 +83,18 @@ class Arguments {
   std::string after_core_0_12_0_;
 };
 
-// The environment variables TransformerEngine chooses its attention
-// kernel and softmax by (te_attention_environment.h), in the order they
-// are reported.
-inline constexpr const char* kTeAttentionVariables[] = {
+// The environment variables of TransformerEngine's that change memory, in
+// the order they are reported: its attention kernel and softmax
+// (te_attention_environment.h) and the fp8 backward's precision
+// (te_backward_override.h).
+inline constexpr const char* kTeVariables[] = {
     "NVTE_FLASH_ATTN",
     "NVTE_FLASH_ATTN_V2",
     "NVTE_FUSED_ATTN",
     "NVTE_UNFUSED_ATTN",
     "NVTE_ALLOW_NONDETERMINISTIC_ALGO",
-    "NVTE_MASKED_SOFTMAX_FUSION"};
+    "NVTE_MASKED_SOFTMAX_FUSION",
+    "NVTE_BACKWARD_OVERRIDE"};
 
 // Refuses `name` (--tensor-parallel-num-weight-shards or its expert twin)
 // unless it equals `size`, the TP size it shards over (`size_name` says

@@ -26,6 +26,7 @@
 #include "readers/megatron_arguments.h"
 #include "readers/megatron_moe_args.h"
 #include "readers/te_attention_environment.h"
+#include "readers/te_backward_override.h"
 
 namespace memgate {
 namespace {
@@ -1766,6 +1767,13 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
                     PadVocabulary, FillTraining, FillDeferredEmbeddingWgrad,
                     FillExpertsFromLaunch, FillGpuCount}) {
     if (absl::Status s = fill(args, launch); !s.ok()) return s;
+  }
+  // The fp8 backward's precision, once the launch's fp8 is known.
+  if (absl::Status s =
+          ReadTeBackwardOverride(args.environment(), launch.job.training(),
+                                 launch.notes, "the launch's environment");
+      !s.ok()) {
+    return s;
   }
   if (args.overridden_count() > 0) {
     std::string named =

@@ -70,25 +70,28 @@ absl::Status ApplyMegatronGlobalBatch(GlobalBatchRule rule, v1::Job& job,
 
 // The launch as memgate reads it when the command runs with `environment`
 // (NAME=VALUE strings, as environ holds them): TransformerEngine's
-// attention switches among them (NVTE_FLASH_ATTN, NVTE_FLASH_ATTN_V2,
-// NVTE_FUSED_ATTN, NVTE_UNFUSED_ATTN) go in front as assignments, which
-// the launch's own (`env NVTE_FUSED_ATTN=1 torchrun ...`) override.
-std::vector<std::string> WithTeAttentionEnvironment(
+// variables among them (launch_arguments.h kTeVariables: its attention
+// switches, NVTE_MASKED_SOFTMAX_FUSION, NVTE_BACKWARD_OVERRIDE) go in
+// front as assignments, which the launch's own (`env NVTE_FUSED_ATTN=1
+// torchrun ...`) override.
+std::vector<std::string> WithTeEnvironment(
     const std::vector<std::string>& launch,
     const std::vector<std::string>& environment);
 
 // A job given by flags or a file whose command runs with `environment`
 // (NAME=VALUE strings: `memgate exec` of an opaque command, the preflight
 // API's PreflightCheck with PreflightOptions.environment): the
-// TransformerEngine attention switches among them applied to
-// job.training as a launch's would be under --attention-backend auto
-// (FlashAttention and cuDNN's fused attention off: ATTENTION_KERNEL_
-// UNFUSED; FlashAttention off: flash_attention_disabled; deterministic:
-// te_deterministic_attention), with notes. Nothing for Megatron's local
-// attention or Gemma 2's soft-capped scores, which TE does not run.
-// INVALID_ARGUMENT where they contradict the job's own kernel (FLASH under
-// both off, UNFUSED under NVTE_UNFUSED_ATTN=0) or int() refuses a value.
-absl::Status ApplyTeAttentionEnvironment(
+// TransformerEngine variables among them applied to job.training as a
+// launch's would be under --attention-backend auto (FlashAttention and
+// cuDNN's fused attention off: ATTENTION_KERNEL_UNFUSED; FlashAttention
+// off: flash_attention_disabled; deterministic: te_deterministic_attention;
+// NVTE_MASKED_SOFTMAX_FUSION=0: te_masked_softmax_fusion_disabled), with
+// notes. The attention's are not applied to Megatron's local attention or
+// Gemma 2's soft-capped scores, which TE does not run. INVALID_ARGUMENT
+// where they contradict the job's own kernel (FLASH under both off,
+// UNFUSED under NVTE_UNFUSED_ATTN=0), where int() refuses a value, and
+// for NVTE_BACKWARD_OVERRIDE as te_backward_override.h says.
+absl::Status ApplyTeEnvironment(
     const std::vector<std::string>& environment, v1::Job& job,
     std::vector<std::string>& notes);
 

@@ -918,6 +918,54 @@ TEST(MegatronArgsTest, NoMaskedSoftmaxFusionKeepsAnFp32CopyOfTheScores) {
       << bad.status();
 }
 
+// NVTE_BACKWARD_OVERRIDE (TE common/recipe/__init__.py): high_precision has
+// the fp8 GEMMs keep their 16-bit inputs (module/linear.py
+// save_original_input), as --no-fp8-wgrad: refused by name; dequantized
+// keeps what memgate counts; delayed scaling and other values make TE
+// assert at start; without fp8 nothing reads it.
+TEST(MegatronArgsTest, TransformerEnginesBackwardOverride) {
+  const std::string fp8 =
+      std::string(kLlama31_8B) + " --fp8-format hybrid --fp8-recipe tensorwise";
+  auto read = [](const std::string& line) {
+    return ParseMegatronLaunch(Words(line), nullptr);
+  };
+  for (const auto& [line, named] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"NVTE_BACKWARD_OVERRIDE=high_precision " + fp8,
+            "NVTE_BACKWARD_OVERRIDE=high_precision (the launch's "
+            "environment): the fp8 GEMMs keep their 16-bit inputs"},
+           {"srun --export=ALL,NVTE_BACKWARD_OVERRIDE=high_precision " + fp8,
+            "as --no-fp8-wgrad does: not modelled"},
+           {"NVTE_BACKWARD_OVERRIDE=dequantized " + std::string(kLlama31_8B) +
+                " --fp8-format hybrid",
+            "delayed scaling (this job's fp8 recipe) asserts it unset"},
+           {"NVTE_BACKWARD_OVERRIDE=HIGH " + fp8,
+            "asserts it is unset, high_precision or dequantized"}}) {
+    const absl::StatusOr<MegatronLaunch> l = read(line);
+    ASSERT_FALSE(l.ok()) << line;
+    EXPECT_EQ(l.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(l.status().message().find(named), std::string::npos)
+        << l.status();
+  }
+  const absl::StatusOr<MegatronLaunch> plain = read(fp8);
+  const absl::StatusOr<MegatronLaunch> dequantized =
+      read("NVTE_BACKWARD_OVERRIDE=dequantized " + fp8);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(dequantized.ok()) << dequantized.status();
+  EXPECT_EQ(dequantized->job.SerializeAsString(),
+            plain->job.SerializeAsString());
+  EXPECT_NE(AllNotes(*dequantized).find("dequantizes their saved fp8 inputs"),
+            std::string::npos)
+      << AllNotes(*dequantized);
+  const absl::StatusOr<MegatronLaunch> bf16 = read(
+      "NVTE_BACKWARD_OVERRIDE=high_precision " + std::string(kLlama31_8B));
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  EXPECT_NE(AllNotes(*bf16).find("no change: TransformerEngine reads it into "
+                                 "fp8 recipes"),
+            std::string::npos)
+      << AllNotes(*bf16);
+}
+
 // Megatron's --softmax-type (attention sinks): TransformerEngine runs an
 // off-by-one or learnable softmax in cuDNN's fused attention or its
 // unfused one, never FlashAttention, and with CP only fused over an

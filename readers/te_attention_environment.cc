@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "readers/megatron_args.h"
+#include "readers/te_backward_override.h"
 
 namespace memgate {
 namespace {
@@ -97,9 +98,10 @@ absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
   const std::map<std::string, std::string>& env = args.environment();
   std::map<std::string, bool> on;
   std::vector<std::string> given;  // the kernel switches, for notes
-  for (const char* name : kTeAttentionVariables) {
+  for (const char* name : kTeVariables) {
     const auto it = env.find(name);
-    if (it == env.end()) continue;
+    // NVTE_BACKWARD_OVERRIDE, a word, is te_backward_override.h's.
+    if (it == env.end() || it->first == "NVTE_BACKWARD_OVERRIDE") continue;
     const std::optional<bool> value = NonZero(it->second);
     if (!value) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -229,19 +231,24 @@ absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
   return out;
 }
 
-absl::Status ApplyTeAttentionEnvironment(
+absl::Status ApplyTeEnvironment(
     const std::vector<std::string>& environment, v1::Job& job,
     std::vector<std::string>& notes) {
   v1::TrainingConfig& t = *job.mutable_training();
   const v1::AttentionKernel kernel = t.attention_kernel();
+  Arguments args;  // the variables alone: no script, no arguments
+  if (absl::Status s = args.Parse(WithTeEnvironment({}, environment));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ReadTeBackwardOverride(args.environment(), t, notes,
+                                              "the command's environment");
+      !s.ok()) {
+    return s;
+  }
   if (kernel == v1::ATTENTION_KERNEL_LOCAL ||
       job.model().attention_logit_softcapping() > 0) {
     return absl::OkStatus();
-  }
-  Arguments args;  // the variables alone: no script, no arguments
-  if (absl::Status s = args.Parse(WithTeAttentionEnvironment({}, environment));
-      !s.ok()) {
-    return s;
   }
   std::vector<std::string> said;
   MEMGATE_ASSIGN_OR_RETURN(
@@ -275,7 +282,7 @@ absl::Status ApplyTeAttentionEnvironment(
   return absl::OkStatus();
 }
 
-std::vector<std::string> WithTeAttentionEnvironment(
+std::vector<std::string> WithTeEnvironment(
     const std::vector<std::string>& launch,
     const std::vector<std::string>& environment) {
   std::vector<std::string> out;
@@ -283,7 +290,7 @@ std::vector<std::string> WithTeAttentionEnvironment(
     const absl::string_view name =
         absl::string_view(assignment).substr(0, assignment.find('='));
     if (name.size() == assignment.size()) continue;  // no '='
-    for (const char* variable : kTeAttentionVariables) {
+    for (const char* variable : kTeVariables) {
       if (name == variable) out.push_back(assignment);
     }
   }

@@ -97,6 +97,7 @@ expect te_job_environment refuse "REFUSE [RED] peak 58.33"
 # (4 B, 2 GiB a layer) on 16 layers and 2 micro-batches in flight.
 expect te_softmax_exported refuse "REFUSE [RED] peak 122.33"
 expect te_softmax_job_environment refuse "REFUSE [RED] peak 122.33"
+expect te_backward_override refuse "NVTE_BACKWARD_OVERRIDE=high_precision (the launch's environment): the fp8 GEMMs keep their 16-bit inputs"
 expect te_job_environment_overridden admit ""
 expect te_job_environment_odd refuse "NVTE_FLASH_ATTN=? (the launch's environment): not a whole number"
 expect te_job_environment_huge refuse "NVTE_UNFUSED_ATTN=? (the launch's environment): not a whole number"

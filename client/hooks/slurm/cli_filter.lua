@@ -53,7 +53,7 @@ local function job_environment(options)
   for item in export:gmatch("[^,]+") do
     if item == "ALL" then all = true end
   end
-  for _, name in ipairs(memgate.TE_ATTENTION_VARIABLES) do
+  for _, name in ipairs(memgate.TE_VARIABLES) do
     if all then env[name] = os.getenv(name) end
   end
   for item in export:gmatch("[^,]+") do

@@ -95,20 +95,22 @@ local function looks_like_launch(body)
 end
 
 --[[
-TransformerEngine chooses its attention kernel by these environment
-variables (memgate's readers/te_attention_environment.h): FlashAttention
+TransformerEngine's environment variables that change memory (memgate's
+readers/te_attention_environment.h, te_backward_override.h): FlashAttention
 and cuDNN's fused attention switched off leave its unfused attention, which
 keeps the s x s scores (and, with NVTE_MASKED_SOFTMAX_FUSION=0, an fp32
-copy of them). The job's environment (what sbatch exports) and the
+copy of them); NVTE_BACKWARD_OVERRIDE=high_precision keeps fp8 GEMMs'
+16-bit inputs. The job's environment (what sbatch exports) and the
 script's exports reach the launch, so they go in front of its line as
 NAME=value words, which memgate reads.
 ]]
-M.TE_ATTENTION_VARIABLES = { "NVTE_FLASH_ATTN", "NVTE_FLASH_ATTN_V2",
+M.TE_VARIABLES = { "NVTE_FLASH_ATTN", "NVTE_FLASH_ATTN_V2",
                              "NVTE_FUSED_ATTN", "NVTE_UNFUSED_ATTN",
                              "NVTE_ALLOW_NONDETERMINISTIC_ALGO",
-                             "NVTE_MASKED_SOFTMAX_FUSION" }
+                             "NVTE_MASKED_SOFTMAX_FUSION",
+                             "NVTE_BACKWARD_OVERRIDE" }
 local te_attention = {}
-for _, name in ipairs(M.TE_ATTENTION_VARIABLES) do te_attention[name] = true end
+for _, name in ipairs(M.TE_VARIABLES) do te_attention[name] = true end
 
 -- A value as one word memgate reads as TE does (int(), which strips
 -- surrounding whitespace): anything else int() refuses becomes "?", so
@@ -124,7 +126,7 @@ end
 function M.te_attention_environment(environment)
   local out = {}
   if environment == nil then return out end
-  for _, name in ipairs(M.TE_ATTENTION_VARIABLES) do
+  for _, name in ipairs(M.TE_VARIABLES) do
     local ok, value
     if type(environment) == "function" then
       ok, value = pcall(environment, name)
@@ -165,7 +167,7 @@ end
 -- NAME=value words for the exported TE attention variables, in order.
 local function environment_words(exported)
   local words = {}
-  for _, name in ipairs(M.TE_ATTENTION_VARIABLES) do
+  for _, name in ipairs(M.TE_VARIABLES) do
     if exported[name] ~= nil then
       words[#words + 1] = name .. "=" .. exported[name] .. " "
     end
