@@ -1,6 +1,7 @@
 #include "readers/launch_arguments.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -70,6 +71,25 @@ void ReadTeAttentionAssignments(absl::string_view word,
   }
 }
 
+// A word the shell rewrites when the command runs: a parameter expansion
+// ($NAME, ${NAME[@]}, "$@") or a command substitution ($(...), `...`).
+bool ExpandsAtRunTime(absl::string_view word) {
+  return word.find('$') != absl::string_view::npos ||
+         word.find('`') != absl::string_view::npos;
+}
+
+absl::Status HiddenArguments(absl::string_view word, absl::string_view script) {
+  constexpr size_t kEchoed = 64;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "launch: '", word.substr(0, kEchoed),
+      word.size() > kEchoed ? "...'" : "'", " after ",
+      script.substr(0, kEchoed),
+      " is a shell expansion that supplies arguments only when the command "
+      "runs, which memgate cannot read (any of them may change memory): "
+      "give memgate the launch as it will run, expanded, or check it where "
+      "it runs (memgate exec)"));
+}
+
 }  // namespace
 
 absl::Status Bad(absl::string_view arg, absl::string_view rule) {
@@ -85,12 +105,26 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
       break;
     }
   }
+  // After the script: how many of the words that follow are the values of
+  // the argument before them (one the table does not read): none after a
+  // switch, one after Megatron's single-valued ones, any number after its
+  // lists and after a name memgate does not know.
+  constexpr size_t kAny = SIZE_MAX;
+  size_t values_left = 0;
   for (size_t i = 0; i < argv.size(); ++i) {
     absl::string_view word = argv[i];
     if (script == 0 || i + 1 < script) {
       ReadTeAttentionAssignments(word, environment_);
     }
-    if (!absl::StartsWith(word, "--") || word.size() == 2) continue;
+    if (!absl::StartsWith(word, "--") || word.size() == 2) {
+      if (values_left > 0) {
+        if (values_left != kAny) --values_left;
+      } else if (script > 0 && i >= script && ExpandsAtRunTime(word)) {
+        return HiddenArguments(word, argv[script - 1]);
+      }
+      continue;
+    }
+    values_left = 0;
     word.remove_prefix(2);
     std::string name(word.substr(0, word.find('=')));
     // torchrun takes --nproc_per_node and --nproc-per-node alike.
@@ -118,6 +152,12 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
     } else {
       // Not memory-relevant. Megatron's own names were reviewed as such;
       // others (a newer Megatron's, a fork's) were not, and are named.
+      if (!inline_value && !IsMegatronSwitch(name)) {
+        values_left = IsMegatronArgumentName(name) &&
+                              !IsMegatronListArgument(name)
+                          ? 1
+                          : kAny;
+      }
       if (i >= script && !IsMegatronArgumentName(name) &&
           std::find(unreviewed_.begin(), unreviewed_.end(), name) ==
               unreviewed_.end()) {

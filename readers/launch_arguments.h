@@ -28,6 +28,12 @@ class Arguments {
   // argparse (Megatron's and torchrun's parser) does: a candidate's
   // arguments appended to its launch replace the launch's own; such
   // arguments are listed in overridden().
+  // A word after the script that no argument takes as its value and that
+  // the shell expands when the command runs ($EXTRA_ARGS, ${ARGS[@]},
+  // "$@", $(cat args), `...`) hides arguments memgate cannot read: it is
+  // INVALID_ARGUMENT naming the word. Words after an argument memgate
+  // cannot classify (neither the table's nor a Megatron switch) may be its
+  // values and are not refused.
   absl::Status Parse(const std::vector<std::string>& argv);
 
   bool Has(const std::string& name) const { return values_.count(name) > 0; }

@@ -966,6 +966,51 @@ TEST(MegatronArgsTest, TransformerEnginesBackwardOverride) {
       << AllNotes(*bf16);
 }
 
+// A word after the script that the shell expands when the command runs
+// ($EXTRA_ARGS, ${ARGS[@]}, "$@", $(cat args)) supplies arguments memgate
+// never sees: they were read past, and the launch admitted without them
+// (an --micro-batch-size 4 among them, four times the activations). Now it
+// is refused naming the word, unless an argument takes it as its value:
+// one value after Megatron's single-valued arguments, any number after its
+// lists (--data-path) and after names memgate does not know.
+TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
+  for (const char* hidden :
+       {"$EXTRA_ARGS", "${MODEL_ARGS[@]}", "\"$@\"", "$(cat args.txt)",
+        "`cat args.txt`", "--bf16 $EXTRA", "--eval-iters 10 ${MORE}",
+        "--log-throughput $EXTRA", "--data-path a b --seed 1 $EXTRA"}) {
+    const absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+        Words(std::string(kLlama31_8B) + " " + hidden), nullptr);
+    ASSERT_FALSE(l.ok()) << hidden;
+    EXPECT_EQ(l.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(l.status().message().find(
+                  "after pretrain_gpt.py is a shell expansion that supplies "
+                  "arguments only when the command runs"),
+              std::string::npos)
+        << hidden << ": " << l.status();
+  }
+  // Values: of Megatron's arguments (one, or a list's many), of a name
+  // memgate does not know, and launcher words before the script.
+  for (const char* value :
+       {"--data-path $DATA_PATH", "--data-path 0.5 $A 0.5 ${B}",
+        "--save $CKPT --load ${CKPT}", "--wandb-exp-name run_$DATE",
+        "--my-fork-option $X $Y", "--data-cache-path=$CACHE"}) {
+    const absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+        Words(std::string(kLlama31_8B) + " " + value), nullptr);
+    EXPECT_TRUE(l.ok()) << value << ": " << l.status();
+  }
+  const absl::StatusOr<MegatronLaunch> launcher = ParseMegatronLaunch(
+      Words("torchrun $DISTRIBUTED_ARGS " +
+            std::string(kLlama31_8B).substr(std::string("torchrun").size())),
+      nullptr);
+  EXPECT_TRUE(launcher.ok()) << launcher.status();
+  // A hostile word is echoed a line's worth.
+  const absl::StatusOr<MegatronLaunch> long_word = ParseMegatronLaunch(
+      Words(std::string(kLlama31_8B) + " $" + std::string(1 << 20, 'X')),
+      nullptr);
+  ASSERT_FALSE(long_word.ok());
+  EXPECT_LT(long_word.status().message().size(), 500u);
+}
+
 // Megatron's --softmax-type (attention sinks): TransformerEngine runs an
 // off-by-one or learnable softmax in cuDNN's fused attention or its
 // unfused one, never FlashAttention, and with CP only fused over an

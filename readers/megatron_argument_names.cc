@@ -21,6 +21,14 @@ constexpr absl::string_view kAfterCore0120[] = {
 #include "readers/megatron_arguments_after_core_0_12_0.inc"
 };
 
+constexpr absl::string_view kSwitches[] = {
+#include "readers/megatron_argument_switches.inc"
+};
+
+constexpr absl::string_view kLists[] = {
+#include "readers/megatron_argument_lists.inc"
+};
+
 }  // namespace
 
 absl::string_view MegatronArgumentNamesRevision() {
@@ -30,6 +38,15 @@ absl::string_view MegatronArgumentNamesRevision() {
 bool IsMegatronArgumentName(absl::string_view dashed) {
   return std::binary_search(std::begin(kNames), std::end(kNames), dashed) ||
          std::binary_search(std::begin(kRemoved), std::end(kRemoved), dashed);
+}
+
+bool IsMegatronSwitch(absl::string_view dashed) {
+  return std::binary_search(std::begin(kSwitches), std::end(kSwitches),
+                            dashed);
+}
+
+bool IsMegatronListArgument(absl::string_view dashed) {
+  return std::binary_search(std::begin(kLists), std::end(kLists), dashed);
 }
 
 bool IsArgumentAfterCore0120(absl::string_view dashed) {

@@ -23,6 +23,40 @@ constexpr absl::string_view kRemoved[] = {
 #include "readers/megatron_arguments_removed.inc"
 };
 
+constexpr absl::string_view kSwitches[] = {
+#include "readers/megatron_argument_switches.inc"
+};
+
+// The switches (arguments that take no value) are a sorted subset of the
+// names, agree with the table's own (MegatronArgument.takes_value), and
+// hold both of Megatron's kinds: literal store_true / store_false calls
+// and config bool fields; arguments that take values are not among them.
+TEST(MegatronArgumentNamesTest, SwitchesTakeNoValue) {
+  EXPECT_GT(std::size(kSwitches), 300u);
+  EXPECT_TRUE(std::is_sorted(std::begin(kSwitches), std::end(kSwitches)));
+  for (absl::string_view name : kSwitches) {
+    EXPECT_TRUE(IsMegatronArgumentName(name)) << name;
+    EXPECT_TRUE(IsMegatronSwitch(name)) << name;
+  }
+  for (const MegatronArgument& a : MegatronMemoryArguments()) {
+    if (!std::binary_search(std::begin(kGenerated), std::end(kGenerated),
+                            absl::string_view(a.name))) {
+      continue;  // an older release's spelling
+    }
+    EXPECT_EQ(IsMegatronSwitch(a.name), !a.takes_value) << a.name;
+  }
+  for (const char* name :
+       {"log-throughput", "use-mcore-models", "no-load-optim", "mock-data",
+        "overlap-grad-reduce", "no-persist-layer-norm", "eod-mask-loss"}) {
+    EXPECT_TRUE(IsMegatronSwitch(name)) << name;
+  }
+  for (const char* name : {"data-path", "save", "lr", "split", "seed",
+                           "tokenizer-model", "cuda-graph-scope",
+                           "some-new-flag"}) {
+    EXPECT_FALSE(IsMegatronSwitch(name)) << name;
+  }
+}
+
 // The lookup is a binary search: the generated list must be sorted and
 // free of repeats, and every name in it found.
 TEST(MegatronArgumentNamesTest, TheGeneratedListIsSortedAndFound) {

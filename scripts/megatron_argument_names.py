@@ -23,6 +23,13 @@ longer does (readers/megatron_arguments_removed.inc):
       --rev d98e8a6 --removed-since core_v0.12.0,core_v0.12.3,\
 core_v0.13.1,core_v0.14.0,core_v0.15.3,core_v0.16.1,core_v0.17.1,\
 core_v0.18.2,core_v0.19.0 > readers/megatron_arguments_removed.inc
+the revision's arguments that take no value, and those that take more
+than one (readers/megatron_argument_switches.inc, megatron_argument_lists
+.inc):
+  scripts/megatron_argument_names.py --git-dir /path/to/Megatron-LM.git \
+      --rev d98e8a6 --arity switch > readers/megatron_argument_switches.inc
+  scripts/megatron_argument_names.py --git-dir /path/to/Megatron-LM.git \
+      --rev d98e8a6 --arity many > readers/megatron_argument_lists.inc
 and the arguments only Megatron-LM after core 0.12.0 accepts (the refs
 without ADLR/megatron-lm!2668: core 0.12.0 and the older release branches,
 core_r0.12.0 before its cherry-pick d5d00fdc87, the 25.04-alpha branch,
@@ -105,6 +112,70 @@ def argument_names(git_dir, rev):
             if re.match(r"[a-z0-9]", n.replace("_", "-"))}
 
 
+def add_argument_calls(source):
+    """The text of every add_argument(...) call of source, up to its
+    closing parenthesis (strings skipped)."""
+    for m in re.finditer(r"add_argument\(", source):
+        depth, i, quote = 1, m.end(), None
+        while i < len(source) and depth > 0:
+            c = source[i]
+            if quote:
+                if c == "\\":
+                    i += 1
+                elif c == quote:
+                    quote = None
+            elif c in "'\"":
+                quote = c
+            elif c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+            i += 1
+        yield source[m.end():i - 1]
+
+
+SWITCH_ACTIONS = ("store_true", "store_false", "store_const", "count")
+
+
+def arities(git_dir, rev):
+    """Every argument name's arity as the revision's parser takes it:
+    "switch" (no value: a literal call's store_true / store_false /
+    store_const / count action, a dataclass's bool field, which
+    ArgumentGroupFactory gives store_true, or store_false as --no- /
+    --disable-), "many" (nargs + or * or a count, a dataclass's list
+    field) or "one". A name given two arities takes the widest: one over
+    switch, many over both."""
+    rank = {"switch": 0, "one": 1, "many": 2}
+    out = {}
+
+    def add(name, arity):
+        name = name.replace("_", "-")
+        if rank[arity] >= rank[out.get(name, "switch")]:
+            out[name] = arity
+
+    for path in LITERAL_FILES:
+        for call in add_argument_calls(show(git_dir, rev, path)):
+            names = re.findall(r"""['"]--([A-Za-z0-9][A-Za-z0-9_-]*)['"]""",
+                               call)
+            action = re.search(r"""action\s*=\s*['"](\w+)['"]""", call)
+            nargs = re.search(r"""nargs\s*=\s*['"]?([^'",)\s]+)""", call)
+            if action and action.group(1) in SWITCH_ACTIONS:
+                arity = "switch"
+            elif nargs and nargs.group(1) not in ("1", "?"):
+                arity = "many"
+            else:
+                arity = "one"
+            for n in names:
+                add(n, arity)
+    excluded = excluded_fields(show(git_dir, rev, LITERAL_FILES[0]))
+    for path, classes in DATACLASS_FILES.items():
+        for name, body in class_bodies(show(git_dir, rev, path), classes):
+            skip = excluded.get(FACTORY_OF_PARENT.get(name, name), set())
+            for dashed, arity in dataclass_fields(body, skip):
+                add(dashed, arity)
+    return out
+
+
 def release_argument_names(git_dir, rev):
     """The names a release's parser accepts: its literal add_argument calls,
     and its config dataclasses' fields only where its arguments.py builds
@@ -145,7 +216,11 @@ def class_bodies(source, names):
             yield name, source[start:end]
 
 
-def dataclass_names(body, excluded=frozenset()):
+def dataclass_fields(body, excluded=frozenset()):
+    """(dashed name, arity) of every argument the fields of a dataclass
+    body give: a bool field is a switch unless its argparse_meta sets a
+    type, nargs or action; a list field, or one whose argparse_meta sets
+    nargs, takes many values; any other one."""
     fields = list(re.finditer(
         r"^    ([a-z_][a-z0-9_]*)\s*:\s*([^\n=]+?)\s*(?:=\s*([^\n]*))?$",
         body, re.M))
@@ -154,16 +229,31 @@ def dataclass_names(body, excluded=frozenset()):
         if name in excluded:
             continue
         end = fields[i + 1].start() if i + 1 < len(fields) else len(body)
-        renamed = re.search(r'"arg_names"\s*:\s*\[([^\]]*)\]',
-                            body[m.start():end])
+        text = body[m.start():end]
+        kind = annotation.strip()
+        if (kind in ("bool", "Optional[bool]", "bool | None") and
+                not re.search(r'"(type|nargs|action)"\s*:', text)):
+            arity = "switch"
+        elif (re.search(r"\b(list|List)\[", kind) or
+              re.search(r'"nargs"\s*:', text)):
+            arity = "many"
+        else:
+            arity = "one"
+        renamed = re.search(r'"arg_names"\s*:\s*\[([^\]]*)\]', text)
         if renamed:
-            yield from re.findall(r'"--([A-Za-z0-9_-]+)"', renamed.group(1))
+            for dashed in re.findall(r'"--([A-Za-z0-9_-]+)"', renamed.group(1)):
+                yield dashed, arity
             continue
         dashed = name.replace("_", "-")
+        yield dashed, arity
+        if kind == "bool" and default.startswith("True"):
+            yield "no-" + dashed, arity
+            yield "disable-" + dashed, arity
+
+
+def dataclass_names(body, excluded=frozenset()):
+    for dashed, _ in dataclass_fields(body, excluded):
         yield dashed
-        if annotation.strip() == "bool" and default.startswith("True"):
-            yield "no-" + dashed
-            yield "disable-" + dashed
 
 
 def main():
@@ -178,7 +268,19 @@ def main():
         "--removed-since", default="",
         help="comma-separated release revisions: print only the names one "
              "of them accepts and --rev no longer does")
+    parser.add_argument(
+        "--arity", choices=["switch", "many"],
+        help="print the revision's arguments that take no value (switch) "
+             "or more than one (many)")
     flags = parser.parse_args()
+    if flags.arity:
+        print(f"// Generated by scripts/megatron_argument_names.py "
+              f"--arity {flags.arity} from Megatron-LM "
+              f"{short(flags.git_dir, flags.rev)}; do not edit.")
+        for name, arity in sorted(arities(flags.git_dir, flags.rev).items()):
+            if arity == flags.arity:
+                print(f'"{name}",')
+        return 0
     names = argument_names(flags.git_dir, flags.rev)
     releases = [r for r in flags.removed_since.split(",") if r]
     if releases:

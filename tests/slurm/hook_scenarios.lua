@@ -88,6 +88,15 @@ end
 scripts.too_many_substitutions = function()
   return header .. "B=1\n" .. fits .. " --run-name " .. string.rep("$B", 5000) .. "\n"
 end
+-- Arguments the script takes from somewhere the hook cannot see (the
+-- submitting shell's $EXTRA_ARGS, an array, the script's own arguments):
+-- refused by name rather than admitted without them.
+scripts.hidden_arguments = function()
+  return header .. fits .. " $EXTRA_ARGS\n"
+end
+scripts.hidden_array = function()
+  return header .. "ARGS=(--micro-batch-size 4)\n" .. fits .. " \"${ARGS[@]}\"\n"
+end
 scripts.variables = function()
   return header .. "export MBS=4\nTP=4\n" ..
          launch(32, "${MBS}"):gsub("tensor%-model%-parallel%-size 4", "tensor-model-parallel-size $TP") .. "\n"

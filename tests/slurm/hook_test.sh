@@ -80,6 +80,8 @@ expect most_work_allowed admit ""
 expect too_many_launches refuse "more than 64 Megatron launches"
 expect too_many_substitutions refuse "more than 4096 variable substitutions"
 expect variables refuse "REFUSE [RED] peak 51.58"
+expect hidden_arguments refuse "'\$EXTRA_ARGS' after pretrain_gpt.py is a shell expansion"
+expect hidden_array refuse "after pretrain_gpt.py is a shell expansion that supplies arguments only when the command runs"
 expect moe_release refuse "REFUSE [YELLOW] peak 32.09"
 expect fork_argument admit ""
 # The fitting launch under TransformerEngine's unfused attention

@@ -14,9 +14,12 @@ memgate in a file (one launch a line), not on a shell command line, so no
 quoting is involved and no length limit of the kernel applies.
 
 What a batch-script hook can and cannot see: it reads the script as text.
-A launch built at run time (eval, $(...), arrays, arguments read from a
-file, a wrapper script the batch script calls) is invisible to it, and a
-user who wants to hide a launch can. Enforcement on the real command line
+A launch built at run time (eval, arguments read from a file, a wrapper
+script the batch script calls) is invisible to it, and a user who wants to
+hide a launch can. Words of a launch it finds that it cannot expand
+($EXTRA_ARGS from the submitting shell, "${ARGS[@]}", "$@", $(...)) reach
+memgate as written, which refuses them by name where they would supply
+arguments (readers/launch_arguments.h). Enforcement on the real command line
 belongs in the launcher: `memgate exec -- torchrun ...` (or the preflight
 API) in the site's launch wrapper, or a check at task launch. This hook is
 the early, friendly check that catches honest mistakes before a job queues.
