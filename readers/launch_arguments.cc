@@ -71,6 +71,35 @@ void ReadTeAttentionAssignments(absl::string_view word,
   }
 }
 
+// Shell syntax after the script, as a launch line copied from a batch
+// script carries it. A control operator ends the command (what follows is
+// another command's: `| tee $LOG`, `&& echo done`), and so does a
+// comment.
+bool EndsCommand(absl::string_view word) {
+  for (absl::string_view op : {"|", ";", "&&", "#"}) {
+    if (absl::StartsWith(word, op)) return true;
+  }
+  return word == "&";
+}
+
+// A redirection (`> out.log`, `2>&1`, `>>$LOG`, `&> log`): the number of
+// words it takes (its own, and the next one where the target is not in
+// it), or 0 for a word that is not one.
+size_t RedirectionWords(absl::string_view word) {
+  size_t i = 0;
+  while (i < word.size() && absl::ascii_isdigit(static_cast<unsigned char>(word[i]))) {
+    ++i;
+  }
+  if (i == 0 && absl::StartsWith(word, "&>")) i = 1;
+  if (i >= word.size() || (word[i] != '>' && word[i] != '<')) return 0;
+  size_t end = i + 1;
+  while (end < word.size() && (word[end] == '>' || word[end] == '<' ||
+                               word[end] == '&' || word[end] == '|')) {
+    ++end;
+  }
+  return end == word.size() ? 2 : 1;
+}
+
 // A word the shell rewrites when the command runs: a parameter expansion
 // ($NAME, ${NAME[@]}, "$@") or a command substitution ($(...), `...`).
 bool ExpandsAtRunTime(absl::string_view word) {
@@ -115,6 +144,14 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
     absl::string_view word = argv[i];
     if (script == 0 || i + 1 < script) {
       ReadTeAttentionAssignments(word, environment_);
+    }
+    if (script > 0 && i >= script) {
+      if (EndsCommand(word)) break;
+      if (const size_t redirection = RedirectionWords(word); redirection > 0) {
+        i += redirection - 1;
+        values_left = 0;
+        continue;
+      }
     }
     if (!absl::StartsWith(word, "--") || word.size() == 2) {
       if (values_left > 0) {

@@ -998,6 +998,28 @@ TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
         Words(std::string(kLlama31_8B) + " " + value), nullptr);
     EXPECT_TRUE(l.ok()) << value << ": " << l.status();
   }
+  // The shell's own syntax after the script, as batch scripts write it:
+  // redirections (and their targets) are not arguments, and a control
+  // operator or a comment ends the command (what follows is another's).
+  for (const char* shell :
+       {"2>&1 | tee $LOG", "> $LOG_DIR/out.log 2>&1", "&& echo $DONE",
+        "; echo $X", ">> ${LOG}", "|& tee -a $LOG", "&> $LOG", ">$LOG",
+        "# $X", "& wait $PID", "< $IN"}) {
+    const absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+        Words(std::string(kLlama31_8B) + " " + shell), nullptr);
+    EXPECT_TRUE(l.ok()) << shell << ": " << l.status();
+  }
+  for (const char* hidden : {"2>&1 $EXTRA", "> log $EXTRA"}) {
+    EXPECT_FALSE(ParseMegatronLaunch(
+                     Words(std::string(kLlama31_8B) + " " + hidden), nullptr)
+                     .ok())
+        << hidden;
+  }
+  const absl::StatusOr<MegatronLaunch> piped = ParseMegatronLaunch(
+      Words(std::string(kLlama31_8B) + " | tee --micro-batch-size 4"),
+      nullptr);
+  ASSERT_TRUE(piped.ok()) << piped.status();
+  EXPECT_EQ(piped->job.training().micro_batch_size(), 1u);
   const absl::StatusOr<MegatronLaunch> launcher = ParseMegatronLaunch(
       Words("torchrun $DISTRIBUTED_ARGS " +
             std::string(kLlama31_8B).substr(std::string("torchrun").size())),

@@ -97,6 +97,11 @@ end
 scripts.hidden_array = function()
   return header .. "ARGS=(--micro-batch-size 4)\n" .. fits .. " \"${ARGS[@]}\"\n"
 end
+-- The shell's redirections and pipes on the launch line are not
+-- arguments: the fitting launch logged to a file is admitted.
+scripts.logged = function()
+  return header .. fits .. " 2>&1 | tee $LOG_DIR/train.log\n"
+end
 scripts.variables = function()
   return header .. "export MBS=4\nTP=4\n" ..
          launch(32, "${MBS}"):gsub("tensor%-model%-parallel%-size 4", "tensor-model-parallel-size $TP") .. "\n"
