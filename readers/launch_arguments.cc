@@ -125,28 +125,63 @@ absl::Status Bad(absl::string_view arg, absl::string_view rule) {
   return absl::InvalidArgumentError(absl::StrCat("--", arg, ": ", rule));
 }
 
-absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
-  // Words before the script are the launcher's (torchrun, python -m).
-  size_t script = 0;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    if (absl::EndsWith(argv[i], ".py")) {
-      script = i + 1;
-      break;
+// The command of a line that runs the script: `begin` its first word,
+// `script` one past the script (0 where no word names a .py), `end` one
+// past its last. A line of several commands (`cd $DIR && torchrun
+// pretrain_gpt.py ...`, `python prep.py --out x; torchrun ...`) runs the
+// script given the most arguments of memgate's table (the first of
+// equals), else the first given any --argument, else the first script; a
+// line without one is a single command.
+struct Command {
+  size_t begin = 0, script = 0, end = 0;
+};
+Command LaunchCommand(const std::vector<std::string>& argv) {
+  Command best;
+  long best_score = -1;
+  size_t begin = 0;
+  for (size_t i = 0; i <= argv.size(); ++i) {
+    if (i < argv.size() && !EndsCommand(argv[i])) continue;
+    Command c{begin, 0, i};
+    // -1 no script; 0 a script; 1 and --arguments; 2 + the table's.
+    long score = -1;
+    for (size_t j = begin; j < i; ++j) {
+      if (c.script == 0) {
+        if (absl::EndsWith(argv[j], ".py")) c.script = j + 1, score = 0;
+        continue;
+      }
+      absl::string_view word = argv[j];
+      if (!absl::StartsWith(word, "--")) continue;
+      word.remove_prefix(2);
+      score = FindMegatronArgument(word.substr(0, word.find('='))) != nullptr
+                  ? std::max(score, 1L) + 1
+                  : std::max(score, 1L);
     }
+    if (score > best_score) best = c, best_score = score;
+    if (i < argv.size() && absl::StartsWith(argv[i], "#")) break;
+    begin = i + 1;
   }
+  if (best.script > 0) return best;
+  return Command{0, 0, argv.size()};
+}
+
+absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
+  // Words before the script are the launcher's (torchrun, python -m), and
+  // the commands' before it, whose assignments the launch may run with.
+  const Command command = LaunchCommand(argv);
+  const size_t script = command.script;
   // After the script: how many of the words that follow are the values of
   // the argument before them (one the table does not read): none after a
   // switch, one after Megatron's single-valued ones, any number after its
   // lists and after a name memgate does not know.
   constexpr size_t kAny = SIZE_MAX;
   size_t values_left = 0;
-  for (size_t i = 0; i < argv.size(); ++i) {
+  for (size_t i = 0; i < command.end; ++i) {
     absl::string_view word = argv[i];
     if (script == 0 || i + 1 < script) {
       ReadTeAttentionAssignments(word, environment_);
     }
+    if (i < command.begin) continue;  // an earlier command's
     if (script > 0 && i >= script) {
-      if (EndsCommand(word)) break;
       if (const size_t redirection = RedirectionWords(word); redirection > 0) {
         i += redirection - 1;
         values_left = 0;

@@ -1020,6 +1020,20 @@ TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
       nullptr);
   ASSERT_TRUE(piped.ok()) << piped.status();
   EXPECT_EQ(piped->job.training().micro_batch_size(), 1u);
+  // A line of several commands: the launch is the one whose script is
+  // given Megatron's arguments, wherever it stands.
+  for (const std::string& line :
+       {"cd $DIR && " + std::string(kLlama31_8B),
+        "python prep.py --out $X --micro-batch-size 8 ; " +
+            std::string(kLlama31_8B),
+        std::string(kLlama31_8B) +
+            " && python eval.py --micro-batch-size 8 $MORE"}) {
+    const absl::StatusOr<MegatronLaunch> l =
+        ParseMegatronLaunch(Words(line), nullptr);
+    ASSERT_TRUE(l.ok()) << line << ": " << l.status();
+    EXPECT_EQ(l->job.training().micro_batch_size(), 1u) << line;
+    EXPECT_EQ(l->job.model().num_layers(), 32u) << line;
+  }
   const absl::StatusOr<MegatronLaunch> launcher = ParseMegatronLaunch(
       Words("torchrun $DISTRIBUTED_ARGS " +
             std::string(kLlama31_8B).substr(std::string("torchrun").size())),
