@@ -86,9 +86,10 @@ struct CheckFlags {
     f.Bool("refuse-unreviewed",
            "refuse a launch with arguments memgate has not reviewed (not "
            "Megatron-LM's at the reviewed revision: a newer release's, a "
-           "fork's, a script's own), or a --model-config with keys it has "
-           "not, as invalid (exit 2): one may change memory (default: read "
-           "past them, with a note)",
+           "fork's, a script's own) or run by a script other than "
+           "Megatron-LM's, or a --model-config with keys it has not, as "
+           "invalid (exit 2): one may change memory (default: read past "
+           "them, with a note)",
            &refuse_unreviewed);
     f.String("request-id", "ID", "echoed in the decision and the server's log",
              &request_id);

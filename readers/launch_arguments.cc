@@ -169,6 +169,7 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
   // the commands' before it, whose assignments the launch may run with.
   const Command command = LaunchCommand(argv);
   const size_t script = command.script;
+  if (script > 0) script_ = argv[script - 1];
   // After the script: how many of the words that follow are the values of
   // the argument before them (one the table does not read): none after a
   // switch, one after Megatron's single-valued ones, any number after its

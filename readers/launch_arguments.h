@@ -56,6 +56,10 @@ class Arguments {
   // launch's release.
   const std::string& after_core_0_12_0() const { return after_core_0_12_0_; }
 
+  // The word naming the script the launch runs (the first *.py of its
+  // command: "pretrain_gpt.py", "examples/multimodal/train.py"), or "".
+  const std::string& script() const { return script_; }
+
   // Arguments after the script (the first word ending in .py; every word
   // when there is none) that are neither in the table nor Megatron-LM's
   // (megatron_argument_names.h): the first kMaxUnreviewedNamed, in order,
@@ -87,6 +91,7 @@ class Arguments {
   std::vector<std::string> overridden_;
   size_t overridden_count_ = 0;
   std::string after_core_0_12_0_;
+  std::string script_;
 };
 
 // The environment variables of TransformerEngine's that change memory, in

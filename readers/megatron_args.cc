@@ -1715,6 +1715,66 @@ absl::Status RefuseUnmodelled(const Arguments& args) {
   return absl::OkStatus();
 }
 
+// The script the launch runs. memgate models what Megatron-LM's
+// pretrain_gpt.py builds (gpt_builders.py: its GPT model). Megatron-LM's
+// other entry points build other models and are refused by name; a
+// script of a site's own is read as building the same GPT model, said in
+// a note (and refused under --refuse-unreviewed: it may build anything).
+absl::Status CheckScript(const Arguments& args, MegatronLaunch& launch) {
+  const std::string& script = args.script();
+  if (script.empty()) return absl::OkStatus();
+  const absl::string_view base =
+      absl::string_view(script).substr(script.rfind('/') + 1);
+  if (base == "pretrain_gpt.py") return absl::OkStatus();
+  constexpr char kVision[] =
+      "a vision-language model (its vision encoder and projector beside the "
+      "language model)";
+  static const auto* others =
+      new std::vector<std::pair<std::string, const char*>>{
+          {"pretrain_mamba.py",
+           "Megatron-LM's Mamba models (Mamba layers unless "
+           "--hybrid-override-pattern says otherwise)"},
+          {"pretrain_hybrid.py",
+           "Megatron-LM's hybrid models (Mamba, attention and MLP layers)"},
+          {"pretrain_vlm.py", kVision},
+          {"multimodal/train.py", kVision},
+          {"pretrain_mimo.py",
+           "a multimodal MIMO model (modality encoders beside the language "
+           "model)"},
+          {"mimo/train.py",
+           "a multimodal MIMO model (modality encoders beside the language "
+           "model)"},
+          {"pretrain_bert.py",
+           "BERT (a bidirectional encoder with its pooler and binary head)"},
+          {"pretrain_t5.py", "T5 (an encoder-decoder)"},
+          {"pretrain_retro.py",
+           "Retro (a retrieval encoder beside the decoder)"},
+          {"pretrain_ict.py", "ICT's two BERT encoders"},
+          {"pretrain_vision_classify.py", "a vision transformer"},
+          {"pretrain_vision_dino.py", "a vision transformer (DINO)"},
+          {"pretrain_vision_inpaint.py", "a vision transformer (inpainting)"},
+          {"train_rl.py",
+           "RL training (an inference engine's KV cache and CUDA graphs "
+           "beside training on the same GPUs)"},
+      };
+  for (const auto& [name, what] : *others) {
+    if (script == name || absl::EndsWith(script, "/" + name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": Megatron-LM's entry point for ", what,
+          ": not modelled (memgate models pretrain_gpt.py's GPT model)"));
+    }
+  }
+  // A path is the user's: a line's worth of it is kept.
+  constexpr size_t kKept = 120;
+  launch.unreviewed_script = script.substr(0, kKept);
+  if (script.size() > kKept) launch.unreviewed_script += "...";
+  launch.notes.push_back(absl::StrCat(
+      "the script ", launch.unreviewed_script,
+      " is not Megatron-LM's pretrain_gpt.py: read as building its GPT model "
+      "(a model it builds otherwise, or adds to it, is not counted)"));
+  return absl::OkStatus();
+}
+
 absl::Status FillGpuCount(const Arguments& args, MegatronLaunch& launch) {
   if (!args.Has("nproc-per-node")) return absl::OkStatus();
   auto per_node = args.Number("nproc-per-node", 0);
@@ -1761,6 +1821,7 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
   }
   if (absl::Status s = RefuseUnmodelled(args); !s.ok()) return s;
   MegatronLaunch launch;
+  if (absl::Status s = CheckScript(args, launch); !s.ok()) return s;
   if (absl::Status s = FillModel(args, fill_model, launch); !s.ok()) return s;
   for (auto fill : {FillArchitecture, FillParallel, FillContextParallelComm,
                     FillMicrobatchGroup,
@@ -1801,6 +1862,14 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
 }
 
 absl::Status RefuseUnreviewedArguments(const MegatronLaunch& launch) {
+  if (!launch.unreviewed_script.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        launch.unreviewed_script,
+        ": not a Megatron-LM entry point memgate was reviewed against: "
+        "refused, as this site asks (--refuse-unreviewed): memgate models "
+        "pretrain_gpt.py's GPT model and cannot tell what this script "
+        "builds"));
+  }
   if (launch.unreviewed_count == 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       UnreviewedText(launch),

@@ -37,6 +37,11 @@ struct MegatronLaunch {
   // many. A note names them; RefuseUnreviewedArguments makes them an error.
   std::vector<std::string> unreviewed;
   size_t unreviewed_count = 0;
+  // The launch's script where it is not Megatron-LM's pretrain_gpt.py nor
+  // another of its entry points (a site's own train.py): read as building
+  // pretrain_gpt.py's GPT model, which a note says; RefuseUnreviewedArguments
+  // makes it an error too. Empty otherwise.
+  std::string unreviewed_script;
   // The pipeline-split arguments the launch gives: plans say their splits
   // in those forms (PlanRequest.launch_split).
   v1::LaunchSplit split_arguments;
@@ -49,7 +54,8 @@ struct MegatronLaunch {
 // For sites that refuse what memgate has not reviewed (check
 // --refuse-unreviewed, the preflight API's refuse_unreviewed): an
 // INVALID_ARGUMENT naming the launch's unreviewed arguments, any one of
-// which may change memory; OK when it has none.
+// which may change memory, and its unreviewed script; OK when it has
+// neither.
 absl::Status RefuseUnreviewedArguments(const MegatronLaunch& launch);
 
 // `argv` is the launch, word by word. `fill_model` (may be null) supplies

@@ -1047,6 +1047,59 @@ TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
   EXPECT_LT(long_word.status().message().size(), 500u);
 }
 
+// The script: memgate models what pretrain_gpt.py builds. Megatron-LM's
+// other entry points build other models (a vision encoder beside the
+// language model, Mamba layers, an encoder-decoder, an inference engine
+// beside training) and were read as its GPT model, and admitted; they are
+// refused by name now. A script of the site's own is read as building the
+// GPT model, with a note, and refused where the site refuses what memgate
+// has not reviewed.
+TEST(MegatronArgsTest, TheScriptBuildsTheModel) {
+  const std::string args = std::string(kLlama31_8B).substr(
+      std::string(kLlama31_8B).find("pretrain_gpt.py") +
+      std::string("pretrain_gpt.py").size());
+  auto read = [&](const std::string& script) {
+    return ParseMegatronLaunch(
+        Words("torchrun --nproc-per-node 8 " + script + args), nullptr);
+  };
+  for (const char* other :
+       {"pretrain_mamba.py", "pretrain_hybrid.py", "pretrain_vlm.py",
+        "examples/multimodal/train.py", "/src/Megatron-LM/pretrain_bert.py",
+        "pretrain_t5.py", "pretrain_retro.py", "train_rl.py",
+        "examples/mimo/train.py"}) {
+    const absl::StatusOr<MegatronLaunch> l = read(other);
+    ASSERT_FALSE(l.ok()) << other;
+    EXPECT_NE(l.status().message().find(
+                  ": not modelled (memgate models pretrain_gpt.py's GPT "
+                  "model)"),
+              std::string::npos)
+        << l.status();
+  }
+  for (const char* gpt : {"pretrain_gpt.py", "/src/Megatron-LM/pretrain_gpt.py",
+                          "${MEGATRON}/pretrain_gpt.py"}) {
+    const absl::StatusOr<MegatronLaunch> l = read(gpt);
+    ASSERT_TRUE(l.ok()) << gpt << ": " << l.status();
+    EXPECT_TRUE(l->unreviewed_script.empty());
+    EXPECT_TRUE(RefuseUnreviewedArguments(*l).ok());
+  }
+  const absl::StatusOr<MegatronLaunch> own = read("train.py");
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(own->unreviewed_script, "train.py");
+  EXPECT_NE(AllNotes(*own).find("the script train.py is not Megatron-LM's "
+                                "pretrain_gpt.py: read as building its GPT "
+                                "model"),
+            std::string::npos)
+      << AllNotes(*own);
+  const absl::Status refused = RefuseUnreviewedArguments(*own);
+  EXPECT_NE(refused.message().find("train.py: not a Megatron-LM entry point"),
+            std::string::npos)
+      << refused;
+  const absl::StatusOr<MegatronLaunch> long_path =
+      read("/" + std::string(4096, 'd') + "/train.py");
+  ASSERT_TRUE(long_path.ok()) << long_path.status();
+  EXPECT_LT(AllNotes(*long_path).size(), 2000u);
+}
+
 // Megatron's --softmax-type (attention sinks): TransformerEngine runs an
 // off-by-one or learnable softmax in cuDNN's fused attention or its
 // unfused one, never FlashAttention, and with CP only fused over an

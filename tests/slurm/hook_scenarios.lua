@@ -102,6 +102,11 @@ end
 scripts.logged = function()
   return header .. fits .. " 2>&1 | tee $LOG_DIR/train.log\n"
 end
+-- Another of Megatron-LM's entry points builds another model: refused by
+-- name, not estimated as the GPT model its arguments describe.
+scripts.vision_language = function()
+  return header .. fits:gsub("pretrain_gpt%.py", "pretrain_vlm.py") .. "\n"
+end
 scripts.variables = function()
   return header .. "export MBS=4\nTP=4\n" ..
          launch(32, "${MBS}"):gsub("tensor%-model%-parallel%-size 4", "tensor-model-parallel-size $TP") .. "\n"

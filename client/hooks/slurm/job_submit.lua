@@ -15,9 +15,10 @@ local SITE = {
   on_unavailable = "refuse",  -- memgate cannot answer: "refuse" or "admit"
   on_invalid = "refuse",      -- launch memgate cannot read: "refuse" or "admit"
   -- A launch argument memgate has not reviewed (a newer Megatron's, a
-  -- fork's, a script's own) may change memory: "admit" reads past it with
-  -- a note (memgate's default), "refuse" makes it an invalid launch, which
-  -- on_invalid then decides.
+  -- fork's, a script's own), or a training script other than Megatron-LM's,
+  -- may change memory: "admit" reads past it with a note (memgate's
+  -- default), "refuse" makes it an invalid launch, which on_invalid then
+  -- decides.
   on_unreviewed = "admit",
   default_gpu = "h100-80gb",  -- catalog GPU when the partition is not below
   gpu_by_partition = {        -- partition -> catalog GPU
