@@ -197,7 +197,8 @@ absl::StatusOr<v1::Job> JobFromLaunchAndFlags(
   }
   if (job.num_gpus() == 0) {
     return absl::InvalidArgumentError(
-        "--gpus: required (the launch has no torchrun --nproc-per-node)");
+        "--gpus: required (the launch gives no torchrun --nproc-per-node "
+        "memgate can read)");
   }
   return job;
 }

@@ -86,8 +86,9 @@ bool EndsCommand(absl::string_view word) {
 // words it takes (its own, and the next one where the target is not in
 // it), or 0 for a word that is not one.
 size_t RedirectionWords(absl::string_view word) {
-  size_t i = 0;
-  while (i < word.size() && absl::ascii_isdigit(static_cast<unsigned char>(word[i]))) {
+  size_t i = 0;  // past a file descriptor's digits
+  while (i < word.size() &&
+         absl::ascii_isdigit(static_cast<unsigned char>(word[i]))) {
     ++i;
   }
   if (i == 0 && absl::StartsWith(word, "&>")) i = 1;
@@ -137,13 +138,13 @@ struct Command {
 };
 Command LaunchCommand(const std::vector<std::string>& argv) {
   Command best;
-  long best_score = -1;
+  int64_t best_score = -1;
   size_t begin = 0;
   for (size_t i = 0; i <= argv.size(); ++i) {
     if (i < argv.size() && !EndsCommand(argv[i])) continue;
     Command c{begin, 0, i};
     // -1 no script; 0 a script; 1 and --arguments; 2 + the table's.
-    long score = -1;
+    int64_t score = -1;
     for (size_t j = begin; j < i; ++j) {
       if (c.script == 0) {
         if (absl::EndsWith(argv[j], ".py")) c.script = j + 1, score = 0;
@@ -152,9 +153,10 @@ Command LaunchCommand(const std::vector<std::string>& argv) {
       absl::string_view word = argv[j];
       if (!absl::StartsWith(word, "--")) continue;
       word.remove_prefix(2);
+      const int64_t given = std::max<int64_t>(score, 1);
       score = FindMegatronArgument(word.substr(0, word.find('='))) != nullptr
-                  ? std::max(score, 1L) + 1
-                  : std::max(score, 1L);
+                  ? given + 1
+                  : given;
     }
     if (score > best_score) best = c, best_score = score;
     if (i < argv.size() && absl::StartsWith(argv[i], "#")) break;

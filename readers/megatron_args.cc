@@ -1726,9 +1726,12 @@ absl::Status CheckScript(const Arguments& args, MegatronLaunch& launch) {
   const absl::string_view base =
       absl::string_view(script).substr(script.rfind('/') + 1);
   if (base == "pretrain_gpt.py") return absl::OkStatus();
-  constexpr char kVision[] =
+  // Static: the table below keeps pointers to it.
+  static constexpr char kVision[] =
       "a vision-language model (its vision encoder and projector beside the "
       "language model)";
+  static constexpr char kMimo[] =
+      "a multimodal MIMO model (modality encoders beside the language model)";
   static const auto* others =
       new std::vector<std::pair<std::string, const char*>>{
           {"pretrain_mamba.py",
@@ -1738,12 +1741,8 @@ absl::Status CheckScript(const Arguments& args, MegatronLaunch& launch) {
            "Megatron-LM's hybrid models (Mamba, attention and MLP layers)"},
           {"pretrain_vlm.py", kVision},
           {"multimodal/train.py", kVision},
-          {"pretrain_mimo.py",
-           "a multimodal MIMO model (modality encoders beside the language "
-           "model)"},
-          {"mimo/train.py",
-           "a multimodal MIMO model (modality encoders beside the language "
-           "model)"},
+          {"pretrain_mimo.py", kMimo},
+          {"mimo/train.py", kMimo},
           {"pretrain_bert.py",
            "BERT (a bidirectional encoder with its pooler and binary head)"},
           {"pretrain_t5.py", "T5 (an encoder-decoder)"},
@@ -1777,6 +1776,17 @@ absl::Status CheckScript(const Arguments& args, MegatronLaunch& launch) {
 
 absl::Status FillGpuCount(const Arguments& args, MegatronLaunch& launch) {
   if (!args.Has("nproc-per-node")) return absl::OkStatus();
+  // A count the shell supplies when the command runs (--nproc-per-node
+  // $GPUS_PER_NODE, as batch scripts write it): the job's GPU count must
+  // come from memgate's --gpus (the Slurm hooks pass the request's).
+  for (const char* count : {"nproc-per-node", "nnodes"}) {
+    if (args.Text(count).find_first_of("$`") != std::string::npos) {
+      launch.notes.push_back(absl::StrCat(
+          "--", count, " ", args.Text(count).substr(0, 32),
+          ": set when the command runs; the GPU count is memgate's --gpus"));
+      return absl::OkStatus();
+    }
+  }
   auto per_node = args.Number("nproc-per-node", 0);
   if (!per_node.ok() || *per_node == 0) {
     return Bad("nproc-per-node",

@@ -1034,6 +1034,22 @@ TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
     EXPECT_EQ(l->job.training().micro_batch_size(), 1u) << line;
     EXPECT_EQ(l->job.model().num_layers(), 32u) << line;
   }
+  // torchrun's GPU count set at run time: the job's comes from memgate's
+  // --gpus (the launch leaves it 0, with a note), not a refusal.
+  for (const auto& [given, count] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"--nproc-per-node 8", "--nproc-per-node $GPUS"},
+           {"--nnodes 2", "--nnodes ${N}"}}) {
+    std::string line = std::string(kLlama31_8B);
+    line.replace(line.find(given), given.size(), count);
+    const absl::StatusOr<MegatronLaunch> l =
+        ParseMegatronLaunch(Words(line), nullptr);
+    ASSERT_TRUE(l.ok()) << count << ": " << l.status();
+    EXPECT_EQ(l->job.num_gpus(), 0u) << count;
+    EXPECT_NE(AllNotes(*l).find("the GPU count is memgate's --gpus"),
+              std::string::npos)
+        << AllNotes(*l);
+  }
   const absl::StatusOr<MegatronLaunch> launcher = ParseMegatronLaunch(
       Words("torchrun $DISTRIBUTED_ARGS " +
             std::string(kLlama31_8B).substr(std::string("torchrun").size())),

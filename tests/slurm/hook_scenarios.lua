@@ -107,6 +107,12 @@ end
 scripts.vision_language = function()
   return header .. fits:gsub("pretrain_gpt%.py", "pretrain_vlm.py") .. "\n"
 end
+-- torchrun's GPU count computed when the job runs: the request's 8 GPUs
+-- (which the hook passes as --gpus) stand for it.
+scripts.gpus_at_run_time = function()
+  return header .. "GPUS=$(nvidia-smi -L | wc -l)\n" ..
+         fits:gsub("nproc%-per%-node 8", "nproc-per-node $GPUS") .. "\n"
+end
 scripts.variables = function()
   return header .. "export MBS=4\nTP=4\n" ..
          launch(32, "${MBS}"):gsub("tensor%-model%-parallel%-size 4", "tensor-model-parallel-size $TP") .. "\n"
