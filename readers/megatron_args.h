@@ -60,8 +60,11 @@ absl::Status RefuseUnreviewedArguments(const MegatronLaunch& launch);
 
 // `argv` is the launch, word by word. `fill_model` (may be null) supplies
 // what the arguments leave out, e.g. the vocabulary a tokenizer implies.
-// Unknown arguments are ignored. INVALID_ARGUMENT names the Megatron or
-// torchrun argument that is missing, malformed or contradictory.
+// Unknown arguments are ignored (and named in a note). INVALID_ARGUMENT
+// names the Megatron or torchrun argument that is missing, malformed or
+// contradictory, a word the shell expands into arguments when the
+// command runs (launch_arguments.h), Megatron-LM's entry points other
+// than pretrain_gpt.py, and TransformerEngine variables memgate refuses.
 absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
     const std::vector<std::string>& argv, const v1::ModelConfig* fill_model);
 
