@@ -200,6 +200,20 @@ local environments = {
   te_job_environment_huge = { NVTE_UNFUSED_ATTN = string.rep("1", 100 * 1024) },
 }
 
+-- The GPU the job asks for by type: mapped by the site (a100_80g, in the
+-- a100 partition of 40 GB cards), a MIG slice the site sizes (1g.10gb:
+-- 9.5 GiB), and one it does not (3g.40gb).
+scripts.typed_gpu = function() return header .. ooms .. "\n" end
+scripts.mig_sized = function() return header .. fits .. "\n" end
+scripts.mig_unsized = function() return header .. fits .. "\n" end
+scripts.mig_not_megatron = function() return header .. "python eval.py\n" end
+local tres = {
+  typed_gpu = "gres/gpu:a100_80g:8",
+  mig_sized = "gres/gpu:1g.10gb:8",
+  mig_unsized = "gres/gpu:3g.40gb:8",
+  mig_not_megatron = "gres/gpu:3g.40gb:1",
+}
+
 local make = scripts[scenario]
 if make == nil then
   io.stderr:write("unknown scenario " .. tostring(scenario) .. "\n")
@@ -208,7 +222,7 @@ end
 local job_desc = {
   script = make(),
   min_nodes = 1,
-  tres_per_node = "gres/gpu:8",
+  tres_per_node = tres[scenario] or "gres/gpu:8",
   partition = "a100",
   environment = environments[scenario],
 }

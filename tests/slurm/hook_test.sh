@@ -18,6 +18,8 @@ trap 'rm -rf "$work"' EXIT
 cp "$hooks/memgate_launch.lua" "$work/"
 sed -e "s|memgate = \"/usr/local/bin/memgate\"|memgate = \"${memgate}\"|" \
     -e "s|-- a100 = \"a100-40gb\",|a100 = \"a100-40gb\",|" \
+    -e "s|-- a100_40g = \"a100-40gb\",|a100_80g = \"a100-80gb\",|" \
+    -e "s|-- \\[\"1g.10gb\"\\]|[\"1g.10gb\"]|" \
     "$hooks/job_submit.lua" > "$work/job_submit.lua"
 grep -q "$memgate" "$work/job_submit.lua" || { echo "hook test: could not configure the hook"; exit 1; }
 
@@ -81,6 +83,13 @@ expect too_many_launches refuse "more than 64 Megatron launches"
 expect too_many_substitutions refuse "more than 4096 variable substitutions"
 expect variables refuse "REFUSE [RED] peak 51.58"
 expect logged admit ""
+# The job's GPU type wins over its partition's (a100_80g in the partition of
+# 40 GB cards: the 51.58 GiB launch fits); a MIG slice is sized as the site
+# maps it, and refused where the site does not (unless no launch is ours).
+expect typed_gpu admit ""
+expect mig_sized refuse "of 9.50 GiB"
+expect mig_unsized refuse "the job asks for MIG slices (gpu:3g.40gb)"
+expect mig_not_megatron admit ""
 expect gpus_at_run_time admit ""
 expect vision_language refuse "pretrain_vlm.py: Megatron-LM's entry point for a vision-language model"
 expect hidden_arguments refuse "'\$EXTRA_ARGS' after pretrain_gpt.py is a shell expansion"

@@ -15,6 +15,7 @@ local SITE = {
   on_unreviewed = "admit",  -- an argument memgate has not reviewed (job_submit.lua)
   default_gpu = "h100-80gb",
   gpu_by_partition = {},
+  gpu_by_gres_type = {},  -- GPU type -> catalog GPU (job_submit.lua)
   model = "",
   megatron_core = "",  -- the site's Megatron-Core release (job_submit.lua)
 }
@@ -74,8 +75,14 @@ end
 function slurm_cli_pre_submit(options, pack_offset)
   local settings = {}
   for k, v in pairs(SITE) do settings[k] = v end
-  settings.gpu = SITE.gpu_by_partition[options["partition"] or ""] or
-                 SITE.default_gpu
+  -- sbatch's --gpus* options hold "TYPE:N" or "N", its --gres "gpu:TYPE:N".
+  local function gpus(option)
+    return options[option] and ("gpu:" .. options[option]) or nil
+  end
+  settings.gpu, settings.gpu_problem, settings.gpu_memory_gib =
+      memgate.gpu_for_job(SITE, options["partition"] or "", options["gres"],
+                          gpus("gpus"), gpus("gpus-per-node"),
+                          gpus("gpus-per-task"))
   local per_node = memgate.gpus_in_tres(options["gres"])
   local nodes = tonumber((options["nodes"] or ""):match("^(%d+)")) or 1
   settings.gpus = per_node and per_node * nodes or

@@ -24,6 +24,14 @@ local SITE = {
   gpu_by_partition = {        -- partition -> catalog GPU
     -- a100 = "a100-40gb",
   },
+  -- A job's GPU type (--gres=gpu:TYPE:N, --gpus=TYPE:N) -> catalog GPU, or
+  -- { gpu = NAME, memory_gib = X } for a MIG slice; it wins over the
+  -- partition's. A MIG type not here is refused (on_invalid decides): a
+  -- whole GPU's memory would admit what a slice cannot hold.
+  gpu_by_gres_type = {
+    -- a100_40g = "a100-40gb",
+    -- ["1g.10gb"] = { gpu = "a100-80gb", memory_gib = 9.5 },
+  },
   model = "",             -- optional catalog model to fill what launches omit
   -- The Megatron-Core release this site trains with (e.g. "0.13.0"), as
   -- `memgate check --megatron-core` takes it: it says where MoE layers
@@ -60,8 +68,10 @@ end
 function slurm_job_submit(job_desc, part_list, submit_uid)
   local settings = {}
   for k, v in pairs(SITE) do settings[k] = v end
-  settings.gpu = SITE.gpu_by_partition[partition_of(job_desc, part_list)] or
-                 SITE.default_gpu
+  settings.gpu, settings.gpu_problem, settings.gpu_memory_gib =
+      memgate.gpu_for_job(SITE, partition_of(job_desc, part_list),
+                          job_desc.tres_per_node, job_desc.tres_per_job,
+                          job_desc.tres_per_task, job_desc.tres_per_socket)
   settings.gpus = requested_gpus(job_desc)
   -- What the request already fixes, for launches written with Slurm's
   -- variables (torchrun --nnodes $SLURM_NNODES ...).

@@ -264,17 +264,63 @@ local function quote(word)
   return "'" .. tostring(word):gsub("'", "'\\''") .. "'"
 end
 
--- GPUs per node from a TRES string like "gres:gpu:8", "gres/gpu:a100:8".
+-- GPUs from a TRES string like "gres:gpu:8", "gres/gpu:a100:8",
+-- "gres/gpu:1g.10gb:8,gres/nic:1": the count ending its GPU item.
 function M.gpus_in_tres(tres)
   if tres == nil then return nil end
-  local count = tres:match("gpu[%w_%-:]-:(%d+)%s*$") or
-                tres:match("gpu[%w_%-:]-:(%d+),") or tres:match("gpu:(%d+)")
-  return count and tonumber(count) or nil
+  for item in tostring(tres):gmatch("[^,]+") do
+    if item:find("gpu", 1, true) then
+      local count = item:match("[:=](%d+)%s*$")
+      if count then return tonumber(count) end
+    end
+  end
+  return nil
+end
+
+-- The GPU type a TRES string names ("gres/gpu:a100_80g:8", "gres:gpu:
+-- 3g.40gb:1" -> the type; "gres/gpu:8" -> nil), at most 64 bytes of it.
+function M.gpu_type_in_tres(tres)
+  if tres == nil then return nil end
+  for item in tostring(tres):gmatch("[^,]+") do
+    local gpu_type = item:match("gpu:([^:,]+):%d+%s*$")
+    if gpu_type and not gpu_type:match("^%d+$") then
+      return gpu_type:sub(1, 64)
+    end
+  end
+  return nil
+end
+
+--[[
+The GPU a job runs on: its GPU type's (a typed --gres or --gpus, looked up
+in site.gpu_by_gres_type: a catalog name, or { gpu = NAME, memory_gib = X }
+for a slice of one), else its partition's (site.gpu_by_partition), else
+site.default_gpu. Returns the catalog name and the memory in GiB where the
+site gives one; or nil and why, for a MIG slice (a type such as 1g.10gb or
+nvidia_a100_3g.40gb) the site has not mapped: a whole GPU's memory would
+admit what a slice cannot hold. `...` are the job's TRES strings.
+]]
+function M.gpu_for_job(site, partition, ...)
+  local gpu_type
+  for i = 1, select("#", ...) do
+    gpu_type = gpu_type or M.gpu_type_in_tres(select(i, ...))
+  end
+  local mapped = gpu_type and (site.gpu_by_gres_type or {})[gpu_type]
+  if type(mapped) == "string" then return mapped end
+  if type(mapped) == "table" then
+    return mapped.gpu or site.default_gpu, nil, tonumber(mapped.memory_gib)
+  end
+  if gpu_type and gpu_type:match("%d+g%.%d+gb$") then
+    return nil, "the job asks for MIG slices (gpu:" .. gpu_type .. "), " ..
+                "which memgate cannot size: the site maps the type in " ..
+                "gpu_by_gres_type (e.g. { gpu = \"a100-80gb\", memory_gib = 9.5 })"
+  end
+  return site.gpu_by_partition[partition] or site.default_gpu
 end
 
 --[[
 Runs one memgate check on every launch (a list of word lists). settings:
-memgate (path), gpu, gpus (or nil: torchrun's), server, timeout_seconds,
+memgate (path), gpu, gpu_memory_gib (or nil: the catalog GPU's), gpus (or
+nil: torchrun's), server, timeout_seconds,
 on_unavailable, model, megatron_core, on_unreviewed (and, for judge,
 environment: the job's, as find_launches takes it). The launches travel in a temporary
 file, one per line; the shell command itself is short and made of site
@@ -292,6 +338,9 @@ function M.check_all(launches, settings)
   file:close()
   local args = { quote(settings.memgate), "check", "--gpu=" .. quote(settings.gpu),
                  "--launches-file=" .. quote(path) }
+  if settings.gpu_memory_gib then
+    args[#args + 1] = "--gpu-memory-gib=" .. tonumber(settings.gpu_memory_gib)
+  end
   if settings.gpus then args[#args + 1] = "--gpus=" .. tonumber(settings.gpus) end
   if settings.model and settings.model ~= "" then
     args[#args + 1] = "--model=" .. quote(settings.model)
@@ -354,6 +403,14 @@ local function judge(script, settings, log)
   local found = M.find_launches(script, settings.known_variables,
                                 settings.limits, settings.environment)
   if #found == 0 then return true end  -- not a Megatron job: untouched
+  if settings.gpu == nil then  -- gpu_for_job's why, in settings.gpu_problem
+    if settings.on_invalid == "admit" then
+      log("memgate cannot size the job's GPU (admitted by site policy): " ..
+          tostring(settings.gpu_problem))
+      return true
+    end
+    return false, "memgate: " .. tostring(settings.gpu_problem)
+  end
   local launches = {}
   for i, line in ipairs(found) do launches[i] = M.words(line) end
   local code, output = M.check_all(launches, settings)
