@@ -214,6 +214,25 @@ local tres = {
   mig_not_megatron = "gres/gpu:3g.40gb:1",
 }
 
+-- The script's own arguments (sbatch train.sh --micro-batch-size 4):
+-- Slurm's job_desc.argv, the script's path first, at index 0 or 1. "$@"
+-- with none is nothing; with the MBS-4 override, the 51.58 GiB job; $1
+-- one of them; unknown (no argv), refused by name.
+local at_args = header .. fits .. " \"$@\"\n"
+scripts.script_no_arguments = function() return at_args end
+scripts.script_arguments = function() return at_args end
+scripts.script_positional = function()
+  return header .. launch(32, "$1") .. "\n"
+end
+scripts.script_arguments_unknown = function() return at_args end
+scripts.script_arguments_huge = function() return at_args end
+local argvs = {
+  script_no_arguments = { [0] = "train.sh" },
+  script_arguments = { [0] = "train.sh", "--micro-batch-size", "4" },
+  script_positional = { "train.sh", "4" },
+  script_arguments_huge = { [0] = "train.sh", string.rep("x", 300 * 1024) },
+}
+
 local make = scripts[scenario]
 if make == nil then
   io.stderr:write("unknown scenario " .. tostring(scenario) .. "\n")
@@ -223,6 +242,7 @@ local job_desc = {
   script = make(),
   min_nodes = 1,
   tres_per_node = tres[scenario] or "gres/gpu:8",
+  argv = argvs[scenario],
   partition = "a100",
   environment = environments[scenario],
 }

@@ -181,6 +181,19 @@ if out=$(sbatch "$work/vars.sh" 2>&1); then fail "OOM job with variables accepte
 grep -q "memgate: REFUSE \[RED\]" <<< "$out" || fail "variables: $out"
 echo "ok: a launch written with variables is judged too"; passed=$((passed + 1))
 
+# The script's own arguments: a launch that ends in "$@" is judged with
+# what sbatch passes the script (Slurm's job_desc.argv): none, the fitting
+# job; --micro-batch-size 4, the OOM one.
+sed -e 's|--bf16$|--bf16 "$@"|' "$work/fits.sh" > "$work/args.sh"
+grep -qF -- '--bf16 "$@"' "$work/args.sh" || fail "could not write args.sh"
+out=$(sbatch "$work/args.sh" 2>&1) || fail "job without arguments refused: $out"
+if out=$(sbatch "$work/args.sh" --micro-batch-size 4 2>&1); then
+  fail "job whose arguments make it OOM accepted: $out"
+fi
+grep -q "memgate: REFUSE \[RED\] peak 51.58 GiB" <<< "$out" ||
+  fail "script arguments: refusal without memgate's reason: $out"
+echo "ok: the script's own arguments (\"\$@\") are read"; passed=$((passed + 1))
+
 # The fitting job submitted from a shell that switches TransformerEngine's
 # FlashAttention and fused attention off: sbatch exports its environment to
 # the job, whose launch then runs TE's unfused attention (58.33 GiB); the
@@ -232,6 +245,17 @@ out=$(NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 SLURM_CONF="$work/cli/slurm.conf" \
   fail "cli_filter refused a job that does not get the environment: $out"
 echo "ok: cli_filter reads the environment sbatch exports to the job"
 passed=$((passed + 1))
+# The script's own arguments, from sbatch's command line.
+out=$(SLURM_CONF="$work/cli/slurm.conf" sbatch "$work/args.sh" 2>&1) ||
+  fail "cli_filter refused the job without arguments: $out"
+if out=$(SLURM_CONF="$work/cli/slurm.conf" \
+         sbatch "$work/args.sh" --micro-batch-size 4 2>&1); then
+  fail "cli_filter accepted the job whose arguments make it OOM: $out"
+fi
+grep -q "memgate: REFUSE \[RED\] peak 51.58 GiB" <<< "$out" ||
+  fail "cli_filter script arguments: $out"
+grep -q "cli_filter" <<< "$out" || fail "refused, but not by cli_filter: $out"
+echo "ok: cli_filter reads the script's own arguments"; passed=$((passed + 1))
 
 scancel --user=root 2>/dev/null || true
 echo "slurm e2e: ${passed} passed, 0 failed"

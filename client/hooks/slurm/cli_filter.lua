@@ -25,19 +25,22 @@ package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") ..
 local memgate = require("memgate_launch")
 
 -- The batch script: sbatch's --wrap, or the script file named on the
--- command line (the first positional argument that is a readable file).
+-- command line (the first positional argument that is a readable file),
+-- and the arguments after it (the script's "$@"; none for --wrap).
 local function batch_script(options)
   if options["wrap"] and options["wrap"] ~= "" then
-    return options["wrap"]
+    return options["wrap"], {}
   end
   local argv = options["argv"]
   if type(argv) == "table" then
-    for _, arg in ipairs(argv) do
+    for i, arg in ipairs(argv) do
       local f = io.open(arg, "r")
       if f then
         local text = f:read("*a")
         f:close()
-        return text
+        local rest = {}
+        for j = i + 1, #argv do rest[#rest + 1] = argv[j] end
+        return text, rest
       end
     end
   end
@@ -88,7 +91,9 @@ function slurm_cli_pre_submit(options, pack_offset)
   settings.gpus = per_node and per_node * nodes or
                   tonumber(options["gpus"] or "")
   settings.environment = job_environment(options)
-  local ok, message = memgate.judge(batch_script(options), settings,
+  local script
+  script, settings.script_arguments = batch_script(options)
+  local ok, message = memgate.judge(script, settings,
                                     function(m) slurm.log_info("%s", m) end)
   if ok then return slurm.SUCCESS end
   slurm.log_error("%s", message)

@@ -90,6 +90,15 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
   if job_desc.script ~= nil then
     local has_env, environment = pcall(function() return job_desc.environment end)
     if has_env then settings.environment = environment end
+    -- The script's arguments ("$@" in its launch): Slurm's argv, the
+    -- script's path first (at index 0 or 1), as far as it hands it over.
+    local has_argv, argv = pcall(function() return job_desc.argv end)
+    if has_argv and type(argv) == "table" then
+      settings.script_arguments = {}
+      for i = (argv[0] ~= nil) and 1 or 2, #argv do
+        settings.script_arguments[#settings.script_arguments + 1] = argv[i]
+      end
+    end
   end
   local ok, message = memgate.judge(job_desc.script, settings, function(m)
     slurm.log_info("%s", m)

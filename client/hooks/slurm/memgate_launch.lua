@@ -16,10 +16,12 @@ quoting is involved and no length limit of the kernel applies.
 What a batch-script hook can and cannot see: it reads the script as text.
 A launch built at run time (eval, arguments read from a file, a wrapper
 script the batch script calls) is invisible to it, and a user who wants to
-hide a launch can. Words of a launch it finds that it cannot expand
-($EXTRA_ARGS from the submitting shell, "${ARGS[@]}", "$@", $(...)) reach
-memgate as written, which refuses them by name where they would supply
-arguments (readers/launch_arguments.h). Enforcement on the real command line
+hide a launch can. The script's own arguments ("$@", $1 to $9) are
+substituted where the hook is given them (settings.script_arguments).
+Words of a launch it finds that it cannot expand ($EXTRA_ARGS from the
+submitting shell, "${ARGS[@]}", $(...)) reach memgate as written, which
+refuses them by name where they would supply arguments
+(readers/launch_arguments.h). Enforcement on the real command line
 belongs in the launcher: `memgate exec -- torchrun ...` (or the preflight
 API) in the site's launch wrapper, or a check at task launch. This hook is
 the early, friendly check that catches honest mistakes before a job queues.
@@ -43,7 +45,9 @@ end
 
 --[[
 $NAME and ${NAME} replaced with values from `vars` (unknown names stay as
-written), within `budget` (substitutions left, and limits): the result is
+written; NAME may be a positional parameter, 1 to 9, @ or *, where `vars`
+has the script's arguments: M.script_argument_variables), within `budget`
+(substitutions left, and limits): the result is
 built piece by piece and abandoned as soon as it grows over the line limit,
 so a 1 MB variable repeated a thousand times costs 256 KiB, not 1 GB.
 ]]
@@ -65,7 +69,9 @@ local function expand(line, vars, budget)
     end
     add(line:sub(pos, dollar - 1))
     local name, stop = line:match("^{([%w_]+)}()", dollar + 1)
+    if name == nil then name, stop = line:match("^{([@*])}()", dollar + 1) end
     if name == nil then name, stop = line:match("^([%w_]+)()", dollar + 1) end
+    if name == nil then name, stop = line:match("^([@*])()", dollar + 1) end
     if name == nil then
       add("$")
       pos = dollar + 1
@@ -85,6 +91,28 @@ local function expand(line, vars, budget)
     end
   end
   return table.concat(parts)
+end
+
+-- The batch script's own arguments (`sbatch train.sh --mbs 4`: Slurm's
+-- job_desc.argv, sbatch's argv after the script) as the variables a launch
+-- line names them by: "1" to "9", and "@" and "*" for all of them (words
+-- joined by blanks, at most a line's worth: LIMITS.line_bytes).
+function M.script_argument_variables(args, limits)
+  limits = limits or M.LIMITS
+  local out, kept, size = {}, {}, 0
+  for i, arg in ipairs(args or {}) do
+    arg = tostring(arg)
+    if i <= 9 then out[tostring(i)] = arg end
+    size = size + #arg + 1
+    if size > limits.line_bytes then
+      exceed(string.format("the batch script's arguments are longer than " ..
+                           "%d bytes", limits.line_bytes))
+    end
+    kept[#kept + 1] = arg
+  end
+  out["@"] = table.concat(kept, " ")
+  out["*"] = out["@"]
+  return out
 end
 
 -- A line that runs Megatron-LM with arguments (an `echo "starting
@@ -397,11 +425,19 @@ end
 --[[
 The verdict for one batch script: true (let it through) or false and the
 message for the user. settings.on_invalid / settings.on_unavailable are
-"refuse" or "admit". `log` takes one plain string.
+"refuse" or "admit"; settings.script_arguments (or nil: unknown) the
+script's own arguments. `log` takes one plain string.
 ]]
 local function judge(script, settings, log)
-  local found = M.find_launches(script, settings.known_variables,
-                                settings.limits, settings.environment)
+  local known = {}
+  for k, v in pairs(settings.known_variables or {}) do known[k] = v end
+  if settings.script_arguments ~= nil then
+    local positional = M.script_argument_variables(settings.script_arguments,
+                                                   settings.limits)
+    for k, v in pairs(positional) do known[k] = v end
+  end
+  local found = M.find_launches(script, known, settings.limits,
+                                settings.environment)
   if #found == 0 then return true end  -- not a Megatron job: untouched
   if settings.gpu == nil then  -- gpu_for_job's why, in settings.gpu_problem
     if settings.on_invalid == "admit" then
