@@ -136,12 +136,12 @@ script's exports reach the launch, so they go in front of its line as
 NAME=value words, which memgate reads.
 ]]
 M.TE_VARIABLES = { "NVTE_FLASH_ATTN", "NVTE_FLASH_ATTN_V2",
-                             "NVTE_FUSED_ATTN", "NVTE_UNFUSED_ATTN",
-                             "NVTE_ALLOW_NONDETERMINISTIC_ALGO",
-                             "NVTE_MASKED_SOFTMAX_FUSION",
-                             "NVTE_BACKWARD_OVERRIDE" }
-local te_attention = {}
-for _, name in ipairs(M.TE_VARIABLES) do te_attention[name] = true end
+                   "NVTE_FUSED_ATTN", "NVTE_UNFUSED_ATTN",
+                   "NVTE_ALLOW_NONDETERMINISTIC_ALGO",
+                   "NVTE_MASKED_SOFTMAX_FUSION",
+                   "NVTE_BACKWARD_OVERRIDE" }
+local te_variable = {}
+for _, name in ipairs(M.TE_VARIABLES) do te_variable[name] = true end
 
 -- A value as one word memgate reads as TE does (int(), which strips
 -- surrounding whitespace): anything else int() refuses becomes "?", so
@@ -178,7 +178,7 @@ local function te_assignment(body)
     if looks_like_launch(body) then return nil end
     name, rest = body:match("^([%a_][%w_]*)=(.*)$")
   end
-  if name == nil or not te_attention[name] then return nil end
+  if name == nil or not te_variable[name] then return nil end
   rest = rest:gsub("%s+#.*$", ""):gsub("%s+$", "")
   rest = rest:gsub('^"(.*)"$', "%1"):gsub("^'(.*)'$", "%1")
   return export ~= nil, name, rest
@@ -238,7 +238,7 @@ function M.find_launches(script, known, limits, environment)
     local bare = body:match("^export%s+([%a_][%w_]*)%s*$")
     local unset = body:match("^unset%s+([%a_][%w_]*)%s*$")
     local te_export, te_name, te_rest = te_assignment(body)
-    if te_name ~= nil then  -- one of five names: not counted
+    if te_name ~= nil then  -- one of TE_VARIABLES: not counted
       vars[te_name] = te_resolve(te_rest, vars)
       if te_export or exported[te_name] ~= nil then
         exported[te_name] = vars[te_name]
@@ -256,7 +256,7 @@ function M.find_launches(script, known, limits, environment)
         vars[name] = value
       end
     elseif bare ~= nil then
-      if te_attention[bare] and vars[bare] ~= nil then
+      if te_variable[bare] and vars[bare] ~= nil then
         exported[bare] = te_value(vars[bare])
       end
     elseif unset ~= nil then
