@@ -977,7 +977,9 @@ TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
   for (const char* hidden :
        {"$EXTRA_ARGS", "${MODEL_ARGS[@]}", "\"$@\"", "$(cat args.txt)",
         "`cat args.txt`", "--bf16 $EXTRA", "--eval-iters 10 ${MORE}",
-        "--log-throughput $EXTRA", "--data-path a b --seed 1 $EXTRA"}) {
+        "--log-throughput $EXTRA", "--data-path a b --seed 1 $EXTRA",
+        // a switch of an older release only (core 0.12 to 0.14)
+        "--no-async-tensor-model-parallel-allreduce $EXTRA"}) {
     const absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
         Words(std::string(kLlama31_8B) + " " + hidden), nullptr);
     ASSERT_FALSE(l.ok()) << hidden;
