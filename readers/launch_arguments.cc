@@ -101,19 +101,11 @@ size_t RedirectionWords(absl::string_view word) {
   return end == word.size() ? 2 : 1;
 }
 
-// A word the shell rewrites when the command runs: a parameter expansion
-// ($NAME, ${NAME[@]}, "$@") or a command substitution ($(...), `...`).
-bool ExpandsAtRunTime(absl::string_view word) {
-  return word.find('$') != absl::string_view::npos ||
-         word.find('`') != absl::string_view::npos;
-}
-
 absl::Status HiddenArguments(absl::string_view word, absl::string_view script) {
   constexpr size_t kEchoed = 64;
   return absl::InvalidArgumentError(absl::StrCat(
-      "launch: '", word.substr(0, kEchoed),
-      word.size() > kEchoed ? "...'" : "'", " after ",
-      script.substr(0, kEchoed),
+      "launch: '", Clipped(word, kEchoed), "' after ",
+      Clipped(script, kEchoed),
       " is a shell expansion that supplies arguments only when the command "
       "runs, which memgate cannot read (any of them may change memory): "
       "give memgate the launch as it will run, expanded, or check it where "
@@ -124,6 +116,15 @@ absl::Status HiddenArguments(absl::string_view word, absl::string_view script) {
 
 absl::Status Bad(absl::string_view arg, absl::string_view rule) {
   return absl::InvalidArgumentError(absl::StrCat("--", arg, ": ", rule));
+}
+
+std::string Clipped(absl::string_view text, size_t bytes) {
+  if (text.size() <= bytes) return std::string(text);
+  return absl::StrCat(text.substr(0, bytes), "...");
+}
+
+bool ExpandsAtRunTime(absl::string_view word) {
+  return word.find_first_of("$`") != absl::string_view::npos;
 }
 
 // The command of a line that runs the script: `begin` its first word,

@@ -21,6 +21,15 @@ namespace memgate {
 // INVALID_ARGUMENT "--arg: rule".
 absl::Status Bad(absl::string_view arg, absl::string_view rule);
 
+// At most `bytes` of `text`, "..." after a cut: a user's word (a path, an
+// argument) quoted in a message or note.
+std::string Clipped(absl::string_view text, size_t bytes);
+
+// Whether the shell rewrites `word` when the command runs: a parameter
+// expansion ($NAME, ${NAME[@]}, "$@") or a command substitution ($(...),
+// `...`).
+bool ExpandsAtRunTime(absl::string_view word);
+
 class Arguments {
  public:
   // Reads every argument the table knows (and torchrun's GPU count);
@@ -68,7 +77,7 @@ class Arguments {
   const std::vector<std::string>& unreviewed() const { return unreviewed_; }
   size_t unreviewed_count() const { return unreviewed_count_; }
 
-  // TransformerEngine's attention switches (kTeVariables) that
+  // TransformerEngine's variables (kTeVariables) that
   // words before the script set, the last one of each: shell prefix
   // assignments and env's (`NVTE_FUSED_ATTN=0 torchrun ...`), and lists
   // such as srun's --export=ALL,NVTE_FLASH_ATTN=0 or a container's
@@ -106,6 +115,8 @@ inline constexpr const char* kTeVariables[] = {
     "NVTE_ALLOW_NONDETERMINISTIC_ALGO",
     "NVTE_MASKED_SOFTMAX_FUSION",
     "NVTE_BACKWARD_OVERRIDE"};
+// The one of them that is a word, not a whole number.
+inline constexpr char kTeBackwardOverride[] = "NVTE_BACKWARD_OVERRIDE";
 
 // Refuses `name` (--tensor-parallel-num-weight-shards or its expert twin)
 // unless it equals `size`, the TP size it shards over (`size_name` says

@@ -355,17 +355,14 @@ uint32_t GivenVocabulary(const Arguments& args, uint32_t given,
   }
   if (named == 0) {
     // A path, or a hub name: quoted up to a line's worth.
-    constexpr size_t kQuoted = 120;
-    std::string tokenizer = args.Has("tokenizer-model")
-                                ? args.Text("tokenizer-model")
-                                : std::string("no --tokenizer-model");
-    if (tokenizer.size() > kQuoted) tokenizer = tokenizer.substr(0, kQuoted) + "...";
     notes.push_back(absl::StrCat(
         "vocabulary ", given, " as --vocab-size says: Megatron's ", type,
-        " takes its size from the tokenizer (", tokenizer,
+        " takes its size from the tokenizer (",
+        args.Has("tokenizer-model") ? Clipped(args.Text("tokenizer-model"), 120)
+                                    : "no --tokenizer-model",
         "), which memgate cannot read; a larger one is not counted"));
   }
-  return named != 0 ? named : given;
+  return given;
 }
 
 // Megatron pads the vocabulary to a multiple of
@@ -1726,14 +1723,13 @@ absl::Status CheckScript(const Arguments& args, MegatronLaunch& launch) {
   const absl::string_view base =
       absl::string_view(script).substr(script.rfind('/') + 1);
   if (base == "pretrain_gpt.py") return absl::OkStatus();
-  // Static: the table below keeps pointers to it.
-  static constexpr char kVision[] =
+  constexpr absl::string_view kVision =
       "a vision-language model (its vision encoder and projector beside the "
       "language model)";
-  static constexpr char kMimo[] =
+  constexpr absl::string_view kMimo =
       "a multimodal MIMO model (modality encoders beside the language model)";
-  static const auto* others =
-      new std::vector<std::pair<std::string, const char*>>{
+  // Megatron-LM's entry points by path suffix, and what each builds.
+  constexpr std::pair<absl::string_view, absl::string_view> kOthers[] = {
           {"pretrain_mamba.py",
            "Megatron-LM's Mamba models (Mamba layers unless "
            "--hybrid-override-pattern says otherwise)"},
@@ -1755,18 +1751,18 @@ absl::Status CheckScript(const Arguments& args, MegatronLaunch& launch) {
           {"train_rl.py",
            "RL training (an inference engine's KV cache and CUDA graphs "
            "beside training on the same GPUs)"},
-      };
-  for (const auto& [name, what] : *others) {
-    if (script == name || absl::EndsWith(script, "/" + name)) {
+  };
+  for (const auto& [name, what] : kOthers) {
+    if (absl::EndsWith(script, name) &&
+        (script.size() == name.size() ||
+         script[script.size() - name.size() - 1] == '/')) {
       return absl::InvalidArgumentError(absl::StrCat(
           name, ": Megatron-LM's entry point for ", what,
           ": not modelled (memgate models pretrain_gpt.py's GPT model)"));
     }
   }
   // A path is the user's: a line's worth of it is kept.
-  constexpr size_t kKept = 120;
-  launch.unreviewed_script = script.substr(0, kKept);
-  if (script.size() > kKept) launch.unreviewed_script += "...";
+  launch.unreviewed_script = Clipped(script, 120);
   launch.notes.push_back(absl::StrCat(
       "the script ", launch.unreviewed_script,
       " is not Megatron-LM's pretrain_gpt.py: read as building its GPT model "
@@ -1780,7 +1776,7 @@ absl::Status FillGpuCount(const Arguments& args, MegatronLaunch& launch) {
   // $GPUS_PER_NODE, as batch scripts write it): the job's GPU count must
   // come from memgate's --gpus (the Slurm hooks pass the request's).
   for (const char* count : {"nproc-per-node", "nnodes"}) {
-    if (args.Text(count).find_first_of("$`") != std::string::npos) {
+    if (ExpandsAtRunTime(args.Text(count))) {
       launch.notes.push_back(absl::StrCat(
           "--", count, " ", args.Text(count).substr(0, 32),
           ": set when the command runs; the GPU count is memgate's --gpus"));

@@ -1052,6 +1052,20 @@ TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
               std::string::npos)
         << AllNotes(*l);
   }
+  // A hostile line of a hundred thousand commands (600,000 words) is one
+  // pass over its words: the launch among them is found and read.
+  std::vector<std::string> many;
+  for (int i = 0; i < 100000; ++i) {
+    for (const char* w : {"python", "x.py", "--bf16", "--seed", "$S", ";"}) {
+      many.emplace_back(w);
+    }
+  }
+  for (const std::string& w : Words(kLlama31_8B)) many.push_back(w);
+  const absl::StatusOr<MegatronLaunch> hostile =
+      ParseMegatronLaunch(many, nullptr);
+  ASSERT_TRUE(hostile.ok()) << hostile.status();
+  EXPECT_EQ(hostile->job.model().num_layers(), 32u);
+  EXPECT_TRUE(hostile->unreviewed_script.empty());
   const absl::StatusOr<MegatronLaunch> launcher = ParseMegatronLaunch(
       Words("torchrun $DISTRIBUTED_ARGS " +
             std::string(kLlama31_8B).substr(std::string("torchrun").size())),

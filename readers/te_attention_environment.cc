@@ -101,7 +101,7 @@ absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
   for (const char* name : kTeVariables) {
     const auto it = env.find(name);
     // NVTE_BACKWARD_OVERRIDE, a word, is te_backward_override.h's.
-    if (it == env.end() || it->first == "NVTE_BACKWARD_OVERRIDE") continue;
+    if (it == env.end() || it->first == kTeBackwardOverride) continue;
     const std::optional<bool> value = NonZero(it->second);
     if (!value) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -135,7 +135,8 @@ absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
   // built); Megatron's local attention runs a softmax of its own.
   const auto softmax = on.find(kSoftmaxFusion);
   if (softmax != on.end() && !softmax->second) {
-    const std::string assignment = Assignment(kSoftmaxFusion, env.at(kSoftmaxFusion));
+    const std::string assignment =
+        Assignment(kSoftmaxFusion, env.at(kSoftmaxFusion));
     if (local_attention) {
       notes.push_back(absl::StrCat(
           assignment, ": no change: Megatron's local attention runs its own "

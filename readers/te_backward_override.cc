@@ -1,6 +1,7 @@
 #include "readers/te_backward_override.h"
 
 #include "absl/strings/str_cat.h"
+#include "readers/launch_arguments.h"
 
 namespace memgate {
 
@@ -8,13 +9,12 @@ absl::Status ReadTeBackwardOverride(
     const std::map<std::string, std::string>& environment,
     const v1::TrainingConfig& training, std::vector<std::string>& notes,
     absl::string_view source) {
-  const auto it = environment.find("NVTE_BACKWARD_OVERRIDE");
+  const auto it = environment.find(kTeBackwardOverride);
   if (it == environment.end()) return absl::OkStatus();
   // The words' reader keeps at most 65 bytes of a value; a line's worth
   // is echoed.
-  const std::string said = absl::StrCat("NVTE_BACKWARD_OVERRIDE=",
-                                        it->second.substr(0, 32), " (", source,
-                                        ")");
+  const std::string said = absl::StrCat(
+      kTeBackwardOverride, "=", it->second.substr(0, 32), " (", source, ")");
   if (!training.has_fp8()) {
     notes.push_back(absl::StrCat(
         said, ": no change: TransformerEngine reads it into fp8 recipes, and "
