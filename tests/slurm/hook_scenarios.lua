@@ -207,11 +207,14 @@ scripts.typed_gpu = function() return header .. ooms .. "\n" end
 scripts.mig_sized = function() return header .. fits .. "\n" end
 scripts.mig_unsized = function() return header .. fits .. "\n" end
 scripts.mig_not_megatron = function() return header .. "python eval.py\n" end
+-- A hostile request: a 100 KiB GPU type of a MIG shape, quoted 64 bytes.
+scripts.gpu_type_huge = function() return header .. fits .. "\n" end
 local tres = {
   typed_gpu = "gres/gpu:a100_80g:8",
   mig_sized = "gres/gpu:1g.10gb:8",
   mig_unsized = "gres/gpu:3g.40gb:8",
   mig_not_megatron = "gres/gpu:3g.40gb:1",
+  gpu_type_huge = "gres/gpu:" .. string.rep("x", 100 * 1024) .. "_1g.10gb:8",
 }
 
 -- The script's own arguments (sbatch train.sh --micro-batch-size 4):

@@ -306,14 +306,12 @@ function M.gpus_in_tres(tres)
 end
 
 -- The GPU type a TRES string names ("gres/gpu:a100_80g:8", "gres:gpu:
--- 3g.40gb:1" -> the type; "gres/gpu:8" -> nil), at most 64 bytes of it.
+-- 3g.40gb:1" -> the type; "gres/gpu:8" -> nil).
 function M.gpu_type_in_tres(tres)
   if tres == nil then return nil end
   for item in tostring(tres):gmatch("[^,]+") do
     local gpu_type = item:match("gpu:([^:,]+):%d+%s*$")
-    if gpu_type and not gpu_type:match("^%d+$") then
-      return gpu_type:sub(1, 64)
-    end
+    if gpu_type and not gpu_type:match("^%d+$") then return gpu_type end
   end
   return nil
 end
@@ -338,7 +336,8 @@ function M.gpu_for_job(site, partition, ...)
     return mapped.gpu or site.default_gpu, nil, tonumber(mapped.memory_gib)
   end
   if gpu_type and gpu_type:match("%d+g%.%d+gb$") then
-    return nil, "the job asks for MIG slices (gpu:" .. gpu_type .. "), " ..
+    -- The request's: 64 bytes of it quoted.
+    return nil, "the job asks for MIG slices (gpu:" .. gpu_type:sub(1, 64) .. "), " ..
                 "which memgate cannot size: the site maps the type in " ..
                 "gpu_by_gres_type (e.g. { gpu = \"a100-80gb\", memory_gib = 9.5 })"
   end
