@@ -337,9 +337,10 @@ function M.gpu_for_job(site, partition, ...)
   end
   if gpu_type and gpu_type:match("%d+g%.%d+gb$") then
     -- The request's: 64 bytes of it quoted.
-    return nil, "the job asks for MIG slices (gpu:" .. gpu_type:sub(1, 64) .. "), " ..
-                "which memgate cannot size: the site maps the type in " ..
-                "gpu_by_gres_type (e.g. { gpu = \"a100-80gb\", memory_gib = 9.5 })"
+    return nil, "the job asks for MIG slices (gpu:" .. gpu_type:sub(1, 64) ..
+                "), which memgate cannot size: the site maps the type in " ..
+                "gpu_by_gres_type (e.g. { gpu = \"a100-80gb\", " ..
+                "memory_gib = 9.5 })"
   end
   return site.gpu_by_partition[partition] or site.default_gpu
 end
