@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "admission/admission.h"
@@ -49,7 +50,7 @@ std::vector<MeasuredStep> ReadSteps() {
     s.launch = f[5];
     steps.push_back(s);
   }
-  EXPECT_EQ(steps.size(), 13u);
+  EXPECT_EQ(steps.size(), 19u);
   return steps;
 }
 
@@ -89,40 +90,103 @@ double LocalScoreBuffer(const v1::Job& job) {
 
 constexpr double kMiB = 1024.0 * 1024;
 
+// Recomputing "layernorm" under the local implementation (these steps'
+// --transformer-impl local) also drops the outputs of the norms that
+// TransformerEngine fuses into the next linear layer, the input norm and a
+// dense MLP's pre-MLP norm: 2sbh a norm that memgate does not credit, as
+// memory_model.cc LayerActivationsFull says (the job does not say which
+// implementation built the layers; TE's is the default). What memgate
+// over-counts by for such a row, in bytes.
+double LocalNormOutputsNotCredited(const v1::Job& job) {
+  bool layernorm = false;
+  for (int module : job.training().recompute().modules()) {
+    layernorm |= module == v1::Recompute::MODULE_LAYERNORM;
+  }
+  if (!layernorm || job.model().has_moe()) return 0;
+  const double element =
+      job.training().precision() == v1::PRECISION_FP32 ? 4 : 2;
+  return 2 * element * job.training().seq_length() *
+         job.training().micro_batch_size() * job.model().hidden_size() *
+         job.model().num_layers();
+}
+
+constexpr char kRecomputeMoe[] =
+    " --recompute-granularity selective --recompute-modules moe";
+
+// Recomputing the MoE layer (moe_layer.py runs it under
+// tensor_parallel.checkpoint) left bytes alive from one step's backward,
+// which recomputes the layer with autograd on, to the next step's forward
+// of that layer, which releases them: `static` is that much above the same
+// job measured without the recomputation and `stored` that much below
+// (32 MiB a layer, T x h x 4 B, in moe_recompute_moe; the saved-tensor
+// census cannot see it, and which tensor it is was not identified). The
+// forward pass has released them all before backward starts, where the
+// step peaks, so memgate has nothing to add. The bytes, from that pair of
+// rows (0 for a row without such a twin).
+double CarriedOverBetweenSteps(const MeasuredStep& s,
+                               const std::vector<MeasuredStep>& steps) {
+  for (const MeasuredStep& twin : steps) {
+    if (twin.launch + kRecomputeMoe == s.launch) {
+      return s.static_bytes - twin.static_bytes;
+    }
+  }
+  return 0;
+}
+
 // Weights, gradients and optimizer states between steps are what memgate
 // computes, plus the score buffer and under 128 MiB of caches (the causal
 // mask, cuBLAS workspaces, RoPE tables): never fewer bytes than memgate.
 TEST(MeasuredStepsTest, ModelStatesAreTheEquations) {
-  for (const MeasuredStep& s : ReadSteps()) {
+  const std::vector<MeasuredStep> steps = ReadSteps();
+  int carried_rows = 0;
+  for (const MeasuredStep& s : steps) {
     const v1::Decision d = DecisionFor(s);
     const v1::StageMemory& p = d.estimate().peak();
     const double states = static_cast<double>(p.weight_bytes()) +
                           p.gradient_bytes() + p.optimizer_bytes();
-    EXPECT_LE(states, s.static_bytes) << s.job;
-    EXPECT_LE(s.static_bytes,
+    const double carried = CarriedOverBetweenSteps(s, steps);
+    if (carried != 0) {
+      ++carried_rows;
+      const double tokens_by_hidden =
+          1.0 * d.estimate().job().training().seq_length() *
+          d.estimate().job().model().hidden_size();
+      EXPECT_GT(carried, 0) << s.job;
+      EXPECT_LE(carried, 4 * tokens_by_hidden *
+                             d.estimate().job().model().num_layers())
+          << s.job;
+    }
+    EXPECT_LE(states, s.static_bytes - carried) << s.job;
+    EXPECT_LE(s.static_bytes - carried,
               states + LocalScoreBuffer(d.estimate().job()) + 128 * kMiB)
         << s.job;
   }
+  EXPECT_EQ(carried_rows, 1);
 }
 
 // What the forward pass keeps for backward is what memgate's activation
 // terms add up to: never more than 2% above them (no under-estimate), and
-// for dense layers at most 2% below (measured 0.993-1.009: the fused
+// for dense layers at most 2% below (measured 0.989-1.009: the fused
 // SwiGLU's 6 bytes an FFN column, the local attention's expanded K and V,
-// causal masks and QKV storage, memory_model.cc [FS], [UA]). MoE rows are
+// causal masks and QKV storage, memory_model.cc [FS], [UA]), once the
+// local norms' outputs memgate does not credit are taken off (measured:
+// exactly 2sbh a norm, LocalNormOutputsNotCredited). MoE rows are
 // estimated at an unknown release, the larger expert term (measured
 // 0.93-0.94; MoeStepsAreTheirReleasesTerms holds them to their release).
 // Full recomputation's estimate also holds the working set of the layer
 // being recomputed, which backward allocates: only the first bound
 // applies.
 TEST(MeasuredStepsTest, StoredActivationsAreTheEquations) {
-  for (const MeasuredStep& s : ReadSteps()) {
+  const std::vector<MeasuredStep> steps = ReadSteps();
+  for (const MeasuredStep& s : steps) {
     const v1::Decision d = DecisionFor(s);
-    const double activations = d.estimate().peak().activation_bytes();
-    EXPECT_LE(s.stored, 1.02 * activations) << s.job;
+    const double activations =
+        d.estimate().peak().activation_bytes() -
+        LocalNormOutputsNotCredited(d.estimate().job());
+    const double stored = s.stored + CarriedOverBetweenSteps(s, steps);
+    EXPECT_LE(stored, 1.02 * activations) << s.job;
     if (s.job.find("full") != std::string::npos) continue;
     const bool moe = s.job.find("moe") != std::string::npos;
-    EXPECT_GE(s.stored, (moe ? 0.90 : 0.98) * activations) << s.job;
+    EXPECT_GE(stored, (moe ? 0.90 : 0.98) * activations) << s.job;
   }
 }
 
@@ -134,8 +198,9 @@ TEST(MeasuredStepsTest, StoredActivationsAreTheEquations) {
 // the fused SwiGLU's 6 B a unit of expert width, no weighted unpermute
 // copy, the local attention's expanded K and V and causal masks.
 TEST(MeasuredStepsTest, MoeStepsAreTheirReleasesTerms) {
+  const std::vector<MeasuredStep> steps = ReadSteps();
   int moe_rows = 0;
-  for (const MeasuredStep& s : ReadSteps()) {
+  for (const MeasuredStep& s : steps) {
     if (s.job.find("moe") == std::string::npos) continue;
     ++moe_rows;
     const v1::Decision unknown_release = DecisionFor(s);
@@ -145,13 +210,23 @@ TEST(MeasuredStepsTest, MoeStepsAreTheirReleasesTerms) {
     absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
     ASSERT_TRUE(d.ok()) << s.job << ": " << d.status();
     const double activations = d->estimate().peak().activation_bytes();
-    EXPECT_LT(activations,
-              unknown_release.estimate().peak().activation_bytes())
-        << s.job;
-    EXPECT_LE(s.stored, activations) << s.job;
-    EXPECT_GE(s.stored, 0.97 * activations) << s.job;
+    // Where the whole MoE layer is recomputed only its input is kept, the
+    // same in either release.
+    const bool recomputed = absl::EndsWith(s.launch, kRecomputeMoe);
+    if (recomputed) {
+      EXPECT_EQ(activations,
+                unknown_release.estimate().peak().activation_bytes())
+          << s.job;
+    } else {
+      EXPECT_LT(activations,
+                unknown_release.estimate().peak().activation_bytes())
+          << s.job;
+    }
+    const double stored = s.stored + CarriedOverBetweenSteps(s, steps);
+    EXPECT_LE(stored, activations) << s.job;
+    EXPECT_GE(stored, 0.97 * activations) << s.job;
   }
-  EXPECT_EQ(moe_rows, 3);
+  EXPECT_EQ(moe_rows, 4);
 }
 
 // The 80% rule: the step's highest allocation stays inside the headroom

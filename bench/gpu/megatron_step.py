@@ -82,20 +82,36 @@ JOBS.update({
     "edge_moe_L19": _layers(JOBS["moe_alltoall"], 19),
 })
 
+# Session 32: the other selective recomputations (transformer_config.py
+# recompute_modules) and multi-token prediction, each modelled from
+# Megatron's source and not measured before.
+_SELECTIVE = "--recompute-granularity selective --recompute-modules"
+JOBS.update({
+    "dense_recompute_mlp": f"{BASE} {BF16} {NO_DROPOUT} {_SELECTIVE} mlp",
+    "dense_recompute_layernorm": (f"{BASE} {BF16} {NO_DROPOUT} "
+                                  f"{_SELECTIVE} layernorm"),
+    "dense_recompute_all": (f"{BASE} {BF16} {NO_DROPOUT} "
+                            f"{_SELECTIVE} core_attn mlp layernorm"),
+    "moe_recompute_moe": (f"{BASE} {BF16} {NO_DROPOUT} {MOE} "
+                          f"--moe-token-dispatcher-type alltoall {_SELECTIVE} moe"),
+    "mtp1": f"{BASE} {BF16} {NO_DROPOUT} --mtp-num-layers 1",
+    "mtp2": f"{BASE} {BF16} {NO_DROPOUT} --mtp-num-layers 2",
+})
+
 
 def parse(line):
-    """The few launch arguments this script needs, as a dict."""
+    """The few launch arguments this script needs, as a dict (the values of
+    an argument that takes several, --recompute-modules, joined by blanks)."""
     words = line.split()
     args = {}
     i = 0
     while i < len(words):
         key = words[i][2:].replace("-", "_")
-        if i + 1 < len(words) and not words[i + 1].startswith("--"):
-            args[key] = words[i + 1]
-            i += 2
-        else:
-            args[key] = True
-            i += 1
+        j = i + 1
+        while j < len(words) and not words[j].startswith("--"):
+            j += 1
+        args[key] = " ".join(words[i + 1:j]) if j > i + 1 else True
+        i = j
     return args
 
 
@@ -125,6 +141,36 @@ def _summarize(census, parameter_storages):
                          for k, (c, b) in rows[:40]]}
 
 
+def _shim_missing_transformer_engine():
+    """Two of Megatron's TE-less paths reach for TE names (d98e8a6): the
+    output-discarding checkpoint (`--recompute-modules layernorm`) asks TE's
+    FP8GlobalStateManager whether fp8 is on and enters TE's recompute
+    contexts, and the MTP layer asks whether its projection is an inference
+    linear, a class that is None without TE. Here they answer "no" and the
+    contexts do nothing, which is what TE's do without fp8; neither changes
+    what is stored."""
+    import contextlib
+
+    import megatron.core.tensor_parallel.random as checkpointing
+    import megatron.core.transformer.multi_token_prediction as mtp
+
+    class NoFp8:
+        @staticmethod
+        def is_fp8_enabled():
+            return False
+
+        @staticmethod
+        def get_fp8_recipe():
+            return None
+
+    if not getattr(checkpointing, "HAVE_TE", True):
+        checkpointing.FP8GlobalStateManager = NoFp8
+        checkpointing.activation_recompute_forward = (
+            lambda **kwargs: contextlib.nullcontext())
+        checkpointing.fp8_autocast = lambda **kwargs: contextlib.nullcontext()
+        mtp.is_inference_column_parallel_linear = lambda module: False
+
+
 def run_job(name, fused, census_mode=False):
     import torch
     import torch.nn.functional as F
@@ -143,6 +189,7 @@ def run_job(name, fused, census_mode=False):
     from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
     from megatron.core.transformer.transformer_config import TransformerConfig
 
+    _shim_missing_transformer_engine()
     parallel_state.initialize_model_parallel(1, 1)
     model_parallel_cuda_manual_seed(1234)
 
@@ -168,6 +215,10 @@ def run_job(name, fused, census_mode=False):
                   recompute_num_layers=int(a["recompute_num_layers"]))
     elif recompute == "selective":
         kw.update(recompute_granularity="selective")
+        if "recompute_modules" in a:
+            kw.update(recompute_modules=a["recompute_modules"].split())
+    if "mtp_num_layers" in a:
+        kw.update(mtp_num_layers=int(a["mtp_num_layers"]))
     config = TransformerConfig(
         num_layers=int(a["num_layers"]),
         hidden_size=int(a["hidden_size"]),
@@ -199,9 +250,16 @@ def run_job(name, fused, census_mode=False):
     vocab = int(a["vocab_size"])
     spec = get_gpt_layer_local_spec(num_experts=experts, moe_grouped_gemm=False,
                                     normalization="RMSNorm")
+    mtp_spec = None
+    if config.mtp_num_layers:
+        from megatron.core.models.gpt.gpt_layer_specs import (
+            get_gpt_mtp_block_spec)
+        mtp_spec = get_gpt_mtp_block_spec(config, spec,
+                                          use_transformer_engine=False)
     model = GPTModel(config, spec, vocab_size=vocab, max_sequence_length=seq,
                      position_embedding_type="rope",
-                     share_embeddings_and_output_weights=False)
+                     share_embeddings_and_output_weights=False,
+                     mtp_block_spec=mtp_spec)
     parameters = sum(p.numel() for p in model.parameters())
     model.cuda()
     if bf16:
