@@ -112,6 +112,21 @@ absl::Status HiddenArguments(absl::string_view word, absl::string_view script) {
       "it runs (memgate exec)"));
 }
 
+// `word` follows --`name`, which memgate does not know: it may be that
+// argument's value or, after a switch, more arguments.
+absl::Status HiddenAfterUnknown(absl::string_view word, absl::string_view name,
+                                absl::string_view script) {
+  constexpr size_t kEchoed = 64;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "launch: '", Clipped(word, kEchoed), "' after ", Clipped(script, kEchoed),
+      " follows --", Clipped(name, kEchoed),
+      ", an argument memgate does not know, so it may be that argument's "
+      "value or arguments the shell supplies when the command runs, which "
+      "memgate cannot read (any of them may change memory): give memgate "
+      "the launch as it will run, expanded, or check it where it runs "
+      "(memgate exec)"));
+}
+
 }  // namespace
 
 absl::Status Bad(absl::string_view arg, absl::string_view rule) {
@@ -127,34 +142,50 @@ bool ExpandsAtRunTime(absl::string_view word) {
   return word.find_first_of("$`") != absl::string_view::npos;
 }
 
+// Whether `word` is --NAME (or --NAME=...) for one of Megatron-LM's own
+// arguments, which begin the arguments of a launch that names no script.
+// torchrun's --nnodes and --nproc-per-node, which memgate's table reads
+// too, are the launcher's.
+bool IsMegatronArgumentWord(absl::string_view word) {
+  if (!absl::StartsWith(word, "--")) return false;
+  word.remove_prefix(2);
+  std::string name(word.substr(0, word.find('=')));
+  absl::StrReplaceAll({{"_", "-"}}, &name);
+  return name != "nnodes" && name != "nproc-per-node" &&
+         IsMegatronArgumentName(name);
+}
+
 // The command of a line that runs the script: `begin` its first word,
 // `script` one past the script (0 where no word names a .py), `end` one
 // past its last. A line of several commands (`cd $DIR && torchrun
-// pretrain_gpt.py ...`, `python prep.py --out x; torchrun ...`) runs the
-// script given the most arguments of memgate's table (the first of
-// equals), else the first given any --argument, else the first script; a
-// line without one is a single command.
+// pretrain_gpt.py ...`, `python prep.py --out x; torchrun ...`,
+// `torchrun $SCRIPT --num-layers 32 ... | tee $LOG`) runs the one given
+// the most arguments of memgate's table (the first of equals; after the
+// script where it names one), else the first given any --argument, else
+// the first script; a line without one is a single command.
 struct Command {
   size_t begin = 0, script = 0, end = 0;
 };
 Command LaunchCommand(const std::vector<std::string>& argv) {
   Command best;
-  int64_t best_score = -1;
+  int64_t best_score = -2;
   size_t begin = 0;
   for (size_t i = 0; i <= argv.size(); ++i) {
     if (i < argv.size() && !EndsCommand(argv[i])) continue;
     Command c{begin, 0, i};
-    // -1 no script; 0 a script; 1 and --arguments; 2 + the table's.
-    int64_t score = -1;
+    // -2 nothing; -1 --arguments but no script; 0 a script; 1 and
+    // --arguments after it; + 1 for each of the table's.
+    int64_t score = -2;
     for (size_t j = begin; j < i; ++j) {
-      if (c.script == 0) {
-        if (absl::EndsWith(argv[j], ".py")) c.script = j + 1, score = 0;
+      if (c.script == 0 && absl::EndsWith(argv[j], ".py")) {
+        c.script = j + 1;
+        score = 0;
         continue;
       }
       absl::string_view word = argv[j];
       if (!absl::StartsWith(word, "--")) continue;
       word.remove_prefix(2);
-      const int64_t given = std::max<int64_t>(score, 1);
+      const int64_t given = std::max<int64_t>(score, c.script > 0 ? 1 : -1);
       score = FindMegatronArgument(word.substr(0, word.find('='))) != nullptr
                   ? given + 1
                   : given;
@@ -163,49 +194,114 @@ Command LaunchCommand(const std::vector<std::string>& argv) {
     if (i < argv.size() && absl::StartsWith(argv[i], "#")) break;
     begin = i + 1;
   }
-  if (best.script > 0) return best;
+  if (best_score > -2) return best;
   return Command{0, 0, argv.size()};
+}
+
+// Launcher words that take no value (torchrun's, python's), so that a
+// word after one of them is positional: the script.
+bool IsLauncherSwitch(absl::string_view word) {
+  for (absl::string_view s :
+       {"--standalone", "--no-python", "--no_python", "--run-path",
+        "--run_path", "--module", "-u", "-O", "-OO", "-B", "-E", "-s", "-S",
+        "-I", "-q"}) {
+    if (word == s) return true;
+  }
+  return false;
+}
+
+// In a command that names no .py, the words before its first Megatron
+// argument are the launcher's; the last of them that the shell expands
+// and that no launcher option takes as its value (`torchrun
+// --nproc-per-node $GPUS $SCRIPT --num-layers ...`) names the script, or
+// -1 when none does.
+int64_t ScriptExpansion(const std::vector<std::string>& argv, size_t begin,
+                        size_t arguments_begin) {
+  int64_t script = -1;
+  for (size_t i = begin; i < arguments_begin; ++i) {
+    if (!ExpandsAtRunTime(argv[i])) continue;
+    const bool option_value =
+        i > begin && absl::StartsWith(argv[i - 1], "-") &&
+        argv[i - 1].find('=') == std::string::npos &&
+        !IsLauncherSwitch(argv[i - 1]);
+    if (!option_value) script = static_cast<int64_t>(i);
+  }
+  return script;
 }
 
 absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
   // Words before the script are the launcher's (torchrun, python -m), and
   // the commands' before it, whose assignments the launch may run with.
   const Command command = LaunchCommand(argv);
-  const size_t script = command.script;
-  if (script > 0) script_ = argv[script - 1];
+  // Where Megatron's arguments begin: past the script, or in a command
+  // that names no .py (`torchrun $SCRIPT --num-layers ...`, or the
+  // arguments alone) at its first Megatron argument, where the launcher's
+  // words end; command.end when there is none.
+  size_t arguments_begin = command.script;
+  if (command.script > 0) {
+    script_ = argv[command.script - 1];
+  } else {
+    arguments_begin = command.end;
+    for (size_t i = command.begin; i < command.end; ++i) {
+      if (IsMegatronArgumentWord(argv[i])) {
+        arguments_begin = i;
+        break;
+      }
+    }
+    const int64_t expansion =
+        ScriptExpansion(argv, command.begin, arguments_begin);
+    if (expansion >= 0) script_ = argv[expansion];
+  }
+  // What a hidden word is reported after: the script, or the first of
+  // the arguments.
+  const std::string anchor = command.script > 0 ? script_
+                             : arguments_begin < argv.size()
+                                 ? argv[arguments_begin]
+                                 : std::string();
+  // Words before the script (or the arguments) may set TE's variables.
+  const size_t launcher_end =
+      command.script > 0 ? command.script - 1 : arguments_begin;
   // After the script: how many of the words that follow are the values of
   // the argument before them (one the table does not read): none after a
   // switch, one after Megatron's single-valued ones, any number after its
   // lists and after a name memgate does not know.
   constexpr size_t kAny = SIZE_MAX;
   size_t values_left = 0;
+  // The argument before the words being read, when memgate does not know
+  // it (a newer Megatron's, a fork's, the launcher's): "" otherwise.
+  std::string unknown_name;
   for (size_t i = 0; i < command.end; ++i) {
     absl::string_view word = argv[i];
-    if (script == 0 || i + 1 < script) {
-      ReadTeAttentionAssignments(word, environment_);
-    }
+    if (i < launcher_end) ReadTeAttentionAssignments(word, environment_);
     if (i < command.begin) continue;  // an earlier command's
-    if (script > 0 && i >= script) {
+    const bool among_arguments = i >= arguments_begin;
+    if (among_arguments) {
       if (const size_t redirection = RedirectionWords(word); redirection > 0) {
         i += redirection - 1;
         values_left = 0;
+        unknown_name.clear();
         continue;
       }
     }
     if (!absl::StartsWith(word, "--") || word.size() == 2) {
-      if (values_left > 0) {
-        if (values_left != kAny) --values_left;
-      } else if (script > 0 && i >= script && ExpandsAtRunTime(word)) {
-        return HiddenArguments(word, argv[script - 1]);
+      if (among_arguments && ExpandsAtRunTime(word)) {
+        if (values_left == 0) return HiddenArguments(word, anchor);
+        // An argument memgate does not know may be a switch, so the
+        // expansion may be further arguments rather than its value.
+        if (!unknown_name.empty()) {
+          return HiddenAfterUnknown(word, unknown_name, anchor);
+        }
       }
+      if (values_left > 0 && values_left != kAny) --values_left;
       continue;
     }
     values_left = 0;
+    unknown_name.clear();
     word.remove_prefix(2);
     std::string name(word.substr(0, word.find('=')));
     // torchrun takes --nproc_per_node and --nproc-per-node alike.
     absl::StrReplaceAll({{"_", "-"}}, &name);
-    if (i >= script && after_core_0_12_0_.empty() &&
+    if (among_arguments && after_core_0_12_0_.empty() &&
         IsArgumentAfterCore0120(name)) {
       after_core_0_12_0_ = name;
     }
@@ -233,8 +329,9 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
                               !IsMegatronListArgument(name)
                           ? 1
                           : kAny;
+        if (!IsMegatronArgumentName(name)) unknown_name = name;
       }
-      if (i >= script && !IsMegatronArgumentName(name) &&
+      if (among_arguments && !IsMegatronArgumentName(name) &&
           std::find(unreviewed_.begin(), unreviewed_.end(), name) ==
               unreviewed_.end()) {
         if (unreviewed_.size() < kMaxUnreviewedNamed) {

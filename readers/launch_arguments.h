@@ -40,9 +40,12 @@ class Arguments {
   // A word after the script that no argument takes as its value and that
   // the shell expands when the command runs ($EXTRA_ARGS, ${ARGS[@]},
   // "$@", $(cat args), `...`) hides arguments memgate cannot read: it is
-  // INVALID_ARGUMENT naming the word. Words after an argument memgate
-  // cannot classify (neither the table's nor a Megatron switch) may be its
-  // values and are not refused.
+  // INVALID_ARGUMENT naming the word, and so is one right after an
+  // argument memgate does not know (it may be a switch, the word more
+  // arguments). Without a .py the arguments begin at the first of
+  // Megatron-LM's argument names; the launcher's words before them are
+  // not checked, except that a positional expansion among them names the
+  // script (`torchrun $SCRIPT --num-layers ...`).
   absl::Status Parse(const std::vector<std::string>& argv);
 
   bool Has(const std::string& name) const { return values_.count(name) > 0; }
@@ -66,11 +69,13 @@ class Arguments {
   const std::string& after_core_0_12_0() const { return after_core_0_12_0_; }
 
   // The word naming the script the launch runs (the first *.py of its
-  // command: "pretrain_gpt.py", "examples/multimodal/train.py"), or "".
+  // command: "pretrain_gpt.py", "examples/multimodal/train.py"; without
+  // one, the launcher's positional shell expansion: "$SCRIPT"), or "".
   const std::string& script() const { return script_; }
 
-  // Arguments after the script (the first word ending in .py; every word
-  // when there is none) that are neither in the table nor Megatron-LM's
+  // Arguments after the script (the first word ending in .py; from the
+  // first of Megatron-LM's argument names when there is none) that are
+  // neither in the table nor Megatron-LM's
   // (megatron_argument_names.h): the first kMaxUnreviewedNamed, in order,
   // and how many there were.
   static constexpr size_t kMaxUnreviewedNamed = 8;

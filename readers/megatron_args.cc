@@ -1763,6 +1763,16 @@ absl::Status CheckScript(const Arguments& args, MegatronLaunch& launch) {
   }
   // A path is the user's: a line's worth of it is kept.
   launch.unreviewed_script = Clipped(script, 120);
+  if (ExpandsAtRunTime(script)) {
+    // `torchrun $SCRIPT --num-layers ...`: which script is unknown until
+    // the command runs; one of the entry points above would be refused.
+    launch.notes.push_back(absl::StrCat(
+        "the script is ", launch.unreviewed_script,
+        ", which the shell names only when the command runs: read as "
+        "Megatron-LM's pretrain_gpt.py and its GPT model (Megatron-LM's "
+        "other entry points are refused when named)"));
+    return absl::OkStatus();
+  }
   launch.notes.push_back(absl::StrCat(
       "the script ", launch.unreviewed_script,
       " is not Megatron-LM's pretrain_gpt.py: read as building its GPT model "

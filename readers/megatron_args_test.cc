@@ -990,12 +990,30 @@ TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
               std::string::npos)
         << hidden << ": " << l.status();
   }
-  // Values: of Megatron's arguments (one, or a list's many), of a name
-  // memgate does not know, and launcher words before the script.
+  // After a name memgate does not know, which may be a switch, the word
+  // may be its value or more arguments: refused, naming both.
+  for (const char* unknown :
+       {"--my-fork-option $X $Y", "--my-fork-switch $EXTRA_ARGS",
+        "--my-fork-option x \"$@\""}) {
+    const absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+        Words(std::string(kLlama31_8B) + " " + unknown), nullptr);
+    ASSERT_FALSE(l.ok()) << unknown;
+    EXPECT_EQ(l.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(l.status().message().find(
+                  "after pretrain_gpt.py follows --my-fork-"),
+              std::string::npos)
+        << unknown << ": " << l.status();
+    EXPECT_NE(l.status().message().find("an argument memgate does not know"),
+              std::string::npos)
+        << l.status();
+  }
+  // Values: of Megatron's arguments (one, or a list's many), given inline
+  // to a name memgate does not know, and launcher words before the script.
   for (const char* value :
        {"--data-path $DATA_PATH", "--data-path 0.5 $A 0.5 ${B}",
         "--save $CKPT --load ${CKPT}", "--wandb-exp-name run_$DATE",
-        "--my-fork-option $X $Y", "--data-cache-path=$CACHE"}) {
+        "--my-fork-option=$X", "--my-fork-option literal --seed 1",
+        "--data-cache-path=$CACHE"}) {
     const absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
         Words(std::string(kLlama31_8B) + " " + value), nullptr);
     EXPECT_TRUE(l.ok()) << value << ": " << l.status();
@@ -1130,6 +1148,65 @@ TEST(MegatronArgsTest, TheScriptBuildsTheModel) {
       read("/" + std::string(4096, 'd') + "/train.py");
   ASSERT_TRUE(long_path.ok()) << long_path.status();
   EXPECT_LT(AllNotes(*long_path).size(), 2000u);
+}
+
+// A script the shell names when the command runs (`torchrun $SCRIPT
+// --num-layers ...`, no word ending in .py) was not looked at, nor were
+// the words after it: `$EXTRA_ARGS` there was read past and the launch
+// admitted without it. Now Megatron's arguments begin at the first of its
+// argument names, the launcher's words before them; the expansion among
+// the launcher's positional words is the script (noted, as a site's own
+// script is, and refused under --refuse-unreviewed), and expansions among
+// the arguments are refused as after a named script.
+TEST(MegatronArgsTest, AScriptTheShellNamesIsReadAsOne) {
+  const std::string args = std::string(kLlama31_8B).substr(
+      std::string(kLlama31_8B).find("pretrain_gpt.py") +
+      std::string("pretrain_gpt.py").size());
+  for (const std::string launcher :
+       {"torchrun --nproc-per-node 8 $SCRIPT",
+        "torchrun --nproc-per-node $GPUS --nnodes ${NODES} ${SCRIPT}",
+        "torchrun --standalone $SCRIPT", "srun python -u $SCRIPT",
+        "$LAUNCHER $SCRIPT"}) {
+    const absl::StatusOr<MegatronLaunch> l =
+        ParseMegatronLaunch(Words(launcher + args), nullptr);
+    ASSERT_TRUE(l.ok()) << launcher << ": " << l.status();
+    EXPECT_EQ(l->job.model().num_layers(), 32u);
+    EXPECT_NE(l->unreviewed_script.find("SCRIPT"), std::string::npos)
+        << launcher << ": " << l->unreviewed_script;
+    EXPECT_NE(AllNotes(*l).find("which the shell names only when the command "
+                                "runs: read as Megatron-LM's pretrain_gpt.py"),
+              std::string::npos)
+        << AllNotes(*l);
+    EXPECT_FALSE(RefuseUnreviewedArguments(*l).ok()) << launcher;
+    // Words the shell supplies among its arguments are refused; the shell's
+    // own syntax after them is not an argument.
+    const absl::StatusOr<MegatronLaunch> hidden = ParseMegatronLaunch(
+        Words(launcher + args + " $EXTRA_ARGS"), nullptr);
+    ASSERT_FALSE(hidden.ok()) << launcher;
+    EXPECT_NE(hidden.status().message().find(
+                  "'$EXTRA_ARGS' after --num-layers is a shell expansion"),
+              std::string::npos)
+        << hidden.status();
+    const absl::StatusOr<MegatronLaunch> logged = ParseMegatronLaunch(
+        Words(launcher + args + " 2>&1 | tee $LOG"), nullptr);
+    EXPECT_TRUE(logged.ok()) << launcher << ": " << logged.status();
+  }
+  // Megatron's arguments alone (`memgate check -- --num-layers ...`):
+  // no script, and a word the shell supplies among them is refused too.
+  const absl::StatusOr<MegatronLaunch> alone =
+      ParseMegatronLaunch(Words(args.substr(1)), nullptr);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_TRUE(alone->unreviewed_script.empty());
+  EXPECT_FALSE(
+      ParseMegatronLaunch(Words(args.substr(1) + " ${ARGS[@]}"), nullptr)
+          .ok());
+  // torchrun's options' values are the launcher's, not a script.
+  const absl::StatusOr<MegatronLaunch> values = ParseMegatronLaunch(
+      Words("torchrun --nproc-per-node $GPUS --rdzv-endpoint $HOST:29500" +
+            args),
+      nullptr);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_TRUE(values->unreviewed_script.empty()) << values->unreviewed_script;
 }
 
 // Megatron's --softmax-type (attention sinks): TransformerEngine runs an

@@ -229,7 +229,28 @@ scripts.script_positional = function()
 end
 scripts.script_arguments_unknown = function() return at_args end
 scripts.script_arguments_huge = function() return at_args end
+-- The script moves its arguments before the launch reads them: a config
+-- taken off the front (`shift`), or an argument loop; which ones "$@"
+-- holds is decided at run time: refused naming the line. An argument loop
+-- whose launch names no positional parameter is read as before.
+scripts.script_shifted = function()
+  return header .. "CONFIG=$1\nshift\n" .. at_args
+end
+scripts.script_argument_loop = function()
+  return header .. "while [[ $# -gt 0 ]]; do\n  case $1 in\n" ..
+         "    --mbs) MBS=$2; shift 2;;\n    *) shift;;\n  esac\ndone\n" ..
+         fits .. "\n"
+end
+-- The script named by a variable the job's environment sets: the words
+-- after it are Megatron's arguments all the same, and one the shell
+-- supplies among them is refused by name.
+scripts.script_variable_hidden = function()
+  return header .. fits:gsub("pretrain_gpt%.py", "$SCRIPT") ..
+         " $EXTRA_ARGS\n"
+end
 local argvs = {
+  script_shifted = { [0] = "train.sh", "cfg.yaml", "--micro-batch-size", "4" },
+  script_argument_loop = { [0] = "train.sh", "--mbs", "4" },
   script_no_arguments = { [0] = "train.sh" },
   script_arguments = { [0] = "train.sh", "--micro-batch-size", "4" },
   script_positional = { "train.sh", "4" },

@@ -97,6 +97,9 @@ expect script_arguments refuse "REFUSE [RED] peak 51.58"
 expect script_positional refuse "REFUSE [RED] peak 51.58"
 expect script_arguments_unknown refuse "after pretrain_gpt.py is a shell expansion"
 expect script_arguments_huge refuse "the batch script's arguments are longer than 262144 bytes"
+expect script_shifted refuse "the launch uses the batch script's arguments (\$@) after the script moves them ('shift')"
+expect script_argument_loop admit ""
+expect script_variable_hidden refuse "'\$EXTRA_ARGS' after --num-layers is a shell expansion"
 expect vision_language refuse "pretrain_vlm.py: Megatron-LM's entry point for a vision-language model"
 expect hidden_arguments refuse "'\$EXTRA_ARGS' after pretrain_gpt.py is a shell expansion"
 expect hidden_array refuse "after pretrain_gpt.py is a shell expansion that supplies arguments only when the command runs"
@@ -143,6 +146,12 @@ expect decoy refuse "REFUSE [RED] peak 51.58"  # a dense launch: the release cha
 site strict 'on_unreviewed = "admit",' 'on_unreviewed = "refuse",'
 expect fork_argument refuse "--my-fork-offload-experts: not an argument of Megatron-LM"
 expect decoy refuse "REFUSE [RED] peak 51.58"  # reviewed arguments only: judged as before
+
+# A site that lets through what memgate cannot read: the moved arguments
+# are logged and admitted, as an invalid launch is under this policy.
+site lenient 'on_invalid = "refuse",' 'on_invalid = "admit",'
+expect script_shifted admit ""
+expect decoy refuse "REFUSE [RED] peak 51.58"  # readable launches: judged as before
 
 echo "hook test: ${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]

@@ -17,7 +17,9 @@ What a batch-script hook can and cannot see: it reads the script as text.
 A launch built at run time (eval, arguments read from a file, a wrapper
 script the batch script calls) is invisible to it, and a user who wants to
 hide a launch can. The script's own arguments ("$@", $1 to $9) are
-substituted where the hook is given them (settings.script_arguments).
+substituted where the hook is given them (settings.script_arguments),
+until a line moves them (`shift`, `set --`): a launch after it that uses
+them is refused as unreadable (settings.on_invalid decides).
 Words of a launch it finds that it cannot expand ($EXTRA_ARGS from the
 submitting shell, "${ARGS[@]}", $(...)) reach memgate as written, which
 refuses them by name where they would supply arguments
@@ -43,15 +45,30 @@ local function exceed(message)
   error(setmetatable({ message = message }, LimitExceeded), 0)
 end
 
+-- An error raised for a launch the hook cannot read as it will run: judge
+-- treats it as memgate treats an invalid launch (settings.on_invalid).
+local Unreadable = {}
+local function unreadable(message)
+  error(setmetatable({ message = message }, Unreadable), 0)
+end
+
+-- The script's own arguments, as a launch line names them.
+local POSITIONAL = { ["1"] = true, ["2"] = true, ["3"] = true, ["4"] = true,
+                     ["5"] = true, ["6"] = true, ["7"] = true, ["8"] = true,
+                     ["9"] = true, ["@"] = true, ["*"] = true }
+
 --[[
 $NAME and ${NAME} replaced with values from `vars` (unknown names stay as
 written; NAME may be a positional parameter, 1 to 9, @ or *, where `vars`
-has the script's arguments: M.script_argument_variables), within `budget`
+has the script's arguments: M.script_argument_variables; where
+`shifted` names the line that moved them, `shift` or `set --`, such a
+NAME is refused: which arguments it holds is decided at run time), within
+`budget`
 (substitutions left, and limits): the result is
 built piece by piece and abandoned as soon as it grows over the line limit,
 so a 1 MB variable repeated a thousand times costs 256 KiB, not 1 GB.
 ]]
-local function expand(line, vars, budget)
+local function expand(line, vars, budget, shifted)
   local parts, size, pos = {}, 0, 1
   local function add(piece)
     size = size + #piece
@@ -76,6 +93,13 @@ local function expand(line, vars, budget)
       add("$")
       pos = dollar + 1
     else
+      if shifted ~= nil and POSITIONAL[name] then
+        unreadable(string.format(
+            "the launch uses the batch script's arguments ($%s) after the " ..
+            "script moves them ('%s'): which of them the launch gets is " ..
+            "decided when it runs; write the arguments into the launch, " ..
+            "or check it where it runs (memgate exec)", name, shifted))
+      end
       local value = vars[name]
       if value ~= nil then
         budget.substitutions = budget.substitutions - 1
@@ -207,6 +231,21 @@ local function environment_words(exported)
 end
 
 --[[
+Whether a line moves the script's own arguments: `shift` (`shift 2`, in
+an argument loop's `--mbs) MBS=$2; shift 2;;`) or `set --` as a command.
+A loop or a condition around it decides at run time how far, so any such
+line makes them unknown to every launch after it (a word "shift" inside
+an echo's text is taken for one too: conservative).
+]]
+local function moves_arguments(body)
+  if body:sub(1, 1) == "#" then return false end
+  local padded = " " .. body
+  return padded:find("[%s;&|{(]shift%f[^%w_%-]") ~= nil or
+         padded:find("[%s;&|{(]set%s+%-%-%f[%s;]") ~= nil or
+         padded:find("[%s;&|{(]set%s+%-%-$") ~= nil
+end
+
+--[[
 Every launch of Megatron-LM in a batch script, after joining backslash
 continuations, with plain assignments above each (NAME=value, export
 NAME=value; literal values only) and `known` values (e.g. SLURM_NNODES,
@@ -228,6 +267,7 @@ function M.find_launches(script, known, limits, environment)
   for k, v in pairs(known or {}) do vars[k] = tostring(v) end
   local exported = M.te_attention_environment(environment)
   local launches = {}
+  local shifted = nil  -- the line that moved the script's arguments
   local joined = script:gsub("\\\r?\n", " ")
   for line in joined:gmatch("[^\n]+") do
     local body = line:gsub("^%s+", "")
@@ -262,13 +302,17 @@ function M.find_launches(script, known, limits, environment)
     elseif unset ~= nil then
       vars[unset] = nil
       exported[unset] = nil
+    elseif shifted == nil and not looks_like_launch(body) and
+           moves_arguments(body) then
+      shifted = (body:gsub("%s+$", ""))
+      if #shifted > 64 then shifted = shifted:sub(1, 64) .. "..." end
     elseif looks_like_launch(body) then
       if #launches >= limits.launches then
         exceed(string.format("more than %d Megatron launches",
                              limits.launches))
       end
       launches[#launches + 1] = expand(environment_words(exported) .. body,
-                                       vars, budget)
+                                       vars, budget, shifted)
     end
   end
   return launches
@@ -482,6 +526,15 @@ function M.judge(script, settings, log)
   if getmetatable(admit) == LimitExceeded then
     return false, "memgate: refused: " .. admit.message ..
                   " (this site's limit for batch scripts it checks)"
+  end
+  if getmetatable(admit) == Unreadable then
+    if settings.on_invalid == "admit" then
+      log("memgate could not read the launch (admitted by site policy): " ..
+          admit.message)
+      return true
+    end
+    return false, "memgate: invalid training configuration: " ..
+                  admit.message
   end
   if settings.on_unavailable == "admit" then
     log("memgate hook error, admitted by site policy: " .. tostring(admit))
