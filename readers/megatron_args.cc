@@ -301,9 +301,36 @@ bool TokenizerTakesVocabSize(absl::string_view type) {
          type == "NullMultimodalTokenizer" || type == "TikTokenizer";
 }
 
+// The model family a name says (a tokenizer's hub id or path, lowercased,
+// or a catalog model's name), or "" when it names none memgate knows: a
+// tokenizer of one family does not have another's vocabulary.
+absl::string_view FamilyNamed(absl::string_view name) {
+  // Longer names first where one holds another (codellama, llama).
+  static constexpr std::pair<absl::string_view, absl::string_view>
+      kFamilies[] = {
+          {"codellama", "codellama"}, {"llama", "llama"},
+          {"mixtral", "mistral"},     {"mistral", "mistral"},
+          {"qwen", "qwen"},           {"deepseek", "deepseek"},
+          {"nemotron", "nemotron"},   {"gemma", "gemma"},
+          {"gpt2", "gpt2"},           {"gpt-2", "gpt2"},
+          {"gpt-neox", "neox"},       {"pythia", "neox"},
+          {"falcon", "falcon"},       {"olmo", "olmo"},
+          {"phi-", "phi"},            {"chatglm", "glm"},
+          {"internlm", "internlm"},   {"baichuan", "baichuan"},
+          {"granite", "granite"},     {"starcoder", "starcoder"},
+          {"bloom", "bloom"},         {"bert", "bert"}};
+  for (const auto& [word, family] : kFamilies) {
+    if (absl::StrContains(name, word)) return family;
+  }
+  return "";
+}
+
 // Megatron takes the vocabulary from the tokenizer when --vocab-size is
 // absent. The tokenizers Llama launches name, and failing that a catalog
-// model with exactly these dimensions, say what it is; 0 when nothing does.
+// model with exactly these dimensions (and experts), say what it is,
+// unless the tokenizer named is another family's (Llama 3's dimensions
+// trained with Qwen's tokenizer have Qwen's vocabulary); 0 when nothing
+// does.
 uint32_t VocabularyFromTokenizer(const Arguments& args,
                                  const v1::ModelConfig& m,
                                  std::vector<std::string>& notes) {
@@ -312,13 +339,24 @@ uint32_t VocabularyFromTokenizer(const Arguments& args,
                                  " from the tokenizer (no --vocab-size)"));
     return vocab;
   }
+  const absl::string_view tokenizer_family =
+      FamilyNamed(absl::AsciiStrToLower(args.Text("tokenizer-model")));
+  // The experts are read later (FillExpertsFromLaunch, which refuses a
+  // malformed count): from the launch.
+  const absl::StatusOr<uint32_t> given_experts = args.Number("num-experts", 0);
+  const uint32_t experts = given_experts.ok() ? *given_experts : 0;
   for (const std::string& name : ModelNames()) {
     const v1::ModelConfig* known = LookupModel(name);
     if (known->num_layers() == m.num_layers() &&
         known->hidden_size() == m.hidden_size() &&
         known->ffn_hidden_size() == m.ffn_hidden_size() &&
         known->num_attention_heads() == m.num_attention_heads() &&
-        known->num_query_groups() == m.num_query_groups()) {
+        known->num_query_groups() == m.num_query_groups() &&
+        known->moe().num_experts() == experts) {
+      if (!tokenizer_family.empty() &&
+          tokenizer_family != FamilyNamed(name)) {
+        return 0;
+      }
       notes.push_back(absl::StrCat("vocabulary ", known->vocab_size(),
                                    " of ", name,
                                    ", whose dimensions these are (no "
@@ -398,8 +436,15 @@ absl::Status PadVocabulary(const Arguments& args, MegatronLaunch& launch) {
                                : given;
   if (vocab == 0) {
     return Bad("vocab-size",
-               "missing: Megatron takes it from the tokenizer; give "
-               "--vocab-size in the launch or --model=NAME");
+               absl::StrCat("missing: Megatron takes it from the tokenizer",
+                            args.Has("tokenizer-model")
+                                ? absl::StrCat(
+                                      " (", Clipped(args.Text("tokenizer-model"),
+                                                    120),
+                                      "), which memgate cannot read")
+                                : std::string(),
+                            "; give --vocab-size in the launch or "
+                            "--model=NAME"));
   }
   MEMGATE_ASSIGN_OR_RETURN(divisible,
                            args.Number("make-vocab-size-divisible-by", 128));

@@ -322,6 +322,45 @@ TEST(MegatronArgsTest, VocabularyFromTheTokenizerOrTheCatalog) {
       nullptr);
   ASSERT_FALSE(l.ok());
   EXPECT_NE(l.status().message().find("--vocab-size"), std::string::npos);
+  // Llama 3's dimensions with another family's tokenizer were given Llama
+  // 3's 128,256 rows (Qwen's has 151,665): a tokenizer that names another
+  // family than the catalog model whose dimensions these are is not that
+  // model's, and its size is unknown.
+  for (const char* other : {"Qwen/Qwen2.5-7B", "/data/tokenizers/gemma-2b",
+                            "mistralai/Mistral-7B-v0.1"}) {
+    const absl::StatusOr<MegatronLaunch> foreign = ParseMegatronLaunch(
+        Words(llama8b + "--tokenizer-type HuggingFaceTokenizer "
+                        "--tokenizer-model " + other),
+        nullptr);
+    ASSERT_FALSE(foreign.ok()) << other;
+    EXPECT_NE(foreign.status().message().find(absl::StrCat(
+                  "--vocab-size: missing: Megatron takes it from the "
+                  "tokenizer (", other, "), which memgate cannot read")),
+              std::string::npos)
+        << foreign.status();
+  }
+  // A path that names no family is taken to be the model's own, as before.
+  const absl::StatusOr<MegatronLaunch> own = ParseMegatronLaunch(
+      Words(llama8b + "--tokenizer-type HuggingFaceTokenizer "
+                      "--tokenizer-model /models/tokenizer"),
+      nullptr);
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(own->job.model().vocab_size(), 128256u);
+  // The experts are part of the dimensions: Mixtral 8x7B's attention and
+  // expert widths are Llama 3 8B's, its vocabulary 32,000 (it was given
+  // Llama 3's), and Mistral's tokenizer is its own.
+  for (const char* tokenizer :
+       {"", "--tokenizer-type HuggingFaceTokenizer --tokenizer-model "
+            "mistralai/Mixtral-8x7B-v0.1"}) {
+    const absl::StatusOr<MegatronLaunch> mixtral = ParseMegatronLaunch(
+        Words(llama8b + "--num-experts 8 --moe-router-topk 2 " + tokenizer),
+        nullptr);
+    ASSERT_TRUE(mixtral.ok()) << tokenizer << ": " << mixtral.status();
+    EXPECT_EQ(mixtral->job.model().vocab_size(), 32000u) << tokenizer;
+    EXPECT_NE(AllNotes(*mixtral).find("vocabulary 32000 of mixtral-8x7b"),
+              std::string::npos)
+        << AllNotes(*mixtral);
+  }
 }
 
 // Megatron sizes only NullTokenizer, NullMultimodalTokenizer and

@@ -87,7 +87,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "--vocab-size is absent"},
       {"tokenizer-model", true, M, "",
        "the vocabulary of a Llama 2 or 3 tokenizer, whatever --vocab-size "
-       "says"},
+       "says; without --vocab-size, one naming another family than the "
+       "catalog model of these dimensions leaves the vocabulary unknown "
+       "(refused)"},
       {"legacy-tokenizer", false, M, "off",
        "the legacy NullTokenizer adds an end-of-document token: v = "
        "--vocab-size + 1"},
