@@ -198,6 +198,22 @@ Command LaunchCommand(const std::vector<std::string>& argv) {
   return Command{0, 0, argv.size()};
 }
 
+// Arguments of Megatron-DeepSpeed that hand training to DeepSpeed's
+// engine (deepspeed.add_config_arguments: --deepspeed and its config;
+// DeepSpeed-Ulysses' sequence parallelism): ZeRO's stages, buckets and
+// offloads, its optimizer and activation partitioning replace Megatron-
+// LM's distributed optimizer and DDP, none of which memgate's equations
+// describe. The fork's other DeepSpeed arguments (--zero-stage,
+// --partition-activations, ...) act only under --deepspeed.
+bool IsOtherEnginesArgument(absl::string_view name) {
+  for (absl::string_view engine : {"deepspeed", "deepspeed-config",
+                                   "deepscale", "deepscale-config",
+                                   "ds-sequence-parallel-size"}) {
+    if (name == engine) return true;
+  }
+  return false;
+}
+
 // Launcher words that take no value (torchrun's, python's), so that a
 // word after one of them is positional: the script.
 bool IsLauncherSwitch(absl::string_view word) {
@@ -330,6 +346,10 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
                           ? 1
                           : kAny;
         if (!IsMegatronArgumentName(name)) unknown_name = name;
+      }
+      if (among_arguments && other_engine_.empty() &&
+          IsOtherEnginesArgument(name)) {
+        other_engine_ = name;
       }
       if (among_arguments && !IsMegatronArgumentName(name) &&
           std::find(unreviewed_.begin(), unreviewed_.end(), name) ==

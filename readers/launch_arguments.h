@@ -92,6 +92,10 @@ class Arguments {
     return environment_;
   }
 
+  // The first argument after the script that hands training to another
+  // engine than Megatron-LM's (Megatron-DeepSpeed's --deepspeed), or "".
+  const std::string& other_engine() const { return other_engine_; }
+
   // Arguments given more than once with different values (the last
   // taken): the first kMaxUnreviewedNamed, in order, and how many.
   const std::vector<std::string>& overridden() const { return overridden_; }
@@ -106,6 +110,7 @@ class Arguments {
   size_t overridden_count_ = 0;
   std::string after_core_0_12_0_;
   std::string script_;
+  std::string other_engine_;
 };
 
 // The environment variables of TransformerEngine's that change memory, in

@@ -1136,6 +1136,42 @@ TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
   EXPECT_LT(long_word.status().message().size(), 500u);
 }
 
+// Megatron-DeepSpeed's pretrain_gpt.py with --deepspeed trains under
+// DeepSpeed's engine (ZeRO's buckets and stages, its optimizer): it was
+// read as Megatron-LM's, its DeepSpeed arguments noted as unknown, and
+// admitted. The switches that hand training to that engine are refused by
+// name; the fork's other DeepSpeed arguments act only under them and stay
+// notes.
+TEST(MegatronArgsTest, DeepSpeedsEngineIsRefusedByName) {
+  for (const auto& [extra, named] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"--deepspeed --deepspeed_config ds.json --zero-stage 1",
+            "--deepspeed: "},
+           {"--deepspeed_config=ds.json", "--deepspeed-config: "},
+           {"--zero-stage 3 --deepscale", "--deepscale: "},
+           {"--ds-sequence-parallel-size 4", "--ds-sequence-parallel-size: "}}) {
+    const absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+        Words(std::string(kLlama31_8B) + " " + extra), nullptr);
+    ASSERT_FALSE(l.ok()) << extra;
+    EXPECT_EQ(l.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_TRUE(absl::StartsWith(l.status().message(), named))
+        << l.status();
+    EXPECT_NE(l.status().message().find("DeepSpeed's engine"),
+              std::string::npos)
+        << l.status();
+  }
+  const absl::StatusOr<MegatronLaunch> without = ParseMegatronLaunch(
+      Words(std::string(kLlama31_8B) + " --zero-stage 1"), nullptr);
+  ASSERT_TRUE(without.ok()) << without.status();
+  EXPECT_NE(AllNotes(*without).find("--zero-stage"), std::string::npos);
+  // Before the script it is the launcher's, not Megatron's.
+  const absl::StatusOr<MegatronLaunch> launcher = ParseMegatronLaunch(
+      Words("deepspeed --deepspeed " +
+            std::string(kLlama31_8B).substr(std::string("torchrun ").size())),
+      nullptr);
+  EXPECT_TRUE(launcher.ok()) << launcher.status();
+}
+
 // The script: memgate models what pretrain_gpt.py builds. Megatron-LM's
 // other entry points build other models (a vision encoder beside the
 // language model, Mamba layers, an encoder-decoder, an inference engine
