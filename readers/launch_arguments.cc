@@ -159,42 +159,44 @@ bool IsMegatronArgumentWord(absl::string_view word) {
 // `script` one past the script (0 where no word names a .py), `end` one
 // past its last. A line of several commands (`cd $DIR && torchrun
 // pretrain_gpt.py ...`, `python prep.py --out x; torchrun ...`,
-// `torchrun $SCRIPT --num-layers 32 ... | tee $LOG`) runs the one given
-// the most arguments of memgate's table (the first of equals; after the
-// script where it names one), else the first given any --argument, else
-// the first script; a line without one is a single command.
+// `python prep.py; torchrun $SCRIPT --num-layers 32 ... | tee $LOG`) runs
+// the one given the most arguments of memgate's table (after the script
+// where it names one), then the one given any --argument, then one that
+// names a script; the first of equals. A line without any is a single
+// command.
 struct Command {
   size_t begin = 0, script = 0, end = 0;
 };
 Command LaunchCommand(const std::vector<std::string>& argv) {
   Command best;
-  int64_t best_score = -2;
+  int64_t best_score = 0;
   size_t begin = 0;
   for (size_t i = 0; i <= argv.size(); ++i) {
     if (i < argv.size() && !EndsCommand(argv[i])) continue;
     Command c{begin, 0, i};
-    // -2 nothing; -1 --arguments but no script; 0 a script; 1 and
-    // --arguments after it; + 1 for each of the table's.
-    int64_t score = -2;
+    int64_t table = 0;
+    bool any = false;
     for (size_t j = begin; j < i; ++j) {
       if (c.script == 0 && absl::EndsWith(argv[j], ".py")) {
         c.script = j + 1;
-        score = 0;
+        table = 0;  // the launcher's words before it are not the script's
+        any = false;
         continue;
       }
       absl::string_view word = argv[j];
       if (!absl::StartsWith(word, "--")) continue;
       word.remove_prefix(2);
-      const int64_t given = std::max<int64_t>(score, c.script > 0 ? 1 : -1);
-      score = FindMegatronArgument(word.substr(0, word.find('='))) != nullptr
-                  ? given + 1
-                  : given;
+      any = true;
+      if (FindMegatronArgument(word.substr(0, word.find('='))) != nullptr) {
+        ++table;
+      }
     }
+    const int64_t score = 4 * table + (any ? 2 : 0) + (c.script > 0 ? 1 : 0);
     if (score > best_score) best = c, best_score = score;
     if (i < argv.size() && absl::StartsWith(argv[i], "#")) break;
     begin = i + 1;
   }
-  if (best_score > -2) return best;
+  if (best_score > 0) return best;
   return Command{0, 0, argv.size()};
 }
 

@@ -1275,6 +1275,13 @@ TEST(MegatronArgsTest, AScriptTheShellNamesIsReadAsOne) {
   EXPECT_FALSE(
       ParseMegatronLaunch(Words(args.substr(1) + " ${ARGS[@]}"), nullptr)
           .ok());
+  // Of several commands, the one given Megatron's arguments, though
+  // another names a .py.
+  const absl::StatusOr<MegatronLaunch> after_prep = ParseMegatronLaunch(
+      Words("python prep.py ; torchrun $SCRIPT" + args), nullptr);
+  ASSERT_TRUE(after_prep.ok()) << after_prep.status();
+  EXPECT_EQ(after_prep->unreviewed_script, "$SCRIPT");
+  EXPECT_EQ(after_prep->job.model().num_layers(), 32u);
   // torchrun's options' values are the launcher's, not a script.
   const absl::StatusOr<MegatronLaunch> values = ParseMegatronLaunch(
       Words("torchrun --nproc-per-node $GPUS --rdzv-endpoint $HOST:29500" +

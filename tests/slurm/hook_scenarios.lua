@@ -55,6 +55,15 @@ scripts.script_4mb_ooms = function()
   local tail = ooms .. "\n"
   return header .. filler(4 * 1024 * 1024 - #header - #tail - 64) .. tail
 end
+-- 4 MB of lines that hold "shift" and "set" but move nothing: every one
+-- goes through the patterns that look for `shift` and `set --`.
+scripts.script_4mb_shift_words = function()
+  local line = "echo dataset offsets reset; upshift --set x setup shifts\n"
+  local tail = fits .. "\n"
+  return header ..
+         string.rep(line, math.floor((4 * 1024 * 1024 - #header - #tail - 64) / #line)) ..
+         tail
+end
 scripts.script_over_limit = function()
   return header .. filler(4 * 1024 * 1024 + 4096) .. fits .. "\n"
 end
@@ -236,6 +245,9 @@ scripts.script_arguments_huge = function() return at_args end
 scripts.script_shifted = function()
   return header .. "CONFIG=$1\nshift\n" .. at_args
 end
+scripts.script_shifted_positional = function()
+  return header .. "WARMUP_MBS=$1\nshift\n" .. launch(32, "$1") .. "\n"
+end
 scripts.script_argument_loop = function()
   return header .. "while [[ $# -gt 0 ]]; do\n  case $1 in\n" ..
          "    --mbs) MBS=$2; shift 2;;\n    *) shift;;\n  esac\ndone\n" ..
@@ -250,6 +262,7 @@ scripts.script_variable_hidden = function()
 end
 local argvs = {
   script_shifted = { [0] = "train.sh", "cfg.yaml", "--micro-batch-size", "4" },
+  script_shifted_positional = { [0] = "train.sh", "1", "4" },
   script_argument_loop = { [0] = "train.sh", "--mbs", "4" },
   script_no_arguments = { [0] = "train.sh" },
   script_arguments = { [0] = "train.sh", "--micro-batch-size", "4" },
