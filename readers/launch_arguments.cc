@@ -101,30 +101,34 @@ size_t RedirectionWords(absl::string_view word) {
   return end == word.size() ? 2 : 1;
 }
 
-absl::Status HiddenArguments(absl::string_view word, absl::string_view script) {
-  constexpr size_t kEchoed = 64;
+// A word the shell expands when the command runs, among the arguments
+// after `anchor` (the script, or the first argument): `why` it may supply
+// arguments. Hostile words are echoed a line's worth.
+constexpr size_t kEchoed = 64;
+absl::Status HiddenWord(absl::string_view word, absl::string_view anchor,
+                        absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(
       "launch: '", Clipped(word, kEchoed), "' after ",
-      Clipped(script, kEchoed),
-      " is a shell expansion that supplies arguments only when the command "
-      "runs, which memgate cannot read (any of them may change memory): "
-      "give memgate the launch as it will run, expanded, or check it where "
-      "it runs (memgate exec)"));
+      Clipped(anchor, kEchoed), why,
+      "when the command runs, which memgate cannot read (any of them may "
+      "change memory): give memgate the launch as it will run, expanded, or "
+      "check it where it runs (memgate exec)"));
+}
+
+absl::Status HiddenArguments(absl::string_view word, absl::string_view anchor) {
+  return HiddenWord(word, anchor,
+                    " is a shell expansion that supplies arguments only ");
 }
 
 // `word` follows --`name`, which memgate does not know: it may be that
 // argument's value or, after a switch, more arguments.
 absl::Status HiddenAfterUnknown(absl::string_view word, absl::string_view name,
-                                absl::string_view script) {
-  constexpr size_t kEchoed = 64;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "launch: '", Clipped(word, kEchoed), "' after ", Clipped(script, kEchoed),
-      " follows --", Clipped(name, kEchoed),
-      ", an argument memgate does not know, so it may be that argument's "
-      "value or arguments the shell supplies when the command runs, which "
-      "memgate cannot read (any of them may change memory): give memgate "
-      "the launch as it will run, expanded, or check it where it runs "
-      "(memgate exec)"));
+                                absl::string_view anchor) {
+  return HiddenWord(
+      word, anchor,
+      absl::StrCat(" follows --", Clipped(name, kEchoed),
+                   ", an argument memgate does not know, so it may be that "
+                   "argument's value or arguments the shell supplies "));
 }
 
 }  // namespace
