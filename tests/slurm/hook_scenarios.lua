@@ -200,7 +200,21 @@ end
 -- is refused by name, never split, expanded or echoed whole.
 scripts.te_job_environment_odd = function() return header .. fits .. "\n" end
 scripts.te_job_environment_huge = function() return header .. fits .. "\n" end
+-- Runs of blanks before a last word, where a pattern that strips trailing
+-- blanks (%s+$) retries from every blank: quadratic (80,000 blanks took
+-- 29 s). In the job's environment, in the script's export, and after a
+-- `shift`: each decided in linear time.
+local blanks = string.rep(" ", 1024 * 1024)
+scripts.te_job_environment_blanks = function() return header .. fits .. "\n" end
+scripts.te_export_blanks = function()
+  return header .. "export NVTE_FLASH_ATTN=1" .. blanks .. "x\n" .. fits .. "\n"
+end
+scripts.script_shifted_blanks = function()
+  return header .. "shift" .. blanks .. "x\n" .. fits .. " \"$@\"\n"
+end
 local environments = {
+  te_job_environment_blanks = {
+    NVTE_FLASH_ATTN = "1" .. string.rep(" ", 100 * 1024) .. "x" },
   te_job_environment = { NVTE_FLASH_ATTN = "0", NVTE_FUSED_ATTN = " 0 " },
   te_softmax_job_environment = { NVTE_FLASH_ATTN = "0", NVTE_FUSED_ATTN = "0",
                                  NVTE_MASKED_SOFTMAX_FUSION = "0" },
@@ -218,7 +232,11 @@ scripts.mig_unsized = function() return header .. fits .. "\n" end
 scripts.mig_not_megatron = function() return header .. "python eval.py\n" end
 -- A hostile request: a 100 KiB GPU type of a MIG shape, quoted 64 bytes.
 scripts.gpu_type_huge = function() return header .. fits .. "\n" end
+-- A 100 KiB type of digits: the MIG shape is looked for at its end only
+-- (an unanchored %d+ over it is quadratic); not a slice, the partition's.
+scripts.gpu_type_digits = function() return header .. fits .. "\n" end
 local tres = {
+  gpu_type_digits = "gres/gpu:" .. string.rep("1", 100 * 1024) .. "x:8",
   typed_gpu = "gres/gpu:a100_80g:8",
   mig_sized = "gres/gpu:1g.10gb:8",
   mig_unsized = "gres/gpu:3g.40gb:8",
@@ -263,6 +281,7 @@ end
 local argvs = {
   script_shifted = { [0] = "train.sh", "cfg.yaml", "--micro-batch-size", "4" },
   script_shifted_positional = { [0] = "train.sh", "1", "4" },
+  script_shifted_blanks = { [0] = "train.sh", "--micro-batch-size", "4" },
   script_argument_loop = { [0] = "train.sh", "--mbs", "4" },
   script_no_arguments = { [0] = "train.sh" },
   script_arguments = { [0] = "train.sh", "--micro-batch-size", "4" },

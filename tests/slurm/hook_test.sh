@@ -126,6 +126,10 @@ expect te_backward_override refuse "NVTE_BACKWARD_OVERRIDE=high_precision (the l
 expect te_job_environment_overridden admit ""
 expect te_job_environment_odd refuse "NVTE_FLASH_ATTN=? (the launch's environment): not a whole number"
 expect te_job_environment_huge refuse "NVTE_UNFUSED_ATTN=? (the launch's environment): not a whole number"
+expect te_job_environment_blanks refuse "NVTE_FLASH_ATTN=? (the launch's environment): not a whole number"
+expect te_export_blanks refuse "NVTE_FLASH_ATTN=? (the launch's environment): not a whole number"
+expect script_shifted_blanks refuse "after the script moves them ('shift')"
+expect gpu_type_digits admit ""
 
 # $1 a directory name, $2 a site setting as it reads by default, $3 as
 # this site sets it: the hook so configured in $work/$1, as $hook_dir.

@@ -169,11 +169,19 @@ M.TE_VARIABLES = { "NVTE_FLASH_ATTN", "NVTE_FLASH_ATTN_V2",
 local te_variable = {}
 for _, name in ipairs(M.TE_VARIABLES) do te_variable[name] = true end
 
+-- `text` without its trailing whitespace. Not gsub("%s+$", ""): an
+-- unanchored pattern is retried from every blank of a run, which is
+-- quadratic in its length (80,000 blanks: 29 s of slurmctld's locks).
+-- Anchored, `.*` backtracks once over the text.
+local function without_trailing_blanks(text)
+  return text:match("^(.*%S)") or ""
+end
+
 -- A value as one word memgate reads as TE does (int(), which strips
 -- surrounding whitespace): anything else int() refuses becomes "?", so
 -- memgate refuses it by name instead of splitting or expanding it.
 local function te_value(value)
-  value = value:gsub("^%s+", ""):gsub("%s+$", "")
+  value = without_trailing_blanks((value:gsub("^%s+", "")))
   if #value > 64 or value:find("[^%w%+%-_]") then return "?" end
   return value
 end
@@ -208,7 +216,10 @@ local function te_assignment(body)
     end
   end
   if name == nil or not te_variable[name] then return nil end
-  rest = rest:gsub("%s+#.*$", ""):gsub("%s+$", "")
+  -- A comment starts at a blank then '#' (found in one pass).
+  local comment = rest:find("%s#")
+  if comment ~= nil then rest = rest:sub(1, comment - 1) end
+  rest = without_trailing_blanks(rest)
   rest = rest:gsub('^"(.*)"$', "%1"):gsub("^'(.*)'$", "%1")
   return export ~= nil, name, rest
 end
@@ -346,7 +357,7 @@ function M.find_launches(script, known, limits, environment)
       exported[unset] = nil
     elseif shifted == nil and moves_arguments(body) and
            not looks_like_launch(body) then
-      shifted = (body:gsub("%s+$", ""))
+      shifted = without_trailing_blanks(body:sub(1, 65))
       if #shifted > 64 then shifted = shifted:sub(1, 64) .. "..." end
     elseif looks_like_launch(body) then
       if #launches >= limits.launches then
@@ -421,7 +432,9 @@ function M.gpu_for_job(site, partition, ...)
   if type(mapped) == "table" then
     return mapped.gpu or site.default_gpu, nil, tonumber(mapped.memory_gib)
   end
-  if gpu_type and gpu_type:match("%d+g%.%d+gb$") then
+  -- The shape ends the type; its tail is searched, not the whole of it
+  -- (an unanchored %d+ over a hostile type of digits is quadratic).
+  if gpu_type and gpu_type:sub(-32):match("%d+g%.%d+gb$") then
     -- The request's: 64 bytes of it quoted.
     return nil, "the job asks for MIG slices (gpu:" .. gpu_type:sub(1, 64) ..
                 "), which memgate cannot size: the site maps the type in " ..
