@@ -303,7 +303,8 @@ bool TokenizerTakesVocabSize(absl::string_view type) {
 
 // The model family a name says (a tokenizer's hub id or path, lowercased,
 // or a catalog model's name), or "" when it names none memgate knows: a
-// tokenizer of one family does not have another's vocabulary.
+// tokenizer of one family does not have another's vocabulary. Linear in
+// the name for each family (each find resumes past the last).
 absl::string_view FamilyNamed(absl::string_view name) {
   // Longer names first where one holds another (codellama, llama).
   static constexpr std::pair<absl::string_view, absl::string_view>
@@ -320,7 +321,15 @@ absl::string_view FamilyNamed(absl::string_view name) {
           {"granite", "granite"},     {"starcoder", "starcoder"},
           {"bloom", "bloom"},         {"bert", "bert"}};
   for (const auto& [word, family] : kFamilies) {
-    if (absl::StrContains(name, word)) return family;
+    // At the start of a word of the name ("google-bert/bert-base", not
+    // "/home/robert/tokenizer").
+    for (size_t at = name.find(word); at != absl::string_view::npos;
+         at = name.find(word, at + 1)) {
+      if (at == 0 || !absl::ascii_isalpha(static_cast<unsigned char>(
+                         name[at - 1]))) {
+        return family;
+      }
+    }
   }
   return "";
 }

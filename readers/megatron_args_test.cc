@@ -339,13 +339,16 @@ TEST(MegatronArgsTest, VocabularyFromTheTokenizerOrTheCatalog) {
               std::string::npos)
         << foreign.status();
   }
-  // A path that names no family is taken to be the model's own, as before.
-  const absl::StatusOr<MegatronLaunch> own = ParseMegatronLaunch(
-      Words(llama8b + "--tokenizer-type HuggingFaceTokenizer "
-                      "--tokenizer-model /models/tokenizer"),
-      nullptr);
-  ASSERT_TRUE(own.ok()) << own.status();
-  EXPECT_EQ(own->job.model().vocab_size(), 128256u);
+  // A path that names no family is taken to be the model's own, as before
+  // (a family's name inside a word, as in /home/robert, names none).
+  for (const char* path : {"/models/tokenizer", "/home/robert/tokenizer"}) {
+    const absl::StatusOr<MegatronLaunch> own = ParseMegatronLaunch(
+        Words(llama8b + "--tokenizer-type HuggingFaceTokenizer "
+                        "--tokenizer-model " + path),
+        nullptr);
+    ASSERT_TRUE(own.ok()) << path << ": " << own.status();
+    EXPECT_EQ(own->job.model().vocab_size(), 128256u) << path;
+  }
   // The experts are part of the dimensions: Mixtral 8x7B's attention and
   // expert widths are Llama 3 8B's, its vocabulary 32,000 (it was given
   // Llama 3's), and Mistral's tokenizer is its own.
