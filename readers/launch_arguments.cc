@@ -131,6 +131,44 @@ absl::Status HiddenAfterUnknown(absl::string_view word, absl::string_view name,
                    "argument's value or arguments the shell supplies "));
 }
 
+// Whether a word the shell expands names arguments: the script's own
+// ("$@", $*) or a variable named for them ($EXTRA_ARGS, ${TRAIN_OPTS},
+// $FLAGS, $MODEL_OPTIONS, $EXTRA, $PARAMS), as launch scripts name what
+// they append to a command line.
+bool NamedAsArguments(absl::string_view word) {
+  if (absl::StrContains(word, "$@") || absl::StrContains(word, "${@") ||
+      absl::StrContains(word, "$*") || absl::StrContains(word, "${*")) {
+    return true;
+  }
+  for (size_t dollar = word.find('$'); dollar != absl::string_view::npos;
+       dollar = word.find('$', dollar + 1)) {
+    size_t begin = dollar + 1;
+    if (begin < word.size() && word[begin] == '{') ++begin;
+    size_t end = begin;
+    while (end < word.size() &&
+           (absl::ascii_isalnum(static_cast<unsigned char>(word[end])) ||
+            word[end] == '_')) {
+      ++end;
+    }
+    const std::string name =
+        absl::AsciiStrToUpper(word.substr(begin, end - begin));
+    for (absl::string_view marker :
+         {"ARGS", "OPTS", "FLAGS", "OPTIONS", "EXTRA", "PARAMS"}) {
+      if (absl::StrContains(name, marker)) return true;
+    }
+  }
+  return false;
+}
+
+// `word`, among the values of Megatron's list --`name`, names arguments.
+absl::Status HiddenAmongValues(absl::string_view word, absl::string_view name,
+                               absl::string_view anchor) {
+  return HiddenWord(
+      word, anchor,
+      absl::StrCat(" among the values of --", Clipped(name, kEchoed),
+                   " is named as arguments the shell supplies "));
+}
+
 }  // namespace
 
 absl::Status Bad(absl::string_view arg, absl::string_view rule) {
@@ -290,8 +328,9 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
   constexpr size_t kAny = SIZE_MAX;
   size_t values_left = 0;
   // The argument before the words being read, when memgate does not know
-  // it (a newer Megatron's, a fork's, the launcher's): "" otherwise.
-  std::string unknown_name;
+  // it (a newer Megatron's, a fork's, the launcher's), or when it is one of
+  // Megatron's lists the table does not read: "" otherwise.
+  std::string unknown_name, list_name;
   for (size_t i = 0; i < command.end; ++i) {
     absl::string_view word = argv[i];
     if (i < launcher_end) ReadTeAttentionAssignments(word, environment_);
@@ -302,6 +341,7 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
         i += redirection - 1;
         values_left = 0;
         unknown_name.clear();
+        list_name.clear();
         continue;
       }
     }
@@ -313,12 +353,18 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
         if (!unknown_name.empty()) {
           return HiddenAfterUnknown(word, unknown_name, anchor);
         }
+        // Megatron's lists (--data-path) take any number of words; one
+        // named as arguments is not a path.
+        if (!list_name.empty() && NamedAsArguments(word)) {
+          return HiddenAmongValues(word, list_name, anchor);
+        }
       }
       if (values_left > 0 && values_left != kAny) --values_left;
       continue;
     }
     values_left = 0;
     unknown_name.clear();
+    list_name.clear();
     word.remove_prefix(2);
     std::string name(word.substr(0, word.find('=')));
     // torchrun takes --nproc_per_node and --nproc-per-node alike.
@@ -351,7 +397,11 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
                               !IsMegatronListArgument(name)
                           ? 1
                           : kAny;
-        if (!IsMegatronArgumentName(name)) unknown_name = name;
+        if (!IsMegatronArgumentName(name)) {
+          unknown_name = name;
+        } else if (values_left == kAny) {
+          list_name = name;
+        }
       }
       if (among_arguments && other_engine_.empty() &&
           IsOtherEnginesArgument(name)) {

@@ -42,7 +42,8 @@ class Arguments {
   // "$@", $(cat args), `...`) hides arguments memgate cannot read: it is
   // INVALID_ARGUMENT naming the word, and so is one right after an
   // argument memgate does not know (it may be a switch, the word more
-  // arguments). Without a .py the arguments begin at the first of
+  // arguments), and one among a Megatron list's values (--data-path) that
+  // is named as arguments ("$@", $EXTRA_ARGS, ${TRAIN_OPTS}). Without a .py the arguments begin at the first of
   // Megatron-LM's argument names; the launcher's words before them are
   // not checked, except that a positional expansion among them names the
   // script (`torchrun $SCRIPT --num-layers ...`).

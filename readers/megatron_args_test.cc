@@ -1014,7 +1014,8 @@ TEST(MegatronArgsTest, TransformerEnginesBackwardOverride) {
 // (an --micro-batch-size 4 among them, four times the activations). Now it
 // is refused naming the word, unless an argument takes it as its value:
 // one value after Megatron's single-valued arguments, any number after its
-// lists (--data-path) and after names memgate does not know.
+// lists (--data-path) unless named as arguments; after names memgate does
+// not know, which may be switches, none.
 TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
   for (const char* hidden :
        {"$EXTRA_ARGS", "${MODEL_ARGS[@]}", "\"$@\"", "$(cat args.txt)",
@@ -1049,10 +1050,25 @@ TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
               std::string::npos)
         << l.status();
   }
-  // Values: of Megatron's arguments (one, or a list's many), given inline
-  // to a name memgate does not know, and launcher words before the script.
+  // Among a list's values (--data-path takes any number of words), a word
+  // named as arguments (the script's own, $EXTRA_ARGS, ${TRAIN_OPTS}) is
+  // not a path: refused, naming the list.
+  for (const char* named :
+       {"--data-path $DATA_PATH $EXTRA_ARGS", "--data-path a \"$@\"",
+        "--train-data-path x ${TRAIN_OPTS}", "--data-path $D $MODEL_FLAGS"}) {
+    const absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+        Words(std::string(kLlama31_8B) + " " + named), nullptr);
+    ASSERT_FALSE(l.ok()) << named;
+    EXPECT_NE(l.status().message().find("among the values of --"),
+              std::string::npos)
+        << named << ": " << l.status();
+  }
+  // Values: of Megatron's arguments (one, or a list's many: paths by any
+  // name, an array of them), given inline to a name memgate does not
+  // know, and launcher words before the script.
   for (const char* value :
        {"--data-path $DATA_PATH", "--data-path 0.5 $A 0.5 ${B}",
+        "--data-path \"${PATHS[@]}\"", "--data-path $DATA_PREFIX/$SPLIT",
         "--save $CKPT --load ${CKPT}", "--wandb-exp-name run_$DATE",
         "--my-fork-option=$X", "--my-fork-option literal --seed 1",
         "--data-cache-path=$CACHE"}) {
