@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -184,6 +185,8 @@ bool ExpandsAtRunTime(absl::string_view word) {
   return word.find_first_of("$`") != absl::string_view::npos;
 }
 
+namespace {
+
 // Whether `word` is --NAME (or --NAME=...) for one of Megatron-LM's own
 // arguments, which begin the arguments of a launch that names no script.
 // torchrun's --nnodes and --nproc-per-node, which memgate's table reads
@@ -242,21 +245,53 @@ Command LaunchCommand(const std::vector<std::string>& argv) {
   return Command{0, 0, argv.size()};
 }
 
-// Arguments of Megatron-DeepSpeed that hand training to DeepSpeed's
-// engine (deepspeed.add_config_arguments: --deepspeed and its config;
-// DeepSpeed-Ulysses' sequence parallelism): ZeRO's stages, buckets and
-// offloads, its optimizer and activation partitioning replace Megatron-
-// LM's distributed optimizer and DDP, none of which memgate's equations
-// describe. The fork's other DeepSpeed arguments (--zero-stage,
-// --partition-activations, ...) act only under --deepspeed.
-bool IsOtherEnginesArgument(absl::string_view name) {
-  for (absl::string_view engine : {"deepspeed", "deepspeed-config",
-                                   "deepscale", "deepscale-config",
-                                   "ds-sequence-parallel-size"}) {
-    if (name == engine) return true;
-  }
-  return false;
-}
+// Arguments beyond Megatron-LM's own parser that change memory, and why:
+// Megatron-DeepSpeed's switches to DeepSpeed's engine (its
+// deepspeed.add_config_arguments; DeepSpeed-Ulysses' sequence
+// parallelism), whose ZeRO stages, buckets, offloads, optimizer and
+// activation partitioning replace Megatron-LM's distributed optimizer and
+// DDP (the fork's other DeepSpeed arguments act only under --deepspeed);
+// and ModelOpt's, which pretrain_gpt.py adds when nvidia-modelopt is
+// installed (megatron/post_training/arguments.py), where they change the
+// model or what trains beside it.
+constexpr absl::string_view kDeepSpeedEngine =
+    "Megatron-DeepSpeed's switch to DeepSpeed's engine (ZeRO stages, "
+    "buckets and offloads, its optimizer, activation partitioning, "
+    "Ulysses): not modelled (memgate models Megatron-LM's distributed "
+    "optimizer and DDP)";
+constexpr std::pair<absl::string_view, absl::string_view> kOutsideRefused[] = {
+    {"deepspeed", kDeepSpeedEngine},
+    {"deepspeed-config", kDeepSpeedEngine},
+    {"deepscale", kDeepSpeedEngine},
+    {"deepscale-config", kDeepSpeedEngine},
+    {"ds-sequence-parallel-size", kDeepSpeedEngine},
+    {"export-kd-teacher-load",
+     "ModelOpt's distillation (pretrain_gpt.py with nvidia-modelopt): a "
+     "teacher model beside the student on the same GPUs, its weights, its "
+     "activations and the distillation loss: not modelled"},
+    {"export-force-local-attention",
+     "ModelOpt's switch to Megatron's local attention, which keeps the s x "
+     "s scores: not modelled here (the same attention under "
+     "--transformer-impl local is)"},
+    {"export-model-type",
+     "ModelOpt's model type (HybridModel builds Mamba layers): not "
+     "modelled"},
+    {"export-quant-cfg",
+     "ModelOpt's quantization-aware training (fake-quantized linear layers "
+     "and their quantizers): not modelled"},
+    {"export-real-quant-cfg",
+     "ModelOpt's real quantization of the weights: not modelled"},
+    {"export-qk-l2-norm",
+     "ModelOpt's Llama 4 L2 norm on Q and K: not modelled here (Megatron's "
+     "--qk-l2-norm is)"},
+    {"export-moe-apply-probs-on-input",
+     "ModelOpt's Llama 4 expert scaling on the input: not modelled"},
+    {"enable-gpt-oss",
+     "ModelOpt's GPT-OSS mode (attention sinks, sliding windows, YaRN): not "
+     "modelled"},
+    {"modelopt-enabled",
+     "a ModelOpt model (its own layer spec and state): not modelled"},
+};
 
 // Launcher words that take no value (torchrun's, python's), so that a
 // word after one of them is positional: the script.
@@ -287,6 +322,15 @@ int64_t ScriptExpansion(const std::vector<std::string>& argv, size_t begin,
     if (!option_value) script = static_cast<int64_t>(i);
   }
   return script;
+}
+
+}  // namespace
+
+absl::string_view OutsideArgumentRefusal(absl::string_view name) {
+  for (const auto& [argument, why] : kOutsideRefused) {
+    if (name == argument) return why;
+  }
+  return "";
 }
 
 absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
@@ -403,9 +447,9 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
           list_name = name;
         }
       }
-      if (among_arguments && other_engine_.empty() &&
-          IsOtherEnginesArgument(name)) {
-        other_engine_ = name;
+      if (among_arguments && refused_outside_.empty() &&
+          !OutsideArgumentRefusal(name).empty()) {
+        refused_outside_ = name;
       }
       if (among_arguments && !IsMegatronArgumentName(name) &&
           std::find(unreviewed_.begin(), unreviewed_.end(), name) ==

@@ -93,9 +93,11 @@ class Arguments {
     return environment_;
   }
 
-  // The first argument after the script that hands training to another
-  // engine than Megatron-LM's (Megatron-DeepSpeed's --deepspeed), or "".
-  const std::string& other_engine() const { return other_engine_; }
+  // The first argument after the script, outside Megatron-LM's own
+  // parser, that changes memory in a way memgate does not model
+  // (OutsideArgumentRefusal: Megatron-DeepSpeed's --deepspeed, ModelOpt's
+  // --export-kd-teacher-load, ...), or "".
+  const std::string& refused_outside() const { return refused_outside_; }
 
   // Arguments given more than once with different values (the last
   // taken): the first kMaxUnreviewedNamed, in order, and how many.
@@ -111,8 +113,14 @@ class Arguments {
   size_t overridden_count_ = 0;
   std::string after_core_0_12_0_;
   std::string script_;
-  std::string other_engine_;
+  std::string refused_outside_;
 };
+
+// Why `name`, an argument outside Megatron-LM's own parser (a fork's, or
+// ModelOpt's that pretrain_gpt.py adds when nvidia-modelopt is installed),
+// is refused: what it changes that memgate does not model; "" for one
+// memgate has no reason to refuse.
+absl::string_view OutsideArgumentRefusal(absl::string_view name);
 
 // The environment variables of TransformerEngine's that change memory, in
 // the order they are reported: its attention kernel and softmax

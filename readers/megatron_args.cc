@@ -1890,12 +1890,9 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
         "--seq-length, --tensor-model-parallel-size, ...)");
   }
   if (absl::Status s = RefuseUnmodelled(args); !s.ok()) return s;
-  if (!args.other_engine().empty()) {
-    return Bad(args.other_engine(),
-               "Megatron-DeepSpeed's switch to DeepSpeed's engine (ZeRO "
-               "stages, buckets and offloads, its optimizer, activation "
-               "partitioning, Ulysses): not modelled (memgate models "
-               "Megatron-LM's distributed optimizer and DDP)");
+  if (!args.refused_outside().empty()) {
+    return Bad(args.refused_outside(),
+               OutsideArgumentRefusal(args.refused_outside()));
   }
   MegatronLaunch launch;
   if (absl::Status s = CheckScript(args, launch); !s.ok()) return s;

@@ -1161,7 +1161,7 @@ TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
 // admitted. The switches that hand training to that engine are refused by
 // name; the fork's other DeepSpeed arguments act only under them and stay
 // notes.
-TEST(MegatronArgsTest, DeepSpeedsEngineIsRefusedByName) {
+TEST(MegatronArgsTest, DeepSpeedsEngineAndModelOptsChangesAreRefusedByName) {
   for (const auto& [extra, named] :
        std::vector<std::pair<std::string, std::string>>{
            {"--deepspeed --deepspeed_config ds.json --zero-stage 1",
@@ -1179,6 +1179,36 @@ TEST(MegatronArgsTest, DeepSpeedsEngineIsRefusedByName) {
               std::string::npos)
         << l.status();
   }
+  // ModelOpt's arguments, which pretrain_gpt.py adds when nvidia-modelopt
+  // is installed: a distillation teacher on the same GPUs, Megatron's
+  // local attention, quantization-aware training, ... were noted as
+  // unknown and admitted.
+  for (const char* modelopt :
+       {"--export-kd-teacher-load /ckpt/teacher", "--export-force-local-attention",
+        "--export-quant-cfg fp8", "--export-model-type HybridModel",
+        "--enable-gpt-oss", "--modelopt-enabled"}) {
+    const absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
+        Words(std::string(kLlama31_8B) + " " + modelopt), nullptr);
+    ASSERT_FALSE(l.ok()) << modelopt;
+    EXPECT_TRUE(absl::StartsWith(
+        l.status().message(),
+        std::string(modelopt).substr(0, std::string(modelopt).find(' '))))
+        << l.status();
+    EXPECT_NE(l.status().message().find("not modelled"), std::string::npos)
+        << l.status();
+  }
+  const absl::StatusOr<MegatronLaunch> teacher = ParseMegatronLaunch(
+      Words(std::string(kLlama31_8B) + " --export-kd-teacher-load /t"),
+      nullptr);
+  ASSERT_FALSE(teacher.ok());
+  EXPECT_NE(teacher.status().message().find(
+                "a teacher model beside the student on the same GPUs"),
+            std::string::npos)
+      << teacher.status();
+  // One that only removes layers (an offline speculative model) is noted.
+  const absl::StatusOr<MegatronLaunch> offline = ParseMegatronLaunch(
+      Words(std::string(kLlama31_8B) + " --export-offline-model"), nullptr);
+  EXPECT_TRUE(offline.ok()) << offline.status();
   const absl::StatusOr<MegatronLaunch> without = ParseMegatronLaunch(
       Words(std::string(kLlama31_8B) + " --zero-stage 1"), nullptr);
   ASSERT_TRUE(without.ok()) << without.status();
