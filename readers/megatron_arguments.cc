@@ -607,6 +607,11 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"perform-rl-step", false, R, "off",
        "RL steps run an inference engine (KV cache, CUDA graphs, "
        "rollouts) beside training on the same GPUs: not modelled"},
+      {"logits-load-dir", true, R, "off",
+       "distillation from cached teacher log-probabilities "
+       "(training/distillation/cached_logits_loss.py): a second loss over "
+       "the student's full-vocabulary logits, normalised across TP, beside "
+       "the LM loss: not modelled"},
       {"kitchen-config-file", true, R, "off",
        "kitchen quantization of the linear layers: not modelled"},
       {"kitchen-recipe-number", true, R, "off",
