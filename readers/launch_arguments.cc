@@ -137,14 +137,13 @@ absl::Status HiddenAfterUnknown(absl::string_view word, absl::string_view name,
 // $FLAGS, $MODEL_OPTIONS, $EXTRA, $PARAMS), as launch scripts name what
 // they append to a command line.
 bool NamedAsArguments(absl::string_view word) {
-  if (absl::StrContains(word, "$@") || absl::StrContains(word, "${@") ||
-      absl::StrContains(word, "$*") || absl::StrContains(word, "${*")) {
-    return true;
-  }
   for (size_t dollar = word.find('$'); dollar != absl::string_view::npos;
        dollar = word.find('$', dollar + 1)) {
     size_t begin = dollar + 1;
     if (begin < word.size() && word[begin] == '{') ++begin;
+    if (begin < word.size() && (word[begin] == '@' || word[begin] == '*')) {
+      return true;
+    }
     size_t end = begin;
     while (end < word.size() &&
            (absl::ascii_isalnum(static_cast<unsigned char>(word[end])) ||
@@ -308,18 +307,18 @@ bool IsLauncherSwitch(absl::string_view word) {
 // In a command that names no .py, the words before its first Megatron
 // argument are the launcher's; the last of them that the shell expands
 // and that no launcher option takes as its value (`torchrun
-// --nproc-per-node $GPUS $SCRIPT --num-layers ...`) names the script, or
-// -1 when none does.
-int64_t ScriptExpansion(const std::vector<std::string>& argv, size_t begin,
-                        size_t arguments_begin) {
-  int64_t script = -1;
+// --nproc-per-node $GPUS $SCRIPT --num-layers ...`) names the script; ""
+// when none does.
+std::string ScriptExpansion(const std::vector<std::string>& argv,
+                            size_t begin, size_t arguments_begin) {
+  std::string script;
   for (size_t i = begin; i < arguments_begin; ++i) {
     if (!ExpandsAtRunTime(argv[i])) continue;
     const bool option_value =
         i > begin && absl::StartsWith(argv[i - 1], "-") &&
         argv[i - 1].find('=') == std::string::npos &&
         !IsLauncherSwitch(argv[i - 1]);
-    if (!option_value) script = static_cast<int64_t>(i);
+    if (!option_value) script = argv[i];
   }
   return script;
 }
@@ -352,9 +351,7 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
         break;
       }
     }
-    const int64_t expansion =
-        ScriptExpansion(argv, command.begin, arguments_begin);
-    if (expansion >= 0) script_ = argv[expansion];
+    script_ = ScriptExpansion(argv, command.begin, arguments_begin);
   }
   // What a hidden word is reported after: the script, or the first of
   // the arguments.
@@ -371,10 +368,9 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
   // lists and after a name memgate does not know.
   constexpr size_t kAny = SIZE_MAX;
   size_t values_left = 0;
-  // The argument before the words being read, when memgate does not know
-  // it (a newer Megatron's, a fork's, the launcher's), or when it is one of
-  // Megatron's lists the table does not read: "" otherwise.
-  std::string unknown_name, list_name;
+  // The argument whose values the words being read may be (one the table
+  // does not read), or "".
+  std::string values_of;
   for (size_t i = 0; i < command.end; ++i) {
     absl::string_view word = argv[i];
     if (i < launcher_end) ReadTeAttentionAssignments(word, environment_);
@@ -384,8 +380,7 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
       if (const size_t redirection = RedirectionWords(word); redirection > 0) {
         i += redirection - 1;
         values_left = 0;
-        unknown_name.clear();
-        list_name.clear();
+        values_of.clear();
         continue;
       }
     }
@@ -394,21 +389,20 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
         if (values_left == 0) return HiddenArguments(word, anchor);
         // An argument memgate does not know may be a switch, so the
         // expansion may be further arguments rather than its value.
-        if (!unknown_name.empty()) {
-          return HiddenAfterUnknown(word, unknown_name, anchor);
+        if (!IsMegatronArgumentName(values_of)) {
+          return HiddenAfterUnknown(word, values_of, anchor);
         }
         // Megatron's lists (--data-path) take any number of words; one
         // named as arguments is not a path.
-        if (!list_name.empty() && NamedAsArguments(word)) {
-          return HiddenAmongValues(word, list_name, anchor);
+        if (values_left == kAny && NamedAsArguments(word)) {
+          return HiddenAmongValues(word, values_of, anchor);
         }
       }
       if (values_left > 0 && values_left != kAny) --values_left;
       continue;
     }
     values_left = 0;
-    unknown_name.clear();
-    list_name.clear();
+    values_of.clear();
     word.remove_prefix(2);
     std::string name(word.substr(0, word.find('=')));
     // torchrun takes --nproc_per_node and --nproc-per-node alike.
@@ -441,11 +435,7 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
                               !IsMegatronListArgument(name)
                           ? 1
                           : kAny;
-        if (!IsMegatronArgumentName(name)) {
-          unknown_name = name;
-        } else if (values_left == kAny) {
-          list_name = name;
-        }
+        values_of = name;
       }
       if (among_arguments && refused_outside_.empty() &&
           !OutsideArgumentRefusal(name).empty()) {

@@ -43,10 +43,11 @@ class Arguments {
   // INVALID_ARGUMENT naming the word, and so is one right after an
   // argument memgate does not know (it may be a switch, the word more
   // arguments), and one among a Megatron list's values (--data-path) that
-  // is named as arguments ("$@", $EXTRA_ARGS, ${TRAIN_OPTS}). Without a .py the arguments begin at the first of
-  // Megatron-LM's argument names; the launcher's words before them are
-  // not checked, except that a positional expansion among them names the
-  // script (`torchrun $SCRIPT --num-layers ...`).
+  // is named as arguments ("$@", $EXTRA_ARGS, ${TRAIN_OPTS}). Without a
+  // .py the arguments begin at the first of Megatron-LM's argument names;
+  // the launcher's words before them are not checked, except that a
+  // positional expansion among them names the script (`torchrun $SCRIPT
+  // --num-layers ...`).
   absl::Status Parse(const std::vector<std::string>& argv);
 
   bool Has(const std::string& name) const { return values_.count(name) > 0; }
@@ -76,9 +77,8 @@ class Arguments {
 
   // Arguments after the script (the first word ending in .py; from the
   // first of Megatron-LM's argument names when there is none) that are
-  // neither in the table nor Megatron-LM's
-  // (megatron_argument_names.h): the first kMaxUnreviewedNamed, in order,
-  // and how many there were.
+  // neither in the table nor Megatron-LM's (megatron_argument_names.h):
+  // the first kMaxUnreviewedNamed, in order, and how many there were.
   static constexpr size_t kMaxUnreviewedNamed = 8;
   const std::vector<std::string>& unreviewed() const { return unreviewed_; }
   size_t unreviewed_count() const { return unreviewed_count_; }

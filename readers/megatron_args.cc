@@ -301,6 +301,13 @@ bool TokenizerTakesVocabSize(absl::string_view type) {
          type == "NullMultimodalTokenizer" || type == "TikTokenizer";
 }
 
+// A path or hub name the user gave (a script, a tokenizer) is quoted up
+// to a line's worth.
+constexpr size_t kQuotedPathBytes = 120;
+std::string QuotedTokenizer(const Arguments& args) {
+  return Clipped(args.Text("tokenizer-model"), kQuotedPathBytes);
+}
+
 // The model family a name says (a tokenizer's hub id or path, lowercased,
 // or a catalog model's name), or "" when it names none memgate knows: a
 // tokenizer of one family does not have another's vocabulary. Linear in
@@ -401,11 +408,10 @@ uint32_t GivenVocabulary(const Arguments& args, uint32_t given,
     return named;
   }
   if (named == 0) {
-    // A path, or a hub name: quoted up to a line's worth.
     notes.push_back(absl::StrCat(
         "vocabulary ", given, " as --vocab-size says: Megatron's ", type,
         " takes its size from the tokenizer (",
-        args.Has("tokenizer-model") ? Clipped(args.Text("tokenizer-model"), 120)
+        args.Has("tokenizer-model") ? QuotedTokenizer(args)
                                     : "no --tokenizer-model",
         "), which memgate cannot read; a larger one is not counted"));
   }
@@ -447,10 +453,8 @@ absl::Status PadVocabulary(const Arguments& args, MegatronLaunch& launch) {
     return Bad("vocab-size",
                absl::StrCat("missing: Megatron takes it from the tokenizer",
                             args.Has("tokenizer-model")
-                                ? absl::StrCat(
-                                      " (", Clipped(args.Text("tokenizer-model"),
-                                                    120),
-                                      "), which memgate cannot read")
+                                ? absl::StrCat(" (", QuotedTokenizer(args),
+                                               "), which memgate cannot read")
                                 : std::string(),
                             "; give --vocab-size in the launch or "
                             "--model=NAME"));
@@ -1816,7 +1820,7 @@ absl::Status CheckScript(const Arguments& args, MegatronLaunch& launch) {
     }
   }
   // A path is the user's: a line's worth of it is kept.
-  launch.unreviewed_script = Clipped(script, 120);
+  launch.unreviewed_script = Clipped(script, kQuotedPathBytes);
   if (ExpandsAtRunTime(script)) {
     // `torchrun $SCRIPT --num-layers ...`: which script is unknown until
     // the command runs; one of the entry points above would be refused.

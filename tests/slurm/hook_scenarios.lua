@@ -263,6 +263,9 @@ scripts.script_arguments_huge = function() return at_args end
 scripts.script_shifted = function()
   return header .. "CONFIG=$1\nshift\n" .. at_args
 end
+scripts.script_set_arguments = function()
+  return header .. "set -- --micro-batch-size 1\n" .. at_args
+end
 scripts.script_shifted_positional = function()
   return header .. "WARMUP_MBS=$1\nshift\n" .. launch(32, "$1") .. "\n"
 end
@@ -281,6 +284,7 @@ end
 local argvs = {
   script_shifted = { [0] = "train.sh", "cfg.yaml", "--micro-batch-size", "4" },
   script_shifted_positional = { [0] = "train.sh", "1", "4" },
+  script_set_arguments = { [0] = "train.sh", "--micro-batch-size", "4" },
   script_shifted_blanks = { [0] = "train.sh", "--micro-batch-size", "4" },
   script_argument_loop = { [0] = "train.sh", "--mbs", "4" },
   script_no_arguments = { [0] = "train.sh" },

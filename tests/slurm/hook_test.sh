@@ -100,6 +100,7 @@ expect script_arguments_unknown refuse "after pretrain_gpt.py is a shell expansi
 expect script_arguments_huge refuse "the batch script's arguments are longer than 262144 bytes"
 expect script_shifted refuse "the launch uses the batch script's arguments (\$@) after the script moves them ('shift')"
 expect script_shifted_positional refuse "(\$1) after the script moves them ('shift')"
+expect script_set_arguments refuse "after the script moves them ('set -- --micro-batch-size 1')"
 expect script_argument_loop admit ""
 expect script_variable_hidden refuse "'\$EXTRA_ARGS' after --num-layers is a shell expansion"
 expect vision_language refuse "pretrain_vlm.py: Megatron-LM's entry point for a vision-language model"

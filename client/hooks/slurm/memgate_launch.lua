@@ -63,9 +63,8 @@ written; NAME may be a positional parameter, 1 to 9, @ or *, where `vars`
 has the script's arguments: M.script_argument_variables; where
 `shifted` names the line that moved them, `shift` or `set --`, such a
 NAME is refused: which arguments it holds is decided at run time), within
-`budget`
-(substitutions left, and limits): the result is
-built piece by piece and abandoned as soon as it grows over the line limit,
+`budget` (substitutions left, and limits): the result is built piece by
+piece and abandoned as soon as it grows over the line limit,
 so a 1 MB variable repeated a thousand times costs 256 KiB, not 1 GB.
 ]]
 local function expand(line, vars, budget, shifted)
@@ -144,7 +143,7 @@ end
 -- and is checked too: the worst launch in a script decides).
 local function looks_like_launch(body)
   if body:sub(1, 1) == "#" then return false end
-  -- Plain searches (every line of a 4 MiB script comes here, twice).
+  -- Plain searches: every line of a 4 MiB script comes here.
   local script = body:find("pretrain_gpt.py", 1, true)
   return (script ~= nil and body:find("%-%-[%a]", script) ~= nil) or
          body:find("--tensor-model-parallel-size", 1, true) ~= nil or
@@ -275,13 +274,9 @@ end
 
 local function ends_word(body, i) return not word_byte(body:byte(i)) end
 
--- `set` then blanks then `--` ending a word.
+-- `set` then blanks then `--` ending a word (anchored at `i`: one pass).
 local function double_dash(body, i)
-  local dashes = body:match("^%s+%-%-()", i)
-  return dashes ~= nil and (dashes > #body or
-                            body:byte(dashes) == 32 or
-                            body:byte(dashes) == 9 or
-                            body:byte(dashes) == 59)
+  return body:find("^%s+%-%-%f[%s;%z]", i) ~= nil
 end
 
 --[[
@@ -521,6 +516,16 @@ function M.refusal_message(output)
   return "memgate: " .. table.concat(lines, "\n  ")
 end
 
+-- A launch memgate (or the hook) cannot read as it will run, `why`: the
+-- site's on_invalid policy decides.
+local function invalid_launch(why, settings, log)
+  if settings.on_invalid == "admit" then
+    log("memgate could not read the launch (admitted by site policy): " .. why)
+    return true
+  end
+  return false, "memgate: invalid training configuration: " .. why
+end
+
 --[[
 The verdict for one batch script: true (let it through) or false and the
 message for the user. settings.on_invalid / settings.on_unavailable are
@@ -555,13 +560,8 @@ local function judge(script, settings, log)
   end
   if code == 1 then return false, M.refusal_message(output) end
   if code == 2 then
-    if settings.on_invalid == "admit" then
-      log("memgate could not read the launch (admitted by site policy): " ..
-          output)
-      return true
-    end
-    return false, "memgate: invalid training configuration: " ..
-                  (output:gsub("^memgate check: ", ""):gsub("\n+$", ""))
+    return invalid_launch(
+        (output:gsub("^memgate check: ", ""):gsub("\n+$", "")), settings, log)
   end
   -- 3 (unavailable, already refused by --on-unavailable) or a timeout.
   if settings.on_unavailable == "admit" then
@@ -583,13 +583,7 @@ function M.judge(script, settings, log)
                   " (this site's limit for batch scripts it checks)"
   end
   if getmetatable(admit) == Unreadable then
-    if settings.on_invalid == "admit" then
-      log("memgate could not read the launch (admitted by site policy): " ..
-          admit.message)
-      return true
-    end
-    return false, "memgate: invalid training configuration: " ..
-                  admit.message
+    return invalid_launch(admit.message, settings, log)
   end
   if settings.on_unavailable == "admit" then
     log("memgate hook error, admitted by site policy: " .. tostring(admit))
