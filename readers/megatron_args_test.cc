@@ -349,6 +349,22 @@ TEST(MegatronArgsTest, VocabularyFromTheTokenizerOrTheCatalog) {
     ASSERT_TRUE(own.ok()) << path << ": " << own.status();
     EXPECT_EQ(own->job.model().vocab_size(), 128256u) << path;
   }
+  // A hostile name (1 MiB of family names inside words) is one pass a
+  // family, names none, and is quoted a line's worth when refused.
+  std::string hostile;
+  while (hostile.size() < (1u << 20)) hostile += "robertxqwenagemma";
+  const absl::StatusOr<MegatronLaunch> read = ParseMegatronLaunch(
+      Words(llama8b + "--tokenizer-type HuggingFaceTokenizer "
+                      "--tokenizer-model /" + hostile),
+      nullptr);
+  ASSERT_TRUE(read.ok()) << read.status().message().substr(0, 200);
+  EXPECT_EQ(read->job.model().vocab_size(), 128256u);
+  const absl::StatusOr<MegatronLaunch> refused = ParseMegatronLaunch(
+      Words(llama8b + "--tokenizer-type HuggingFaceTokenizer "
+                      "--tokenizer-model qwen/" + hostile),
+      nullptr);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_LT(refused.status().message().size(), 400u);
   // The experts are part of the dimensions: Mixtral 8x7B's attention and
   // expert widths are Llama 3 8B's, its vocabulary 32,000 (it was given
   // Llama 3's), and Mistral's tokenizer is its own.
