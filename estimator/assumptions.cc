@@ -418,7 +418,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
     out.push_back("squared-ReLU MLP (2 matrices; keeps what GeLU keeps)");
   }
   if (m.mlp_activation() == v1::MLP_ACTIVATION_GEGLU) {
-    out.push_back("GeGLU MLP (Gemma's tanh-GeLU gate), unfused as Megatron "
+    out.push_back("GeGLU MLP (a gated GeLU, as Gemma's), unfused as Megatron "
                   "runs it: 10 bytes an FFN column a token (x_linear + "
                   "offset from core 0.15: an upper bound before)");
   }

@@ -180,6 +180,20 @@ absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
       moe.set_num_experts(hf.num_local_experts());
       moe.set_expert_ffn_hidden_size(model.ffn_hidden_size());
       moe.set_layer_frequency(1);
+      // MixtralSparseMoeBlock.forward in training: hidden_states *=
+      // uniform(1 - jitter, 1 + jitter) before the gate, Megatron's
+      // --moe-input-jitter-eps (router.py apply_input_jitter): the noise
+      // and the jittered input are kept. The other families' blocks have
+      // no jitter (their configs' key, if any, is not read).
+      if (hf.has_router_jitter_noise()) {
+        const float jitter = hf.router_jitter_noise();
+        if (!(jitter >= 0 && jitter < 1)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "config.json: router_jitter_noise: must be in [0, 1) (got ",
+              jitter, ")"));
+        }
+        moe.set_input_jitter(jitter > 0);
+      }
       break;
     case Family::kQwenMoe: {
       if (!hf.has_num_experts()) return MissingMoe("num_experts");
@@ -255,6 +269,53 @@ absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
       break;
   }
   return absl::OkStatus();
+}
+
+// transformers' ACT2FN names of the GeLU (activations.py: exact, tanh and
+// sigmoid-free approximations). Under Megatron a gated GeLU runs either
+// fused (mlp.py bias_geglu_impl, for F.gelu) or through glu() [GG in
+// estimator/moe_terms.cc]; MLP_ACTIVATION_GEGLU counts glu()'s tensors,
+// the larger of the two.
+bool IsGelu(absl::string_view act) {
+  return act == "gelu" || act == "gelu_pytorch_tanh" || act == "gelu_new" ||
+         act == "gelu_fast" || act == "gelu_accurate" || act == "gelu_python";
+}
+
+// The MLP's activation as the family's modeling file reads it: Gemma's
+// hidden_activation (transformers' Gemma, Gemma 2 and Gemma 3 MLPs:
+// ACT2FN[config.hidden_activation], gelu_pytorch_tanh when absent), the
+// others' hidden_act (LlamaConfig and its kin: silu when absent). An
+// activation memgate does not count is refused by its key, never read past:
+// a gated GeLU keeps more than the fused SwiGLU memgate would otherwise
+// count (10 bytes an FFN column a token against 6).
+absl::StatusOr<v1::MlpActivation> ActivationOf(const v1::HuggingFaceConfig& hf,
+                                               const Family& f) {
+  const bool gemma = f.gelu_gate;
+  const char* key = gemma ? "hidden_activation" : "hidden_act";
+  const std::string& act = gemma ? hf.hidden_activation() : hf.hidden_act();
+  auto refused = [&](absl::string_view modelled) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.json: ", key, ": '", act.substr(0, 32),
+        act.size() > 32 ? "...' " : "' ", "is not modelled for model_type '",
+        f.model_type, "' (", modelled, ")"));
+  };
+  if (f.ungated_mlp) {
+    // NemotronConfig's default and every published Nemotron's: relu2.
+    if (!act.empty() && act != "relu2") return refused("relu2");
+    return v1::MLP_ACTIVATION_SQUARED_RELU;
+  }
+  if (gemma) {
+    if (!act.empty() && !IsGelu(act)) return refused("a GeLU");
+    return v1::MLP_ACTIVATION_GEGLU;
+  }
+  if (act.empty() || act == "silu" || act == "swish") {
+    return v1::MLP_ACTIVATION_SWIGLU;
+  }
+  if (IsGelu(act)) return v1::MLP_ACTIVATION_GEGLU;
+  // activations.py QuickGELUActivation: x * sigmoid(1.702 x), Megatron's
+  // --quick-geglu.
+  if (act == "quick_gelu") return v1::MLP_ACTIVATION_QUICK_GEGLU;
+  return refused("silu, a GeLU or quick_gelu");
 }
 
 // A soft-cap: the config's value; where the key is absent, the family's
@@ -336,20 +397,10 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
       json, "attn_logit_softcapping", hf.has_attn_logit_softcapping(),
       hf.attn_logit_softcapping(), (*family)->attention_cap_default));
   // The paper's Llama otherwise: gated MLP, RMSNorm, rotary positions.
-  model.set_mlp_activation((*family)->gelu_gate ? v1::MLP_ACTIVATION_GEGLU
-                                                : v1::MLP_ACTIVATION_SWIGLU);
+  absl::StatusOr<v1::MlpActivation> activation = ActivationOf(hf, **family);
+  if (!activation.ok()) return activation.status();
+  model.set_mlp_activation(*activation);
   model.set_normalization(v1::NORMALIZATION_RMSNORM);
-  if ((*family)->ungated_mlp) {
-    // NemotronConfig's default and every published Nemotron's: relu2.
-    const std::string act = hf.hidden_act().empty() ? "relu2" : hf.hidden_act();
-    if (act != "relu2") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "config.json: hidden_act: '", act.substr(0, 32),
-          "' is not modelled for model_type '", (*family)->model_type,
-          "' (relu2)"));
-    }
-    model.set_mlp_activation(v1::MLP_ACTIVATION_SQUARED_RELU);
-  }
   if ((*family)->layernorm) {
     model.set_normalization(v1::NORMALIZATION_LAYERNORM);
   }
@@ -373,7 +424,7 @@ std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
   static const auto* reviewed = new std::set<std::string>{
       "attention_dropout", "auto_map",
       "aux_loss_alpha", "bos_token_id", "cache_implementation", "dtype",
-      "embd_pdrop", "eos_token_id", "ep_size", "hidden_activation",
+      "embd_pdrop", "eos_token_id", "ep_size",
       "initializer_range", "layer_norm_eps", "layer_types",
       "max_position_embeddings", "max_window_layers", "n_group",
       "norm_eps", "norm_topk_prob", "original_max_position_embeddings",

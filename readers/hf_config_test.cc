@@ -228,6 +228,106 @@ TEST(HfConfigTest, NemotronIsSquaredReluAndLayerNorm) {
   EXPECT_LT(hostile.status().message().size(), 200u);
 }
 
+// The MLP's activation is read from the key the family's modeling file
+// reads (transformers: hidden_act, Gemma's hidden_activation), each with
+// its config class's default when absent. A gated GeLU keeps more than
+// SwiGLU (glu(): 10 bytes an FFN column a token against 8), so a Llama
+// config naming one is no longer estimated as SwiGLU; an activation memgate
+// does not count is refused naming its key.
+TEST(HfConfigTest, TheMlpActivationIsTheOneTheFamilyReads) {
+  const std::string dims =
+      R"("hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+         "intermediate_size": 256, "vocab_size": 1000)";
+  auto read = [&](const std::string& keys) {
+    return ModelFromHuggingFaceJson("{" + keys + dims + "}", "x");
+  };
+  for (const auto& [keys, activation] :
+       std::vector<std::pair<std::string, v1::MlpActivation>>{
+           {R"("model_type": "llama", )", v1::MLP_ACTIVATION_SWIGLU},
+           {R"("model_type": "llama", "hidden_act": "silu", )",
+            v1::MLP_ACTIVATION_SWIGLU},
+           {R"("model_type": "mistral", "hidden_act": "swish", )",
+            v1::MLP_ACTIVATION_SWIGLU},
+           {R"("model_type": "llama", "hidden_act": "gelu", )",
+            v1::MLP_ACTIVATION_GEGLU},
+           {R"("model_type": "qwen3", "hidden_act": "gelu_pytorch_tanh", )",
+            v1::MLP_ACTIVATION_GEGLU},
+           {R"("model_type": "mixtral", "hidden_act": "gelu_new",
+               "num_local_experts": 8, "num_experts_per_tok": 2, )",
+            v1::MLP_ACTIVATION_GEGLU},
+           {R"("model_type": "phi3", "hidden_act": "quick_gelu", )",
+            v1::MLP_ACTIVATION_QUICK_GEGLU},
+           // Gemma reads hidden_activation; its legacy hidden_act is not.
+           {R"("model_type": "gemma", "hidden_act": "silu", )",
+            v1::MLP_ACTIVATION_GEGLU},
+           {R"("model_type": "gemma2", "hidden_activation": "gelu", )",
+            v1::MLP_ACTIVATION_GEGLU},
+           {R"("model_type": "nemotron", )",
+            v1::MLP_ACTIVATION_SQUARED_RELU},
+       }) {
+    absl::StatusOr<v1::ModelConfig> m = read(keys);
+    ASSERT_TRUE(m.ok()) << keys << m.status();
+    EXPECT_EQ(m->mlp_activation(), activation)
+        << keys << v1::MlpActivation_Name(m->mlp_activation());
+  }
+  for (const auto& [keys, named] :
+       std::vector<std::pair<std::string, std::string>>{
+           {R"("model_type": "llama", "hidden_act": "relu", )",
+            "hidden_act: 'relu' is not modelled for model_type 'llama'"},
+           {R"("model_type": "deepseek_v3", "hidden_act": "gelu_10", )",
+            "hidden_act: 'gelu_10'"},
+           {R"("model_type": "gemma3_text", "hidden_activation": "silu", )",
+            "hidden_activation: 'silu' is not modelled"},
+           {R"("model_type": "llama", "hidden_act": ")" +
+                std::string(100000, 'g') + R"(", )",
+            "hidden_act: 'gggg"},
+       }) {
+    absl::StatusOr<v1::ModelConfig> m = read(keys);
+    ASSERT_FALSE(m.ok()) << keys.substr(0, 80);
+    EXPECT_NE(m.status().message().find(named), std::string::npos)
+        << m.status();
+    EXPECT_LT(m.status().message().size(), 200u);
+  }
+  // What it changes: 2 bytes an FFN column a token a layer, here two layers
+  // of 256 columns over s = 1024 tokens on one GPU.
+  absl::StatusOr<v1::ModelConfig> swiglu = read(R"("model_type": "llama", )");
+  absl::StatusOr<v1::ModelConfig> geglu =
+      read(R"("model_type": "llama", "hidden_act": "gelu", )");
+  ASSERT_TRUE(swiglu.ok() && geglu.ok());
+  Layout l;
+  l.seq_length = 1024;
+  EXPECT_DOUBLE_EQ(
+      StageMemoryOf(ShapeOf(*geglu), l, 0, 2).activation_bytes -
+          StageMemoryOf(ShapeOf(*swiglu), l, 0, 2).activation_bytes,
+      2 * 2 * 1024.0 * 256);
+}
+
+// Mixtral's router jitter (router_jitter_noise, applied in training by
+// MixtralSparseMoeBlock) is Megatron's input jitter; zero is none, and a
+// value that is no probability is refused by its key.
+TEST(HfConfigTest, MixtralsRouterJitterIsInputJitter) {
+  const std::string mixtral =
+      R"({"model_type": "mixtral", "num_local_experts": 8,
+          "num_experts_per_tok": 2, "hidden_size": 64,
+          "num_hidden_layers": 2, "num_attention_heads": 4,
+          "intermediate_size": 256, "vocab_size": 1000, )";
+  absl::StatusOr<v1::ModelConfig> jitter =
+      ModelFromHuggingFaceJson(mixtral + R"("router_jitter_noise": 0.01})", "x");
+  ASSERT_TRUE(jitter.ok()) << jitter.status();
+  EXPECT_TRUE(jitter->moe().input_jitter());
+  absl::StatusOr<v1::ModelConfig> none =
+      ModelFromHuggingFaceJson(mixtral + R"("router_jitter_noise": 0.0})", "x");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->moe().input_jitter());
+  absl::StatusOr<v1::ModelConfig> bad =
+      ModelFromHuggingFaceJson(mixtral + R"("router_jitter_noise": -1})", "x");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("router_jitter_noise"),
+            std::string::npos);
+  EXPECT_TRUE(UnreviewedHuggingFaceKeys(R"({"router_jitter_noise": 0.1,
+      "hidden_activation": "gelu"})").empty());
+}
+
 // Gemma 2's terms by hand, one GPU, s = 1024, b = 1, bf16: the two
 // sandwich norms store 2 x 2sbh more a layer (h = 3584), and the logits'
 // tanh 2sbv (v = 256000) on the last stage.
