@@ -59,7 +59,9 @@
 //      off (--quick-geglu without biases turns it off, arguments.py) the
 //      gated activation runs as glu(x) = act(x_glu) * (x_linear +
 //      glu_linear_offset), activations.py quick_gelu(x) =
-//      x * sigmoid(1.702 x); autograd keeps each product's operands. The
+//      x * sigmoid(1.702 x) under @jit_fuser (torch.compile from torch
+//      2.2: the compiled function keeps only its input); autograd keeps
+//      the product's operands. The
 //      experts' glu() (TEGroupedMLP, core 0.15 on; the path of
 //      interleaved halves) is the same with silu: x_linear + offset is a
 //      tensor of its own (2 B a unit), which the legacy GroupedMLP's
@@ -91,7 +93,12 @@
 // [IJ] Megatron-LM moe/router.py apply_input_jitter (--moe-input-jitter-
 //      eps): input * Uniform(1 - eps, 1 + eps).rsample(input.shape); the
 //      multiply keeps the noise (for the input's gradient) and the gating
-//      GEMM (RouterGatingLinearFunction) its jittered input.
+//      GEMM (RouterGatingLinearFunction) its jittered input in place of
+//      the pre-MLP norm's output, which it keeps without jitter (counted
+//      with the layer). That output is then freed unless the shared
+//      experts keep it too (their FC1's input): one tensor more without
+//      shared experts, two beside them. Measured on an H100 (session 33):
+//      T x h x 2 B a layer more, and twice that with shared experts.
 // [SR] Megatron-LM activations.py: squared_relu(x) = pow(relu(x), 2)
 //      under jit_fuser. Run eagerly, relu keeps its output and pow its
 //      input (the same tensor, 2 B a unit of FFN); compiled, the fusion
@@ -121,15 +128,17 @@ double ElementScale(const Layout& l) {
 
 double MlpWidthBytes(const ModelShape& m) {
   if (m.ungated_mlp) return 4;  // [K] GeLU; [SR] squared ReLU
-  // [QG] x_glu's FC1 output (4: both halves share its storage), then
-  // sigmoid(1.702 x) and x * sigmoid (2 each), x_linear + offset (2), the
-  // FC2 input (2): everything quick_gelu's definition makes, an upper
-  // bound of what its fused (jit) form keeps.
+  // [QG] quick-GeGLU through glu(): x_glu's FC1 output (4: both halves
+  // share its storage), quick_gelu's output (2; the jit_fuser-compiled
+  // function keeps only its input, x_glu, already counted), x_linear +
+  // offset (2), the FC2 input (2). Measured on an H100 (bench/RESULTS.md,
+  // session 33): exactly the bytes of the unfused SwiGLU's glu(). Under
+  // torch before 2.2 (TorchScript) its sigmoid would be kept too: not
+  // counted, as for [GG].
+  // [GG] Gemma's GeGLU through glu(), the same tensors.
   // [QG] --activation-func-clamp-value: glu() clamps the gate into a
   // tensor of its own, which the activation keeps (2).
-  if (m.quick_geglu) return m.activation_clamp ? 14 : 12;
-  // [GG] Gemma's GeGLU through glu(); a clamp keeps the clamped gate too.
-  if (m.geglu) return m.activation_clamp ? 12 : 10;
+  if (m.quick_geglu || m.geglu) return m.activation_clamp ? 12 : 10;
   return 8;
 }
 
@@ -323,8 +332,14 @@ double MoeMlpActivations(const ModelShape& m, const Layout& l) {
   if (!l.recompute_moe) {
     // Router scores, kept for the softmax / sigmoid backward [MM].
     bytes += m.router_bytes * tokens * m.experts;
-    // [IJ] input jitter: the noise and the jittered input, kept.
-    if (m.input_jitter) bytes += 2 * 2 * ElementScale(l) * tokens * m.hidden;
+    // [IJ] input jitter: the noise; the jittered input too where the
+    // shared experts keep the norm's output the router no longer keeps.
+    const bool shared_keep_input =
+        m.shared_ffn > 0 && !l.recompute_shared_experts;
+    if (m.input_jitter) {
+      bytes += (shared_keep_input ? 2 : 1) * 2 * ElementScale(l) * tokens *
+               m.hidden;
+    }
     bytes += RoutedCopyActivations(m, l);
   }
   if (!l.recompute_moe && !l.recompute_shared_experts && m.shared_ffn > 0) {

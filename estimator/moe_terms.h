@@ -19,7 +19,8 @@ double Gated(const ModelShape& m);
 double ExpertFfn(const ModelShape& m);
 
 // Bytes an MLP stores per token per unit of FFN width, beside its input
-// (16-bit training): SwiGLU 8 [K], GeLU 4, quick-GeGLU 12 (moe_terms.cc).
+// (16-bit training): SwiGLU 8 [K], GeLU 4, quick-GeGLU and GeGLU 10
+// (moe_terms.cc).
 double MlpWidthBytes(const ModelShape& m);
 // Bytes the dense MLP and the shared experts of this job store per token
 // per unit of FFN width, beside their input, at the job's element size

@@ -458,16 +458,35 @@ TEST(MoeTermsTest, SharedExpertGateKeepsTheSharedOutput) {
                    StageMemoryOf(plain, l, 0, 2).activation_bytes);
 }
 
-// [IJ] --moe-input-jitter-eps: the noise and the jittered input, this
-// rank's 1024 tokens x h x 2 B each: 4 sbh a layer; nothing under the moe
-// checkpoint.
+// [IJ] --moe-input-jitter-eps: the noise, this rank's 1024 tokens x h x
+// 2 B, 2 sbh a layer (the jittered input replaces the norm's output the
+// router kept); beside shared experts, which keep that output themselves,
+// the jittered input too: 4 sbh (as measured on an H100, session 33), and
+// the noise alone again when the shared experts are recomputed; nothing
+// under the moe checkpoint.
 TEST(MoeTermsTest, InputJitterKeepsTheNoiseAndTheJitteredInput) {
   ModelShape m = SmallMoe();
-  const Layout l = EightGpus(1, 1, 1);
+  ASSERT_EQ(m.shared_ffn, 0);
+  Layout l = EightGpus(1, 1, 1);
   const double plain = StageMemoryOf(m, l, 0, 2).activation_bytes;
   m.input_jitter = true;
   EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes,
-                   plain + 2 * 4 * kSbh);
+                   plain + 2 * 2 * kSbh);
+  ModelShape shared = SmallMoe();
+  shared.shared_ffn = 512;
+  const double shared_plain = StageMemoryOf(shared, l, 0, 2).activation_bytes;
+  shared.input_jitter = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(shared, l, 0, 2).activation_bytes,
+                   shared_plain + 2 * 4 * kSbh);
+  Layout recomputed = l;
+  recomputed.recompute = RecomputeKind::kSelective;
+  recomputed.recompute_shared_experts = true;
+  shared.input_jitter = false;
+  const double recomputed_plain =
+      StageMemoryOf(shared, recomputed, 0, 2).activation_bytes;
+  shared.input_jitter = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(shared, recomputed, 0, 2).activation_bytes,
+                   recomputed_plain + 2 * 2 * kSbh);
   Layout moe = l;
   moe.recompute = RecomputeKind::kSelective;
   moe.recompute_moe = true;

@@ -2964,7 +2964,7 @@ TEST(MegatronArgsTest, DataloaderAttentionMaskIsMegatronsDefault) {
             v1::PRECISION_FP16);
 }
 
-// --quick-geglu is its own activation (unfused, 12 bytes an FFN column);
+// --quick-geglu is its own activation (unfused, 10 bytes an FFN column);
 // the unfused SwiGLU (--no-bias-swiglu-fusion) runs mlp.py's glu(), 10
 // bytes an FFN column where the fused kernel keeps 6 (moe_terms.cc
 // DenseMlpBytes): Llama-3.1-8B at TP 4, 8k, 32 layers a stage... 4 B x

@@ -41,9 +41,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "Megatron's fused SwiGLU and TransformerEngine's SwiGLU op keep "
        "6h_ffn/h (the activation's input and FC2's; the paper counts 8)"},
       {"quick-geglu", false, M, "GeLU MLP",
-       "a gated MLP (3 matrices) run unfused: 12h_ffn/h activations (the "
-       "FC1 output, quick-GeLU's sigmoid and output, the linear half, the "
-       "FC2 input)"},
+       "a gated MLP (3 matrices) run unfused: 10h_ffn/h activations (the "
+       "FC1 output, the compiled quick-GeLU's output, the linear half plus "
+       "offset, the FC2 input; measured)"},
       {"squared-relu", false, M, "GeLU MLP",
        "relu(x)^2 (2 matrices, 4h_ffn/h activations as GeLU); refused with "
        "--swiglu, and with biases unless --no-bias-gelu-fusion (Megatron "

@@ -99,6 +99,48 @@ JOBS.update({
 })
 
 
+# Session 33: the MLP activations, norms, biases and positions a launch
+# gets from Megatron's defaults or names (arguments.py; argument_utils.py
+# core_transformer_config_from_args), Megatron's unfused SwiGLU, QK-norm,
+# and two MoE terms (input jitter, shared experts), each modelled from
+# Megatron's source and not measured before. `dense_defaults` leaves out
+# every shape argument Megatron has a default for (GeLU, LayerNorm,
+# biases, learned absolute positions, dropout 0.1).
+def _without(line, *words):
+    for w in words:
+        assert f" {w} " in f" {line} ", w
+        line = f" {line} ".replace(f" {w} ", " ").strip()
+    return line
+
+
+_DENSE = f"{BASE} {BF16} {NO_DROPOUT}"
+JOBS.update({
+    "moe_jitter": (f"{_DENSE} {MOE} --moe-token-dispatcher-type alltoall "
+                   "--moe-input-jitter-eps 0.01"),
+    "dense_gelu": _without(_DENSE, "--swiglu"),
+    "dense_quick_geglu": _without(_DENSE, "--swiglu") + " --quick-geglu",
+    "dense_swiglu_unfused": f"{_DENSE} --no-bias-swiglu-fusion",
+    "dense_layernorm_biases": _without(_DENSE, "--normalization RMSNorm",
+                                       "--disable-bias-linear"),
+    "dense_learned_positions": _without(_DENSE,
+                                        "--position-embedding-type rope"),
+    "dense_qk_layernorm": f"{_DENSE} --qk-layernorm",
+    "moe_shared": (f"{_DENSE} {MOE} --moe-token-dispatcher-type alltoall "
+                   "--moe-shared-expert-intermediate-size 2048"),
+    # Megatron's own L2Norm on Q and K (the same module under either
+    # implementation), and jitter beside shared experts, which keep the
+    # router's input themselves.
+    "dense_qk_l2_norm": f"{_DENSE} --qk-l2-norm",
+    "moe_shared_jitter": (f"{_DENSE} {MOE} --moe-token-dispatcher-type "
+                          "alltoall --moe-shared-expert-intermediate-size "
+                          "2048 --moe-input-jitter-eps 0.01"),
+    "dense_defaults": _without(f"{BASE} {BF16}", "--swiglu",
+                               "--normalization RMSNorm",
+                               "--position-embedding-type rope",
+                               "--disable-bias-linear"),
+})
+
+
 def parse(line):
     """The few launch arguments this script needs, as a dict (the values of
     an argument that takes several, --recompute-modules, joined by blanks)."""
@@ -219,16 +261,42 @@ def run_job(name, fused, census_mode=False):
             kw.update(recompute_modules=a["recompute_modules"].split())
     if "mtp_num_layers" in a:
         kw.update(mtp_num_layers=int(a["mtp_num_layers"]))
+    if "moe_input_jitter_eps" in a:
+        kw.update(moe_input_jitter_eps=float(a["moe_input_jitter_eps"]))
+    if "moe_shared_expert_intermediate_size" in a:
+        kw.update(moe_shared_expert_intermediate_size=int(
+            a["moe_shared_expert_intermediate_size"]))
+    # The MLP as core_transformer_config_from_args builds it: SwiGLU with
+    # --swiglu (fused unless --no-bias-swiglu-fusion), quick-GeGLU with
+    # --quick-geglu, else GeLU; the GeLU fusion is off without biases
+    # (arguments.py), and quick_gelu has no fused kernel.
+    from megatron.core.activations import quick_gelu
+    biases = "disable_bias_linear" not in a
+    if "swiglu" in a:
+        activation, gated = F.silu, True
+        fusion = "no_bias_swiglu_fusion" not in a
+    elif "quick_geglu" in a:
+        activation, gated = quick_gelu, True
+        fusion = False
+    else:
+        activation, gated = F.gelu, False
+        fusion = biases and "no_bias_gelu_fusion" not in a
+    normalization = a.get("normalization", "LayerNorm")
+    qk_layernorm = "qk_layernorm" in a
+    qk_l2_norm = "qk_l2_norm" in a
     config = TransformerConfig(
         num_layers=int(a["num_layers"]),
         hidden_size=int(a["hidden_size"]),
         ffn_hidden_size=int(a["ffn_hidden_size"]),
         num_attention_heads=int(a["num_attention_heads"]),
         num_query_groups=int(a["num_query_groups"]),
-        gated_linear_unit=True,
-        activation_func=F.silu,
-        normalization="RMSNorm",
-        add_bias_linear=False,
+        gated_linear_unit=gated,
+        activation_func=activation,
+        normalization=normalization,
+        add_bias_linear=biases,
+        add_qkv_bias=biases or "add_qkv_bias" in a,
+        qk_layernorm=qk_layernorm,
+        qk_l2_norm=qk_l2_norm,
         # Megatron-LM's argument defaults (arguments.py): dropout 0.1 unless
         # given; fp32 softmax only with --attention-softmax-in-fp32.
         hidden_dropout=float(a.get("hidden_dropout", 0.1)),
@@ -239,7 +307,7 @@ def run_job(name, fused, census_mode=False):
         masked_softmax_fusion=False,
         # On by default in Megatron-LM (--no-bias-swiglu-fusion,
         # --no-bias-dropout-fusion turn them off); torch.compile'd here.
-        bias_activation_fusion=fused,
+        bias_activation_fusion=fused and fusion,
         bias_dropout_fusion=fused,
         gradient_accumulation_fusion=False,  # needs Apex
         bf16=bf16,
@@ -249,7 +317,9 @@ def run_job(name, fused, census_mode=False):
     )
     vocab = int(a["vocab_size"])
     spec = get_gpt_layer_local_spec(num_experts=experts, moe_grouped_gemm=False,
-                                    normalization="RMSNorm")
+                                    qk_layernorm=qk_layernorm,
+                                    qk_l2_norm=qk_l2_norm,
+                                    normalization=normalization)
     mtp_spec = None
     if config.mtp_num_layers:
         from megatron.core.models.gpt.gpt_layer_specs import (
@@ -257,7 +327,8 @@ def run_job(name, fused, census_mode=False):
         mtp_spec = get_gpt_mtp_block_spec(config, spec,
                                           use_transformer_engine=False)
     model = GPTModel(config, spec, vocab_size=vocab, max_sequence_length=seq,
-                     position_embedding_type="rope",
+                     position_embedding_type=a.get(
+                         "position_embedding_type", "learned_absolute"),
                      share_embeddings_and_output_weights=False,
                      mtp_block_spec=mtp_spec)
     parameters = sum(p.numel() for p in model.parameters())
