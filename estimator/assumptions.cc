@@ -264,6 +264,11 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                                "embedding)"));
   }
   const bool local = t.attention_kernel() == v1::ATTENTION_KERNEL_LOCAL;
+  if (t.local_layer_spec()) {
+    out.push_back("Megatron's local layer spec (torch norms apart from the "
+                  "linear layers): recomputing \"layernorm\" drops both "
+                  "norms' outputs; a QK-norm's input keeps the QKV output");
+  }
   const bool unfused =
       local || t.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED;
   const bool selective = t.recompute().granularity() ==
@@ -435,6 +440,10 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                       ? "latent norms (--qk-layernorm with MLA): fused into "
                         "the up projections, their inputs stored"
                       : "QK-norm: norms on Q and K, inputs stored");
+  }
+  if (m.qk_l2_norm()) {
+    out.push_back("QK L2 norms (--qk-l2-norm): no weights; K's input, a view "
+                  "of the QKV output, keeps that whole output (measured)");
   }
   if (m.sandwich_norms()) {
     out.push_back("sandwich norms (Gemma 2/3): 4 norms a layer, inputs "

@@ -29,7 +29,10 @@ void FillArchitectureGaps(const v1::ModelConfig& from,
   if (!into.has_mla() && from.has_mla()) *into.mutable_mla() = from.mla();
   if (!into.mtp_num_layers()) into.set_mtp_num_layers(from.mtp_num_layers());
   if (!into.head_dim()) into.set_head_dim(from.head_dim());
-  if (!into.qk_norm()) into.set_qk_norm(from.qk_norm());
+  if (!into.qk_norm() && !into.qk_l2_norm()) {
+    into.set_qk_norm(from.qk_norm());
+    into.set_qk_l2_norm(from.qk_l2_norm());
+  }
 }
 
 // Copies into `into` every dimension it leaves at 0.

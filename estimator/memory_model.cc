@@ -274,8 +274,8 @@ double LayerParameters(const ModelShape& m, const Layout& l,
   // and the MLP [G].
   double replicated = (m.sandwich_norms ? 4 : 2) * NormParameters(m);
   // One norm of size d each for Q and K, shared by heads; MLA's are on its
-  // latents (MlaParameters).
-  if (m.qk_norm && !m.mla) {
+  // latents (MlaParameters); L2Norm has no weights.
+  if (m.qk_norm && !m.qk_l2_norm && !m.mla) {
     replicated += 2 * HeadDim(m) * (m.layernorm ? 2 : 1);
   }
   if (m.linear_bias) {
@@ -381,20 +381,36 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
   // transformer_layer.py) unless the norm is fused into the next linear
   // layer (IdentityOp); TransformerEngine fuses the input norm into QKV
   // and a dense MLP's norm into FC1, never an MoE layer's pre-MLP norm
-  // (router and dispatcher read it): 2sbh less there. The local
-  // implementation also drops the input norm's output; not credited
-  // (an over-estimate), nor under fp8, whose norm outputs are counted
-  // apart below.
-  const bool drops_norm_output = moe && l.recompute_layernorm && !l.fp8;
+  // (router and dispatcher read it): 2sbh less there. [LN] Megatron's
+  // local layer spec fuses none (torch norms, gpt_layer_specs.py
+  // get_gpt_layer_local_submodules): both norms' outputs are dropped, 4sbh
+  // (measured on an H100, session 32). Not credited under fp8, whose norm
+  // outputs are counted apart below.
+  const double norms_dropped =
+      !l.recompute_layernorm || l.fp8 ? 0
+      : l.local_layer_spec            ? 2
+      : moe                           ? 1
+                                      : 0;
   const double hidden_sized = (m.sandwich_norms ? 12 : 8) * e +
                               (l.hidden_dropout > 0 ? 2 : 0) -
-                              (drops_norm_output ? 2 * e : 0);
+                              norms_dropped * 2 * e;
   double width = m.mla ? 0
                        : 2 * QueryWidth(m) + 2 * QueryWidth(m) +
                              4 * KeyValueWidth(m);
-  // QK-norm stores the inputs of its two norms: Q and K once more.
-  // (MLA's latent norms: MlaActivations.)
-  if (m.qk_norm && !m.mla) width += 2 * QueryWidth(m) + 2 * KeyValueWidth(m);
+  // [QN] QK-norm stores the inputs of its two norms: Q and K once more
+  // (Q is a copy: attention.py get_query_key_value_tensors reshapes the
+  // query's split view; TransformerEngine's norm copies K's view into a
+  // contiguous input). torch's norms (the local layer spec) and Megatron's
+  // L2Norm (torch_norm.py, under either spec) save K as the view the split
+  // made, which keeps the whole QKV output alive: Q + 2K in place of K.
+  // Measured on an H100 (session 33): 40 MiB a layer for 16 MiB of Q and
+  // 4 MiB of K. (MLA's latent norms: MlaActivations.)
+  if (m.qk_norm && !m.mla) {
+    const bool keeps_qkv_output = m.qk_l2_norm || l.local_layer_spec;
+    width += 2 * QueryWidth(m) +
+             (keeps_qkv_output ? 2 * QueryWidth(m) + 4 * KeyValueWidth(m)
+                               : 2 * KeyValueWidth(m));
+  }
   double bytes = e * sb * width / l.tensor;
   // Selective recomputation of "mlp" keeps only the MLP's input [MT].
   if (!moe && !l.recompute_mlp) {
@@ -772,7 +788,8 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
   m.layernorm = model.normalization() == v1::NORMALIZATION_LAYERNORM;
   m.linear_bias = model.linear_bias();
   m.qkv_bias = model.qkv_bias();
-  m.qk_norm = model.qk_norm();
+  m.qk_norm = model.qk_norm() || model.qk_l2_norm();
+  m.qk_l2_norm = model.qk_l2_norm();
   m.sandwich_norms = model.sandwich_norms();
   m.logit_softcapping = model.final_logit_softcapping() > 0;
   m.attention_softcapping = model.attention_logit_softcapping() > 0;
@@ -903,6 +920,7 @@ Layout LayoutOf(const v1::Job& job) {
   l.hidden_dropout = train.hidden_dropout();
   l.attention_dropout = train.attention_dropout();
   l.local_attention = train.attention_kernel() == v1::ATTENTION_KERNEL_LOCAL;
+  l.local_layer_spec = train.local_layer_spec();
   l.unfused_attention =
       l.local_attention ||
       train.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED;

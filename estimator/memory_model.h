@@ -39,6 +39,7 @@ struct ModelShape {
   bool linear_bias = false;      // biases on every linear layer
   bool qkv_bias = false;         // a bias on the QKV projection only
   bool qk_norm = false;          // norms on Q and K over the head dim
+  bool qk_l2_norm = false;       // those norms are L2Norm: no weights [QN]
   bool sandwich_norms = false;   // Gemma 2/3: 4 norms a layer, not 2
   bool logit_softcapping = false;  // Gemma 2: tanh of the logits stored
   // Gemma 2: tanh of the attention scores stored, in Megatron-Bridge's own
@@ -117,6 +118,9 @@ struct Layout {
   // softmax keeps an fp32 output only with softmax_in_fp32
   // (TrainingConfig.attention_softmax_in_fp32; memory_model.cc [UA]).
   bool local_attention = false;
+  // Megatron's local layer spec (TrainingConfig.local_layer_spec): torch's
+  // norms, apart from the linear layers (memory_model.cc [QN], [LN]).
+  bool local_layer_spec = false;
   bool softmax_in_fp32 = false;
   // TransformerEngine's unfused attention without its fused softmax
   // (TrainingConfig.te_masked_softmax_fusion_disabled): the fp32 output

@@ -668,6 +668,43 @@ TEST(MemoryTermsTest, QkNormAddsItsWeightsAndInputs) {
                        kEmbeddingBf16 + kHeadBf16);
 }
 
+// [QN] Megatron's L2Norm (no weights) and torch's norms of the local
+// layer spec save K as the view the QKV split made, which keeps the whole
+// QKV output alive: Q copy (2 x a*d) + QKV output (2 x (a + 2k)d) in place
+// of Q and K (as measured on an H100, session 33).
+TEST(MemoryTermsTest, QkL2NormAndLocalQkNormKeepTheQkvOutput) {
+  const double pinned =
+      2 * (kLayerBf16 + 1024.0 * (4 * 1024 + 4 * 1024)) + kEmbeddingBf16 +
+      kHeadBf16;
+  ModelShape l2 = Small();
+  l2.qk_norm = true;
+  l2.qk_l2_norm = true;
+  EXPECT_DOUBLE_EQ(TotalParameters(l2), kModelParams);
+  EXPECT_DOUBLE_EQ(Activations(l2, OneGpu()), pinned);
+  ModelShape learned = Small();
+  learned.qk_norm = true;
+  Layout local = OneGpu();
+  local.local_layer_spec = true;
+  EXPECT_DOUBLE_EQ(TotalParameters(learned), kModelParams + 2 * 2 * 128);
+  EXPECT_DOUBLE_EQ(Activations(learned, local), pinned);
+  // Without QK-norm the local spec changes nothing here.
+  EXPECT_DOUBLE_EQ(Activations(Small(), local), Activations(Small(), OneGpu()));
+}
+
+// [LN] Recomputing "layernorm" under the local layer spec drops both
+// norms' outputs of a dense layer (2 x 2sbh), which TransformerEngine's
+// spec fuses into the next linear layer (nothing to drop); measured on an
+// H100 (session 32).
+TEST(MemoryTermsTest, LocalSpecRecomputedNormsDropTheirOutputs) {
+  Layout te = OneGpu();
+  te.recompute = RecomputeKind::kSelective;
+  te.recompute_layernorm = true;
+  Layout local = te;
+  local.local_layer_spec = true;
+  EXPECT_DOUBLE_EQ(Activations(Small(), te) - Activations(Small(), local),
+                   2 * 4 * kSbh);
+}
+
 // GPT's MLP [K]: 2h*h_ffn parameters; input 2sbh (among the 12), GeLU
 // input and output 2sb*h_ffn each: 4h_ffn/h. LayerNorm adds a bias to each
 // norm; biases on every linear layer; a learned position embedding of

@@ -286,6 +286,17 @@ absl::Status ValidateExperts(const v1::Job& job) {
                      "biases");
     }
   }
+  // Megatron's spec takes L2Norm over the learned norms when both are
+  // asked for (gpt_layer_specs.py), and has none with MLA (it asserts).
+  if (m.qk_l2_norm() && m.qk_norm()) {
+    return Invalid("model.qk_l2_norm",
+                   "replaces model.qk_norm's learned norms: set one",
+                   "both set");
+  }
+  if (m.qk_l2_norm() && m.has_mla()) {
+    return Invalid("model.qk_l2_norm",
+                   "has no multi-latent-attention form in Megatron", "mla set");
+  }
   if (m.mtp_num_layers() > 16) {
     return Invalid("model.mtp_num_layers", "must be at most 16",
                    absl::StrCat(m.mtp_num_layers()));
@@ -729,6 +740,14 @@ absl::Status ValidateMicrobatchGroup(const v1::Job& job) {
 absl::Status ValidateTraining(const v1::Job& job) {
   const v1::TrainingConfig& tr = job.training();
   const v1::ParallelConfig& par = job.parallel();
+  if (tr.local_layer_spec() &&
+      tr.attention_kernel() != v1::ATTENTION_KERNEL_LOCAL) {
+    // get_gpt_layer_local_submodules: DotProductAttention, always.
+    return Invalid("training.local_layer_spec",
+                   "needs training.attention_kernel ATTENTION_KERNEL_LOCAL "
+                   "(the local spec's core attention is Megatron's own)",
+                   v1::AttentionKernel_Name(tr.attention_kernel()));
+  }
   MEMGATE_RETURN_IF_ERROR(
       RequirePositive("training.micro_batch_size", tr.micro_batch_size()));
   MEMGATE_RETURN_IF_ERROR(

@@ -522,6 +522,23 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_training()->set_precision(
                    static_cast<v1::Precision>(77));
              }, "training.precision"},
+        Rule{"QkL2NormBesideLearnedNorms", [](v1::Job& j) {
+               j.mutable_model()->set_qk_norm(true);
+               j.mutable_model()->set_qk_l2_norm(true);
+             }, "model.qk_l2_norm"},
+        Rule{"QkL2NormWithLatentAttention", [](v1::Job& j) {
+               j.mutable_model()->set_qk_l2_norm(true);
+               v1::MlaConfig& mla = *j.mutable_model()->mutable_mla();
+               mla.set_kv_lora_rank(512);
+               mla.set_qk_head_dim(128);
+               mla.set_qk_pos_emb_head_dim(64);
+               mla.set_v_head_dim(128);
+             }, "model.qk_l2_norm"},
+        Rule{"LocalLayerSpecWithAnotherAttention", [](v1::Job& j) {
+               j.mutable_training()->set_local_layer_spec(true);
+               j.mutable_training()->set_attention_kernel(
+                   v1::ATTENTION_KERNEL_FLASH);
+             }, "training.local_layer_spec"},
         Rule{"AbsurdPipeline", [](v1::Job& j) {
                j.mutable_parallel()->set_pipeline_parallel(1u << 31);
                j.mutable_parallel()->set_tensor_parallel(1);

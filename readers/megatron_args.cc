@@ -238,7 +238,9 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
   m.set_qkv_bias(args.Has("add-qkv-bias"));
   // L2 norms store the same inputs as layer norms (megatron/core/
   // transformer/attention.py picks L2Norm or TENorm for q/k_layernorm).
-  m.set_qk_norm(args.Has("qk-layernorm") || args.Has("qk-l2-norm"));
+  // Megatron's spec takes L2Norm where both are given (gpt_layer_specs.py).
+  m.set_qk_l2_norm(args.Has("qk-l2-norm"));
+  m.set_qk_norm(args.Has("qk-layernorm") && !args.Has("qk-l2-norm"));
   std::string position = args.Text("position-embedding-type");
   if (position.empty()) {
     if (args.Has("use-rotary-position-embeddings")) {
@@ -1098,6 +1100,7 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
   }
   // auto where the launch alone does not decide it stays unset: the job's
   // GPU may (job_resolver.cc, attention_backend.h).
+  t.set_local_layer_spec(impl == "local");
   t.set_attention_kernel(local_attention ? v1::ATTENTION_KERNEL_LOCAL
                          : unfused       ? v1::ATTENTION_KERNEL_UNFUSED
                          : backend == "auto" ? v1::ATTENTION_KERNEL_UNSPECIFIED

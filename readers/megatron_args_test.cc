@@ -549,6 +549,16 @@ TEST(MegatronArgsTest, Fp32RunsTransformerEnginesUnfusedAttention) {
   EXPECT_EQ(*kernel("--attention-backend unfused"),
             v1::ATTENTION_KERNEL_UNFUSED);
   EXPECT_EQ(*kernel("--transformer-impl local"), v1::ATTENTION_KERNEL_LOCAL);
+  // The local layer spec (torch norms) only with --transformer-impl local;
+  // TE's layers around Megatron's local attention keep TE's norms.
+  auto local_spec = [&](const std::string& extra) {
+    absl::StatusOr<MegatronLaunch> l =
+        ParseMegatronLaunch(Words(fp32 + extra), nullptr);
+    return l.ok() && l->job.training().local_layer_spec();
+  };
+  EXPECT_TRUE(local_spec("--transformer-impl local"));
+  EXPECT_FALSE(local_spec("--attention-backend local"));
+  EXPECT_FALSE(local_spec(""));
   EXPECT_EQ(*kernel("--attention-softmax-in-fp32"),
             v1::ATTENTION_KERNEL_UNFUSED);
   EXPECT_EQ(*kernel("--apply-query-key-layer-scaling"),
@@ -3086,16 +3096,24 @@ TEST(MegatronArgsTest, Fp8ActivationInputStoreIsNotALaunchArgument) {
 }
 
 // Arguments Megatron generates from TransformerConfig's fields
-// (argument_utils.py ArgumentGroupFactory) are read too: --qk-l2-norm
-// stores Q and K's norm inputs as --qk-layernorm does (counted the same),
-// and new layer kinds (gated attention output, hyper-connections,
-// experimental attention variants) are refused by name
+// (argument_utils.py ArgumentGroupFactory) are read too: --qk-l2-norm is
+// Megatron's L2Norm on Q and K, whose K input keeps the whole QKV output
+// (memory_model.cc [QN]: more than --qk-layernorm's TE norms keep; it wins
+// where both are given, as in Megatron's spec), and new layer kinds (gated
+// attention output, hyper-connections, experimental attention variants)
+// are refused by name
 // (MegatronArgumentsTest.EveryRefusedArgumentIsRefusedByName).
 TEST(MegatronArgsTest, GeneratedTransformerConfigArgumentsAreRead) {
   const v1::Job l2 = LlamaLaunchJob("--qk-l2-norm");
-  EXPECT_TRUE(l2.model().qk_norm());
-  EXPECT_EQ(PeakOf(l2), PeakOf(LlamaLaunchJob("--qk-layernorm")));
-  EXPECT_GT(PeakOf(l2), PeakOf(LlamaLaunchJob("")));
+  EXPECT_TRUE(l2.model().qk_l2_norm());
+  EXPECT_FALSE(l2.model().qk_norm());
+  EXPECT_GT(PeakOf(l2), PeakOf(LlamaLaunchJob("--qk-layernorm")));
+  EXPECT_GT(PeakOf(LlamaLaunchJob("--qk-layernorm")),
+            PeakOf(LlamaLaunchJob("")));
+  const v1::Job both = LlamaLaunchJob("--qk-layernorm --qk-l2-norm");
+  EXPECT_TRUE(both.model().qk_l2_norm());
+  EXPECT_FALSE(both.model().qk_norm());
+  EXPECT_EQ(PeakOf(both), PeakOf(l2));
   for (const char* flag :
        {"--attention-output-gate", "--enable-mhc-connections",
         "--experimental-attention-variant gdn"}) {

@@ -360,7 +360,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "as --qk-clip: TE returns the largest attention logit"},
       {"transformer-impl", true, M, "transformer_engine",
        "local: Megatron's own unfused core attention (its softmax kernel up "
-       "to s = 4096, then bf16 unless --attention-softmax-in-fp32)"},
+       "to s = 4096, then bf16 unless --attention-softmax-in-fp32) and "
+       "torch's norms apart from the linear layers: recomputing layernorm "
+       "drops both norms' outputs, and a QK-norm's K input keeps the whole "
+       "QKV output (measured)"},
       {"deterministic-mode", false, M, "off",
        "TransformerEngine's deterministic attention (Megatron requires "
        "NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 with it): cuDNN's fused attention "
@@ -553,9 +556,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "--multi-latent-attention the latent norms (fused into the up "
        "projections)"},
       {"qk-l2-norm", false, M, "off",
-       "L2 norms on Q and K (attention.py L2Norm): their inputs stored, "
-       "counted as --qk-layernorm (whose 2d weights it lacks: over by "
-       "those)"},
+       "L2 norms on Q and K (torch_norm.py L2Norm; taken over "
+       "--qk-layernorm where both are given, as Megatron's spec does): no "
+       "weights; the Q copy and, through K's input (a view of the QKV "
+       "output), the whole QKV output stored (measured)"},
       {"encoder-num-layers", true, R, "", "encoder-decoder: not modelled"},
       // Arguments of the releases memgate reads (core 0.12 on) that the
       // reviewed revision no longer has (megatron_arguments_removed.inc).

@@ -114,6 +114,7 @@ std::optional<std::string> MegatronModelArguments(
   if (!m.linear_bias()) out += " --disable-bias-linear";
   if (m.qkv_bias() && !m.linear_bias()) out += " --add-qkv-bias";
   if (m.qk_norm()) out += " --qk-layernorm";
+  if (m.qk_l2_norm()) out += " --qk-l2-norm";
   if (m.position_embedding() == v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE) {
     out += " --position-embedding-type learned_absolute";
     if (m.max_position_embeddings() != 0) {
