@@ -134,6 +134,23 @@ JOBS.update({
     "moe_shared_jitter": (f"{_DENSE} {MOE} --moe-token-dispatcher-type "
                           "alltoall --moe-shared-expert-intermediate-size "
                           "2048 --moe-input-jitter-eps 0.01"),
+    # Tied embeddings, fp16, Megatron's own fused cross entropy, full
+    # recomputation by blocks; and the MoE router's settings real runs use
+    # (an auxiliary loss, z-loss, an fp32 router, capacity padding).
+    "dense_tied": _without(_DENSE, "--untie-embeddings-and-output-weights"),
+    "dense_fp16": _DENSE.replace("--bf16", "--fp16"),
+    "dense_ce_fusion": (f"{_DENSE} --cross-entropy-loss-fusion "
+                        "--cross-entropy-fusion-impl native"),
+    "dense_full_block": (f"{_DENSE} --recompute-granularity full "
+                         "--recompute-method block --recompute-num-layers 4"),
+    "moe_aux_z_loss": (f"{_DENSE} {MOE} --moe-token-dispatcher-type "
+                       "alltoall --moe-z-loss-coeff 0.001").replace(
+                           "--moe-aux-loss-coeff 0", "--moe-aux-loss-coeff 0.01"),
+    "moe_router_fp32": (f"{_DENSE} {MOE} --moe-token-dispatcher-type "
+                        "alltoall --moe-router-dtype fp32"),
+    "moe_capacity": (f"{_DENSE} {MOE} --moe-token-dispatcher-type alltoall "
+                     "--moe-expert-capacity-factor 1.0 "
+                     "--moe-pad-expert-input-to-capacity"),
     "dense_defaults": _without(f"{BASE} {BF16}", "--swiglu",
                                "--normalization RMSNorm",
                                "--position-embedding-type rope",
@@ -237,7 +254,9 @@ def run_job(name, fused, census_mode=False):
 
     a = parse(JOBS[name])
     bf16 = "bf16" in a
-    dtype = torch.bfloat16 if bf16 else torch.float32
+    fp16 = "fp16" in a
+    dtype = (torch.bfloat16 if bf16 else
+             torch.float16 if fp16 else torch.float32)
     seq = int(a["seq_length"])
     mbs = int(a["micro_batch_size"])
     experts = int(a.get("num_experts", 0)) or None
@@ -261,6 +280,15 @@ def run_job(name, fused, census_mode=False):
             kw.update(recompute_modules=a["recompute_modules"].split())
     if "mtp_num_layers" in a:
         kw.update(mtp_num_layers=int(a["mtp_num_layers"]))
+    for key, cast in (("moe_z_loss_coeff", float), ("moe_router_dtype", str),
+                      ("moe_expert_capacity_factor", float),
+                      ("cross_entropy_fusion_impl", str)):
+        if key in a:
+            kw[key] = cast(a[key])
+    for switch in ("moe_pad_expert_input_to_capacity",
+                   "cross_entropy_loss_fusion"):
+        if switch in a:
+            kw[switch] = True
     if "moe_input_jitter_eps" in a:
         kw.update(moe_input_jitter_eps=float(a["moe_input_jitter_eps"]))
     if "moe_shared_expert_intermediate_size" in a:
@@ -311,6 +339,7 @@ def run_job(name, fused, census_mode=False):
         bias_dropout_fusion=fused,
         gradient_accumulation_fusion=False,  # needs Apex
         bf16=bf16,
+        fp16=fp16,
         params_dtype=dtype,
         pipeline_dtype=dtype,
         **kw,
@@ -329,11 +358,12 @@ def run_job(name, fused, census_mode=False):
     model = GPTModel(config, spec, vocab_size=vocab, max_sequence_length=seq,
                      position_embedding_type=a.get(
                          "position_embedding_type", "learned_absolute"),
-                     share_embeddings_and_output_weights=False,
+                     share_embeddings_and_output_weights=(
+                         "untie_embeddings_and_output_weights" not in a),
                      mtp_block_spec=mtp_spec)
     parameters = sum(p.numel() for p in model.parameters())
     model.cuda()
-    if bf16:
+    if bf16 or fp16:
         # As megatron/training/training.py get_model does: without it the
         # torch norms keep fp32 weights and store fp32 activations.
         from megatron.core.transformer.module import Float16Module
@@ -342,14 +372,14 @@ def run_job(name, fused, census_mode=False):
     dist_opt = "use_distributed_optimizer" in a
     model = DistributedDataParallel(
         config,
-        DistributedDataParallelConfig(grad_reduce_in_fp32=True,
+        DistributedDataParallelConfig(grad_reduce_in_fp32=not fp16,
                                       overlap_grad_reduce=False,
                                       use_distributed_optimizer=dist_opt),
         model)
     with_grad_buffer = torch.cuda.memory_allocated()
     optimizer = get_megatron_optimizer(
         OptimizerConfig(optimizer="adam", lr=1e-4, weight_decay=0.01,
-                        bf16=bf16, params_dtype=dtype,
+                        bf16=bf16, fp16=fp16, params_dtype=dtype,
                         use_distributed_optimizer=dist_opt),
         [model])
     with_master = torch.cuda.memory_allocated()
