@@ -465,28 +465,25 @@ TEST(MoeTermsTest, SharedExpertGateKeepsTheSharedOutput) {
 // the noise alone again when the shared experts are recomputed; nothing
 // under the moe checkpoint.
 TEST(MoeTermsTest, InputJitterKeepsTheNoiseAndTheJitteredInput) {
+  // The activation bytes jitter adds to `shape` under `layout`.
+  auto jitter_adds = [](ModelShape shape, const Layout& layout) {
+    shape.input_jitter = false;
+    const double plain = StageMemoryOf(shape, layout, 0, 2).activation_bytes;
+    shape.input_jitter = true;
+    return StageMemoryOf(shape, layout, 0, 2).activation_bytes - plain;
+  };
   ModelShape m = SmallMoe();
   ASSERT_EQ(m.shared_ffn, 0);
-  Layout l = EightGpus(1, 1, 1);
-  const double plain = StageMemoryOf(m, l, 0, 2).activation_bytes;
-  m.input_jitter = true;
-  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes,
-                   plain + 2 * 2 * kSbh);
+  const Layout l = EightGpus(1, 1, 1);
+  EXPECT_DOUBLE_EQ(jitter_adds(m, l), 2 * 2 * kSbh);
   ModelShape shared = SmallMoe();
   shared.shared_ffn = 512;
-  const double shared_plain = StageMemoryOf(shared, l, 0, 2).activation_bytes;
-  shared.input_jitter = true;
-  EXPECT_DOUBLE_EQ(StageMemoryOf(shared, l, 0, 2).activation_bytes,
-                   shared_plain + 2 * 4 * kSbh);
+  EXPECT_DOUBLE_EQ(jitter_adds(shared, l), 2 * 4 * kSbh);
   Layout recomputed = l;
   recomputed.recompute = RecomputeKind::kSelective;
   recomputed.recompute_shared_experts = true;
-  shared.input_jitter = false;
-  const double recomputed_plain =
-      StageMemoryOf(shared, recomputed, 0, 2).activation_bytes;
-  shared.input_jitter = true;
-  EXPECT_DOUBLE_EQ(StageMemoryOf(shared, recomputed, 0, 2).activation_bytes,
-                   recomputed_plain + 2 * 2 * kSbh);
+  EXPECT_DOUBLE_EQ(jitter_adds(shared, recomputed), 2 * 2 * kSbh);
+  m.input_jitter = true;
   Layout moe = l;
   moe.recompute = RecomputeKind::kSelective;
   moe.recompute_moe = true;
