@@ -404,7 +404,10 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
   // L2Norm (torch_norm.py, under either spec) save K as the view the split
   // made, which keeps the whole QKV output alive: Q + 2K in place of K.
   // Measured on an H100 (session 33): 40 MiB a layer for 16 MiB of Q and
-  // 4 MiB of K. (MLA's latent norms: MlaActivations.)
+  // 4 MiB of K. (With one query group a rank the query's reshape is a view
+  // and needs no copy: an upper bound there. Validation keeps the groups a
+  // multiple of TP, so the QKV output is never the all-gathered one.)
+  // (MLA's latent norms: MlaActivations.)
   if (m.qk_norm && !m.mla) {
     const bool keeps_qkv_output = m.qk_l2_norm || l.local_layer_spec;
     width += 2 * QueryWidth(m) +

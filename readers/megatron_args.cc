@@ -236,9 +236,9 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
          "layer");
   }
   m.set_qkv_bias(args.Has("add-qkv-bias"));
-  // L2 norms store the same inputs as layer norms (megatron/core/
-  // transformer/attention.py picks L2Norm or TENorm for q/k_layernorm).
-  // Megatron's spec takes L2Norm where both are given (gpt_layer_specs.py).
+  // --qk-l2-norm is Megatron's own L2Norm on Q and K, which keeps more
+  // than the learned norms (memory_model.cc [QN]); its spec takes L2Norm
+  // where both are given (gpt_layer_specs.py).
   m.set_qk_l2_norm(args.Has("qk-l2-norm"));
   m.set_qk_norm(args.Has("qk-layernorm") && !args.Has("qk-l2-norm"));
   std::string position = args.Text("position-embedding-type");
