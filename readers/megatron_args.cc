@@ -1100,6 +1100,19 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
   }
   // auto where the launch alone does not decide it stays unset: the job's
   // GPU may (job_resolver.cc, attention_backend.h).
+  // The native fused loss (fused_cross_entropy.py calculate_gradients,
+  // compiled, cannot update the saved fp32 softmax in place): a new fp32
+  // gradient of the logits at the loss's backward, measured on an H100
+  // (bench/RESULTS.md, session 33). A transient: said, not counted.
+  if (args.Has("cross-entropy-loss-fusion") &&
+      args.Text("cross-entropy-fusion-impl") != "te") {
+    launch.notes.push_back(
+        "--cross-entropy-loss-fusion: Megatron's native fused loss makes a "
+        "new fp32 gradient of the logits in backward, s x b x v / t x 4 B "
+        "beside the saved softmax: a transient left to the 20% headroom "
+        "(measured on an H100: the step's peak 1.15x the estimate, 1.07x "
+        "with the unfused loss)");
+  }
   t.set_local_layer_spec(impl == "local");
   t.set_attention_kernel(local_attention ? v1::ATTENTION_KERNEL_LOCAL
                          : unfused       ? v1::ATTENTION_KERNEL_UNFUSED

@@ -3095,6 +3095,29 @@ TEST(MegatronArgsTest, Fp8ActivationInputStoreIsNotALaunchArgument) {
   EXPECT_DOUBLE_EQ(PeakOf(launch) - PeakOf(stored), saved);
 }
 
+// Megatron's native fused cross entropy stores what the unfused loss does
+// (counted the same), and its backward's new fp32 gradient of the logits,
+// a transient, is said in a note; TransformerEngine's loss makes none.
+TEST(MegatronArgsTest, FusedCrossEntropyIsSaidNotCounted) {
+  EXPECT_EQ(PeakOf(LlamaLaunchJob("--cross-entropy-loss-fusion")),
+            PeakOf(LlamaLaunchJob("")));
+  for (const auto& [extra, said] : std::vector<std::pair<std::string, bool>>{
+           {"--cross-entropy-loss-fusion", true},
+           {"--cross-entropy-loss-fusion --cross-entropy-fusion-impl native",
+            true},
+           {"--cross-entropy-loss-fusion --cross-entropy-fusion-impl te",
+            false},
+           {"--cross-entropy-fusion-impl native", false},
+       }) {
+    absl::StatusOr<MegatronLaunch> l = ReadLlamaLaunch(extra, "");
+    ASSERT_TRUE(l.ok()) << extra << ": " << l.status();
+    EXPECT_EQ(AllNotes(*l).find("new fp32 gradient of the logits") !=
+                  std::string::npos,
+              said)
+        << extra;
+  }
+}
+
 // Arguments Megatron generates from TransformerConfig's fields
 // (argument_utils.py ArgumentGroupFactory) are read too: --qk-l2-norm is
 // Megatron's L2Norm on Q and K, whose K input keeps the whole QKV output
