@@ -304,21 +304,52 @@ bool IsLauncherSwitch(absl::string_view word) {
   return false;
 }
 
+// Programs that run the script rather than being it: launchers, Python
+// and the wrappers batch scripts put before them.
+bool IsLauncherProgram(absl::string_view word) {
+  const absl::string_view base = word.substr(word.rfind('/') + 1);
+  if (absl::StartsWith(base, "python")) return true;  // python3, python3.11
+  for (absl::string_view p :
+       {"torchrun", "srun", "mpirun", "mpiexec", "accelerate", "numactl",
+        "taskset", "time", "env", "nohup", "stdbuf", "exec", "nsys", "uv",
+        "apptainer", "singularity"}) {
+    if (base == p) return true;
+  }
+  return false;
+}
+
+// NAME=value: an environment assignment, not a positional word.
+bool IsAssignment(absl::string_view word) {
+  const size_t eq = word.find('=');
+  if (eq == 0 || eq == absl::string_view::npos) return false;
+  for (char c : word.substr(0, eq)) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_') {
+      return false;
+    }
+  }
+  return true;
+}
+
 // In a command that names no .py, the words before its first Megatron
-// argument are the launcher's; the last of them that the shell expands
-// and that no launcher option takes as its value (`torchrun
-// --nproc-per-node $GPUS $SCRIPT --num-layers ...`) names the script; ""
-// when none does.
-std::string ScriptExpansion(const std::vector<std::string>& argv,
-                            size_t begin, size_t arguments_begin) {
+// argument are the launcher's; the last of them that is positional (no
+// option, no option's value, no assignment, no launcher program) names
+// the script: `torchrun --nproc-per-node $GPUS $SCRIPT --num-layers ...`,
+// `torchrun pretrain_mamba --num-layers ...`, `bash train.sh
+// --num-layers ...`. "" when none does.
+std::string ScriptWord(const std::vector<std::string>& argv, size_t begin,
+                       size_t arguments_begin) {
   std::string script;
   for (size_t i = begin; i < arguments_begin; ++i) {
-    if (!ExpandsAtRunTime(argv[i])) continue;
+    const std::string& word = argv[i];
+    if (absl::StartsWith(word, "-") || IsAssignment(word) ||
+        IsLauncherProgram(word)) {
+      continue;
+    }
     const bool option_value =
         i > begin && absl::StartsWith(argv[i - 1], "-") &&
         argv[i - 1].find('=') == std::string::npos &&
         !IsLauncherSwitch(argv[i - 1]);
-    if (!option_value) script = argv[i];
+    if (!option_value) script = word;
   }
   return script;
 }
@@ -351,7 +382,7 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
         break;
       }
     }
-    script_ = ScriptExpansion(argv, command.begin, arguments_begin);
+    script_ = ScriptWord(argv, command.begin, arguments_begin);
   }
   // What a hidden word is reported after: the script, or the first of
   // the arguments.

@@ -1792,8 +1792,14 @@ absl::Status RefuseUnmodelled(const Arguments& args) {
 // script of a site's own is read as building the same GPT model, said in
 // a note (and refused under --refuse-unreviewed: it may build anything).
 absl::Status CheckScript(const Arguments& args, MegatronLaunch& launch) {
-  const std::string& script = args.script();
-  if (script.empty()) return absl::OkStatus();
+  if (args.script().empty()) return absl::OkStatus();
+  // A file named without its extension (`torchrun pretrain_mamba ...`) is
+  // the entry point of that name.
+  std::string script = args.script();
+  if (!ExpandsAtRunTime(script) &&
+      script.find('.', script.rfind('/') + 1) == std::string::npos) {
+    script += ".py";
+  }
   const absl::string_view base =
       absl::string_view(script).substr(script.rfind('/') + 1);
   if (base == "pretrain_gpt.py") return absl::OkStatus();
@@ -1836,7 +1842,7 @@ absl::Status CheckScript(const Arguments& args, MegatronLaunch& launch) {
     }
   }
   // A path is the user's: a line's worth of it is kept.
-  launch.unreviewed_script = Clipped(script, kQuotedPathBytes);
+  launch.unreviewed_script = Clipped(args.script(), kQuotedPathBytes);
   if (ExpandsAtRunTime(script)) {
     // `torchrun $SCRIPT --num-layers ...`: which script is unknown until
     // the command runs; one of the entry points above would be refused.

@@ -1366,6 +1366,57 @@ TEST(MegatronArgsTest, AScriptTheShellNamesIsReadAsOne) {
   EXPECT_TRUE(values->unreviewed_script.empty()) << values->unreviewed_script;
 }
 
+// A literal script without .py was not looked at: `torchrun pretrain_mamba
+// --num-layers ...` was read as the GPT model, and a wrapper (`bash
+// train.sh ...`, which may add arguments) went unsaid. The launcher's last
+// positional word is the script, literal or not: Megatron's other entry
+// points are refused by name (with or without .py), anything else is a
+// site's own script (noted; refused under --refuse-unreviewed); launcher
+// programs, options, their values and assignments are not scripts.
+TEST(MegatronArgsTest, ALiteralScriptWithoutPyIsReadAsOne) {
+  const std::string args = std::string(kLlama31_8B).substr(
+      std::string(kLlama31_8B).find("pretrain_gpt.py") +
+      std::string("pretrain_gpt.py").size());
+  auto read = [&](const std::string& launcher) {
+    return ParseMegatronLaunch(Words(launcher + args), nullptr);
+  };
+  for (const std::string launcher :
+       {"torchrun --nproc-per-node 8 pretrain_mamba",
+        "srun python -u /opt/megatron/pretrain_mamba"}) {
+    const absl::StatusOr<MegatronLaunch> mamba = read(launcher);
+    ASSERT_FALSE(mamba.ok()) << launcher;
+    EXPECT_NE(mamba.status().message().find(
+                  "pretrain_mamba.py: Megatron-LM's entry point"),
+              std::string::npos)
+        << mamba.status();
+  }
+  for (const auto& [launcher, script] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"bash train.sh", "train.sh"},
+           {"CUDA_DEVICE_MAX_CONNECTIONS=1 srun python -u train", "train"},
+           {"torchrun --standalone --nproc-per-node 8 ./run_megatron",
+            "./run_megatron"},
+       }) {
+    const absl::StatusOr<MegatronLaunch> own = read(launcher);
+    ASSERT_TRUE(own.ok()) << launcher << ": " << own.status();
+    EXPECT_EQ(own->unreviewed_script, script) << launcher;
+    EXPECT_NE(AllNotes(*own).find(" is not Megatron-LM's pretrain_gpt.py"),
+              std::string::npos)
+        << AllNotes(*own);
+    EXPECT_FALSE(RefuseUnreviewedArguments(*own).ok()) << launcher;
+    EXPECT_EQ(own->job.model().num_layers(), 32u);
+  }
+  for (const std::string launcher :
+       {"torchrun --standalone pretrain_gpt", "torchrun --nproc-per-node 8",
+        "python -m torch.distributed.run --nproc-per-node 8",
+        "NCCL_DEBUG=INFO torchrun --rdzv-endpoint host:29500"}) {
+    const absl::StatusOr<MegatronLaunch> gpt = read(launcher);
+    ASSERT_TRUE(gpt.ok()) << launcher << ": " << gpt.status();
+    EXPECT_TRUE(gpt->unreviewed_script.empty())
+        << launcher << ": " << gpt->unreviewed_script;
+  }
+}
+
 // Megatron's --softmax-type (attention sinks): TransformerEngine runs an
 // off-by-one or learnable softmax in cuDNN's fused attention or its
 // unfused one, never FlashAttention, and with CP only fused over an
