@@ -345,6 +345,13 @@ std::string ScriptWord(const std::vector<std::string>& argv, size_t begin,
         IsLauncherProgram(word)) {
       continue;
     }
+    // python's -m names a module to run: torch's launcher (whose own
+    // positional word follows), or the script itself (torchrun's -m is a
+    // switch before it).
+    if (i > begin && argv[i - 1] == "-m") {
+      if (!absl::StartsWith(word, "torch.distributed.")) script = word;
+      continue;
+    }
     const bool option_value =
         i > begin && absl::StartsWith(argv[i - 1], "-") &&
         argv[i - 1].find('=') == std::string::npos &&

@@ -1372,7 +1372,8 @@ TEST(MegatronArgsTest, AScriptTheShellNamesIsReadAsOne) {
 // positional word is the script, literal or not: Megatron's other entry
 // points are refused by name (with or without .py), anything else is a
 // site's own script (noted; refused under --refuse-unreviewed); launcher
-// programs, options, their values and assignments are not scripts.
+// programs, options, their values and assignments are not scripts; a
+// module run with -m is (torch.distributed's launcher is not).
 TEST(MegatronArgsTest, ALiteralScriptWithoutPyIsReadAsOne) {
   const std::string args = std::string(kLlama31_8B).substr(
       std::string(kLlama31_8B).find("pretrain_gpt.py") +
@@ -1382,7 +1383,8 @@ TEST(MegatronArgsTest, ALiteralScriptWithoutPyIsReadAsOne) {
   };
   for (const std::string launcher :
        {"torchrun --nproc-per-node 8 pretrain_mamba",
-        "srun python -u /opt/megatron/pretrain_mamba"}) {
+        "srun python -u /opt/megatron/pretrain_mamba",
+        "python -m pretrain_mamba"}) {
     const absl::StatusOr<MegatronLaunch> mamba = read(launcher);
     ASSERT_FALSE(mamba.ok()) << launcher;
     EXPECT_NE(mamba.status().message().find(
@@ -1396,6 +1398,10 @@ TEST(MegatronArgsTest, ALiteralScriptWithoutPyIsReadAsOne) {
            {"CUDA_DEVICE_MAX_CONNECTIONS=1 srun python -u train", "train"},
            {"torchrun --standalone --nproc-per-node 8 ./run_megatron",
             "./run_megatron"},
+           {"torchrun --nproc-per-node 8 -m site.train", "site.train"},
+           {"python -m torch.distributed.run --nproc-per-node 8 -m "
+            "site.train",
+            "site.train"},
        }) {
     const absl::StatusOr<MegatronLaunch> own = read(launcher);
     ASSERT_TRUE(own.ok()) << launcher << ": " << own.status();
