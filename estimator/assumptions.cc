@@ -264,6 +264,12 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                                "embedding)"));
   }
   const bool local = t.attention_kernel() == v1::ATTENTION_KERNEL_LOCAL;
+  if (t.jit_fuser_disabled() &&
+      m.mlp_activation() == v1::MLP_ACTIVATION_QUICK_GEGLU) {
+    out.push_back("Megatron's jit_fuser off (--disable-jit-fuser): the eager "
+                  "quick_gelu keeps its sigmoid too (12 bytes an FFN column "
+                  "a token)");
+  }
   if (t.local_layer_spec()) {
     out.push_back("Megatron's local layer spec (torch norms apart from the "
                   "linear layers): recomputing \"layernorm\" drops both "

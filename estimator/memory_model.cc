@@ -924,6 +924,7 @@ Layout LayoutOf(const v1::Job& job) {
   l.attention_dropout = train.attention_dropout();
   l.local_attention = train.attention_kernel() == v1::ATTENTION_KERNEL_LOCAL;
   l.local_layer_spec = train.local_layer_spec();
+  l.eager_jit_functions = train.jit_fuser_disabled();
   l.unfused_attention =
       l.local_attention ||
       train.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED;

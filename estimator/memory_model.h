@@ -121,6 +121,9 @@ struct Layout {
   // Megatron's local layer spec (TrainingConfig.local_layer_spec): torch's
   // norms, apart from the linear layers (memory_model.cc [QN], [LN]).
   bool local_layer_spec = false;
+  // Megatron's jit_fuser functions run eagerly (TrainingConfig.
+  // jit_fuser_disabled; moe_terms.cc [QG]).
+  bool eager_jit_functions = false;
   bool softmax_in_fp32 = false;
   // TransformerEngine's unfused attention without its fused softmax
   // (TrainingConfig.te_masked_softmax_fusion_disabled): the fp32 output

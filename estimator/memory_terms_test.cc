@@ -456,6 +456,14 @@ TEST(MemoryTermsTest, QuickGegluKeepsItsUnfusedIntermediates) {
   EXPECT_DOUBLE_EQ(f.parameters, kModelParams);
   EXPECT_DOUBLE_EQ(f.activation_bytes,
                    2 * (kLayerBf16 + 8 * kSbh) + kEmbeddingBf16 + kHeadBf16);
+  // Run eagerly (--disable-jit-fuser) quick_gelu keeps its sigmoid too:
+  // 12 bytes, 16 sbh more a layer; SwiGLU is unchanged.
+  Layout eager = OneGpu();
+  eager.eager_jit_functions = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, eager, 0, 2).activation_bytes,
+                   2 * (kLayerBf16 + 16 * kSbh) + kEmbeddingBf16 + kHeadBf16);
+  EXPECT_DOUBLE_EQ(StageMemoryOf(Small(), eager, 0, 2).activation_bytes,
+                   StageMemoryOf(Small(), OneGpu(), 0, 2).activation_bytes);
 }
 
 // Gemma's tanh-GeLU gate runs unfused through glu() [GG]: 10 bytes an FFN

@@ -126,7 +126,7 @@ double ElementScale(const Layout& l) {
 
 }  // namespace
 
-double MlpWidthBytes(const ModelShape& m) {
+double MlpWidthBytes(const ModelShape& m, const Layout& l) {
   if (m.ungated_mlp) return 4;  // [K] GeLU; [SR] squared ReLU
   // [QG] quick-GeGLU through glu(): x_glu's FC1 output (4: both halves
   // share its storage), quick_gelu's output (2; the jit_fuser-compiled
@@ -134,11 +134,15 @@ double MlpWidthBytes(const ModelShape& m) {
   // offset (2), the FC2 input (2). Measured on an H100 (bench/RESULTS.md,
   // session 33): exactly the bytes of the unfused SwiGLU's glu(). Under
   // torch before 2.2 (TorchScript) its sigmoid would be kept too: not
-  // counted, as for [GG].
+  // counted, as for [GG]; under --disable-jit-fuser, which runs it
+  // eagerly, its sigmoid(1.702 x) is kept for the multiply (2 more).
   // [GG] Gemma's GeGLU through glu(), the same tensors.
   // [QG] --activation-func-clamp-value: glu() clamps the gate into a
   // tensor of its own, which the activation keeps (2).
-  if (m.quick_geglu || m.geglu) return m.activation_clamp ? 12 : 10;
+  const double eager_sigmoid = m.quick_geglu && l.eager_jit_functions ? 2 : 0;
+  if (m.quick_geglu || m.geglu) {
+    return (m.activation_clamp ? 12 : 10) + eager_sigmoid;
+  }
   return 8;
 }
 
@@ -150,9 +154,9 @@ double DenseMlpBytes(const ModelShape& m, const Layout& l) {
     // [QG] Megatron's unfused glu() (mlp.py, core 0.15 on): FC1's output
     // (4), silu's output (2), x_linear + offset (2) and FC2's input (2);
     // with a clamp, the clamped gate silu keeps (2).
-    return (MlpWidthBytes(m) + 2 + (m.activation_clamp ? 2 : 0)) * e;
+    return (MlpWidthBytes(m, l) + 2 + (m.activation_clamp ? 2 : 0)) * e;
   }
-  if (!l.fused_swiglu || !swiglu) return MlpWidthBytes(m) * e;
+  if (!l.fused_swiglu || !swiglu) return MlpWidthBytes(m, l) * e;
   // [FS] [TA] the activation keeps no output of its own: FC1's output (2
   // elements a unit of width: 4 B) and FC2's input (2 B); [F8S] FC1's
   // output in fp8, 1 B an element.
@@ -289,7 +293,7 @@ double RoutedCopyActivations(const ModelShape& m, const Layout& l) {
   const double glu_copies =
       te_glu ? 2 + (m.activation_clamp ? 2 : 0) : 0;
   const double width_bytes =
-      (MlpWidthBytes(m) - (unfused ? 0 : 2) + glu_copies) * e -
+      (MlpWidthBytes(m, l) - (unfused ? 0 : 2) + glu_copies) * e -
       (l.recompute_moe_act ? 2 * e : (l.fp8 ? 2 - f8 : 0));
   const double width = ExpertFfn(m) / l.expert_tensor;
   const double common = copies * (input_bytes * m.hidden + width_bytes * width);

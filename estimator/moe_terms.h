@@ -21,7 +21,7 @@ double ExpertFfn(const ModelShape& m);
 // Bytes an MLP stores per token per unit of FFN width, beside its input
 // (16-bit training): SwiGLU 8 [K], GeLU 4, quick-GeGLU and GeGLU 10
 // (moe_terms.cc).
-double MlpWidthBytes(const ModelShape& m);
+double MlpWidthBytes(const ModelShape& m, const Layout& l);
 // Bytes the dense MLP and the shared experts of this job store per token
 // per unit of FFN width, beside their input, at the job's element size
 // (x2 in fp32): MlpWidthBytes, 6 for SwiGLU when the activation saves only

@@ -1114,6 +1114,7 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
         "with the unfused loss)");
   }
   t.set_local_layer_spec(impl == "local");
+  t.set_jit_fuser_disabled(args.Has("disable-jit-fuser"));
   t.set_attention_kernel(local_attention ? v1::ATTENTION_KERNEL_LOCAL
                          : unfused       ? v1::ATTENTION_KERNEL_UNFUSED
                          : backend == "auto" ? v1::ATTENTION_KERNEL_UNSPECIFIED

@@ -3046,6 +3046,15 @@ TEST(MegatronArgsTest, GatedActivationFusionIsReadNotPassed) {
             v1::MLP_ACTIVATION_QUICK_GEGLU);
   EXPECT_GT(PeakOf(LlamaLaunchJob("--quick-geglu", "--swiglu")),
             PeakOf(LlamaLaunchJob("")));
+  // --disable-jit-fuser runs quick_gelu eagerly, which keeps its sigmoid
+  // too; the fused SwiGLU keeps what it keeps either way.
+  EXPECT_TRUE(
+      LlamaLaunchJob("--disable-jit-fuser").training().jit_fuser_disabled());
+  EXPECT_GT(PeakOf(LlamaLaunchJob("--quick-geglu --disable-jit-fuser",
+                                  "--swiglu")),
+            PeakOf(LlamaLaunchJob("--quick-geglu", "--swiglu")));
+  EXPECT_EQ(PeakOf(LlamaLaunchJob("--disable-jit-fuser")),
+            PeakOf(LlamaLaunchJob("")));
   const v1::Job unfused = LlamaLaunchJob("--no-bias-swiglu-fusion");
   EXPECT_FALSE(unfused.training().fused_swiglu());
   EXPECT_TRUE(unfused.training().glu_linear_copy());

@@ -153,6 +153,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "way"},
       {"fp16-lm-cross-entropy", false, P, "off",
        "the cross-entropy's softmax counted in fp32 (an upper bound)"},
+      {"disable-jit-fuser", false, M, "compiled",
+       "Megatron's @jit_fuser functions run eagerly: quick-GeGLU's "
+       "quick_gelu keeps its sigmoid too (12h_ffn/h, not 10); squared ReLU "
+       "and the L2 norm keep the same bytes either way"},
       {"cross-entropy-loss-fusion", false, M, "off",
        "no change to what is stored (the loss's fp32 softmax, counted either "
        "way); Megatron's native fused loss makes a new fp32 gradient of the "
