@@ -1103,9 +1103,11 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
   // The native fused loss (fused_cross_entropy.py calculate_gradients,
   // compiled, cannot update the saved fp32 softmax in place): a new fp32
   // gradient of the logits at the loss's backward, measured on an H100
-  // (bench/RESULTS.md, session 33). A transient: said, not counted.
+  // (bench/RESULTS.md, session 33). A transient: said, not counted. Run
+  // eagerly (--disable-jit-fuser) it updates the softmax in place.
   if (args.Has("cross-entropy-loss-fusion") &&
-      args.Text("cross-entropy-fusion-impl") != "te") {
+      args.Text("cross-entropy-fusion-impl") != "te" &&
+      !args.Has("disable-jit-fuser")) {
     launch.notes.push_back(
         "--cross-entropy-loss-fusion: Megatron's native fused loss makes a "
         "new fp32 gradient of the logits in backward, s x b x v / t x 4 B "

@@ -3174,6 +3174,7 @@ TEST(MegatronArgsTest, FusedCrossEntropyIsSaidNotCounted) {
            {"--cross-entropy-loss-fusion --cross-entropy-fusion-impl te",
             false},
            {"--cross-entropy-fusion-impl native", false},
+           {"--cross-entropy-loss-fusion --disable-jit-fuser", false},
        }) {
     absl::StatusOr<MegatronLaunch> l = ReadLlamaLaunch(extra, "");
     ASSERT_TRUE(l.ok()) << extra << ": " << l.status();
