@@ -370,6 +370,14 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
           "--attention=", *attention, " contradicts the launch command, "
           "which runs ", v1::AttentionKernel_Name(t.attention_kernel())));
     }
+    // local is --transformer-impl local (the help says so): its layer spec
+    // too, whose QK-norm keeps the QKV output (memory_model.cc [QN]),
+    // unless a launch or a job already runs the local kernel, whose own
+    // reading of the spec stands (--attention-backend local keeps TE's).
+    if (*kernel == v1::ATTENTION_KERNEL_LOCAL &&
+        t.attention_kernel() != v1::ATTENTION_KERNEL_LOCAL) {
+      t.set_local_layer_spec(true);
+    }
     t.set_attention_kernel(*kernel);
     if (absl::AsciiStrToLower(*attention) == "fused") {
       t.set_flash_attention_disabled(true);

@@ -218,6 +218,8 @@ TEST(JobFlagsTest, AttentionKernelByFlag) {
   job = Build(local);
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_TRUE(job->training().attention_softmax_in_fp32());
+  // local is --transformer-impl local: its layer spec with it.
+  EXPECT_TRUE(job->training().local_layer_spec());
   absl::StatusOr<v1::Estimate> fp32_softmax = EstimateJob(*job);
   ASSERT_TRUE(bf16_softmax.ok() && fp32_softmax.ok());
   EXPECT_GT(fp32_softmax->peak().activation_bytes(),
@@ -230,6 +232,24 @@ TEST(JobFlagsTest, AttentionKernelByFlag) {
                 .rfind("training.attention_kernel (--attention):", 0),
             0u)
       << EstimateJob(*job).status();
+}
+
+// A launch that runs Megatron's local attention inside TransformerEngine's
+// layers (--attention-backend local) keeps TE's spec when the flag agrees
+// with it; without such a launch, --attention=local is the local spec.
+TEST(JobFlagsTest, AgreeingLocalAttentionKeepsTheLaunchsSpec) {
+  JobFlags jf;
+  FlagSet flags("test");
+  jf.Register(flags);
+  ASSERT_TRUE(flags.Parse({"--attention=local"}).ok());
+  v1::Job te_layers;
+  te_layers.mutable_training()->set_attention_kernel(
+      v1::ATTENTION_KERNEL_LOCAL);
+  ASSERT_TRUE(jf.ApplyTo(te_layers, /*refuse_conflicts=*/true).ok());
+  EXPECT_FALSE(te_layers.training().local_layer_spec());
+  v1::Job unset;
+  ASSERT_TRUE(jf.ApplyTo(unset, /*refuse_conflicts=*/false).ok());
+  EXPECT_TRUE(unset.training().local_layer_spec());
 }
 
 TEST(JobFlagsTest, MissingRequiredFlagsAreNamed) {
