@@ -264,12 +264,6 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                                "embedding)"));
   }
   const bool local = t.attention_kernel() == v1::ATTENTION_KERNEL_LOCAL;
-  if (t.jit_fuser_disabled() &&
-      m.mlp_activation() == v1::MLP_ACTIVATION_QUICK_GEGLU) {
-    out.push_back("Megatron's jit_fuser off (--disable-jit-fuser): the eager "
-                  "quick_gelu keeps its sigmoid too (12 bytes an FFN column "
-                  "a token)");
-  }
   if (t.local_layer_spec()) {
     out.push_back("Megatron's local layer spec (torch norms apart from the "
                   "linear layers): recomputing \"layernorm\" drops both "
@@ -434,8 +428,12 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                   "offset from core 0.15: an upper bound before)");
   }
   if (m.mlp_activation() == v1::MLP_ACTIVATION_QUICK_GEGLU) {
-    out.push_back("quick-GeGLU MLP, unfused as Megatron runs it: 10 bytes "
-                  "an FFN column a token (measured)");
+    out.push_back(t.jit_fuser_disabled()
+                      ? "quick-GeGLU MLP, unfused and eager "
+                        "(--disable-jit-fuser): 12 bytes an FFN column a "
+                        "token (quick_gelu keeps its sigmoid)"
+                      : "quick-GeGLU MLP, unfused as Megatron runs it: 10 "
+                        "bytes an FFN column a token (measured)");
   }
   if (m.normalization() == v1::NORMALIZATION_LAYERNORM) {
     out.push_back("LayerNorm (weight and bias)");

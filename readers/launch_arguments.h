@@ -45,9 +45,9 @@ class Arguments {
   // arguments), and one among a Megatron list's values (--data-path) that
   // is named as arguments ("$@", $EXTRA_ARGS, ${TRAIN_OPTS}). Without a
   // .py the arguments begin at the first of Megatron-LM's argument names;
-  // the launcher's words before them are not checked, except that a
-  // positional expansion among them names the script (`torchrun $SCRIPT
-  // --num-layers ...`).
+  // the launcher's words before them are not checked, except that the
+  // last positional one names the script (`torchrun $SCRIPT --num-layers
+  // ...`, `bash train.sh --num-layers ...`).
   absl::Status Parse(const std::vector<std::string>& argv);
 
   bool Has(const std::string& name) const { return values_.count(name) > 0; }
@@ -72,7 +72,8 @@ class Arguments {
 
   // The word naming the script the launch runs (the first *.py of its
   // command: "pretrain_gpt.py", "examples/multimodal/train.py"; without
-  // one, the launcher's positional shell expansion: "$SCRIPT"), or "".
+  // one, the launcher's last positional word: "$SCRIPT", "train.sh"), or
+  // "".
   const std::string& script() const { return script_; }
 
   // Arguments after the script (the first word ending in .py; from the

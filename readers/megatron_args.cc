@@ -1098,8 +1098,6 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
           "wherever its fused kernel cannot (counted)"));
     }
   }
-  // auto where the launch alone does not decide it stays unset: the job's
-  // GPU may (job_resolver.cc, attention_backend.h).
   // The native fused loss (fused_cross_entropy.py calculate_gradients,
   // compiled, cannot update the saved fp32 softmax in place): a new fp32
   // gradient of the logits at the loss's backward, measured on an H100
@@ -1117,6 +1115,8 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
   }
   t.set_local_layer_spec(impl == "local");
   t.set_jit_fuser_disabled(args.Has("disable-jit-fuser"));
+  // auto where the launch alone does not decide it stays unset: the job's
+  // GPU may (job_resolver.cc, attention_backend.h).
   t.set_attention_kernel(local_attention ? v1::ATTENTION_KERNEL_LOCAL
                          : unfused       ? v1::ATTENTION_KERNEL_UNFUSED
                          : backend == "auto" ? v1::ATTENTION_KERNEL_UNSPECIFIED
