@@ -1412,6 +1412,25 @@ TEST(MegatronArgsTest, ALiteralScriptWithoutPyIsReadAsOne) {
     EXPECT_FALSE(RefuseUnreviewedArguments(*own).ok()) << launcher;
     EXPECT_EQ(own->job.model().num_layers(), 32u);
   }
+  // Hostile launcher words: 600,000 of them before the arguments (options,
+  // values, assignments, positional words) are one pass; a 1 MiB script
+  // name is quoted a line's worth.
+  std::vector<std::string> many = {"torchrun"};
+  for (int i = 0; i < 100000; ++i) {
+    for (const char* w : {"--rdzv-id", "7", "A_B=1", "-m", "x.y", "w"}) {
+      many.emplace_back(w);
+    }
+  }
+  many.push_back("./site_train");
+  for (const std::string& w : Words(args.substr(1))) many.push_back(w);
+  const absl::StatusOr<MegatronLaunch> hostile =
+      ParseMegatronLaunch(many, nullptr);
+  ASSERT_TRUE(hostile.ok()) << hostile.status();
+  EXPECT_EQ(hostile->unreviewed_script, "./site_train");
+  const absl::StatusOr<MegatronLaunch> long_name =
+      read("torchrun " + std::string(1 << 20, 's'));
+  ASSERT_TRUE(long_name.ok()) << long_name.status();
+  EXPECT_LT(AllNotes(*long_name).size(), 4000u);
   for (const std::string launcher :
        {"torchrun --standalone pretrain_gpt", "torchrun --nproc-per-node 8",
         "python -m torch.distributed.run --nproc-per-node 8",
