@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/user_path.h"
 #include "estimator/catalog.h"
 #include "estimator/megatron_names.h"
@@ -99,8 +100,8 @@ void JobFlags::Register(FlagSet& f) {
   f.Bool("tie-embeddings", "embedding and LM head share weights",
          &tie_embeddings);
   f.String("gpu", "NAME",
-           "catalog GPU (a100-40gb, a100-80gb, h100-80gb, h100-94gb, "
-           "h200-141gb, b200-180gb, mi300x-192gb, l40s-48gb)",
+           absl::StrCat("catalog GPU (",
+                        absl::StrJoin(AcceleratorNames(), ", "), ")"),
            &gpu);
   f.Double("gpu-memory-gib", "GIB", "GPU memory in GiB (overrides --gpu)",
            &gpu_memory_gib);

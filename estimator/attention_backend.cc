@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "estimator/catalog.h"
 
 namespace memgate {
 
@@ -30,24 +31,23 @@ bool MultiplesOf8(const AttentionHeadDims& d) {
 
 // The largest head dimension a fused kernel trains on the GPU: 256 (Flash-
 // Attention 2 on sm80/90/100/120, cuDNN and FlashAttention 3 on Hopper),
-// 192 on the catalog's Ada GPU (FlashAttention 2's limit there; cuDNN's is
-// 128 off Hopper).
+// 192 on Ada (FlashAttention 2's limit there; cuDNN's is 128 off Hopper).
 uint64_t LargestFusedHeadDim(absl::string_view accelerator) {
-  return accelerator == "l40s-48gb" ? 192 : 256;
+  return FamilyOfAccelerator(accelerator) == GpuFamily::kAda ? 192 : 256;
 }
 
-// The catalog GPUs below sm90 (A100 sm80, L40S sm89).
+// The catalog GPUs below sm90 (Ampere sm80, Ada sm89).
 bool BelowSm90(absl::string_view accelerator) {
-  return accelerator == "a100-40gb" || accelerator == "a100-80gb" ||
-         accelerator == "l40s-48gb";
+  const GpuFamily family = FamilyOfAccelerator(accelerator);
+  return family == GpuFamily::kAmpere || family == GpuFamily::kAda;
 }
 
 // The catalog GPUs that are not Hopper: those below sm90, Blackwell and
 // AMD's (a GPU outside the catalog is taken for an H100, as everywhere in
 // this file).
 bool OffHopper(absl::string_view accelerator) {
-  return BelowSm90(accelerator) || accelerator == "b200-180gb" ||
-         accelerator == "mi300x-192gb";
+  const GpuFamily family = FamilyOfAccelerator(accelerator);
+  return family != GpuFamily::kHopper && family != GpuFamily::kUnknown;
 }
 
 // Whether cuDNN's fused attention trains these head dimensions on the GPU
@@ -63,7 +63,9 @@ bool CudnnTrains(const AttentionHeadDims& d, absl::string_view accelerator,
   if (deterministic && BelowSm90(accelerator)) return false;
   if (!MultiplesOf8(d)) return false;
   if (d.qk <= 128 && d.v <= 128) return true;
-  if (accelerator == "b200-180gb") return d.qk == 192 && d.v == 128;
+  if (FamilyOfAccelerator(accelerator) == GpuFamily::kBlackwell) {
+    return d.qk == 192 && d.v == 128;
+  }
   return !OffHopper(accelerator) && Padded(d) <= 256;
 }
 

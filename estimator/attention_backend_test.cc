@@ -134,17 +134,19 @@ TEST(AttentionBackendTest, WithoutFlashAttentionCudnnsFusedAttentionRuns) {
   mla.mutable_mla()->set_qk_head_dim(128);
   mla.mutable_mla()->set_qk_pos_emb_head_dim(64);
   mla.mutable_mla()->set_v_head_dim(128);
-  for (const char* gpu : {"a100-80gb", "h100-80gb", "h200-141gb",
+  for (const char* gpu : {"a100-80gb", "a800-80gb", "h100-80gb",
+                          "h800-80gb", "h20-96gb", "h200-141gb",
                           "b200-180gb", "l40s-48gb", ""}) {
     EXPECT_EQ(te(llama, gpu), TeAttention::kFlashOrFused) << gpu;
     EXPECT_EQ(te(Heads(1000, 10), gpu), TeAttention::kUnfusedOnly) << gpu;
   }
-  for (const char* gpu : {"h100-80gb", "h100-94gb", "h200-141gb", ""}) {
+  for (const char* gpu : {"h100-80gb", "h100-94gb", "h800-80gb", "h20-96gb",
+                          "h200-141gb", ""}) {
     EXPECT_EQ(te(gemma, gpu), TeAttention::kFlashOrFused) << gpu;
     EXPECT_EQ(te(mla, gpu), TeAttention::kFlashOrFused) << gpu;
   }
-  for (const char* gpu : {"a100-40gb", "a100-80gb", "l40s-48gb",
-                          "b200-180gb"}) {
+  for (const char* gpu : {"a100-40gb", "a100-80gb", "a800-80gb", "l40s-48gb",
+                          "b200-180gb", "mi325x-256gb"}) {
     EXPECT_EQ(te(gemma, gpu), TeAttention::kUnfusedOnly) << gpu;
     // With FlashAttention on, FlashAttention 2 trains 256 off the L40S.
     if (std::string(gpu) != "l40s-48gb") {
@@ -176,7 +178,7 @@ TEST(AttentionBackendTest, WithoutFlashAttentionCudnnsFusedAttentionRuns) {
 TEST(AttentionBackendTest, DeterministicCudnnAttentionNeedsSm90) {
   const v1::ModelConfig llama = Heads(4096, 32);
   const TeSwitches deterministic{true, true};
-  for (const char* gpu : {"a100-40gb", "a100-80gb", "l40s-48gb"}) {
+  for (const char* gpu : {"a100-40gb", "a100-80gb", "a800-80gb", "l40s-48gb"}) {
     EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu, deterministic),
               TeAttention::kUnfusedOnly)
         << gpu;
@@ -184,7 +186,8 @@ TEST(AttentionBackendTest, DeterministicCudnnAttentionNeedsSm90) {
               TeAttention::kFlashOrFused)
         << gpu;
   }
-  for (const char* gpu : {"h100-80gb", "h200-141gb", "b200-180gb", ""}) {
+  for (const char* gpu : {"h100-80gb", "h800-80gb", "h20-96gb", "h200-141gb",
+                          "b200-180gb", ""}) {
     EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu, deterministic),
               TeAttention::kFlashOrFused)
         << gpu;

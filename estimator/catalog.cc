@@ -1,6 +1,7 @@
 #include "estimator/catalog.h"
 
 #include <cstdint>
+#include <iterator>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -69,15 +70,27 @@ struct AcceleratorEntry {
   const char* alias;  // "" when the short name would be ambiguous
   uint32_t memory_gib;
   uint32_t gpus_per_node;
+  GpuFamily family;
 };
 
 // Nominal capacities in GiB, the paper's convention. The paper's H100 is the
-// 94 GB part in 4-GPU nodes.
+// 94 GB part in 4-GPU nodes. The H800 and A800 are the H100 SXM and A100
+// SXM with NVLink cut to 400 GB/s (same memory and kernels); the H20 is a
+// Hopper with 96 GB of HBM3 and a fraction of the H100's compute; the
+// MI325X is the MI300X's CDNA3 with 256 GB of HBM3E.
 constexpr AcceleratorEntry kAccelerators[] = {
-    {"a100-40gb", "", 40, 8},      {"a100-80gb", "", 80, 8},
-    {"h100-80gb", "", 80, 8},      {"h100-94gb", "", 94, 4},
-    {"h200-141gb", "h200", 141, 8}, {"b200-180gb", "b200", 180, 8},
-    {"mi300x-192gb", "mi300x", 192, 8}, {"l40s-48gb", "l40s", 48, 8},
+    {"a100-40gb", "", 40, 8, GpuFamily::kAmpere},
+    {"a100-80gb", "", 80, 8, GpuFamily::kAmpere},
+    {"a800-80gb", "a800", 80, 8, GpuFamily::kAmpere},
+    {"h100-80gb", "", 80, 8, GpuFamily::kHopper},
+    {"h100-94gb", "", 94, 4, GpuFamily::kHopper},
+    {"h800-80gb", "h800", 80, 8, GpuFamily::kHopper},
+    {"h20-96gb", "h20", 96, 8, GpuFamily::kHopper},
+    {"h200-141gb", "h200", 141, 8, GpuFamily::kHopper},
+    {"b200-180gb", "b200", 180, 8, GpuFamily::kBlackwell},
+    {"mi300x-192gb", "mi300x", 192, 8, GpuFamily::kCdna3},
+    {"mi325x-256gb", "mi325x", 256, 8, GpuFamily::kCdna3},
+    {"l40s-48gb", "l40s", 48, 8, GpuFamily::kAda},
 };
 
 }  // namespace
@@ -156,16 +169,32 @@ const v1::ModelConfig* LookupModel(absl::string_view name) {
   return nullptr;
 }
 
-const v1::Accelerator* LookupAccelerator(absl::string_view name) {
-  const auto& table = AcceleratorTable();
-  for (size_t i = 0; i < table.size(); ++i) {
+namespace {
+
+// The index in kAccelerators (and AcceleratorTable()) of `name` or its
+// alias; -1 when unknown.
+int AcceleratorIndex(absl::string_view name) {
+  for (size_t i = 0; i < std::size(kAccelerators); ++i) {
     const char* alias = kAccelerators[i].alias;
-    if (absl::EqualsIgnoreCase(name, table[i].name()) ||
+    if (absl::EqualsIgnoreCase(name, kAccelerators[i].name) ||
         (*alias != '\0' && absl::EqualsIgnoreCase(name, alias))) {
-      return &table[i];
+      return static_cast<int>(i);
     }
   }
-  return nullptr;
+  return -1;
+}
+
+}  // namespace
+
+const v1::Accelerator* LookupAccelerator(absl::string_view name) {
+  const int i = AcceleratorIndex(name);
+  return i < 0 ? nullptr : &AcceleratorTable()[static_cast<size_t>(i)];
+}
+
+GpuFamily FamilyOfAccelerator(absl::string_view name) {
+  const int i = AcceleratorIndex(name);
+  return i < 0 ? GpuFamily::kUnknown
+               : kAccelerators[static_cast<size_t>(i)].family;
 }
 
 absl::StatusOr<v1::ModelConfig> FindModel(absl::string_view name) {

@@ -28,6 +28,23 @@ const v1::Accelerator* LookupAccelerator(absl::string_view name);
 std::vector<std::string> ModelNames();
 std::vector<std::string> AcceleratorNames();
 
+// The generation of a catalog GPU, as far as what memgate counts depends on
+// it: which attention kernels train a head dimension there (attention_
+// backend.cc: cuDNN's and FlashAttention's limits differ by compute
+// capability, and AMD's GPUs run neither).
+enum class GpuFamily {
+  kUnknown,    // not in the catalog (a capacity given in bytes)
+  kAmpere,     // sm80: A100, A800
+  kAda,        // sm89: L40S
+  kHopper,     // sm90: H100, H800, H20, H200
+  kBlackwell,  // sm100: B200
+  kCdna3,      // AMD Instinct MI300X, MI325X
+};
+
+// Case-insensitive, aliases included; kUnknown for a name not in the
+// catalog.
+GpuFamily FamilyOfAccelerator(absl::string_view name);
+
 }  // namespace memgate
 
 #endif  // MEMGATE_ESTIMATOR_CATALOG_H_

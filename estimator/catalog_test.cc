@@ -1,5 +1,7 @@
 #include "estimator/catalog.h"
 
+#include <tuple>
+
 #include "estimator/units.h"
 #include "gtest/gtest.h"
 
@@ -55,7 +57,36 @@ TEST(CatalogTest, AliasesResolveToTheCanonicalName) {
   for (const std::string& name : AcceleratorNames()) {
     EXPECT_TRUE(FindAccelerator(name).ok()) << name;
   }
-  EXPECT_EQ(AcceleratorNames().size(), 8u);
+  EXPECT_EQ(AcceleratorNames().size(), 12u);
+  // DeepSeek-V3's H800s (and the A800, H20, MI325X) by name or alias.
+  for (const auto& [alias, name, gib] :
+       {std::tuple{"h800", "h800-80gb", 80ull},
+        std::tuple{"A800", "a800-80gb", 80ull},
+        std::tuple{"h20", "h20-96gb", 96ull},
+        std::tuple{"mi325x", "mi325x-256gb", 256ull}}) {
+    absl::StatusOr<v1::Accelerator> gpu = FindAccelerator(alias);
+    ASSERT_TRUE(gpu.ok()) << alias;
+    EXPECT_EQ(gpu->name(), name);
+    EXPECT_EQ(gpu->memory_bytes(), gib << 30) << name;
+    EXPECT_EQ(gpu->gpus_per_node(), 8u) << name;
+  }
+}
+
+// Every catalog GPU has its generation (what the attention kernels depend
+// on); a name outside the catalog has none, and is taken for an H100 where
+// it matters (attention_backend.cc).
+TEST(CatalogTest, EveryGpuHasItsFamily) {
+  for (const std::string& name : AcceleratorNames()) {
+    EXPECT_NE(FamilyOfAccelerator(name), GpuFamily::kUnknown) << name;
+  }
+  EXPECT_EQ(FamilyOfAccelerator("h800"), GpuFamily::kHopper);
+  EXPECT_EQ(FamilyOfAccelerator("H20-96GB"), GpuFamily::kHopper);
+  EXPECT_EQ(FamilyOfAccelerator("a800-80gb"), GpuFamily::kAmpere);
+  EXPECT_EQ(FamilyOfAccelerator("l40s"), GpuFamily::kAda);
+  EXPECT_EQ(FamilyOfAccelerator("b200-180gb"), GpuFamily::kBlackwell);
+  EXPECT_EQ(FamilyOfAccelerator("mi325x-256gb"), GpuFamily::kCdna3);
+  EXPECT_EQ(FamilyOfAccelerator("h900-80gb"), GpuFamily::kUnknown);
+  EXPECT_EQ(FamilyOfAccelerator(""), GpuFamily::kUnknown);
 }
 
 }  // namespace

@@ -307,7 +307,10 @@ TEST(GpuDatasheetsTest, EveryCatalogGpuHasItsRatios) {
             h100.peak_flops_per_peer_link_byte ||
         c.peak_flops_per_hbm_byte != h100.peak_flops_per_hbm_byte;
     EXPECT_TRUE(changed || is_h100) << name << " has no datasheet";
-    EXPECT_GT(c.peak_flops_per_hbm_byte, 100) << name;
+    // A datasheet in the wrong unit would be off by 1,000: the H20 (148
+    // TFLOP/s over 4 TB/s, 37) is the catalog's lowest.
+    EXPECT_GT(c.peak_flops_per_hbm_byte, 30) << name;
+    EXPECT_LT(c.peak_flops_per_hbm_byte, 1000) << name;
   }
   const CostModel h100_sheet = WithDatasheetRatios(h100, "h100-80gb");
   EXPECT_NEAR(h100_sheet.peak_flops_per_network_byte,
@@ -319,6 +322,12 @@ TEST(GpuDatasheetsTest, EveryCatalogGpuHasItsRatios) {
   const CostModel a100 = WithDatasheetRatios(h100, "a100-80gb");
   EXPECT_NEAR(a100.peak_flops_per_nvlink_byte, 1040, 1);
   EXPECT_NEAR(a100.peak_flops_per_network_byte, 12480, 1);
+  // The H800 is an H100 with less than half its NVLink.
+  const CostModel h800 = WithDatasheetRatios(h100, "h800-80gb");
+  EXPECT_NEAR(h800.peak_flops_per_nvlink_byte,
+              2.25 * h100_sheet.peak_flops_per_nvlink_byte, 1);
+  EXPECT_EQ(h800.peak_flops_per_network_byte,
+            h100_sheet.peak_flops_per_network_byte);
   const CostModel b200 = WithDatasheetRatios(h100, "b200-180gb");
   EXPECT_NEAR(b200.peak_flops_per_network_byte, 45000, 1);
   // A point-to-point send reaches one peer: through an NVSwitch all of the

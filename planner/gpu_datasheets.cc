@@ -17,6 +17,8 @@ constexpr Datasheet kDatasheets[] = {
     // direction), HBM2e 1.555 TB/s (40 GB) / 2.039 TB/s (80 GB).
     {"a100-40gb", 312, 25, 300, 300, 1.555},
     {"a100-80gb", 312, 25, 300, 300, 2.039},
+    // A800 SXM: the A100 80 GB with NVLink at 400 GB/s (200 a direction).
+    {"a800-80gb", 312, 25, 200, 200, 2.039},
     // H100 SXM: 989 TFLOP/s, NDR 400 Gb/s, NVLink 4 (900 GB/s, 450 a
     // direction), HBM3 3.35 TB/s: CostModel's defaults.
     {"h100-80gb", 989, 50, 450, 450, 3.35},
@@ -25,6 +27,12 @@ constexpr Datasheet kDatasheets[] = {
     // bridged pairs, an upper bound for the others' PCIe), HBM3 3.9 TB/s;
     // NDR 400 Gb/s.
     {"h100-94gb", 835, 50, 300, 300, 3.9},
+    // H800 SXM: the H100 SXM with NVLink at 400 GB/s (200 a direction);
+    // DeepSeek-V3's nodes (its report, section 3.1) add a 400 Gb/s
+    // InfiniBand NIC a GPU.
+    {"h800-80gb", 989, 50, 200, 200, 3.35},
+    // H20: 148 TFLOP/s, NVLink 4 (900 GB/s), HBM3 4.0 TB/s, 400 Gb/s.
+    {"h20-96gb", 148, 50, 450, 450, 4.0},
     // H200 SXM: the H100's compute and links, HBM3e 4.8 TB/s.
     {"h200-141gb", 989, 50, 450, 450, 4.8},
     // B200 (DGX B200): 2,250 TFLOP/s, ConnectX-7 400 Gb/s, NVLink 5
@@ -33,6 +41,8 @@ constexpr Datasheet kDatasheets[] = {
     // MI300X: 1,307 TFLOP/s, 400 Gb/s, Infinity Fabric: a link of 64 GB/s
     // a direction to each of its 7 peers (448 in all), HBM3 5.3 TB/s.
     {"mi300x-192gb", 1307, 50, 448, 64, 5.3},
+    // MI325X: the MI300X's compute and Infinity Fabric, HBM3E 6 TB/s.
+    {"mi325x-256gb", 1307, 50, 448, 64, 6.0},
     // L40S: 362 TFLOP/s, no NVLink (PCIe 4.0 x16, 32 GB/s a direction),
     // 200 Gb/s, GDDR6 0.864 TB/s.
     {"l40s-48gb", 362, 25, 32, 32, 0.864},
