@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "estimator/attention_backend.h"
+#include "estimator/catalog.h"
 #include "estimator/memory_model.h"
 #include "estimator/moe_terms.h"
 #include "estimator/te_userbuffers.h"
@@ -285,6 +286,29 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
     out.push_back("FlashAttention disabled (NVTE_FLASH_ATTN=0 or "
                   "--attention-backend fused): cuDNN's fused attention, "
                   "which trains these head dimensions here: no scores kept");
+  }
+  if (!unfused && FamilyOfAccelerator(job.accelerator().name()) ==
+                       GpuFamily::kUnknown) {
+    // A GPU given by its capacity alone is taken for an H100, the most
+    // permissive of the catalog's (attention_backend.cc): say where that
+    // choice counts no scores that another GPU's kernels would keep.
+    std::vector<std::string> unfused_on;
+    for (const std::string& gpu : AcceleratorNames()) {
+      if (TransformerEngineAttention(m, t.precision(), gpu,
+                                     TeSwitchesOf(t)) ==
+          TeAttention::kUnfusedOnly) {
+        unfused_on.push_back(gpu);
+      }
+    }
+    if (!unfused_on.empty()) {
+      out.push_back(absl::StrCat(
+          "the GPU is not named (accelerator.name, --gpu): its attention "
+          "kernels are taken to be an H100's, which train these head "
+          "dimensions fused (no scores kept); on ",
+          absl::StrJoin(unfused_on, ", "),
+          " TransformerEngine runs them unfused and keeps the scores: name "
+          "the GPU"));
+    }
   }
   if (unfused) {
     // 2-byte scores, 4-byte in fp32 training (memory_model.cc); the

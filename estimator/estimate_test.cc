@@ -113,6 +113,38 @@ TEST(EstimateTest, AssumptionsSayWhatTheUnfusedAttentionKeeps) {
   EXPECT_EQ(text.find("expanded"), std::string::npos) << text;
 }
 
+// A GPU given by its capacity alone is taken for an H100: where another
+// catalog GPU's kernels would keep the scores (Gemma's 256-wide heads with
+// FlashAttention disabled: cuDNN trains them on Hopper only), the
+// assumptions say so and name those GPUs; Llama's 128-wide heads, fused
+// everywhere, need no such line.
+TEST(EstimateTest, AnUnnamedGpuSaysWhereItsAttentionWasTakenForAnH100s) {
+  v1::Job job = PaperJob("llama-3.1-8b", "h100-80gb", 1, 1, 1, 1, 1, 4096);
+  job.mutable_accelerator()->clear_name();
+  job.mutable_accelerator()->set_memory_bytes(80ull << 30);
+  job.mutable_accelerator()->set_gpus_per_node(8);
+  job.mutable_training()->set_flash_attention_disabled(true);
+  auto assumed = [](const v1::Job& j) {
+    absl::StatusOr<v1::Estimate> e = EstimateJob(j);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? AllAssumptions(*e) : std::string();
+  };
+  EXPECT_EQ(assumed(job).find("the GPU is not named"), std::string::npos);
+  job.mutable_model()->set_head_dim(256);
+  const std::string text = assumed(job);
+  EXPECT_NE(text.find("the GPU is not named (accelerator.name, --gpu): its "
+                      "attention kernels are taken to be an H100's"),
+            std::string::npos)
+      << text;
+  for (const char* gpu : {"a100-80gb", "l40s-48gb", "b200-180gb"}) {
+    EXPECT_NE(text.find(gpu), std::string::npos) << gpu << ": " << text;
+  }
+  EXPECT_EQ(text.find("h800-80gb"), std::string::npos) << text;
+  // Named, the GPU's own rule applies and nothing is said.
+  job.mutable_accelerator()->set_name("h100-80gb");
+  EXPECT_EQ(assumed(job).find("the GPU is not named"), std::string::npos);
+}
+
 // An fp32 job that leaves the attention kernel unset runs Transformer
 // Engine's unfused attention (no FlashAttention for fp32): it is estimated
 // as the same job with the kernel given, with its 4-byte scores (a x s^2 x
