@@ -206,6 +206,19 @@ absl::StatusOr<v1::ModelConfig> FindModel(absl::string_view name) {
 
 absl::StatusOr<v1::Accelerator> FindAccelerator(absl::string_view name) {
   if (const v1::Accelerator* a = LookupAccelerator(name)) return *a;
+  // A short name that several sizes share ("h100", "a100"): say which.
+  std::vector<std::string> sizes;
+  for (const AcceleratorEntry& a : kAccelerators) {
+    if (!name.empty() &&
+        absl::StartsWithIgnoreCase(a.name, absl::StrCat(name, "-"))) {
+      sizes.emplace_back(a.name);
+    }
+  }
+  if (sizes.size() > 1) {
+    return absl::NotFoundError(absl::StrCat(
+        "accelerator.name: GPU '", name, "' is ambiguous: ",
+        absl::StrJoin(sizes, " or "), " (their memory differs)"));
+  }
   return absl::NotFoundError(absl::StrCat(
       "accelerator.name: unknown GPU '", name,
       "' (known: ", absl::StrJoin(AcceleratorNames(), ", "), ")"));

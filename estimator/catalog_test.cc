@@ -53,7 +53,19 @@ TEST(CatalogTest, AliasesResolveToTheCanonicalName) {
   absl::StatusOr<v1::Accelerator> h200 = FindAccelerator("h200");
   ASSERT_TRUE(h200.ok());
   EXPECT_EQ(h200->name(), "h200-141gb");
-  EXPECT_FALSE(FindAccelerator("h100").ok());  // ambiguous: 80 or 94 GB
+  // Ambiguous: 80 or 94 GB; the error names both sizes.
+  const absl::StatusOr<v1::Accelerator> h100 = FindAccelerator("h100");
+  ASSERT_FALSE(h100.ok());
+  EXPECT_NE(h100.status().message().find(
+                "'h100' is ambiguous: h100-80gb or h100-94gb"),
+            std::string::npos)
+      << h100.status();
+  EXPECT_NE(FindAccelerator("A100").status().message().find(
+                "a100-40gb or a100-80gb"),
+            std::string::npos);
+  // A name no size extends lists the catalog.
+  EXPECT_NE(FindAccelerator("h900").status().message().find("known: "),
+            std::string::npos);
   for (const std::string& name : AcceleratorNames()) {
     EXPECT_TRUE(FindAccelerator(name).ok()) << name;
   }
