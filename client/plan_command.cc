@@ -3,6 +3,7 @@
 #include <cmath>
 #include <optional>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -174,6 +175,12 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
           "command, which runs ", v1::AttentionKernel_Name(launched)));
     }
     request.mutable_training()->set_attention_kernel(*kernel);
+    // fused is cuDNN's alone, FlashAttention off, as for estimate and
+    // check (job_flags.cc): where cuDNN does not train the heads the plan
+    // is refused, and attention sinks plan as cuDNN runs them.
+    if (absl::AsciiStrToLower(*f.model.attention) == "fused") {
+      request.mutable_training()->set_flash_attention_disabled(true);
+    }
   }
   if (f.model.softmax_in_fp32) {
     const bool launched = request.training().attention_softmax_in_fp32();
