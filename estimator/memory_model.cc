@@ -279,11 +279,17 @@ double LayerParameters(const ModelShape& m, const Layout& l,
     replicated += 2 * HeadDim(m) * (m.layernorm ? 2 : 1);
   }
   if (m.linear_bias) {
-    split += qkv_out + (Gated(m) - 1) * m.ffn_hidden;  // FC1 bias
-    replicated += 2 * h;
+    // QKV's bias and the output projection's; a dense MLP's FC1 bias
+    // (split) and FC2's. An MoE layer's router and experts carry their
+    // own (moe_terms.cc [EB]).
+    split += qkv_out + (moe ? 0 : (Gated(m) - 1) * m.ffn_hidden);
+    replicated += moe ? h : 2 * h;
   } else if (m.qkv_bias) {
     split += qkv_out;
   }
+  // A learnable softmax's sink: one logit a head (transformer_engine.py
+  // softmax_offset, the heads split over TP).
+  if (m.learnable_softmax) split += m.heads;
   return split / l.tensor + replicated + (m.mla ? MlaParameters(m, l) : 0) +
          (moe ? MoeDenseParameters(m, l) : 0);
 }
@@ -790,6 +796,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
   m.activation_clamp = model.activation_clamp();
   m.layernorm = model.normalization() == v1::NORMALIZATION_LAYERNORM;
   m.linear_bias = model.linear_bias();
+  m.learnable_softmax = model.softmax_type() == v1::SOFTMAX_TYPE_LEARNABLE;
   m.qkv_bias = model.qkv_bias();
   m.qk_norm = model.qk_norm() || model.qk_l2_norm();
   m.qk_l2_norm = model.qk_l2_norm();

@@ -37,6 +37,7 @@ struct ModelShape {
   bool activation_clamp = false;  // ModelConfig.activation_clamp
   bool layernorm = false;        // LayerNorm (weight + bias) vs RMSNorm
   bool linear_bias = false;      // biases on every linear layer
+  bool learnable_softmax = false;  // a learned sink logit a head
   bool qkv_bias = false;         // a bias on the QKV projection only
   bool qk_norm = false;          // norms on Q and K over the head dim
   bool qk_l2_norm = false;       // those norms are L2Norm: no weights [QN]

@@ -115,6 +115,19 @@
 //      its experts and its MTP layers in fp8 (fp8_utils.py
 //      get_fp8_context; multi_token_prediction.py), never the router or
 //      the LM head.
+// [EB] Megatron-LM biases on MoE layers (--add-bias-linear, Megatron's
+//      default; gpt-oss): router.py TopKRouter keeps a bias of E
+//      (replicated); moe/experts.py TEGroupedMLP gives each local expert
+//      FC1's bias (gated: 2 x its width, over ETP), added inside the
+//      grouped GEMM (skip_bias_add False: nothing more kept), and FC2's
+//      (h, whole on each ETP rank), returned to _apply_bias, which with
+//      TransformerEngine's packed bias and the GroupedTensor backend
+//      (_apply_packed_bias) repeats it in fp32 to every routed copy and
+//      multiplies it by the probabilities: that fp32 copy (4h B a routed
+//      copy) is kept for the probabilities' gradient. Otherwise each
+//      expert's bias row is multiplied by its probabilities and nothing of
+//      a copy's size is kept. Shared experts are an MLP (mlp.py): FC1's
+//      bias over t, FC2's replicated, as a dense MLP's.
 
 namespace memgate {
 
@@ -242,15 +255,27 @@ double MlaParameters(const ModelShape& m, const Layout& l) {
 }
 
 double MoeDenseParameters(const ModelShape& m, const Layout& l) {
-  const double shared = Gated(m) * m.hidden * m.shared_ffn / l.tensor;
-  const double router = m.hidden * m.experts;
+  double shared = Gated(m) * m.hidden * m.shared_ffn / l.tensor;
+  double router = m.hidden * m.experts;
   const double gate = m.shared_gate && m.shared_ffn > 0 ? m.hidden : 0;
+  if (m.linear_bias) {  // [EB]
+    router += m.experts;
+    if (m.shared_ffn > 0) {
+      shared += (Gated(m) - 1) * m.shared_ffn / l.tensor + m.hidden;
+    }
+  }
   return shared + router + gate;
 }
 
 double RoutedExpertParameters(const ModelShape& m, const Layout& l) {
-  return m.experts / l.expert_parallel * Gated(m) * m.hidden * ExpertFfn(m) /
-         l.expert_tensor;
+  // Each local expert's FC1 and FC2 weights over ETP; with biases [EB],
+  // FC1's over ETP and FC2's whole.
+  const double biases =
+      m.linear_bias
+          ? (Gated(m) - 1) * ExpertFfn(m) / l.expert_tensor + m.hidden
+          : 0;
+  return m.experts / l.expert_parallel *
+         (Gated(m) * m.hidden * ExpertFfn(m) / l.expert_tensor + biases);
 }
 
 namespace {
@@ -296,7 +321,11 @@ double RoutedCopyActivations(const ModelShape& m, const Layout& l) {
       (MlpWidthBytes(m, l) - (unfused ? 0 : 2) + glu_copies) * e -
       (l.recompute_moe_act ? 2 * e : (l.fp8 ? 2 - f8 : 0));
   const double width = ExpertFfn(m) / l.expert_tensor;
-  const double common = copies * (input_bytes * m.hidden + width_bytes * width);
+  // [EB] FC2's bias repeated in fp32 to every copy on the GroupedTensor
+  // path (an upper bound where TE hands the biases back one an expert).
+  const double packed_bias = m.linear_bias && l.grouped_tensor ? 4 : 0;
+  const double common =
+      copies * ((input_bytes + packed_bias) * m.hidden + width_bytes * width);
   // Core 0.12.0: unpermute keeps the weighted expert outputs, 2h a copy:
   // k copies of each of this rank's tokens (every expert's capacity when
   // padded to it), or, with allgather and DeepEP, the copies this rank's

@@ -47,11 +47,11 @@ double MlaLinearParameters(const ModelShape& m, const Layout& l);
 
 // An MoE layer's MLP side that is not routed experts: shared experts
 // (split over t), the router (h x E) and the shared-expert gate
-// (replicated).
+// (replicated); with biases, the router's and the shared experts'.
 double MoeDenseParameters(const ModelShape& m, const Layout& l);
 
 // The routed experts of one MoE layer held by this rank: E / EP experts,
-// each split over ETP.
+// each split over ETP (with biases, FC2's whole on every ETP rank).
 double RoutedExpertParameters(const ModelShape& m, const Layout& l);
 
 // ---- Activations of one layer, one micro-batch ----

@@ -256,10 +256,6 @@ absl::Status ValidateExperts(const v1::Job& job) {
                      "MoELayer refuses to train without it)",
                      "false");
     }
-    if (m.linear_bias()) {
-      return Invalid("model.linear_bias",
-                     "biases on MoE layers are not modelled", "true");
-    }
     if (ep * etp > job.num_gpus() / par.pipeline_parallel()) {
       return Invalid("parallel.expert_parallel",
                      "x expert_tensor_parallel must fit in one pipeline stage's "
@@ -865,6 +861,50 @@ absl::Status ValidateTraining(const v1::Job& job) {
           tr.dataloader_attention_mask()
               ? "ATTENTION_KERNEL_FLASH with training.dataloader_attention_mask"
               : "ATTENTION_KERNEL_FLASH with training.attention_dropout > 0");
+    }
+  }
+  if (!v1::SoftmaxType_IsValid(job.model().softmax_type())) {
+    return Invalid("model.softmax_type", "must be a known softmax type",
+                   absl::StrCat(job.model().softmax_type()));
+  }
+  if (job.model().softmax_type() != v1::SOFTMAX_TYPE_VANILLA) {
+    // Attention sinks (transformer_engine.py softmax_type; TE's
+    // dot_product_attention/utils.py "Filter: Softmax type"): no
+    // FlashAttention; cuDNN's fused attention where the installed cuDNN
+    // has them, TE's unfused attention otherwise. An unset kernel with
+    // FlashAttention allowed (Megatron's --attention-backend auto) gets one
+    // or the other by a library version memgate cannot see, and their
+    // memory differs by the s x s scores: the job says which. FlashAttention
+    // off (training.flash_attention_disabled, --attention-backend fused)
+    // is cuDNN's; UNFUSED and LOCAL keep the scores.
+    const std::string softmax =
+        v1::SoftmaxType_Name(job.model().softmax_type());
+    const bool fused_kernel =
+        tr.attention_kernel() == v1::ATTENTION_KERNEL_UNSPECIFIED ||
+        tr.attention_kernel() == v1::ATTENTION_KERNEL_FLASH;
+    if (fused_kernel && !tr.flash_attention_disabled() &&
+        te != TeAttention::kUnfusedOnly) {
+      return Invalid("model.softmax_type",
+                     "FlashAttention cannot run attention sinks, and "
+                     "TransformerEngine runs them in cuDNN's fused attention "
+                     "where the installed cuDNN has them (no s x s scores) "
+                     "and in its unfused attention otherwise (the scores "
+                     "kept), which memgate cannot tell apart: say which "
+                     "(training.flash_attention_disabled: cuDNN's, "
+                     "`--attention=fused`; or ATTENTION_KERNEL_UNFUSED, "
+                     "`--attention=unfused`)",
+                     absl::StrCat(softmax, " with ",
+                                  v1::AttentionKernel_Name(
+                                      tr.attention_kernel())));
+    }
+    if (fused_kernel && te != TeAttention::kUnfusedOnly && c > 1 &&
+        par.context_parallel_comm() != v1::CONTEXT_PARALLEL_COMM_A2A) {
+      return Invalid("parallel.context_parallel_comm",
+                     "attention sinks (model.softmax_type) under context "
+                     "parallelism run in TransformerEngine's fused attention "
+                     "over an all-to-all only (CONTEXT_PARALLEL_COMM_A2A)",
+                     v1::ContextParallelComm_Name(
+                         par.context_parallel_comm()));
     }
   }
   if ((tr.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED ||

@@ -487,6 +487,27 @@ INSTANTIATE_TEST_SUITE_P(
                    v1::CONTEXT_PARALLEL_COMM_A2A_P2P);
                j.mutable_parallel()->set_context_parallel_a2a_size(4);
              }, "parallel.context_parallel"},
+        // Attention sinks: the kernel said, cuDNN's over an all-to-all
+        // under CP (ValidJob: CP 2, point-to-point).
+        Rule{"SinksNeedTheirKernelSaid", [](v1::Job& j) {
+               j.mutable_model()->set_softmax_type(
+                   v1::SOFTMAX_TYPE_LEARNABLE);
+             }, "model.softmax_type"},
+        Rule{"SinksDoNotRunInFlashAttention", [](v1::Job& j) {
+               j.mutable_model()->set_softmax_type(
+                   v1::SOFTMAX_TYPE_OFF_BY_ONE);
+               j.mutable_training()->set_attention_kernel(
+                   v1::ATTENTION_KERNEL_FLASH);
+             }, "model.softmax_type"},
+        Rule{"SinksUnderContextParallelRunOverAnAllToAll", [](v1::Job& j) {
+               j.mutable_model()->set_softmax_type(
+                   v1::SOFTMAX_TYPE_LEARNABLE);
+               j.mutable_training()->set_flash_attention_disabled(true);
+             }, "parallel.context_parallel_comm"},
+        Rule{"UnknownSoftmaxType", [](v1::Job& j) {
+               j.mutable_model()->set_softmax_type(
+                   static_cast<v1::SoftmaxType>(7));
+             }, "model.softmax_type"},
         Rule{"UnknownContextParallelComm", [](v1::Job& j) {
                j.mutable_parallel()->set_context_parallel_comm(
                    static_cast<v1::ContextParallelComm>(9));
@@ -688,6 +709,32 @@ TEST(ValidationTest, SequenceParallelSplitsEachContextRanksTokens) {
   EXPECT_NE(status.message().find("= 32"), std::string::npos) << status;
   job.mutable_training()->set_seq_length(8192);
   EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+}
+
+// Attention sinks run where the job says: cuDNN's fused attention
+// (FlashAttention off; over an all-to-all under CP), TransformerEngine's
+// unfused attention, or fp32's, which an unset kernel resolves to.
+TEST(ValidationTest, SinksRunInTheKernelTheJobSays) {
+  v1::Job base = ValidJob();
+  base.mutable_model()->set_softmax_type(v1::SOFTMAX_TYPE_LEARNABLE);
+  v1::Job cudnn = base;
+  cudnn.mutable_training()->set_flash_attention_disabled(true);
+  cudnn.mutable_parallel()->set_context_parallel_comm(
+      v1::CONTEXT_PARALLEL_COMM_A2A);
+  EXPECT_TRUE(ValidateJob(cudnn).ok()) << ValidateJob(cudnn);
+  cudnn.mutable_training()->set_attention_kernel(v1::ATTENTION_KERNEL_FLASH);
+  EXPECT_TRUE(ValidateJob(cudnn).ok()) << ValidateJob(cudnn);
+  v1::Job unfused = base;
+  unfused.mutable_parallel()->set_context_parallel(1);
+  unfused.mutable_parallel()->set_pipeline_parallel(4);
+  unfused.mutable_training()->set_attention_kernel(
+      v1::ATTENTION_KERNEL_UNFUSED);
+  EXPECT_TRUE(ValidateJob(unfused).ok()) << ValidateJob(unfused);
+  v1::Job fp32 = unfused;
+  fp32.mutable_training()->set_attention_kernel(
+      v1::ATTENTION_KERNEL_UNSPECIFIED);
+  fp32.mutable_training()->set_precision(v1::PRECISION_FP32);
+  EXPECT_TRUE(ValidateJob(fp32).ok()) << ValidateJob(fp32);
 }
 
 TEST(ValidationTest, ThresholdMustBeAFraction) {

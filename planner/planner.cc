@@ -186,6 +186,15 @@ void SetRequestParallelOf(const v1::PlanRequest& request,
       request.distributed_optimizer_instances());
   par.set_context_parallel_comm(request.context_parallel_comm());
   par.set_context_parallel_a2a_size(request.context_parallel_a2a_size());
+  // Attention sinks run context parallelism over an all-to-all only
+  // (validation.cc): every layout with CP says so, at CP sizes that split
+  // a TP rank's heads. (Unfused attention plans no CP at all.)
+  const v1::ContextParallelComm comm = request.context_parallel_comm();
+  if (request.model().softmax_type() != v1::SOFTMAX_TYPE_VANILLA &&
+      (comm == v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED ||
+       comm == v1::CONTEXT_PARALLEL_COMM_P2P)) {
+    par.set_context_parallel_comm(v1::CONTEXT_PARALLEL_COMM_A2A);
+  }
 }
 
 absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {

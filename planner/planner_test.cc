@@ -1282,6 +1282,62 @@ TEST(PlannerTest, LaunchSplitFormsAreWhatEveryCandidateSays) {
 // arguments (a2a+p2p with hierarchical sizes that multiply to its CP) and
 // is the job it says; the same layouts under p2p hold less (a2a) or no
 // more (all_gather: its working set is counted).
+// gpt-oss-20b's shape (transformers' GptOssConfig: 24 layers of 32
+// biased experts, clamped quick-GeGLU, learned attention sinks) run in
+// cuDNN's fused attention: TransformerEngine runs its sinks with context
+// parallelism over an all-to-all only, so every candidate with CP carries
+// --cp-comm-type a2a at a CP size that splits a TP rank's 8 key heads, and
+// each one's job is the job memgate check admits at its peak.
+TEST(PlannerTest, AttentionSinksPlanContextParallelOverAnAllToAll) {
+  v1::PlanRequest r = Request("", "h100-80gb", 64, 32768, 128);
+  v1::ModelConfig& m = *r.mutable_model();
+  m.set_name("gpt-oss-20b-shape");
+  m.set_num_layers(24);
+  m.set_hidden_size(2880);
+  m.set_ffn_hidden_size(2880);
+  m.set_num_attention_heads(64);
+  m.set_num_query_groups(8);
+  m.set_head_dim(64);
+  m.set_vocab_size(201088);
+  m.set_mlp_activation(v1::MLP_ACTIVATION_QUICK_GEGLU);
+  m.set_normalization(v1::NORMALIZATION_RMSNORM);
+  m.set_position_embedding(v1::POSITION_EMBEDDING_ROPE);
+  m.set_linear_bias(true);
+  m.set_activation_clamp(true);
+  m.set_softmax_type(v1::SOFTMAX_TYPE_LEARNABLE);
+  v1::MoeConfig& moe = *m.mutable_moe();
+  moe.set_num_experts(32);
+  moe.set_router_topk(4);
+  moe.set_expert_ffn_hidden_size(2880);
+  moe.set_layer_frequency(1);
+  moe.set_expert_glu_linear_copy(true);
+  // Unsaid, the kernel is refused by name (cuDNN's or TE's unfused?).
+  absl::StatusOr<v1::PlanResponse> unsaid = PlanLayouts(r);
+  ASSERT_FALSE(unsaid.ok());
+  EXPECT_NE(unsaid.status().message().find("model.softmax_type"),
+            std::string::npos)
+      << unsaid.status();
+  r.mutable_training()->set_flash_attention_disabled(true);
+  r.set_top_k(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int with_cp = 0;
+  for (const v1::Candidate& c : plan->candidates()) {
+    if (c.zone() != v1::ZONE_GREEN) continue;
+    absl::StatusOr<v1::Estimate> e = EstimatedAsItsJob(r, c);
+    ASSERT_TRUE(e.ok());
+    if (c.context_parallel() == 1) continue;
+    ++with_cp;
+    EXPECT_EQ(e->job().parallel().context_parallel_comm(),
+              v1::CONTEXT_PARALLEL_COMM_A2A);
+    EXPECT_EQ((8 / c.tensor_parallel()) % c.context_parallel(), 0u)
+        << c.ShortDebugString();
+    EXPECT_NE(c.megatron_arguments().find("--cp-comm-type a2a"),
+              std::string::npos);
+  }
+  EXPECT_GT(with_cp, 0);
+}
+
 TEST(PlannerTest, ContextParallelExchangesPlanOnlyLayoutsTheySplit) {
   v1::PlanRequest plain =
       Request("llama-3.1-8b", "h100-80gb", 64, 32768, 64);

@@ -32,8 +32,8 @@ struct Family {
   bool qkv_bias;         // the family's attention has q, k, v biases
   bool qk_norm;          // RMSNorm on Q and K per head (Qwen3Attention)
   bool sandwich_norms;   // norms after attention and the MLP too (Gemma 2/3)
-  enum Experts { kDense, kMixtral, kQwenMoe, kDeepseek, kGlm } experts =
-      kDense;
+  enum Experts { kDense, kMixtral, kQwenMoe, kDeepseek, kGlm, kGptOss }
+      experts = kDense;
   // Nemotron: an ungated MLP of hidden_act (up, down) and LayerNorm1P
   // (weight and bias), transformers' modeling_nemotron.py.
   bool ungated_mlp = false;
@@ -86,6 +86,11 @@ const std::vector<Family>& Families() {
       // modeling_glm4_moe.py.
       {"glm4_moe", {"Glm4MoeForCausalLM"}, false, false, false, false,
        Family::kGlm},
+      // gpt-oss: every layer routed experts (GptOssExperts: biases, the
+      // clamped quick-GeLU gate, (up + 1) x glu), attention sinks,
+      // transformers' modeling_gpt_oss.py.
+      {"gpt_oss", {"GptOssForCausalLM"}, false, false, false, false,
+       Family::kGptOss},
   };
   return *families;
 }
@@ -107,7 +112,7 @@ const char* WhyNotModelled(absl::string_view model_type) {
   }
   return "not a family memgate models (llama, mistral, qwen2, qwen3, phi3, "
          "gemma, gemma2, gemma3_text, mixtral, qwen2_moe, qwen3_moe, "
-         "deepseek_v2, deepseek_v3, kimi_k2, nemotron, glm4_moe)";
+         "deepseek_v2, deepseek_v3, kimi_k2, nemotron, glm4_moe, gpt_oss)";
 }
 
 absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
@@ -115,8 +120,8 @@ absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
     return absl::InvalidArgumentError(
         "config.json: model_type: missing (memgate reads llama, mistral, "
         "qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, mixtral, qwen2_moe, "
-        "qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2, nemotron and glm4_moe "
-        "configs)");
+        "qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2, nemotron, glm4_moe "
+        "and gpt_oss configs)");
   }
   for (const Family& f : Families()) {
     if (hf.model_type() != f.model_type) continue;
@@ -194,6 +199,27 @@ absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
         }
         moe.set_input_jitter(jitter > 0);
       }
+      break;
+    case Family::kGptOss:
+      // GptOssMLP on every layer: num_local_experts experts of
+      // intermediate_size, no shared expert. GptOssExperts' gate and up
+      // halves are clamped (limit 7.0, hard-coded: the config's
+      // swiglu_limit is not read) and the gate is quick-GeLU'd
+      // (x sigmoid(1.702 x)), then (up + 1) x glu: Megatron's
+      // --quick-geglu --activation-func-clamp-value 7 --glu-linear-offset 1
+      // (Megatron-Bridge's GPTOSSProvider), whose unfused glu() keeps the
+      // clamped halves and the offset sum. Every expert GEMM has a bias
+      // (gate_up_proj_bias, down_proj_bias): Megatron's add_bias_linear.
+      // Each attention head has a learned sink logit (GptOssAttention
+      // sinks): Megatron's --softmax-type learnable.
+      if (!hf.has_num_local_experts()) return MissingMoe("num_local_experts");
+      moe.set_num_experts(hf.num_local_experts());
+      moe.set_expert_ffn_hidden_size(model.ffn_hidden_size());
+      moe.set_layer_frequency(1);
+      moe.set_expert_glu_linear_copy(true);
+      model.set_activation_clamp(true);
+      model.set_linear_bias(true);
+      model.set_softmax_type(v1::SOFTMAX_TYPE_LEARNABLE);
       break;
     case Family::kQwenMoe: {
       if (!hf.has_num_experts()) return MissingMoe("num_experts");
@@ -299,6 +325,11 @@ absl::StatusOr<v1::MlpActivation> ActivationOf(const v1::HuggingFaceConfig& hf,
         act.size() > 32 ? "...' " : "' ", "is not modelled for model_type '",
         f.model_type, "' (", modelled, ")"));
   };
+  if (f.experts == Family::kGptOss) {
+    // GptOssExperts' own activation, whatever hidden_act says (its config
+    // names silu, which its modeling does not read).
+    return v1::MLP_ACTIVATION_QUICK_GEGLU;
+  }
   if (f.ungated_mlp) {
     // NemotronConfig's default and every published Nemotron's: relu2.
     if (!act.empty() && act != "relu2") return refused("relu2");
@@ -420,11 +451,14 @@ std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
   // windows and the scale of attention logits (FlashAttention stores no
   // s^2 scores either way; their soft-cap is read); dropout probabilities
   // (the job's training settings decide); the checkpoint's dtype and
-  // quantization (training keeps its own precision).
+  // quantization (training keeps its own precision); gpt-oss's
+  // swiglu_limit, experts_per_token and initial_context_length, which its
+  // modeling does not read (the limit is hard-coded, 7.0).
   static const auto* reviewed = new std::set<std::string>{
       "attention_dropout", "auto_map",
       "aux_loss_alpha", "bos_token_id", "cache_implementation", "dtype",
-      "embd_pdrop", "eos_token_id", "ep_size",
+      "embd_pdrop", "eos_token_id", "ep_size", "experts_per_token",
+      "initial_context_length",
       "initializer_range", "layer_norm_eps", "layer_types",
       "max_position_embeddings", "max_window_layers", "n_group",
       "norm_eps", "norm_topk_prob", "original_max_position_embeddings",
@@ -434,7 +468,8 @@ std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
       "rope_parameters", "rope_scaling", "rope_theta",
       "routed_scaling_factor", "router_aux_loss_coef", "scoring_func",
       "seq_aux", "sliding_window", "sliding_window_pattern",
-      "sliding_window_size", "topk_group", "topk_method", "torch_dtype",
+      "sliding_window_size", "swiglu_limit", "topk_group", "topk_method",
+      "torch_dtype",
       "transformers_version", "unk_token_id", "use_cache",
       "use_sliding_window"};
   std::vector<std::string> out;

@@ -583,6 +583,58 @@ TEST(HfConfigTest, Glm45IsReadAsItsModelingFileBuildsIt) {
             std::string::npos);
 }
 
+// gpt-oss-120b (gpt_oss), as transformers' modeling_gpt_oss.py builds it
+// and Megatron-Bridge's GPTOSSProvider trains it: 128 routed experts on
+// every layer, each with its GEMMs' biases and the clamped quick-GeLU gate
+// whatever hidden_act says (Megatron's --quick-geglu with a clamp and the
+// offset's copy), biases on every linear layer, and learned attention
+// sinks (--softmax-type learnable). By hand from the modeling file: the
+// embedding and the LM head 201,088 x 2,880 each; a layer's attention
+// (Q and O 2,880 x 4,096, K and V 2,880 x 512, their biases) and two
+// norms; its 128 experts (2,880 x 5,760 and 2,880 x 2,880 with their
+// biases), the router's 2,880 x 128 weight and its bias, and the 64
+// heads' sinks. OpenAI's model card: 116.8B.
+TEST(HfConfigTest, GptOssIsReadAsItsModelingFileBuildsIt) {
+  absl::StatusOr<v1::ModelConfig> oss =
+      ReadHuggingFaceConfig("tests/testdata/hf/gpt-oss-120b.json");
+  ASSERT_TRUE(oss.ok()) << oss.status();
+  EXPECT_EQ(oss->mlp_activation(), v1::MLP_ACTIVATION_QUICK_GEGLU);
+  EXPECT_TRUE(oss->activation_clamp());
+  EXPECT_TRUE(oss->linear_bias());
+  EXPECT_EQ(oss->softmax_type(), v1::SOFTMAX_TYPE_LEARNABLE);
+  EXPECT_EQ(oss->head_dim(), 64u);
+  EXPECT_EQ(oss->num_query_groups(), 8u);
+  EXPECT_FALSE(oss->tie_word_embeddings());
+  EXPECT_EQ(oss->moe().num_experts(), 128u);
+  EXPECT_EQ(oss->moe().router_topk(), 4u);
+  EXPECT_EQ(oss->moe().expert_ffn_hidden_size(), 2880u);
+  EXPECT_EQ(oss->moe().shared_expert_ffn_hidden_size(), 0u);
+  EXPECT_TRUE(oss->moe().expert_glu_linear_copy());
+  const double attention = 2.0 * 2880 * 4096 + 2.0 * 2880 * 512 +
+                           (4096 + 2 * 512 + 2880) + 2 * 2880;
+  const double expert = 2880.0 * 5760 + 5760 + 2880.0 * 2880 + 2880;
+  const double total =
+      2.0 * 201088 * 2880 +
+      36 * (attention + 128 * expert + 2880.0 * 128 + 128 + 64) + 2880;
+  EXPECT_DOUBLE_EQ(total, 116829156672);
+  EXPECT_DOUBLE_EQ(TotalParameters(ShapeOf(*oss)), total);
+  EXPECT_NEAR(total / 116.8e9, 1, 0.001);
+  // Its config's unread keys were reviewed: no note.
+  std::vector<std::string> notes;
+  ASSERT_TRUE(
+      ReadHuggingFaceConfig("tests/testdata/hf/gpt-oss-120b.json", &notes)
+          .ok());
+  EXPECT_TRUE(notes.empty()) << notes.front();
+  // Without its experts' count it is refused, naming the key.
+  const std::string json = R"({"model_type": "gpt_oss", "hidden_size": 64,
+      "num_hidden_layers": 2, "num_attention_heads": 4,
+      "intermediate_size": 64, "vocab_size": 1000,
+      "num_experts_per_tok": 2})";
+  EXPECT_NE(ModelFromHuggingFaceJson(json, "x").status().message().find(
+                "num_local_experts"),
+            std::string::npos);
+}
+
 TEST(HfConfigTest, MissingFileIsNamed) {
   absl::StatusOr<v1::ModelConfig> m =
       ReadHuggingFaceConfig("/nonexistent/config.json");

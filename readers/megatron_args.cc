@@ -914,7 +914,7 @@ absl::Status FillPrecision(const Arguments& args, MegatronLaunch& launch) {
 // largest attention logit (transformer_engine.py return_max_logit; cuDNN
 // 9.21 on, "Filter: Return max_logit"). With context parallelism TE's
 // fused attention runs the sinks over an all-to-all only. A learnable
-// softmax's offsets, a/t a layer, are left out (a few hundred parameters).
+// softmax's offsets, a/t a layer, are counted (ModelConfig.softmax_type).
 absl::Status ReadFlashlessAttention(const Arguments& args,
                                     const std::string& backend,
                                     MegatronLaunch& launch, bool unfused) {
@@ -926,6 +926,10 @@ absl::Status ReadFlashlessAttention(const Arguments& args,
                             "(vanilla, off-by-one or learnable)"));
   }
   const bool sinks = type != "vanilla";
+  launch.job.mutable_model()->set_softmax_type(
+      type == "learnable"    ? v1::SOFTMAX_TYPE_LEARNABLE
+      : type == "off-by-one" ? v1::SOFTMAX_TYPE_OFF_BY_ONE
+                             : v1::SOFTMAX_TYPE_VANILLA);
   const char* flag = sinks                             ? "softmax-type"
                      : args.Has("qk-clip")             ? "qk-clip"
                      : args.Has("log-max-attention-logit")
@@ -961,8 +965,10 @@ absl::Status ReadFlashlessAttention(const Arguments& args,
   if (sinks) launch.context_parallel_all_to_all_only = true;
   launch.notes.push_back(absl::StrCat(
       "--", flag, ": cuDNN's fused attention runs ", what,
-      " (no s x s scores", sinks ? "; the learnable offsets, a/t a layer, "
-                                   "left out" : "",
+      " (no s x s scores", type == "learnable"
+                                 ? "; the learnable offsets, a/t a layer, "
+                                   "counted"
+                                 : "",
       ")"));
   return absl::OkStatus();
 }

@@ -1478,10 +1478,20 @@ TEST(MegatronArgsTest, SoftmaxTypesRunWhereTransformerEngineRunsThem) {
   EXPECT_TRUE(fused->context_parallel_all_to_all_only);
   EXPECT_NE(AllNotes(*fused).find("cuDNN's fused attention"),
             std::string::npos);
+  // The job carries the softmax, so that validation keeps its rules for
+  // every candidate a plan makes of it.
+  EXPECT_EQ(fused->job.model().softmax_type(), v1::SOFTMAX_TYPE_LEARNABLE);
+  EXPECT_TRUE(fused->job.training().flash_attention_disabled());
+  v1::Job on_gpus = fused->job;
+  on_gpus.mutable_accelerator()->set_name("h100-80gb");
+  on_gpus.set_num_gpus(8);
+  EXPECT_TRUE(EstimateJob(on_gpus).ok()) << EstimateJob(on_gpus).status();
   absl::StatusOr<MegatronLaunch> over_a2a =
       read("--bf16 --softmax-type off-by-one --attention-backend fused "
            "--context-parallel-size 2 --cp-comm-type a2a");
   ASSERT_TRUE(over_a2a.ok()) << over_a2a.status();
+  EXPECT_EQ(over_a2a->job.model().softmax_type(),
+            v1::SOFTMAX_TYPE_OFF_BY_ONE);
   for (const char* unfused :
        {"--bf16 --softmax-type learnable --attention-backend unfused",
         "--bf16 --softmax-type learnable --transformer-impl local",
@@ -1493,12 +1503,14 @@ TEST(MegatronArgsTest, SoftmaxTypesRunWhereTransformerEngineRunsThem) {
                                                   : v1::ATTENTION_KERNEL_UNFUSED)
         << unfused;
     EXPECT_FALSE(l->context_parallel_all_to_all_only);
+    EXPECT_EQ(l->job.model().softmax_type(), v1::SOFTMAX_TYPE_LEARNABLE);
   }
   absl::StatusOr<MegatronLaunch> vanilla =
       read("--bf16 --softmax-type vanilla");
   ASSERT_TRUE(vanilla.ok()) << vanilla.status();
   EXPECT_EQ(vanilla->job.training().attention_kernel(),
             v1::ATTENTION_KERNEL_UNSPECIFIED);
+  EXPECT_EQ(vanilla->job.model().softmax_type(), v1::SOFTMAX_TYPE_VANILLA);
 }
 
 // A launch of a release from core 0.12.0 on may give arguments the
@@ -2648,6 +2660,48 @@ TEST(MegatronArgsTest, GroupedTensorExpertsPadTo256Rows) {
       "--num-experts 8 --expert-model-parallel-size 2 --moe-grouped-gemm "
       "--use-transformer-engine-op-fuser",
       "", {"--use-transformer-engine-op-fuser", "expert TP"}));
+}
+
+// Biases on MoE layers (Megatron's default; gpt-oss trains with them):
+// the router's and each expert's FC1 and FC2 biases are counted, and on
+// the GroupedTensor experts the fp32 copy of FC2's bias each routed copy
+// keeps (moe_terms.cc [EB]). A launch Megatron cannot start is refused by
+// the argument: grouped GEMMs with biases need --no-bias-dropout-fusion,
+// and the legacy GroupedMLP takes no bias.
+TEST(MegatronArgsTest, BiasesOnExpertsAreModelled) {
+  const std::string experts =
+      "--num-experts 8 --expert-model-parallel-size 2 --moe-router-topk 2 "
+      "--moe-ffn-hidden-size 7168 --expert-tensor-parallel-size 1 "
+      "--moe-grouped-gemm ";
+  const std::string no_bias = "--disable-bias-linear";
+  EXPECT_TRUE(RefusedNaming(experts, no_bias,
+                            {"--moe-grouped-gemm", "--no-bias-dropout-fusion",
+                             "TEGroupedMLP"}));
+  EXPECT_TRUE(RefusedNaming(experts + "--moe-use-legacy-grouped-gemm "
+                                      "--no-bias-dropout-fusion",
+                            no_bias,
+                            {"--moe-use-legacy-grouped-gemm",
+                             "bias not supported"}));
+  const std::string fusion_off = "--no-bias-dropout-fusion ";
+  const v1::Job biased = LlamaLaunchJob(experts + fusion_off, no_bias);
+  const v1::Job plain = LlamaLaunchJob(experts + fusion_off);
+  EXPECT_TRUE(biased.model().linear_bias());
+  ASSERT_TRUE(EstimateJob(biased).ok())
+      << EstimateJob(biased).status();
+  // A layer's biases: QKV's (4,096 + 2 x 1,024) and the output
+  // projection's (4,096), the router's (8), and 8 experts' FC1 (2 x 7,168)
+  // and FC2 (4,096) biases; 32 layers.
+  EXPECT_DOUBLE_EQ(TotalParameters(ShapeOf(biased.model())) -
+                       TotalParameters(ShapeOf(plain.model())),
+                   32.0 * (6144 + 4096 + 8 + 8 * (2 * 7168 + 4096)));
+  // The fp32 bias copies: only on the GroupedTensor path.
+  const std::string tensor = "--moe-use-grouped-tensor ";
+  const double grouped_gain =
+      PeakOf(biased) - PeakOf(plain);
+  const double tensor_gain =
+      PeakOf(LlamaLaunchJob(experts + fusion_off + tensor, no_bias)) -
+      PeakOf(LlamaLaunchJob(experts + fusion_off + tensor));
+  EXPECT_GT(tensor_gain, grouped_gain + 1e6);
 }
 
 // The launch: experts were read past, giving the dense peak. Now

@@ -55,6 +55,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"no-bias-gelu-fusion", false, M, "fused (off without biases)",
        "no change: GeLU and squared ReLU keep 4h_ffn/h fused or not; lets "
        "--squared-relu run with biases"},
+      {"no-bias-dropout-fusion", false, M, "fused",
+       "no change: the bias-dropout-add keeps its dropout mask fused or "
+       "not; lets grouped-GEMM experts run with biases (TEGroupedMLP "
+       "asserts the fusion off)"},
       {"no-bias-swiglu-fusion", false, P, "fused",
        "with --swiglu Megatron's unfused glu(): FC1's output, silu's, "
        "x_linear + glu_linear_offset (core 0.15 on; an upper bound before) "
@@ -66,7 +70,12 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"normalization", true, P, "LayerNorm",
        "LayerNorm (weight + bias) or RMSNorm (weight); others refused"},
       {"disable-bias-linear", false, M, "biases on",
-       "without it every linear layer has a bias"},
+       "without it every linear layer has a bias; on MoE layers the "
+       "router's and each expert's FC1 and FC2 biases, and on the "
+       "GroupedTensor experts FC2's repeated in fp32 to every routed copy "
+       "(4h B a copy); with --moe-grouped-gemm refused without "
+       "--no-bias-dropout-fusion and with --moe-use-legacy-grouped-gemm "
+       "(Megatron asserts)"},
       {"add-qkv-bias", false, M, "off", "a bias on the QKV projection"},
       {"position-embedding-type", true, P, "learned_absolute",
        "learned_absolute (max_position_embeddings x h on the first stage) "
@@ -362,8 +371,8 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "NVTE_FLASH_ATTN=0 (FlashAttention 3 / 4 not assumed installed); 2: "
        "no change; others refused"},
       {"softmax-type", true, P, "vanilla",
-       "off-by-one / learnable (attention sinks): with --attention-backend "
-       "fused no s^2 term (CP > 1 only over --cp-comm-type a2a), with "
+       "off-by-one / learnable (attention sinks; learnable: a logit a head, "
+       "a/t a layer): with --attention-backend fused no s^2 term (CP > 1 only over --cp-comm-type a2a), with "
        "unfused / local / fp32 the unfused attention's; refused with flash "
        "(no backend) and with auto (cuDNN's version picks fused or unfused)"},
       {"qk-clip", false, P, "off",

@@ -167,6 +167,26 @@ absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
   }
   moe.set_router_dtype(v1::DTYPE_FP32);  // default: an upper bound
   moe.set_grouped_gemm(args.Has("moe-grouped-gemm"));
+  // Biases on experts (Megatron's default, no --disable-bias-linear;
+  // moe_terms.cc [EB]): the legacy GroupedMLP asserts it has none, and
+  // TEGroupedMLP asserts that the bias-dropout fusion, on unless
+  // --no-bias-dropout-fusion, is off (moe/experts.py): either job never
+  // trains.
+  if (moe.grouped_gemm() && !args.Has("disable-bias-linear")) {
+    if (args.Has("moe-use-legacy-grouped-gemm")) {
+      return Bad("moe-use-legacy-grouped-gemm",
+                 "with biases on (no --disable-bias-linear): Megatron's "
+                 "GroupedMLP asserts 'bias not supported in Grouped GEMM "
+                 "yet'");
+    }
+    if (!args.Has("no-bias-dropout-fusion")) {
+      return Bad("moe-grouped-gemm",
+                 "with biases on (no --disable-bias-linear) needs "
+                 "--no-bias-dropout-fusion: TEGroupedMLP asserts "
+                 "'bias_dropout_fusion is not supported in TEGroupedMLP "
+                 "when add_bias_linear=True'");
+    }
+  }
   // transformer_config.py: the op fuser turns the GroupedTensor path on
   // with grouped GEMMs, which it needs; moe_utils.py then pads every
   // local expert to 256 rows.
