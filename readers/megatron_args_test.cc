@@ -33,11 +33,16 @@ constexpr char kLlama31_8B[] =
     "--micro-batch-size 1 --global-batch-size 1024 --seq-length 8192 --bf16 "
     "--tokenizer-type Llama3Tokenizer --lr 1e-4 --train-iters 25000";
 
-// The Llama-3.1-8B launch with `extra` appended and `drop` removed, read.
+// The Llama-3.1-8B launch with `extra` appended and `drop` (words split by
+// '|') removed, read.
 absl::StatusOr<MegatronLaunch> ReadLlamaLaunch(const std::string& extra,
                                                const std::string& drop) {
   std::string line = std::string(kLlama31_8B) + " " + extra;
-  if (!drop.empty()) line.replace(line.find(drop), drop.size(), "");
+  // `drop` may name several words, split by '|'.
+  for (const std::string& word : std::vector<std::string>(
+           absl::StrSplit(drop, '|', absl::SkipEmpty()))) {
+    line.replace(line.find(word), word.size(), "");
+  }
   return ParseMegatronLaunch(Words(line), nullptr);
 }
 
@@ -2702,6 +2707,25 @@ TEST(MegatronArgsTest, BiasesOnExpertsAreModelled) {
       PeakOf(LlamaLaunchJob(experts + fusion_off + tensor, no_bias)) -
       PeakOf(LlamaLaunchJob(experts + fusion_off + tensor));
   EXPECT_GT(tensor_gain, grouped_gain + 1e6);
+
+  // Quick-GeGLU with biases: Megatron's dense MLP cannot fuse its bias and
+  // raises, so a dense layer or shared experts need --no-bias-gelu-fusion;
+  // routed experts alone (gpt-oss) fuse it with their probabilities.
+  const std::string quick = "--quick-geglu ";
+  const std::string swiglu = "--swiglu";
+  EXPECT_TRUE(RefusedNaming(quick, no_bias + "|" + swiglu,
+                            {"--quick-geglu", "--no-bias-gelu-fusion"}))
+      << "dense";
+  EXPECT_TRUE(RefusedNaming(
+      quick + experts + fusion_off +
+          "--moe-shared-expert-intermediate-size 1024",
+      no_bias + "|" + swiglu, {"--quick-geglu", "dense MLP"}));
+  EXPECT_EQ(LaunchRefusal(quick + experts + fusion_off,
+                          no_bias + "|" + swiglu),
+            "");
+  EXPECT_EQ(LaunchRefusal(quick + "--no-bias-gelu-fusion",
+                          no_bias + "|" + swiglu),
+            "");
 }
 
 // The launch: experts were read past, giving the dense peak. Now

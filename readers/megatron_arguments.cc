@@ -43,7 +43,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"quick-geglu", false, M, "GeLU MLP",
        "a gated MLP (3 matrices) run unfused: 10h_ffn/h activations (the "
        "FC1 output, the compiled quick-GeLU's output, the linear half plus "
-       "offset, the FC2 input; measured)"},
+       "offset, the FC2 input; measured); with biases on and a dense MLP "
+       "(dense layers, shared experts) refused without "
+       "--no-bias-gelu-fusion (Megatron's MLP raises)"},
       {"squared-relu", false, M, "GeLU MLP",
        "relu(x)^2 (2 matrices, 4h_ffn/h activations as GeLU); refused with "
        "--swiglu, and with biases unless --no-bias-gelu-fusion (Megatron "

@@ -1,5 +1,6 @@
 #include "readers/megatron_moe_args.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -361,9 +362,50 @@ bool RunsUnfusedSwiglu(const Arguments& args) {
          !args.Has("use-transformer-engine-op-fuser");
 }
 
+namespace {
+
+// Whether some MLP of the model is a dense one (mlp.py without the
+// routing probabilities): a dense model's, a dense layer's in a layer
+// pattern, or shared experts.
+bool HasDenseMlp(const v1::ModelConfig& m) {
+  const v1::MoeConfig& moe = m.moe();
+  if (!m.has_moe() || moe.num_experts() == 0) return true;
+  if (moe.shared_expert_ffn_hidden_size() > 0 || moe.layer_frequency() > 1) {
+    return true;
+  }
+  return std::find(moe.layer_pattern().begin(), moe.layer_pattern().end(),
+                   0u) != moe.layer_pattern().end();
+}
+
+// With biases on, --bias-gelu-fusion stays on (arguments.py turns it off
+// only without biases) and becomes the bias-activation fusion of every
+// non-SwiGLU MLP (argument_utils.py). A dense MLP fuses a bias into GeLU
+// and SwiGLU only and raises "Only support fusion of gelu and swiglu" for
+// quick-GeGLU (mlp.py); routed experts, which pass their probabilities,
+// fuse quick-GeGLU too (experts.py, mlp.py weighted_bias_quick_geglu_impl),
+// so a model of routed experts only (gpt-oss) trains.
+absl::Status RefuseUnfusableQuickGeglu(const Arguments& args,
+                                       const MegatronLaunch& launch) {
+  const v1::ModelConfig& m = launch.job.model();
+  if (m.mlp_activation() != v1::MLP_ACTIVATION_QUICK_GEGLU ||
+      !m.linear_bias() || args.Has("no-bias-gelu-fusion") || !HasDenseMlp(m)) {
+    return absl::OkStatus();
+  }
+  return Bad("quick-geglu",
+             "with biases on (no --disable-bias-linear) and a dense MLP "
+             "(dense layers or shared experts) needs --no-bias-gelu-fusion: "
+             "Megatron's MLP raises 'Only support fusion of gelu and "
+             "swiglu'");
+}
+
+}  // namespace
+
 absl::Status FillExpertsFromLaunch(const Arguments& args,
                                    MegatronLaunch& launch) {
   if (absl::Status s = FillMoe(args, launch); !s.ok()) return s;
+  if (absl::Status s = RefuseUnfusableQuickGeglu(args, launch); !s.ok()) {
+    return s;
+  }
   return FillMla(args, launch);
 }
 
