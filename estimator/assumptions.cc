@@ -458,6 +458,14 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                         "token (quick_gelu keeps its sigmoid)"
                       : "quick-GeGLU MLP, unfused as Megatron runs it: 10 "
                         "bytes an FFN column a token (measured)");
+    if (m.has_moe() && m.moe().num_experts() > 0 && m.linear_bias() &&
+        !m.moe().expert_activation_unfused()) {
+      out.push_back(absl::StrCat(
+          "quick-GeGLU experts with biases: Megatron's fused bias-activation "
+          "(on with biases unless --no-bias-gelu-fusion), ",
+          m.activation_clamp() ? 10 : 6,
+          " bytes an expert FFN column a routed copy"));
+    }
   }
   if (m.normalization() == v1::NORMALIZATION_LAYERNORM) {
     out.push_back("LayerNorm (weight and bias)");

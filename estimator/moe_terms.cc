@@ -68,6 +68,17 @@
 //      act(x[0]) * x[1] does not make. With activation_func_clamp_value
 //      both glu()s clamp the halves into new tensors, and the activation
 //      keeps the clamped gate (2 B more); the fused kernels clamp inside.
+// [QF] Megatron-LM fused_bias_geglu.py weighted_bias_quick_geglu_impl,
+//      which TEGroupedMLP and SequentialMLP's expert MLPs run for a
+//      quick-GeLU gate when the bias-activation fusion is on (biases on,
+//      no --no-bias-gelu-fusion: arguments.py, argument_utils.py;
+//      Megatron-Bridge's gpt-oss sets it): its autograd function keeps its
+//      input, the FC1 output (4 B a unit), and weights by the
+//      probabilities inside; FC2 keeps its own input (2): 6, the fused
+//      SwiGLU's. With a clamp value the halves are clamped and re-joined
+//      by torch.cat before the function, so the joined copy (4) is kept by
+//      the function and the FC1 output by the clamps: 10. Inside the
+//      moe_act checkpoint neither is kept.
 // [GG] Gemma's gate under Megatron-Bridge (models/gemma/gemma_provider.py
 //      and gemma2_provider.py: activation_func fast_gelu, gemma3's
 //      openai_gelu, both jit_fuser = torch.compile functions of x alone):
@@ -302,8 +313,13 @@ double RoutedCopyActivations(const ModelShape& m, const Layout& l) {
   // second's, the activation's output, f8 in place of 2 (with moe_act
   // recomputation the second saves the 16-bit output it recomputes:
   // experts.py set_save_original_input).
-  const bool unfused =
-      m.ungated_mlp || m.quick_geglu || m.geglu || m.expert_activation_unfused;
+  // [QF] Quick-GeGLU experts with biases run the bias-activation fusion
+  // (Megatron keeps --bias-gelu-fusion on with biases): fused as SwiGLU's
+  // kernel, plus what a clamp keeps outside it.
+  const bool fused_quick =
+      m.quick_geglu && m.linear_bias && !m.expert_activation_unfused;
+  const bool unfused = m.ungated_mlp || (m.quick_geglu && !fused_quick) ||
+                       m.geglu || m.expert_activation_unfused;
   // [TA] TransformerEngine's SwiGLU op keeps only its input, as the fused
   // kernel, but the probabilities' multiply runs after it.
   const bool te_op = m.expert_activation_te_op && !unfused;
@@ -317,8 +333,11 @@ double RoutedCopyActivations(const ModelShape& m, const Layout& l) {
                       !l.recompute_moe_act;
   const double glu_copies =
       te_glu ? 2 + (m.activation_clamp ? 2 : 0) : 0;
+  const double activation_bytes =
+      fused_quick ? (m.activation_clamp && !l.recompute_moe_act ? 12 : 8)
+                  : MlpWidthBytes(m, l);
   const double width_bytes =
-      (MlpWidthBytes(m, l) - (unfused ? 0 : 2) + glu_copies) * e -
+      (activation_bytes - (unfused ? 0 : 2) + glu_copies) * e -
       (l.recompute_moe_act ? 2 * e : (l.fp8 ? 2 - f8 : 0));
   const double width = ExpertFfn(m) / l.expert_tensor;
   // [EB] FC2's bias repeated in fp32 to every copy on the GroupedTensor

@@ -676,6 +676,39 @@ TEST(MoeTermsTest, TheExpertsGluKeepsItsLinearHalfPlusOffset) {
   EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes, fused);
 }
 
+// [QF] Quick-GeGLU experts with biases run the fused bias-activation
+// (Megatron's and gpt-oss's setting): 6 B a unit of expert width a routed
+// copy, the fused SwiGLU's, where the unfused glu() and the
+// probabilities' multiply keep 12; with a clamp 10 (the clamped halves
+// joined outside the fused function) against 14. 2048 copies x 512 units
+// = sbh, so the gaps are 6 and 4 sbh a layer, 2 layers.
+TEST(MoeTermsTest, QuickGegluExpertsWithBiasesRunFused) {
+  const Layout l = EightGpus(1, 8, 1);
+  ModelShape m = SmallMoe();
+  m.probs_applied = v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS;
+  m.quick_geglu = true;
+  m.linear_bias = true;
+  const double fused = StageMemoryOf(m, l, 0, 2).activation_bytes;
+  m.expert_activation_unfused = true;  // --no-bias-gelu-fusion
+  const double unfused = StageMemoryOf(m, l, 0, 2).activation_bytes;
+  EXPECT_DOUBLE_EQ(unfused - fused, 2 * 6 * kSbh);
+  m.activation_clamp = true;
+  const double unfused_clamped = StageMemoryOf(m, l, 0, 2).activation_bytes;
+  m.expert_activation_unfused = false;
+  const double fused_clamped = StageMemoryOf(m, l, 0, 2).activation_bytes;
+  EXPECT_DOUBLE_EQ(fused_clamped - fused, 2 * 4 * kSbh);
+  EXPECT_DOUBLE_EQ(unfused_clamped - fused_clamped, 2 * 4 * kSbh);
+  // Fused and SwiGLU's fused kernel keep the same, unclamped.
+  ModelShape swiglu = SmallMoe();
+  swiglu.probs_applied = v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS;
+  swiglu.linear_bias = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(swiglu, l, 0, 2).activation_bytes, fused);
+  // Without biases the fusion is off: glu() as before.
+  m.linear_bias = false;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).activation_bytes,
+                   unfused_clamped);
+}
+
 // With wide unfused experts the in-expert multiply outweighs the
 // unpermute copy (2 B x 4096 > 2h = 2048 B a copy): an unknown release
 // counts it, not the 0.12.0 term.

@@ -207,16 +207,15 @@ absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
       // swiglu_limit is not read) and the gate is quick-GeLU'd
       // (x sigmoid(1.702 x)), then (up + 1) x glu: Megatron's
       // --quick-geglu --activation-func-clamp-value 7 --glu-linear-offset 1
-      // (Megatron-Bridge's GPTOSSProvider), whose unfused glu() keeps the
-      // clamped halves and the offset sum. Every expert GEMM has a bias
-      // (gate_up_proj_bias, down_proj_bias): Megatron's add_bias_linear.
-      // Each attention head has a learned sink logit (GptOssAttention
-      // sinks): Megatron's --softmax-type learnable.
+      // (Megatron-Bridge's GPTOSSProvider), with its bias-activation
+      // fusion on (moe_terms.cc [QF]). Every expert GEMM has a bias
+      // (gate_up_proj_bias, down_proj_bias), as the router: Megatron's
+      // add_bias_linear. Each attention head has a learned sink logit
+      // (GptOssAttention sinks): Megatron's --softmax-type learnable.
       if (!hf.has_num_local_experts()) return MissingMoe("num_local_experts");
       moe.set_num_experts(hf.num_local_experts());
       moe.set_expert_ffn_hidden_size(model.ffn_hidden_size());
       moe.set_layer_frequency(1);
-      moe.set_expert_glu_linear_copy(true);
       model.set_activation_clamp(true);
       model.set_linear_bias(true);
       model.set_softmax_type(v1::SOFTMAX_TYPE_LEARNABLE);

@@ -586,8 +586,8 @@ TEST(HfConfigTest, Glm45IsReadAsItsModelingFileBuildsIt) {
 // gpt-oss-120b (gpt_oss), as transformers' modeling_gpt_oss.py builds it
 // and Megatron-Bridge's GPTOSSProvider trains it: 128 routed experts on
 // every layer, each with its GEMMs' biases and the clamped quick-GeLU gate
-// whatever hidden_act says (Megatron's --quick-geglu with a clamp and the
-// offset's copy), biases on every linear layer, and learned attention
+// whatever hidden_act says (Megatron's --quick-geglu with a clamp, its bias
+// and activation fused), biases on every linear layer, and learned attention
 // sinks (--softmax-type learnable). By hand from the modeling file: the
 // embedding and the LM head 201,088 x 2,880 each; a layer's attention
 // (Q and O 2,880 x 4,096, K and V 2,880 x 512, their biases) and two
@@ -609,7 +609,7 @@ TEST(HfConfigTest, GptOssIsReadAsItsModelingFileBuildsIt) {
   EXPECT_EQ(oss->moe().router_topk(), 4u);
   EXPECT_EQ(oss->moe().expert_ffn_hidden_size(), 2880u);
   EXPECT_EQ(oss->moe().shared_expert_ffn_hidden_size(), 0u);
-  EXPECT_TRUE(oss->moe().expert_glu_linear_copy());
+  EXPECT_FALSE(oss->moe().expert_activation_unfused());  // fused, biased
   const double attention = 2.0 * 2880 * 4096 + 2.0 * 2880 * 512 +
                            (4096 + 2 * 512 + 2880) + 2 * 2880;
   const double expert = 2880.0 * 5760 + 5760 + 2880.0 * 2880 + 2880;

@@ -2726,6 +2726,15 @@ TEST(MegatronArgsTest, BiasesOnExpertsAreModelled) {
   EXPECT_EQ(LaunchRefusal(quick + "--no-bias-gelu-fusion",
                           no_bias + "|" + swiglu),
             "");
+  // The experts run the fused bias-activation, unless turned off.
+  const v1::Job fused_experts =
+      LlamaLaunchJob(quick + experts + fusion_off, no_bias + "|" + swiglu);
+  const v1::Job unfused_experts = LlamaLaunchJob(
+      quick + experts + fusion_off + "--no-bias-gelu-fusion",
+      no_bias + "|" + swiglu);
+  EXPECT_FALSE(fused_experts.model().moe().expert_activation_unfused());
+  EXPECT_TRUE(unfused_experts.model().moe().expert_activation_unfused());
+  EXPECT_LT(PeakOf(fused_experts), PeakOf(unfused_experts));
 }
 
 // The launch: experts were read past, giving the dense peak. Now

@@ -43,7 +43,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"quick-geglu", false, M, "GeLU MLP",
        "a gated MLP (3 matrices) run unfused: 10h_ffn/h activations (the "
        "FC1 output, the compiled quick-GeLU's output, the linear half plus "
-       "offset, the FC2 input; measured); with biases on and a dense MLP "
+       "offset, the FC2 input; measured); experts with biases run "
+       "Megatron's fused bias-activation (6 B a unit, 10 with a clamp); "
+       "with biases on and a dense MLP "
        "(dense layers, shared experts) refused without "
        "--no-bias-gelu-fusion (Megatron's MLP raises)"},
       {"squared-relu", false, M, "GeLU MLP",
@@ -55,8 +57,11 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "fused op (keeps its input and the probabilities): counted as the "
        "unfused activation and multiply, an upper bound"},
       {"no-bias-gelu-fusion", false, M, "fused (off without biases)",
-       "no change: GeLU and squared ReLU keep 4h_ffn/h fused or not; lets "
-       "--squared-relu run with biases"},
+       "GeLU and squared ReLU keep 4h_ffn/h fused or not; quick-GeGLU "
+       "experts with biases run unfused (glu() and the probabilities' "
+       "multiply: 12 B a unit of expert width, 14 with a clamp, against the "
+       "fused 6 and 10); lets --squared-relu and dense quick-GeGLU MLPs run "
+       "with biases"},
       {"no-bias-dropout-fusion", false, M, "fused",
        "no change: the bias-dropout-add keeps its dropout mask fused or "
        "not; lets grouped-GEMM experts run with biases (TEGroupedMLP "

@@ -80,6 +80,11 @@ absl::Status FillFlexBackend(const Arguments& args, MegatronLaunch& launch,
 void FillProbsApplied(const Arguments& args, MegatronLaunch& launch,
                       v1::MoeConfig& moe) {
   const bool legacy = args.Has("moe-use-legacy-grouped-gemm");
+  // Quick-GeGLU experts with biases run the fused bias-activation unless
+  // --no-bias-gelu-fusion turns it off (moe_terms.cc [QF]).
+  if (args.Has("quick-geglu") && args.Has("no-bias-gelu-fusion")) {
+    moe.set_expert_activation_unfused(true);
+  }
   if (args.Has("moe-mlp-glu-interleave-size") || legacy ||
       RunsUnfusedSwiglu(args)) {
     moe.set_expert_activation_unfused(true);
