@@ -2726,6 +2726,13 @@ TEST(MegatronArgsTest, BiasesOnExpertsAreModelled) {
   EXPECT_EQ(LaunchRefusal(quick + "--no-bias-gelu-fusion",
                           no_bias + "|" + swiglu),
             "");
+  // GeLU experts (no --swiglu) fuse no bias: refused unless turned off.
+  EXPECT_TRUE(RefusedNaming(experts + fusion_off, no_bias + "|" + swiglu,
+                            {"--num-experts", "GeLU experts",
+                             "--no-bias-gelu-fusion"}));
+  EXPECT_EQ(LaunchRefusal(experts + fusion_off + "--no-bias-gelu-fusion",
+                          no_bias + "|" + swiglu),
+            "");
   // The experts run the fused bias-activation, unless turned off.
   const v1::Job fused_experts =
       LlamaLaunchJob(quick + experts + fusion_off, no_bias + "|" + swiglu);

@@ -442,7 +442,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       // ---- Refused: architectures memgate does not model yet ----
       {"num-experts", true, M, "dense",
        "E routed experts a MoE layer: E / EP experts a rank, each split "
-       "over ETP; their optimizer states over world / (ETP x EP x PP)"},
+       "over ETP; their optimizer states over world / (ETP x EP x PP); "
+       "GeLU experts with biases refused without --no-bias-gelu-fusion "
+       "(Megatron's experts fuse SwiGLU and quick-GeGLU only)"},
       {"moe-ffn-hidden-size", true, M, "--ffn-hidden-size",
        "each routed expert's FFN width"},
       {"moe-router-topk", true, M, "2",

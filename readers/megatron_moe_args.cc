@@ -389,18 +389,32 @@ bool HasDenseMlp(const v1::ModelConfig& m) {
 // quick-GeGLU (mlp.py); routed experts, which pass their probabilities,
 // fuse quick-GeGLU too (experts.py, mlp.py weighted_bias_quick_geglu_impl),
 // so a model of routed experts only (gpt-oss) trains.
-absl::Status RefuseUnfusableQuickGeglu(const Arguments& args,
+// Routed experts in turn fuse SwiGLU and quick-GeGLU only: GeLU experts
+// (Megatron's MLP without --swiglu) raise "Only support fusion of swiglu
+// and quick_gelu" (experts.py TEGroupedMLP; mlp.py with the
+// probabilities, SequentialMLP's experts).
+absl::Status RefuseUnfusableActivation(const Arguments& args,
                                        const MegatronLaunch& launch) {
   const v1::ModelConfig& m = launch.job.model();
-  if (m.mlp_activation() != v1::MLP_ACTIVATION_QUICK_GEGLU ||
-      !m.linear_bias() || args.Has("no-bias-gelu-fusion") || !HasDenseMlp(m)) {
+  if (!m.linear_bias() || args.Has("no-bias-gelu-fusion")) {
     return absl::OkStatus();
   }
-  return Bad("quick-geglu",
-             "with biases on (no --disable-bias-linear) and a dense MLP "
-             "(dense layers or shared experts) needs --no-bias-gelu-fusion: "
-             "Megatron's MLP raises 'Only support fusion of gelu and "
-             "swiglu'");
+  const bool experts = m.has_moe() && m.moe().num_experts() > 0;
+  if (m.mlp_activation() == v1::MLP_ACTIVATION_QUICK_GEGLU &&
+      HasDenseMlp(m)) {
+    return Bad("quick-geglu",
+               "with biases on (no --disable-bias-linear) and a dense MLP "
+               "(dense layers or shared experts) needs --no-bias-gelu-fusion: "
+               "Megatron's MLP raises 'Only support fusion of gelu and "
+               "swiglu'");
+  }
+  if (m.mlp_activation() == v1::MLP_ACTIVATION_GELU && experts) {
+    return Bad("num-experts",
+               "GeLU experts (no --swiglu) with biases on (no "
+               "--disable-bias-linear) need --no-bias-gelu-fusion: Megatron's "
+               "experts raise 'Only support fusion of swiglu and quick_gelu'");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -408,7 +422,7 @@ absl::Status RefuseUnfusableQuickGeglu(const Arguments& args,
 absl::Status FillExpertsFromLaunch(const Arguments& args,
                                    MegatronLaunch& launch) {
   if (absl::Status s = FillMoe(args, launch); !s.ok()) return s;
-  if (absl::Status s = RefuseUnfusableQuickGeglu(args, launch); !s.ok()) {
+  if (absl::Status s = RefuseUnfusableActivation(args, launch); !s.ok()) {
     return s;
   }
   return FillMla(args, launch);
