@@ -86,7 +86,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"add-qkv-bias", false, M, "off", "a bias on the QKV projection"},
       {"position-embedding-type", true, P, "learned_absolute",
        "learned_absolute (max_position_embeddings x h on the first stage) "
-       "or rope / none (no parameters); others refused"},
+       "or rope, yarn, mrope / none (no parameters; YaRN's scaled cos and "
+       "sin run the unfused RoPE, which keeps only them); relative "
+       "refused"},
       {"use-rotary-position-embeddings", false, M, "",
        "legacy spelling of --position-embedding-type rope"},
       {"no-position-embedding", false, M, "",
