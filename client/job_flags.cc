@@ -87,7 +87,7 @@ void JobFlags::Register(FlagSet& f) {
   f.String("model", "NAME",
            "catalog model (llama-2-7b/13b/70b, llama-3-8b/70b, "
            "llama-3.1-8b/70b/405b, nemotron-4-340b, mixtral-8x7b/8x22b, "
-           "qwen3-30b-a3b/235b-a22b, deepseek-v3)",
+           "qwen3-30b-a3b/235b-a22b, deepseek-v3, gpt-oss-20b/120b)",
            &model);
   f.String("model-config", "FILE",
            "Hugging Face config.json of the model", &model_config);

@@ -47,6 +47,11 @@ struct MoeEntry {
   uint32_t leading_dense;     // first layers with a dense MLP
   uint32_t q_lora, kv_lora;   // MLA (kv_lora 0: none)
   uint32_t mtp_layers;
+  // gpt-oss: biases on every linear layer (experts and router too), the
+  // experts' gate clamped, a learned sink logit a head.
+  bool linear_bias = false;
+  bool activation_clamp = false;
+  v1::SoftmaxType softmax = v1::SOFTMAX_TYPE_VANILLA;
 };
 
 constexpr MoeEntry kMoeModels[] = {
@@ -63,6 +68,18 @@ constexpr MoeEntry kMoeModels[] = {
     // --qk-layernorm with MLA).
     {{"deepseek-v3", 61, 7168, 18432, 128, 128, 129280}, 0, true,
      256, 8, 2048, 2048, 3, 1536, 512, 1},
+    // OpenAI's gpt-oss (transformers' GptOssConfig, the published
+    // config.json files): every layer routed experts, whose gate is a
+    // clamped quick-GeLU with (up + 1), biases everywhere, attention sinks
+    // (readers/hf_config.cc reads their configs the same way).
+    {{"gpt-oss-20b", 24, 2880, 2880, 64, 8, 201088,
+      v1::MLP_ACTIVATION_QUICK_GEGLU, v1::NORMALIZATION_RMSNORM},
+     64, false, 32, 4, 2880, 0, 0, 0, 0, 0,
+     true, true, v1::SOFTMAX_TYPE_LEARNABLE},
+    {{"gpt-oss-120b", 36, 2880, 2880, 64, 8, 201088,
+      v1::MLP_ACTIVATION_QUICK_GEGLU, v1::NORMALIZATION_RMSNORM},
+     64, false, 128, 4, 2880, 0, 0, 0, 0, 0,
+     true, true, v1::SOFTMAX_TYPE_LEARNABLE},
 };
 
 struct AcceleratorEntry {
@@ -139,6 +156,9 @@ const std::vector<v1::ModelConfig>& ModelTable() {
         mla.set_v_head_dim(128);
       }
       model.set_mtp_num_layers(e.mtp_layers);
+      model.set_linear_bias(e.linear_bias);
+      model.set_activation_clamp(e.activation_clamp);
+      model.set_softmax_type(e.softmax);
     }
     return models;
   }();

@@ -21,7 +21,7 @@ TEST(CatalogTest, FindsModelsCaseInsensitively) {
 }
 
 TEST(CatalogTest, EveryListedModelIsFoundAndComplete) {
-  EXPECT_EQ(ModelNames().size(), 14u);
+  EXPECT_EQ(ModelNames().size(), 16u);
   for (const std::string& name : ModelNames()) {
     absl::StatusOr<v1::ModelConfig> m = FindModel(name);
     ASSERT_TRUE(m.ok()) << name;

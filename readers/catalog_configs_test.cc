@@ -24,6 +24,8 @@ TEST(CatalogConfigsTest, MoeEntriesMatchTheirPublishedConfigs) {
       {"qwen3-30b-a3b", "qwen3-30b-a3b.json"},
       {"qwen3-235b-a22b", "qwen3-235b-a22b.json"},
       {"deepseek-v3", "deepseek-v3.json"},
+      {"gpt-oss-20b", "gpt-oss-20b.json"},
+      {"gpt-oss-120b", "gpt-oss-120b.json"},
   };
   for (const auto& [name, file] : pairs) {
     absl::StatusOr<v1::ModelConfig> catalog = FindModel(name);
@@ -33,6 +35,7 @@ TEST(CatalogConfigsTest, MoeEntriesMatchTheirPublishedConfigs) {
     EXPECT_DOUBLE_EQ(TotalParameters(ShapeOf(*catalog)),
                      TotalParameters(ShapeOf(*hf)))
         << name;
+    EXPECT_EQ(catalog->softmax_type(), hf->softmax_type()) << name;
     Layout l;
     l.tensor = 2;
     l.pipeline = 4;

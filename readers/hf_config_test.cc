@@ -619,6 +619,11 @@ TEST(HfConfigTest, GptOssIsReadAsItsModelingFileBuildsIt) {
   EXPECT_DOUBLE_EQ(total, 116829156672);
   EXPECT_DOUBLE_EQ(TotalParameters(ShapeOf(*oss)), total);
   EXPECT_NEAR(total / 116.8e9, 1, 0.001);
+  // gpt-oss-20b: 24 layers of 32 experts, 20.9B (its model card).
+  absl::StatusOr<v1::ModelConfig> small =
+      ReadHuggingFaceConfig("tests/testdata/hf/gpt-oss-20b.json");
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_NEAR(TotalParameters(ShapeOf(*small)) / 20.91e9, 1, 0.001);
   // Its config's unread keys were reviewed: no note.
   std::vector<std::string> notes;
   ASSERT_TRUE(
