@@ -194,8 +194,12 @@ SpeedFactors SpeedOf(const ModelShape& m, const LayerWeights& weights,
   }
   if (l.tensor > 1) {
     const bool cross_node = gpus_per_node > 0 && l.tensor > gpus_per_node;
+    // (2) The overhead measured on the paper's H100, scaled by this GPU's
+    // compute over NVLink bandwidth against that H100's.
+    const double link_scale =
+        cost.peak_flops_per_nvlink_byte / kTensorOverheadReference;
     f.tensor = 1 / (1 + (cross_node ? cost.tensor_cross_node_overhead
-                                    : cost.tensor_overhead));
+                                    : cost.tensor_overhead * link_scale));
   }
   f.context = 1 / (1 + cost.context_overhead * (l.context - 1) / l.context);
   const double layer_flops = LayerFlops(m, weights, l.seq_length);

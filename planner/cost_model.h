@@ -14,7 +14,16 @@
 //     why TP and CP have a price beyond communication.
 //  2. Tensor-parallel communication: Megatron's all-gather/reduce-scatter
 //     pairs sit on the critical path of every layer: a fixed overhead once
-//     t > 1, far larger across nodes (InfiniBand instead of NVLink).
+//     t > 1, far larger across nodes (InfiniBand instead of NVLink). The
+//     overhead was measured on the paper's H100 (94 GB, NVLink bridges);
+//     on another GPU it scales with that GPU's peak compute over its
+//     NVLink bandwidth against the paper's H100's (the time a collective's
+//     bytes take against the time the layer's FLOPs take): an A100 pays
+//     0.37 of it, an H100 SXM 0.79, an H800 (NVLink cut to 400 GB/s) 1.78.
+//     (Within the shared tables this changes no ranking: both leave-one-
+//     table-out scores are the flat constant's; bench/RESULTS.md, session
+//     34. A price computed from the datasheet alone, without the fitted
+//     constant, scored worse: 0.970 against 0.989.)
 //  3. Context-parallel communication: ring attention overlaps most of its
 //     KV exchange with compute, so it costs less than TP (paper 4.2.1).
 //  4. The pipeline: the 1F1B bubble (p - 1) / m with m micro-batches per
@@ -85,10 +94,16 @@
 
 namespace memgate {
 
+// The paper's H100 (94 GB): 835 dense bf16 TFLOP/s over its NVLink
+// bridge's 300 GB/s a direction, FLOPs per byte: where tensor_overhead was
+// measured (gpu_datasheets.cc).
+inline constexpr double kTensorOverheadReference = 835e12 / 300e9;
+
 struct CostModel {
   double gemm_rows_half = 1024;   // tokens per micro-batch per CP rank
   double gemm_cols_half = 256;    // hidden units per TP rank
-  double tensor_overhead = 0.25;  // t > 1, within a node
+  // t > 1 within a node, on the paper's H100 (kTensorOverheadReference).
+  double tensor_overhead = 0.25;
   double tensor_cross_node_overhead = 1.0;  // t > GPUs per node
   double context_overhead = 0.1;  // times (c - 1) / c
   // (5) Peak dense compute over network bandwidth, FLOPs per byte: an

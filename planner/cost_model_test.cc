@@ -295,6 +295,25 @@ namespace {
 // 450), a B200's network 2.3 times as much (2,250 over the same NIC), an
 // L40S without NVLink ten times the H100's link price (PCIe). A capacity
 // given in GiB names no GPU and keeps the defaults.
+// (2) The TP overhead measured on the paper's H100 (94 GB) is that GPU's;
+// another pays it in proportion to its compute over its NVLink: an A100
+// 0.37 of it, an H100 SXM 0.79, an H800 (NVLink at 400 GB/s) 1.78. TP 1
+// pays nothing anywhere.
+TEST(GpuDatasheetsTest, TensorParallelismPaysForTheGpusLinks) {
+  const ModelShape llama = CatalogShape("llama-3.1-8b");
+  auto tensor = [&](const char* gpu, double t) {
+    const CostModel cost = WithDatasheetRatios(CostModel(), gpu);
+    return SpeedOf(llama, LayoutOf(t, 1, 1, 1, 8192), 8, 8, cost).tensor;
+  };
+  EXPECT_DOUBLE_EQ(tensor("h100-94gb", 2), 1 / 1.25);
+  EXPECT_NEAR(1 / tensor("a100-40gb", 2) - 1, 0.25 * 0.3737, 1e-3);
+  EXPECT_NEAR(1 / tensor("h100-80gb", 2) - 1, 0.25 * 0.7899, 1e-3);
+  EXPECT_NEAR(1 / tensor("h800-80gb", 2) - 1, 0.25 * 1.7772, 1e-3);
+  EXPECT_GT(tensor("a100-40gb", 8), tensor("h100-80gb", 8));
+  EXPECT_GT(tensor("h100-80gb", 8), tensor("h800-80gb", 8));
+  EXPECT_EQ(tensor("h800-80gb", 1), 1);
+}
+
 TEST(GpuDatasheetsTest, EveryCatalogGpuHasItsRatios) {
   const CostModel h100 = CostModel();
   for (const std::string& name : AcceleratorNames()) {
