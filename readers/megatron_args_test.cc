@@ -11,6 +11,7 @@
 #include "estimator/job_resolver.h"
 #include "estimator/memory_model.h"
 #include "gtest/gtest.h"
+#include "readers/hf_config.h"
 #include "tests/recipe_launches.h"
 
 namespace memgate {
@@ -2742,6 +2743,63 @@ TEST(MegatronArgsTest, BiasesOnExpertsAreModelled) {
   EXPECT_FALSE(fused_experts.model().moe().expert_activation_unfused());
   EXPECT_TRUE(unfused_experts.model().moe().expert_activation_unfused());
   EXPECT_LT(PeakOf(fused_experts), PeakOf(unfused_experts));
+}
+
+// gpt-oss-120b launched as Megatron-Bridge's GPTOSSProvider configures it
+// (quick-GeGLU with offset and clamp, biases, learned sinks on cuDNN's
+// attention, YaRN positions, alternating windows) is the model its
+// config.json reads as: the same parameters, and, at the release the launch
+// dates, the same memory stage by stage on a layout with expert and
+// pipeline parallelism.
+TEST(MegatronArgsTest, AGptOssLaunchIsItsConfig) {
+  const std::string line =
+      "torchrun --nnodes 16 --nproc-per-node 8 pretrain_gpt.py "
+      "--num-layers 36 --hidden-size 2880 --ffn-hidden-size 2880 "
+      "--num-attention-heads 64 --group-query-attention "
+      "--num-query-groups 8 --kv-channels 64 --padded-vocab-size 201088 "
+      "--quick-geglu --glu-linear-offset 1.0 --activation-func-clamp-value 7 "
+      "--normalization RMSNorm --position-embedding-type yarn "
+      "--untie-embeddings-and-output-weights --bf16 --hidden-dropout 0 "
+      "--attention-dropout 0 --num-experts 128 --moe-router-topk 4 "
+      "--moe-ffn-hidden-size 2880 --moe-grouped-gemm "
+      "--moe-token-dispatcher-type alltoall --no-bias-dropout-fusion "
+      "--softmax-type learnable --attention-backend fused "
+      "--window-size 128,0 --window-attn-skip-freq 2 --seq-length 8192 "
+      "--micro-batch-size 1 --global-batch-size 512 "
+      "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 "
+      "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 "
+      "--sequence-parallel --use-distributed-optimizer "
+      "--no-create-attention-mask-in-dataloader";
+  const absl::StatusOr<MegatronLaunch> launch =
+      ParseMegatronLaunch(Words(line), nullptr);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  const absl::StatusOr<v1::ModelConfig> hf =
+      ReadHuggingFaceConfig("tests/testdata/hf/gpt-oss-120b.json");
+  ASSERT_TRUE(hf.ok()) << hf.status();
+  const v1::ModelConfig& read = launch->job.model();
+  EXPECT_EQ(read.softmax_type(), hf->softmax_type());
+  EXPECT_EQ(read.mlp_activation(), hf->mlp_activation());
+  EXPECT_TRUE(read.activation_clamp() && read.linear_bias());
+  EXPECT_DOUBLE_EQ(TotalParameters(ShapeOf(read)),
+                   TotalParameters(ShapeOf(*hf)));
+  // The launch dates its release (after core 0.12.0: the probabilities
+  // applied in the experts); the config cannot, and would count the larger
+  // of the releases' terms.
+  v1::Job from_config = launch->job;
+  *from_config.mutable_model() = *hf;
+  from_config.mutable_model()->mutable_moe()->set_routing_probs_applied(
+      read.moe().routing_probs_applied());
+  from_config.mutable_accelerator()->set_name("h100-80gb");
+  v1::Job from_launch = launch->job;
+  from_launch.mutable_accelerator()->set_name("h100-80gb");
+  const absl::StatusOr<v1::Estimate> a = EstimateJob(from_launch);
+  const absl::StatusOr<v1::Estimate> b = EstimateJob(from_config);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << " " << b.status();
+  ASSERT_EQ(a->stages_size(), b->stages_size());
+  for (int i = 0; i < a->stages_size(); ++i) {
+    EXPECT_DOUBLE_EQ(a->stages(i).total_bytes(), b->stages(i).total_bytes())
+        << "stage " << i;
+  }
 }
 
 // The launch: experts were read past, giving the dense peak. Now
