@@ -287,6 +287,15 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                   "--attention-backend fused): cuDNN's fused attention, "
                   "which trains these head dimensions here: no scores kept");
   }
+  if (!unfused && m.softmax_type() != v1::SOFTMAX_TYPE_VANILLA) {
+    out.push_back(absl::StrCat(
+        "attention sinks (", v1::SoftmaxType_Name(m.softmax_type()),
+        ") in cuDNN's fused attention, which has them from cuDNN 9.13.1: no "
+        "scores kept",
+        m.softmax_type() == v1::SOFTMAX_TYPE_LEARNABLE
+            ? "; a learned logit a head counted"
+            : ""));
+  }
   if (!unfused && FamilyOfAccelerator(job.accelerator().name()) ==
                        GpuFamily::kUnknown) {
     // A GPU given by its capacity alone is taken for an H100, the most

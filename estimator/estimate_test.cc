@@ -145,6 +145,27 @@ TEST(EstimateTest, AnUnnamedGpuSaysWhereItsAttentionWasTakenForAnH100s) {
   EXPECT_EQ(assumed(job).find("the GPU is not named"), std::string::npos);
 }
 
+// Attention sinks on cuDNN's fused attention keep no scores: the estimate
+// is the vanilla softmax's plus the learned logits (a/t a layer), and says
+// which kernel runs them.
+TEST(EstimateTest, SinksOnCudnnsAttentionKeepNoScores) {
+  v1::Job job = PaperJob("llama-3.1-8b", "h100-80gb", 2, 1, 1, 1, 2, 4096);
+  job.mutable_training()->set_flash_attention_disabled(true);
+  const absl::StatusOr<v1::Estimate> vanilla = EstimateJob(job);
+  job.mutable_model()->set_softmax_type(v1::SOFTMAX_TYPE_LEARNABLE);
+  const absl::StatusOr<v1::Estimate> sinks = EstimateJob(job);
+  ASSERT_TRUE(vanilla.ok() && sinks.ok()) << sinks.status();
+  // 32 heads over TP 2, 32 layers, bf16 weight, fp32 gradient and Adam
+  // (unsharded at DP 1): 16 x 32 x (2 + 4 + 12) bytes.
+  EXPECT_DOUBLE_EQ(sinks->peak().total_bytes() - vanilla->peak().total_bytes(),
+                   16.0 * 32 * 18);
+  EXPECT_NE(AllAssumptions(*sinks).find(
+                "attention sinks (SOFTMAX_TYPE_LEARNABLE) in cuDNN's fused "
+                "attention"),
+            std::string::npos)
+      << AllAssumptions(*sinks);
+}
+
 // An fp32 job that leaves the attention kernel unset runs Transformer
 // Engine's unfused attention (no FlashAttention for fp32): it is estimated
 // as the same job with the kernel given, with its 4-byte scores (a x s^2 x
