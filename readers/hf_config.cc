@@ -46,6 +46,12 @@ struct Family {
   // an explicit null turns either off).
   float attention_cap_default = 0;
   float final_cap_default = 0;
+  // The config class's head_dim and num_key_value_heads where the key is
+  // left out (GptOssConfig: 64 and 8); 0: LlamaConfig's, hidden_size /
+  // num_attention_heads and multi-head. An explicit null takes those in
+  // every family (GptOssConfig.__post_init__).
+  uint32_t head_dim_default = 0;
+  uint32_t kv_heads_default = 0;
 };
 
 // Dense decoders with a gated MLP (SwiGLU / GeGLU: three matrices), RMSNorm
@@ -90,7 +96,7 @@ const std::vector<Family>& Families() {
       // clamped quick-GeLU gate, (up + 1) x glu), attention sinks,
       // transformers' modeling_gpt_oss.py.
       {"gpt_oss", {"GptOssForCausalLM"}, false, false, false, false,
-       Family::kGptOss},
+       Family::kGptOss, false, false, false, 0, 0, 64, 8},
   };
   return *families;
 }
@@ -203,8 +209,8 @@ absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
     case Family::kGptOss:
       // GptOssMLP on every layer: num_local_experts experts of
       // intermediate_size, no shared expert. GptOssExperts' gate and up
-      // halves are clamped (limit 7.0, hard-coded: the config's
-      // swiglu_limit is not read) and the gate is quick-GeLU'd
+      // halves are clamped (swiglu_limit, 7.0; hard-coded in the first
+      // releases) and the gate is quick-GeLU'd
       // (x sigmoid(1.702 x)), then (up + 1) x glu: Megatron's
       // --quick-geglu --activation-func-clamp-value 7 --glu-linear-offset 1
       // (Megatron-Bridge's GPTOSSProvider), with its bias-activation
@@ -212,8 +218,12 @@ absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
       // (gate_up_proj_bias, down_proj_bias), as the router: Megatron's
       // add_bias_linear. Each attention head has a learned sink logit
       // (GptOssAttention sinks): Megatron's --softmax-type learnable.
-      if (!hf.has_num_local_experts()) return MissingMoe("num_local_experts");
-      moe.set_num_experts(hf.num_local_experts());
+      // GptOssConfig maps num_experts to num_local_experts.
+      if (!hf.has_num_local_experts() && !hf.has_num_experts()) {
+        return MissingMoe("num_local_experts");
+      }
+      moe.set_num_experts(hf.has_num_local_experts() ? hf.num_local_experts()
+                                                     : hf.num_experts());
       moe.set_expert_ffn_hidden_size(model.ffn_hidden_size());
       moe.set_layer_frequency(1);
       model.set_activation_clamp(true);
@@ -348,23 +358,37 @@ absl::StatusOr<v1::MlpActivation> ActivationOf(const v1::HuggingFaceConfig& hf,
   return refused("silu, a GeLU or quick_gelu");
 }
 
-// A soft-cap: the config's value; where the key is absent, the family's
-// default; where it is null (which the typed parse cannot tell from
-// absent), none. Only a family with a default parses the JSON again.
-float SoftcapOf(absl::string_view json, absl::string_view key, bool has,
-                float value, float family_default) {
-  if (has) return value;
-  if (family_default == 0) return 0;
+// Whether the config gives `key` as null, which the typed parse cannot
+// tell from absent: a second parse, made only where a family's default
+// for an absent key differs from its fallback for a null one.
+bool KeyIsNull(absl::string_view json, absl::string_view key) {
   google::protobuf::Struct top;
   if (!google::protobuf::util::JsonStringToMessage(
            google::protobuf::StringPiece(json.data(), json.size()), &top)
            .ok()) {
-    return family_default;
+    return false;
   }
   const auto it = top.fields().find(std::string(key));
-  const bool null = it != top.fields().end() &&
-                    it->second.kind_case() == google::protobuf::Value::kNullValue;
-  return null ? 0 : family_default;
+  return it != top.fields().end() &&
+         it->second.kind_case() == google::protobuf::Value::kNullValue;
+}
+
+// A soft-cap: the config's value; where the key is absent, the family's
+// default; where it is null, none.
+float SoftcapOf(absl::string_view json, absl::string_view key, bool has,
+                float value, float family_default) {
+  if (has) return value;
+  if (family_default == 0) return 0;
+  return KeyIsNull(json, key) ? 0 : family_default;
+}
+
+// A count the config may leave out: its value; absent, the family's class
+// default (0: `fallback`); null, `fallback`.
+uint32_t CountOf(absl::string_view json, absl::string_view key, bool has,
+                 uint32_t value, uint32_t family_default, uint32_t fallback) {
+  if (has) return value;
+  if (family_default == 0 || KeyIsNull(json, key)) return fallback;
+  return family_default;
 }
 
 }  // namespace
@@ -404,15 +428,19 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
   model.set_hidden_size(hf.hidden_size());
   model.set_ffn_hidden_size(hf.intermediate_size());
   model.set_num_attention_heads(hf.num_attention_heads());
-  // transformers' LlamaConfig: no num_key_value_heads means multi-head.
-  model.set_num_query_groups(hf.has_num_key_value_heads()
-                                 ? hf.num_key_value_heads()
-                                 : hf.num_attention_heads());
+  // transformers' LlamaConfig: no num_key_value_heads means multi-head
+  // (GptOssConfig: 8).
+  model.set_num_query_groups(CountOf(
+      json, "num_key_value_heads", hf.has_num_key_value_heads(),
+      hf.num_key_value_heads(), (*family)->kv_heads_default,
+      hf.num_attention_heads()));
   model.set_vocab_size(hf.vocab_size());
   model.set_tie_word_embeddings(hf.has_tie_word_embeddings()
                                     ? hf.tie_word_embeddings()
                                     : (*family)->tied_by_default);
-  if (hf.has_head_dim()) model.set_head_dim(hf.head_dim());
+  // 0: hidden_size / num_attention_heads (GptOssConfig: 64 when absent).
+  model.set_head_dim(CountOf(json, "head_dim", hf.has_head_dim(),
+                             hf.head_dim(), (*family)->head_dim_default, 0));
   // attention_bias (Llama) puts a bias on q, k, v and o; the o bias (h a
   // layer) is counted with the QKV ones' order of magnitude: negligible.
   model.set_qkv_bias((*family)->qkv_bias || hf.attention_bias());
@@ -451,8 +479,10 @@ std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
   // s^2 scores either way; their soft-cap is read); dropout probabilities
   // (the job's training settings decide); the checkpoint's dtype and
   // quantization (training keeps its own precision); gpt-oss's
-  // swiglu_limit, experts_per_token and initial_context_length, which its
-  // modeling does not read (the limit is hard-coded, 7.0).
+  // swiglu_limit and swiglu_alpha (its experts clamp whatever the limit,
+  // so the clamp's tensors are kept at any value; the sigmoid's gain keeps
+  // nothing), experts_per_token and initial_context_length, which its
+  // modeling does not read.
   static const auto* reviewed = new std::set<std::string>{
       "attention_dropout", "auto_map",
       "aux_loss_alpha", "bos_token_id", "cache_implementation", "dtype",
@@ -467,7 +497,8 @@ std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
       "rope_parameters", "rope_scaling", "rope_theta",
       "routed_scaling_factor", "router_aux_loss_coef", "scoring_func",
       "seq_aux", "sliding_window", "sliding_window_pattern",
-      "sliding_window_size", "swiglu_limit", "topk_group", "topk_method",
+      "sliding_window_size", "swiglu_alpha", "swiglu_limit", "topk_group",
+      "topk_method",
       "torch_dtype",
       "transformers_version", "unk_token_id", "use_cache",
       "use_sliding_window"};

@@ -634,10 +634,36 @@ TEST(HfConfigTest, GptOssIsReadAsItsModelingFileBuildsIt) {
   const std::string json = R"({"model_type": "gpt_oss", "hidden_size": 64,
       "num_hidden_layers": 2, "num_attention_heads": 4,
       "intermediate_size": 64, "vocab_size": 1000,
-      "num_experts_per_tok": 2})";
-  EXPECT_NE(ModelFromHuggingFaceJson(json, "x").status().message().find(
+      "num_experts_per_tok": 2)";
+  EXPECT_NE(ModelFromHuggingFaceJson(json + "}", "x").status().message().find(
                 "num_local_experts"),
             std::string::npos);
+  // GptOssConfig's defaults where keys are left out: head_dim 64 (not
+  // hidden / heads = 16) and 8 key-value heads; null takes hidden / heads
+  // and multi-head, as its __post_init__ does; num_experts is its alias
+  // for num_local_experts.
+  absl::StatusOr<v1::ModelConfig> absent =
+      ModelFromHuggingFaceJson(json + R"(, "num_experts": 8})", "x");
+  ASSERT_TRUE(absent.ok()) << absent.status();
+  EXPECT_EQ(absent->head_dim(), 64u);
+  EXPECT_EQ(absent->num_query_groups(), 8u);
+  EXPECT_EQ(absent->moe().num_experts(), 8u);
+  absl::StatusOr<v1::ModelConfig> null = ModelFromHuggingFaceJson(
+      json + R"(, "num_local_experts": 8, "head_dim": null,
+      "num_key_value_heads": null})",
+      "x");
+  ASSERT_TRUE(null.ok()) << null.status();
+  EXPECT_EQ(null->head_dim(), 0u);  // hidden / heads
+  EXPECT_EQ(null->num_query_groups(), 4u);
+  // Another family keeps LlamaConfig's: multi-head, hidden / heads.
+  absl::StatusOr<v1::ModelConfig> llama = ModelFromHuggingFaceJson(
+      R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "intermediate_size": 64,
+      "vocab_size": 1000})",
+      "x");
+  ASSERT_TRUE(llama.ok()) << llama.status();
+  EXPECT_EQ(llama->head_dim(), 0u);
+  EXPECT_EQ(llama->num_query_groups(), 4u);
 }
 
 TEST(HfConfigTest, MissingFileIsNamed) {
