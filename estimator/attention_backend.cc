@@ -32,21 +32,19 @@ bool MultiplesOf8(const AttentionHeadDims& d) {
 // The largest head dimension a fused kernel trains on the GPU: 256 (Flash-
 // Attention 2 on sm80/90/100/120, cuDNN and FlashAttention 3 on Hopper),
 // 192 on Ada (FlashAttention 2's limit there; cuDNN's is 128 off Hopper).
-uint64_t LargestFusedHeadDim(absl::string_view accelerator) {
-  return FamilyOfAccelerator(accelerator) == GpuFamily::kAda ? 192 : 256;
+uint64_t LargestFusedHeadDim(GpuFamily family) {
+  return family == GpuFamily::kAda ? 192 : 256;
 }
 
 // The catalog GPUs below sm90 (Ampere sm80, Ada sm89).
-bool BelowSm90(absl::string_view accelerator) {
-  const GpuFamily family = FamilyOfAccelerator(accelerator);
+bool BelowSm90(GpuFamily family) {
   return family == GpuFamily::kAmpere || family == GpuFamily::kAda;
 }
 
 // The catalog GPUs that are not Hopper: those below sm90, Blackwell and
 // AMD's (a GPU outside the catalog is taken for an H100, as everywhere in
 // this file).
-bool OffHopper(absl::string_view accelerator) {
-  const GpuFamily family = FamilyOfAccelerator(accelerator);
+bool OffHopper(GpuFamily family) {
   return family != GpuFamily::kHopper && family != GpuFamily::kUnknown;
 }
 
@@ -58,15 +56,13 @@ bool OffHopper(absl::string_view accelerator) {
 // trains MLA there). Blackwell's 256 needs cuDNN 9.23 and no dropout, and
 // is not assumed. Deterministic, below sm90 not at all (utils.py "Filter:
 // Determinism").
-bool CudnnTrains(const AttentionHeadDims& d, absl::string_view accelerator,
+bool CudnnTrains(const AttentionHeadDims& d, GpuFamily family,
                  bool deterministic) {
-  if (deterministic && BelowSm90(accelerator)) return false;
+  if (deterministic && BelowSm90(family)) return false;
   if (!MultiplesOf8(d)) return false;
   if (d.qk <= 128 && d.v <= 128) return true;
-  if (FamilyOfAccelerator(accelerator) == GpuFamily::kBlackwell) {
-    return d.qk == 192 && d.v == 128;
-  }
-  return !OffHopper(accelerator) && Padded(d) <= 256;
+  if (family == GpuFamily::kBlackwell) return d.qk == 192 && d.v == 128;
+  return !OffHopper(family) && Padded(d) <= 256;
 }
 
 }  // namespace
@@ -88,12 +84,13 @@ TeAttention TransformerEngineAttention(const v1::ModelConfig& model,
   if (precision == v1::PRECISION_FP32) return TeAttention::kUnfusedOnly;
   const AttentionHeadDims d = HeadDimsOf(model);
   if (d.qk == 0) return TeAttention::kFlashOrFused;  // validation's to refuse
+  const GpuFamily family = FamilyOfAccelerator(accelerator);
   if (switches.flash_attention_disabled) {
-    return CudnnTrains(d, accelerator, switches.deterministic)
+    return CudnnTrains(d, family, switches.deterministic)
                ? TeAttention::kFlashOrFused
                : TeAttention::kUnfusedOnly;
   }
-  if (Padded(d) > LargestFusedHeadDim(accelerator)) {
+  if (Padded(d) > LargestFusedHeadDim(family)) {
     return TeAttention::kUnfusedOnly;
   }
   if (!MultiplesOf8(d)) return TeAttention::kUnfusedUnlessFa3;
@@ -119,7 +116,8 @@ std::string WhyNoFusedAttention(const v1::ModelConfig& model,
     const std::string off =
         "FlashAttention disabled (training.flash_attention_disabled: "
         "NVTE_FLASH_ATTN=0 or --attention-backend fused)";
-    if (switches.deterministic && BelowSm90(accelerator)) {
+    if (switches.deterministic &&
+        BelowSm90(FamilyOfAccelerator(accelerator))) {
       return absl::StrCat(off, " and deterministic execution (training."
                           "te_deterministic_attention: NVTE_ALLOW_"
                           "NONDETERMINISTIC_ALGO=0 or --deterministic-mode)",

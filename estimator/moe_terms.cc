@@ -318,8 +318,8 @@ double RoutedCopyActivations(const ModelShape& m, const Layout& l) {
   // kernel, plus what a clamp keeps outside it.
   const bool fused_quick =
       m.quick_geglu && m.linear_bias && !m.expert_activation_unfused;
-  const bool unfused = m.ungated_mlp || (m.quick_geglu && !fused_quick) ||
-                       m.geglu || m.expert_activation_unfused;
+  const bool unfused = !fused_quick && (m.ungated_mlp || m.quick_geglu ||
+                                        m.geglu || m.expert_activation_unfused);
   // [TA] TransformerEngine's SwiGLU op keeps only its input, as the fused
   // kernel, but the probabilities' multiply runs after it.
   const bool te_op = m.expert_activation_te_op && !unfused;
