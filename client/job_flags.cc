@@ -83,6 +83,32 @@ absl::StatusOr<v1::AttentionKernel> ParseAttentionKernel(
       text.substr(0, 32), "')"));
 }
 
+absl::Status ApplyAttentionFlag(const std::string& text,
+                                bool refuse_conflicts,
+                                v1::TrainingConfig& t) {
+  absl::StatusOr<v1::AttentionKernel> kernel = ParseAttentionKernel(text);
+  if (!kernel.ok()) return kernel.status();
+  // A launch's --attention-backend decides; the flag may only agree.
+  if (refuse_conflicts &&
+      t.attention_kernel() != v1::ATTENTION_KERNEL_UNSPECIFIED &&
+      t.attention_kernel() != *kernel) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--attention=", text, " contradicts the launch command, which runs ",
+        v1::AttentionKernel_Name(t.attention_kernel())));
+  }
+  // local's layer spec keeps the QKV output under a QK-norm
+  // (memory_model.cc [QN]).
+  if (*kernel == v1::ATTENTION_KERNEL_LOCAL &&
+      t.attention_kernel() != v1::ATTENTION_KERNEL_LOCAL) {
+    t.set_local_layer_spec(true);
+  }
+  t.set_attention_kernel(*kernel);
+  if (absl::AsciiStrToLower(text) == "fused") {
+    t.set_flash_attention_disabled(true);
+  }
+  return absl::OkStatus();
+}
+
 void JobFlags::Register(FlagSet& f) {
   f.String("model", "NAME",
            "catalog model (llama-2-7b/13b/70b, llama-3-8b/70b, "
@@ -362,26 +388,8 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
   if (fused_swiglu) t.set_fused_swiglu(*fused_swiglu);
   if (tp_comm_overlap) SetTpCommOverlap(*tp_comm_overlap, t);
   if (attention) {
-    absl::StatusOr<v1::AttentionKernel> kernel = ParseAttentionKernel(*attention);
-    if (!kernel.ok()) return kernel.status();
-    // A launch's --attention-backend decides; the flag may only agree.
-    if (r && t.attention_kernel() != v1::ATTENTION_KERNEL_UNSPECIFIED &&
-        t.attention_kernel() != *kernel) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--attention=", *attention, " contradicts the launch command, "
-          "which runs ", v1::AttentionKernel_Name(t.attention_kernel())));
-    }
-    // local is --transformer-impl local (the help says so): its layer spec
-    // too, whose QK-norm keeps the QKV output (memory_model.cc [QN]),
-    // unless a launch or a job already runs the local kernel, whose own
-    // reading of the spec stands (--attention-backend local keeps TE's).
-    if (*kernel == v1::ATTENTION_KERNEL_LOCAL &&
-        t.attention_kernel() != v1::ATTENTION_KERNEL_LOCAL) {
-      t.set_local_layer_spec(true);
-    }
-    t.set_attention_kernel(*kernel);
-    if (absl::AsciiStrToLower(*attention) == "fused") {
-      t.set_flash_attention_disabled(true);
+    if (absl::Status s = ApplyAttentionFlag(*attention, r, t); !s.ok()) {
+      return s;
     }
   }
   if (softmax_in_fp32) {

@@ -109,6 +109,15 @@ void SetTpCommOverlap(bool on, v1::TrainingConfig& t);
 absl::StatusOr<v1::AttentionKernel> ParseAttentionKernel(
     const std::string& text);
 
+// --attention=`text` onto `t`, for estimate, check and plan alike: the
+// kernel; fused is cuDNN's alone (FlashAttention off); local is
+// --transformer-impl local, its layer spec too, unless `t` already runs
+// the local kernel (a launch's --attention-backend local keeps TE's spec).
+// With `refuse_conflicts`, a kernel `t` already runs (a launch's) may only
+// be repeated.
+absl::Status ApplyAttentionFlag(const std::string& text,
+                                bool refuse_conflicts, v1::TrainingConfig& t);
+
 // --precision's values: bf16 (fp32 gradients), bf16-bf16-grads, fp16, fp32.
 absl::StatusOr<v1::Precision> ParsePrecision(const std::string& text);
 

@@ -164,22 +164,10 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
     request.mutable_training()->set_fused_swiglu(*f.model.fused_swiglu);
   }
   if (f.model.attention) {
-    absl::StatusOr<v1::AttentionKernel> kernel =
-        ParseAttentionKernel(*f.model.attention);
-    if (!kernel.ok()) return kernel.status();
-    // A launch's --attention-backend decides; the flag may only agree.
-    const v1::AttentionKernel launched = request.training().attention_kernel();
-    if (launched != v1::ATTENTION_KERNEL_UNSPECIFIED && launched != *kernel) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--attention=", *f.model.attention, " contradicts the launch "
-          "command, which runs ", v1::AttentionKernel_Name(launched)));
-    }
-    request.mutable_training()->set_attention_kernel(*kernel);
-    // fused is cuDNN's alone, FlashAttention off, as for estimate and
-    // check (job_flags.cc): where cuDNN does not train the heads the plan
-    // is refused, and attention sinks plan as cuDNN runs them.
-    if (absl::AsciiStrToLower(*f.model.attention) == "fused") {
-      request.mutable_training()->set_flash_attention_disabled(true);
+    if (absl::Status s = ApplyAttentionFlag(*f.model.attention, true,
+                                            *request.mutable_training());
+        !s.ok()) {
+      return s;
     }
   }
   if (f.model.softmax_in_fp32) {

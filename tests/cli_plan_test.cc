@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -215,6 +216,17 @@ TEST(CliPlanTest, TheAttentionFlagMayOnlyAgreeWithALaunch) {
       {"--gpu=h100-80gb", "--gpus=16", "--top=1", "--attention=unfused"},
       launch);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // And by name it means what it means for check: fused turns
+  // FlashAttention off, local is --transformer-impl local (its spec too).
+  for (const auto& [flag, field] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"--attention=fused", "\"flash_attention_disabled\":true"},
+           {"--attention=local", "\"local_layer_spec\":true"}}) {
+    r = Plan({"--model=llama-3.1-8b", "--gpu=h100-80gb", "--gpus=8",
+              "--seq=4096", "--gbs=64", "--top=1", "--format=jobs", flag});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find(field), std::string::npos) << flag << ": " << r.out;
+  }
 }
 
 // A candidate of a plan from a launch, pasted into that launch, is the
