@@ -145,9 +145,9 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
   }
   if (launch.context_parallel_all_to_all_only &&
       par.context_parallel_comm() != v1::CONTEXT_PARALLEL_COMM_A2A) {
-    // Its softmax runs CP only over an all-to-all (the reader refuses it
-    // otherwise): candidates with CP say so, where it splits the heads.
-    request.set_context_parallel_comm(v1::CONTEXT_PARALLEL_COMM_A2A);
+    // Its softmax runs CP only over an all-to-all: the planner gives
+    // every candidate with CP that exchange (planner.cc, from the model's
+    // softmax_type); said here.
     notes.push_back(
         "--softmax-type: TransformerEngine's fused attention runs it with "
         "context parallelism over an all-to-all only: candidates with CP "
