@@ -81,8 +81,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "router's and each expert's FC1 and FC2 biases, and on the "
        "GroupedTensor experts FC2's repeated in fp32 to every routed copy "
        "(4h B a copy); with --moe-grouped-gemm refused without "
-       "--no-bias-dropout-fusion and with --moe-use-legacy-grouped-gemm "
-       "(Megatron asserts)"},
+       "--no-bias-dropout-fusion and with --moe-use-legacy-grouped-gemm, "
+       "beside shared experts, and with SwiGLU experts without "
+       "--moe-grouped-gemm unless --no-bias-swiglu-fusion (Megatron "
+       "asserts or raises)"},
       {"add-qkv-bias", false, M, "off", "a bias on the QKV projection"},
       {"position-embedding-type", true, P, "learned_absolute",
        "learned_absolute (max_position_embeddings x h on the first stage) "
@@ -455,7 +457,8 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "which layers are MoE: every N-th, or a list such as "
        "([0]*3+[1]*58)"},
       {"moe-shared-expert-intermediate-size", true, M, "none",
-       "shared experts: a dense MLP of that width over TP"},
+       "shared experts: a dense MLP of that width over TP; refused with "
+       "biases on (SharedExpertMLP asserts)"},
       {"moe-input-jitter-eps", true, M, "off",
        "the router's input times uniform noise: the noise and the "
        "jittered input kept, 2 x tokens x h x 2 B a MoE layer"},

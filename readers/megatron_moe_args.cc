@@ -178,7 +178,29 @@ absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
   // TEGroupedMLP asserts that the bias-dropout fusion, on unless
   // --no-bias-dropout-fusion, is off (moe/experts.py): either job never
   // trains.
-  if (moe.grouped_gemm() && !args.Has("disable-bias-linear")) {
+  const bool biases = !args.Has("disable-bias-linear");
+  // Two more such jobs, each raising at its first step (d98e8a6; the
+  // second seen on an H100, bench/RESULTS.md session 35):
+  // SharedExpertMLP asserts add_bias_linear is off (shared_experts.py),
+  // and SequentialMLP's experts (no --moe-grouped-gemm) hand FC1's bias to
+  // the weighted SwiGLU fusion, which raises on it (fused_bias_swiglu.py
+  // weighted_bias_swiglu_impl; TEGroupedMLP adds FC1's bias inside the
+  // GEMM and passes none).
+  if (biases && args.Has("moe-shared-expert-intermediate-size")) {
+    return Bad("moe-shared-expert-intermediate-size",
+               "with biases on (no --disable-bias-linear): Megatron's "
+               "SharedExpertMLP asserts 'bias is not supported in the "
+               "shared experts'");
+  }
+  if (biases && !moe.grouped_gemm() && args.Has("swiglu") &&
+      !args.Has("no-bias-swiglu-fusion")) {
+    return Bad("swiglu",
+               "experts without --moe-grouped-gemm (SequentialMLP) with "
+               "biases on (no --disable-bias-linear) need "
+               "--no-bias-swiglu-fusion: Megatron's weighted SwiGLU fusion "
+               "raises 'Bias is not supported for weighted swiglu fusion'");
+  }
+  if (moe.grouped_gemm() && biases) {
     if (args.Has("moe-use-legacy-grouped-gemm")) {
       return Bad("moe-use-legacy-grouped-gemm",
                  "with biases on (no --disable-bias-linear): Megatron's "
