@@ -414,13 +414,19 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
   // and needs no copy: an upper bound there. Validation keeps the groups a
   // multiple of TP, so the QKV output is never the all-gathered one.)
   // (MLA's latent norms: MlaActivations.)
+  // Each norm also keeps its reciprocal RMS in fp32, one a head a token
+  // (torch's rms_norm, TransformerEngine's rsigma, L2Norm's rsqrt): 4 B x
+  // (a + k) a token, measured to the byte (2.5 MiB over 8 layers of 16 + 4
+  // heads, session 35's look at session 33's census).
+  double qk_norm_statistics = 0;
   if (m.qk_norm && !m.mla) {
     const bool keeps_qkv_output = m.qk_l2_norm || l.local_layer_spec;
     width += 2 * QueryWidth(m) +
              (keeps_qkv_output ? 2 * QueryWidth(m) + 4 * KeyValueWidth(m)
                                : 2 * KeyValueWidth(m));
+    qk_norm_statistics = 4 * sb * (m.heads + m.kv_heads) / l.tensor;
   }
-  double bytes = e * sb * width / l.tensor;
+  double bytes = e * sb * width / l.tensor + qk_norm_statistics;
   // Selective recomputation of "mlp" keeps only the MLP's input [MT].
   if (!moe && !l.recompute_mlp) {
     bytes += sb * DenseMlpBytes(m, l) * m.ffn_hidden / l.tensor;
@@ -460,7 +466,17 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
     bytes += e * sb * 2 * (QueryWidth(m) + KeyValueWidth(m)) / l.tensor;
   }
   if (kept.scores) {
-    const double scores = AttentionScores(m, l);
+    // [SK] Attention sinks: Megatron's SoftmaxOne (fused_softmax.py) and
+    // TransformerEngine's UnfusedDotProductAttention (backends.py) append
+    // the sink as a column of scores, and the softmax output, s + 1 wide,
+    // stays whole under the probabilities (a view without the column).
+    // Measured on an H100 (session 35): 1 MiB more in 8 layers of 16
+    // heads at 4k, one column a layer. Every score term is taken s + 1
+    // wide (what comes after the softmax is s wide: an upper bound by a
+    // column).
+    const double sink_column =
+        m.attention_sinks ? (l.seq_length + 1.0) / l.seq_length : 1;
+    const double scores = AttentionScores(m, l) * sink_column;
     bytes += scores * 2 * e;                                // softmax out
     if (l.attention_dropout > 0) bytes += scores * (1 + 2 * e);  // mask, out
     // [TS] the fp32 softmax output beside the 16-bit probabilities.
@@ -732,15 +748,18 @@ bool MtpLayerIsMoe(const ModelShape& m) {
 
 // Parameters of the MTP block on one rank, excluding routed experts
 // (Megatron multi_token_prediction.py; DeepSeek-V3 report sec. 2.2): per
-// layer the h x 2h projection (column-parallel, split over t), two norms
-// (of the hidden state and the embedding) and a transformer layer; and the
-// block's final norm.
+// layer the h x 2h projection (column-parallel, split over t), three norms
+// (of the hidden state and the embedding, enorm and hnorm, and the
+// layer's own final_layernorm before the shared head:
+// MultiTokenPredictionLayer builds one each) and a transformer layer.
+// Measured on an H100 (bench/RESULTS.md, session 35): two MTP layers hold
+// two final norms, where memgate had counted one for the block.
 double MtpParameters(const ModelShape& m, const Layout& l) {
   if (m.mtp_layers <= 0) return 0;
   const double layer = 2 * m.hidden * m.hidden / l.tensor +
-                       2 * NormParameters(m) +
+                       3 * NormParameters(m) +
                        LayerParameters(m, l, MtpLayerIsMoe(m));
-  return m.mtp_layers * layer + NormParameters(m);
+  return m.mtp_layers * layer;
 }
 
 // Per micro-batch, each MTP layer stores a transformer layer's activations,
@@ -797,6 +816,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
   m.layernorm = model.normalization() == v1::NORMALIZATION_LAYERNORM;
   m.linear_bias = model.linear_bias();
   m.learnable_softmax = model.softmax_type() == v1::SOFTMAX_TYPE_LEARNABLE;
+  m.attention_sinks = model.softmax_type() != v1::SOFTMAX_TYPE_VANILLA;
   m.qkv_bias = model.qkv_bias();
   m.qk_norm = model.qk_norm() || model.qk_l2_norm();
   m.qk_l2_norm = model.qk_l2_norm();

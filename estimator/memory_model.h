@@ -38,6 +38,7 @@ struct ModelShape {
   bool layernorm = false;        // LayerNorm (weight + bias) vs RMSNorm
   bool linear_bias = false;      // biases on every linear layer
   bool learnable_softmax = false;  // a learned sink logit a head
+  bool attention_sinks = false;    // off-by-one or learnable: [SK]
   bool qkv_bias = false;         // a bias on the QKV projection only
   bool qk_norm = false;          // norms on Q and K over the head dim
   bool qk_l2_norm = false;       // those norms are L2Norm: no weights [QN]

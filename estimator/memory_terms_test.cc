@@ -217,6 +217,21 @@ TEST(MemoryTermsTest, UnfusedAttentionStoresTheScores) {
   EXPECT_DOUBLE_EQ(Activations(Small(), l), 2 * kLayerBf16 + base);
 }
 
+// [SK] Attention sinks: the sink is a column of scores appended before the
+// softmax, whose output, s + 1 wide, stays whole: one column more a head
+// (2 B x a x s x b), and nothing where the scores are not kept
+// (core attention recomputed).
+TEST(MemoryTermsTest, SinksWidenTheUnfusedSoftmaxByAColumn) {
+  Layout l = OneGpu();
+  l.unfused_attention = true;
+  ModelShape sinks = Small();
+  sinks.attention_sinks = true;
+  EXPECT_DOUBLE_EQ(Activations(sinks, l) - Activations(Small(), l),
+                   2 * (2.0 * 8 * 1024 * 1 * 1));
+  l.recompute = RecomputeKind::kSelective;
+  EXPECT_DOUBLE_EQ(Activations(sinks, l), Activations(Small(), l));
+}
+
 // [TS] TransformerEngine's unfused attention keeps its softmax's fp32
 // output too where its fused softmax kernel cannot run (16-bit scores, 16
 // < s < 16384, s a multiple of 8, b x a/t a multiple of 4): at s = 16384
@@ -650,6 +665,21 @@ TEST(MemoryTermsTest, UnevenChunksCountEachChunksMicrobatchesInFlight) {
                    7 * kLayerBf16 + kHeadBf16);
 }
 
+// Each MTP layer (multi_token_prediction.py MultiTokenPredictionLayer)
+// holds an h x 2h projection, a transformer layer and three norms: enorm,
+// hnorm and its own final_layernorm before the shared head (two layers,
+// two final norms: measured on an H100, session 35).
+TEST(MemoryTermsTest, EachMtpLayerHoldsItsOwnFinalNorm) {
+  const double mtp_layer = 2 * 1024.0 * 1024 + 3 * 1024 + kLayerParams;
+  for (int layers : {1, 2}) {
+    ModelShape m = Small();
+    m.mtp_layers = layers;
+    EXPECT_DOUBLE_EQ(TotalParameters(m),
+                     TotalParameters(Small()) + layers * mtp_layer)
+        << layers;
+  }
+}
+
 // head_dim d = 256 (a*d = 2048 != h): attention parameters h*(a*d + 2k*d)
 // + a*d*h = 1024*6144 + 2048*1024; activations: Q and the attention output
 // 2 + 2 bytes of a*d each, K and V 4k*d, in place of the paper's 4h + 4kh/a.
@@ -666,13 +696,17 @@ TEST(MemoryTermsTest, HeadDimSetsAttentionWidths) {
 }
 
 // QK-norm: one RMSNorm of d = 128 for Q and one for K (2d parameters a
-// layer); their inputs, Q (2 x a*d) and K (2 x k*d), stored once more.
+// layer); their inputs, Q (2 x a*d) and K (2 x k*d), stored once more, and
+// each norm's fp32 reciprocal RMS, one a head a token (4 x (a + k)).
+constexpr double kQkNormStatistics = 1024.0 * 4 * (8 + 8);
+
 TEST(MemoryTermsTest, QkNormAddsItsWeightsAndInputs) {
   ModelShape m = Small();
   m.qk_norm = true;
   EXPECT_DOUBLE_EQ(TotalParameters(m), kModelParams + 2 * 2 * 128);
   EXPECT_DOUBLE_EQ(Activations(m, OneGpu()),
-                   2 * (kLayerBf16 + 1024.0 * (2 * 1024 + 2 * 1024)) +
+                   2 * (kLayerBf16 + 1024.0 * (2 * 1024 + 2 * 1024) +
+                        kQkNormStatistics) +
                        kEmbeddingBf16 + kHeadBf16);
 }
 
@@ -682,8 +716,8 @@ TEST(MemoryTermsTest, QkNormAddsItsWeightsAndInputs) {
 // of Q and K (as measured on an H100, session 33).
 TEST(MemoryTermsTest, QkL2NormAndLocalQkNormKeepTheQkvOutput) {
   const double pinned =
-      2 * (kLayerBf16 + 1024.0 * (4 * 1024 + 4 * 1024)) + kEmbeddingBf16 +
-      kHeadBf16;
+      2 * (kLayerBf16 + 1024.0 * (4 * 1024 + 4 * 1024) + kQkNormStatistics) +
+      kEmbeddingBf16 + kHeadBf16;
   ModelShape l2 = Small();
   l2.qk_norm = true;
   l2.qk_l2_norm = true;

@@ -157,6 +157,32 @@ JOBS.update({
                                "--disable-bias-linear"),
 })
 
+# Session 35: what session 34 modelled from Megatron's source alone: biases
+# on MoE layers (router bias, each expert's FC1/FC2 biases; the local
+# spec's experts are SequentialMLP's MLPs, which add FC2's bias weighted by
+# the probabilities in place), quick-GeGLU experts with biases through the
+# fused weighted_bias_quick_geglu_impl (with gpt-oss's clamp and offset,
+# and without the fusion), and attention sinks (--softmax-type) in
+# Megatron's unfused core attention (SoftmaxOne).
+_MOE_A2A = f"{_DENSE} {MOE} --moe-token-dispatcher-type alltoall"
+_MOE_BIASES = _without(_MOE_A2A, "--disable-bias-linear")
+_QUICK_BIASES = _without(_MOE_BIASES, "--swiglu") + " --quick-geglu"
+_GPT_OSS_GLU = "--activation-func-clamp-value 7.0 --glu-linear-offset 1.0"
+JOBS.update({
+    # Megatron's weighted SwiGLU fusion raises with a bias
+    # (fused_bias_swiglu.py: "Bias is not supported for weighted swiglu
+    # fusion"), which SequentialMLP's experts pass it: unfused here.
+    "moe_biases": f"{_MOE_BIASES} --no-bias-swiglu-fusion",
+    "moe_quick_geglu_biases": _QUICK_BIASES,
+    "moe_quick_geglu_biases_clamp": f"{_QUICK_BIASES} {_GPT_OSS_GLU}",
+    "moe_quick_geglu_biases_unfused": (f"{_QUICK_BIASES} {_GPT_OSS_GLU} "
+                                       "--no-bias-gelu-fusion"),
+    "dense_sinks_learnable": f"{_DENSE} --softmax-type learnable",
+    # gpt-oss's layer at this harness's widths: all of the above at once.
+    "moe_gpt_oss_like": (f"{_QUICK_BIASES} {_GPT_OSS_GLU} "
+                         "--softmax-type learnable"),
+})
+
 
 def parse(line):
     """The few launch arguments this script needs, as a dict (the values of
@@ -230,6 +256,27 @@ def _shim_missing_transformer_engine():
         mtp.is_inference_column_parallel_linear = lambda module: False
 
 
+def _shim_expert_output_reduce():
+    """SequentialMLP's experts add FC2's bias to its output in place
+    (mlp.py: output += output_bias * per_token_scale). Under the local spec
+    with EP = ETP = 1 that output comes from _ReduceFromModelParallelRegion,
+    which returns its input as-is on a group of one, and autograd forbids
+    the in-place add (d98e8a6 raises at the first step). With EP or ETP > 1
+    the row-parallel linear skips the Function (explicit_expert_comm). Here
+    a group of one skips it too: the Function keeps nothing, so no stored
+    byte changes."""
+    import megatron.core.tensor_parallel.layers as layers
+
+    reduce = layers.reduce_from_tensor_model_parallel_region
+
+    def reduce_unless_alone(input_, group=None, **kwargs):
+        if group is not None and group.size() == 1:
+            return input_
+        return reduce(input_, group=group, **kwargs)
+
+    layers.reduce_from_tensor_model_parallel_region = reduce_unless_alone
+
+
 def run_job(name, fused, census_mode=False):
     import torch
     import torch.nn.functional as F
@@ -253,6 +300,8 @@ def run_job(name, fused, census_mode=False):
     model_parallel_cuda_manual_seed(1234)
 
     a = parse(JOBS[name])
+    if "num_experts" in a and "disable_bias_linear" not in a:
+        _shim_expert_output_reduce()
     bf16 = "bf16" in a
     fp16 = "fp16" in a
     dtype = (torch.bfloat16 if bf16 else
@@ -289,6 +338,11 @@ def run_job(name, fused, census_mode=False):
                    "cross_entropy_loss_fusion"):
         if switch in a:
             kw[switch] = True
+    for key in ("glu_linear_offset", "activation_func_clamp_value"):
+        if key in a:
+            kw[key] = float(a[key])
+    if "softmax_type" in a:
+        kw.update(softmax_type=a["softmax_type"])
     if "moe_input_jitter_eps" in a:
         kw.update(moe_input_jitter_eps=float(a["moe_input_jitter_eps"]))
     if "moe_shared_expert_intermediate_size" in a:
@@ -298,14 +352,18 @@ def run_job(name, fused, census_mode=False):
     # --swiglu (fused unless --no-bias-swiglu-fusion), quick-GeGLU with
     # --quick-geglu, else GeLU; the GeLU fusion is off without biases
     # (arguments.py), and quick_gelu has no fused kernel.
-    from megatron.core.activations import quick_gelu
+    # argument_utils.py sets fused_bias_geglu's quick_gelu, the function
+    # transformer_config.py and mlp.py compare against for the fusion.
+    from megatron.core.fusions.fused_bias_geglu import quick_gelu
     biases = "disable_bias_linear" not in a
     if "swiglu" in a:
         activation, gated = F.silu, True
         fusion = "no_bias_swiglu_fusion" not in a
     elif "quick_geglu" in a:
+        # Megatron keeps --bias-gelu-fusion with biases (arguments.py turns
+        # it off only without them): the experts' fused quick-GeGLU.
         activation, gated = quick_gelu, True
-        fusion = False
+        fusion = biases and "no_bias_gelu_fusion" not in a
     else:
         activation, gated = F.gelu, False
         fusion = biases and "no_bias_gelu_fusion" not in a
