@@ -509,6 +509,21 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                                m.max_position_embeddings(),
                                " x h on the first stage)"));
   }
+  const bool always_unfused =
+      m.position_embedding() == v1::POSITION_EMBEDDING_YARN ||
+      m.position_embedding() == v1::POSITION_EMBEDDING_MROPE;
+  const bool rotary =
+      always_unfused ||
+      m.position_embedding() == v1::POSITION_EMBEDDING_ROPE ||
+      m.position_embedding() == v1::POSITION_EMBEDDING_UNSPECIFIED;
+  if (rotary && (always_unfused || t.rope_fusion_disabled())) {
+    out.push_back(absl::StrCat(
+        "unfused RoPE (",
+        always_unfused ? "YaRN and mRoPE always run it"
+                       : "--no-rope-fusion",
+        "): each layer keeps cos and sin for Q and for K, 4 x s/c x d_rot "
+        "in the activations' dtype, whole on every TP rank"));
+  }
   return out;
 }
 

@@ -52,6 +52,9 @@ struct MoeEntry {
   bool linear_bias = false;
   bool activation_clamp = false;
   v1::SoftmaxType softmax = v1::SOFTMAX_TYPE_VANILLA;
+  // gpt-oss: YaRN-scaled RoPE (rope_scaling rope_type "yarn"), which
+  // Megatron runs unfused (memory_model.cc [RU]).
+  v1::PositionEmbedding position = v1::POSITION_EMBEDDING_UNSPECIFIED;
 };
 
 constexpr MoeEntry kMoeModels[] = {
@@ -75,11 +78,11 @@ constexpr MoeEntry kMoeModels[] = {
     {{"gpt-oss-20b", 24, 2880, 2880, 64, 8, 201088,
       v1::MLP_ACTIVATION_QUICK_GEGLU, v1::NORMALIZATION_RMSNORM},
      64, false, 32, 4, 2880, 0, 0, 0, 0, 0,
-     true, true, v1::SOFTMAX_TYPE_LEARNABLE},
+     true, true, v1::SOFTMAX_TYPE_LEARNABLE, v1::POSITION_EMBEDDING_YARN},
     {{"gpt-oss-120b", 36, 2880, 2880, 64, 8, 201088,
       v1::MLP_ACTIVATION_QUICK_GEGLU, v1::NORMALIZATION_RMSNORM},
      64, false, 128, 4, 2880, 0, 0, 0, 0, 0,
-     true, true, v1::SOFTMAX_TYPE_LEARNABLE},
+     true, true, v1::SOFTMAX_TYPE_LEARNABLE, v1::POSITION_EMBEDDING_YARN},
 };
 
 struct AcceleratorEntry {
@@ -159,6 +162,7 @@ const std::vector<v1::ModelConfig>& ModelTable() {
       model.set_linear_bias(e.linear_bias);
       model.set_activation_clamp(e.activation_clamp);
       model.set_softmax_type(e.softmax);
+      model.set_position_embedding(e.position);
     }
     return models;
   }();

@@ -426,7 +426,8 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
                                : 2 * KeyValueWidth(m));
     qk_norm_statistics = 4 * sb * (m.heads + m.kv_heads) / l.tensor;
   }
-  double bytes = e * sb * width / l.tensor + qk_norm_statistics;
+  double bytes = e * sb * width / l.tensor + qk_norm_statistics +
+                 UnfusedRopeTables(m, l);
   // Selective recomputation of "mlp" keeps only the MLP's input [MT].
   if (!moe && !l.recompute_mlp) {
     bytes += sb * DenseMlpBytes(m, l) * m.ffn_hidden / l.tensor;
@@ -492,6 +493,27 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
 }
 
 }  // namespace
+
+// [RU] Megatron's unfused RoPE (rope_utils.py _apply_rotary_pos_emb_bshd,
+// run under --no-rope-fusion and always for YaRN and mRoPE): each call
+// makes cos(freqs) and sin(freqs) in the activations' dtype, and the
+// multiplies t * cos and rotate_half(t) * sin keep them for t's gradient
+// (the tables need none). Q and K are rotated apart: four tables a layer
+// of s/c x d_rot, whole on every TP rank (the positions are not split by
+// heads), and independent of the micro-batch, the frequencies being
+// [s, 1, 1, d], except mRoPE's, one a sample ([s, b, 1, d]). MLA rotates
+// its d_rope part only. Measured on an H100 (session 33's census, read in
+// session 35): 32 [s, 1, 1, d] bf16 tables over 8 layers, 1 MiB each at
+// 4k, 32 MiB in all. TE's fused RoPE (Megatron's default) saves only the
+// frequencies, computed once for the whole model: nothing a layer.
+double UnfusedRopeTables(const ModelShape& m, const Layout& l) {
+  if (!m.rotary_positions) return 0;
+  if (!m.rope_always_unfused && !l.rope_fusion_disabled) return 0;
+  const double rotary_width = m.mla ? m.qk_rope : HeadDim(m);
+  return 4 * ActivationElementScale(l) * 2 * (l.seq_length / l.context) *
+         rotary_width * (m.rope_per_sample ? l.micro_batch : 1);
+}
+
 
 UnfusedAttentionKept UnfusedAttentionKeeps(const ModelShape& m,
                                            const Layout& l) {
@@ -823,9 +845,20 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
   m.sandwich_norms = model.sandwich_norms();
   m.logit_softcapping = model.final_logit_softcapping() > 0;
   m.attention_softcapping = model.attention_logit_softcapping() > 0;
-  if (model.position_embedding() ==
-      v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE) {
-    m.learned_positions = model.max_position_embeddings();
+  switch (model.position_embedding()) {
+    case v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE:
+      m.learned_positions = model.max_position_embeddings();
+      break;
+    case v1::POSITION_EMBEDDING_NONE:
+      break;
+    case v1::POSITION_EMBEDDING_MROPE:
+      m.rope_per_sample = true;
+      [[fallthrough]];
+    case v1::POSITION_EMBEDDING_YARN:
+      m.rope_always_unfused = true;
+      [[fallthrough]];
+    default:  // RoPE, the paper's
+      m.rotary_positions = true;
   }
   if (model.has_moe() && model.moe().num_experts() > 0) {
     const v1::MoeConfig& moe = model.moe();
@@ -951,6 +984,7 @@ Layout LayoutOf(const v1::Job& job) {
   l.attention_dropout = train.attention_dropout();
   l.local_attention = train.attention_kernel() == v1::ATTENTION_KERNEL_LOCAL;
   l.local_layer_spec = train.local_layer_spec();
+  l.rope_fusion_disabled = train.rope_fusion_disabled();
   l.eager_jit_functions = train.jit_fuser_disabled();
   l.unfused_attention =
       l.local_attention ||

@@ -39,6 +39,9 @@ struct ModelShape {
   bool linear_bias = false;      // biases on every linear layer
   bool learnable_softmax = false;  // a learned sink logit a head
   bool attention_sinks = false;    // off-by-one or learnable: [SK]
+  bool rotary_positions = false;   // RoPE of any kind
+  bool rope_always_unfused = false;  // YaRN, mRoPE [RU]
+  bool rope_per_sample = false;    // mRoPE: tables [s, b, 1, d] [RU]
   bool qkv_bias = false;         // a bias on the QKV projection only
   bool qk_norm = false;          // norms on Q and K over the head dim
   bool qk_l2_norm = false;       // those norms are L2Norm: no weights [QN]
@@ -123,6 +126,8 @@ struct Layout {
   // Megatron's local layer spec (TrainingConfig.local_layer_spec): torch's
   // norms, apart from the linear layers (memory_model.cc [QN], [LN]).
   bool local_layer_spec = false;
+  // TrainingConfig.rope_fusion_disabled: RoPE unfused [RU].
+  bool rope_fusion_disabled = false;
   // Megatron's jit_fuser functions run eagerly (TrainingConfig.
   // jit_fuser_disabled; moe_terms.cc [QG]).
   bool eager_jit_functions = false;
@@ -271,6 +276,10 @@ ModelShape ShapeOf(const v1::ModelConfig& model);
 double HeadDim(const ModelShape& m);
 double QueryWidth(const ModelShape& m);
 Layout LayoutOf(const v1::Job& resolved_job);
+
+// What Megatron's unfused RoPE keeps a layer: its cos and sin tables for Q
+// and for K (memory_model.cc [RU]); 0 under TE's fused RoPE.
+double UnfusedRopeTables(const ModelShape& m, const Layout& l);
 
 // The bytes of a parameter's gradient in the gradient buffer (or Megatron-
 // FSDP's) that `training` keeps: the precision-aware optimizer's

@@ -232,6 +232,37 @@ TEST(MemoryTermsTest, SinksWidenTheUnfusedSoftmaxByAColumn) {
   EXPECT_DOUBLE_EQ(Activations(sinks, l), Activations(Small(), l));
 }
 
+// [RU] Megatron's unfused RoPE keeps cos and sin for Q and for K in every
+// layer: 4 tables of s/c x d in the activations' dtype, whole on every TP
+// rank and one for all samples, except mRoPE's (one a sample). TE's fused
+// RoPE (the default) keeps none; YaRN and mRoPE always run unfused;
+// learned or no positions have no tables.
+TEST(MemoryTermsTest, UnfusedRopeKeepsItsTables) {
+  ModelShape rope = Small();
+  rope.rotary_positions = true;
+  Layout l = OneGpu();
+  l.micro_batch = 2;
+  const double fused = Activations(rope, l);
+  l.rope_fusion_disabled = true;
+  const double tables = 4 * 2 * 1024.0 * 128;  // a layer, bf16
+  EXPECT_DOUBLE_EQ(Activations(rope, l) - fused, 2 * tables);
+  Layout split = l;
+  split.tensor = 2;
+  split.context = 2;
+  EXPECT_DOUBLE_EQ(UnfusedRopeTables(rope, split), tables / 2);
+  ModelShape yarn = rope;
+  yarn.rope_always_unfused = true;
+  EXPECT_DOUBLE_EQ(UnfusedRopeTables(yarn, OneGpu()), tables);
+  ModelShape mrope = yarn;
+  mrope.rope_per_sample = true;
+  EXPECT_DOUBLE_EQ(UnfusedRopeTables(mrope, l), 2 * tables);
+  // Learned positions (or none): no rotary tables.
+  EXPECT_DOUBLE_EQ(UnfusedRopeTables(Small(), l), 0);
+  Layout fp32 = l;
+  fp32.precision = v1::PRECISION_FP32;
+  EXPECT_DOUBLE_EQ(UnfusedRopeTables(rope, fp32), 2 * tables);
+}
+
 // [TS] TransformerEngine's unfused attention keeps its softmax's fp32
 // output too where its fused softmax kernel cannot run (16-bit scores, 16
 // < s < 16384, s a multiple of 8, b x a/t a multiple of 4): at s = 16384

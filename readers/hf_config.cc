@@ -168,6 +168,16 @@ absl::Status SetSharedWidth(const v1::HuggingFaceConfig& hf,
   return absl::OkStatus();
 }
 
+// Whether the config's rotary scaling is YaRN (transformers'
+// rope_config_validation reads rope_type, or the older type).
+bool IsYarn(const v1::HuggingFaceConfig& hf) {
+  for (const v1::HuggingFaceRopeScaling* r :
+       {&hf.rope_scaling(), &hf.rope_parameters()}) {
+    if (r->rope_type() == "yarn" || r->type() == "yarn") return true;
+  }
+  return false;
+}
+
 // Experts, MLA and MTP as the family's modeling file builds them.
 absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
                          v1::ModelConfig& model) {
@@ -464,14 +474,21 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
   }
   model.set_position_embedding(v1::POSITION_EMBEDDING_ROPE);
   if (absl::Status st = FillExperts(hf, **family, model); !st.ok()) return st;
+  // YaRN (gpt-oss) runs Megatron's unfused RoPE, whose cos and sin each
+  // layer keeps (memory_model.cc [RU]). Multi-latent attention takes YaRN
+  // from Megatron's --rope-type yarn beside rope positions, where the
+  // fusion stays on (DeepSeek's launches): left as RoPE.
+  if (IsYarn(hf) && !model.has_mla()) {
+    model.set_position_embedding(v1::POSITION_EMBEDDING_YARN);
+  }
   return model;
 }
 
 std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
   // Reviewed and read past: they do not change per-GPU training memory
   // under Megatron. Token ids, initialisation, inference caches and
-  // transformers' bookkeeping; rotary frequencies, scaling and partial
-  // rotary (no parameters); norm epsilons; Gemma's activation name (a
+  // transformers' bookkeeping; rotary frequencies, scaling (its YaRN
+  // type read: IsYarn) and partial rotary (no parameters); norm epsilons; Gemma's activation name (a
   // gated GeLU whatever the variant, unfused under Megatron: GEGLU);
   // routing weights, groups and
   // auxiliary losses (the routed copies are top-k either way); sliding

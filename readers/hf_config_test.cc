@@ -594,6 +594,41 @@ TEST(HfConfigTest, Glm45IsReadAsItsModelingFileBuildsIt) {
 // norms; its 128 experts (2,880 x 5,760 and 2,880 x 2,880 with their
 // biases), the router's 2,880 x 128 weight and its bias, and the 64
 // heads' sinks. OpenAI's model card: 116.8B.
+// YaRN, spelled as rope_scaling's rope_type, its older type, or newer
+// transformers' rope_parameters, is read as YaRN positions; other
+// scalings (Llama 3's) and no scaling stay RoPE; DeepSeek's MLA takes
+// YaRN from Megatron's --rope-type with the fusion on: RoPE.
+TEST(HfConfigTest, YarnScalingIsReadAsYarnPositions) {
+  const std::string head = R"({"model_type": "llama", "hidden_size": 64,
+      "num_hidden_layers": 2, "num_attention_heads": 4,
+      "intermediate_size": 128, "vocab_size": 1000)";
+  const std::vector<std::pair<std::string, v1::PositionEmbedding>> cases = {
+      {"", v1::POSITION_EMBEDDING_ROPE},
+      {R"(, "rope_scaling": null)", v1::POSITION_EMBEDDING_ROPE},
+      {R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0})",
+       v1::POSITION_EMBEDDING_ROPE},
+      {R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0})",
+       v1::POSITION_EMBEDDING_YARN},
+      {R"(, "rope_scaling": {"type": "yarn", "factor": 4.0})",
+       v1::POSITION_EMBEDDING_YARN},
+      {R"(, "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6})",
+       v1::POSITION_EMBEDDING_YARN},
+      // Per-layer-type parameters (Gemma 3's shape): no top-level type.
+      {R"(, "rope_parameters": {"full_attention": {"rope_type": "yarn"}})",
+       v1::POSITION_EMBEDDING_ROPE},
+  };
+  for (const auto& [extra, expected] : cases) {
+    absl::StatusOr<v1::ModelConfig> m =
+        ModelFromHuggingFaceJson(head + extra + "}", "x");
+    ASSERT_TRUE(m.ok()) << extra << ": " << m.status();
+    EXPECT_EQ(m->position_embedding(), expected) << extra;
+  }
+  absl::StatusOr<v1::ModelConfig> deepseek =
+      ReadHuggingFaceConfig("tests/testdata/hf/deepseek-v3.json");
+  ASSERT_TRUE(deepseek.ok()) << deepseek.status();
+  EXPECT_EQ(deepseek->position_embedding(), v1::POSITION_EMBEDDING_ROPE);
+}
+
 TEST(HfConfigTest, GptOssIsReadAsItsModelingFileBuildsIt) {
   absl::StatusOr<v1::ModelConfig> oss =
       ReadHuggingFaceConfig("tests/testdata/hf/gpt-oss-120b.json");
@@ -610,6 +645,8 @@ TEST(HfConfigTest, GptOssIsReadAsItsModelingFileBuildsIt) {
   EXPECT_EQ(oss->moe().expert_ffn_hidden_size(), 2880u);
   EXPECT_EQ(oss->moe().shared_expert_ffn_hidden_size(), 0u);
   EXPECT_FALSE(oss->moe().expert_activation_unfused());  // fused, biased
+  // YaRN positions (rope_scaling rope_type "yarn"): Megatron's unfused RoPE.
+  EXPECT_EQ(oss->position_embedding(), v1::POSITION_EMBEDDING_YARN);
   const double attention = 2.0 * 2880 * 4096 + 2.0 * 2880 * 512 +
                            (4096 + 2 * 512 + 2880) + 2 * 2880;
   const double expert = 2880.0 * 5760 + 5760 + 2880.0 * 2880 + 2880;

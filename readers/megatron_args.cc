@@ -261,10 +261,23 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
     m.set_position_embedding(v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE);
     MEMGATE_ASSIGN_OR_RETURN(rows, args.Number("max-position-embeddings", 0));
     m.set_max_position_embeddings(rows);
-  } else if (position == "rope" || position == "yarn" ||
-             position == "mrope" || position == "none") {
-    // Rotary variants have no parameters.
+  } else if (position == "rope") {
+    // Rotary positions have no parameters. Megatron fuses them through
+    // TransformerEngine unless told not to; unfused, each layer keeps its
+    // cos and sin tables (memory_model.cc [RU]).
     m.set_position_embedding(v1::POSITION_EMBEDDING_ROPE);
+    if (args.Has("no-rope-fusion")) {
+      launch.job.mutable_training()->set_rope_fusion_disabled(true);
+      note("--no-rope-fusion: Megatron's unfused RoPE keeps cos and sin for "
+           "Q and for K in every layer");
+    }
+  } else if (position == "yarn") {
+    // arguments.py turns the RoPE fusion off for any type but rope.
+    m.set_position_embedding(v1::POSITION_EMBEDDING_YARN);
+  } else if (position == "mrope") {
+    m.set_position_embedding(v1::POSITION_EMBEDDING_MROPE);
+  } else if (position == "none") {
+    m.set_position_embedding(v1::POSITION_EMBEDDING_NONE);
   } else {
     return Bad("position-embedding-type",
                absl::StrCat("'", position, "' is not modelled "

@@ -2078,6 +2078,43 @@ TEST(MegatronArgsTest, MemoryArgumentsMapToTheJob) {
             v1::POSITION_EMBEDDING_ROPE);
 }
 
+// Rotary positions: Megatron fuses them through TransformerEngine unless
+// --no-rope-fusion, and never fuses YaRN or mRoPE (arguments.py turns the
+// fusion off for any type but rope); unfused, each layer keeps its cos and
+// sin tables (memory_model.cc [RU]): 4 x 8,192 x 128 x 2 B = 8 MiB a layer
+// on every TP rank, 16 layers a stage here, one micro-batch in flight at
+// the last stage of two. "none" has no positions at all.
+TEST(MegatronArgsTest, UnfusedRopeKeepsItsTablesInEveryLayer) {
+  const v1::Job fused = LlamaLaunchJob("");
+  const v1::Job unfused = LlamaLaunchJob("--no-rope-fusion");
+  EXPECT_FALSE(fused.training().rope_fusion_disabled());
+  EXPECT_TRUE(unfused.training().rope_fusion_disabled());
+  const double tables = 4 * 8192.0 * 128 * 2;
+  absl::StatusOr<v1::Estimate> a = EstimateJob(fused);
+  absl::StatusOr<v1::Estimate> b = EstimateJob(unfused);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const v1::StageMemory& last_a = a->stages(a->stages_size() - 1);
+  const v1::StageMemory& last_b = b->stages(b->stages_size() - 1);
+  EXPECT_DOUBLE_EQ(last_b.activation_bytes() - last_a.activation_bytes(),
+                   16 * tables);
+  const std::string rope = "--use-rotary-position-embeddings";
+  const v1::Job yarn =
+      LlamaLaunchJob("--position-embedding-type yarn", rope);
+  EXPECT_EQ(yarn.model().position_embedding(), v1::POSITION_EMBEDDING_YARN);
+  EXPECT_EQ(PeakOf(yarn), PeakOf(unfused));
+  EXPECT_EQ(LlamaLaunchJob("--position-embedding-type mrope", rope)
+                .model()
+                .position_embedding(),
+            v1::POSITION_EMBEDDING_MROPE);
+  const v1::Job none = LlamaLaunchJob("--position-embedding-type none", rope);
+  EXPECT_EQ(none.model().position_embedding(), v1::POSITION_EMBEDDING_NONE);
+  EXPECT_EQ(PeakOf(none), PeakOf(fused));
+  EXPECT_EQ(PeakOf(LlamaLaunchJob("--position-embedding-type none "
+                                  "--no-rope-fusion",
+                                  rope)),
+            PeakOf(fused));
+}
+
 // --squared-relu (Nemotron-4): an ungated MLP keeping what GeLU keeps
 // (moe_terms.cc [SR]), and Megatron's two rules about it refused by name.
 TEST(MegatronArgsTest, SquaredReluIsModelledAsMegatronRunsIt) {

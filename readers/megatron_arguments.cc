@@ -88,9 +88,14 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"add-qkv-bias", false, M, "off", "a bias on the QKV projection"},
       {"position-embedding-type", true, P, "learned_absolute",
        "learned_absolute (max_position_embeddings x h on the first stage) "
-       "or rope, yarn, mrope / none (no parameters; YaRN's scaled cos and "
-       "sin run the unfused RoPE, which keeps only them); relative "
-       "refused"},
+       "or rope, yarn, mrope / none (no parameters); yarn and mrope run "
+       "Megatron's unfused RoPE (arguments.py turns the fusion off): each "
+       "layer keeps cos and sin for Q and for K, 4 x s/c x d_rot (mrope: "
+       "x b); relative refused"},
+      {"no-rope-fusion", false, M, "fused (TransformerEngine's RoPE)",
+       "rope positions through Megatron's unfused RoPE: cos and sin kept "
+       "for Q and for K in every layer, 4 x s/c x d_rot in the activations' "
+       "dtype (measured)"},
       {"use-rotary-position-embeddings", false, M, "",
        "legacy spelling of --position-embedding-type rope"},
       {"no-position-embedding", false, M, "",

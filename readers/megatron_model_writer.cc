@@ -122,6 +122,12 @@ std::optional<std::string> MegatronModelArguments(
       absl::StrAppend(&out, " --max-position-embeddings ",
                       m.max_position_embeddings());
     }
+  } else if (m.position_embedding() == v1::POSITION_EMBEDDING_YARN) {
+    out += " --position-embedding-type yarn";
+  } else if (m.position_embedding() == v1::POSITION_EMBEDDING_MROPE) {
+    out += " --position-embedding-type mrope";
+  } else if (m.position_embedding() == v1::POSITION_EMBEDDING_NONE) {
+    out += " --position-embedding-type none";
   } else {
     out += " --position-embedding-type rope";
   }

@@ -41,7 +41,7 @@ BASE = (
     "--global-batch-size 1 --swiglu --normalization RMSNorm "
     "--position-embedding-type rope --untie-embeddings-and-output-weights "
     "--disable-bias-linear --transformer-impl local --vocab-size 128256 "
-    "--make-vocab-size-divisible-by 128"
+    "--make-vocab-size-divisible-by 128 --no-rope-fusion"
 )
 NO_DROPOUT = "--attention-dropout 0 --hidden-dropout 0"
 BF16 = "--bf16 --use-distributed-optimizer"
@@ -398,6 +398,10 @@ def run_job(name, fused, census_mode=False):
         gradient_accumulation_fusion=False,  # needs Apex
         bf16=bf16,
         fp16=fp16,
+        # TransformerEngine's fused RoPE is absent: Megatron's unfused one,
+        # as the launches say (--no-rope-fusion; session 35 added the word
+        # to every launch, the steps before it ran the same).
+        apply_rope_fusion=False,
         params_dtype=dtype,
         pipeline_dtype=dtype,
         **kw,
