@@ -181,6 +181,11 @@ JOBS.update({
     # gpt-oss's layer at this harness's widths: all of the above at once.
     "moe_gpt_oss_like": (f"{_QUICK_BIASES} {_GPT_OSS_GLU} "
                          "--softmax-type learnable"),
+    # YaRN positions (gpt-oss's): Megatron's unfused RoPE with YaRN's
+    # frequencies, which memgate counts as --no-rope-fusion's tables.
+    "dense_yarn": _DENSE.replace("--position-embedding-type rope",
+                                 "--position-embedding-type yarn "
+                                 "--rotary-scaling-factor 32"),
 })
 
 
@@ -406,6 +411,17 @@ def run_job(name, fused, census_mode=False):
         pipeline_dtype=dtype,
         **kw,
     )
+    if a.get("position_embedding_type") == "yarn":
+        # argument_utils.py _apply_yarn_config_from_args: GPTModel's yarn
+        # branch reads these off the config, YarnRotaryEmbedding's defaults.
+        for attr, value in (
+                ("yarn_rotary_scaling_factor",
+                 float(a.get("rotary_scaling_factor", 1.0))),
+                ("yarn_original_max_position_embeddings", 4096),
+                ("yarn_beta_fast", 32.0), ("yarn_beta_slow", 1.0),
+                ("yarn_mscale", 1.0), ("yarn_mscale_all_dim", 0.0),
+                ("yarn_correction_range_round_to_int", True)):
+            setattr(config, attr, value)
     vocab = int(a["vocab_size"])
     spec = get_gpt_layer_local_spec(num_experts=experts, moe_grouped_gemm=False,
                                     qk_layernorm=qk_layernorm,
