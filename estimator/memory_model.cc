@@ -768,6 +768,13 @@ bool MtpLayerIsMoe(const ModelShape& m) {
   return MoeLayersIn(m, m.layers - 1, 1) > 0;
 }
 
+// The MTP layers that hold parameters: every one, or the one a repeated
+// layer applies mtp_layers times (multi_token_prediction.py
+// mtp_use_repeated_layer).
+double MtpBuiltLayers(const ModelShape& m) {
+  return m.mtp_repeated_layer ? std::min(1.0, m.mtp_layers) : m.mtp_layers;
+}
+
 // Parameters of the MTP block on one rank, excluding routed experts
 // (Megatron multi_token_prediction.py; DeepSeek-V3 report sec. 2.2): per
 // layer the h x 2h projection (column-parallel, split over t), three norms
@@ -781,7 +788,7 @@ double MtpParameters(const ModelShape& m, const Layout& l) {
   const double layer = 2 * m.hidden * m.hidden / l.tensor +
                        3 * NormParameters(m) +
                        LayerParameters(m, l, MtpLayerIsMoe(m));
-  return m.mtp_layers * layer;
+  return MtpBuiltLayers(m) * layer;
 }
 
 // Per micro-batch, each MTP layer stores a transformer layer's activations,
@@ -898,6 +905,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
     m.v_head = mla.v_head_dim();
   }
   m.mtp_layers = model.mtp_num_layers();
+  m.mtp_repeated_layer = model.mtp_repeated_layer();
   return m;
 }
 
@@ -1101,7 +1109,8 @@ double TotalParameters(const ModelShape& m, double tensor) {
   const double experts = RoutedExpertParameters(m, unsplit);
   const double mtp =
       MtpParameters(m, unsplit) +
-      (m.mtp_layers > 0 && MtpLayerIsMoe(m) ? m.mtp_layers * experts : 0);
+      (m.mtp_layers > 0 && MtpLayerIsMoe(m) ? MtpBuiltLayers(m) * experts
+                                            : 0);
   return embeddings + m.learned_positions * m.hidden + NormParameters(m) +
          (m.layers - moe) * LayerParameters(m, unsplit, false) +
          moe * (LayerParameters(m, unsplit, true) + experts) + mtp;
@@ -1337,7 +1346,7 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
   if (last && m.mtp_layers > 0) {
     params += MtpParameters(m, l);
     if (MtpLayerIsMoe(m)) {
-      expert_params += m.mtp_layers * RoutedExpertParameters(m, l);
+      expert_params += MtpBuiltLayers(m) * RoutedExpertParameters(m, l);
     }
     // MTP embeds the next tokens: a later stage holds its own copy of an
     // untied embedding (a tied one is the LM head it already has).
@@ -1371,8 +1380,9 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
     double linear = mix.dense * LinearWeightParameters(m, l, false);
     if (mix.moe > 0) linear += mix.moe * LinearWeightParameters(m, l, true);
     if (last && m.mtp_layers > 0) {
-      // Each MTP layer: its transformer layer and its h x 2h projection.
-      linear += m.mtp_layers *
+      // Each MTP layer built: its transformer layer and its h x 2h
+      // projection.
+      linear += MtpBuiltLayers(m) *
                 (LinearWeightParameters(m, l, MtpLayerIsMoe(m)) +
                  2 * m.hidden * m.hidden / l.tensor);
     }

@@ -42,6 +42,9 @@ struct ModelShape {
   bool rotary_positions = false;   // RoPE of any kind
   bool rope_always_unfused = false;  // YaRN, mRoPE [RU]
   bool rope_per_sample = false;    // mRoPE: tables [s, b, 1, d] [RU]
+  // One MTP layer applied mtp_layers times (ModelConfig.
+  // mtp_repeated_layer): MtpBuiltLayers.
+  bool mtp_repeated_layer = false;
   bool qkv_bias = false;         // a bias on the QKV projection only
   bool qk_norm = false;          // norms on Q and K over the head dim
   bool qk_l2_norm = false;       // those norms are L2Norm: no weights [QN]

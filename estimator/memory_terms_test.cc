@@ -711,6 +711,23 @@ TEST(MemoryTermsTest, EachMtpLayerHoldsItsOwnFinalNorm) {
   }
 }
 
+// --mtp-use-repeated-layer: one MTP layer built, applied mtp_layers times:
+// one layer's parameters, every application's activations.
+TEST(MemoryTermsTest, ARepeatedMtpLayerHoldsOneLayersParameters) {
+  ModelShape one = Small();
+  one.mtp_layers = 1;
+  ModelShape repeated = Small();
+  repeated.mtp_layers = 3;
+  repeated.mtp_repeated_layer = true;
+  ModelShape three = repeated;
+  three.mtp_repeated_layer = false;
+  EXPECT_DOUBLE_EQ(TotalParameters(repeated), TotalParameters(one));
+  EXPECT_LT(TotalParameters(repeated), TotalParameters(three));
+  Layout l = OneGpu();
+  EXPECT_DOUBLE_EQ(Activations(repeated, l, 0, 2), Activations(three, l, 0, 2));
+  EXPECT_GT(Activations(repeated, l, 0, 2), Activations(one, l, 0, 2));
+}
+
 // head_dim d = 256 (a*d = 2048 != h): attention parameters h*(a*d + 2k*d)
 // + a*d*h = 1024*6144 + 2048*1024; activations: Q and the attention output
 // 2 + 2 bytes of a*d each, K and V 4k*d, in place of the paper's 4h + 4kh/a.

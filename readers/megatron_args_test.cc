@@ -2115,6 +2115,30 @@ TEST(MegatronArgsTest, UnfusedRopeKeepsItsTablesInEveryLayer) {
             PeakOf(fused));
 }
 
+// --mtp-use-repeated-layer builds one MTP layer for all --mtp-num-layers
+// applications: one layer's parameters on the last stage, which keeps the
+// three applications' activations all the same.
+TEST(MegatronArgsTest, ARepeatedMtpLayerIsOneLayersParameters) {
+  const v1::Job three = LlamaLaunchJob("--mtp-num-layers 3");
+  const v1::Job repeated =
+      LlamaLaunchJob("--mtp-num-layers 3 --mtp-use-repeated-layer");
+  const v1::Job one = LlamaLaunchJob("--mtp-num-layers 1");
+  EXPECT_FALSE(three.model().mtp_repeated_layer());
+  EXPECT_TRUE(repeated.model().mtp_repeated_layer());
+  EXPECT_DOUBLE_EQ(TotalParameters(ShapeOf(repeated.model())),
+                   TotalParameters(ShapeOf(one.model())));
+  absl::StatusOr<v1::Estimate> r = EstimateJob(repeated);
+  absl::StatusOr<v1::Estimate> t = EstimateJob(three);
+  ASSERT_TRUE(r.ok() && t.ok());
+  const v1::StageMemory& last_r = r->stages(r->stages_size() - 1);
+  const v1::StageMemory& last_t = t->stages(t->stages_size() - 1);
+  EXPECT_EQ(last_r.activation_bytes(), last_t.activation_bytes());
+  EXPECT_LT(last_r.weight_bytes(), last_t.weight_bytes());
+  // Without MTP layers the switch changes nothing.
+  EXPECT_FALSE(
+      LlamaLaunchJob("--mtp-use-repeated-layer").model().mtp_repeated_layer());
+}
+
 // --squared-relu (Nemotron-4): an ungated MLP keeping what GeLU keeps
 // (moe_terms.cc [SR]), and Megatron's two rules about it refused by name.
 TEST(MegatronArgsTest, SquaredReluIsModelledAsMegatronRunsIt) {

@@ -594,6 +594,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"mtp-num-layers", true, M, "off",
        "multi-token prediction layers on the last stage: a layer, an h x 2h "
        "projection, norms and their own logits each"},
+      {"mtp-use-repeated-layer", false, M, "off",
+       "one MTP layer applied --mtp-num-layers times: one layer's "
+       "parameters, every application's activations"},
       {"qk-layernorm", false, M, "off",
        "norms on Q and K: 2d parameters a layer, their inputs stored; with "
        "--multi-latent-attention the latent norms (fused into the up "

@@ -378,6 +378,7 @@ absl::Status FillMla(const Arguments& args, MegatronLaunch& launch) {
   }
   MEMGATE_ASSIGN_OR_RETURN(mtp, args.Number("mtp-num-layers", 0));
   m.set_mtp_num_layers(mtp);
+  m.set_mtp_repeated_layer(mtp > 0 && args.Has("mtp-use-repeated-layer"));
   return absl::OkStatus();
 }
 
