@@ -183,6 +183,10 @@ JOBS.update({
                          "--softmax-type learnable"),
     # YaRN positions (gpt-oss's): Megatron's unfused RoPE with YaRN's
     # frequencies, which memgate counts as --no-rope-fusion's tables.
+    # One MTP layer applied twice (--mtp-use-repeated-layer): mtp1's
+    # parameters, mtp2's activations, as memgate counts it.
+    "mtp2_repeated": (f"{_DENSE} --mtp-num-layers 2 "
+                      "--mtp-use-repeated-layer"),
     "dense_yarn": _DENSE.replace("--position-embedding-type rope",
                                  "--position-embedding-type yarn "
                                  "--rotary-scaling-factor 32"),
@@ -333,7 +337,8 @@ def run_job(name, fused, census_mode=False):
         if "recompute_modules" in a:
             kw.update(recompute_modules=a["recompute_modules"].split())
     if "mtp_num_layers" in a:
-        kw.update(mtp_num_layers=int(a["mtp_num_layers"]))
+        kw.update(mtp_num_layers=int(a["mtp_num_layers"]),
+                  mtp_use_repeated_layer="mtp_use_repeated_layer" in a)
     for key, cast in (("moe_z_loss_coeff", float), ("moe_router_dtype", str),
                       ("moe_expert_capacity_factor", float),
                       ("cross_entropy_fusion_impl", str)):
