@@ -218,6 +218,11 @@ def _record(census, t):
     return t
 
 
+# The census's shapes, largest first: enough to see the router's small
+# [tokens, experts] tensors beside the MoE layers' (session 35).
+CENSUS_ROWS = 300
+
+
 def _summarize(census, parameter_storages):
     """Distinct storages autograd keeps (weights excluded), by shape."""
     seen = set()
@@ -232,7 +237,7 @@ def _summarize(census, parameter_storages):
     rows = sorted(groups.items(), key=lambda kv: -kv[1][1])
     return {"distinct_bytes": sum(v[1] for _, v in rows),
             "by_shape": [{"shape": k, "count": c, "bytes": b}
-                         for k, (c, b) in rows[:40]]}
+                         for k, (c, b) in rows[:CENSUS_ROWS]]}
 
 
 def _shim_missing_transformer_engine():
