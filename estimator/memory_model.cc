@@ -514,7 +514,6 @@ double UnfusedRopeTables(const ModelShape& m, const Layout& l) {
          rotary_width * (m.rope_per_sample ? l.micro_batch : 1);
 }
 
-
 UnfusedAttentionKept UnfusedAttentionKeeps(const ModelShape& m,
                                            const Layout& l) {
   UnfusedAttentionKept kept;

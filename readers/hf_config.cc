@@ -488,8 +488,9 @@ std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
   // Reviewed and read past: they do not change per-GPU training memory
   // under Megatron. Token ids, initialisation, inference caches and
   // transformers' bookkeeping; rotary frequencies, scaling (its YaRN
-  // type read: IsYarn) and partial rotary (no parameters); norm epsilons; Gemma's activation name (a
-  // gated GeLU whatever the variant, unfused under Megatron: GEGLU);
+  // type read: IsYarn) and partial rotary (no parameters); norm epsilons;
+  // Gemma's activation name (a gated GeLU whatever the variant, unfused
+  // under Megatron: GEGLU);
   // routing weights, groups and
   // auxiliary losses (the routed copies are top-k either way); sliding
   // windows and the scale of attention logits (FlashAttention stores no
