@@ -717,6 +717,21 @@ double HeadActivations(const ModelShape& m, const Layout& l) {
          (4 + softcap) * sb * VocabRows(m, l.tensor) / l.tensor;
 }
 
+// [CE] Megatron's native fused cross entropy (fused_cross_entropy.py,
+// calculate_gradients under @jit_fuser, torch.compile'd) returns a new
+// fp32 gradient of the vocabulary-parallel logits where Megatron's unfused
+// loss (cross_entropy.py) updates the saved fp32 softmax in place: 4 B a
+// logit more at the loss's backward, while the last stage still holds its
+// stored activations. Once a stage: the losses (the LM head's, each MTP
+// head's) run their backward one at a time. Measured on an H100 (session
+// 33, dense_ce_fusion): the step's peak 1.96 GiB above the unfused loss's
+// (4096 x 128,256 x 4 B). (The 16-bit gradient of the logits both losses
+// then make, 2 B a logit, is the paper's and stays in the headroom.)
+double LossGradientTransient(const ModelShape& m, const Layout& l) {
+  if (!l.cross_entropy_new_gradient) return 0;
+  return 4 * LocalTokens(l) * VocabRows(m, l.tensor) / l.tensor;
+}
+
 // Megatron's --defer-embedding-wgrad-compute [DW]: each call of the output
 // layer appends its input (the sequence-parallel shard, s/(ct) x b x h)
 // at forward and the logits' gradient (s/c x b x v/t, the logits' 16-bit
@@ -992,6 +1007,7 @@ Layout LayoutOf(const v1::Job& job) {
   l.local_attention = train.attention_kernel() == v1::ATTENTION_KERNEL_LOCAL;
   l.local_layer_spec = train.local_layer_spec();
   l.rope_fusion_disabled = train.rope_fusion_disabled();
+  l.cross_entropy_new_gradient = train.cross_entropy_new_gradient();
   l.eager_jit_functions = train.jit_fuser_disabled();
   l.unfused_attention =
       l.local_attention ||
@@ -1309,7 +1325,8 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
     }
   }
   if (last) {
-    activations += HeadActivations(m, l) + DeferredEmbeddingWgradBytes(m, l);
+    activations += HeadActivations(m, l) + DeferredEmbeddingWgradBytes(m, l) +
+                   LossGradientTransient(m, l);
     // The MTP block sits in the last chunk of the last rank.
     activations += ChunkMicrobatchesInFlight(l, in_flight,
                                              l.virtual_stages - 1) *

@@ -131,6 +131,9 @@ struct Layout {
   bool local_layer_spec = false;
   // TrainingConfig.rope_fusion_disabled: RoPE unfused [RU].
   bool rope_fusion_disabled = false;
+  // TrainingConfig.cross_entropy_new_gradient: the native fused loss's
+  // fp32 gradient of the logits [CE].
+  bool cross_entropy_new_gradient = false;
   // Megatron's jit_fuser functions run eagerly (TrainingConfig.
   // jit_fuser_disabled; moe_terms.cc [QG]).
   bool eager_jit_functions = false;

@@ -1120,17 +1120,18 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
   // The native fused loss (fused_cross_entropy.py calculate_gradients,
   // compiled, cannot update the saved fp32 softmax in place): a new fp32
   // gradient of the logits at the loss's backward, measured on an H100
-  // (bench/RESULTS.md, session 33). A transient: said, not counted. Run
-  // eagerly (--disable-jit-fuser) it updates the softmax in place.
+  // (bench/RESULTS.md, session 33), counted on the last stage
+  // (memory_model.cc [CE]). Run eagerly (--disable-jit-fuser) it updates
+  // the softmax in place.
   if (args.Has("cross-entropy-loss-fusion") &&
       args.Text("cross-entropy-fusion-impl") != "te" &&
       !args.Has("disable-jit-fuser")) {
+    t.set_cross_entropy_new_gradient(true);
     launch.notes.push_back(
         "--cross-entropy-loss-fusion: Megatron's native fused loss makes a "
         "new fp32 gradient of the logits in backward, s x b x v / t x 4 B "
-        "beside the saved softmax: a transient left to the 20% headroom "
-        "(measured on an H100: the step's peak 1.15x the estimate, 1.07x "
-        "with the unfused loss)");
+        "beside the saved softmax: counted on the last stage (measured on "
+        "an H100)");
   }
   t.set_local_layer_spec(impl == "local");
   t.set_jit_fuser_disabled(args.Has("disable-jit-fuser"));
