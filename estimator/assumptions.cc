@@ -91,6 +91,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                                : "SGD without momentum: no optimizer state");
   }
   const Layout l = LayoutOf(job);
+  const ModelShape shape = ShapeOf(m);
   if (l.precision_aware) {
     out.push_back(absl::StrCat(
         "precision-aware optimizer: ", l.main_grad_bytes,
@@ -202,7 +203,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
   if (m.has_moe()) {
     const v1::MoeConfig& moe = m.moe();
     const double most_loaded =
-        std::min<double>(l.load_imbalance, MaxExpertLoad(ShapeOf(m), l));
+        std::min<double>(l.load_imbalance, MaxExpertLoad(shape, l));
     std::string routing =
         moe.capacity_factor() > 0
             ? absl::StrCat("capacity ", moe.capacity_factor(), "x",
@@ -274,7 +275,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
       local || t.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED;
   const bool selective = t.recompute().granularity() ==
                          v1::Recompute::GRANULARITY_SELECTIVE;
-  const UnfusedAttentionKept kept = UnfusedAttentionKeeps(ShapeOf(m), l);
+  const UnfusedAttentionKept kept = UnfusedAttentionKeeps(shape, l);
   if (!unfused && m.attention_logit_softcapping() > 0) {
     out.push_back("soft-capped scores through Megatron-Bridge's "
                   "FlexAttention (the flash kernel given): no scores kept; "
@@ -509,18 +510,12 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                                m.max_position_embeddings(),
                                " x h on the first stage)"));
   }
-  const bool always_unfused =
-      m.position_embedding() == v1::POSITION_EMBEDDING_YARN ||
-      m.position_embedding() == v1::POSITION_EMBEDDING_MROPE;
-  const bool rotary =
-      always_unfused ||
-      m.position_embedding() == v1::POSITION_EMBEDDING_ROPE ||
-      m.position_embedding() == v1::POSITION_EMBEDDING_UNSPECIFIED;
-  if (rotary && (always_unfused || t.rope_fusion_disabled())) {
+  // The term's own decision (memory_model.cc [RU]), not a second one.
+  if (UnfusedRopeTables(shape, l) > 0) {
     out.push_back(absl::StrCat(
         "unfused RoPE (",
-        always_unfused ? "YaRN and mRoPE always run it"
-                       : "--no-rope-fusion",
+        shape.rope_always_unfused ? "YaRN and mRoPE always run it"
+                                  : "--no-rope-fusion",
         "): each layer keeps cos and sin for Q and for K, 4 x s/c x d_rot "
         "in the activations' dtype, whole on every TP rank"));
   }
