@@ -502,13 +502,18 @@ double LayerActivationsFull(const ModelShape& m, const Layout& l,
 // of s/c x d_rot, whole on every TP rank (the positions are not split by
 // heads), and independent of the micro-batch, the frequencies being
 // [s, 1, 1, d], except mRoPE's, one a sample ([s, b, 1, d]). MLA rotates
-// its d_rope part only. Measured on an H100 (session 33's census, read in
-// session 35): 32 [s, 1, 1, d] bf16 tables over 8 layers, 1 MiB each at
-// 4k, 32 MiB in all. TE's fused RoPE (Megatron's default) saves only the
-// frequencies, computed once for the whole model: nothing a layer.
+// its d_rope part only, inside its up projections' checkpoint when
+// "mla_up_proj" is recomputed (multi_latent_attention.py), which keeps no
+// table. Measured on an H100 (session 33's census, read in session 35):
+// 32 [s, 1, 1, d] bf16 tables over 8 layers, 1 MiB each at 4k, 32 MiB in
+// all; mRoPE's at two samples a micro-batch and MLA's, with and without
+// the recomputation, to the MiB (session 36). TE's fused RoPE (Megatron's
+// default) saves only the frequencies, computed once for the whole model:
+// nothing a layer.
 double UnfusedRopeTables(const ModelShape& m, const Layout& l) {
   if (!m.rotary_positions) return 0;
   if (!m.rope_always_unfused && !l.rope_fusion_disabled) return 0;
+  if (m.mla && l.recompute_mla_up_proj) return 0;
   const double rotary_width = m.mla ? m.qk_rope : HeadDim(m);
   return 4 * ActivationElementScale(l) * 2 * (l.seq_length / l.context) *
          rotary_width * (m.rope_per_sample ? l.micro_batch : 1);

@@ -261,6 +261,16 @@ TEST(MemoryTermsTest, UnfusedRopeKeepsItsTables) {
   Layout fp32 = l;
   fp32.precision = v1::PRECISION_FP32;
   EXPECT_DOUBLE_EQ(UnfusedRopeTables(rope, fp32), 2 * tables);
+  // MLA rotates its d_rope part only; recomputing "mla_up_proj" rotates
+  // inside the checkpoint, which keeps no table (measured, session 36).
+  ModelShape mla = rope;
+  mla.mla = true;
+  mla.qk_rope = 64;
+  EXPECT_DOUBLE_EQ(UnfusedRopeTables(mla, l), tables / 2);  // d 128
+  Layout up_proj = l;
+  up_proj.recompute_mla_up_proj = true;
+  EXPECT_DOUBLE_EQ(UnfusedRopeTables(mla, up_proj), 0);
+  EXPECT_DOUBLE_EQ(UnfusedRopeTables(rope, up_proj), tables);
 }
 
 // [TS] TransformerEngine's unfused attention keeps its softmax's fp32

@@ -299,6 +299,14 @@ TEST(MoeTermsTest, MultiLatentAttentionParametersAndActivations) {
                        StageMemoryOf(m, up_proj, 0, 1).activation_bytes,
                    1024.0 * ((2 * 768 + 2 * 768 + 2 * 512) / 2.0 +
                              2 * (256 + 128)));
+  // Under the local spec the latent norms are torch modules apart from
+  // the up projections, outside the checkpoint: their inputs stay, and
+  // their outputs are the checkpoint's inputs (measured, session 36).
+  Layout local = up_proj, local_none = selective_none;
+  local.local_layer_spec = local_none.local_layer_spec = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, local_none, 0, 1).activation_bytes -
+                       StageMemoryOf(m, local, 0, 1).activation_bytes,
+                   1024.0 * (2 * 768 + 2 * 768 + 2 * 512) / 2.0);
 
   // Blockwise fp8 (1/32 B of scales an activation element, 4 B a
   // 128 x 128 weight block) [F8]: MLA's two down projections each save

@@ -2955,6 +2955,21 @@ TEST(MegatronArgsTest, MixtureOfExpertsLaunchIsModelled) {
                                        "--multi-latent-attention"),
             std::string::npos)
       << l2.status();
+  // Megatron's own core attention cannot be built for MLA (it takes no
+  // k_channels / v_channels): refused by the argument that chose it.
+  for (const std::string argument : {"transformer-impl", "attention-backend"}) {
+    std::string line = std::string(kLlama31_8B) + " " + v3_args + " --" +
+                       argument + " local";
+    line.replace(line.find(no_gqa), no_gqa.size(), "");
+    absl::StatusOr<MegatronLaunch> refused =
+        ParseMegatronLaunch(Words(line), nullptr);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument)
+        << argument;
+    EXPECT_NE(refused.status().message().find(
+                  "--" + argument + ": local cannot run --multi-latent"),
+              std::string::npos)
+        << refused.status();
+  }
 
   // --moe-layer-recompute keeps only the MoE blocks' inputs.
   EXPECT_LT(peak(parse("--num-experts 8 --moe-layer-recompute")),

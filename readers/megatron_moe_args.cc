@@ -374,6 +374,23 @@ absl::Status FillMla(const Arguments& args, MegatronLaunch& launch) {
                  "cannot be given with --multi-latent-attention (Megatron "
                  "refuses it)");
     }
+    // Megatron's own core attention (--transformer-impl local, or
+    // --attention-backend local: FillTraining) cannot run MLA:
+    // multi_latent_attention.py builds its core attention with k_channels
+    // and v_channels, which dot_product_attention.py does not take (a
+    // TypeError at model build, d98e8a6; so since MLA was added). The
+    // estimator models it all the same (measured with a class that takes
+    // them, bench/gpu/megatron_step.py); a launch cannot start.
+    if (launch.job.training().attention_kernel() ==
+        v1::ATTENTION_KERNEL_LOCAL) {
+      const bool impl = args.Has("transformer-impl") &&
+                        args.Text("transformer-impl") == "local";
+      return Bad(impl ? "transformer-impl" : "attention-backend",
+                 "local cannot run --multi-latent-attention: Megatron's own "
+                 "DotProductAttention takes no k_channels / v_channels, "
+                 "which MLA builds it with (a TypeError at model build); "
+                 "use TransformerEngine's attention");
+    }
     m.set_num_query_groups(m.num_attention_heads());
   }
   MEMGATE_ASSIGN_OR_RETURN(mtp, args.Number("mtp-num-layers", 0));

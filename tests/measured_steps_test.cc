@@ -2,7 +2,8 @@
 // (tests/testdata/h100_megatron_steps.tsv, from bench/gpu/megatron_step.py;
 // bench/RESULTS.md discusses them). Nothing here is fitted: the
 // measurements check the equations, not the other way round. Each row's
-// launch is read by memgate exactly as `memgate check -- torchrun ...` would.
+// launch is read by memgate exactly as `memgate check -- torchrun ...` would
+// (but MLA's under the local spec, which Megatron cannot build: JobFor).
 
 #include <cstdint>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "admission/admission.h"
 #include "gtest/gtest.h"
 #include "readers/megatron_args.h"
@@ -52,31 +54,108 @@ std::vector<MeasuredStep> ReadSteps() {
     s.launch = f[6];
     steps.push_back(s);
   }
-  EXPECT_EQ(steps.size(), 45u);
+  EXPECT_EQ(steps.size(), 50u);
   return steps;
 }
 
-// memgate's decision for the row's launch on one H100-80GB. The script
-// calls the model with no attention mask (megatron_step.py: model(tokens,
-// positions, None)), as pretrain_gpt.py does under
+// The row's launch read as `memgate check -- torchrun ...` reads it. The
+// script calls the model with no attention mask (megatron_step.py:
+// model(tokens, positions, None)), as pretrain_gpt.py does under
 // --no-create-attention-mask-in-dataloader, so the launch is read with it:
 // each layer of the local attention then builds and keeps its own causal
 // mask (memory_model.cc [UA]), which the census shows.
-v1::Decision DecisionFor(const MeasuredStep& s) {
+absl::StatusOr<MegatronLaunch> ReadLaunch(absl::string_view launch) {
   std::vector<std::string> argv = {"torchrun", "--nproc-per-node", "1",
                                    "pretrain_gpt.py"};
-  for (absl::string_view w : absl::StrSplit(s.launch, ' ', absl::SkipEmpty())) {
+  for (absl::string_view w : absl::StrSplit(launch, ' ', absl::SkipEmpty())) {
     argv.emplace_back(w);
   }
   argv.emplace_back("--no-create-attention-mask-in-dataloader");
-  absl::StatusOr<MegatronLaunch> launch = ParseMegatronLaunch(argv, nullptr);
-  EXPECT_TRUE(launch.ok()) << s.job << ": " << launch.status();
-  if (!launch.ok()) return v1::Decision();
-  v1::Job job = launch->job;
+  return ParseMegatronLaunch(argv, nullptr);
+}
+
+constexpr char kLocalSpec[] = " --transformer-impl local";
+
+// The local spec is two settings of the job beside what the launch reads
+// under TransformerEngine's: its torch norms and Megatron's own core
+// attention (LocalSpecIsTwoSettings checks it on every row that Megatron
+// can build).
+v1::Job WithLocalSpec(v1::Job job) {
+  job.mutable_training()->set_local_layer_spec(true);
+  job.mutable_training()->set_attention_kernel(v1::ATTENTION_KERNEL_LOCAL);
+  return job;
+}
+
+// Megatron-LM cannot build multi-latent attention under the local spec
+// (memgate refuses such a launch: its DotProductAttention takes no
+// k_channels / v_channels); the harness ran the MLA rows with that class
+// taking them (megatron_step.py _mla_core_attention). Their job is the
+// launch's read without --transformer-impl local, with the local spec's
+// two settings.
+bool NeedsTheHarnessAttention(const MeasuredStep& s) {
+  return absl::StrContains(s.launch, "--multi-latent-attention");
+}
+
+v1::Job JobFor(const MeasuredStep& s) {
+  std::string launch = s.launch;
+  const bool harness = NeedsTheHarnessAttention(s);
+  if (harness) {
+    const size_t at = launch.find(kLocalSpec);
+    EXPECT_NE(at, std::string::npos) << s.job;
+    if (at != std::string::npos) launch.erase(at, sizeof(kLocalSpec) - 1);
+  }
+  absl::StatusOr<MegatronLaunch> read = ReadLaunch(launch);
+  EXPECT_TRUE(read.ok()) << s.job << ": " << read.status();
+  if (!read.ok()) return v1::Job();
+  v1::Job job = harness ? WithLocalSpec(read->job) : read->job;
   job.mutable_accelerator()->set_name("h100-80gb");
-  absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
+  return job;
+}
+
+// memgate's decision for the row's job on one H100-80GB.
+v1::Decision DecisionFor(const MeasuredStep& s) {
+  absl::StatusOr<v1::Decision> d = AdmitJob(JobFor(s), AdmissionPolicy());
   EXPECT_TRUE(d.ok()) << s.job << ": " << d.status();
   return d.ok() ? *d : v1::Decision();
+}
+
+TEST(MeasuredStepsTest, LocalSpecIsTwoSettings) {
+  int built = 0, harness = 0, sinks = 0;
+  for (const MeasuredStep& s : ReadSteps()) {
+    absl::StatusOr<MegatronLaunch> as_given = ReadLaunch(s.launch);
+    if (NeedsTheHarnessAttention(s)) {
+      ++harness;
+      EXPECT_EQ(as_given.status().code(), absl::StatusCode::kInvalidArgument)
+          << s.job;
+      EXPECT_TRUE(absl::StrContains(as_given.status().message(),
+                                    "--transformer-impl: local cannot run"))
+          << s.job << ": " << as_given.status();
+      continue;
+    }
+    ++built;
+    std::string launch = s.launch;
+    const size_t at = launch.find(kLocalSpec);
+    ASSERT_NE(at, std::string::npos) << s.job;
+    launch.erase(at, sizeof(kLocalSpec) - 1);
+    absl::StatusOr<MegatronLaunch> under_te = ReadLaunch(launch);
+    ASSERT_TRUE(as_given.ok()) << s.job << ": " << as_given.status();
+    if (!under_te.ok()) {
+      // Sinks under TransformerEngine need a backend named (cuDNN's or
+      // its unfused attention): no TE reading to compare.
+      ++sinks;
+      EXPECT_TRUE(absl::StartsWith(under_te.status().message(),
+                                   "--softmax-type: "))
+          << s.job << ": " << under_te.status();
+      continue;
+    }
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
+        as_given->job, WithLocalSpec(under_te->job)))
+        << s.job << ":\n" << as_given->job.DebugString() << "\nvs\n"
+        << WithLocalSpec(under_te->job).DebugString();
+  }
+  EXPECT_EQ(built, 46);
+  EXPECT_EQ(harness, 4);
+  EXPECT_EQ(sinks, 2);
 }
 
 // The local implementation's core attention keeps one persistent buffer of
@@ -249,7 +328,7 @@ TEST(MeasuredStepsTest, StoredActivationsAreTheEquations) {
                 0.001 * activations)
         << s.job;
   }
-  EXPECT_EQ(exact_rows, 28);
+  EXPECT_EQ(exact_rows, 33);
 }
 
 // The steps ran Megatron-LM d98e8a6, which applies the routing

@@ -192,6 +192,28 @@ JOBS.update({
                                  "--rotary-scaling-factor 32"),
 })
 
+# Session 36: multi-latent attention (DeepSeek's; memgate's MlaActivations
+# and MlaParameters were from source only) and mRoPE's per-sample tables.
+# Megatron cannot build MLA under the local spec (its DotProductAttention
+# takes no k_channels / v_channels: a TypeError at build, which memgate
+# refuses); these steps run it with _mla_core_attention, the same class
+# taking them, so what the unfused attention keeps is the local one's.
+_MLA = _without(_DENSE, "--group-query-attention", "--num-query-groups 4") + (
+    " --multi-latent-attention --kv-lora-rank 256 --qk-head-dim 128 "
+    "--qk-pos-emb-head-dim 64 --v-head-dim 128")
+JOBS.update({
+    "mla": f"{_MLA} --q-lora-rank 512",
+    "mla_no_q_lora": _MLA,
+    "mla_qk_layernorm": f"{_MLA} --q-lora-rank 512 --qk-layernorm",
+    "mla_recompute_up_proj": (f"{_MLA} --q-lora-rank 512 --qk-layernorm "
+                              "--recompute-granularity selective "
+                              "--recompute-modules mla_up_proj"),
+    # mRoPE at two samples a micro-batch, beside dense_mbs2 (RoPE).
+    "mrope_mbs2": JOBS["dense_mbs2"].replace(
+        "--position-embedding-type rope",
+        "--position-embedding-type mrope --mrope-section 16 24 24"),
+})
+
 
 def parse(line):
     """The few launch arguments this script needs, as a dict (the values of
@@ -291,6 +313,26 @@ def _shim_expert_output_reduce():
     layers.reduce_from_tensor_model_parallel_region = reduce_unless_alone
 
 
+def _mla_core_attention():
+    """Megatron's MLA builds its core attention with k_channels (the Q/K
+    head width, d_nope + d_rope) and v_channels (d_v); the local
+    DotProductAttention takes neither. Its forward already takes Q and K
+    of one width and V of another (baddbmm, then bmm); only the output's
+    reshape uses kv_channels, which must equal d_v here."""
+    from megatron.core.transformer.dot_product_attention import (
+        DotProductAttention)
+
+    class MlaDotProductAttention(DotProductAttention):
+        def __init__(self, *args, k_channels=None, v_channels=None,
+                     **kwargs):
+            super().__init__(*args, **kwargs)
+            # (Attention.__init__ first builds one without them, d98e8a6.)
+            assert v_channels in (None, self.hidden_size_per_attention_head), (
+                v_channels, self.hidden_size_per_attention_head)
+
+    return MlaDotProductAttention
+
+
 def run_job(name, fused, census_mode=False):
     import torch
     import torch.nn.functional as F
@@ -385,12 +427,29 @@ def run_job(name, fused, census_mode=False):
     normalization = a.get("normalization", "LayerNorm")
     qk_layernorm = "qk_layernorm" in a
     qk_l2_norm = "qk_l2_norm" in a
-    config = TransformerConfig(
+    mla = "multi_latent_attention" in a
+    if mla:
+        from megatron.core.transformer.transformer_config import (
+            MLATransformerConfig)
+        # arguments.py's defaults; rope_type unset: the config's yarn
+        # (argument_utils.py pops it).
+        kw.update(multi_latent_attention=True,
+                  q_lora_rank=(int(a["q_lora_rank"]) if "q_lora_rank" in a
+                               else None),
+                  kv_lora_rank=int(a["kv_lora_rank"]),
+                  qk_head_dim=int(a["qk_head_dim"]),
+                  qk_pos_emb_head_dim=int(a["qk_pos_emb_head_dim"]),
+                  v_head_dim=int(a["v_head_dim"]))
+    if a.get("position_embedding_type") == "mrope":
+        kw.update(mrope_section=[int(x) for x in a["mrope_section"].split()])
+    config_class = MLATransformerConfig if mla else TransformerConfig
+    config = config_class(
         num_layers=int(a["num_layers"]),
         hidden_size=int(a["hidden_size"]),
         ffn_hidden_size=int(a["ffn_hidden_size"]),
         num_attention_heads=int(a["num_attention_heads"]),
-        num_query_groups=int(a["num_query_groups"]),
+        num_query_groups=int(a.get("num_query_groups",
+                                   a["num_attention_heads"])),
         gated_linear_unit=gated,
         activation_func=activation,
         normalization=normalization,
@@ -436,7 +495,11 @@ def run_job(name, fused, census_mode=False):
     spec = get_gpt_layer_local_spec(num_experts=experts, moe_grouped_gemm=False,
                                     qk_layernorm=qk_layernorm,
                                     qk_l2_norm=qk_l2_norm,
-                                    normalization=normalization)
+                                    normalization=normalization,
+                                    multi_latent_attention=mla)
+    if mla:
+        spec.submodules.self_attention.submodules.core_attention = (
+            _mla_core_attention())
     mtp_spec = None
     if config.mtp_num_layers:
         from megatron.core.models.gpt.gpt_layer_specs import (
@@ -475,6 +538,9 @@ def run_job(name, fused, census_mode=False):
     tokens = torch.randint(0, vocab, (mbs, seq), device="cuda")
     labels = torch.randint(0, vocab, (mbs, seq), device="cuda")
     positions = torch.arange(seq, device="cuda").unsqueeze(0).expand(mbs, -1)
+    if a.get("position_embedding_type") == "mrope":
+        # [3, b, s]: temporal, height and width positions (text: all equal).
+        positions = positions.unsqueeze(0).expand(3, -1, -1)
 
     census = []
     phases = {}
