@@ -208,6 +208,19 @@ JOBS.update({
     "mla_recompute_up_proj": (f"{_MLA} --q-lora-rank 512 --qk-layernorm "
                               "--recompute-granularity selective "
                               "--recompute-modules mla_up_proj"),
+    # Shared experts recomputed (the recipes' "shared_experts"), and
+    # DeepSeek's layer at these widths: MLA with its latent norms, routed
+    # and shared experts, an MTP layer, the recipe's recomputations.
+    "moe_shared_recompute": (f"{_MOE_A2A} "
+                             "--moe-shared-expert-intermediate-size 2048 "
+                             "--recompute-granularity selective "
+                             "--recompute-modules shared_experts"),
+    "moe_mla_deepseek_like": (
+        f"{_MLA} --q-lora-rank 512 --qk-layernorm {MOE} "
+        "--moe-token-dispatcher-type alltoall "
+        "--moe-shared-expert-intermediate-size 2048 --mtp-num-layers 1 "
+        "--recompute-granularity selective "
+        "--recompute-modules mla_up_proj shared_experts"),
     # mRoPE at two samples a micro-batch, beside dense_mbs2 (RoPE).
     "mrope_mbs2": JOBS["dense_mbs2"].replace(
         "--position-embedding-type rope",
