@@ -514,8 +514,9 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
   if (UnfusedRopeTables(shape, l) > 0) {
     out.push_back(absl::StrCat(
         "unfused RoPE (",
-        shape.rope_always_unfused ? "YaRN and mRoPE always run it"
-                                  : "--no-rope-fusion",
+        !shape.rope_always_unfused ? "--no-rope-fusion"
+        : shape.mla ? "MLA's RoPE runs unfused beside any positions but rope"
+                    : "YaRN and mRoPE always run it",
         "): each layer keeps cos and sin for Q and for K, 4 x s/c x d_rot "
         "in the activations' dtype, whole on every TP rank"));
   }

@@ -922,6 +922,19 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
     m.qk_nope = mla.qk_head_dim();
     m.qk_rope = mla.qk_pos_emb_head_dim();
     m.v_head = mla.v_head_dim();
+    // MLA rotates its d_rope part itself, whatever the model's positions
+    // (multi_latent_attention.py makes its own frequencies, one set for
+    // all samples), and arguments.py turns the RoPE fusion off for every
+    // position type but rope: with learned, no, YaRN or mRoPE positions
+    // its tables are kept too [RU].
+    const v1::PositionEmbedding position = model.position_embedding();
+    m.rotary_positions = true;
+    m.rope_per_sample = false;
+    m.rope_always_unfused =
+        position == v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE ||
+        position == v1::POSITION_EMBEDDING_NONE ||
+        position == v1::POSITION_EMBEDDING_YARN ||
+        position == v1::POSITION_EMBEDDING_MROPE;
   }
   m.mtp_layers = model.mtp_num_layers();
   m.mtp_repeated_layer = model.mtp_repeated_layer();

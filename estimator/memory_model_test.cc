@@ -136,5 +136,26 @@ TEST(MemoryModelTest, AbsurdSizesStayFinite) {
   EXPECT_GT(peak, 0);
 }
 
+// MLA rotates its d_rope part whatever the model's positions, and
+// Megatron's RoPE fusion is off for every position type but rope
+// (arguments.py): with learned or no positions its tables are kept, one
+// set for all samples (MLA makes its own frequencies, also under mRoPE).
+TEST(MemoryModelTest, MlaRotatesBesideAnyPositions) {
+  v1::ModelConfig model = *FindModel("deepseek-v3");
+  ASSERT_TRUE(model.has_mla());
+  Layout l;
+  l.seq_length = 4096;
+  l.micro_batch = 2;
+  const double tables = 4 * 2 * 4096.0 * 64;  // a layer, bf16, d_rope 64
+  model.set_position_embedding(v1::POSITION_EMBEDDING_ROPE);
+  EXPECT_DOUBLE_EQ(UnfusedRopeTables(ShapeOf(model), l), 0);  // fused
+  for (v1::PositionEmbedding unfused :
+       {v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE, v1::POSITION_EMBEDDING_NONE,
+        v1::POSITION_EMBEDDING_YARN, v1::POSITION_EMBEDDING_MROPE}) {
+    model.set_position_embedding(unfused);
+    EXPECT_DOUBLE_EQ(UnfusedRopeTables(ShapeOf(model), l), tables) << unfused;
+  }
+}
+
 }  // namespace
 }  // namespace memgate

@@ -2971,6 +2971,34 @@ TEST(MegatronArgsTest, MixtureOfExpertsLaunchIsModelled) {
         << refused.status();
   }
 
+  // MLA's RoPE as rope (not the config's yarn) has no fused kernel:
+  // Megatron raises unless --no-rope-fusion.
+  std::string rope_line =
+      std::string(kLlama31_8B) + " " + v3_args + " --rope-type rope";
+  rope_line.replace(rope_line.find(no_gqa), no_gqa.size(), "");
+  absl::StatusOr<MegatronLaunch> fused_rope =
+      ParseMegatronLaunch(Words(rope_line), nullptr);
+  EXPECT_NE(fused_rope.status().message().find(
+                "--rope-type: rope with --multi-latent-attention needs "
+                "--no-rope-fusion"),
+            std::string::npos)
+      << fused_rope.status();
+  EXPECT_TRUE(
+      ParseMegatronLaunch(Words(rope_line + " --no-rope-fusion"), nullptr)
+          .ok());
+  // YaRN by --rope-type is MLA's alone; other values are not Megatron's.
+  EXPECT_NE(ReadLlamaLaunch("--rope-type yarn", "")
+                .status()
+                .message()
+                .find("--rope-type: yarn needs --multi-latent-attention"),
+            std::string::npos);
+  EXPECT_NE(ReadLlamaLaunch("--rope-type ntk", "")
+                .status()
+                .message()
+                .find("--rope-type: 'ntk' is not Megatron's"),
+            std::string::npos);
+  EXPECT_TRUE(ReadLlamaLaunch("--rope-type rope", "").ok());
+
   // --moe-layer-recompute keeps only the MoE blocks' inputs.
   EXPECT_LT(peak(parse("--num-experts 8 --moe-layer-recompute")),
             peak(parse("--num-experts 8")));

@@ -591,6 +591,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"qk-head-dim", true, M, "128", "MLA's non-rotary Q/K head dim"},
       {"qk-pos-emb-head-dim", true, M, "64", "MLA's rotary Q/K head dim"},
       {"v-head-dim", true, M, "128", "MLA's V head dim"},
+      {"rope-type", true, M, "yarn with MLA",
+       "MLA's RoPE, rotating d_rope whatever the positions (unfused, its "
+       "tables kept, beside any position type but rope); rope needs "
+       "--no-rope-fusion with MLA (Megatron raises)"},
       {"mtp-num-layers", true, M, "off",
        "multi-token prediction layers on the last stage: a layer, an h x 2h "
        "projection, norms and their own logits each"},

@@ -338,7 +338,19 @@ absl::Status FillMoe(const Arguments& args, MegatronLaunch& launch) {
 
 absl::Status FillMla(const Arguments& args, MegatronLaunch& launch) {
   v1::ModelConfig& m = *launch.job.mutable_model();
+  const std::string rope_type = args.Text("rope-type");
+  if (!rope_type.empty() && rope_type != "rope" && rope_type != "yarn") {
+    return Bad("rope-type", absl::StrCat("'", rope_type,
+                                         "' is not Megatron's (rope or yarn)"));
+  }
   if (!args.Has("multi-latent-attention")) {
+    // argument_utils.py asserts rope_type rope outside MLA.
+    if (rope_type == "yarn") {
+      return Bad("rope-type",
+                 "yarn needs --multi-latent-attention (Megatron asserts; "
+                 "--position-embedding-type yarn is YaRN for other "
+                 "attention)");
+    }
     for (const char* needs : {"q-lora-rank", "kv-lora-rank"}) {
       if (args.Has(needs)) return Bad(needs, "needs --multi-latent-attention");
     }
@@ -390,6 +402,18 @@ absl::Status FillMla(const Arguments& args, MegatronLaunch& launch) {
                  "DotProductAttention takes no k_channels / v_channels, "
                  "which MLA builds it with (a TypeError at model build); "
                  "use TransformerEngine's attention");
+    }
+    // MLATransformerConfig.__post_init__ raises "apply_rope_fusion for
+    // MLA only works with YARN RoPE": --rope-type rope with the fusion on
+    // (rope positions without --no-rope-fusion; arguments.py turns it off
+    // for the other position types).
+    if (rope_type == "rope" &&
+        m.position_embedding() == v1::POSITION_EMBEDDING_ROPE &&
+        !launch.job.training().rope_fusion_disabled()) {
+      return Bad("rope-type",
+                 "rope with --multi-latent-attention needs --no-rope-fusion "
+                 "(Megatron raises: apply_rope_fusion for MLA only works "
+                 "with YARN RoPE)");
     }
     m.set_num_query_groups(m.num_attention_heads());
   }
