@@ -54,7 +54,7 @@ std::vector<MeasuredStep> ReadSteps() {
     s.launch = f[6];
     steps.push_back(s);
   }
-  EXPECT_EQ(steps.size(), 52u);
+  EXPECT_EQ(steps.size(), 54u);
   return steps;
 }
 
@@ -154,7 +154,7 @@ TEST(MeasuredStepsTest, LocalSpecIsTwoSettings) {
         << WithLocalSpec(under_te->job).DebugString();
   }
   EXPECT_EQ(built, 47);
-  EXPECT_EQ(harness, 5);
+  EXPECT_EQ(harness, 7);
   EXPECT_EQ(sinks, 2);
 }
 
@@ -328,7 +328,7 @@ TEST(MeasuredStepsTest, StoredActivationsAreTheEquations) {
                 0.001 * activations)
         << s.job;
   }
-  EXPECT_EQ(exact_rows, 33);
+  EXPECT_EQ(exact_rows, 35);
 }
 
 // The steps ran Megatron-LM d98e8a6, which applies the routing

@@ -221,6 +221,16 @@ JOBS.update({
         "--moe-shared-expert-intermediate-size 2048 --mtp-num-layers 1 "
         "--recompute-granularity selective "
         "--recompute-modules mla_up_proj shared_experts"),
+    # MLA rotates d_rope itself beside the positions Megatron defaults
+    # to (learned_absolute: the RoPE fusion is off), and under mRoPE with
+    # one set of tables for all samples.
+    "mla_learned_positions": _without(f"{_MLA} --q-lora-rank 512",
+                                      "--position-embedding-type rope"),
+    "mla_mrope_mbs2": f"{_MLA} --q-lora-rank 512".replace(
+        "--position-embedding-type rope",
+        "--position-embedding-type mrope --mrope-section 16 8 8").replace(
+            "--micro-batch-size 1 --global-batch-size 1",
+            "--micro-batch-size 2 --global-batch-size 2"),
     # mRoPE at two samples a micro-batch, beside dense_mbs2 (RoPE).
     "mrope_mbs2": JOBS["dense_mbs2"].replace(
         "--position-embedding-type rope",
