@@ -74,7 +74,16 @@ absl::StatusOr<MegatronLaunch> ReadLaunch(absl::string_view launch) {
   return ParseMegatronLaunch(argv, nullptr);
 }
 
-constexpr char kLocalSpec[] = " --transformer-impl local";
+// The launch under TransformerEngine's spec: without --transformer-impl
+// local (every row has it).
+std::string UnderTransformerEngine(const MeasuredStep& s) {
+  const std::string local_spec = " --transformer-impl local";
+  std::string launch = s.launch;
+  const size_t at = launch.find(local_spec);
+  EXPECT_NE(at, std::string::npos) << s.job;
+  if (at != std::string::npos) launch.erase(at, local_spec.size());
+  return launch;
+}
 
 // The local spec is two settings of the job beside what the launch reads
 // under TransformerEngine's: its torch norms and Megatron's own core
@@ -97,14 +106,9 @@ bool NeedsTheHarnessAttention(const MeasuredStep& s) {
 }
 
 v1::Job JobFor(const MeasuredStep& s) {
-  std::string launch = s.launch;
   const bool harness = NeedsTheHarnessAttention(s);
-  if (harness) {
-    const size_t at = launch.find(kLocalSpec);
-    EXPECT_NE(at, std::string::npos) << s.job;
-    if (at != std::string::npos) launch.erase(at, sizeof(kLocalSpec) - 1);
-  }
-  absl::StatusOr<MegatronLaunch> read = ReadLaunch(launch);
+  absl::StatusOr<MegatronLaunch> read =
+      ReadLaunch(harness ? UnderTransformerEngine(s) : s.launch);
   EXPECT_TRUE(read.ok()) << s.job << ": " << read.status();
   if (!read.ok()) return v1::Job();
   v1::Job job = harness ? WithLocalSpec(read->job) : read->job;
@@ -133,11 +137,8 @@ TEST(MeasuredStepsTest, LocalSpecIsTwoSettings) {
       continue;
     }
     ++built;
-    std::string launch = s.launch;
-    const size_t at = launch.find(kLocalSpec);
-    ASSERT_NE(at, std::string::npos) << s.job;
-    launch.erase(at, sizeof(kLocalSpec) - 1);
-    absl::StatusOr<MegatronLaunch> under_te = ReadLaunch(launch);
+    absl::StatusOr<MegatronLaunch> under_te =
+        ReadLaunch(UnderTransformerEngine(s));
     ASSERT_TRUE(as_given.ok()) << s.job << ": " << as_given.status();
     if (!under_te.ok()) {
       // Sinks under TransformerEngine need a backend named (cuDNN's or
