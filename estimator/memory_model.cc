@@ -844,6 +844,37 @@ double HeadDim(const ModelShape& m) {
 }
 double QueryWidth(const ModelShape& m) { return m.heads * HeadDim(m); }
 
+namespace {
+
+// Learned positions' rows, and which layers rotate and how [RU].
+void FillPositions(const v1::ModelConfig& model, ModelShape& m) {
+  const v1::PositionEmbedding position = model.position_embedding();
+  if (position == v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE) {
+    m.learned_positions = model.max_position_embeddings();
+  }
+  const bool yarn_or_mrope = position == v1::POSITION_EMBEDDING_YARN ||
+                            position == v1::POSITION_EMBEDDING_MROPE;
+  const bool unrotated =
+      position == v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE ||
+      position == v1::POSITION_EMBEDDING_NONE;
+  const bool rope = !yarn_or_mrope && !unrotated;  // the paper's default
+  if (model.has_mla()) {
+    // MLA rotates its d_rope part itself, whatever the model's positions
+    // (multi_latent_attention.py makes its own frequencies, one set for
+    // all samples), and arguments.py turns the RoPE fusion off for every
+    // position type but rope: with learned, no, YaRN or mRoPE positions
+    // its tables are kept too.
+    m.rotary_positions = true;
+    m.rope_always_unfused = !rope;
+    return;
+  }
+  m.rotary_positions = !unrotated;
+  m.rope_always_unfused = yarn_or_mrope;
+  m.rope_per_sample = position == v1::POSITION_EMBEDDING_MROPE;
+}
+
+}  // namespace
+
 ModelShape ShapeOf(const v1::ModelConfig& model) {
   ModelShape m;
   m.layers = model.num_layers();
@@ -871,21 +902,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
   m.sandwich_norms = model.sandwich_norms();
   m.logit_softcapping = model.final_logit_softcapping() > 0;
   m.attention_softcapping = model.attention_logit_softcapping() > 0;
-  switch (model.position_embedding()) {
-    case v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE:
-      m.learned_positions = model.max_position_embeddings();
-      break;
-    case v1::POSITION_EMBEDDING_NONE:
-      break;
-    case v1::POSITION_EMBEDDING_MROPE:
-      m.rope_per_sample = true;
-      [[fallthrough]];
-    case v1::POSITION_EMBEDDING_YARN:
-      m.rope_always_unfused = true;
-      [[fallthrough]];
-    default:  // RoPE, the paper's
-      m.rotary_positions = true;
-  }
+  FillPositions(model, m);
   if (model.has_moe() && model.moe().num_experts() > 0) {
     const v1::MoeConfig& moe = model.moe();
     m.experts = moe.num_experts();
@@ -922,19 +939,6 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
     m.qk_nope = mla.qk_head_dim();
     m.qk_rope = mla.qk_pos_emb_head_dim();
     m.v_head = mla.v_head_dim();
-    // MLA rotates its d_rope part itself, whatever the model's positions
-    // (multi_latent_attention.py makes its own frequencies, one set for
-    // all samples), and arguments.py turns the RoPE fusion off for every
-    // position type but rope: with learned, no, YaRN or mRoPE positions
-    // its tables are kept too [RU].
-    const v1::PositionEmbedding position = model.position_embedding();
-    m.rotary_positions = true;
-    m.rope_per_sample = false;
-    m.rope_always_unfused =
-        position == v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE ||
-        position == v1::POSITION_EMBEDDING_NONE ||
-        position == v1::POSITION_EMBEDDING_YARN ||
-        position == v1::POSITION_EMBEDDING_MROPE;
   }
   m.mtp_layers = model.mtp_num_layers();
   m.mtp_repeated_layer = model.mtp_repeated_layer();
