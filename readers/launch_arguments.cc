@@ -304,6 +304,38 @@ bool IsLauncherSwitch(absl::string_view word) {
   return false;
 }
 
+// Launcher options that take a value (torchrun's, python's and the Slurm
+// and MPI launchers' commonest), so that the word after one is not the
+// script. After an option in neither list the word may be either: it
+// names the script only where no other word does (ScriptWord).
+bool IsLauncherValueOption(absl::string_view word) {
+  for (absl::string_view s :
+       {// torchrun (torch/distributed/run.py), both spellings
+        "--nnodes", "--nproc-per-node", "--nproc_per_node", "--node-rank",
+        "--node_rank", "--master-addr", "--master_addr", "--master-port",
+        "--master_port", "--rdzv-backend", "--rdzv_backend",
+        "--rdzv-endpoint", "--rdzv_endpoint", "--rdzv-id", "--rdzv_id",
+        "--rdzv-conf", "--rdzv_conf", "--max-restarts", "--max_restarts",
+        "--monitor-interval", "--monitor_interval", "--start-method",
+        "--start_method", "--role", "--log-dir", "--log_dir", "-r",
+        "--redirects", "-t", "--tee", "--local-ranks-filter",
+        "--local_ranks_filter", "--local-addr", "--local_addr",
+        "--logs-specs", "--logs_specs",
+        // python
+        "-W", "-X",
+        // srun, mpirun
+        "-N", "-n", "-c", "-p", "-A", "-J", "-o", "-e", "-w", "--nodes",
+        "--ntasks", "--ntasks-per-node", "--cpus-per-task", "--gpus",
+        "--gpus-per-node", "--gpus-per-task", "--partition", "--account",
+        "--time", "--job-name", "--output", "--error", "--nodelist",
+        "--container-image", "--container-mounts", "--container-workdir",
+        "--container-name", "--mpi", "--cpu-bind", "-np", "-H", "--host",
+        "-x", "--map-by", "--bind-to"}) {
+    if (word == s) return true;
+  }
+  return false;
+}
+
 // Programs that run the script rather than being it: launchers, Python
 // and the wrappers batch scripts put before them.
 bool IsLauncherProgram(absl::string_view word) {
@@ -335,10 +367,13 @@ bool IsAssignment(absl::string_view word) {
 // option, no option's value, no assignment, no launcher program) names
 // the script: `torchrun --nproc-per-node $GPUS $SCRIPT --num-layers ...`,
 // `torchrun pretrain_mamba --num-layers ...`, `bash train.sh
-// --num-layers ...`. "" when none does.
+// --num-layers ...`. A word after an option memgate does not know is that
+// option's value or, after a switch, the script (`torchrun
+// --virtual-local-rank pretrain_mamba ...`): the script where no other
+// word is, so that an unknown switch cannot hide one. "" when none is.
 std::string ScriptWord(const std::vector<std::string>& argv, size_t begin,
                        size_t arguments_begin) {
-  std::string script;
+  std::string script, after_unknown_option;
   for (size_t i = begin; i < arguments_begin; ++i) {
     const std::string& word = argv[i];
     if (absl::StartsWith(word, "-") || IsAssignment(word) ||
@@ -352,13 +387,16 @@ std::string ScriptWord(const std::vector<std::string>& argv, size_t begin,
       if (!absl::StartsWith(word, "torch.distributed.")) script = word;
       continue;
     }
-    const bool option_value =
-        i > begin && absl::StartsWith(argv[i - 1], "-") &&
-        argv[i - 1].find('=') == std::string::npos &&
-        !IsLauncherSwitch(argv[i - 1]);
-    if (!option_value) script = word;
+    const bool after_option = i > begin &&
+                              absl::StartsWith(argv[i - 1], "-") &&
+                              argv[i - 1].find('=') == std::string::npos;
+    if (!after_option || IsLauncherSwitch(argv[i - 1])) {
+      script = word;
+    } else if (!IsLauncherValueOption(argv[i - 1])) {
+      after_unknown_option = word;
+    }
   }
-  return script;
+  return script.empty() ? after_unknown_option : script;
 }
 
 }  // namespace

@@ -47,7 +47,8 @@ class Arguments {
   // .py the arguments begin at the first of Megatron-LM's argument names;
   // the launcher's words before them are not checked, except that the
   // last positional one names the script (`torchrun $SCRIPT --num-layers
-  // ...`, `bash train.sh --num-layers ...`).
+  // ...`, `bash train.sh --num-layers ...`; a word after a launcher option
+  // memgate does not know only where no other word does).
   absl::Status Parse(const std::vector<std::string>& argv);
 
   bool Has(const std::string& name) const { return values_.count(name) > 0; }

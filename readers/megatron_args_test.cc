@@ -1323,7 +1323,11 @@ TEST(MegatronArgsTest, AScriptTheShellNamesIsReadAsOne) {
        {"torchrun --nproc-per-node 8 $SCRIPT",
         "torchrun --nproc-per-node $GPUS --nnodes ${NODES} ${SCRIPT}",
         "torchrun --standalone $SCRIPT", "srun python -u $SCRIPT",
-        "$LAUNCHER $SCRIPT"}) {
+        "$LAUNCHER $SCRIPT",
+        // After a switch memgate does not know, and after an unknown
+        // option's value.
+        "torchrun --nproc-per-node 8 --virtual-local-rank $SCRIPT",
+        "torchrun --site-option value $SCRIPT"}) {
     const absl::StatusOr<MegatronLaunch> l =
         ParseMegatronLaunch(Words(launcher + args), nullptr);
     ASSERT_TRUE(l.ok()) << launcher << ": " << l.status();
@@ -1391,7 +1395,12 @@ TEST(MegatronArgsTest, ALiteralScriptWithoutPyIsReadAsOne) {
   for (const std::string launcher :
        {"torchrun --nproc-per-node 8 pretrain_mamba",
         "srun python -u /opt/megatron/pretrain_mamba",
-        "python -m pretrain_mamba"}) {
+        "python -m pretrain_mamba",
+        // A switch memgate does not know before it was read as taking the
+        // script as its value: the launch was admitted as the GPT model,
+        // unsaid.
+        "torchrun --nproc-per-node 8 --virtual-local-rank pretrain_mamba",
+        "srun --exclusive pretrain_mamba"}) {
     const absl::StatusOr<MegatronLaunch> mamba = read(launcher);
     ASSERT_FALSE(mamba.ok()) << launcher;
     EXPECT_NE(mamba.status().message().find(
