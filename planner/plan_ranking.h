@@ -65,8 +65,8 @@ uint64_t RuleGroupOf(const Layout4D& l, Ranking ranking);
 
 // A layout's schedule variants (interleaving, recomputation) share its
 // TP, CP, PP, EP, ETP and MBS: at most this many in each tier of the
-// ranking, one a schedule the planner tries (plain, the fastest
-// interleaving, the deepest).
+// ranking, one a schedule the planner lists (plain, the fastest
+// interleaving that fits, the deepest).
 inline constexpr size_t kVariantsPerTier = 3;
 
 // The first `keep` layouts, best first: those that fit without

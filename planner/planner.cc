@@ -650,8 +650,9 @@ std::vector<RankChunks> UnevenChunksOf(const StageSplit& split, uint32_t p,
 
 // The schedules a pipeline of p stages can run: plain 1F1B (v = 1) and
 // every chunk count v up to kMaxPlanVirtualStages that its split allows
-// (ChunkFormOf). Each layout is tried with three of them (Enumerate):
-// plain, the interleaving the cost model finds fastest, and the deepest.
+// (ChunkFormOf). Each layout is listed with three of them (Enumerate):
+// plain, the interleaving fastest after the recomputation it needs to fit
+// (from the one the cost model finds fastest, deeper), and the deepest.
 // Deeper interleaving holds fewer chunks' layers beyond a stage's own
 // (1 + (p - 1) / (p v)) and divides the bubble by v, but multiplies the
 // point-to-point sends by v: the cost model prices that trade (cost_model.h,
@@ -672,8 +673,8 @@ struct PipelineChoices {
   std::vector<Chunking> chunkings;
 };
 
-// Schedules a layout is tried with: plain, the fastest interleaving and
-// the deepest.
+// Schedules a layout is listed with: plain, the fastest interleaving that
+// fits and the deepest.
 constexpr size_t kSchedulesPerLayout = 3;
 static_assert(kSchedulesPerLayout == kVariantsPerTier,
               "one variant of a layout per schedule in each tier");
@@ -893,27 +894,15 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
         const StageLayers stages{double(split.first), double(split.last)};
         const SpeedFactors plain = SpeedOf(s.shape, s.weights, l, m,
                                            s.gpus_per_node, cost, stages);
-        // Plain, then (Megatron's interleaving rule, at its default group
-        // of p micro-batches: m a multiple of p) the fastest and the
-        // deepest interleaving.
-        size_t schedules[kSchedulesPerLayout] = {0};
-        size_t n = 1;
-        if (s.allow_interleave && chunkings.size() > 1 &&
-            InterleavedGroupsRun(p, p, m)) {
-          const size_t deepest = chunkings.size() - 1;
-          const size_t fastest = FastestInterleaving(chunkings, plain);
-          schedules[n++] = fastest;
-          if (fastest != deepest) schedules[n++] = deepest;
-        }
-        for (size_t k = 0; k < n; ++k) {
-          // With the EP overlap Megatron pipelines only interleaved.
-          if (k == 0 && p > 1 && s.base.ep_overlap) continue;
-          const Chunking& chunking = chunkings[schedules[k]];
+        // One schedule of the layout (chunkings[i]; 0 is plain 1F1B),
+        // estimated, with the least recomputation that makes it fit.
+        auto evaluate = [&](size_t i) {
+          const Chunking& chunking = chunkings[i];
           const uint32_t v = chunking.v;
           const bool accounted = chunking.form == ChunkForm::kAccounted;
           l.virtual_stages = v;
           const SpeedFactors f =
-              k == 0 ? plain
+              i == 0 ? plain
                      : SpeedOf(s.shape, s.weights, l, m, s.gpus_per_node,
                                cost, stages);
           Layout4D entry{t, c, p, b, d, ep, etp, split.first, split.last, v,
@@ -925,12 +914,60 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           entry.peak_bytes = PeakOf(s, l, split, chunking.chunks);
           entry.zone = ZoneOf(entry.peak_bytes, s.capacity, s.threshold);
           if (entry.zone != v1::ZONE_GREEN && s.allow_recompute) {
-            FitByRecomputing(s, l, split, chunking.chunks, entry,
-                             probes[schedules[k]]);
+            FitByRecomputing(s, l, split, chunking.chunks, entry, probes[i]);
           }
+          return entry;
+        };
+        auto emit = [&](const Layout4D& entry) {
           out.push_back(entry);
           if (interrupt && out.size() % kInterruptEvery == 0) {
             stop = interrupt();
+          }
+        };
+        // Plain (not with the EP overlap: Megatron then pipelines only
+        // interleaved), then (Megatron's interleaving rule, at its default
+        // group of p micro-batches: m a multiple of p) the fastest
+        // interleaving that fits and the deepest.
+        if (!(p > 1 && s.base.ep_overlap)) emit(evaluate(0));
+        if (s.allow_interleave && chunkings.size() > 1 &&
+            InterleavedGroupsRun(p, p, m)) {
+          const size_t deepest = chunkings.size() - 1;
+          const size_t fastest = FastestInterleaving(chunkings, plain);
+          // Past the fastest a deeper cut is slower (its sends cost more
+          // than its bubble saves) and holds less: where the fastest needs
+          // recomputation to fit, a deeper one may need less and be faster
+          // for it (Llama-3.1-405B on 8,192 H100s, 32 micro-batches: 2
+          // chunks a rank recompute 3 of 4 layers, x 1.25; 4 chunks 1 of
+          // 2, x 1.17). Deeper, until one fits without recomputing or
+          // could not be faster even so: at most the chunkings past the
+          // fastest, each one estimate and its recomputation's bounded
+          // probe (FitByRecomputing).
+          Layout4D best = evaluate(fastest);
+          size_t best_index = fastest;
+          Layout4D at_deepest = best;
+          auto fits_as_is = [](const Layout4D& e) {
+            return e.zone == v1::ZONE_GREEN && e.recompute == 0 &&
+                   !e.cheap_modules;
+          };
+          for (size_t i = fastest + 1; i <= deepest && !fits_as_is(best);
+               ++i) {
+            const Layout4D e = evaluate(i);
+            if (i == deepest) at_deepest = e;
+            const bool green = e.zone == v1::ZONE_GREEN;
+            if (green && (best.zone != v1::ZONE_GREEN || e.speed > best.speed)) {
+              best = e;
+              best_index = i;
+            }
+            // Its speed before any recomputation bounds every deeper one's.
+            if (best.zone == v1::ZONE_GREEN &&
+                e.speed * e.recompute_cost <= best.speed) {
+              break;
+            }
+          }
+          emit(best);
+          if (best_index != deepest) {
+            emit(at_deepest.v == chunkings[deepest].v ? at_deepest
+                                                      : evaluate(deepest));
           }
         }
       }
