@@ -383,6 +383,39 @@ bool KeyIsNull(absl::string_view json, absl::string_view key) {
          it->second.kind_case() == google::protobuf::Value::kNullValue;
 }
 
+// Whether rotary parameters given per layer type (transformers'
+// rope_parameters for configs with layer_types, Gemma 3's shape:
+// {"full_attention": {"rope_type": ...}, "sliding_attention": {...}}),
+// which the typed parse reads past, make any type's YaRN: Megatron runs one
+// rotary type for every layer, so YaRN in any of them is YaRN's unfused
+// tables in all (an over-count of the others' few MiB, never an
+// under-count). A second parse of the config, made only where the typed
+// one found no YaRN.
+bool YarnForSomeLayerType(absl::string_view json) {
+  google::protobuf::Struct top;
+  if (!google::protobuf::util::JsonStringToMessage(
+           google::protobuf::StringPiece(json.data(), json.size()), &top)
+           .ok()) {
+    return false;
+  }
+  for (const char* key : {"rope_parameters", "rope_scaling"}) {
+    const auto it = top.fields().find(key);
+    if (it == top.fields().end() || !it->second.has_struct_value()) continue;
+    for (const auto& [layer_type, params] :
+         it->second.struct_value().fields()) {
+      if (!params.has_struct_value()) continue;
+      for (const char* type : {"rope_type", "type"}) {
+        const auto t = params.struct_value().fields().find(type);
+        if (t != params.struct_value().fields().end() &&
+            t->second.string_value() == "yarn") {
+          return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
 // A soft-cap: the config's value; where the key is absent, the family's
 // default; where it is null, none.
 float SoftcapOf(absl::string_view json, absl::string_view key, bool has,
@@ -478,7 +511,7 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
   // layer keeps (memory_model.cc [RU]). Multi-latent attention takes YaRN
   // from Megatron's --rope-type yarn beside rope positions, where the
   // fusion stays on (DeepSeek's launches): left as RoPE.
-  if (IsYarn(hf) && !model.has_mla()) {
+  if (!model.has_mla() && (IsYarn(hf) || YarnForSomeLayerType(json))) {
     model.set_position_embedding(v1::POSITION_EMBEDDING_YARN);
   }
   return model;

@@ -595,7 +595,8 @@ TEST(HfConfigTest, Glm45IsReadAsItsModelingFileBuildsIt) {
 // biases), the router's 2,880 x 128 weight and its bias, and the 64
 // heads' sinks. OpenAI's model card: 116.8B.
 // YaRN, spelled as rope_scaling's rope_type, its older type, or newer
-// transformers' rope_parameters, is read as YaRN positions; other
+// transformers' rope_parameters (at the top or for any layer type), is
+// read as YaRN positions; other
 // scalings (Llama 3's) and no scaling stay RoPE; DeepSeek's MLA takes
 // YaRN from Megatron's --rope-type with the fusion on: RoPE.
 TEST(HfConfigTest, YarnScalingIsReadAsYarnPositions) {
@@ -613,8 +614,17 @@ TEST(HfConfigTest, YarnScalingIsReadAsYarnPositions) {
        v1::POSITION_EMBEDDING_YARN},
       {R"(, "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6})",
        v1::POSITION_EMBEDDING_YARN},
-      // Per-layer-type parameters (Gemma 3's shape): no top-level type.
-      {R"(, "rope_parameters": {"full_attention": {"rope_type": "yarn"}})",
+      // Per-layer-type parameters (Gemma 3's shape): no top-level type,
+      // which the typed parse reads past (read as RoPE, the YaRN tables
+      // uncounted). Megatron runs one rotary type for all layers: YaRN in
+      // any type is YaRN.
+      {R"(, "rope_parameters": {"full_attention": {"rope_type": "yarn"},
+          "sliding_attention": {"rope_type": "default"}})",
+       v1::POSITION_EMBEDDING_YARN},
+      {R"(, "rope_scaling": {"sliding_attention": {"type": "yarn"}})",
+       v1::POSITION_EMBEDDING_YARN},
+      {R"(, "rope_parameters": {"full_attention": {"rope_type": "linear",
+          "factor": 8.0}, "sliding_attention": {"rope_type": "default"}})",
        v1::POSITION_EMBEDDING_ROPE},
   };
   for (const auto& [extra, expected] : cases) {
