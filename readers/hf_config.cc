@@ -56,26 +56,36 @@ struct Family {
 
 // Dense decoders with a gated MLP (SwiGLU / GeGLU: three matrices), RMSNorm
 // and rotary positions, as transformers builds them; Nemotron's ungated
-// squared-ReLU MLP and LayerNorm.
+// squared-ReLU MLP and LayerNorm. head_dim and num_key_value_heads where
+// config.json leaves them out are the config classes' own defaults
+// (transformers' configuration_*.py: GemmaConfig head_dim 256 and 16
+// key-value heads, Gemma2Config and Gemma3TextConfig 256 and 4,
+// Qwen3Config 128 and 32, Qwen2Config 32, MistralConfig and MixtralConfig
+// 8, Qwen2MoeConfig 16, Qwen3MoeConfig 4, Glm4MoeConfig 8), not
+// LlamaConfig's hidden_size / num_attention_heads and multi-head: a
+// Gemma-7B config without head_dim builds 256-wide heads, not 192.
 const std::vector<Family>& Families() {
   static const auto* families = new std::vector<Family>{
       {"llama", {"LlamaForCausalLM"}, false, false, false, false},
-      {"mistral", {"MistralForCausalLM"}, false, false, false, false},
-      {"qwen2", {"Qwen2ForCausalLM"}, false, true, false, false},  // qkv bias
-      {"qwen3", {"Qwen3ForCausalLM"}, false, false, true, false},  // QK-norm
+      {"mistral", {"MistralForCausalLM"}, false, false, false, false,
+       Family::kDense, false, false, false, 0, 0, 0, 8},
+      {"qwen2", {"Qwen2ForCausalLM"}, false, true, false, false,  // qkv bias
+       Family::kDense, false, false, false, 0, 0, 0, 32},
+      {"qwen3", {"Qwen3ForCausalLM"}, false, false, true, false,  // QK-norm
+       Family::kDense, false, false, false, 0, 0, 128, 32},
       {"phi3", {"Phi3ForCausalLM"}, false, false, false, false},
       {"gemma", {"GemmaForCausalLM"}, true, false, false, false,  // tied
-       Family::kDense, false, false, true},
+       Family::kDense, false, false, true, 0, 0, 256, 16},
       {"gemma2", {"Gemma2ForCausalLM"}, true, false, false, true,
-       Family::kDense, false, false, true, 50, 30},
+       Family::kDense, false, false, true, 50, 30, 256, 4},
       {"gemma3_text", {"Gemma3ForCausalLM"}, true, false, true, true,
-       Family::kDense, false, false, true},
+       Family::kDense, false, false, true, 0, 0, 256, 4},
       {"mixtral", {"MixtralForCausalLM"}, false, false, false, false,
-       Family::kMixtral},
+       Family::kMixtral, false, false, false, 0, 0, 0, 8},
       {"qwen2_moe", {"Qwen2MoeForCausalLM"}, false, true, false, false,
-       Family::kQwenMoe},
+       Family::kQwenMoe, false, false, false, 0, 0, 0, 16},
       {"qwen3_moe", {"Qwen3MoeForCausalLM"}, false, false, true, false,
-       Family::kQwenMoe},
+       Family::kQwenMoe, false, false, false, 0, 0, 0, 4},
       {"deepseek_v2", {"DeepseekV2ForCausalLM"}, false, false, false, false,
        Family::kDeepseek},
       {"deepseek_v3", {"DeepseekV3ForCausalLM"}, false, false, false, false,
@@ -91,7 +101,7 @@ const std::vector<Family>& Families() {
       // (attention_bias: q, k, v biases; use_qk_norm), transformers'
       // modeling_glm4_moe.py.
       {"glm4_moe", {"Glm4MoeForCausalLM"}, false, false, false, false,
-       Family::kGlm},
+       Family::kGlm, false, false, false, 0, 0, 0, 8},
       // gpt-oss: every layer routed experts (GptOssExperts: biases, the
       // clamped quick-GeLU gate, (up + 1) x glu), attention sinks,
       // transformers' modeling_gpt_oss.py.

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "estimator/memory_model.h"
 #include "gtest/gtest.h"
 
@@ -67,6 +68,54 @@ TEST(HfConfigTest, NoKeyValueHeadsMeansMultiHead) {
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->num_query_groups(), 32u);
   EXPECT_TRUE(m->tie_word_embeddings());
+}
+
+// Where config.json leaves out head_dim or num_key_value_heads, the family's
+// config class supplies them, as transformers builds the model: memgate
+// read every family as LlamaConfig (hidden / heads, multi-head), so a
+// Gemma-7B-shaped config without head_dim was counted with 192-wide heads
+// where transformers builds 256 (an under-count of a third of attention),
+// and a Qwen3-4B-shaped one with 80 for 128.
+TEST(HfConfigTest, AbsentHeadKeysTakeTheFamilysDefaults) {
+  struct Case {
+    const char* model_type;
+    uint32_t hidden, heads;
+    uint32_t head_dim, kv_heads;  // 0: hidden / heads
+    const char* extra = "";
+  };
+  for (const Case& c : {Case{"llama", 4096, 32, 0, 32},
+                        Case{"phi3", 3072, 32, 0, 32},
+                        Case{"mistral", 4096, 32, 0, 8},
+                        Case{"mixtral", 4096, 32, 0, 8,
+                             R"(, "num_local_experts": 8,
+                                 "num_experts_per_tok": 2)"},
+                        Case{"qwen3_moe", 2048, 32, 0, 4,
+                             R"(, "num_experts": 8, "num_experts_per_tok": 2,
+                                 "moe_intermediate_size": 64)"},
+                        Case{"qwen2", 4096, 64, 0, 32},
+                        Case{"qwen3", 2560, 32, 128, 32},
+                        Case{"gemma", 3072, 16, 256, 16},
+                        Case{"gemma2", 3584, 16, 256, 4},
+                        Case{"gemma3_text", 2560, 8, 256, 4}}) {
+    const std::string json = absl::StrCat(
+        R"({"model_type": ")", c.model_type, R"(", "hidden_size": )",
+        c.hidden, R"(, "num_hidden_layers": 2, "num_attention_heads": )",
+        c.heads, R"(, "intermediate_size": 256, "vocab_size": 1000)",
+        c.extra, "}");
+    absl::StatusOr<v1::ModelConfig> m = ModelFromHuggingFaceJson(json, "x");
+    ASSERT_TRUE(m.ok()) << c.model_type << ": " << m.status();
+    EXPECT_EQ(m->head_dim(), c.head_dim) << c.model_type;
+    EXPECT_EQ(m->num_query_groups(), c.kv_heads) << c.model_type;
+  }
+  // Given, the config's own values win.
+  absl::StatusOr<v1::ModelConfig> given = ModelFromHuggingFaceJson(
+      R"({"model_type": "gemma", "hidden_size": 2048, "num_hidden_layers": 2,
+          "num_attention_heads": 8, "num_key_value_heads": 1,
+          "head_dim": 128, "intermediate_size": 256, "vocab_size": 1000})",
+      "x");
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(given->head_dim(), 128u);
+  EXPECT_EQ(given->num_query_groups(), 1u);
 }
 
 TEST(HfConfigTest, MissingKeyIsNamed) {
