@@ -679,6 +679,7 @@ constexpr size_t kSchedulesPerLayout = 3;
 static_assert(kSchedulesPerLayout == kVariantsPerTier,
               "one variant of a layout per schedule in each tier");
 
+
 // One entry per divisor of the GPU count (the p's ForEachGroup can visit),
 // built once a plan: O(|divisors| x kMaxPlanVirtualStages^2).
 std::vector<PipelineChoices> PipelinesOf(
@@ -873,7 +874,7 @@ size_t FastestInterleaving(const std::vector<Chunking>& chunkings,
 absl::StatusOr<std::vector<Layout4D>> Enumerate(
     const Search& s, const std::vector<uint32_t>& gpu_divisors,
     const std::vector<PipelineChoices>& pipelines, uint64_t expected,
-    const PlanInterrupt& interrupt) {
+    const PlanInterrupt& interrupt, uint64_t& estimated) {
   const CostModel& cost = s.cost;
   std::vector<Layout4D> out;
   out.reserve(expected);
@@ -897,6 +898,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
         // One schedule of the layout (chunkings[i]; 0 is plain 1F1B),
         // estimated, with the least recomputation that makes it fit.
         auto evaluate = [&](size_t i) {
+          ++estimated;
           const Chunking& chunking = chunkings[i];
           const uint32_t v = chunking.v;
           const bool accounted = chunking.form == ChunkForm::kAccounted;
@@ -939,9 +941,9 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           // for it (Llama-3.1-405B on 8,192 H100s, 32 micro-batches: 2
           // chunks a rank recompute 3 of 4 layers, x 1.25; 4 chunks 1 of
           // 2, x 1.17). Deeper, until one fits without recomputing or
-          // could not be faster even so: at most the chunkings past the
-          // fastest, each one estimate and its recomputation's bounded
-          // probe (FitByRecomputing).
+          // could not be faster even so, at most kDeeperInterleavingsTried
+          // of them (planner.h): each deeper cut adds sends, so those far
+          // past the fastest are rarely faster after any recomputation.
           Layout4D best = evaluate(fastest);
           size_t best_index = fastest;
           Layout4D at_deepest = best;
@@ -949,7 +951,9 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
             return e.zone == v1::ZONE_GREEN && e.recompute == 0 &&
                    !e.cheap_modules;
           };
-          for (size_t i = fastest + 1; i <= deepest && !fits_as_is(best);
+          const size_t last_tried =
+              std::min(deepest, fastest + kDeeperInterleavingsTried);
+          for (size_t i = fastest + 1; i <= last_tried && !fits_as_is(best);
                ++i) {
             const Layout4D e = evaluate(i);
             if (i == deepest) at_deepest = e;
@@ -1377,8 +1381,12 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
         "; a plan estimates at most ", kMaxPlanLayouts,
         " (lower max_micro_batch_size)"));
   }
+  uint64_t estimated = 0;
   absl::StatusOr<std::vector<Layout4D>> enumerated =
-      Enumerate(*search, gpu_divisors, pipelines, bound, interrupt);
+      Enumerate(*search, gpu_divisors, pipelines, bound, interrupt, estimated);
+  if (options.schedules_estimated != nullptr) {
+    *options.schedules_estimated += estimated;
+  }
   if (!enumerated.ok()) return enumerated.status();
   std::vector<Layout4D>& layouts = *enumerated;
   const size_t wanted =

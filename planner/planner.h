@@ -40,7 +40,9 @@ inline constexpr uint32_t kDefaultMaxMicroBatch = 16;
 // - at most kMaxPlanGpus GPUs and micro-batch sizes up to kMaxPlanMicroBatch;
 // - at most kMaxPlanLayouts layouts estimated: the (TP, CP, PP) triples that
 //   pass the model's divisibility rules, times the micro-batch sizes that
-//   divide the global batch, counted first (no allocation); a larger space
+//   divide the global batch, times the schedules each is listed with,
+//   counted first (no allocation), each layout estimating at most
+//   kDeeperInterleavingsTried schedules more (below); a larger space
 //   is RESOURCE_EXHAUSTED at once, with the count, so the caller can narrow
 //   max_micro_batch_size;
 // - at most kMaxPlanCandidates candidates in a reply (top_k 0 means "as many
@@ -109,7 +111,18 @@ struct PlanOptions {
   // Its datasheet ratios are replaced by those of a catalog GPU
   // (gpu_datasheets.h); the fitted constants are used as given.
   CostModel cost;
+  // Where set, the schedules the plan estimated are added to it (each one
+  // estimate of a layout's peak and, where it does not fit, its
+  // recomputation's bounded probe): the tests of the bound below read it.
+  uint64_t* schedules_estimated = nullptr;
 };
+
+// Interleavings deeper than the one the cost model finds fastest that a
+// layout is tried with, for one that fits with less recomputation (beyond
+// the deepest, always tried): a layout (TP, CP, PP, EP, ETP, MBS) costs at
+// most kVariantsPerTier + kDeeperInterleavingsTried schedules' estimates,
+// whatever its split, so kMaxPlanLayouts bounds a plan's work.
+inline constexpr uint32_t kDeeperInterleavingsTried = 4;
 
 // INVALID_ARGUMENT names the request field that is missing or invalid
 // (model, accelerator, num_gpus, seq_length, global_batch_size, threshold,

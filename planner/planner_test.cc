@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "estimator/catalog.h"
+#include "planner/plan_ranking.h"
 #include "estimator/deepep_buffers.h"
 #include "estimator/estimate.h"
 #include "estimator/job_resolver.h"
@@ -613,6 +614,56 @@ TEST(PlannerTest, InterleavesDeeperThanTheFastestWhereThatFits) {
   const absl::StatusOr<v1::Estimate> e = EstimateJob(JobForCandidate(r, *found));
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
+}
+
+// The walk past the fastest interleaving (Enumerate) is bounded: a plan
+// estimates at most kDeeperInterleavingsTried schedules of a layout beyond
+// those it lists, so kMaxPlanLayouts, which counts the listed ones before
+// any is estimated, bounds its work. Checked on plans whose fastest
+// interleavings need recomputation to fit (deep stages, GPUs of a third
+// and a half of an H100's memory) and on the largest plan allowed.
+TEST(PlannerTest, TheSearchForAnInterleavingThatFitsIsBounded) {
+  std::vector<v1::PlanRequest> requests = {
+      Request("llama-3.1-70b", "h100-80gb", 64, 8192, 128),
+      Request("llama-3.1-405b", "h100-80gb", 8192, 8192, 2048),
+      testing::WorstCasePlanRequest(1)};
+  // 720 layers: up to 16 interleavings a stage, none fitting in half a GiB
+  // or 8 GiB, over the network (1 GPU a node: sends cost the most, so the
+  // fastest is shallow) or NVLink. Without the bound these walked to the
+  // deepest: 3 times the listed schedules.
+  v1::PlanRequest deep = Request("", "h100-80gb", 64, 4096, 4096);
+  v1::ModelConfig& m = *deep.mutable_model();
+  m.set_num_layers(720);
+  m.set_hidden_size(512);
+  m.set_ffn_hidden_size(2048);
+  m.set_num_attention_heads(8);
+  m.set_num_query_groups(8);
+  m.set_vocab_size(32000);
+  for (uint32_t per_node : {1u, 8u}) {
+    for (double gib : {0.5, 8.0}) {
+      deep.mutable_accelerator()->set_gpus_per_node(per_node);
+      deep.mutable_accelerator()->set_memory_bytes(gib * (1ull << 30));
+      requests.push_back(deep);
+    }
+  }
+  uint64_t most_walked = 0;
+  for (const v1::PlanRequest& r : requests) {
+    const absl::StatusOr<uint64_t> listed = CountPlanLayouts(r);
+    ASSERT_TRUE(listed.ok()) << listed.status();
+    uint64_t estimated = 0;
+    PlanOptions options;
+    options.schedules_estimated = &estimated;
+    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r, nullptr, options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    // A layout lists up to kVariantsPerTier schedules (CountPlanLayouts)
+    // and estimates up to kDeeperInterleavingsTried more.
+    EXPECT_LE(estimated * kVariantsPerTier,
+              *listed * (kVariantsPerTier + kDeeperInterleavingsTried))
+        << r.model().name() << " on " << r.num_gpus() << " GPUs";
+    EXPECT_GE(estimated, plan->considered());
+    most_walked = std::max(most_walked, estimated - plan->considered());
+  }
+  EXPECT_GT(most_walked, 0u);  // some plan walked past its fastest
 }
 
 // no_interleave keeps every pipeline plain 1F1B (the paper's setting, and
