@@ -156,6 +156,30 @@ absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
                    WhyNotModelled(hf.model_type())));
 }
 
+// Whether the config gives `key` as null, which the typed parse cannot
+// tell from absent: a second parse, made only where a family's default
+// for an absent key differs from its fallback for a null one.
+bool KeyIsNull(absl::string_view json, absl::string_view key) {
+  google::protobuf::Struct top;
+  if (!google::protobuf::util::JsonStringToMessage(
+           google::protobuf::StringPiece(json.data(), json.size()), &top)
+           .ok()) {
+    return false;
+  }
+  const auto it = top.fields().find(std::string(key));
+  return it != top.fields().end() &&
+         it->second.kind_case() == google::protobuf::Value::kNullValue;
+}
+
+// A count the config may leave out: its value; absent, the family's class
+// default (0: `fallback`); null, `fallback`.
+uint32_t CountOf(absl::string_view json, absl::string_view key, bool has,
+                 uint32_t value, uint32_t family_default, uint32_t fallback) {
+  if (has) return value;
+  if (family_default == 0 || KeyIsNull(json, key)) return fallback;
+  return family_default;
+}
+
 absl::Status MissingMoe(absl::string_view key) {
   return absl::InvalidArgumentError(
       absl::StrCat("config.json: ", key, ": required for a mixture-of-experts "
@@ -189,7 +213,8 @@ bool IsYarn(const v1::HuggingFaceConfig& hf) {
 }
 
 // Experts, MLA and MTP as the family's modeling file builds them.
-absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
+absl::Status FillExperts(absl::string_view json,
+                         const v1::HuggingFaceConfig& hf, const Family& f,
                          v1::ModelConfig& model) {
   if (f.experts == Family::kDense) return absl::OkStatus();
   v1::MoeConfig& moe = *model.mutable_moe();
@@ -257,10 +282,16 @@ absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
       }
       moe.set_num_experts(hf.num_experts());
       moe.set_expert_ffn_hidden_size(hf.moe_intermediate_size());
-      // Qwen2-MoE has a gated shared expert; Qwen3-MoE none.
-      if (hf.shared_expert_intermediate_size() > 0) {
-        moe.set_shared_expert_ffn_hidden_size(
-            hf.shared_expert_intermediate_size());
+      // Qwen2-MoE has a gated shared expert (Qwen2MoeConfig: 5632 wide
+      // where the key is left out); Qwen3-MoE none.
+      const uint32_t shared =
+          f.model_type == absl::string_view("qwen2_moe")
+              ? CountOf(json, "shared_expert_intermediate_size",
+                        hf.has_shared_expert_intermediate_size(),
+                        hf.shared_expert_intermediate_size(), 5632, 0)
+              : 0;
+      if (shared > 0) {
+        moe.set_shared_expert_ffn_hidden_size(shared);
         moe.set_shared_expert_gate(true);
       }
       const uint32_t step = std::max(1u, hf.has_decoder_sparse_step()
@@ -285,6 +316,26 @@ absl::Status FillExperts(const v1::HuggingFaceConfig& hf, const Family& f,
       if (!hf.has_n_routed_experts()) return MissingMoe("n_routed_experts");
       if (!hf.has_moe_intermediate_size()) {
         return MissingMoe("moe_intermediate_size");
+      }
+      // Left out, their defaults depend on the code that reads the config:
+      // transformers' DeepseekV3Config has 1 shared expert and 3 dense
+      // layers, its DeepseekV2Config 2 and 0, Glm4MoeConfig 1 and 1, and
+      // DeepSeek's own configuration_deepseek.py (trust_remote_code, and
+      // Kimi K2's) none and 0: refused, naming the key, rather than
+      // guessed (an explicit null n_shared_experts is none, as there).
+      if (!hf.has_n_shared_experts() && !KeyIsNull(json, "n_shared_experts")) {
+        return absl::InvalidArgumentError(
+            "config.json: n_shared_experts: required for DeepSeek-style "
+            "experts (transformers' config classes default it to 1 or 2, "
+            "DeepSeek's own configuration_deepseek.py to none: give it, "
+            "null for none)");
+      }
+      if (!hf.has_first_k_dense_replace()) {
+        return absl::InvalidArgumentError(
+            "config.json: first_k_dense_replace: required for DeepSeek-style "
+            "experts (the leading dense layers: transformers' config classes "
+            "default it to 3, 0 or 1, DeepSeek's own configuration_deepseek.py "
+            "to 0)");
       }
       moe.set_num_experts(hf.n_routed_experts());
       moe.set_expert_ffn_hidden_size(hf.moe_intermediate_size());
@@ -378,21 +429,6 @@ absl::StatusOr<v1::MlpActivation> ActivationOf(const v1::HuggingFaceConfig& hf,
   return refused("silu, a GeLU or quick_gelu");
 }
 
-// Whether the config gives `key` as null, which the typed parse cannot
-// tell from absent: a second parse, made only where a family's default
-// for an absent key differs from its fallback for a null one.
-bool KeyIsNull(absl::string_view json, absl::string_view key) {
-  google::protobuf::Struct top;
-  if (!google::protobuf::util::JsonStringToMessage(
-           google::protobuf::StringPiece(json.data(), json.size()), &top)
-           .ok()) {
-    return false;
-  }
-  const auto it = top.fields().find(std::string(key));
-  return it != top.fields().end() &&
-         it->second.kind_case() == google::protobuf::Value::kNullValue;
-}
-
 // Whether rotary parameters given per layer type (transformers'
 // rope_parameters for configs with layer_types, Gemma 3's shape:
 // {"full_attention": {"rope_type": ...}, "sliding_attention": {...}}),
@@ -433,15 +469,6 @@ float SoftcapOf(absl::string_view json, absl::string_view key, bool has,
   if (has) return value;
   if (family_default == 0) return 0;
   return KeyIsNull(json, key) ? 0 : family_default;
-}
-
-// A count the config may leave out: its value; absent, the family's class
-// default (0: `fallback`); null, `fallback`.
-uint32_t CountOf(absl::string_view json, absl::string_view key, bool has,
-                 uint32_t value, uint32_t family_default, uint32_t fallback) {
-  if (has) return value;
-  if (family_default == 0 || KeyIsNull(json, key)) return fallback;
-  return family_default;
 }
 
 }  // namespace
@@ -516,7 +543,9 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
     model.set_normalization(v1::NORMALIZATION_LAYERNORM);
   }
   model.set_position_embedding(v1::POSITION_EMBEDDING_ROPE);
-  if (absl::Status st = FillExperts(hf, **family, model); !st.ok()) return st;
+  if (absl::Status st = FillExperts(json, hf, **family, model); !st.ok()) {
+    return st;
+  }
   // YaRN (gpt-oss) runs Megatron's unfused RoPE, whose cos and sin each
   // layer keeps (memory_model.cc [RU]). Multi-latent attention takes YaRN
   // from Megatron's --rope-type yarn beside rope positions, where the

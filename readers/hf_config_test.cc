@@ -624,12 +624,71 @@ TEST(HfConfigTest, Glm45IsReadAsItsModelingFileBuildsIt) {
   json.replace(json.find("\"moe_intermediate_size\": 32"),
                std::string("\"moe_intermediate_size\": 32").size(),
                "\"moe_intermediate_size\": 4294967295, "
-               "\"n_routed_experts\": 4, \"n_shared_experts\": 2");
+               "\"n_routed_experts\": 4, \"n_shared_experts\": 2, "
+               "\"first_k_dense_replace\": 1");
   EXPECT_NE(ModelFromHuggingFaceJson(json, "x")
                 .status()
                 .message()
                 .find("n_shared_experts x moe_intermediate_size"),
             std::string::npos);
+}
+
+// The shared experts and the leading dense layers of DeepSeek-style
+// experts, left out of config.json, were read as none: DeepSeek-V3's
+// shared expert in every MoE layer and its 3 dense layers went uncounted
+// (transformers' DeepseekV3Config defaults). Their defaults depend on the
+// code that reads the config (DeepSeek's own configuration_deepseek.py has
+// none and 0): refused, naming the key; an explicit null n_shared_experts
+// is none. Qwen2-MoE's shared expert left out is Qwen2MoeConfig's 5632
+// wide.
+TEST(HfConfigTest, AbsentExpertKeysAreTheFamilysOrRefused) {
+  const std::string head = R"({"hidden_size": 64, "num_hidden_layers": 4,
+      "num_attention_heads": 4, "intermediate_size": 128,
+      "vocab_size": 1000, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 32, "n_routed_experts": 8,
+      "kv_lora_rank": 16, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8,
+      "v_head_dim": 16)";
+  for (const char* type : {"deepseek_v3", "deepseek_v2", "kimi_k2",
+                           "glm4_moe"}) {
+    const std::string base =
+        head + R"(, "model_type": ")" + type + R"(")";
+    absl::StatusOr<v1::ModelConfig> no_shared = ModelFromHuggingFaceJson(
+        base + R"(, "first_k_dense_replace": 1})", "x");
+    ASSERT_FALSE(no_shared.ok()) << type;
+    EXPECT_NE(no_shared.status().message().find("n_shared_experts: required"),
+              std::string::npos)
+        << no_shared.status();
+    absl::StatusOr<v1::ModelConfig> no_dense = ModelFromHuggingFaceJson(
+        base + R"(, "n_shared_experts": 1})", "x");
+    ASSERT_FALSE(no_dense.ok()) << type;
+    EXPECT_NE(
+        no_dense.status().message().find("first_k_dense_replace: required"),
+        std::string::npos)
+        << no_dense.status();
+    absl::StatusOr<v1::ModelConfig> given = ModelFromHuggingFaceJson(
+        base + R"(, "n_shared_experts": 1, "first_k_dense_replace": 1})",
+        "x");
+    ASSERT_TRUE(given.ok()) << type << ": " << given.status();
+    EXPECT_EQ(given->moe().shared_expert_ffn_hidden_size(), 32u) << type;
+    absl::StatusOr<v1::ModelConfig> none = ModelFromHuggingFaceJson(
+        base + R"(, "n_shared_experts": null, "first_k_dense_replace": 0})",
+        "x");
+    ASSERT_TRUE(none.ok()) << type << ": " << none.status();
+    EXPECT_EQ(none->moe().shared_expert_ffn_hidden_size(), 0u) << type;
+  }
+  const std::string qwen = R"({"model_type": "qwen2_moe", "hidden_size": 64,
+      "num_hidden_layers": 2, "num_attention_heads": 4,
+      "intermediate_size": 128, "vocab_size": 1000, "num_experts": 8,
+      "num_experts_per_tok": 2, "moe_intermediate_size": 32)";
+  absl::StatusOr<v1::ModelConfig> absent =
+      ModelFromHuggingFaceJson(qwen + "}", "x");
+  ASSERT_TRUE(absent.ok()) << absent.status();
+  EXPECT_EQ(absent->moe().shared_expert_ffn_hidden_size(), 5632u);
+  EXPECT_TRUE(absent->moe().shared_expert_gate());
+  absl::StatusOr<v1::ModelConfig> zero = ModelFromHuggingFaceJson(
+      qwen + R"(, "shared_expert_intermediate_size": 0})", "x");
+  ASSERT_TRUE(zero.ok()) << zero.status();
+  EXPECT_EQ(zero->moe().shared_expert_ffn_hidden_size(), 0u);
 }
 
 // gpt-oss-120b (gpt_oss), as transformers' modeling_gpt_oss.py builds it
