@@ -359,7 +359,11 @@ absl::Status FillExperts(absl::string_view json,
             "v_head_dim: required for multi-latent attention");
       }
       v1::MlaConfig& mla = *model.mutable_mla();
-      mla.set_q_lora_rank(hf.q_lora_rank());  // null: none
+      // Null: no Q LoRA (DeepSeek-V2-Lite's linear_q_proj); left out, the
+      // config classes' 1536 (DeepseekV2Config, DeepseekV3Config, and
+      // DeepSeek's own configuration_deepseek.py alike).
+      mla.set_q_lora_rank(CountOf(json, "q_lora_rank", hf.has_q_lora_rank(),
+                                  hf.q_lora_rank(), 1536, 0));
       mla.set_kv_lora_rank(hf.kv_lora_rank());
       mla.set_qk_head_dim(hf.qk_nope_head_dim());
       mla.set_qk_pos_emb_head_dim(hf.qk_rope_head_dim());

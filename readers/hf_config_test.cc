@@ -670,6 +670,17 @@ TEST(HfConfigTest, AbsentExpertKeysAreTheFamilysOrRefused) {
         "x");
     ASSERT_TRUE(given.ok()) << type << ": " << given.status();
     EXPECT_EQ(given->moe().shared_expert_ffn_hidden_size(), 32u) << type;
+    // q_lora_rank left out: the config classes' 1536 (was read as no Q
+    // LoRA); null: none.
+    if (given->has_mla()) {
+      EXPECT_EQ(given->mla().q_lora_rank(), 1536u) << type;
+      absl::StatusOr<v1::ModelConfig> no_lora = ModelFromHuggingFaceJson(
+          base + R"(, "n_shared_experts": 1, "first_k_dense_replace": 1,
+          "q_lora_rank": null})",
+          "x");
+      ASSERT_TRUE(no_lora.ok()) << no_lora.status();
+      EXPECT_EQ(no_lora->mla().q_lora_rank(), 0u) << type;
+    }
     absl::StatusOr<v1::ModelConfig> none = ModelFromHuggingFaceJson(
         base + R"(, "n_shared_experts": null, "first_k_dense_replace": 0})",
         "x");
