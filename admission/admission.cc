@@ -35,6 +35,21 @@ void AppendPeakVersusLimit(std::string& out, const v1::Estimate& e) {
   absl::StrAppend(&out, " GiB ", e.job().accelerator().name(), ")");
 }
 
+// The stage whose total, expert load margin and loss gradient cast
+// together exceed the GPU's memory, or nullptr: what made a zone RED
+// whose peak alone fits (estimate.h AdmissionZone).
+const v1::StageMemory* StageTheLossOverflows(const v1::Estimate& e) {
+  for (const v1::StageMemory& stage : e.stages()) {
+    if (stage.loss_gradient_cast_bytes() > 0 &&
+        stage.total_bytes() + stage.expert_imbalance_bytes() +
+                stage.loss_gradient_cast_bytes() >
+            e.capacity_bytes()) {
+      return &stage;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 void Decide(const AdmissionPolicy& policy, v1::Decision& decision) {
@@ -61,6 +76,22 @@ void Decide(const AdmissionPolicy& policy, v1::Decision& decision) {
   absl::StrAppend(&reason, admit ? "ADMIT [" : "REFUSE [", zone_name, "] ");
   AppendPeakVersusLimit(reason, estimate);
   absl::StrAppend(&reason, ": ", why);
+  const double peak_admission =
+      estimate.peak().total_bytes() + estimate.peak().expert_imbalance_bytes();
+  if (zone == v1::ZONE_RED && peak_admission <= estimate.capacity_bytes()) {
+    // RED though the peak fits: the loss's transient does not.
+    if (const v1::StageMemory* stage = StageTheLossOverflows(estimate)) {
+      absl::StrAppend(&reason, " (the loss's backward casts the logits' "
+                               "gradient to 16 bits, ");
+      AppendFixed(reason, ToGiB(stage->loss_gradient_cast_bytes()), 2);
+      absl::StrAppend(&reason, " GiB beside stage ", stage->stage(), "'s ");
+      AppendFixed(reason,
+                  ToGiB(stage->total_bytes() +
+                        stage->expert_imbalance_bytes()),
+                  2);
+      reason += " GiB)";
+    }
+  }
   if (admit && zone == v1::ZONE_YELLOW) {
     decision.add_warnings(
         "admitted in the YELLOW zone by policy: the paper saw OOMs here");

@@ -173,6 +173,39 @@ TEST(AdmissionTest, RefusalSaysWhenTheFusedAttentionAloneDecides) {
   EXPECT_TRUE(d->fits_with_flex_attention());
 }
 
+// A job whose peak is under the 80% rule but whose loss's 16-bit gradient
+// of the logits does not fit beside it was admitted; it is refused RED,
+// the reason naming the transient, and what it suggests instead fits with
+// it (SmallModelLargeVocabularyJob: 62.10 GiB and 20.51 GiB on 80).
+TEST(AdmissionTest, RefusesAJobWhoseLossTransientDoesNotFit) {
+  const v1::Job job = testing::SmallModelLargeVocabularyJob(
+      1, v1::PRECISION_BF16_FP32_GRADS);
+  for (const AdmissionPolicy& policy :
+       {AdmissionPolicy(), AdmissionPolicy{0.8, true}}) {
+    absl::StatusOr<v1::Decision> d = AdmitJob(job, policy);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+    EXPECT_EQ(d->estimate().zone(), v1::ZONE_RED);
+    EXPECT_NE(d->reason().find("REFUSE [RED] peak 62.10 GiB"),
+              std::string::npos)
+        << d->reason();
+    EXPECT_NE(d->reason().find("(the loss's backward casts the logits' "
+                               "gradient to 16 bits, 20.51 GiB beside "
+                               "stage 0's 62.10 GiB)"),
+              std::string::npos)
+        << d->reason();
+    ASSERT_GT(d->suggestions_size(), 0);
+    for (const v1::Candidate& c : d->suggestions()) {
+      EXPECT_EQ(c.zone(), v1::ZONE_GREEN) << c.ShortDebugString();
+      // Its last stage's cast fits beside its peak.
+      const double cast = 2.0 * 43008 * c.micro_batch_size() /
+                          c.context_parallel() * 256000 / c.tensor_parallel();
+      EXPECT_LE(c.peak_bytes() + cast, d->estimate().capacity_bytes())
+          << c.ShortDebugString();
+    }
+  }
+}
+
 TEST(AdmissionTest, PolicyMayAdmitYellowWithAWarning) {
   AdmissionPolicy policy;
   policy.admit_yellow = true;

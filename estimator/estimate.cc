@@ -88,6 +88,7 @@ void Fill(const StageFigures& f, uint32_t stage, double layers,
   out.set_communication_buffer_bytes(f.buffer_bytes);
   out.set_te_userbuffer_bytes(f.te_userbuffer_bytes);
   out.set_gradient_scratch_bytes(f.gradient_scratch_bytes);
+  out.set_loss_gradient_cast_bytes(f.loss_gradient_cast_bytes);
 }
 
 }  // namespace
@@ -96,6 +97,12 @@ v1::Zone ZoneOf(double bytes, double capacity_bytes, double threshold) {
   if (bytes <= threshold * capacity_bytes) return v1::ZONE_GREEN;
   if (bytes <= capacity_bytes) return v1::ZONE_YELLOW;
   return v1::ZONE_RED;
+}
+
+v1::Zone AdmissionZone(const StagePeak& peak, double capacity_bytes,
+                       double threshold) {
+  if (peak.transient > capacity_bytes) return v1::ZONE_RED;
+  return ZoneOf(peak.admission, capacity_bytes, threshold);
 }
 
 absl::StatusOr<v1::Estimate> EstimateJob(const v1::Job& job,
@@ -124,6 +131,7 @@ absl::Status EstimateJobInto(const v1::Job& job, double threshold,
   estimate.set_total_parameters(TotalParameters(shape, layout.tensor));
   estimate.mutable_stages()->Reserve(static_cast<int>(stages));
   int peak_index = 0;
+  StagePeak stage_peak;
   const VirtualStages virtual_stages = VirtualStagesOf(resolved);
   double first_layer = 0;  // of stage i, without interleaving
   for (uint32_t i = 0; i < stages; ++i) {
@@ -135,6 +143,7 @@ absl::Status EstimateJobInto(const v1::Job& job, double threshold,
             : StageMemoryOfChunks(shape, layout, i, chunks.layers,
                                   chunks.first);
     first_layer += layers;
+    stage_peak.Add(figures);
     Fill(figures, i, layers,
          static_cast<uint32_t>(MicrobatchesInFlight(layout, i)),
          *estimate.add_stages());
@@ -156,9 +165,9 @@ absl::Status EstimateJobInto(const v1::Job& job, double threshold,
   estimate.set_capacity_bytes(capacity);
   estimate.set_capacity_fraction(peak.total_bytes() / capacity);
   estimate.set_threshold(threshold);
-  // The zone counts the MoE load margin (0 for dense models).
-  estimate.set_zone(ZoneOf(peak.total_bytes() + peak.expert_imbalance_bytes(),
-                           capacity, threshold));
+  // The zone counts the MoE load margin (0 for dense models) and checks
+  // the loss's transient fits beside the last stage.
+  estimate.set_zone(AdmissionZone(stage_peak, capacity, threshold));
   for (std::string& line : AssumptionsOf(resolved)) {
     estimate.add_assumptions(std::move(line));
   }

@@ -5,6 +5,7 @@
 // and how close is that to the GPU's capacity?
 
 #include "absl/status/statusor.h"
+#include "estimator/memory_model.h"
 #include "estimator/units.h"
 #include "proto/memgate.pb.h"
 
@@ -24,6 +25,13 @@ absl::Status EstimateJobInto(const v1::Job& job, double threshold,
 
 // GREEN at or below threshold * capacity, YELLOW up to capacity, RED above.
 v1::Zone ZoneOf(double bytes, double capacity_bytes, double threshold);
+
+// A job's zone from its stages' peaks: ZoneOf its largest admission figure,
+// and RED where a stage's transient (the loss's gradient cast, memory_model
+// .cc [CE]) does not fit in the GPU beside its admission figure, whatever
+// the threshold: the step would OOM.
+v1::Zone AdmissionZone(const StagePeak& peak, double capacity_bytes,
+                       double threshold);
 
 }  // namespace memgate
 

@@ -31,6 +31,46 @@ TEST(EstimateTest, CatalogAndExplicitDimensionsAgree) {
   EXPECT_NEAR(named->peak_gib(), 27.2, 0.01);  // the paper's first cell
 }
 
+// The loss's backward casts the fp32 gradient of the logits to their 16
+// bits (memory_model.cc [CE]): s x b x v / t x 2 B on the last stage, a
+// transient the paper leaves to the headroom. A small model with a 256k
+// vocabulary at 43k tokens a micro-batch and TP 1, every layer recomputed,
+// peaks at 62 GiB, under the 80% rule on an H100, but its loss's
+// backward needs 20.5 GiB more: the step would OOM, and was admitted
+// (testing::SmallModelLargeVocabularyJob).
+TEST(EstimateTest, TheLossGradientCastMustFitBesideTheLastStage) {
+  absl::StatusOr<v1::Estimate> e = EstimateJob(
+      testing::SmallModelLargeVocabularyJob(1, v1::PRECISION_BF16_FP32_GRADS));
+  ASSERT_TRUE(e.ok()) << e.status();
+  const double cast = 2.0 * 43008 * 256000;
+  EXPECT_DOUBLE_EQ(e->peak().loss_gradient_cast_bytes(), cast);
+  // The peak alone is GREEN; with the cast beside it, past the GPU.
+  EXPECT_EQ(ZoneOf(e->peak().total_bytes(), e->capacity_bytes(),
+                   e->threshold()),
+            v1::ZONE_GREEN);
+  EXPECT_GT(e->peak().total_bytes() + cast, e->capacity_bytes());
+  EXPECT_EQ(e->zone(), v1::ZONE_RED);
+  // Split over TP 2, half the cast (and a GREEN job again).
+  absl::StatusOr<v1::Estimate> tp2 = EstimateJob(
+      testing::SmallModelLargeVocabularyJob(2, v1::PRECISION_BF16_FP32_GRADS));
+  ASSERT_TRUE(tp2.ok()) << tp2.status();
+  EXPECT_DOUBLE_EQ(tp2->peak().loss_gradient_cast_bytes(), cast / 2);
+  EXPECT_EQ(tp2->zone(), v1::ZONE_GREEN);
+  // In fp32 training the gradient is the logits' dtype: no cast.
+  absl::StatusOr<v1::Estimate> fp32 = EstimateJob(
+      testing::SmallModelLargeVocabularyJob(1, v1::PRECISION_FP32));
+  ASSERT_TRUE(fp32.ok()) << fp32.status();
+  EXPECT_EQ(fp32->peak().loss_gradient_cast_bytes(), 0);
+  // Only the last stage makes it.
+  v1::Job piped = testing::SmallModelLargeVocabularyJob(1, v1::PRECISION_BF16_FP32_GRADS);
+  piped.mutable_parallel()->set_pipeline_parallel(2);
+  absl::StatusOr<v1::Estimate> two = EstimateJob(piped);
+  ASSERT_TRUE(two.ok()) << two.status();
+  ASSERT_EQ(two->stages_size(), 2);
+  EXPECT_EQ(two->stages(0).loss_gradient_cast_bytes(), 0);
+  EXPECT_DOUBLE_EQ(two->stages(1).loss_gradient_cast_bytes(), cast);
+}
+
 // A catalog MoE name brings its experts even when every dimension is
 // given: a job naming mixtral-8x7b is never estimated as a dense 7B.
 TEST(EstimateTest, CatalogNameBringsExpertsWithExplicitDimensions) {

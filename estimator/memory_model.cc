@@ -737,6 +737,23 @@ double LossGradientTransient(const ModelShape& m, const Layout& l) {
   return 4 * LocalTokens(l) * VocabRows(m, l.tensor) / l.tensor;
 }
 
+// [CE] The 16-bit copy of the logits' gradient that autograd makes at the
+// loss's backward: both losses return an fp32 gradient (the unfused one
+// the saved fp32 softmax updated in place, the native fused one a new
+// tensor, LossGradientTransient) for 16-bit logits, which autograd's
+// engine casts to the logits' dtype while the fp32 one still lives, before
+// the output layer's backward takes it: s/c x b x v/t x 2 B on the last
+// stage, beside everything it holds (one loss at a time). In fp32 training
+// the gradient is the logits' dtype already: none. A transient, not in the
+// stage's total (the paper leaves it to the headroom: it is where the
+// 80% rule's 20% goes); the zone checks that it fits beside the total
+// (StageFigures::transient_peak_bytes), where a small model with a large
+// vocabulary and long micro-batches at TP 1 can outgrow the headroom.
+double LossGradientCastBytes(const ModelShape& m, const Layout& l) {
+  if (l.precision == v1::PRECISION_FP32) return 0;
+  return 2 * LocalTokens(l) * VocabRows(m, l.tensor) / l.tensor;
+}
+
 // Megatron's --defer-embedding-wgrad-compute [DW]: each call of the output
 // layer appends its input (the sequence-parallel shard, s/(ct) x b x h)
 // at forward and the logits' gradient (s/c x b x v/t, the logits' 16-bit
@@ -1444,6 +1461,7 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
            : params + expert_params);
 
   f.activation_bytes = StageActivations(m, l, stage, mix, chunks, bf16);
+  if (last) f.loss_gradient_cast_bytes = LossGradientCastBytes(m, l);
   // DeepEP allocates its buffers at a rank's first dispatch: on the GPUs
   // of stages that hold an MoE layer (the MTP layer included).
   const bool dispatches = mix.moe > 0 || (last && m.mtp_layers > 0 &&
@@ -1597,20 +1615,18 @@ uint32_t RankHoldingLayer(double layer, double first, double middle,
       pipeline - 1, 1 + std::floor((within - first) / middle)));
 }
 
-double PeakBytesEvenStages(const ModelShape& m, const Layout& l) {
+StagePeak PeakOfEvenStages(const ModelShape& m, const Layout& l) {
   const double stage_layers = m.layers / l.pipeline;
-  const double first =
-      StageMemoryOf(m, l, 0, stage_layers).admission_bytes();
-  if (l.pipeline <= 1) return first;
+  StagePeak peak;
+  peak.Add(StageMemoryOf(m, l, 0, stage_layers));
+  if (l.pipeline <= 1) return peak;
   const uint32_t last_stage = static_cast<uint32_t>(l.pipeline) - 1;
-  double peak = std::max(first, StageMemoryOf(m, l, last_stage, stage_layers)
-                                    .admission_bytes());
+  peak.Add(StageMemoryOf(m, l, last_stage, stage_layers));
   // Interleaved, bf16 layers beyond a chunk's worth spill into rank 1's
   // first chunk and rank p - 2's last [F8L]: those ranks are evaluated too.
   if (l.virtual_stages > 1 && HasBf16Layers(l) && l.pipeline > 2) {
     for (uint32_t rank : {1u, last_stage - 1}) {
-      peak = std::max(peak, StageMemoryOf(m, l, rank, stage_layers)
-                                .admission_bytes());
+      peak.Add(StageMemoryOf(m, l, rank, stage_layers));
     }
   }
   // With experts, the middle ranks that can peak (dense models: their
@@ -1622,8 +1638,7 @@ double PeakBytesEvenStages(const ModelShape& m, const Layout& l) {
     const PeakRanks ranks = MiddlePeakRanks(
         p, RankHoldingLayer(m.leading_dense, chunk, chunk, chunk * p, p));
     for (uint32_t k = 0; k < ranks.count; ++k) {
-      peak = std::max(peak, StageMemoryOf(m, l, ranks.rank[k], stage_layers)
-                                .admission_bytes());
+      peak.Add(StageMemoryOf(m, l, ranks.rank[k], stage_layers));
     }
   }
   return peak;

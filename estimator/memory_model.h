@@ -9,6 +9,7 @@
 // beyond it. Every setting left at its zero value is the paper's, so the
 // paper's cells are reproduced exactly.
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -268,11 +269,30 @@ struct StageFigures {
   // ...and the fp32-accumulating reduce-scatter's scratch above the
   // activations it outlives (Layout::rs_fp32_accumulation).
   double gradient_scratch_bytes = 0;
+  // The last stage's 16-bit copy of the logits' gradient at the loss's
+  // backward (memory_model.cc [CE] LossGradientCastBytes): a transient,
+  // not in total_bytes; the zone checks it fits beside admission_bytes.
+  double loss_gradient_cast_bytes = 0;
   double total_bytes() const {
     return weight_bytes + gradient_bytes + optimizer_bytes +
            activation_bytes + buffer_bytes;
   }
   double admission_bytes() const { return total_bytes() + imbalance_bytes; }
+  double transient_peak_bytes() const {
+    return admission_bytes() + loss_gradient_cast_bytes;
+  }
+};
+
+// The largest admission figure of the stages given, and the largest
+// admission figure plus transient: what the zone (estimate.h AdmissionZone)
+// is decided on.
+struct StagePeak {
+  double admission = 0;
+  double transient = 0;
+  void Add(const StageFigures& f) {
+    admission = std::max(admission, f.admission_bytes());
+    transient = std::max(transient, f.transient_peak_bytes());
+  }
 };
 
 ModelShape ShapeOf(const v1::ModelConfig& model);
@@ -378,7 +398,10 @@ StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
 // for an even split (L/p layers a stage). Under
 // 1F1B it is always a stage that holds the embedding or the LM head, so only
 // those are evaluated.
-double PeakBytesEvenStages(const ModelShape& m, const Layout& l);
+StagePeak PeakOfEvenStages(const ModelShape& m, const Layout& l);
+inline double PeakBytesEvenStages(const ModelShape& m, const Layout& l) {
+  return PeakOfEvenStages(m, l).admission;
+}
 
 // The middle pipeline ranks (1 .. p - 2) whose peak can exceed the
 // others'. Middle ranks hold alike chunks and fewer micro-batches in

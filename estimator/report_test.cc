@@ -23,6 +23,30 @@ TEST(ReportTest, TableShowsEveryStageThePeakAndTheZone) {
       << table;
 }
 
+// A zone the loss's transient turned RED says so: the peak line alone
+// (77.6% of the GPU) would read as GREEN.
+TEST(ReportTest, TableSaysWhenTheLossTransientMakesItRed) {
+  absl::StatusOr<v1::Estimate> e = EstimateJob(
+      testing::SmallModelLargeVocabularyJob(1, v1::PRECISION_BF16_FP32_GRADS));
+  ASSERT_TRUE(e.ok()) << e.status();
+  const std::string table = FormatEstimateTable(*e);
+  EXPECT_NE(table.find("peak: 62.10 GiB (stage 0) = 77.6% of 80.00 GiB -> "
+                       "RED"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("RED: the loss's backward casts the logits' fp32 "
+                       "gradient to 16 bits, 20.51 GiB beside stage 0's "
+                       "62.10 GiB: 82.61 GiB, more than the GPU's 80.00 GiB"),
+            std::string::npos)
+      << table;
+  // Where it fits, no such line.
+  absl::StatusOr<v1::Estimate> tp2 = EstimateJob(
+      testing::SmallModelLargeVocabularyJob(2, v1::PRECISION_BF16_FP32_GRADS));
+  ASSERT_TRUE(tp2.ok()) << tp2.status();
+  EXPECT_EQ(FormatEstimateTable(*tp2).find("the loss's backward"),
+            std::string::npos);
+}
+
 TEST(ReportTest, BreakdownAddsUpToTheTotal) {
   v1::StageMemory s;
   s.set_weight_bytes(1ull << 30);

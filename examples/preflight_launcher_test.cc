@@ -47,9 +47,10 @@ TEST(PreflightLauncherTest, RefusedJobIsNotLaunched) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out.find("launching"), std::string::npos);
   // Without --global-batch-size the launch runs Megatron's default, one
-  // micro-batch a step (d = 1 here): 38 GiB, past the 80% rule, not the
-  // GPU.
-  EXPECT_NE(r.err.find("REFUSE [YELLOW]"), std::string::npos) << r.err;
+  // micro-batch a step (d = 1 here): 38 GiB, past the 80% rule, and with
+  // the loss's 16-bit gradient of the logits beside the last stage (2 GiB)
+  // past the GPU.
+  EXPECT_NE(r.err.find("REFUSE [RED]"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("would fit: TP="), std::string::npos) << r.err;
 }
 

@@ -733,38 +733,39 @@ uint64_t CountLayouts(const Search& s,
   return groups * MicroBatchChoices(s);
 }
 
-// The admission peak of a layout: the even split's (memory_model.h), or an
-// uneven split's first, second and last stages (chunk by chunk when
-// interleaved: `chunks` from UnevenChunksOf).
-double PeakOf(const Search& s, const Layout& l, const StageSplit& split,
-              const std::vector<RankChunks>& chunks) {
-  if (split.first == 0) return PeakBytesEvenStages(s.shape, l);
+// The admission peak of a layout and its transient peak (memory_model.h
+// StagePeak): the even split's, or an uneven split's first, second and
+// last stages (chunk by chunk when interleaved: `chunks` from
+// UnevenChunksOf).
+StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
+                 const std::vector<RankChunks>& chunks) {
+  if (split.first == 0) return PeakOfEvenStages(s.shape, l);
   const uint32_t p = static_cast<uint32_t>(l.pipeline);
+  StagePeak peak;
   if (!chunks.empty()) {
-    double peak = 0;
     for (const RankChunks& rank : chunks) {
-      peak = std::max(peak, StageMemoryOfChunks(s.shape, l, rank.stage,
-                                                rank.layers, rank.first)
-                                .admission_bytes());
+      peak.Add(StageMemoryOfChunks(s.shape, l, rank.stage, rank.layers,
+                                   rank.first));
     }
     return peak;
   }
-  double peak = std::max(
-      StageMemoryOf(s.shape, l, 0, split.first, 0).admission_bytes(),
-      StageMemoryOf(s.shape, l, p - 1, split.last, s.layers - split.last)
-          .admission_bytes());
+  peak.Add(StageMemoryOf(s.shape, l, 0, split.first, 0));
+  peak.Add(StageMemoryOf(s.shape, l, p - 1, split.last,
+                         s.layers - split.last));
   // An uneven split has p >= 3 (SplitLayers): rank 1 at least.
   const PeakRanks middle = MiddlePeakRanks(
       p, RankHoldingLayer(s.shape.leading_dense, split.first, split.middle, 0,
                           p));
   for (uint32_t k = 0; k < middle.count; ++k) {
     const uint32_t rank = middle.rank[k];
-    peak = std::max(peak, StageMemoryOf(s.shape, l, rank, split.middle,
-                                        split.first +
-                                            (rank - 1.0) * split.middle)
-                              .admission_bytes());
+    peak.Add(StageMemoryOf(s.shape, l, rank, split.middle,
+                           split.first + (rank - 1.0) * split.middle));
   }
   return peak;
+}
+
+bool IsGreen(const Search& s, const StagePeak& peak) {
+  return AdmissionZone(peak, s.capacity, s.threshold) == v1::ZONE_GREEN;
 }
 
 // A layout that does not fit is first tried with the cheap selective
@@ -801,10 +802,10 @@ void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   // (Full recomputation of every layer keeps less than the cheap modules:
   // once it does not fit, neither do they.)
   if (s.cheap.any() && !probe.cheap_failed) {
-    const double peak =
+    const StagePeak peak =
         PeakOf(s, WithCheapModules(l, s.cheap), split, chunks);
-    if (ZoneOf(peak, s.capacity, s.threshold) == v1::ZONE_GREEN) {
-      entry.peak_bytes = peak;
+    if (IsGreen(s, peak)) {
+      entry.peak_bytes = peak.admission;
       entry.zone = v1::ZONE_GREEN;
       entry.cheap_modules = true;
       entry.recompute_cost = s.cheap_cost;
@@ -819,8 +820,9 @@ void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   UseFullRecomputation(l);
   auto fits = [&](uint32_t n, double& peak) {
     l.recompute_layers = n;
-    peak = PeakOf(s, l, split, chunks);
-    return ZoneOf(peak, s.capacity, s.threshold) == v1::ZONE_GREEN;
+    const StagePeak stage_peak = PeakOf(s, l, split, chunks);
+    peak = stage_peak.admission;
+    return IsGreen(s, stage_peak);
   };
   double peak = 0;
   if (!fits(stage_layers, peak)) {
@@ -913,8 +915,9 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
                          0, 1, 0, f.speed(), f.bubble, v1::ZONE_UNSPECIFIED};
           entry.exchange = f.expert;
           entry.mtp_layout = chunking.form == ChunkForm::kMtpLayout;
-          entry.peak_bytes = PeakOf(s, l, split, chunking.chunks);
-          entry.zone = ZoneOf(entry.peak_bytes, s.capacity, s.threshold);
+          const StagePeak peak = PeakOf(s, l, split, chunking.chunks);
+          entry.peak_bytes = peak.admission;
+          entry.zone = AdmissionZone(peak, s.capacity, s.threshold);
           if (entry.zone != v1::ZONE_GREEN && s.allow_recompute) {
             FitByRecomputing(s, l, split, chunking.chunks, entry, probes[i]);
           }

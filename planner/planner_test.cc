@@ -586,6 +586,44 @@ TEST(PlannerTest, InterleavingDepthIsBounded) {
   EXPECT_EQ(deepest, kMaxPlanVirtualStages);
 }
 
+// The plan decides zones as `check` does, the loss's 16-bit gradient of
+// the logits included (estimate.h AdmissionZone): for a small model with a
+// 256k vocabulary at 43k tokens a micro-batch, layouts whose peak is under
+// the 80% rule at TP 1 but whose loss's backward does not fit are not
+// GREEN, and every candidate's job estimates to its zone.
+TEST(PlannerTest, ZonesCountTheLossTransientAsCheckDoes) {
+  const v1::Job job = testing::SmallModelLargeVocabularyJob(
+      1, v1::PRECISION_BF16_FP32_GRADS);
+  v1::PlanRequest r;
+  *r.mutable_model() = job.model();
+  *r.mutable_accelerator() = job.accelerator();
+  r.set_num_gpus(8);
+  r.set_seq_length(job.training().seq_length());
+  r.set_global_batch_size(job.training().global_batch_size());
+  r.set_top_k(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int green = 0;
+  const v1::Candidate* plain = nullptr;
+  for (const v1::Candidate& c : plan->candidates()) {
+    const absl::StatusOr<v1::Estimate> e = EstimatedAsItsJob(r, c);
+    if (!e.ok()) continue;
+    EXPECT_EQ(v1::Zone_Name(e->zone()), v1::Zone_Name(c.zone()))
+        << c.ShortDebugString();
+    green += c.zone() == v1::ZONE_GREEN;
+    if (c.tensor_parallel() == 1 && c.context_parallel() == 1 &&
+        c.pipeline_parallel() == 1 && c.micro_batch_size() == 1 &&
+        plain == nullptr) {
+      plain = &c;
+    }
+  }
+  EXPECT_GT(green, 0);
+  // TP 1 recomputing every layer peaks at 62.10 GiB, under the rule, but
+  // not with its loss's 20.51 GiB: not GREEN (it was).
+  ASSERT_NE(plain, nullptr);
+  EXPECT_NE(plain->zone(), v1::ZONE_GREEN) << plain->ShortDebugString();
+}
+
 // Where the interleaving the cost model finds fastest needs recomputation
 // to fit, a deeper one holds less and may fit as it is: the plan tried
 // only the fastest and the deepest, and listed Llama-3.1-70B's (8, 1, 2)

@@ -184,7 +184,8 @@ uint32_t SmallestGpuCountThatFits(const v1::Job& job, double threshold) {
                               gbs / b / d)) {
       return false;
     }
-    return PeakBytesEvenStages(shape, layout) <= threshold * capacity;
+    return AdmissionZone(PeakOfEvenStages(shape, layout), capacity,
+                         threshold) == v1::ZONE_GREEN;
   };
   const uint64_t max_d = UINT32_MAX / group;
   if (max_d < unit) return 0;

@@ -174,8 +174,12 @@ TEST(CliExecTest, RefusedLaunchNeverStarts) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out.find("STARTED"), std::string::npos);
   // The launch has no --global-batch-size: Megatron's default, one
-  // micro-batch a step, is past the 80% rule (not the GPU), and said.
-  EXPECT_NE(r.err.find("REFUSE [YELLOW]"), std::string::npos) << r.err;
+  // micro-batch a step, is past the 80% rule, and said; with the loss's
+  // 16-bit gradient of the logits beside the last stage, past the GPU.
+  EXPECT_NE(r.err.find("REFUSE [RED]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the loss's backward casts the logits' gradient"),
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("no --global-batch-size: Megatron's default"),
             std::string::npos)
       << r.err;

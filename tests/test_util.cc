@@ -81,4 +81,34 @@ v1::PlanRequest WorstCasePlanRequest(uint32_t max_micro_batch_size) {
   return r;
 }
 
+v1::Job SmallModelLargeVocabularyJob(uint32_t tp, v1::Precision precision) {
+  v1::Job job = JobFromText(R"pb(
+    model {
+      num_layers: 16
+      hidden_size: 2048
+      ffn_hidden_size: 8192
+      num_attention_heads: 16
+      num_query_groups: 8
+      vocab_size: 256000
+    }
+    parallel { context_parallel: 1 pipeline_parallel: 1 }
+    training {
+      micro_batch_size: 1
+      seq_length: 43008
+      global_batch_size: 64
+      fused_swiglu: true
+      recompute {
+        granularity: GRANULARITY_FULL
+        method: METHOD_UNIFORM
+        num_layers: 1
+      }
+    }
+    accelerator { name: "h100-80gb" }
+    num_gpus: 8
+  )pb");
+  job.mutable_parallel()->set_tensor_parallel(tp);
+  job.mutable_training()->set_precision(precision);
+  return job;
+}
+
 }  // namespace memgate::testing

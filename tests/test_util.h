@@ -33,6 +33,12 @@ v1::Job LargestInterleavedMoeJob();
 // Parses a Job from text format; the test fails loudly on a typo.
 v1::Job JobFromText(const std::string& text);
 
+// A 16-layer, 2048-wide model with a 256k vocabulary at 43,008 tokens a
+// micro-batch on 8 H100s, every layer recomputed: its peak is under the
+// 80% rule at TP 1, but not beside the loss's 16-bit gradient of the
+// logits (memory_model.cc [CE]).
+v1::Job SmallModelLargeVocabularyJob(uint32_t tp, v1::Precision precision);
+
 }  // namespace memgate::testing
 
 #endif  // MEMGATE_TESTS_TEST_UTIL_H_
