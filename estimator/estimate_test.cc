@@ -62,7 +62,8 @@ TEST(EstimateTest, TheLossGradientCastMustFitBesideTheLastStage) {
   ASSERT_TRUE(fp32.ok()) << fp32.status();
   EXPECT_EQ(fp32->peak().loss_gradient_cast_bytes(), 0);
   // Only the last stage makes it.
-  v1::Job piped = testing::SmallModelLargeVocabularyJob(1, v1::PRECISION_BF16_FP32_GRADS);
+  v1::Job piped = testing::SmallModelLargeVocabularyJob(
+      1, v1::PRECISION_BF16_FP32_GRADS);
   piped.mutable_parallel()->set_pipeline_parallel(2);
   absl::StatusOr<v1::Estimate> two = EstimateJob(piped);
   ASSERT_TRUE(two.ok()) << two.status();

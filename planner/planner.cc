@@ -679,7 +679,6 @@ constexpr size_t kSchedulesPerLayout = 3;
 static_assert(kSchedulesPerLayout == kVariantsPerTier,
               "one variant of a layout per schedule in each tier");
 
-
 // One entry per divisor of the GPU count (the p's ForEachGroup can visit),
 // built once a plan: O(|divisors| x kMaxPlanVirtualStages^2).
 std::vector<PipelineChoices> PipelinesOf(
@@ -941,12 +940,13 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           // Past the fastest a deeper cut is slower (its sends cost more
           // than its bubble saves) and holds less: where the fastest needs
           // recomputation to fit, a deeper one may need less and be faster
-          // for it (Llama-3.1-405B on 8,192 H100s, 32 micro-batches: 2
-          // chunks a rank recompute 3 of 4 layers, x 1.25; 4 chunks 1 of
-          // 2, x 1.17). Deeper, until one fits without recomputing or
-          // could not be faster even so, at most kDeeperInterleavingsTried
-          // of them (planner.h): each deeper cut adds sends, so those far
-          // past the fastest are rarely faster after any recomputation.
+          // for it (Llama-3.1-70B's (8, 1, 2) on 64 H100s, 4 micro-batches
+          // a step: its fastest cut does not fit as it is, 10 chunks a rank
+          // do, at a 0.3% bubble). Deeper, until one fits without
+          // recomputing or could not be faster even so, at most
+          // kDeeperInterleavingsTried of them (planner.h): each deeper cut
+          // adds sends, so those far past the fastest are rarely faster
+          // after any recomputation.
           Layout4D best = evaluate(fastest);
           size_t best_index = fastest;
           Layout4D at_deepest = best;
@@ -961,7 +961,8 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
             const Layout4D e = evaluate(i);
             if (i == deepest) at_deepest = e;
             const bool green = e.zone == v1::ZONE_GREEN;
-            if (green && (best.zone != v1::ZONE_GREEN || e.speed > best.speed)) {
+            if (green &&
+                (best.zone != v1::ZONE_GREEN || e.speed > best.speed)) {
               best = e;
               best_index = i;
             }

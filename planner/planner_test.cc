@@ -649,7 +649,8 @@ TEST(PlannerTest, InterleavesDeeperThanTheFastestWhereThatFits) {
   EXPECT_EQ(found->recompute_num_layers(), 0u) << found->why();
   EXPECT_EQ(found->recompute_modules_size(), 0) << found->why();
   EXPECT_LT(found->bubble_fraction(), 0.01) << found->why();
-  const absl::StatusOr<v1::Estimate> e = EstimateJob(JobForCandidate(r, *found));
+  const absl::StatusOr<v1::Estimate> e =
+      EstimateJob(JobForCandidate(r, *found));
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
 }
