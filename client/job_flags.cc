@@ -1,5 +1,6 @@
 #include "client/job_flags.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -7,6 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "client/user_path.h"
 #include "estimator/catalog.h"
 #include "estimator/megatron_names.h"
@@ -42,6 +45,11 @@ constexpr FlagForField kFlagForField[] = {
     {"parallel.data_parallel", "--dp"},
     {"parallel.expert_parallel", "--ep"},
     {"parallel.expert_tensor_parallel", "--etp"},
+    {"parallel.virtual_pipeline_stages", "--vp"},
+    {"training.recompute.method", "--recompute-method"},
+    {"training.recompute.num_layers", "--recompute-layers"},
+    {"training.recompute.modules", "--recompute-modules"},
+    {"training.recompute", "--recompute"},
     {"parallel.distributed_optimizer_instances",
      "--distributed-optimizer-instances"},
     {"parallel.context_parallel_comm", "--cp-comm-type"},
@@ -141,6 +149,29 @@ void JobFlags::Register(FlagSet& f) {
   f.Uint32("ep", "expert-parallel size, MoE models (default 1)", &ep);
   f.Uint32("etp", "expert-tensor-parallel size, MoE models (default: tp)",
            &etp);
+  f.Uint32("vp",
+           "model chunks a pipeline rank under interleaved 1F1B (Megatron's "
+           "--num-virtual-stages-per-pipeline-rank; default 1: plain 1F1B)",
+           &vp);
+  f.String("recompute", "KIND",
+           "activation recomputation: none (default), selective (Megatron's "
+           "--recompute-granularity selective: --recompute-modules, core "
+           "attention by default) or full (with --recompute-method and "
+           "--recompute-layers)",
+           &recompute);
+  f.String("recompute-method", "METHOD",
+           "with --recompute=full: uniform (groups of --recompute-layers "
+           "layers keep only their input) or block (the first "
+           "--recompute-layers layers of each stage recomputed)",
+           &recompute_method);
+  f.Uint32("recompute-layers",
+           "with --recompute=full: Megatron's --recompute-num-layers",
+           &recompute_layers);
+  f.String("recompute-modules", "LIST",
+           "with --recompute=selective: Megatron's --recompute-modules, "
+           "comma-separated (core_attn, mlp, moe, moe_act, shared_experts, "
+           "layernorm, mla_up_proj)",
+           &recompute_modules);
   f.Uint32("mbs", "micro-batch size (default 1)", &mbs);
   f.Uint32("seq", "sequence length (required)", &seq);
   f.Uint32("gbs", "global batch size; checked to be a multiple of mbs*dp",
@@ -321,6 +352,88 @@ void SetTpCommOverlap(bool on, v1::TrainingConfig& t) {
   }
 }
 
+absl::Status JobFlags::ApplyRecompute(bool refuse_conflicts,
+                                      v1::Recompute& out) const {
+  if (!recompute && !recompute_method && !recompute_layers &&
+      !recompute_modules) {
+    return absl::OkStatus();
+  }
+  if (!recompute) {
+    return absl::InvalidArgumentError(
+        "--recompute-method, --recompute-layers and --recompute-modules "
+        "need --recompute=full or selective");
+  }
+  v1::Recompute parsed;
+  const std::string kind = absl::AsciiStrToLower(*recompute);
+  if (kind == "none") {
+    parsed.set_granularity(v1::Recompute::GRANULARITY_NONE);
+  } else if (kind == "selective") {
+    parsed.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+  } else if (kind == "full") {
+    parsed.set_granularity(v1::Recompute::GRANULARITY_FULL);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--recompute: must be none, selective or full (got '",
+        recompute->substr(0, 32), "')"));
+  }
+  if ((recompute_method || recompute_layers) && kind != "full") {
+    return absl::InvalidArgumentError(
+        "--recompute-method and --recompute-layers: with --recompute=full "
+        "only");
+  }
+  if (recompute_modules && kind != "selective") {
+    return absl::InvalidArgumentError(
+        "--recompute-modules: with --recompute=selective only");
+  }
+  if (recompute_method) {
+    const std::string method = absl::AsciiStrToLower(*recompute_method);
+    if (method == "uniform") {
+      parsed.set_method(v1::Recompute::METHOD_UNIFORM);
+    } else if (method == "block") {
+      parsed.set_method(v1::Recompute::METHOD_BLOCK);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--recompute-method: must be uniform or block (got '",
+          recompute_method->substr(0, 32), "')"));
+    }
+  }
+  if (recompute_layers) parsed.set_num_layers(*recompute_layers);
+  if (recompute_modules) {
+    // At most one module of each kind: the list is bounded by the names.
+    for (absl::string_view name : absl::StrSplit(*recompute_modules, ',')) {
+      const std::optional<v1::Recompute::Module> module =
+          RecomputeModuleNamed(absl::StripAsciiWhitespace(name));
+      if (!module) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--recompute-modules: '", name.substr(0, 32),
+            "' is not one of core_attn, mlp, moe, moe_act, shared_experts, "
+            "layernorm, mla_up_proj"));
+      }
+      if (std::find(parsed.modules().begin(), parsed.modules().end(),
+                    *module) == parsed.modules().end()) {
+        parsed.add_modules(*module);
+      }
+    }
+  }
+  // A launch that says its recomputation is not overridden by another.
+  const bool same =
+      out.granularity() == parsed.granularity() &&
+      out.method() == parsed.method() &&
+      out.num_layers() == parsed.num_layers() &&
+      std::is_permutation(out.modules().begin(), out.modules().end(),
+                          parsed.modules().begin(), parsed.modules().end());
+  if (refuse_conflicts &&
+      out.granularity() != v1::Recompute::GRANULARITY_UNSPECIFIED && !same) {
+    return absl::InvalidArgumentError(
+        "--recompute: contradicts the launch command's "
+        "--recompute-granularity, --recompute-method, "
+        "--recompute-num-layers or --recompute-modules");
+  }
+  parsed.set_distribute_saved_activations(out.distribute_saved_activations());
+  out = parsed;
+  return absl::OkStatus();
+}
+
 absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
   v1::ModelConfig& m = *job.mutable_model();
   if (model) m.set_name(*model);
@@ -346,6 +459,7 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
       {"dp", dp, p.data_parallel(), [&](uint32_t v) { p.set_data_parallel(v); }},
       {"ep", ep, p.expert_parallel(), [&](uint32_t v) { p.set_expert_parallel(v); }},
       {"etp", etp, p.expert_tensor_parallel(), [&](uint32_t v) { p.set_expert_tensor_parallel(v); }},
+      {"vp", vp, p.virtual_pipeline_stages(), [&](uint32_t v) { p.set_virtual_pipeline_stages(v); }},
       {"distributed-optimizer-instances", optimizer_instances, p.distributed_optimizer_instances(), [&](uint32_t v) { p.set_distributed_optimizer_instances(v); }},
       {"mbs", mbs, t.micro_batch_size(), [&](uint32_t v) { t.set_micro_batch_size(v); }},
       {"seq", seq, t.seq_length(), [&](uint32_t v) { t.set_seq_length(v); }},
@@ -383,6 +497,9 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
     absl::StatusOr<v1::Precision> parsed = ParsePrecision(*precision);
     if (!parsed.ok()) return parsed.status();
     t.set_precision(*parsed);
+  }
+  if (absl::Status s = ApplyRecompute(r, *t.mutable_recompute()); !s.ok()) {
+    return s;
   }
   if (megatron_core) t.set_megatron_core_version(*megatron_core);
   if (fused_swiglu) t.set_fused_swiglu(*fused_swiglu);

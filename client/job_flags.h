@@ -27,7 +27,15 @@ struct JobFlags {
   std::optional<uint32_t> gpus_per_node;
   // Parallelism and batch.
   std::optional<uint32_t> gpus, tp, cp, pp, dp, mbs, seq, gbs, ep, etp;
+  // Interleaved 1F1B's model chunks a pipeline rank
+  // (ParallelConfig.virtual_pipeline_stages).
+  std::optional<uint32_t> vp;
   std::optional<bool> sequence_parallel, distributed_optimizer;
+  // Activation recomputation (TrainingConfig.recompute): "none",
+  // "selective" or "full"; with full, "uniform" or "block" and the layers;
+  // with selective, Megatron's module names, comma-separated.
+  std::optional<std::string> recompute, recompute_method, recompute_modules;
+  std::optional<uint32_t> recompute_layers;
   std::optional<std::string> precision;
   // The Megatron-Core release (TrainingConfig.megatron_core_version).
   std::optional<std::string> megatron_core;
@@ -61,6 +69,13 @@ struct JobFlags {
   // the settings `plan` takes too (it registers the model flags one by
   // one).
   void RegisterRelease(FlagSet& flags);
+
+  // --recompute, --recompute-method, --recompute-layers and
+  // --recompute-modules into `out` (left as it is without them).
+  // INVALID_ARGUMENT names the flag: an unknown kind, method or module, a
+  // method or layer count without full, modules without selective, or,
+  // with `refuse_conflicts`, a setting other than the one `out` has.
+  absl::Status ApplyRecompute(bool refuse_conflicts, v1::Recompute& out) const;
 
   // --cp-comm-type and --cp-a2a-size into `par`'s fields (left as they are
   // without the flags). INVALID_ARGUMENT names the flag: an unknown type,

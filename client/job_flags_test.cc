@@ -252,6 +252,90 @@ TEST(JobFlagsTest, AgreeingLocalAttentionKeepsTheLaunchsSpec) {
   EXPECT_TRUE(unset.training().local_layer_spec());
 }
 
+// Recomputation and interleaving had no flags: a refusal's "fits with
+// recomputation" or "interleaved x16" could only be checked with a job
+// file or a launch. --recompute, --recompute-method, --recompute-layers,
+// --recompute-modules and --vp say them; the same job holds less with
+// them; misuse is named.
+TEST(JobFlagsTest, RecomputationAndInterleavingByFlag) {
+  const std::vector<std::string> llama = {"--model=llama-3.1-8b",
+                                          "--gpu=a100-40gb", "--gpus=8",
+                                          "--tp=4", "--pp=2", "--mbs=2",
+                                          "--seq=8192"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = llama;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Build(args);
+  };
+  absl::StatusOr<v1::Job> plain = Build(llama);
+  absl::StatusOr<v1::Job> full = with(
+      {"--recompute=full", "--recompute-method=block", "--recompute-layers=8"});
+  ASSERT_TRUE(plain.ok() && full.ok()) << full.status();
+  EXPECT_EQ(full->training().recompute().granularity(),
+            v1::Recompute::GRANULARITY_FULL);
+  EXPECT_EQ(full->training().recompute().method(),
+            v1::Recompute::METHOD_BLOCK);
+  EXPECT_EQ(full->training().recompute().num_layers(), 8u);
+  absl::StatusOr<v1::Estimate> a = EstimateJob(*plain);
+  absl::StatusOr<v1::Estimate> b = EstimateJob(*full);
+  ASSERT_TRUE(a.ok() && b.ok()) << b.status();
+  EXPECT_LT(b->peak().activation_bytes(), a->peak().activation_bytes());
+
+  absl::StatusOr<v1::Job> selective = with(
+      {"--recompute=selective", "--recompute-modules=mlp, layernorm,mlp"});
+  ASSERT_TRUE(selective.ok()) << selective.status();
+  ASSERT_EQ(selective->training().recompute().modules_size(), 2);
+  EXPECT_EQ(selective->training().recompute().modules(0),
+            v1::Recompute::MODULE_MLP);
+  EXPECT_EQ(selective->training().recompute().modules(1),
+            v1::Recompute::MODULE_LAYERNORM);
+
+  absl::StatusOr<v1::Job> interleaved = with({"--vp=4", "--gbs=64"});
+  ASSERT_TRUE(interleaved.ok()) << interleaved.status();
+  EXPECT_EQ(interleaved->parallel().virtual_pipeline_stages(), 4u);
+  absl::StatusOr<v1::Estimate> c = EstimateJob(*interleaved);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_NE(c->peak().activation_bytes(), a->peak().activation_bytes());
+
+  for (const auto& [extra, message] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--recompute=partial"}, "--recompute: must be none"},
+           {{"--recompute-layers=2"}, "need --recompute=full or selective"},
+           {{"--recompute=selective", "--recompute-layers=2"},
+            "with --recompute=full only"},
+           {{"--recompute=full", "--recompute-modules=mlp"},
+            "with --recompute=selective only"},
+           {{"--recompute=full", "--recompute-method=half"},
+            "--recompute-method: must be uniform or block"},
+           {{"--recompute=selective", "--recompute-modules=mlp,bogus"},
+            "'bogus' is not one of"},
+       }) {
+    absl::StatusOr<v1::Job> bad = with(extra);
+    ASSERT_FALSE(bad.ok()) << extra.back();
+    EXPECT_NE(bad.status().message().find(message), std::string::npos)
+        << bad.status();
+  }
+  // Beside a launch that says its own, a different setting contradicts it.
+  JobFlags jf;
+  FlagSet flags("test");
+  jf.Register(flags);
+  ASSERT_TRUE(flags.Parse({"--recompute=full", "--recompute-method=uniform",
+                           "--recompute-layers=1"})
+                  .ok());
+  v1::Job launch;
+  v1::Recompute& r = *launch.mutable_training()->mutable_recompute();
+  r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+  r.set_method(v1::Recompute::METHOD_BLOCK);
+  r.set_num_layers(4);
+  absl::Status conflict = jf.ApplyTo(launch, /*refuse_conflicts=*/true);
+  EXPECT_NE(conflict.message().find("contradicts the launch command"),
+            std::string::npos)
+      << conflict;
+  r.set_method(v1::Recompute::METHOD_UNIFORM);
+  r.set_num_layers(1);
+  EXPECT_TRUE(jf.ApplyTo(launch, /*refuse_conflicts=*/true).ok());
+}
+
 TEST(JobFlagsTest, MissingRequiredFlagsAreNamed) {
   absl::StatusOr<v1::Job> job =
       Build({"--model=llama-3.1-8b", "--gpu=a100-40gb", "--seq=8192"});
