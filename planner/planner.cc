@@ -263,7 +263,11 @@ std::string WhyOf(const Layout4D& l, const SpeedFactors& f, double capacity,
       "%s %.2f GiB of %.2f GiB limit", ZoneName(l.zone),
       ToGiB(l.peak_bytes), ToGiB(threshold * capacity));
   if (l.zone != v1::ZONE_GREEN) {
-    absl::StrAppend(&why, ": does not fit under the threshold");
+    absl::StrAppend(&why,
+                    l.zone == v1::ZONE_RED && l.peak_bytes <= capacity
+                        ? ": the loss's 16-bit gradient of the logits does "
+                          "not fit in the GPU beside the last stage"
+                        : ": does not fit under the threshold");
     return why;
   }
   absl::StrAppendFormat(&why, "; GEMM efficiency %.0f%%", 100 * f.gemm);
