@@ -156,27 +156,50 @@ absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
                    WhyNotModelled(hf.model_type())));
 }
 
-// Whether the config gives `key` as null, which the typed parse cannot
-// tell from absent: a second parse, made only where a family's default
-// for an absent key differs from its fallback for a null one.
-bool KeyIsNull(absl::string_view json, absl::string_view key) {
-  google::protobuf::Struct top;
-  if (!google::protobuf::util::JsonStringToMessage(
-           google::protobuf::StringPiece(json.data(), json.size()), &top)
-           .ok()) {
-    return false;
+// The config as an untyped tree, for what the typed parse cannot tell (a
+// null from an absent key, rotary parameters per layer type): parsed at
+// most once a config, on the first question, so a config costs at most two
+// parses whatever is asked.
+class ConfigTree {
+ public:
+  explicit ConfigTree(absl::string_view json) : json_(json) {}
+
+  // The top-level object, or nullptr where it does not parse as one.
+  const google::protobuf::Struct* top() {
+    if (!parsed_) {
+      parsed_ = true;
+      ok_ = google::protobuf::util::JsonStringToMessage(
+                google::protobuf::StringPiece(json_.data(), json_.size()),
+                &top_)
+                .ok();
+    }
+    return ok_ ? &top_ : nullptr;
   }
-  const auto it = top.fields().find(std::string(key));
-  return it != top.fields().end() &&
+
+ private:
+  absl::string_view json_;
+  bool parsed_ = false;
+  bool ok_ = false;
+  google::protobuf::Struct top_;
+};
+
+// Whether the config gives `key` as null, which the typed parse cannot
+// tell from absent: asked only where a family's default for an absent key
+// differs from its fallback for a null one.
+bool KeyIsNull(ConfigTree& tree, absl::string_view key) {
+  const google::protobuf::Struct* top = tree.top();
+  if (top == nullptr) return false;
+  const auto it = top->fields().find(std::string(key));
+  return it != top->fields().end() &&
          it->second.kind_case() == google::protobuf::Value::kNullValue;
 }
 
 // A count the config may leave out: its value; absent, the family's class
 // default (0: `fallback`); null, `fallback`.
-uint32_t CountOf(absl::string_view json, absl::string_view key, bool has,
+uint32_t CountOf(ConfigTree& tree, absl::string_view key, bool has,
                  uint32_t value, uint32_t family_default, uint32_t fallback) {
   if (has) return value;
-  if (family_default == 0 || KeyIsNull(json, key)) return fallback;
+  if (family_default == 0 || KeyIsNull(tree, key)) return fallback;
   return family_default;
 }
 
@@ -213,7 +236,7 @@ bool IsYarn(const v1::HuggingFaceConfig& hf) {
 }
 
 // Experts, MLA and MTP as the family's modeling file builds them.
-absl::Status FillExperts(absl::string_view json,
+absl::Status FillExperts(ConfigTree& tree,
                          const v1::HuggingFaceConfig& hf, const Family& f,
                          v1::ModelConfig& model) {
   if (f.experts == Family::kDense) return absl::OkStatus();
@@ -286,7 +309,7 @@ absl::Status FillExperts(absl::string_view json,
       // where the key is left out); Qwen3-MoE none.
       const uint32_t shared =
           f.model_type == absl::string_view("qwen2_moe")
-              ? CountOf(json, "shared_expert_intermediate_size",
+              ? CountOf(tree, "shared_expert_intermediate_size",
                         hf.has_shared_expert_intermediate_size(),
                         hf.shared_expert_intermediate_size(), 5632, 0)
               : 0;
@@ -323,7 +346,7 @@ absl::Status FillExperts(absl::string_view json,
       // DeepSeek's own configuration_deepseek.py (trust_remote_code, and
       // Kimi K2's) none and 0: refused, naming the key, rather than
       // guessed (an explicit null n_shared_experts is none, as there).
-      if (!hf.has_n_shared_experts() && !KeyIsNull(json, "n_shared_experts")) {
+      if (!hf.has_n_shared_experts() && !KeyIsNull(tree, "n_shared_experts")) {
         return absl::InvalidArgumentError(
             "config.json: n_shared_experts: required for DeepSeek-style "
             "experts (transformers' config classes default it to 1 or 2, "
@@ -362,7 +385,7 @@ absl::Status FillExperts(absl::string_view json,
       // Null: no Q LoRA (DeepSeek-V2-Lite's linear_q_proj); left out, the
       // config classes' 1536 (DeepseekV2Config, DeepseekV3Config, and
       // DeepSeek's own configuration_deepseek.py alike).
-      mla.set_q_lora_rank(CountOf(json, "q_lora_rank", hf.has_q_lora_rank(),
+      mla.set_q_lora_rank(CountOf(tree, "q_lora_rank", hf.has_q_lora_rank(),
                                   hf.q_lora_rank(), 1536, 0));
       mla.set_kv_lora_rank(hf.kv_lora_rank());
       mla.set_qk_head_dim(hf.qk_nope_head_dim());
@@ -439,18 +462,13 @@ absl::StatusOr<v1::MlpActivation> ActivationOf(const v1::HuggingFaceConfig& hf,
 // which the typed parse reads past, make any type's YaRN: Megatron runs one
 // rotary type for every layer, so YaRN in any of them is YaRN's unfused
 // tables in all (an over-count of the others' few MiB, never an
-// under-count). A second parse of the config, made only where the typed
-// one found no YaRN.
-bool YarnForSomeLayerType(absl::string_view json) {
-  google::protobuf::Struct top;
-  if (!google::protobuf::util::JsonStringToMessage(
-           google::protobuf::StringPiece(json.data(), json.size()), &top)
-           .ok()) {
-    return false;
-  }
+// under-count). Asked only where the typed parse found no YaRN.
+bool YarnForSomeLayerType(ConfigTree& tree) {
+  const google::protobuf::Struct* top = tree.top();
+  if (top == nullptr) return false;
   for (const char* key : {"rope_parameters", "rope_scaling"}) {
-    const auto it = top.fields().find(key);
-    if (it == top.fields().end() || !it->second.has_struct_value()) continue;
+    const auto it = top->fields().find(key);
+    if (it == top->fields().end() || !it->second.has_struct_value()) continue;
     for (const auto& [layer_type, params] :
          it->second.struct_value().fields()) {
       if (!params.has_struct_value()) continue;
@@ -468,17 +486,19 @@ bool YarnForSomeLayerType(absl::string_view json) {
 
 // A soft-cap: the config's value; where the key is absent, the family's
 // default; where it is null, none.
-float SoftcapOf(absl::string_view json, absl::string_view key, bool has,
+float SoftcapOf(ConfigTree& tree, absl::string_view key, bool has,
                 float value, float family_default) {
   if (has) return value;
   if (family_default == 0) return 0;
-  return KeyIsNull(json, key) ? 0 : family_default;
+  return KeyIsNull(tree, key) ? 0 : family_default;
 }
 
-}  // namespace
 
-absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
-    absl::string_view json, absl::string_view name) {
+// The model of a config, its untyped tree (ConfigTree) shared with the
+// unreviewed keys' check.
+absl::StatusOr<v1::ModelConfig> ModelFromTree(absl::string_view json,
+                                              ConfigTree& tree,
+                                              absl::string_view name) {
   v1::HuggingFaceConfig hf;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = true;
@@ -515,7 +535,7 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
   // transformers' LlamaConfig: no num_key_value_heads means multi-head
   // (GptOssConfig: 8).
   model.set_num_query_groups(CountOf(
-      json, "num_key_value_heads", hf.has_num_key_value_heads(),
+      tree, "num_key_value_heads", hf.has_num_key_value_heads(),
       hf.num_key_value_heads(), (*family)->kv_heads_default,
       hf.num_attention_heads()));
   model.set_vocab_size(hf.vocab_size());
@@ -523,7 +543,7 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
                                     ? hf.tie_word_embeddings()
                                     : (*family)->tied_by_default);
   // 0: hidden_size / num_attention_heads (GptOssConfig: 64 when absent).
-  model.set_head_dim(CountOf(json, "head_dim", hf.has_head_dim(),
+  model.set_head_dim(CountOf(tree, "head_dim", hf.has_head_dim(),
                              hf.head_dim(), (*family)->head_dim_default, 0));
   // attention_bias (Llama) puts a bias on q, k, v and o; the o bias (h a
   // layer) is counted with the QKV ones' order of magnitude: negligible.
@@ -533,10 +553,10 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
   // Gemma 2 caps its logits and its attention scores (validation refuses
   // negative and non-finite caps).
   model.set_final_logit_softcapping(SoftcapOf(
-      json, "final_logit_softcapping", hf.has_final_logit_softcapping(),
+      tree, "final_logit_softcapping", hf.has_final_logit_softcapping(),
       hf.final_logit_softcapping(), (*family)->final_cap_default));
   model.set_attention_logit_softcapping(SoftcapOf(
-      json, "attn_logit_softcapping", hf.has_attn_logit_softcapping(),
+      tree, "attn_logit_softcapping", hf.has_attn_logit_softcapping(),
       hf.attn_logit_softcapping(), (*family)->attention_cap_default));
   // The paper's Llama otherwise: gated MLP, RMSNorm, rotary positions.
   absl::StatusOr<v1::MlpActivation> activation = ActivationOf(hf, **family);
@@ -547,20 +567,20 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
     model.set_normalization(v1::NORMALIZATION_LAYERNORM);
   }
   model.set_position_embedding(v1::POSITION_EMBEDDING_ROPE);
-  if (absl::Status st = FillExperts(json, hf, **family, model); !st.ok()) {
+  if (absl::Status st = FillExperts(tree, hf, **family, model); !st.ok()) {
     return st;
   }
   // YaRN (gpt-oss) runs Megatron's unfused RoPE, whose cos and sin each
   // layer keeps (memory_model.cc [RU]). Multi-latent attention takes YaRN
   // from Megatron's --rope-type yarn beside rope positions, where the
   // fusion stays on (DeepSeek's launches): left as RoPE.
-  if (!model.has_mla() && (IsYarn(hf) || YarnForSomeLayerType(json))) {
+  if (!model.has_mla() && (IsYarn(hf) || YarnForSomeLayerType(tree))) {
     model.set_position_embedding(v1::POSITION_EMBEDDING_YARN);
   }
   return model;
 }
 
-std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
+std::vector<std::string> UnreviewedKeysOf(ConfigTree& tree) {
   // Reviewed and read past: they do not change per-GPU training memory
   // under Megatron. Token ids, initialisation, inference caches and
   // transformers' bookkeeping; rotary frequencies, scaling (its YaRN
@@ -597,17 +617,11 @@ std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
       "transformers_version", "unk_token_id", "use_cache",
       "use_sliding_window"};
   std::vector<std::string> out;
-  google::protobuf::Struct top;
-  google::protobuf::util::JsonParseOptions options;
-  if (!google::protobuf::util::JsonStringToMessage(
-           google::protobuf::StringPiece(json.data(), json.size()), &top,
-           options)
-           .ok()) {
-    return out;
-  }
+  const google::protobuf::Struct* top = tree.top();
+  if (top == nullptr) return out;
   const google::protobuf::Descriptor* read =
       v1::HuggingFaceConfig::descriptor();
-  for (const auto& [key, value] : top.fields()) {
+  for (const auto& [key, value] : top->fields()) {
     if (read->FindFieldByName(key) == nullptr && !reviewed->count(key)) {
       out.push_back(key);
     }
@@ -616,19 +630,35 @@ std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
   return out;
 }
 
+}  // namespace
+
+absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
+    absl::string_view json, absl::string_view name) {
+  ConfigTree tree(json);
+  return ModelFromTree(json, tree, name);
+}
+
+std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
+  ConfigTree tree(json);
+  return UnreviewedKeysOf(tree);
+}
+
 absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
     const std::string& path, std::vector<std::string>* notes,
     bool refuse_unreviewed) {
   absl::StatusOr<std::string> json = ReadSmallFile(path);
   if (!json.ok()) return json.status();
-  absl::StatusOr<v1::ModelConfig> model = ModelFromHuggingFaceJson(*json, path);
+  // One untyped parse at most, shared by the model and the unreviewed keys.
+  ConfigTree tree(*json);
+  absl::StatusOr<v1::ModelConfig> model = ModelFromTree(*json, tree, path);
   if (!model.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": ", model.status().message()));
   }
   if (notes == nullptr && !refuse_unreviewed) return model;
-  // A second parse of the (size-bounded) file, only when asked for.
-  const std::vector<std::string> unreviewed = UnreviewedHuggingFaceKeys(*json);
+  // The untyped tree (parsed here, or already for the model), only when
+  // asked for.
+  const std::vector<std::string> unreviewed = UnreviewedKeysOf(tree);
   if (unreviewed.empty()) return model;
   // A file may hold thousands of keys: the first few are named.
   constexpr size_t kNamed = 10;
