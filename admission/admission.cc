@@ -35,21 +35,6 @@ void AppendPeakVersusLimit(std::string& out, const v1::Estimate& e) {
   absl::StrAppend(&out, " GiB ", e.job().accelerator().name(), ")");
 }
 
-// The stage whose total, expert load margin and loss gradient cast
-// together exceed the GPU's memory, or nullptr: what made a zone RED
-// whose peak alone fits (estimate.h AdmissionZone).
-const v1::StageMemory* StageTheLossOverflows(const v1::Estimate& e) {
-  for (const v1::StageMemory& stage : e.stages()) {
-    if (stage.loss_gradient_cast_bytes() > 0 &&
-        stage.total_bytes() + stage.expert_imbalance_bytes() +
-                stage.loss_gradient_cast_bytes() >
-            e.capacity_bytes()) {
-      return &stage;
-    }
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 void Decide(const AdmissionPolicy& policy, v1::Decision& decision) {

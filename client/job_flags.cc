@@ -365,17 +365,16 @@ absl::Status JobFlags::ApplyRecompute(bool refuse_conflicts,
   }
   v1::Recompute parsed;
   const std::string kind = absl::AsciiStrToLower(*recompute);
-  if (kind == "none") {
-    parsed.set_granularity(v1::Recompute::GRANULARITY_NONE);
-  } else if (kind == "selective") {
-    parsed.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
-  } else if (kind == "full") {
-    parsed.set_granularity(v1::Recompute::GRANULARITY_FULL);
-  } else {
+  // Megatron's --recompute-granularity names, and none.
+  const std::optional<v1::Recompute::Granularity> granularity =
+      kind == "none" ? v1::Recompute::GRANULARITY_NONE
+                     : RecomputeGranularityNamed(kind);
+  if (!granularity) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--recompute: must be none, selective or full (got '",
         recompute->substr(0, 32), "')"));
   }
+  parsed.set_granularity(*granularity);
   if ((recompute_method || recompute_layers) && kind != "full") {
     return absl::InvalidArgumentError(
         "--recompute-method and --recompute-layers: with --recompute=full "
@@ -386,16 +385,14 @@ absl::Status JobFlags::ApplyRecompute(bool refuse_conflicts,
         "--recompute-modules: with --recompute=selective only");
   }
   if (recompute_method) {
-    const std::string method = absl::AsciiStrToLower(*recompute_method);
-    if (method == "uniform") {
-      parsed.set_method(v1::Recompute::METHOD_UNIFORM);
-    } else if (method == "block") {
-      parsed.set_method(v1::Recompute::METHOD_BLOCK);
-    } else {
+    const std::optional<v1::Recompute::Method> method =
+        RecomputeMethodNamed(absl::AsciiStrToLower(*recompute_method));
+    if (!method) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--recompute-method: must be uniform or block (got '",
           recompute_method->substr(0, 32), "')"));
     }
+    parsed.set_method(*method);
   }
   if (recompute_layers) parsed.set_num_layers(*recompute_layers);
   if (recompute_modules) {

@@ -105,6 +105,18 @@ v1::Zone AdmissionZone(const StagePeak& peak, double capacity_bytes,
   return ZoneOf(peak.admission, capacity_bytes, threshold);
 }
 
+const v1::StageMemory* StageTheLossOverflows(const v1::Estimate& e) {
+  for (const v1::StageMemory& stage : e.stages()) {
+    if (stage.loss_gradient_cast_bytes() > 0 &&
+        stage.total_bytes() + stage.expert_imbalance_bytes() +
+                stage.loss_gradient_cast_bytes() >
+            e.capacity_bytes()) {
+      return &stage;
+    }
+  }
+  return nullptr;
+}
+
 absl::StatusOr<v1::Estimate> EstimateJob(const v1::Job& job,
                                          double threshold) {
   v1::Estimate estimate;

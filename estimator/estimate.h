@@ -33,6 +33,11 @@ v1::Zone ZoneOf(double bytes, double capacity_bytes, double threshold);
 v1::Zone AdmissionZone(const StagePeak& peak, double capacity_bytes,
                        double threshold);
 
+// The stage of `e` whose total, expert load margin and loss gradient cast
+// do not fit in the GPU together, or nullptr: what makes a zone RED whose
+// peak alone fits.
+const v1::StageMemory* StageTheLossOverflows(const v1::Estimate& e);
+
 }  // namespace memgate
 
 #endif  // MEMGATE_ESTIMATOR_ESTIMATE_H_

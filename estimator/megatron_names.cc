@@ -17,6 +17,14 @@ constexpr NameTable<v1::Recompute::Module> kRecomputeModules[] = {
     {"layernorm", v1::Recompute::MODULE_LAYERNORM},
     {"mla_up_proj", v1::Recompute::MODULE_MLA_UP_PROJ}};
 
+constexpr NameTable<v1::Recompute::Granularity> kRecomputeGranularities[] = {
+    {"selective", v1::Recompute::GRANULARITY_SELECTIVE},
+    {"full", v1::Recompute::GRANULARITY_FULL}};
+
+constexpr NameTable<v1::Recompute::Method> kRecomputeMethods[] = {
+    {"uniform", v1::Recompute::METHOD_UNIFORM},
+    {"block", v1::Recompute::METHOD_BLOCK}};
+
 constexpr NameTable<v1::DataParallelSharding> kShardingStrategies[] = {
     {"no_shard", v1::DATA_PARALLEL_SHARDING_NO_SHARD},
     {"optim", v1::DATA_PARALLEL_SHARDING_OPTIM},
@@ -57,6 +65,16 @@ std::optional<v1::Recompute::Module> RecomputeModuleNamed(
 
 std::string RecomputeModuleName(v1::Recompute::Module module) {
   return NameOf(kRecomputeModules, module);
+}
+
+std::optional<v1::Recompute::Granularity> RecomputeGranularityNamed(
+    absl::string_view name) {
+  return ValueNamed(kRecomputeGranularities, name);
+}
+
+std::optional<v1::Recompute::Method> RecomputeMethodNamed(
+    absl::string_view name) {
+  return ValueNamed(kRecomputeMethods, name);
 }
 
 std::optional<v1::DataParallelSharding> ShardingStrategyNamed(

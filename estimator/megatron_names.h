@@ -20,6 +20,13 @@ std::optional<v1::Recompute::Module> RecomputeModuleNamed(
 // "unknown" for a value without a Megatron name (UNSPECIFIED, out of range).
 std::string RecomputeModuleName(v1::Recompute::Module module);
 
+// --recompute-granularity (arguments.py): "selective", "full".
+std::optional<v1::Recompute::Granularity> RecomputeGranularityNamed(
+    absl::string_view name);
+// --recompute-method (arguments.py): "uniform", "block".
+std::optional<v1::Recompute::Method> RecomputeMethodNamed(
+    absl::string_view name);
+
 // --data-parallel-sharding-strategy (arguments.py): "optim_grads".
 std::optional<v1::DataParallelSharding> ShardingStrategyNamed(
     absl::string_view name);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "estimator/estimate.h"
 #include "estimator/megatron_names.h"
 #include "estimator/units.h"
 
@@ -233,19 +234,16 @@ std::string FormatEstimateTable(const v1::Estimate& e) {
       "(GREEN <= %.0f%%, RED > 100%%)\n",
       e.peak_gib(), e.peak().stage(), 100 * e.capacity_fraction(),
       ToGiB(e.capacity_bytes()), ZoneName(e.zone()), 100 * e.threshold());
-  for (const v1::StageMemory& s : e.stages()) {
-    const double beside = s.total_bytes() + s.expert_imbalance_bytes();
-    if (s.loss_gradient_cast_bytes() > 0 &&
-        beside + s.loss_gradient_cast_bytes() > e.capacity_bytes()) {
-      absl::StrAppendFormat(
-          &out,
-          "RED: the loss's backward casts the logits' fp32 gradient to 16 "
-          "bits, %.2f GiB beside stage %u's %.2f GiB: %.2f GiB, more than "
-          "the GPU's %.2f GiB\n",
-          ToGiB(s.loss_gradient_cast_bytes()), s.stage(), ToGiB(beside),
-          ToGiB(beside + s.loss_gradient_cast_bytes()),
-          ToGiB(e.capacity_bytes()));
-    }
+  if (const v1::StageMemory* s = StageTheLossOverflows(e)) {
+    const double beside = s->total_bytes() + s->expert_imbalance_bytes();
+    absl::StrAppendFormat(
+        &out,
+        "RED: the loss's backward casts the logits' fp32 gradient to 16 "
+        "bits, %.2f GiB beside stage %u's %.2f GiB: %.2f GiB, more than "
+        "the GPU's %.2f GiB\n",
+        ToGiB(s->loss_gradient_cast_bytes()), s->stage(), ToGiB(beside),
+        ToGiB(beside + s->loss_gradient_cast_bytes()),
+        ToGiB(e.capacity_bytes()));
   }
   const double deepep = DeepEpShareOf(e.peak());
   if (deepep > 0) {

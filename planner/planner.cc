@@ -953,7 +953,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           // after any recomputation.
           Layout4D best = evaluate(fastest);
           size_t best_index = fastest;
-          Layout4D at_deepest = best;
+          std::optional<Layout4D> at_deepest;  // where the walk reached it
           auto fits_as_is = [](const Layout4D& e) {
             return e.zone == v1::ZONE_GREEN && e.recompute == 0 &&
                    !e.cheap_modules;
@@ -978,8 +978,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           }
           emit(best);
           if (best_index != deepest) {
-            emit(at_deepest.v == chunkings[deepest].v ? at_deepest
-                                                      : evaluate(deepest));
+            emit(at_deepest ? *at_deepest : evaluate(deepest));
           }
         }
       }

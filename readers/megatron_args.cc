@@ -1170,14 +1170,13 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
   } else if (granularity == "full") {
     r.set_granularity(v1::Recompute::GRANULARITY_FULL);
     const std::string method = args.Text("recompute-method");
-    if (method == "uniform") {
-      r.set_method(v1::Recompute::METHOD_UNIFORM);
-    } else if (method == "block") {
-      r.set_method(v1::Recompute::METHOD_BLOCK);
-    } else {
+    const std::optional<v1::Recompute::Method> known =
+        RecomputeMethodNamed(method);
+    if (!known) {
       return Bad("recompute-method",
                  "must be uniform or block with --recompute-granularity full");
     }
+    r.set_method(*known);
     if (!args.Has("recompute-num-layers")) {
       return Bad("recompute-num-layers",
                  "must be given with --recompute-granularity full");
