@@ -41,7 +41,8 @@ BASE = (
     "--global-batch-size 1 --swiglu --normalization RMSNorm "
     "--position-embedding-type rope --untie-embeddings-and-output-weights "
     "--disable-bias-linear --transformer-impl local --vocab-size 128256 "
-    "--make-vocab-size-divisible-by 128 --no-rope-fusion"
+    "--make-vocab-size-divisible-by 128 --no-rope-fusion "
+    "--no-gradient-accumulation-fusion"
 )
 NO_DROPOUT = "--attention-dropout 0 --hidden-dropout 0"
 BF16 = "--bf16 --use-distributed-optimizer"
@@ -237,6 +238,35 @@ JOBS.update({
         "--position-embedding-type mrope --mrope-section 16 24 24"),
 })
 
+
+# Session 38: the loss's transient (memgate's zone rule since session 37,
+# memory_model.cc [CE]): a small model with a large vocabulary, every layer
+# recomputed, micro-batches of 10, 11 and 12 sequences. memgate admits the
+# first (54.3 GiB, the transient fits beside it), refuses the other two RED
+# because the logits' 16-bit gradient does not fit beside the stage (58.7 +
+# 21.5 and 63.1 + 23.4 GiB); before session 37 it admitted both (GREEN:
+# 73% and 79% of 80 GiB). And fp32 at h != s: is its peak above the stored
+# bytes the output layer's weight gradient (4 v h, no gradient-accumulation
+# fusion) or a copy of the logits (4 s b v)? dense_fp32 (s = h) cannot tell.
+_LOSS_BASE = (_DENSE.replace("--hidden-size 2048 --ffn-hidden-size 5632",
+                             "--hidden-size 1024 --ffn-hidden-size 2816")
+              .replace("--num-attention-heads 16", "--num-attention-heads 8")
+              .replace("--vocab-size 128256", "--vocab-size 256000")
+              + " --recompute-granularity full --recompute-method uniform "
+              "--recompute-num-layers 1")
+
+
+def _micro_batch(line, b):
+    return line.replace("--micro-batch-size 1 --global-batch-size 1",
+                        f"--micro-batch-size {b} --global-batch-size {b}")
+
+
+JOBS.update({
+    "loss_vocab_mbs10": _micro_batch(_LOSS_BASE, 10),
+    "loss_vocab_mbs11": _micro_batch(_LOSS_BASE, 11),
+    "loss_vocab_mbs12": _micro_batch(_LOSS_BASE, 12),
+    "loss_vocab_fp32": _without(_LOSS_BASE, "--bf16"),
+})
 
 def parse(line):
     """The few launch arguments this script needs, as a dict (the values of
@@ -613,6 +643,7 @@ def run_job(name, fused, census_mode=False):
         **phases,
         "max_reserved": torch.cuda.max_memory_reserved(),
         "device_used": total - free,
+        "device_total": total,
         "device": torch.cuda.get_device_name(0),
         "torch": torch.__version__,
     }
