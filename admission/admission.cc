@@ -64,11 +64,10 @@ void Decide(const AdmissionPolicy& policy, v1::Decision& decision) {
   const double peak_admission =
       estimate.peak().total_bytes() + estimate.peak().expert_imbalance_bytes();
   if (zone == v1::ZONE_RED && peak_admission <= estimate.capacity_bytes()) {
-    // RED though the peak fits: the loss's transient does not.
-    if (const v1::StageMemory* stage = StageTheLossOverflows(estimate)) {
-      absl::StrAppend(&reason, " (the loss's backward casts the logits' "
-                               "gradient to 16 bits, ");
-      AppendFixed(reason, ToGiB(stage->loss_gradient_cast_bytes()), 2);
+    // RED though the peak fits: the last stage's transient does not.
+    if (const v1::StageMemory* stage = StageWhoseTransientOverflows(estimate)) {
+      absl::StrAppend(&reason, " (", TransientName(*stage), ", ");
+      AppendFixed(reason, ToGiB(TransientBytes(*stage)), 2);
       absl::StrAppend(&reason, " GiB beside stage ", stage->stage(), "'s ");
       AppendFixed(reason,
                   ToGiB(stage->total_bytes() +

@@ -21,8 +21,9 @@ int RunEstimate(const std::vector<std::string>& args, std::ostream& out,
       "gradients,\noptimizer states, activations) with the paper's equations, "
       "and the zone of\nthe peak: GREEN <= threshold x capacity, YELLOW <= "
       "capacity, RED above\n(or where the loss's 16-bit gradient of the "
-      "logits does not fit beside the last\nstage). Runs embedded: no server "
-      "needed. Exit 0, or 2 for bad input.");
+      "logits, or the output layer's\nunfused weight gradient, does not fit "
+      "beside the last stage). Runs embedded:\nno server needed. Exit 0, or "
+      "2 for bad input.");
   JobFlags job_flags;
   job_flags.Register(flags);
   std::optional<std::string> format;

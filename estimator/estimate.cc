@@ -1,5 +1,6 @@
 #include "estimator/estimate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -89,6 +90,7 @@ void Fill(const StageFigures& f, uint32_t stage, double layers,
   out.set_te_userbuffer_bytes(f.te_userbuffer_bytes);
   out.set_gradient_scratch_bytes(f.gradient_scratch_bytes);
   out.set_loss_gradient_cast_bytes(f.loss_gradient_cast_bytes);
+  out.set_output_weight_gradient_bytes(f.output_weight_gradient_bytes);
 }
 
 }  // namespace
@@ -105,11 +107,24 @@ v1::Zone AdmissionZone(const StagePeak& peak, double capacity_bytes,
   return ZoneOf(peak.admission, capacity_bytes, threshold);
 }
 
-const v1::StageMemory* StageTheLossOverflows(const v1::Estimate& e) {
+double TransientBytes(const v1::StageMemory& stage) {
+  return std::max(stage.loss_gradient_cast_bytes(),
+                  stage.output_weight_gradient_bytes());
+}
+
+const char* TransientName(const v1::StageMemory& stage) {
+  return stage.output_weight_gradient_bytes() >
+                 stage.loss_gradient_cast_bytes()
+             ? "the output layer's backward makes its weight gradient "
+               "anew (no gradient-accumulation fusion)"
+             : "the loss's backward casts the logits' gradient to 16 bits";
+}
+
+const v1::StageMemory* StageWhoseTransientOverflows(const v1::Estimate& e) {
   for (const v1::StageMemory& stage : e.stages()) {
-    if (stage.loss_gradient_cast_bytes() > 0 &&
-        stage.total_bytes() + stage.expert_imbalance_bytes() +
-                stage.loss_gradient_cast_bytes() >
+    const double transient = TransientBytes(stage);
+    if (transient > 0 &&
+        stage.total_bytes() + stage.expert_imbalance_bytes() + transient >
             e.capacity_bytes()) {
       return &stage;
     }

@@ -28,15 +28,21 @@ v1::Zone ZoneOf(double bytes, double capacity_bytes, double threshold);
 
 // A job's zone from its stages' peaks: ZoneOf its largest admission figure,
 // and RED where a stage's transient (the loss's gradient cast, memory_model
-// .cc [CE]) does not fit in the GPU beside its admission figure, whatever
-// the threshold: the step would OOM.
+// .cc [CE], or the output layer's unfused weight gradient, [OW]) does not
+// fit in the GPU beside its admission figure, whatever the threshold: the
+// step would OOM.
 v1::Zone AdmissionZone(const StagePeak& peak, double capacity_bytes,
                        double threshold);
 
-// The stage of `e` whose total, expert load margin and loss gradient cast
-// do not fit in the GPU together, or nullptr: what makes a zone RED whose
-// peak alone fits.
-const v1::StageMemory* StageTheLossOverflows(const v1::Estimate& e);
+// The larger of a stage's two transients (StageFigures::transient_bytes),
+// and what it is, in words, for a reason or a report.
+double TransientBytes(const v1::StageMemory& stage);
+const char* TransientName(const v1::StageMemory& stage);
+
+// The stage of `e` whose total, expert load margin and transient do not
+// fit in the GPU together, or nullptr: what makes a zone RED whose peak
+// alone fits.
+const v1::StageMemory* StageWhoseTransientOverflows(const v1::Estimate& e);
 
 }  // namespace memgate
 

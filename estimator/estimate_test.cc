@@ -72,6 +72,66 @@ TEST(EstimateTest, TheLossGradientCastMustFitBesideTheLastStage) {
   EXPECT_DOUBLE_EQ(two->stages(1).loss_gradient_cast_bytes(), cast);
 }
 
+// Without gradient-accumulation fusion the output layer's weight gradient
+// is a new tensor at its backward (memory_model.cc [OW]), v/t x h in the
+// activations' dtype, beside its input's gradient, s x b x h: in fp32
+// training, which has no cast at the loss, it is the last stage's
+// transient (measured on an H100: bench/RESULTS.md session 38). A tied
+// one-layer model whose output layer is most of its memory, on a GPU of
+// its size: GREEN by the 80% rule, the weight gradient does not fit
+// beside it, and the reason says which transient.
+TEST(EstimateTest, TheUnfusedOutputWeightGradientMustFitBesideTheLastStage) {
+  v1::Job job =
+      testing::SmallModelLargeVocabularyJob(1, v1::PRECISION_FP32);
+  job.mutable_model()->set_num_layers(1);
+  job.mutable_model()->set_hidden_size(8192);
+  job.mutable_model()->set_tie_word_embeddings(true);
+  job.mutable_training()->set_seq_length(4096);
+  job.mutable_training()->clear_recompute();
+  absl::StatusOr<v1::Estimate> fused = EstimateJob(job);
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  EXPECT_EQ(fused->peak().output_weight_gradient_bytes(), 0);
+  job.mutable_training()->set_gradient_accumulation_unfused(true);
+  absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  const double wgrad = 4.0 * 8192 * (256000 + 4096);
+  EXPECT_DOUBLE_EQ(e->peak().output_weight_gradient_bytes(), wgrad);
+  EXPECT_EQ(e->peak().loss_gradient_cast_bytes(), 0);
+  EXPECT_DOUBLE_EQ(TransientBytes(e->peak()), wgrad);
+  EXPECT_DOUBLE_EQ(e->peak().total_bytes(), fused->peak().total_bytes());
+  // A GPU just short of the stage and its weight gradient together.
+  const double total = e->peak().total_bytes();
+  job.mutable_accelerator()->set_memory_bytes(
+      static_cast<uint64_t>(total + 0.95 * wgrad));
+  e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_LE(total, e->threshold() * e->capacity_bytes());
+  EXPECT_EQ(e->zone(), v1::ZONE_RED);
+  ASSERT_NE(StageWhoseTransientOverflows(*e), nullptr);
+  EXPECT_TRUE(absl::StrContains(TransientName(e->peak()),
+                                "output layer's backward"));
+  // Fused, the same GPU holds it GREEN.
+  job.mutable_training()->clear_gradient_accumulation_unfused();
+  e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
+  // In 16-bit training, 2 B an element; the loss's cast is the larger
+  // transient where s x b is above h (16,384 tokens), not at 4,096.
+  job.mutable_training()->set_gradient_accumulation_unfused(true);
+  job.mutable_training()->set_precision(v1::PRECISION_BF16_FP32_GRADS);
+  e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_DOUBLE_EQ(e->peak().output_weight_gradient_bytes(), wgrad / 2);
+  EXPECT_DOUBLE_EQ(TransientBytes(e->peak()), wgrad / 2);
+  job.mutable_training()->set_seq_length(16384);
+  e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_DOUBLE_EQ(e->peak().loss_gradient_cast_bytes(), 2.0 * 16384 * 256000);
+  EXPECT_DOUBLE_EQ(TransientBytes(e->peak()),
+                   e->peak().loss_gradient_cast_bytes());
+  EXPECT_TRUE(absl::StrContains(TransientName(e->peak()), "loss's backward"));
+}
+
 // A catalog MoE name brings its experts even when every dimension is
 // given: a job naming mixtral-8x7b is never estimated as a dense 7B.
 TEST(EstimateTest, CatalogNameBringsExpertsWithExplicitDimensions) {

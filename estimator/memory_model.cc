@@ -754,6 +754,29 @@ double LossGradientCastBytes(const ModelShape& m, const Layout& l) {
   return 2 * LocalTokens(l) * VocabRows(m, l.tensor) / l.tensor;
 }
 
+// [OW] Without gradient-accumulation fusion (--no-gradient-accumulation-
+// fusion), Megatron's linear layers compute each weight gradient as a new
+// tensor, grad_output^T x input in the activations' dtype, which the DDP
+// hook then adds to the fp32 main gradient (tensor_parallel/layers.py
+// LinearWithGradAccumulationAndAsyncCommunication.backward: the else
+// branch of ctx.gradient_accumulation_fusion); the output layer's is
+// v/t x h, beside its input's gradient, s/c x b x h, while the logits'
+// gradient lives: the last stage's transient after the loss's
+// (LossGradientCastBytes), one or the other at a time. In fp32 training,
+// which has no cast, it is the step's peak above what the forward pass
+// stores (measured on an H100, bench/RESULTS.md session 38: 4 v h +
+// 4 s b h, to 36 KB, at two vocabularies); in 16-bit training the cast is
+// larger unless s/c x b < h, and the logits' fp32 softmax, freed by then,
+// is not taken off (an over-count of at most 2 s/c x b x v/t B where it is
+// the larger). The transformer layers' weight gradients are a layer's
+// backward working set (headroom); fused, none of these exist.
+double OutputWeightGradientBytes(const ModelShape& m, const Layout& l) {
+  if (!l.gradient_accumulation_unfused) return 0;
+  const double element = 2 * ActivationElementScale(l);
+  return element * m.hidden *
+         (VocabRows(m, l.tensor) / l.tensor + LocalTokens(l));
+}
+
 // Megatron's --defer-embedding-wgrad-compute [DW]: each call of the output
 // layer appends its input (the sequence-parallel shard, s/(ct) x b x h)
 // at forward and the logits' gradient (s/c x b x v/t, the logits' 16-bit
@@ -1047,6 +1070,7 @@ Layout LayoutOf(const v1::Job& job) {
   l.local_layer_spec = train.local_layer_spec();
   l.rope_fusion_disabled = train.rope_fusion_disabled();
   l.cross_entropy_new_gradient = train.cross_entropy_new_gradient();
+  l.gradient_accumulation_unfused = train.gradient_accumulation_unfused();
   l.eager_jit_functions = train.jit_fuser_disabled();
   l.unfused_attention =
       l.local_attention ||
@@ -1461,7 +1485,10 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
            : params + expert_params);
 
   f.activation_bytes = StageActivations(m, l, stage, mix, chunks, bf16);
-  if (last) f.loss_gradient_cast_bytes = LossGradientCastBytes(m, l);
+  if (last) {
+    f.loss_gradient_cast_bytes = LossGradientCastBytes(m, l);
+    f.output_weight_gradient_bytes = OutputWeightGradientBytes(m, l);
+  }
   // DeepEP allocates its buffers at a rank's first dispatch: on the GPUs
   // of stages that hold an MoE layer (the MTP layer included).
   const bool dispatches = mix.moe > 0 || (last && m.mtp_layers > 0 &&

@@ -135,6 +135,9 @@ struct Layout {
   // TrainingConfig.cross_entropy_new_gradient: the native fused loss's
   // fp32 gradient of the logits [CE].
   bool cross_entropy_new_gradient = false;
+  // TrainingConfig.gradient_accumulation_unfused: weight gradients are new
+  // tensors, the output layer's the last stage's transient [OW].
+  bool gradient_accumulation_unfused = false;
   // Megatron's jit_fuser functions run eagerly (TrainingConfig.
   // jit_fuser_disabled; moe_terms.cc [QG]).
   bool eager_jit_functions = false;
@@ -273,13 +276,22 @@ struct StageFigures {
   // backward (memory_model.cc [CE] LossGradientCastBytes): a transient,
   // not in total_bytes; the zone checks it fits beside admission_bytes.
   double loss_gradient_cast_bytes = 0;
+  // Without gradient-accumulation fusion, the output layer's weight
+  // gradient and its input's gradient at its backward ([OW]
+  // OutputWeightGradientBytes): the last stage's other transient.
+  double output_weight_gradient_bytes = 0;
   double total_bytes() const {
     return weight_bytes + gradient_bytes + optimizer_bytes +
            activation_bytes + buffer_bytes;
   }
   double admission_bytes() const { return total_bytes() + imbalance_bytes; }
+  // The two transients come one after the other (the loss's backward,
+  // then the output layer's): the larger one sits beside the stage.
+  double transient_bytes() const {
+    return std::max(loss_gradient_cast_bytes, output_weight_gradient_bytes);
+  }
   double transient_peak_bytes() const {
-    return admission_bytes() + loss_gradient_cast_bytes;
+    return admission_bytes() + transient_bytes();
   }
 };
 

@@ -234,15 +234,14 @@ std::string FormatEstimateTable(const v1::Estimate& e) {
       "(GREEN <= %.0f%%, RED > 100%%)\n",
       e.peak_gib(), e.peak().stage(), 100 * e.capacity_fraction(),
       ToGiB(e.capacity_bytes()), ZoneName(e.zone()), 100 * e.threshold());
-  if (const v1::StageMemory* s = StageTheLossOverflows(e)) {
+  if (const v1::StageMemory* s = StageWhoseTransientOverflows(e)) {
     const double beside = s->total_bytes() + s->expert_imbalance_bytes();
     absl::StrAppendFormat(
         &out,
-        "RED: the loss's backward casts the logits' fp32 gradient to 16 "
-        "bits, %.2f GiB beside stage %u's %.2f GiB: %.2f GiB, more than "
+        "RED: %s, %.2f GiB beside stage %u's %.2f GiB: %.2f GiB, more than "
         "the GPU's %.2f GiB\n",
-        ToGiB(s->loss_gradient_cast_bytes()), s->stage(), ToGiB(beside),
-        ToGiB(beside + s->loss_gradient_cast_bytes()),
+        TransientName(*s), ToGiB(TransientBytes(*s)), s->stage(),
+        ToGiB(beside), ToGiB(beside + TransientBytes(*s)),
         ToGiB(e.capacity_bytes()));
   }
   const double deepep = DeepEpShareOf(e.peak());

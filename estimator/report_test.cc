@@ -34,7 +34,7 @@ TEST(ReportTest, TableSaysWhenTheLossTransientMakesItRed) {
                        "RED"),
             std::string::npos)
       << table;
-  EXPECT_NE(table.find("RED: the loss's backward casts the logits' fp32 "
+  EXPECT_NE(table.find("RED: the loss's backward casts the logits' "
                        "gradient to 16 bits, 20.51 GiB beside stage 0's "
                        "62.10 GiB: 82.61 GiB, more than the GPU's 80.00 GiB"),
             std::string::npos)

@@ -265,8 +265,10 @@ std::string WhyOf(const Layout4D& l, const SpeedFactors& f, double capacity,
   if (l.zone != v1::ZONE_GREEN) {
     absl::StrAppend(&why,
                     l.zone == v1::ZONE_RED && l.peak_bytes <= capacity
-                        ? ": the loss's 16-bit gradient of the logits does "
-                          "not fit in the GPU beside the last stage"
+                        ? ": the last stage's transient (the loss's "
+                          "16-bit gradient of the logits, or the output "
+                          "layer's unfused weight gradient) does not fit in "
+                          "the GPU beside it"
                         : ": does not fit under the threshold");
     return why;
   }

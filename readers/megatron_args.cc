@@ -861,6 +861,15 @@ absl::Status FillMicrobatchGroup(const Arguments& args,
 absl::Status FillDeferredEmbeddingWgrad(const Arguments& args,
                                         MegatronLaunch& launch) {
   MEMGATE_ASSIGN_OR_RETURN(limit, args.Number("wgrad-deferral-limit", 0));
+  if (args.Has("no-gradient-accumulation-fusion")) {
+    // Each weight gradient a new tensor before the main gradient takes it
+    // (memory_model.cc [OW]): the output layer's is the last stage's.
+    launch.job.mutable_training()->set_gradient_accumulation_unfused(true);
+    launch.notes.push_back(
+        "--no-gradient-accumulation-fusion: each weight gradient is a new "
+        "tensor before it is added to the main gradient; the output "
+        "layer's (v/t x h) is checked to fit beside the last stage");
+  }
   if (!args.Has("defer-embedding-wgrad-compute")) {
     if (args.Has("wgrad-deferral-limit")) {
       launch.notes.push_back(

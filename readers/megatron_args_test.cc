@@ -2582,6 +2582,36 @@ TEST(MegatronArgsTest, MicrobatchGroupSetsTheInterleavedWarmUp) {
   }
 }
 
+// --no-gradient-accumulation-fusion was read as changing nothing: each
+// weight gradient is a new tensor before the main gradient takes it, and
+// the output layer's (v/t x h) is the last stage's transient beside the
+// loss's (memory_model.cc [OW]). Read, noted, and the stage's totals left
+// as they were.
+TEST(MegatronArgsTest, UnfusedGradientAccumulationIsTheLastStagesTransient) {
+  absl::StatusOr<MegatronLaunch> l =
+      ReadLlamaLaunch("--no-gradient-accumulation-fusion", "");
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_TRUE(l->job.training().gradient_accumulation_unfused());
+  bool noted = false;
+  for (const std::string& note : l->notes) {
+    noted |= absl::StrContains(note, "--no-gradient-accumulation-fusion");
+  }
+  EXPECT_TRUE(noted);
+  const v1::Job fused = LlamaLaunchJob("");
+  EXPECT_FALSE(fused.training().gradient_accumulation_unfused());
+  absl::StatusOr<v1::Estimate> f = EstimateJob(fused);
+  absl::StatusOr<v1::Estimate> u =
+      EstimateJob(LlamaLaunchJob("--no-gradient-accumulation-fusion"));
+  ASSERT_TRUE(f.ok() && u.ok());
+  ASSERT_EQ(u->stages_size(), 2);
+  EXPECT_EQ(u->stages(0).output_weight_gradient_bytes(), 0);
+  // bf16, TP 4: 2 B x 4096 x (128512 / 4 + 8192 x 1).
+  EXPECT_DOUBLE_EQ(u->stages(1).output_weight_gradient_bytes(),
+                   2.0 * 4096 * (128512 / 4 + 8192));
+  EXPECT_EQ(f->stages(1).output_weight_gradient_bytes(), 0);
+  EXPECT_DOUBLE_EQ(u->stages(1).total_bytes(), f->stages(1).total_bytes());
+}
+
 // --defer-embedding-wgrad-compute (read past before: the last stage's
 // deferred output-layer tensors were not counted). The paper's 8B launch
 // over PP 2 with m = 512 micro-batches a step: each keeps the LM head's

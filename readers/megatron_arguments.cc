@@ -570,8 +570,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "at most this many deferred entries; no effect without "
        "--defer-embedding-wgrad-compute"},
       {"no-gradient-accumulation-fusion", false, M, "fused",
-       "no change alone; refused with --defer-embedding-wgrad-compute, as "
-       "Megatron raises"},
+       "weight gradients are new tensors before the main gradient takes "
+       "them: the output layer's (v/t x h, the activations' dtype) is the "
+       "last stage's transient beside the loss's, checked to fit; refused "
+       "with --defer-embedding-wgrad-compute, as Megatron raises"},
       {"delay-wgrad-compute", false, M, "off",
        "weight gradients run later in the same layer's backward: their "
        "inputs are kept anyway; the output gradients they wait on are a "

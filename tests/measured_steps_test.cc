@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "admission/admission.h"
+#include "estimator/estimate.h"
 #include "gtest/gtest.h"
 #include "readers/megatron_args.h"
 
@@ -54,7 +55,7 @@ std::vector<MeasuredStep> ReadSteps() {
     s.launch = f[6];
     steps.push_back(s);
   }
-  EXPECT_EQ(steps.size(), 54u);
+  EXPECT_EQ(steps.size(), 56u);
   return steps;
 }
 
@@ -154,7 +155,7 @@ TEST(MeasuredStepsTest, LocalSpecIsTwoSettings) {
         << s.job << ":\n" << as_given->job.DebugString() << "\nvs\n"
         << WithLocalSpec(under_te->job).DebugString();
   }
-  EXPECT_EQ(built, 47);
+  EXPECT_EQ(built, 49);
   EXPECT_EQ(harness, 7);
   EXPECT_EQ(sinks, 2);
 }
@@ -256,6 +257,13 @@ TEST(MeasuredStepsTest, ModelStatesAreTheEquations) {
   EXPECT_EQ(fp16_rows, 1);
 }
 
+// Every layer recomputed (--recompute-granularity full): memgate's estimate
+// holds the working set of the layer being recomputed too, which the
+// backward allocates and the forward's stored bytes cannot show.
+bool FullyRecomputed(const MeasuredStep& s) {
+  return absl::StrContains(s.launch, "--recompute-granularity full");
+}
+
 // The paper's embedding term, 8sbh a micro-batch in flight on the first
 // stage [P 3.2] (memory_model.cc EmbeddingActivations; kept for the
 // paper's cells), beside which Megatron keeps nothing of the embedding's
@@ -317,7 +325,7 @@ TEST(MeasuredStepsTest, StoredActivationsAreTheEquations) {
     const double activations = d.estimate().peak().activation_bytes();
     const double stored = s.stored + CarriedOverBetweenSteps(s, steps);
     EXPECT_LE(stored, 1.02 * activations) << s.job;
-    if (s.job.find("full") != std::string::npos) continue;
+    if (FullyRecomputed(s)) continue;
     if (s.job.find("moe") != std::string::npos) {
       EXPECT_GE(stored, 0.90 * activations) << s.job;
       continue;
@@ -375,26 +383,96 @@ TEST(MeasuredStepsTest, MoeStepsAreTheirReleasesTerms) {
   EXPECT_EQ(moe_rows, 17);
 }
 
+// The step's peak above what its forward pass stores is the last stage's
+// transient memgate checks beside the stage (memory_model.cc [CE], [OW];
+// estimate.h TransientBytes), plus the native fused loss's new fp32
+// gradient where it runs: in 16-bit rows the loss's cast, 2 s b v (at
+// 128,256 and 256,000 entries, one to ten sequences a micro-batch); in
+// fp32 rows, which have no cast, the output layer's weight gradient
+// without gradient-accumulation fusion and its input's, 4 v h + 4 s b h
+// (at s = h and at s = 4 h). Within 0.5% (measured: 1.0000-1.0021); no
+// other transient of these steps is larger.
+TEST(MeasuredStepsTest, ThePeakAboveTheStoredBytesIsTheTransient) {
+  int fp32_rows = 0;
+  for (const MeasuredStep& s : ReadSteps()) {
+    const v1::Decision d = DecisionFor(s);
+    const v1::StageMemory& last = d.estimate().peak();  // PP 1
+    const bool fp32 =
+        d.estimate().job().training().precision() == v1::PRECISION_FP32;
+    fp32_rows += fp32;
+    EXPECT_EQ(last.loss_gradient_cast_bytes() == 0, fp32) << s.job;
+    const double transient =
+        TransientBytes(last) + LossGradientTransient(d.estimate().job());
+    EXPECT_NEAR(s.peak - s.static_bytes - s.stored, transient,
+                0.005 * transient)
+        << s.job;
+  }
+  EXPECT_EQ(fp32_rows, 2);
+}
+
 // The 80% rule: the step's highest allocation stays inside the headroom
 // of every job memgate admits (measured: 1.01-1.09x the estimate; the
 // rest is the logits' gradient in bf16 at the loss, 2sbv, and the score
-// buffer), and at the edge of the rule (estimates of 63.1-63.7 GiB, four
-// jobs memgate admits) so does the whole device, CUDA context and the
+// buffer), but where the loss's transient outgrows the headroom
+// (loss_vocab_mbs10: 19.5 GiB beside 54.3), which memgate checks fits
+// beside the stage (it does: the job ran, 72.3 GiB at its peak against
+// memgate's 73.9). At the edge of the rule (estimates of 63.1-63.7 GiB,
+// four jobs memgate admits) so does the whole device, CUDA context and the
 // allocator's cache included: those jobs ran.
 TEST(MeasuredStepsTest, TheHeadroomHeldAtTheEdge) {
-  int at_edge = 0;
+  int at_edge = 0, past_headroom = 0;
   for (const MeasuredStep& s : ReadSteps()) {
     const v1::Decision d = DecisionFor(s);
     EXPECT_EQ(d.verdict(), v1::VERDICT_ADMIT) << s.job << ": " << d.reason();
     const double admitted = d.estimate().peak().total_bytes() +
                             d.estimate().peak().expert_imbalance_bytes();
-    EXPECT_LE(s.peak, admitted / 0.8) << s.job;
+    const double with_transient =
+        admitted + TransientBytes(d.estimate().peak());
+    if (with_transient > admitted / 0.8) {
+      ++past_headroom;
+      EXPECT_LE(s.peak, with_transient) << s.job;
+    } else {
+      EXPECT_LE(s.peak, admitted / 0.8) << s.job;
+    }
     if (admitted > 0.75 * d.estimate().capacity_bytes()) {
       ++at_edge;
       EXPECT_LE(s.device, admitted / 0.8) << s.job;
     }
   }
   EXPECT_EQ(at_edge, 4);
+  EXPECT_EQ(past_headroom, 1);
+}
+
+// Steps that ran out of memory on the H100 (tests/testdata/
+// h100_megatron_oom_steps.tsv): micro-batches of 11 and 12 sequences of
+// loss_vocab_mbs10's job, which ran. By the 80% rule alone memgate
+// admitted both (GREEN: 73% and 79% of 80 GiB, as before session 37);
+// their loss's transient does not fit beside them (58.7 + 21.5 and 63.1 +
+// 23.4 GiB): refused RED, and the reason says why.
+TEST(MeasuredStepsTest, StepsThatRanOutOfMemoryAreRefused) {
+  std::ifstream in("tests/testdata/h100_megatron_oom_steps.tsv");
+  ASSERT_TRUE(in);
+  std::string line;
+  int rows = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f = absl::StrSplit(line, '\t');
+    ASSERT_EQ(f.size(), 4u) << line;
+    MeasuredStep s;
+    s.job = f[0];
+    s.launch = f[3];
+    ++rows;
+    const v1::Decision d = DecisionFor(s);
+    EXPECT_EQ(d.verdict(), v1::VERDICT_REFUSE) << s.job;
+    EXPECT_EQ(d.estimate().zone(), v1::ZONE_RED) << s.job;
+    EXPECT_EQ(ZoneOf(d.estimate().peak().total_bytes(),
+                     d.estimate().capacity_bytes(), d.estimate().threshold()),
+              v1::ZONE_GREEN)
+        << s.job;
+    EXPECT_TRUE(absl::StrContains(d.reason(), "the loss's backward"))
+        << s.job << ": " << d.reason();
+  }
+  EXPECT_EQ(rows, 2);
 }
 
 }  // namespace
