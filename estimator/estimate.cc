@@ -101,9 +101,18 @@ v1::Zone ZoneOf(double bytes, double capacity_bytes, double threshold) {
   return v1::ZONE_RED;
 }
 
+double AllocatableBytes(double capacity_bytes) {
+  return std::max(0.0, capacity_bytes - kUnallocatableBytes);
+}
+
 v1::Zone AdmissionZone(const StagePeak& peak, double capacity_bytes,
                        double threshold) {
-  if (peak.transient > capacity_bytes) return v1::ZONE_RED;
+  // Only a transient is held to the allocatable bytes: the admission
+  // figure's zones are the paper's, against the whole GPU.
+  if (peak.transient > peak.admission &&
+      peak.transient > AllocatableBytes(capacity_bytes)) {
+    return v1::ZONE_RED;
+  }
   return ZoneOf(peak.admission, capacity_bytes, threshold);
 }
 
@@ -125,7 +134,7 @@ const v1::StageMemory* StageWhoseTransientOverflows(const v1::Estimate& e) {
     const double transient = TransientBytes(stage);
     if (transient > 0 &&
         stage.total_bytes() + stage.expert_imbalance_bytes() + transient >
-            e.capacity_bytes()) {
+            AllocatableBytes(e.capacity_bytes())) {
       return &stage;
     }
   }

@@ -26,11 +26,27 @@ absl::Status EstimateJobInto(const v1::Job& job, double threshold,
 // GREEN at or below threshold * capacity, YELLOW up to capacity, RED above.
 v1::Zone ZoneOf(double bytes, double capacity_bytes, double threshold);
 
+// What a training process cannot allocate of a GPU's memory, whatever its
+// tensors: the driver's own share (CUDA reports 85,017,493,504 B of an H100
+// 80GB HBM3's 80 GiB) and the process's CUDA context, kernels and NCCL
+// state (2,601,320,448 to 2,609,709,056 B beside PyTorch's allocations in
+// every one of 61 measured steps: one GPU, PyTorch 2.11, CUDA 13): 3.25
+// GiB (bench/RESULTS.md session 38). The 80% rule's headroom holds it; a
+// transient checked against the whole GPU does not (jobs whose stage and
+// loss transient memgate put at 78.2 and 79.2 GiB ran out of memory, one at
+// 76.5 GiB ran). Measured on one GPU model with one process: a floor where
+// NCCL has more communicators and peers.
+inline constexpr double kUnallocatableBytes = 3491561472.0;
+
+// The bytes of a GPU of `capacity_bytes` a training process can allocate:
+// where a stage and its transient must fit.
+double AllocatableBytes(double capacity_bytes);
+
 // A job's zone from its stages' peaks: ZoneOf its largest admission figure,
 // and RED where a stage's transient (the loss's gradient cast, memory_model
 // .cc [CE], or the output layer's unfused weight gradient, [OW]) does not
-// fit in the GPU beside its admission figure, whatever the threshold: the
-// step would OOM.
+// fit beside its admission figure in what a process can allocate
+// (AllocatableBytes), whatever the threshold: the step would OOM.
 v1::Zone AdmissionZone(const StagePeak& peak, double capacity_bytes,
                        double threshold);
 
@@ -40,8 +56,8 @@ double TransientBytes(const v1::StageMemory& stage);
 const char* TransientName(const v1::StageMemory& stage);
 
 // The stage of `e` whose total, expert load margin and transient do not
-// fit in the GPU together, or nullptr: what makes a zone RED whose peak
-// alone fits.
+// fit together in what a process can allocate, or nullptr: what makes a
+// zone RED whose peak alone fits.
 const v1::StageMemory* StageWhoseTransientOverflows(const v1::Estimate& e);
 
 }  // namespace memgate

@@ -132,6 +132,25 @@ TEST(EstimateTest, TheUnfusedOutputWeightGradientMustFitBesideTheLastStage) {
   EXPECT_TRUE(absl::StrContains(TransientName(e->peak()), "loss's backward"));
 }
 
+// A transient is held to what a process can allocate, 3.25 GiB short of
+// the GPU (measured on an H100: kUnallocatableBytes); the admission figure
+// alone keeps the paper's zones against the whole GPU.
+TEST(EstimateTest, ATransientMustFitInWhatAProcessCanAllocate) {
+  const double gpu = 80.0 * kBytesPerGiB;
+  EXPECT_DOUBLE_EQ(AllocatableBytes(gpu), gpu - kUnallocatableBytes);
+  EXPECT_NEAR(kUnallocatableBytes / kBytesPerGiB, 3.25, 0.01);
+  EXPECT_EQ(AllocatableBytes(1.0 * kBytesPerGiB), 0);
+  StagePeak peak;
+  peak.admission = 56.0 * kBytesPerGiB;
+  peak.transient = AllocatableBytes(gpu);
+  EXPECT_EQ(AdmissionZone(peak, gpu, 0.8), v1::ZONE_GREEN);
+  peak.transient = AllocatableBytes(gpu) + 1;
+  EXPECT_EQ(AdmissionZone(peak, gpu, 0.8), v1::ZONE_RED);
+  // No transient: a YELLOW peak inside the last 3.25 GiB stays YELLOW.
+  peak.admission = peak.transient = 78.0 * kBytesPerGiB;
+  EXPECT_EQ(AdmissionZone(peak, gpu, 0.8), v1::ZONE_YELLOW);
+}
+
 // A catalog MoE name brings its experts even when every dimension is
 // given: a job naming mixtral-8x7b is never estimated as a dense 7B.
 TEST(EstimateTest, CatalogNameBringsExpertsWithExplicitDimensions) {

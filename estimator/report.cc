@@ -239,9 +239,10 @@ std::string FormatEstimateTable(const v1::Estimate& e) {
     absl::StrAppendFormat(
         &out,
         "RED: %s, %.2f GiB beside stage %u's %.2f GiB: %.2f GiB, more than "
-        "the GPU's %.2f GiB\n",
+        "the %.2f GiB a process can allocate of the GPU's %.2f GiB\n",
         TransientName(*s), ToGiB(TransientBytes(*s)), s->stage(),
         ToGiB(beside), ToGiB(beside + TransientBytes(*s)),
+        ToGiB(AllocatableBytes(e.capacity_bytes())),
         ToGiB(e.capacity_bytes()));
   }
   const double deepep = DeepEpShareOf(e.peak());

@@ -36,7 +36,8 @@ TEST(ReportTest, TableSaysWhenTheLossTransientMakesItRed) {
       << table;
   EXPECT_NE(table.find("RED: the loss's backward casts the logits' "
                        "gradient to 16 bits, 20.51 GiB beside stage 0's "
-                       "62.10 GiB: 82.61 GiB, more than the GPU's 80.00 GiB"),
+                       "62.10 GiB: 82.61 GiB, more than the 76.75 GiB a "
+                       "process can allocate of the GPU's 80.00 GiB"),
             std::string::npos)
       << table;
   // Where it fits, no such line.

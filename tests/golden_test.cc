@@ -71,12 +71,14 @@ TEST(GoldenTest, EveryPaperColourIsThePeaksZone) {
 }
 
 // memgate's zone also checks that the loss's 16-bit gradient of the
-// logits, a transient the paper leaves to the headroom, fits in the GPU
-// beside the last stage (estimate.h AdmissionZone; memory_model.cc [CE]).
-// Derived from Megatron's and PyTorch's code, not from these tables, it
-// turns some of the paper's YELLOW cells RED, never a GREEN one here: each
-// of them ran out of memory in the paper, and no cell that ran is among
-// them.
+// logits, a transient the paper leaves to the headroom, fits beside the
+// last stage in what a process can allocate of the GPU (estimate.h
+// AdmissionZone, AllocatableBytes; memory_model.cc [CE]). Derived from
+// Megatron's and PyTorch's code and measured device facts, not from these
+// tables, it turns some of the paper's YELLOW cells RED, never a GREEN one
+// here: each of them ran out of memory in the paper, and no cell that ran
+// is among them (measured: 15 of the 29 YELLOW cells that ran out of
+// memory, none of the 20 that ran; against the whole GPU, 3).
 TEST(GoldenTest, TheLossTransientTurnsRedOnlyCellsThatRanOutOfMemory) {
   int turned = 0;
   for (const PaperRow& r : LoadPaperTables()) {

@@ -268,6 +268,17 @@ JOBS.update({
     "loss_vocab_fp32": _without(_LOSS_BASE, "--bf16"),
 })
 
+# The device's edge: loss_vocab_mbs10 with larger vocabularies, whose
+# stage and loss transient memgate puts at 76.5, 78.2 and 79.2 GiB, all
+# under the 80 GiB it counts an H100 as. CUDA reports 79.18 GiB, and the
+# process's CUDA context, kernels and NCCL took 2.4 GiB beside PyTorch's
+# allocations in every row before: which of them run?
+JOBS.update({
+    f"loss_vocab_mbs10_v{v}": _micro_batch(_LOSS_BASE, 10).replace(
+        "--vocab-size 256000", f"--vocab-size {v}")
+    for v in (266240, 272384, 276480)
+})
+
 def parse(line):
     """The few launch arguments this script needs, as a dict (the values of
     an argument that takes several, --recompute-modules, joined by blanks)."""
