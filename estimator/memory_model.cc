@@ -759,22 +759,28 @@ double LossGradientCastBytes(const ModelShape& m, const Layout& l) {
 // tensor, grad_output^T x input in the activations' dtype, which the DDP
 // hook then adds to the fp32 main gradient (tensor_parallel/layers.py
 // LinearWithGradAccumulationAndAsyncCommunication.backward: the else
-// branch of ctx.gradient_accumulation_fusion); the output layer's is
-// v/t x h, beside its input's gradient, s/c x b x h, while the logits'
-// gradient lives: the last stage's transient after the loss's
-// (LossGradientCastBytes), one or the other at a time. In fp32 training,
-// which has no cast, it is the step's peak above what the forward pass
-// stores (measured on an H100, bench/RESULTS.md session 38: 4 v h +
-// 4 s b h, to 36 KB, at two vocabularies); in 16-bit training the cast is
-// larger unless s/c x b < h, and the logits' fp32 softmax, freed by then,
-// is not taken off (an over-count of at most 2 s/c x b x v/t B where it is
-// the larger). The transformer layers' weight gradients are a layer's
-// backward working set (headroom); fused, none of these exist.
+// branch of ctx.gradient_accumulation_fusion). The output layer's is
+// v/t x h, made beside its input's gradient, s/c x b x h, while the
+// logits' gradient (s/c x b x v/t in the activations' dtype) lives and the
+// loss's fp32 softmax (4 B a logit, among the stored activations) is gone:
+// the last stage's transient after the loss's (LossGradientCastBytes),
+// one or the other at a time. Above the stage's activations that is
+// e (v/t h + s/c b h) - (4 - e) s/c b v/t, e the element's bytes. In fp32
+// training (no cast at the loss) it is the step's peak above what the
+// forward pass stores; in 16-bit training it is the larger only where
+// s/c x b is below about h (measured on an H100, bench/RESULTS.md session
+// 38: 4 v h + 4 s b h at two vocabularies, and 2 v h + 2 s b h - 2 s b v
+// at s = h / 4, each to 36 KB). The transformer layers' weight gradients
+// are a layer's backward working set (headroom); fused, none of these
+// exist.
 double OutputWeightGradientBytes(const ModelShape& m, const Layout& l) {
   if (!l.gradient_accumulation_unfused) return 0;
   const double element = 2 * ActivationElementScale(l);
-  return element * m.hidden *
-         (VocabRows(m, l.tensor) / l.tensor + LocalTokens(l));
+  const double logits = LocalTokens(l) * VocabRows(m, l.tensor) / l.tensor;
+  return std::max(0.0, element * (m.hidden * VocabRows(m, l.tensor) /
+                                      l.tensor +
+                                  LocalTokens(l) * m.hidden) -
+                           (4 - element) * logits);
 }
 
 // Megatron's --defer-embedding-wgrad-compute [DW]: each call of the output

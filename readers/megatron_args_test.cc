@@ -2597,17 +2597,23 @@ TEST(MegatronArgsTest, UnfusedGradientAccumulationIsTheLastStagesTransient) {
     noted |= absl::StrContains(note, "--no-gradient-accumulation-fusion");
   }
   EXPECT_TRUE(noted);
-  const v1::Job fused = LlamaLaunchJob("");
+  // At 2,048 tokens a micro-batch (below h = 4096) the larger transient.
+  const std::string short_sequences = "--seq-length 2048";
+  const v1::Job fused = LlamaLaunchJob(short_sequences, "--seq-length 8192");
   EXPECT_FALSE(fused.training().gradient_accumulation_unfused());
   absl::StatusOr<v1::Estimate> f = EstimateJob(fused);
-  absl::StatusOr<v1::Estimate> u =
-      EstimateJob(LlamaLaunchJob("--no-gradient-accumulation-fusion"));
+  absl::StatusOr<v1::Estimate> u = EstimateJob(LlamaLaunchJob(
+      short_sequences + " --no-gradient-accumulation-fusion",
+      "--seq-length 8192"));
   ASSERT_TRUE(f.ok() && u.ok());
   ASSERT_EQ(u->stages_size(), 2);
   EXPECT_EQ(u->stages(0).output_weight_gradient_bytes(), 0);
-  // bf16, TP 4: 2 B x 4096 x (128512 / 4 + 8192 x 1).
-  EXPECT_DOUBLE_EQ(u->stages(1).output_weight_gradient_bytes(),
-                   2.0 * 4096 * (128512 / 4 + 8192));
+  // bf16, TP 4: 2 B x 4096 x (128512 / 4 + 2048), less the fp32 softmax
+  // above the logits' bf16 gradient, 2 B x 2048 x 128512 / 4.
+  const double wgrad =
+      2.0 * 4096 * (128512 / 4 + 2048) - 2.0 * 2048 * 128512 / 4;
+  EXPECT_DOUBLE_EQ(u->stages(1).output_weight_gradient_bytes(), wgrad);
+  EXPECT_GT(wgrad, u->stages(1).loss_gradient_cast_bytes());
   EXPECT_EQ(f->stages(1).output_weight_gradient_bytes(), 0);
   EXPECT_DOUBLE_EQ(u->stages(1).total_bytes(), f->stages(1).total_bytes());
 }

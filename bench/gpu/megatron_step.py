@@ -279,6 +279,19 @@ JOBS.update({
     for v in (266240, 272384, 276480)
 })
 
+# bf16 with s x b < h: is the output layer's weight gradient (2 v h, no
+# gradient-accumulation fusion) the transient, above the loss's cast
+# (2 s b v)? With its input's gradient, beside the logits' 16-bit gradient,
+# the loss's fp32 softmax freed by then: 2 v h + 2 s b h - 2 s b v above
+# the stored bytes, if the reading of layers.py is right.
+JOBS["loss_wgrad_bf16"] = (
+    _DENSE.replace("--num-layers 8", "--num-layers 2")
+    .replace("--hidden-size 2048 --ffn-hidden-size 5632",
+             "--hidden-size 4096 --ffn-hidden-size 11008")
+    .replace("--num-attention-heads 16", "--num-attention-heads 32")
+    .replace("--seq-length 4096 --max-position-embeddings 4096",
+             "--seq-length 1024 --max-position-embeddings 1024"))
+
 def parse(line):
     """The few launch arguments this script needs, as a dict (the values of
     an argument that takes several, --recompute-modules, joined by blanks)."""
