@@ -101,8 +101,12 @@ v1::Zone ZoneOf(double bytes, double capacity_bytes, double threshold) {
   return v1::ZONE_RED;
 }
 
+double UnallocatableBytes(double capacity_bytes) {
+  return kProcessRuntimeBytes + kDriverShare * capacity_bytes;
+}
+
 double AllocatableBytes(double capacity_bytes) {
-  return std::max(0.0, capacity_bytes - kUnallocatableBytes);
+  return std::max(0.0, capacity_bytes - UnallocatableBytes(capacity_bytes));
 }
 
 v1::Zone AdmissionZone(const StagePeak& peak, double capacity_bytes,

@@ -27,16 +27,21 @@ absl::Status EstimateJobInto(const v1::Job& job, double threshold,
 v1::Zone ZoneOf(double bytes, double capacity_bytes, double threshold);
 
 // What a training process cannot allocate of a GPU's memory, whatever its
-// tensors: the driver's own share (CUDA reports 85,017,493,504 B of an H100
-// 80GB HBM3's 80 GiB) and the process's CUDA context, kernels and NCCL
-// state (2,601,320,448 to 2,609,709,056 B beside PyTorch's allocations in
-// every one of 61 measured steps: one GPU, PyTorch 2.11, CUDA 13): 3.25
-// GiB (bench/RESULTS.md session 38). The 80% rule's headroom holds it; a
-// transient checked against the whole GPU does not (jobs whose stage and
-// loss transient memgate put at 78.2 and 79.2 GiB ran out of memory, one at
-// 76.5 GiB ran). Measured on one GPU model with one process: a floor where
-// NCCL has more communicators and peers.
-inline constexpr double kUnallocatableBytes = 3491561472.0;
+// tensors (bench/RESULTS.md session 38):
+// - its CUDA context, kernels and NCCL state beside PyTorch's allocations:
+//   2,595,028,992 to 2,609,709,056 B in each of 61 steps measured on an H100
+//   and one on an H200 (one GPU, PyTorch 2.11, CUDA 13); the most is taken;
+// - the driver's share: CUDA reports 85,017,493,504 B of an H100 80GB
+//   HBM3's 80 GiB (1.03% held back) and 150,109,880,320 B of an H200's 141
+//   GiB (0.85%); the larger share is taken for every GPU.
+// 3.25 GiB of an 80 GiB GPU. The 80% rule's headroom holds it; a transient
+// checked against the whole GPU does not (jobs whose stage and loss
+// transient memgate put at 78.2 and 79.2 GiB ran out of memory, one at
+// 76.5 GiB ran). Measured with one process on one GPU: a floor where NCCL
+// has more communicators and peers.
+inline constexpr double kProcessRuntimeBytes = 2609709056.0;
+inline constexpr double kDriverShare = 881852416.0 / 85899345920.0;
+double UnallocatableBytes(double capacity_bytes);
 
 // The bytes of a GPU of `capacity_bytes` a training process can allocate:
 // where a stage and its transient must fit.
