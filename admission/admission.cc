@@ -73,7 +73,10 @@ void Decide(const AdmissionPolicy& policy, v1::Decision& decision) {
                   ToGiB(stage->total_bytes() +
                         stage->expert_imbalance_bytes()),
                   2);
-      reason += " GiB)";
+      reason += " GiB, more than the ";
+      AppendFixed(reason, ToGiB(AllocatableBytes(estimate.capacity_bytes())),
+                  2);
+      reason += " GiB a process can allocate)";
     }
   }
   if (admit && zone == v1::ZONE_YELLOW) {
