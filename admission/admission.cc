@@ -64,20 +64,23 @@ void Decide(const AdmissionPolicy& policy, v1::Decision& decision) {
   const double peak_admission =
       estimate.peak().total_bytes() + estimate.peak().expert_imbalance_bytes();
   if (zone == v1::ZONE_RED && peak_admission <= estimate.capacity_bytes()) {
-    // RED though the peak fits: the last stage's transient does not.
+    // RED though the peak fits in the GPU: the last stage's transient does
+    // not fit beside it in what a process can allocate, or the peak itself
+    // does not (estimate.h AdmissionZone).
+    reason += " (";
     if (const v1::StageMemory* stage = StageWhoseTransientOverflows(estimate)) {
-      absl::StrAppend(&reason, " (", TransientName(*stage), ", ");
+      absl::StrAppend(&reason, TransientName(*stage), ", ");
       AppendFixed(reason, ToGiB(TransientBytes(*stage)), 2);
       absl::StrAppend(&reason, " GiB beside stage ", stage->stage(), "'s ");
       AppendFixed(reason,
                   ToGiB(stage->total_bytes() +
                         stage->expert_imbalance_bytes()),
                   2);
-      reason += " GiB, more than the ";
-      AppendFixed(reason, ToGiB(AllocatableBytes(estimate.capacity_bytes())),
-                  2);
-      reason += " GiB a process can allocate)";
+      reason += " GiB, ";
     }
+    reason += "more than the ";
+    AppendFixed(reason, ToGiB(AllocatableBytes(estimate.capacity_bytes())), 2);
+    reason += " GiB a process can allocate)";
   }
   if (admit && zone == v1::ZONE_YELLOW) {
     decision.add_warnings(

@@ -1,6 +1,7 @@
 #include "admission/admission.h"
 
 #include "estimator/estimate.h"
+#include "estimator/units.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
@@ -177,6 +178,30 @@ TEST(AdmissionTest, RefusalSaysWhenTheFusedAttentionAloneDecides) {
 // of the logits does not fit beside it was admitted; it is refused RED,
 // the reason naming the transient, and what it suggests instead fits with
 // it (SmallModelLargeVocabularyJob: 62.10 GiB and 20.51 GiB on 80).
+// On a GPU where the threshold leaves less than the process's runtime
+// takes (under about 17 GiB), a peak under the threshold may still be more
+// than a process can allocate: refused RED, saying so.
+TEST(AdmissionTest, RefusesAPeakUnderTheThresholdThatCannotBeAllocated) {
+  v1::Job job = PaperJob("llama-3.1-8b", "a100-40gb", 8, 1, 4, 1, 32, 4096);
+  absl::StatusOr<v1::Decision> on_a100 = AdmitJob(job, AdmissionPolicy());
+  ASSERT_TRUE(on_a100.ok()) << on_a100.status();
+  const double peak = on_a100->estimate().peak().total_bytes();
+  ASSERT_LT(peak, 9.0 * kBytesPerGiB);
+  // A GPU of which the peak is 79%: GREEN by the threshold alone.
+  job.mutable_accelerator()->clear_name();
+  job.mutable_accelerator()->set_memory_bytes(
+      static_cast<uint64_t>(peak / 0.79));
+  job.mutable_accelerator()->set_gpus_per_node(8);
+  absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_GT(peak, AllocatableBytes(d->estimate().capacity_bytes()));
+  EXPECT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  EXPECT_EQ(d->estimate().zone(), v1::ZONE_RED);
+  EXPECT_NE(d->reason().find("GiB a process can allocate)"),
+            std::string::npos)
+      << d->reason();
+}
+
 TEST(AdmissionTest, RefusesAJobWhoseLossTransientDoesNotFit) {
   const v1::Job job = testing::SmallModelLargeVocabularyJob(
       1, v1::PRECISION_BF16_FP32_GRADS);
@@ -228,13 +253,27 @@ TEST(AdmissionTest, RefusesRedWhateverThePolicy) {
   EXPECT_NE(d->reason().find("will OOM"), std::string::npos) << d->reason();
 }
 
+// A site's threshold moves the limit: at 95% of an A100 40 GB the paper's
+// YELLOW cell of 33.76 GiB, which ran, is admitted; its 37.58 GiB one,
+// which ran out of memory, is under the threshold but more than a process
+// can allocate (37.16 GiB): refused RED.
 TEST(AdmissionTest, ThresholdMovesTheLimit) {
   AdmissionPolicy policy;
   policy.threshold = 0.95;  // 38 GiB on an A100 40 GB
-  absl::StatusOr<v1::Decision> d = AdmitJob(kYellow, policy);
+  const v1::Job ran = PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 1, 1, 8,
+                               8192);
+  absl::StatusOr<v1::Decision> d = AdmitJob(ran, policy);
   ASSERT_TRUE(d.ok());
-  EXPECT_EQ(d->verdict(), v1::VERDICT_ADMIT);
+  EXPECT_EQ(d->verdict(), v1::VERDICT_ADMIT) << d->reason();
   EXPECT_NE(d->reason().find("limit 38.00 GiB (95%"), std::string::npos)
+      << d->reason();
+  d = AdmitJob(kYellow, policy);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  EXPECT_EQ(d->estimate().zone(), v1::ZONE_RED);
+  EXPECT_NE(d->reason().find("(more than the 37.16 GiB a process can "
+                             "allocate)"),
+            std::string::npos)
       << d->reason();
 }
 

@@ -111,13 +111,19 @@ double AllocatableBytes(double capacity_bytes) {
 
 v1::Zone AdmissionZone(const StagePeak& peak, double capacity_bytes,
                        double threshold) {
-  // Only a transient is held to the allocatable bytes: the admission
-  // figure's zones are the paper's, against the whole GPU.
-  if (peak.transient > peak.admission &&
-      peak.transient > AllocatableBytes(capacity_bytes)) {
+  const v1::Zone zone = ZoneOf(peak.admission, capacity_bytes, threshold);
+  const double allocatable = AllocatableBytes(capacity_bytes);
+  if (peak.transient > peak.admission && peak.transient > allocatable) {
     return v1::ZONE_RED;
   }
-  return ZoneOf(peak.admission, capacity_bytes, threshold);
+  // The admission figure's zones are the paper's, against the whole GPU;
+  // but a GREEN figure the process cannot allocate (a threshold near 1, a
+  // GPU under about 17 GiB, where 20% is less than the runtime's share)
+  // will OOM.
+  if (zone == v1::ZONE_GREEN && peak.admission > allocatable) {
+    return v1::ZONE_RED;
+  }
+  return zone;
 }
 
 double TransientBytes(const v1::StageMemory& stage) {

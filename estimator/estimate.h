@@ -51,7 +51,9 @@ double AllocatableBytes(double capacity_bytes);
 // and RED where a stage's transient (the loss's gradient cast, memory_model
 // .cc [CE], or the output layer's unfused weight gradient, [OW]) does not
 // fit beside its admission figure in what a process can allocate
-// (AllocatableBytes), whatever the threshold: the step would OOM.
+// (AllocatableBytes), whatever the threshold, or where a GREEN figure does
+// not fit there itself (a threshold near 1, a GPU under about 17 GiB): the
+// step would OOM.
 v1::Zone AdmissionZone(const StagePeak& peak, double capacity_bytes,
                        double threshold);
 

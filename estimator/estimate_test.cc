@@ -154,9 +154,22 @@ TEST(EstimateTest, ATransientMustFitInWhatAProcessCanAllocate) {
   EXPECT_EQ(AdmissionZone(peak, gpu, 0.8), v1::ZONE_GREEN);
   peak.transient = AllocatableBytes(gpu) + 1;
   EXPECT_EQ(AdmissionZone(peak, gpu, 0.8), v1::ZONE_RED);
-  // No transient: a YELLOW peak inside the last 3.25 GiB stays YELLOW.
+  // No transient: a YELLOW peak inside the last 3.25 GiB stays YELLOW...
   peak.admission = peak.transient = 78.0 * kBytesPerGiB;
   EXPECT_EQ(AdmissionZone(peak, gpu, 0.8), v1::ZONE_YELLOW);
+  // ...but a GREEN one there, under a threshold near 1, will OOM.
+  EXPECT_EQ(AdmissionZone(peak, gpu, 1.0), v1::ZONE_RED);
+  peak.admission = peak.transient = 76.0 * kBytesPerGiB;
+  EXPECT_EQ(AdmissionZone(peak, gpu, 1.0), v1::ZONE_GREEN);
+  // On a 12 GiB GPU, 80% (9.6 GiB) is more than a process can allocate
+  // (9.45 GiB).
+  const double small = 12.0 * kBytesPerGiB;
+  EXPECT_LT(AllocatableBytes(small), 0.8 * small);
+  peak.admission = peak.transient = 9.5 * kBytesPerGiB;
+  EXPECT_EQ(ZoneOf(peak.admission, small, 0.8), v1::ZONE_GREEN);
+  EXPECT_EQ(AdmissionZone(peak, small, 0.8), v1::ZONE_RED);
+  peak.admission = peak.transient = 9.4 * kBytesPerGiB;
+  EXPECT_EQ(AdmissionZone(peak, small, 0.8), v1::ZONE_GREEN);
 }
 
 // A catalog MoE name brings its experts even when every dimension is
@@ -538,8 +551,8 @@ TEST(EstimateTest, ZonesAtTheBoundaries) {
 }
 
 TEST(EstimateTest, ThresholdChangesTheZoneNotThePeak) {
-  const v1::Job job = PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8,
-                               8192);  // 37.58 GiB of 40
+  const v1::Job job = PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 1, 1, 8,
+                               8192);  // 33.76 GiB of 40
   absl::StatusOr<v1::Estimate> strict = EstimateJob(job, 0.8);
   absl::StatusOr<v1::Estimate> lax = EstimateJob(job, 0.95);
   ASSERT_TRUE(strict.ok() && lax.ok());
@@ -547,6 +560,12 @@ TEST(EstimateTest, ThresholdChangesTheZoneNotThePeak) {
   EXPECT_EQ(lax->zone(), v1::ZONE_GREEN);
   EXPECT_DOUBLE_EQ(strict->peak_gib(), lax->peak_gib());
   EXPECT_FALSE(EstimateJob(job, 1.5).ok());
+  // 37.58 GiB of 40 is under 95% but more than a process can allocate.
+  absl::StatusOr<v1::Estimate> tight = EstimateJob(
+      PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192), 0.95);
+  ASSERT_TRUE(tight.ok());
+  EXPECT_NEAR(tight->peak_gib(), 37.58, 0.01);
+  EXPECT_EQ(tight->zone(), v1::ZONE_RED);
 }
 
 TEST(EstimateTest, UnknownNamesAreInvalidArguments) {
