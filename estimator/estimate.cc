@@ -91,6 +91,7 @@ void Fill(const StageFigures& f, uint32_t stage, double layers,
   out.set_gradient_scratch_bytes(f.gradient_scratch_bytes);
   out.set_loss_gradient_cast_bytes(f.loss_gradient_cast_bytes);
   out.set_output_weight_gradient_bytes(f.output_weight_gradient_bytes);
+  out.set_embedding_gradient_bytes(f.embedding_gradient_bytes);
 }
 
 }  // namespace
@@ -127,11 +128,18 @@ v1::Zone AdmissionZone(const StagePeak& peak, double capacity_bytes,
 }
 
 double TransientBytes(const v1::StageMemory& stage) {
-  return std::max(stage.loss_gradient_cast_bytes(),
-                  stage.output_weight_gradient_bytes());
+  return std::max({stage.loss_gradient_cast_bytes(),
+                   stage.output_weight_gradient_bytes(),
+                   stage.embedding_gradient_bytes()});
 }
 
 const char* TransientName(const v1::StageMemory& stage) {
+  const double largest = TransientBytes(stage);
+  if (stage.embedding_gradient_bytes() == largest &&
+      largest > stage.loss_gradient_cast_bytes() &&
+      largest > stage.output_weight_gradient_bytes()) {
+    return "the embedding's backward makes its dense weight gradient";
+  }
   return stage.output_weight_gradient_bytes() >
                  stage.loss_gradient_cast_bytes()
              ? "the output layer's backward makes its weight gradient "
@@ -212,7 +220,7 @@ absl::Status EstimateJobInto(const v1::Job& job, double threshold,
   estimate.set_capacity_fraction(peak.total_bytes() / capacity);
   estimate.set_threshold(threshold);
   // The zone counts the MoE load margin (0 for dense models) and checks
-  // the loss's transient fits beside the last stage.
+  // the stages' transients fit beside them (AdmissionZone).
   estimate.set_zone(AdmissionZone(stage_peak, capacity, threshold));
   for (std::string& line : AssumptionsOf(resolved)) {
     estimate.add_assumptions(std::move(line));

@@ -49,7 +49,8 @@ double AllocatableBytes(double capacity_bytes);
 
 // A job's zone from its stages' peaks: ZoneOf its largest admission figure,
 // and RED where a stage's transient (the loss's gradient cast, memory_model
-// .cc [CE], or the output layer's unfused weight gradient, [OW]) does not
+// .cc [CE], the output layer's unfused weight gradient, [OW], or the
+// embedding's dense weight gradient, [EG]) does not
 // fit beside its admission figure in what a process can allocate
 // (AllocatableBytes), whatever the threshold, or where a GREEN figure does
 // not fit there itself (a threshold near 1, a GPU under about 17 GiB): the
@@ -57,7 +58,7 @@ double AllocatableBytes(double capacity_bytes);
 v1::Zone AdmissionZone(const StagePeak& peak, double capacity_bytes,
                        double threshold);
 
-// The larger of a stage's two transients (StageFigures::transient_bytes),
+// The largest of a stage's transients (StageFigures::transient_bytes),
 // and what it is, in words, for a reason or a report.
 double TransientBytes(const v1::StageMemory& stage);
 const char* TransientName(const v1::StageMemory& stage);

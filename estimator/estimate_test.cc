@@ -1,5 +1,6 @@
 #include "estimator/estimate.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -133,6 +134,73 @@ TEST(EstimateTest, TheUnfusedOutputWeightGradientMustFitBesideTheLastStage) {
   EXPECT_DOUBLE_EQ(TransientBytes(e->peak()),
                    e->peak().loss_gradient_cast_bytes());
   EXPECT_TRUE(absl::StrContains(TransientName(e->peak()), "loss's backward"));
+}
+
+// The first stage's embedding has a dense weight gradient, v/t x h in the
+// weights' dtype, made at the end of each micro-batch's backward, when
+// that micro-batch's layer activations are freed (memory_model.cc [EG]):
+// above the stage's total by the difference, none where the activations
+// are larger. With every layer recomputed, a 1M-entry vocabulary and
+// micro-batches of 1,024 tokens (fewer than h), it is the pipeline's
+// largest transient: on a GPU just short of it beside the first stage,
+// RED; with one stage, the whole micro-batch is freed first.
+TEST(EstimateTest, TheEmbeddingGradientMustFitBesideTheFirstStage) {
+  v1::Job job = testing::SmallModelLargeVocabularyJob(
+      1, v1::PRECISION_BF16_FP32_GRADS);
+  job.mutable_model()->set_vocab_size(1024000);
+  job.mutable_training()->set_seq_length(1024);
+  job.set_num_gpus(64);  // the optimizer sharded over 32
+  job.mutable_parallel()->set_pipeline_parallel(2);
+  job.mutable_parallel()->add_layers_per_stage(14);
+  job.mutable_parallel()->add_layers_per_stage(2);
+  absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_EQ(e->stages_size(), 2);
+  const double gradient = 2.0 * 1024000 * 2048;
+  const v1::StageMemory& first = e->stages(0);
+  EXPECT_GT(first.embedding_gradient_bytes(), 0.9 * gradient);
+  EXPECT_LT(first.embedding_gradient_bytes(), gradient);
+  EXPECT_EQ(e->stages(1).embedding_gradient_bytes(), 0);
+  EXPECT_DOUBLE_EQ(TransientBytes(first), first.embedding_gradient_bytes());
+  // More layers on the first stage: more freed before it, a smaller one.
+  v1::Job deeper = job;
+  deeper.mutable_model()->set_num_layers(17);
+  deeper.mutable_parallel()->set_layers_per_stage(0, 15);
+  absl::StatusOr<v1::Estimate> d = EstimateJob(deeper);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_LT(d->stages(0).embedding_gradient_bytes(),
+            first.embedding_gradient_bytes());
+  // A GPU 1% short of the first stage and its gradient: RED, saying so.
+  const double beside =
+      first.total_bytes() + first.expert_imbalance_bytes() +
+      first.embedding_gradient_bytes();
+  const double short_gpu =
+      0.99 * (beside + kProcessRuntimeBytes) / (1 - kDriverShare);
+  job.mutable_accelerator()->set_memory_bytes(
+      static_cast<uint64_t>(short_gpu));
+  e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  for (const v1::StageMemory& stage : e->stages()) {
+    ASSERT_LE(stage.total_bytes(), e->threshold() * e->capacity_bytes());
+  }
+  EXPECT_EQ(e->zone(), v1::ZONE_RED);
+  const v1::StageMemory* overflows = StageWhoseTransientOverflows(*e);
+  ASSERT_NE(overflows, nullptr);
+  EXPECT_EQ(overflows->stage(), 0u);
+  EXPECT_TRUE(absl::StrContains(TransientName(*overflows), "embedding"));
+  job.mutable_accelerator()->set_memory_bytes(
+      static_cast<uint64_t>(short_gpu / 0.99 * 1.01));
+  e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
+  // One stage: the gradient less all of the micro-batch's activations.
+  job.mutable_parallel()->set_pipeline_parallel(1);
+  job.mutable_parallel()->clear_layers_per_stage();
+  e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_DOUBLE_EQ(
+      e->peak().embedding_gradient_bytes(),
+      std::max(0.0, gradient - e->peak().activation_bytes()));
 }
 
 // A transient is held to what a process can allocate: the GPU less the

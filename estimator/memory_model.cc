@@ -783,6 +783,31 @@ double OutputWeightGradientBytes(const ModelShape& m, const Layout& l) {
                            (4 - element) * logits);
 }
 
+// [EG] The first stage's word embedding (tensor_parallel/layers.py
+// VocabParallelEmbedding: F.embedding, or an index of the weight) has a
+// dense weight gradient, v/t x h in the weight's dtype (PyTorch's
+// embedding_dense_backward), which the DDP hook then adds to the main
+// gradient; a learned position embedding's, max_positions x h, likewise.
+// No gradient-accumulation fusion applies to it. It is made at the last
+// op of each micro-batch's backward on the stage, when that micro-batch's
+// layer activations of the first chunk are freed (the other micro-batches
+// in flight are not; with one stage, all of them): above the stage's
+// total, the gradient less those activations, none where they are larger
+// (most jobs: a micro-batch's layer activations outweigh v/t x h unless
+// every layer is recomputed).
+// From source, not measured: on one GPU the output layer's transients
+// come first and are larger (bench/RESULTS.md session 38). An MTP layer's
+// embedding on the last stage is left to the headroom: the losses'
+// softmaxes freed before it outweigh it unless 2 s/c x b < h.
+double EmbeddingGradientBytes(const ModelShape& m, const Layout& l,
+                              double first_chunk_microbatch_bytes) {
+  const double element = 2 * ActivationElementScale(l);
+  const double gradient =
+      element * m.hidden *
+      (VocabRows(m, l.tensor) / l.tensor + m.learned_positions);
+  return std::max(0.0, gradient - first_chunk_microbatch_bytes);
+}
+
 // Megatron's --defer-embedding-wgrad-compute [DW]: each call of the output
 // layer appends its input (the sequence-parallel shard, s/(ct) x b x h)
 // at forward and the logits' gradient (s/c x b x v/t, the logits' 16-bit
@@ -1332,25 +1357,35 @@ double ContextParallelGatherWorkingSet(const ModelShape& m, const Layout& l) {
 // layers for each micro-batch in flight (`chunks` null: v equal chunks of
 // the stage's layers), the recomputation and dispatch working sets, the
 // embedding on the first stage, the LM head and MTP block on the last.
+// Chunk j's layers: given, or, without `chunks`, an equal share of the
+// stage's for each of the v chunks.
+LayerMix ChunkMix(const Layout& l, const LayerMix& mix,
+                  const std::vector<LayerMix>* chunks, size_t j) {
+  if (chunks != nullptr) return (*chunks)[j];
+  return LayerMix{mix.dense / l.virtual_stages, mix.moe / l.virtual_stages};
+}
+
+// Chunk j's bf16 layers: given, or the stage's spread evenly.
+double ChunkBf16(const Layout& l, const Bf16Layers* bf16, size_t j) {
+  if (bf16 == nullptr) return 0.0;
+  return bf16->chunks.empty() ? bf16->stage / l.virtual_stages
+                              : bf16->chunks[j];
+}
+
+FullLayers StageFullLayers(const ModelShape& m, const Layout& l,
+                           const LayerMix& mix, const Bf16Layers* bf16) {
+  return FullLayersOf(m, l, mix, bf16 != nullptr ? bf16->stage : 0);
+}
+
 double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
                         const LayerMix& mix,
                         const std::vector<LayerMix>* chunks,
                         const Bf16Layers* bf16) {
   const double in_flight = MicrobatchesInFlight(l, stage);
-  // Without `chunks`, each of the v chunks holds an equal share.
-  const LayerMix even_chunk{mix.dense / l.virtual_stages,
-                            mix.moe / l.virtual_stages};
-  auto chunk_mix = [&](size_t j) {
-    return chunks != nullptr ? (*chunks)[j] : even_chunk;
-  };
-  // Chunk j's bf16 layers: given, or the stage's spread evenly.
-  auto chunk_bf16 = [&](size_t j) {
-    if (bf16 == nullptr) return 0.0;
-    return bf16->chunks.empty() ? bf16->stage / l.virtual_stages
-                                : bf16->chunks[j];
-  };
-  const FullLayers full =
-      FullLayersOf(m, l, mix, bf16 != nullptr ? bf16->stage : 0);
+  const LayerMix even_chunk = ChunkMix(l, mix, nullptr, 0);
+  auto chunk_mix = [&](size_t j) { return ChunkMix(l, mix, chunks, j); };
+  auto chunk_bf16 = [&](size_t j) { return ChunkBf16(l, bf16, j); };
+  const FullLayers full = StageFullLayers(m, l, mix, bf16);
   double activations = 0;
   if (chunks == nullptr) {
     activations =
@@ -1494,6 +1529,17 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
   if (last) {
     f.loss_gradient_cast_bytes = LossGradientCastBytes(m, l);
     f.output_weight_gradient_bytes = OutputWeightGradientBytes(m, l);
+  }
+  if (first) {
+    // One stage holds one micro-batch, all of whose activations are freed
+    // by the embedding's backward; a pipeline's first stage frees one
+    // micro-batch's layers of its first chunk.
+    f.embedding_gradient_bytes = EmbeddingGradientBytes(
+        m, l,
+        last ? f.activation_bytes
+             : StoredActivations(m, l, ChunkMix(l, mix, chunks, 0),
+                                 StageFullLayers(m, l, mix, bf16),
+                                 ChunkBf16(l, bf16, 0)));
   }
   // DeepEP allocates its buffers at a rank's first dispatch: on the GPUs
   // of stages that hold an MoE layer (the MTP layer included).

@@ -280,15 +280,20 @@ struct StageFigures {
   // gradient and its input's gradient at its backward ([OW]
   // OutputWeightGradientBytes): the last stage's other transient.
   double output_weight_gradient_bytes = 0;
+  // The first stage: the embedding's dense weight gradient at its backward,
+  // less the micro-batch's activations freed by then ([EG]
+  // EmbeddingGradientBytes).
+  double embedding_gradient_bytes = 0;
   double total_bytes() const {
     return weight_bytes + gradient_bytes + optimizer_bytes +
            activation_bytes + buffer_bytes;
   }
   double admission_bytes() const { return total_bytes() + imbalance_bytes; }
-  // The two transients come one after the other (the loss's backward,
-  // then the output layer's): the larger one sits beside the stage.
+  // The transients come one after the other (the loss's backward, the
+  // output layer's, the embedding's): the largest sits beside the stage.
   double transient_bytes() const {
-    return std::max(loss_gradient_cast_bytes, output_weight_gradient_bytes);
+    return std::max({loss_gradient_cast_bytes, output_weight_gradient_bytes,
+                     embedding_gradient_bytes});
   }
   double transient_peak_bytes() const {
     return admission_bytes() + transient_bytes();
