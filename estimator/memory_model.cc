@@ -1372,30 +1372,36 @@ double ChunkBf16(const Layout& l, const Bf16Layers* bf16, size_t j) {
                               : bf16->chunks[j];
 }
 
-FullLayers StageFullLayers(const ModelShape& m, const Layout& l,
-                           const LayerMix& mix, const Bf16Layers* bf16) {
-  return FullLayersOf(m, l, mix, bf16 != nullptr ? bf16->stage : 0);
-}
-
+// The stage's activations; `first_chunk_microbatch`, where given, gets one
+// micro-batch's stored layer activations of its first chunk (what the
+// embedding's backward follows, [EG]), computed here already.
 double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
                         const LayerMix& mix,
                         const std::vector<LayerMix>* chunks,
-                        const Bf16Layers* bf16) {
+                        const Bf16Layers* bf16,
+                        double* first_chunk_microbatch = nullptr) {
   const double in_flight = MicrobatchesInFlight(l, stage);
   const LayerMix even_chunk = ChunkMix(l, mix, nullptr, 0);
   auto chunk_mix = [&](size_t j) { return ChunkMix(l, mix, chunks, j); };
   auto chunk_bf16 = [&](size_t j) { return ChunkBf16(l, bf16, j); };
-  const FullLayers full = StageFullLayers(m, l, mix, bf16);
+  const FullLayers full =
+      FullLayersOf(m, l, mix, bf16 != nullptr ? bf16->stage : 0);
   double activations = 0;
   if (chunks == nullptr) {
-    activations =
-        in_flight * StoredActivations(m, l, even_chunk, full, chunk_bf16(0)) +
-        RecomputeWorkingSet(l, even_chunk, full, chunk_bf16(0));
+    const double stored =
+        StoredActivations(m, l, even_chunk, full, chunk_bf16(0));
+    if (first_chunk_microbatch != nullptr) *first_chunk_microbatch = stored;
+    activations = in_flight * stored +
+                  RecomputeWorkingSet(l, even_chunk, full, chunk_bf16(0));
   } else {
     double working_set = 0;
     for (size_t j = 0; j < chunks->size(); ++j) {
-      activations += ChunkMicrobatchesInFlight(l, in_flight, j) *
-                     StoredActivations(m, l, (*chunks)[j], full, chunk_bf16(j));
+      const double stored =
+          StoredActivations(m, l, (*chunks)[j], full, chunk_bf16(j));
+      if (j == 0 && first_chunk_microbatch != nullptr) {
+        *first_chunk_microbatch = stored;
+      }
+      activations += ChunkMicrobatchesInFlight(l, in_flight, j) * stored;
       working_set = std::max(working_set, RecomputeWorkingSet(l, (*chunks)[j],
                                                               full,
                                                               chunk_bf16(j)));
@@ -1525,7 +1531,9 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
                  l.optimizer_instances
            : params + expert_params);
 
-  f.activation_bytes = StageActivations(m, l, stage, mix, chunks, bf16);
+  double first_chunk_microbatch = 0;
+  f.activation_bytes = StageActivations(m, l, stage, mix, chunks, bf16,
+                                        &first_chunk_microbatch);
   if (last) {
     f.loss_gradient_cast_bytes = LossGradientCastBytes(m, l);
     f.output_weight_gradient_bytes = OutputWeightGradientBytes(m, l);
@@ -1535,11 +1543,7 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
     // by the embedding's backward; a pipeline's first stage frees one
     // micro-batch's layers of its first chunk.
     f.embedding_gradient_bytes = EmbeddingGradientBytes(
-        m, l,
-        last ? f.activation_bytes
-             : StoredActivations(m, l, ChunkMix(l, mix, chunks, 0),
-                                 StageFullLayers(m, l, mix, bf16),
-                                 ChunkBf16(l, bf16, 0)));
+        m, l, last ? f.activation_bytes : first_chunk_microbatch);
   }
   // DeepEP allocates its buffers at a rank's first dispatch: on the GPUs
   // of stages that hold an MoE layer (the MTP layer included).
