@@ -863,7 +863,16 @@ absl::Status FillDeferredEmbeddingWgrad(const Arguments& args,
   MEMGATE_ASSIGN_OR_RETURN(limit, args.Number("wgrad-deferral-limit", 0));
   if (args.Has("no-gradient-accumulation-fusion")) {
     // Each weight gradient a new tensor before the main gradient takes it
-    // (memory_model.cc [OW]): the output layer's is the last stage's.
+    // (memory_model.cc [OW]): the output layer's is the last stage's,
+    // counted once the loss's fp32 softmax is freed. fp32 logits keep it
+    // (the output layer's backward casts its fp32 gradient to 16 bits and
+    // holds both): not modelled.
+    if (args.Text("output-logit-dtype") == "fp32") {
+      return Bad("no-gradient-accumulation-fusion",
+                 "with --output-logit-dtype fp32 the logits' fp32 gradient "
+                 "lives through the output layer's backward beside its "
+                 "16-bit copy and the weight gradient: not modelled");
+    }
     launch.job.mutable_training()->set_gradient_accumulation_unfused(true);
     launch.notes.push_back(
         "--no-gradient-accumulation-fusion: each weight gradient is a new "

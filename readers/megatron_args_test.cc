@@ -2616,6 +2616,16 @@ TEST(MegatronArgsTest, UnfusedGradientAccumulationIsTheLastStagesTransient) {
   EXPECT_GT(wgrad, u->stages(1).loss_gradient_cast_bytes());
   EXPECT_EQ(f->stages(1).output_weight_gradient_bytes(), 0);
   EXPECT_DOUBLE_EQ(u->stages(1).total_bytes(), f->stages(1).total_bytes());
+  // fp32 logits keep their fp32 gradient beside it: refused by name.
+  absl::StatusOr<MegatronLaunch> fp32_logits = ReadLlamaLaunch(
+      "--no-gradient-accumulation-fusion --output-logit-dtype fp32", "");
+  ASSERT_FALSE(fp32_logits.ok());
+  EXPECT_EQ(fp32_logits.status().message().rfind(
+                "--no-gradient-accumulation-fusion: with --output-logit-dtype "
+                "fp32",
+                0),
+            0u)
+      << fp32_logits.status();
 }
 
 // --defer-embedding-wgrad-compute (read past before: the last stage's

@@ -573,7 +573,8 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "weight gradients are new tensors before the main gradient takes "
        "them: the output layer's (v/t x h, the activations' dtype) is the "
        "last stage's transient beside the loss's, checked to fit; refused "
-       "with --defer-embedding-wgrad-compute, as Megatron raises"},
+       "with --defer-embedding-wgrad-compute, as Megatron raises, and with "
+       "--output-logit-dtype fp32 (not modelled)"},
       {"delay-wgrad-compute", false, M, "off",
        "weight gradients run later in the same layer's backward: their "
        "inputs are kept anyway; the output gradients they wait on are a "
