@@ -20,10 +20,10 @@ int RunEstimate(const std::vector<std::string>& args, std::ostream& out,
       "Estimates the per-GPU memory of every pipeline stage (weights, "
       "gradients,\noptimizer states, activations) with the paper's equations, "
       "and the zone of\nthe peak: GREEN <= threshold x capacity, YELLOW <= "
-      "capacity, RED above\n(or where the loss's 16-bit gradient of the "
-      "logits, or the output layer's\nunfused weight gradient, does not fit "
-      "beside the last stage). Runs embedded:\nno server needed. Exit 0, or "
-      "2 for bad input.");
+      "capacity, RED above\n(or where a stage and its largest transient, "
+      "the loss's 16-bit gradient of the\nlogits or a weight gradient, do not "
+      "fit in what a process can allocate).\nRuns embedded: no server "
+      "needed. Exit 0, or 2 for bad input.");
   JobFlags job_flags;
   job_flags.Register(flags);
   std::optional<std::string> format;

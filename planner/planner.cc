@@ -265,10 +265,10 @@ std::string WhyOf(const Layout4D& l, const SpeedFactors& f, double capacity,
   if (l.zone != v1::ZONE_GREEN) {
     absl::StrAppend(&why,
                     l.zone == v1::ZONE_RED && l.peak_bytes <= capacity
-                        ? ": the last stage's transient (the loss's "
-                          "16-bit gradient of the logits, or the output "
-                          "layer's unfused weight gradient) does not fit in "
-                          "the GPU beside it"
+                        ? ": a stage's transient (the loss's 16-bit "
+                          "gradient of the logits, the output layer's or the "
+                          "embedding's weight gradient) or its peak does not "
+                          "fit in what a process can allocate"
                         : ": does not fit under the threshold");
     return why;
   }
