@@ -1025,12 +1025,34 @@ absl::Status ValidateTraining(const v1::Job& job) {
                                 " sequence parallelism"));
   }
   const v1::ModelConfig& m = job.model();
+  // Recomputed modules Megatron refuses beside other settings
+  // (transformer_config.py __post_init__, ValueError), as the launch
+  // reader does: such a job never trains.
+  const bool delayed_fp8 =
+      tr.has_fp8() && (tr.fp8().recipe() == v1::Fp8::RECIPE_DELAYED ||
+                       tr.fp8().recipe() == v1::Fp8::RECIPE_UNSPECIFIED);
   for (int module : r.modules()) {
     if (module == v1::Recompute::MODULE_MLA_UP_PROJ && !m.has_mla()) {
       return Invalid("training.recompute.modules",
                      "MODULE_MLA_UP_PROJ needs multi-latent attention "
                      "(Megatron refuses it otherwise)",
                      "no model.mla");
+    }
+    if (module == v1::Recompute::MODULE_MOE_ACT &&
+        m.moe().num_experts() == 0) {
+      return Invalid("training.recompute.modules",
+                     "MODULE_MOE_ACT needs routed experts with grouped GEMMs "
+                     "(Megatron refuses it otherwise)",
+                     "no model.moe.num_experts");
+    }
+    if (delayed_fp8 && (module == v1::Recompute::MODULE_MOE_ACT ||
+                        module == v1::Recompute::MODULE_LAYERNORM)) {
+      return Invalid("training.recompute.modules",
+                     "MODULE_MOE_ACT and MODULE_LAYERNORM need an fp8 recipe "
+                     "other than delayed (Megatron: delayed scaling does not "
+                     "support moe_act and layernorm recompute for fp8)",
+                     v1::Recompute::Module_Name(
+                         static_cast<v1::Recompute::Module>(module)));
     }
   }
   MEMGATE_RETURN_IF_ERROR(ValidateOptimizerStorage(job));

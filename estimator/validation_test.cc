@@ -68,6 +68,18 @@ TEST_P(ValidationRuleTest, RefusesAndNamesTheField) {
 INSTANTIATE_TEST_SUITE_P(
     EveryRule, ValidationRuleTest,
     ::testing::Values(
+        Rule{"MoeActRecomputedOnADenseModel", [](v1::Job& j) {
+               v1::Recompute& r = *j.mutable_training()->mutable_recompute();
+               r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+               r.add_modules(v1::Recompute::MODULE_MOE_ACT);
+             }, "training.recompute.modules"},
+        Rule{"LayernormRecomputedUnderDelayedFp8", [](v1::Job& j) {
+               v1::Recompute& r = *j.mutable_training()->mutable_recompute();
+               r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+               r.add_modules(v1::Recompute::MODULE_LAYERNORM);
+               j.mutable_training()->mutable_fp8()->set_recipe(
+                   v1::Fp8::RECIPE_DELAYED);
+             }, "training.recompute.modules"},
         Rule{"ExpertParallelWithoutExperts", [](v1::Job& j) {
                j.mutable_parallel()->set_expert_parallel(2);
              }, "parallel.expert_parallel"},
