@@ -61,12 +61,7 @@ void Decide(const AdmissionPolicy& policy, v1::Decision& decision) {
   absl::StrAppend(&reason, admit ? "ADMIT [" : "REFUSE [", zone_name, "] ");
   AppendPeakVersusLimit(reason, estimate);
   absl::StrAppend(&reason, ": ", why);
-  const double peak_admission =
-      estimate.peak().total_bytes() + estimate.peak().expert_imbalance_bytes();
-  if (zone == v1::ZONE_RED && peak_admission <= estimate.capacity_bytes()) {
-    // RED though the peak fits in the GPU: the last stage's transient does
-    // not fit beside it in what a process can allocate, or the peak itself
-    // does not (estimate.h AdmissionZone).
+  if (RedThoughItsPeakFits(estimate)) {
     reason += " (";
     if (const v1::StageMemory* stage = StageWhoseTransientOverflows(estimate)) {
       absl::StrAppend(&reason, TransientName(*stage), ", ");

@@ -135,16 +135,20 @@ double TransientBytes(const v1::StageMemory& stage) {
 
 const char* TransientName(const v1::StageMemory& stage) {
   const double largest = TransientBytes(stage);
-  if (stage.embedding_gradient_bytes() == largest &&
-      largest > stage.loss_gradient_cast_bytes() &&
-      largest > stage.output_weight_gradient_bytes()) {
-    return "the embedding's backward makes its dense weight gradient";
+  if (stage.loss_gradient_cast_bytes() == largest) {
+    return "the loss's backward casts the logits' gradient to 16 bits";
   }
-  return stage.output_weight_gradient_bytes() >
-                 stage.loss_gradient_cast_bytes()
-             ? "the output layer's backward makes its weight gradient "
-               "anew (no gradient-accumulation fusion)"
-             : "the loss's backward casts the logits' gradient to 16 bits";
+  if (stage.output_weight_gradient_bytes() == largest) {
+    return "the output layer's backward makes its weight gradient anew (no "
+           "gradient-accumulation fusion)";
+  }
+  return "the embedding's backward makes its dense weight gradient";
+}
+
+bool RedThoughItsPeakFits(const v1::Estimate& e) {
+  return e.zone() == v1::ZONE_RED &&
+         e.peak().total_bytes() + e.peak().expert_imbalance_bytes() <=
+             e.capacity_bytes();
 }
 
 const v1::StageMemory* StageWhoseTransientOverflows(const v1::Estimate& e) {

@@ -63,6 +63,10 @@ v1::Zone AdmissionZone(const StagePeak& peak, double capacity_bytes,
 double TransientBytes(const v1::StageMemory& stage);
 const char* TransientName(const v1::StageMemory& stage);
 
+// Whether `e` is RED though its peak fits in the GPU: a stage's transient
+// or the peak itself does not fit in what a process can allocate.
+bool RedThoughItsPeakFits(const v1::Estimate& e);
+
 // The stage of `e` whose total, expert load margin and transient do not
 // fit together in what a process can allocate, or nullptr: what makes a
 // zone RED whose peak alone fits.

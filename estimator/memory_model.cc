@@ -776,11 +776,10 @@ double LossGradientCastBytes(const ModelShape& m, const Layout& l) {
 double OutputWeightGradientBytes(const ModelShape& m, const Layout& l) {
   if (!l.gradient_accumulation_unfused) return 0;
   const double element = 2 * ActivationElementScale(l);
-  const double logits = LocalTokens(l) * VocabRows(m, l.tensor) / l.tensor;
-  return std::max(0.0, element * (m.hidden * VocabRows(m, l.tensor) /
-                                      l.tensor +
-                                  LocalTokens(l) * m.hidden) -
-                           (4 - element) * logits);
+  const double vocab_shard = VocabRows(m, l.tensor) / l.tensor;
+  const double tokens = LocalTokens(l);
+  return std::max(0.0, element * m.hidden * (vocab_shard + tokens) -
+                           (4 - element) * tokens * vocab_shard);
 }
 
 // [EG] The first stage's word embedding (tensor_parallel/layers.py
@@ -1357,33 +1356,27 @@ double ContextParallelGatherWorkingSet(const ModelShape& m, const Layout& l) {
 // layers for each micro-batch in flight (`chunks` null: v equal chunks of
 // the stage's layers), the recomputation and dispatch working sets, the
 // embedding on the first stage, the LM head and MTP block on the last.
-// Chunk j's layers: given, or, without `chunks`, an equal share of the
-// stage's for each of the v chunks.
-LayerMix ChunkMix(const Layout& l, const LayerMix& mix,
-                  const std::vector<LayerMix>* chunks, size_t j) {
-  if (chunks != nullptr) return (*chunks)[j];
-  return LayerMix{mix.dense / l.virtual_stages, mix.moe / l.virtual_stages};
-}
-
-// Chunk j's bf16 layers: given, or the stage's spread evenly.
-double ChunkBf16(const Layout& l, const Bf16Layers* bf16, size_t j) {
-  if (bf16 == nullptr) return 0.0;
-  return bf16->chunks.empty() ? bf16->stage / l.virtual_stages
-                              : bf16->chunks[j];
-}
-
-// The stage's activations; `first_chunk_microbatch`, where given, gets one
-// micro-batch's stored layer activations of its first chunk (what the
-// embedding's backward follows, [EG]), computed here already.
+// `first_chunk_microbatch`, where given, gets one micro-batch's stored
+// layer activations of the first chunk (what the embedding's backward
+// follows, [EG]), computed here already.
 double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
                         const LayerMix& mix,
                         const std::vector<LayerMix>* chunks,
                         const Bf16Layers* bf16,
                         double* first_chunk_microbatch = nullptr) {
   const double in_flight = MicrobatchesInFlight(l, stage);
-  const LayerMix even_chunk = ChunkMix(l, mix, nullptr, 0);
-  auto chunk_mix = [&](size_t j) { return ChunkMix(l, mix, chunks, j); };
-  auto chunk_bf16 = [&](size_t j) { return ChunkBf16(l, bf16, j); };
+  // Without `chunks`, each of the v chunks holds an equal share.
+  const LayerMix even_chunk{mix.dense / l.virtual_stages,
+                            mix.moe / l.virtual_stages};
+  auto chunk_mix = [&](size_t j) {
+    return chunks != nullptr ? (*chunks)[j] : even_chunk;
+  };
+  // Chunk j's bf16 layers: given, or the stage's spread evenly.
+  auto chunk_bf16 = [&](size_t j) {
+    if (bf16 == nullptr) return 0.0;
+    return bf16->chunks.empty() ? bf16->stage / l.virtual_stages
+                                : bf16->chunks[j];
+  };
   const FullLayers full =
       FullLayersOf(m, l, mix, bf16 != nullptr ? bf16->stage : 0);
   double activations = 0;

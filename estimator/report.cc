@@ -244,9 +244,7 @@ std::string FormatEstimateTable(const v1::Estimate& e) {
         ToGiB(beside), ToGiB(beside + TransientBytes(*s)),
         ToGiB(AllocatableBytes(e.capacity_bytes())),
         ToGiB(e.capacity_bytes()));
-  } else if (e.zone() == v1::ZONE_RED &&
-             e.peak().total_bytes() + e.peak().expert_imbalance_bytes() <=
-                 e.capacity_bytes()) {
+  } else if (RedThoughItsPeakFits(e)) {
     absl::StrAppendFormat(
         &out,
         "RED: more than the %.2f GiB a process can allocate of the GPU's "
