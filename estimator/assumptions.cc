@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "estimator/attention_backend.h"
 #include "estimator/catalog.h"
+#include "estimator/megatron_names.h"
 #include "estimator/memory_model.h"
 #include "estimator/moe_terms.h"
 #include "estimator/te_userbuffers.h"
@@ -50,6 +51,29 @@ std::string RoutingProbsAssumption(const v1::MoeConfig& moe) {
              "memgate's --megatron-core, or model.moe.routing_probs_applied "
              "says which)";
   }
+}
+
+// What selective recomputation drops, named by Megatron's
+// --recompute-modules (its default, core_attn, where the job lists none):
+// the assumption once named core attention whatever the modules were.
+std::string SelectiveRecomputeAssumption(const v1::TrainingConfig& t,
+                                         bool unfused_attention) {
+  std::vector<std::string> names;
+  bool core_attn = t.recompute().modules().empty();
+  for (const int module : t.recompute().modules()) {
+    const auto m = static_cast<v1::Recompute::Module>(module);
+    core_attn = core_attn || m == v1::Recompute::MODULE_CORE_ATTN;
+    names.push_back(RecomputeModuleName(m));
+  }
+  if (names.empty()) names.push_back("core_attn (Megatron's default)");
+  std::string text = absl::StrCat(
+      "selective recomputation of ", absl::StrJoin(names, ", "),
+      ": their outputs dropped, recomputed from the inputs kept");
+  if (core_attn && !unfused_attention) {
+    absl::StrAppend(&text, "; core attention saves nothing with "
+                           "FlashAttention");
+  }
+  return text;
 }
 
 }  // namespace
@@ -391,10 +415,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
     out.push_back("attention dropout inside the fused kernel: no mask "
                   "stored");
   }
-  if (selective && !unfused) {
-    out.push_back("selective recomputation of core attention: saves nothing "
-                  "with FlashAttention");
-  }
+  if (selective) out.push_back(SelectiveRecomputeAssumption(t, unfused));
   if (t.dataloader_attention_mask()) {
     const bool kept = DataloaderMaskIsSaved(l);
     out.push_back(absl::StrCat(

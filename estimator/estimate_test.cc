@@ -263,6 +263,29 @@ TEST(EstimateTest, CatalogNameBringsExpertsWithExplicitDimensions) {
   EXPECT_NEAR(named->total_parameters() / 46.7e9, 1, 0.005);
 }
 
+// A job naming a catalog MoE model may give expert settings without the
+// experts (a plan candidate's grouped GEMMs, for moe_act): they apply over
+// the catalog's experts, which are never dropped for an empty list.
+TEST(EstimateTest, ExpertSettingsApplyOverTheCatalogsExperts) {
+  v1::Job job = PaperJob("mixtral-8x7b", "h100-80gb", 2, 1, 2, 1, 16, 4096);
+  job.mutable_parallel()->set_expert_parallel(4);
+  job.mutable_parallel()->set_expert_tensor_parallel(1);
+  absl::StatusOr<v1::Estimate> named = EstimateJob(job);
+  ASSERT_TRUE(named.ok()) << named.status();
+  job.mutable_model()->mutable_moe()->set_grouped_gemm(true);
+  absl::StatusOr<v1::Estimate> grouped = EstimateJob(job);
+  ASSERT_TRUE(grouped.ok()) << grouped.status();
+  EXPECT_EQ(grouped->job().model().moe().num_experts(), 8u);
+  EXPECT_TRUE(grouped->job().model().moe().grouped_gemm());
+  EXPECT_DOUBLE_EQ(grouped->peak().total_bytes(), named->peak().total_bytes());
+  // The settings given win over the catalog's.
+  job.mutable_model()->mutable_moe()->set_router_topk(1);
+  absl::StatusOr<v1::Estimate> top1 = EstimateJob(job);
+  ASSERT_TRUE(top1.ok()) << top1.status();
+  EXPECT_EQ(top1->job().model().moe().router_topk(), 1u);
+  EXPECT_LT(top1->peak().total_bytes(), named->peak().total_bytes());
+}
+
 // model.vocab_size_divisible_by pads as Megatron does at the job's TP:
 // 128,256 with 128 x TP 8 is the job whose vocabulary is 129,024 outright,
 // stage for stage and in its parameter count; at TP 2 (a multiple of 256
@@ -320,6 +343,45 @@ TEST(EstimateTest, AssumptionsSayWhatTheUnfusedAttentionKeeps) {
   EXPECT_NE(text.find("also keeps the whole QKV output"), std::string::npos)
       << text;
   EXPECT_EQ(text.find("expanded"), std::string::npos) << text;
+}
+
+// Selective recomputation's assumption names the modules the job
+// recomputes (it once said "core attention" for a job recomputing only the
+// experts' activation) and says core attention saves nothing only where
+// core attention is among them and the attention is fused.
+TEST(EstimateTest, AssumptionsNameTheModulesRecomputed) {
+  v1::Job job = PaperJob("mixtral-8x7b", "h100-80gb", 2, 1, 2, 1, 16, 4096);
+  job.mutable_parallel()->set_expert_parallel(4);
+  job.mutable_parallel()->set_expert_tensor_parallel(1);
+  job.mutable_model()->mutable_moe()->set_grouped_gemm(true);
+  v1::Recompute& r = *job.mutable_training()->mutable_recompute();
+  r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+  auto assumed = [&]() {
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? AllAssumptions(*e) : std::string();
+  };
+  std::string text = assumed();
+  EXPECT_NE(text.find("selective recomputation of core_attn (Megatron's "
+                      "default): their outputs dropped, recomputed from the "
+                      "inputs kept; core attention saves nothing with "
+                      "FlashAttention"),
+            std::string::npos)
+      << text;
+  r.add_modules(v1::Recompute::MODULE_MOE_ACT);
+  text = assumed();
+  EXPECT_NE(text.find("selective recomputation of moe_act: their outputs "
+                      "dropped"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("core attention"), std::string::npos) << text;
+  r.add_modules(v1::Recompute::MODULE_CORE_ATTN);
+  text = assumed();
+  EXPECT_NE(text.find("selective recomputation of moe_act, core_attn: "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("core attention saves nothing"), std::string::npos)
+      << text;
 }
 
 // A GPU given by its capacity alone is taken for an H100: where another

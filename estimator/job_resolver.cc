@@ -25,7 +25,16 @@ void FillArchitectureGaps(const v1::ModelConfig& from,
   if (into.normalization() == v1::NORMALIZATION_UNSPECIFIED) {
     into.set_normalization(from.normalization());
   }
-  if (!into.has_moe() && from.has_moe()) *into.mutable_moe() = from.moe();
+  if (from.has_moe() && into.moe().num_experts() == 0) {
+    // A job naming a catalog MoE model may set expert settings (grouped
+    // GEMMs, the dispatcher, a plan candidate's) without the experts
+    // themselves: they apply over the catalog's experts, never replace
+    // them with none.
+    v1::MoeConfig merged = from.moe();
+    if (into.moe().layer_pattern_size() > 0) merged.clear_layer_pattern();
+    merged.MergeFrom(into.moe());
+    *into.mutable_moe() = merged;
+  }
   if (!into.has_mla() && from.has_mla()) *into.mutable_mla() = from.mla();
   if (!into.mtp_num_layers()) into.set_mtp_num_layers(from.mtp_num_layers());
   if (!into.head_dim()) into.set_head_dim(from.head_dim());

@@ -1039,11 +1039,14 @@ absl::Status ValidateTraining(const v1::Job& job) {
                      "no model.mla");
     }
     if (module == v1::Recompute::MODULE_MOE_ACT &&
-        m.moe().num_experts() == 0) {
+        (m.moe().num_experts() == 0 || !m.moe().grouped_gemm())) {
       return Invalid("training.recompute.modules",
                      "MODULE_MOE_ACT needs routed experts with grouped GEMMs "
-                     "(Megatron refuses it otherwise)",
-                     "no model.moe.num_experts");
+                     "(Megatron: 'moe_act in recompute_modules is only "
+                     "supported with moe_grouped_gemm')",
+                     m.moe().num_experts() == 0
+                         ? "no model.moe.num_experts"
+                         : "model.moe.grouped_gemm false");
     }
     if (delayed_fp8 && (module == v1::Recompute::MODULE_MOE_ACT ||
                         module == v1::Recompute::MODULE_LAYERNORM)) {

@@ -358,6 +358,15 @@ INSTANTIATE_TEST_SUITE_P(
                    v1::DATA_PARALLEL_SHARDING_OPTIM);
                j.mutable_parallel()->set_pipeline_parallel(1);
              }, "training.fp32_local_grad_accumulation"},
+        // transformer_config.py: "moe_act in recompute_modules is only
+        // supported with moe_grouped_gemm".
+        Rule{"MoeActRecomputedWithoutGroupedGemm", [](v1::Job& j) {
+               j.mutable_model()->mutable_moe()->set_num_experts(8);
+               j.mutable_model()->mutable_moe()->set_router_topk(2);
+               v1::Recompute& r = *j.mutable_training()->mutable_recompute();
+               r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+               r.add_modules(v1::Recompute::MODULE_MOE_ACT);
+             }, "training.recompute.modules"},
         Rule{"GroupedTensorWithoutGroupedGemm", [](v1::Job& j) {
                j.mutable_model()->mutable_moe()->set_num_experts(8);
                j.mutable_model()->mutable_moe()->set_router_topk(2);

@@ -44,6 +44,13 @@ void SetSelectiveRecompute(const Modules& modules, v1::Recompute& r) {
   }
 }
 
+// `job` recomputing exactly `modules` (SetSelectiveRecompute), with the
+// grouped GEMMs Megatron needs for moe_act (transformer_config.py raises
+// without them; they change no memory term): how a plan candidate and a
+// refusal's hint turn the cheap modules on.
+void RecomputeModulesIn(const std::vector<v1::Recompute::Module>& modules,
+                        v1::Job& job);
+
 }  // namespace memgate
 
 #endif  // MEMGATE_PLANNER_CHEAP_RECOMPUTE_H_

@@ -1345,10 +1345,14 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
     r.set_method(v1::Recompute::METHOD_BLOCK);
     r.set_num_layers(c.recompute_num_layers());
   } else if (c.recompute_modules_size() > 0) {
-    // The candidate's list includes the template's modules. (moe_act runs
-    // with grouped GEMMs only: the candidate's arguments add
-    // --moe-grouped-gemm, which changes no memory term.)
-    SetSelectiveRecompute(c.recompute_modules(), *t.mutable_recompute());
+    // The candidate's list includes the template's modules. moe_act runs
+    // with grouped GEMMs only (Megatron raises otherwise): the candidate's
+    // arguments add --moe-grouped-gemm, and its job says so.
+    std::vector<v1::Recompute::Module> modules;
+    for (const int m : c.recompute_modules()) {
+      modules.push_back(static_cast<v1::Recompute::Module>(m));
+    }
+    RecomputeModulesIn(modules, job);
   }
   return job;
 }

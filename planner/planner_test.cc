@@ -1037,6 +1037,7 @@ TEST(PlannerTest, CheapSelectiveModulesComeBeforeFullRecomputation) {
     } else if (c.recompute_num_layers() > 0) {
       ++full;
       SetSelectiveRecompute(cheap, *job.mutable_training()->mutable_recompute());
+      job.mutable_model()->mutable_moe()->set_grouped_gemm(true);  // moe_act's
       EXPECT_NE(zone_of(job), v1::ZONE_GREEN) << c.ShortDebugString();
     }
   }

@@ -128,7 +128,7 @@ std::vector<v1::Recompute::Module> CheapModulesThatFit(const v1::Job& job,
   with.recompute_core_attn |= scores;
   const std::vector<v1::Recompute::Module> modules = ModulesOf(with);
   v1::Job probe = job;
-  SetSelectiveRecompute(modules, *probe.mutable_training()->mutable_recompute());
+  RecomputeModulesIn(modules, probe);
   absl::StatusOr<v1::Estimate> e = EstimateJob(probe, threshold);
   if (!e.ok() || e->zone() != v1::ZONE_GREEN) return {};
   return modules;
