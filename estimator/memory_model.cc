@@ -1000,6 +1000,9 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
       m.moe_prefix[i + 1] = m.moe_prefix[i] + (is_moe ? 1 : 0);
       if (m.moe_prefix[i + 1] == 0) m.leading_dense = i + 1;
     }
+    const uint32_t after_prefix =
+        model.num_layers() - static_cast<uint32_t>(m.leading_dense);
+    m.moe_irregular = m.moe_prefix.back() < after_prefix;
   }
   if (model.has_mla()) {
     const v1::MlaConfig& mla = model.mla();

@@ -70,6 +70,10 @@ struct ModelShape {
   // Dense layers before the first MoE layer (DeepSeek-V3: 3); the layer
   // count when none is MoE, 0 without experts.
   double leading_dense = 0;
+  // A dense layer after an MoE one (Megatron's --moe-layer-freq above 1, or
+  // a list with dense layers past its first MoE one: Llama 4's alternating
+  // layers): which pipeline rank peaks depends on where its layers are.
+  bool moe_irregular = false;
   // Multi-latent attention (mla == false: grouped-query attention).
   bool mla = false;
   double q_lora = 0, kv_lora = 0, qk_nope = 0, qk_rope = 0, v_head = 0;

@@ -4,6 +4,7 @@
 #include <iterator>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "estimator/job_resolver.h"
 #include "estimator/megatron_names.h"
 #include "estimator/memory_model.h"
+#include "estimator/moe_terms.h"
 #include "estimator/pipeline_layout.h"
 #include "estimator/report.h"
 #include "estimator/units.h"
@@ -595,18 +597,123 @@ uint64_t MicroBatchChoices(const Search& s) {
   return n;
 }
 
-// Uneven interleaved chunks of the ranks whose peak can be the largest: 0,
-// the middle ranks MiddlePeakRanks names (at most three; the others are
-// one of theirs with fewer micro-batches in flight) and p - 1. They
-// depend only on (split, p, v) and the model, so Enumerate builds them
-// once per pipeline and chunk count, not once per layout. Empty otherwise.
+// The chunks of the ranks whose peak can be the largest, each chunk with
+// its first layer (estimate.cc ChunksOf: chunk j of rank r is the model's
+// virtual stage j p + r). They depend only on (split, p, v) and the model,
+// so Enumerate builds them once per pipeline and chunk count, not once per
+// layout. Empty where the stage's layer count and rank say it all
+// (PeakOf).
 struct RankChunks {
   uint32_t stage;
   std::vector<double> layers, first;
 };
 
-std::vector<RankChunks> UnevenChunksOf(const StageSplit& split, uint32_t p,
-                                       uint32_t v, double leading_dense) {
+// Layers of chunk j of rank i: an even split's L / (p v), an uneven one's
+// ChunkLayers. Middle ranks' chunks are alike.
+double ChunkSize(const StageSplit& split, ChunkForm form, uint32_t p,
+                 uint32_t v, uint32_t i, uint32_t j) {
+  if (split.first == 0) return static_cast<double>(split.middle) / v;
+  return static_cast<double>(ChunkLayers(form, split, p, v, i, j));
+}
+
+// Rank `stage`'s chunks at their places in the model: each round of
+// virtual stages (chunk j of every rank) sums in O(1), so the work is
+// O(v), whatever p.
+RankChunks RankChunksAt(const StageSplit& split, ChunkForm form, uint32_t p,
+                        uint32_t v, uint32_t stage) {
+  auto chunk = [&](uint32_t i, uint32_t j) {
+    return ChunkSize(split, form, p, v, i, j);
+  };
+  RankChunks rank{stage, {}, {}};
+  rank.layers.reserve(v);
+  rank.first.reserve(v);
+  double before = 0;  // layers of the rounds before round j
+  for (uint32_t j = 0; j < v; ++j) {
+    const double middle = p > 2 ? (p - 2.0) * chunk(1, j) : 0;
+    const double round =
+        chunk(0, j) + middle + (p > 1 ? chunk(p - 1, j) : 0);
+    // Ranks ahead of this one in round j: rank 0 and the middle ones.
+    const double ahead =
+        stage == 0 ? 0 : chunk(0, j) + (stage - 1.0) * chunk(1, j);
+    rank.layers.push_back(chunk(stage, j));
+    rank.first.push_back(before + ahead);
+    before += round;
+  }
+  return rank;
+}
+
+// [XR] Models whose MoE layers are not all those after a dense prefix
+// (ModelShape.moe_irregular), and even interleaved splits of ones with a
+// dense prefix: which rank peaks depends on which layers its chunks hold.
+// The ranks evaluated are 0, 1, p - 2 and p - 1 (the embedding, the loss,
+// fp8's bf16 layers, which spill into ranks 1 and p - 2 when interleaved)
+// and, of the other ranks, the first with each distinct sequence of MoE
+// layers a chunk: a later rank with the same layers holds no more
+// micro-batches in flight (memory_model.cc MicrobatchesInFlight), so it
+// never peaks above it. The work is O(p v) (PlacementWork bounds it).
+std::vector<RankChunks> DistinctRanksOf(const StageSplit& split, uint32_t p,
+                                        uint32_t v, const ModelShape& m) {
+  const ChunkForm form = ChunkFormOf(split, p, v);
+  std::vector<RankChunks> ranks;
+  // A middle rank's MoE layers chunk by chunk, by their hash; a hash seen
+  // before is compared layer for layer with the rank it came from.
+  auto moe_of = [&](const RankChunks& r, size_t j) {
+    return MoeLayersIn(m, r.first[j], r.layers[j]);
+  };
+  auto same_layers = [&](const RankChunks& a, const RankChunks& b) {
+    for (size_t j = 0; j < a.layers.size(); ++j) {
+      if (moe_of(a, j) != moe_of(b, j)) return false;
+    }
+    return true;
+  };
+  std::unordered_map<uint64_t, size_t> seen;  // hash -> index in ranks
+  for (uint32_t stage = 0; stage < p; ++stage) {
+    RankChunks rank = RankChunksAt(split, form, p, v, stage);
+    const bool edge = stage <= 1 || stage + 2 >= p;
+    uint64_t hash = 1469598103934665603ull;  // FNV-1a over the counts
+    for (size_t j = 0; j < rank.layers.size(); ++j) {
+      hash = (hash ^ static_cast<uint64_t>(moe_of(rank, j))) *
+             1099511628211ull;
+    }
+    const auto it = seen.find(hash);
+    if (!edge && it != seen.end() && same_layers(rank, ranks[it->second])) {
+      continue;
+    }
+    if (!edge && it == seen.end()) seen.emplace(hash, ranks.size());
+    ranks.push_back(std::move(rank));
+  }
+  return ranks;
+}
+
+// Whether the ranks a schedule evaluates are DistinctRanksOf's.
+bool PlacementDecidesPeakRanks(const ModelShape& m, const StageSplit& split,
+                               uint32_t v) {
+  if (m.experts <= 0) return false;
+  return m.moe_irregular ||
+         (m.leading_dense > 0 && split.first == 0 && v > 1);
+}
+
+// An upper bound on DistinctRanksOf's work over a plan, O(1) a pipeline
+// depth: p x (1 + 2 + ... + 32) for every depth p it can try.
+uint64_t PlacementWork(const ModelShape& m, uint32_t layers,
+                       const std::vector<uint32_t>& gpu_divisors) {
+  if (m.experts <= 0 || (m.leading_dense == 0 && !m.moe_irregular)) return 0;
+  uint64_t work = 0;
+  for (uint32_t p : gpu_divisors) {
+    if (p > kMaxPipelineStages || p > layers) break;
+    work += uint64_t{p} * kMaxPlanVirtualStages *
+            (kMaxPlanVirtualStages + 1) / 2;
+  }
+  return work;
+}
+
+std::vector<RankChunks> PeakRankChunksOf(const StageSplit& split,
+                                         uint32_t p, uint32_t v,
+                                         const ModelShape& m) {
+  if (PlacementDecidesPeakRanks(m, split, v)) {
+    return DistinctRanksOf(split, p, v, m);
+  }
+  const double leading_dense = m.leading_dense;
   std::vector<RankChunks> ranks;
   if (split.first == 0 || v <= 1) return ranks;
   const ChunkForm form = ChunkFormOf(split, p, v);
@@ -637,19 +744,7 @@ std::vector<RankChunks> UnevenChunksOf(const StageSplit& split, uint32_t p,
   }
   stages.push_back(p - 1);
   for (uint32_t stage : stages) {
-    RankChunks rank{stage, {}, {}};
-    double before = 0;  // layers of the rounds before round j
-    for (uint32_t j = 0; j < v; ++j) {
-      const double round =
-          chunk(0, j) + (p - 2) * chunk(1, j) + chunk(p - 1, j);
-      // Ranks ahead of this one in round j: rank 0 and the middle ones.
-      const double ahead =
-          stage == 0 ? 0 : chunk(0, j) + (stage - 1.0) * chunk(1, j);
-      rank.layers.push_back(chunk(stage, j));
-      rank.first.push_back(before + ahead);
-      before += round;
-    }
-    ranks.push_back(std::move(rank));
+    ranks.push_back(RankChunksAt(split, form, p, v, stage));
   }
   return ranks;
 }
@@ -670,7 +765,7 @@ std::vector<RankChunks> UnevenChunksOf(const StageSplit& split, uint32_t p,
 struct Chunking {
   uint32_t v;
   ChunkForm form;
-  std::vector<RankChunks> chunks;  // UnevenChunksOf(split, p, v)
+  std::vector<RankChunks> chunks;  // PeakRankChunksOf(split, p, v, shape)
 };
 
 struct PipelineChoices {
@@ -707,7 +802,7 @@ std::vector<PipelineChoices> PipelinesOf(
       }
       choices.chunkings.push_back(Chunking{
           v, form,
-          UnevenChunksOf(choices.split, p, v, s.shape.leading_dense)});
+          PeakRankChunksOf(choices.split, p, v, s.shape)});
     }
   }
   return out;
@@ -727,33 +822,47 @@ uint64_t CountLayouts(const Search& s,
                       const std::vector<PipelineChoices>& pipelines) {
   uint64_t groups = 0;
   ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t, uint32_t p) {
+    const PipelineChoices& choices = ChoicesFor(pipelines, gpu_divisors, p);
     const size_t schedules =
         s.allow_interleave
-            ? std::min(kSchedulesPerLayout,
-                       ChoicesFor(pipelines, gpu_divisors, p).chunkings.size())
+            ? std::min(kSchedulesPerLayout, choices.chunkings.size())
             : 1;
-    ForEachExpertLayout(s, t, p,
-                        [&](uint32_t, uint32_t) { groups += schedules; });
+    // With MoE layers among dense ones a schedule evaluates up to p ranks
+    // (DistinctRanksOf): each counts.
+    uint64_t ranks = 1;
+    if (s.shape.moe_irregular) {
+      for (const Chunking& chunking : choices.chunkings) {
+        ranks = std::max<uint64_t>(ranks, chunking.chunks.size());
+      }
+    }
+    ForEachExpertLayout(s, t, p, [&](uint32_t, uint32_t) {
+      groups += schedules * ranks;
+    });
   });
   return groups * MicroBatchChoices(s);
 }
 
 // The admission peak of a layout and its transient peak (memory_model.h
-// StagePeak): the even split's, or an uneven split's first, second and
-// last stages (chunk by chunk when interleaved: `chunks` from
-// UnevenChunksOf).
+// StagePeak): of the ranks `chunks` lists (PeakRankChunksOf: interleaved
+// uneven splits, and MoE layers placed unevenly [XR]), chunk by chunk;
+// else of the even split's ranks that can peak, or an uneven split's
+// first, second and last stages.
 StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
                  const std::vector<RankChunks>& chunks) {
-  if (split.first == 0) return PeakOfEvenStages(s.shape, l);
-  const uint32_t p = static_cast<uint32_t>(l.pipeline);
   StagePeak peak;
   if (!chunks.empty()) {
     for (const RankChunks& rank : chunks) {
-      peak.Add(StageMemoryOfChunks(s.shape, l, rank.stage, rank.layers,
-                                   rank.first));
+      // One chunk a rank is plain 1F1B: a stage, as the estimate has it.
+      peak.Add(rank.layers.size() == 1
+                   ? StageMemoryOf(s.shape, l, rank.stage, rank.layers[0],
+                                   rank.first[0])
+                   : StageMemoryOfChunks(s.shape, l, rank.stage, rank.layers,
+                                         rank.first));
     }
     return peak;
   }
+  if (split.first == 0) return PeakOfEvenStages(s.shape, l);
+  const uint32_t p = static_cast<uint32_t>(l.pipeline);
   peak.Add(StageMemoryOf(s.shape, l, 0, split.first, 0));
   peak.Add(StageMemoryOf(s.shape, l, p - 1, split.last,
                          s.layers - split.last));
@@ -1370,10 +1479,30 @@ v1::TrainingConfig PlanTemplateOf(const v1::TrainingConfig& training) {
   return t;
 }
 
+namespace {
+
+// Placing an irregular MoE model's layers over every pipeline the plan
+// tries (DistinctRanksOf) is bounded before it starts.
+absl::Status CheckPlacementWork(const Search& s,
+                                const std::vector<uint32_t>& gpu_divisors) {
+  const uint64_t work = PlacementWork(s.shape, s.layers, gpu_divisors);
+  if (work <= kMaxPlanPlacementWork) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "plan: placing the model's MoE and dense layers over every pipeline "
+      "of ", s.gpus, " GPUs takes up to ", work, " steps; a plan takes at "
+      "most ", kMaxPlanPlacementWork, " (fewer GPUs, or a model whose MoE "
+      "layers follow its dense ones)"));
+}
+
+}  // namespace
+
 absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request) {
   absl::StatusOr<Search> search = SearchFor(request);
   if (!search.ok()) return search.status();
   const std::vector<uint32_t> gpu_divisors = Divisors(search->gpus);
+  if (absl::Status s = CheckPlacementWork(*search, gpu_divisors); !s.ok()) {
+    return s;
+  }
   return CountLayouts(*search, gpu_divisors,
                       PipelinesOf(*search, gpu_divisors));
 }
@@ -1384,6 +1513,9 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
   absl::StatusOr<Search> search = SearchFor(request, options.cost);
   if (!search.ok()) return search.status();
   const std::vector<uint32_t> gpu_divisors = Divisors(search->gpus);
+  if (absl::Status s = CheckPlacementWork(*search, gpu_divisors); !s.ok()) {
+    return s;
+  }
   const std::vector<PipelineChoices> pipelines =
       PipelinesOf(*search, gpu_divisors);
   const uint64_t bound = CountLayouts(*search, gpu_divisors, pipelines);

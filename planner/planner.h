@@ -51,6 +51,11 @@ inline constexpr uint32_t kMaxPlanGpus = 1u << 20;
 inline constexpr uint32_t kMaxPlanMicroBatch = 1024;
 inline constexpr uint64_t kMaxPlanLayouts = 1u << 18;
 inline constexpr uint32_t kMaxPlanCandidates = 1000;
+// An MoE model with dense layers among its MoE ones: which pipeline ranks
+// can peak is found by placing every rank's chunks, O(p v) a pipeline
+// depth and chunk count, bounded over the plan (p x 528 a depth p) by
+// this before any work: RESOURCE_EXHAUSTED above it.
+inline constexpr uint64_t kMaxPlanPlacementWork = 1u << 24;
 
 // Called every few thousand layouts; a non-OK status (CANCELLED,
 // DEADLINE_EXCEEDED) abandons the plan with that status.

@@ -1,0 +1,102 @@
+// The planner prices layouts on its own fast path (planner.cc PeakOf), not
+// through EstimateJob. For every model and training field of a job
+// (tests/job_field_cases.cc), a plan of that changed model and training
+// template must print, for each candidate, exactly the peak and zone that
+// `memgate check` of the candidate's job gives: a field the fast path
+// read past would print a layout as GREEN that the check refuses, or a
+// smaller peak than the job's.
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "estimator/estimate.h"
+#include "gtest/gtest.h"
+#include "planner/planner.h"
+#include "proto/memgate.pb.h"
+#include "tests/job_field_cases.h"
+
+namespace memgate {
+namespace {
+
+using testing::Effect;
+using testing::FieldCase;
+using testing::JobFieldCases;
+
+bool StartsWith(const std::string& s, const std::string& prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+// A plan of `job`'s model, GPUs, sequence, batch and training settings on
+// its GPU count: what the planner searches (TP, CP, PP, EP, VP, MBS, full
+// recomputation) is left to it; the job's other parallel settings are the
+// request's own fields.
+v1::PlanRequest PlanOf(const v1::Job& job) {
+  v1::PlanRequest r;
+  *r.mutable_model() = job.model();
+  *r.mutable_accelerator() = job.accelerator();
+  r.set_num_gpus(job.num_gpus());
+  r.set_seq_length(job.training().seq_length());
+  r.set_global_batch_size(job.training().global_batch_size());
+  r.set_precision(job.training().precision());
+  r.set_max_micro_batch_size(2);
+  r.set_top_k(0);
+  v1::TrainingConfig& t = *r.mutable_training();
+  t = job.training();
+  t.clear_micro_batch_size();
+  t.clear_seq_length();
+  t.clear_global_batch_size();
+  t.clear_precision();
+  const v1::ParallelConfig& par = job.parallel();
+  r.set_data_parallel_sharding(par.data_parallel_sharding());
+  r.set_fsdp_double_buffer(par.fsdp_double_buffer());
+  r.set_fsdp_communication_unit_size(par.fsdp_communication_unit_size());
+  r.set_distributed_optimizer_instances(par.distributed_optimizer_instances());
+  r.set_context_parallel_comm(par.context_parallel_comm());
+  r.set_context_parallel_a2a_size(par.context_parallel_a2a_size());
+  return r;
+}
+
+class PlanFieldTest : public ::testing::TestWithParam<FieldCase> {};
+
+TEST_P(PlanFieldTest, EveryCandidateIsItsJobsEstimate) {
+  const FieldCase& c = GetParam();
+  if (!StartsWith(c.field, "model.") && !StartsWith(c.field, "training.")) {
+    GTEST_SKIP() << "the planner searches or the request sets " << c.field;
+  }
+  if (c.effect == Effect::kRefused) GTEST_SKIP() << "refused as a job";
+  v1::Job job = c.base();
+  c.setup(job);
+  c.change(job);
+  if (job.training().recompute().granularity() ==
+      v1::Recompute::GRANULARITY_FULL) {
+    GTEST_SKIP() << "full recomputation is the planner's own choice";
+  }
+  const v1::PlanRequest request = PlanOf(job);
+  const absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
+  ASSERT_TRUE(plan.ok()) << c.field << ": " << plan.status();
+  ASSERT_GT(plan->candidates_size(), 0) << c.field;
+  for (const v1::Candidate& candidate : plan->candidates()) {
+    const absl::StatusOr<v1::Estimate> e =
+        EstimateJob(JobForCandidate(request, candidate));
+    ASSERT_TRUE(e.ok()) << c.field << ": " << candidate.ShortDebugString()
+                        << ": " << e.status();
+    EXPECT_DOUBLE_EQ(
+        e->peak().total_bytes() + e->peak().expert_imbalance_bytes(),
+        candidate.peak_bytes())
+        << c.field << ": " << candidate.ShortDebugString();
+    EXPECT_EQ(e->zone(), candidate.zone())
+        << c.field << ": " << candidate.ShortDebugString();
+  }
+}
+
+std::string NameOf(const ::testing::TestParamInfo<FieldCase>& info) {
+  std::string name;
+  for (char ch : info.param.field) name += (ch == '.') ? '_' : ch;
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryField, PlanFieldTest,
+                         ::testing::ValuesIn(JobFieldCases()), NameOf);
+
+}  // namespace
+}  // namespace memgate
