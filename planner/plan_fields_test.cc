@@ -1,11 +1,13 @@
 // The planner prices layouts on its own fast path (planner.cc PeakOf), not
-// through EstimateJob. For every model and training field of a job
+// through EstimateJob. For every model and training field of a job, and
+// the parallel settings a plan request carries
 // (tests/job_field_cases.cc), a plan of that changed model and training
 // template must print, for each candidate, exactly the peak and zone that
 // `memgate check` of the candidate's job gives: a field the fast path
 // read past would print a layout as GREEN that the check refuses, or a
 // smaller peak than the job's.
 
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -24,6 +26,20 @@ using testing::JobFieldCases;
 
 bool StartsWith(const std::string& s, const std::string& prefix) {
   return s.rfind(prefix, 0) == 0;
+}
+
+// The job's fields a plan request carries: its model, its training
+// settings and the parallel settings the planner does not search.
+bool PlanCarries(const std::string& field) {
+  static const auto* parallel = new std::set<std::string>{
+      "parallel.data_parallel_sharding",
+      "parallel.fsdp_double_buffer",
+      "parallel.fsdp_communication_unit_size",
+      "parallel.distributed_optimizer_instances",
+      "parallel.context_parallel_comm",
+      "parallel.context_parallel_a2a_size"};
+  return StartsWith(field, "model.") || StartsWith(field, "training.") ||
+         parallel->count(field) > 0;
 }
 
 // A plan of `job`'s model, GPUs, sequence, batch and training settings on
@@ -60,7 +76,7 @@ class PlanFieldTest : public ::testing::TestWithParam<FieldCase> {};
 
 TEST_P(PlanFieldTest, EveryCandidateIsItsJobsEstimate) {
   const FieldCase& c = GetParam();
-  if (!StartsWith(c.field, "model.") && !StartsWith(c.field, "training.")) {
+  if (!PlanCarries(c.field)) {
     GTEST_SKIP() << "the planner searches or the request sets " << c.field;
   }
   if (c.effect == Effect::kRefused) GTEST_SKIP() << "refused as a job";
