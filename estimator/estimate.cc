@@ -110,11 +110,24 @@ double AllocatableBytes(double capacity_bytes) {
   return std::max(0.0, capacity_bytes - UnallocatableBytes(capacity_bytes));
 }
 
+namespace {
+
+// The one rule for a transient (AdmissionZone, StageWhoseTransientOverflows):
+// a stage's admission figure and transient together make the zone RED
+// where they exceed what a process can allocate and the job's largest
+// admission figure (at or below that figure, its own zone says the rest).
+bool TransientOverflows(double transient_peak, double admission_peak,
+                        double allocatable) {
+  return transient_peak > admission_peak && transient_peak > allocatable;
+}
+
+}  // namespace
+
 v1::Zone AdmissionZone(const StagePeak& peak, double capacity_bytes,
                        double threshold) {
   const v1::Zone zone = ZoneOf(peak.admission, capacity_bytes, threshold);
   const double allocatable = AllocatableBytes(capacity_bytes);
-  if (peak.transient > peak.admission && peak.transient > allocatable) {
+  if (TransientOverflows(peak.transient, peak.admission, allocatable)) {
     return v1::ZONE_RED;
   }
   // The admission figure's zones are the paper's, against the whole GPU;
@@ -152,11 +165,15 @@ bool RedThoughItsPeakFits(const v1::Estimate& e) {
 }
 
 const v1::StageMemory* StageWhoseTransientOverflows(const v1::Estimate& e) {
+  const double admission =
+      e.peak().total_bytes() + e.peak().expert_imbalance_bytes();
+  const double allocatable = AllocatableBytes(e.capacity_bytes());
   for (const v1::StageMemory& stage : e.stages()) {
     const double transient = TransientBytes(stage);
     if (transient > 0 &&
-        stage.total_bytes() + stage.expert_imbalance_bytes() + transient >
-            AllocatableBytes(e.capacity_bytes())) {
+        TransientOverflows(stage.total_bytes() +
+                               stage.expert_imbalance_bytes() + transient,
+                           admission, allocatable)) {
       return &stage;
     }
   }

@@ -68,8 +68,10 @@ const char* TransientName(const v1::StageMemory& stage);
 bool RedThoughItsPeakFits(const v1::Estimate& e);
 
 // The stage of `e` whose total, expert load margin and transient do not
-// fit together in what a process can allocate, or nullptr: what makes a
-// zone RED whose peak alone fits.
+// fit together in what a process can allocate, above the job's largest
+// admission figure (AdmissionZone's rule, the same function), or nullptr:
+// what makes a zone RED whose peak alone fits. A stage whose transient
+// stays below another stage's larger figure leaves that figure's zone.
 const v1::StageMemory* StageWhoseTransientOverflows(const v1::Estimate& e);
 
 }  // namespace memgate

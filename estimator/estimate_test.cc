@@ -240,6 +240,45 @@ TEST(EstimateTest, ATransientMustFitInWhatAProcessCanAllocate) {
   EXPECT_EQ(AdmissionZone(peak, small, 0.8), v1::ZONE_GREEN);
 }
 
+// AdmissionZone and StageWhoseTransientOverflows apply one rule: a
+// stage's transient beside its figure makes the zone RED only above what
+// a process can allocate and above the largest figure. A first stage at
+// 78 GiB of 80 (YELLOW: above the 76.75 GiB a process can allocate, below
+// the GPU) beside a last stage of 70 + 7.5 GiB stays YELLOW, and no stage
+// is named as overflowing (the report once printed a "RED:" line for
+// it); at 70 + 9 GiB the last stage decides: RED, and it is named.
+TEST(EstimateTest, TheZoneAndTheStageNamedApplyOneTransientRule) {
+  const double gib = 1u << 30;
+  const double capacity = 80 * gib;
+  for (const double cast_gib : {7.5, 9.0}) {
+    v1::Estimate e;
+    e.set_capacity_bytes(capacity);
+    v1::StageMemory& first = *e.add_stages();
+    first.set_stage(0);
+    first.set_total_bytes(78 * gib);
+    v1::StageMemory& last = *e.add_stages();
+    last.set_stage(1);
+    last.set_total_bytes(70 * gib);
+    last.set_loss_gradient_cast_bytes(cast_gib * gib);
+    *e.mutable_peak() = first;
+    StagePeak peak;
+    peak.admission = 78 * gib;
+    peak.transient = (70 + cast_gib) * gib;
+    const v1::Zone zone = AdmissionZone(peak, capacity, 0.8);
+    e.set_zone(zone);
+    const v1::StageMemory* named = StageWhoseTransientOverflows(e);
+    if (cast_gib < 8) {
+      EXPECT_EQ(zone, v1::ZONE_YELLOW);
+      EXPECT_EQ(named, nullptr);
+    } else {
+      EXPECT_EQ(zone, v1::ZONE_RED);
+      ASSERT_NE(named, nullptr);
+      EXPECT_EQ(named->stage(), 1u);
+      EXPECT_TRUE(RedThoughItsPeakFits(e));
+    }
+  }
+}
+
 // A catalog MoE name brings its experts even when every dimension is
 // given: a job naming mixtral-8x7b is never estimated as a dense 7B.
 TEST(EstimateTest, CatalogNameBringsExpertsWithExplicitDimensions) {
