@@ -60,7 +60,28 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
         "the group is set per pipeline: drop it from the launch to plan it, "
         "or check the launch with `memgate check`");
   }
+  if (!launch.tied_to_layout.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        launch.tied_to_layout.front(),
+        ": must equal the launch's own tensor-parallel size, which the plan "
+        "searches: a candidate of another size would contradict it when "
+        "appended; drop it from the launch to plan it (at that size it "
+        "changes nothing)"));
+  }
+  if (job.training().recompute().distribute_saved_activations()) {
+    return absl::InvalidArgumentError(
+        "--distribute-saved-activations: candidates run sequence parallelism "
+        "at TP > 1 and search full recomputation themselves, and Megatron "
+        "refuses it beside sequence parallelism: drop it from the launch to "
+        "plan it, or check the launch with `memgate check`");
+  }
   const v1::TrainingConfig& training = job.training();
+  if (launch.global_batch_rule == GlobalBatchRule::kScheduled &&
+      request.global_batch_size() == 0) {
+    return absl::InvalidArgumentError(
+        "--step-batch-size-schedule: the global batch changes over training; "
+        "give --gbs to plan at one of its sizes");
+  }
   uint32_t seq = request.seq_length(), gbs = request.global_batch_size();
   if (absl::Status s =
           Agree("seq", "--seq-length", seq, training.seq_length());

@@ -1301,6 +1301,17 @@ void SayVirtualStagesAsTheLaunch(const Search& s, const Layout4D& l,
   }
 }
 
+// The candidate's sequence length in the launch's form: Megatron asserts
+// against --seq-length beside --encoder-seq-length.
+void SaySequenceLengthAsTheLaunch(const Search& s, std::string& args) {
+  if (!s.launch_split.encoder_seq_length()) return;
+  const std::string seq = " --seq-length ";
+  const size_t at = args.find(seq);
+  if (at != std::string::npos) {
+    args.replace(at, seq.size(), " --encoder-seq-length ");
+  }
+}
+
 // Over a launch's full recomputation, a candidate that recomputes nothing
 // says so in its form: block recomputation of 0 layers a stage.
 void SayNoRecomputationAsTheLaunch(const Search& s, const Layout4D& l,
@@ -1392,6 +1403,7 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
   std::string args = CandidateMegatronArguments(c, s.gbs, s.seq);
   SayVirtualStagesAsTheLaunch(s, l, args);
   SayNoRecomputationAsTheLaunch(s, l, args);
+  SaySequenceLengthAsTheLaunch(s, args);
   if (OptimizerInstances(s) > 1) {
     absl::StrAppend(&args, " --num-distributed-optimizer-instances ",
                     OptimizerInstances(s));

@@ -758,6 +758,15 @@ absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
   forms.set_account_for_embedding(
       args.Has("account-for-embedding-in-pipeline-split"));
   forms.set_account_for_loss(args.Has("account-for-loss-in-pipeline-split"));
+  forms.set_encoder_seq_length(args.Has("encoder-seq-length"));
+  // Equal to TP and expert TP (RequireUnshardedWeights): a plan's other
+  // sizes would contradict them.
+  for (const char* shards : {"tensor-parallel-num-weight-shards",
+                             "expert-tensor-parallel-num-weight-shards"}) {
+    if (args.Has(shards)) {
+      launch.tied_to_layout.push_back(absl::StrCat("--", shards));
+    }
+  }
   if (args.Has("pipeline-model-parallel-layout")) {
     return FillLayout(args, launch);
   }

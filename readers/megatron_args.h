@@ -45,6 +45,10 @@ struct MegatronLaunch {
   // The pipeline-split arguments the launch gives: plans say their splits
   // in those forms (PlanRequest.launch_split).
   v1::LaunchSplit split_arguments;
+  // Arguments the launch gives that must equal its own layout's sizes
+  // (--tensor-parallel-num-weight-shards equal to TP): a plan, whose
+  // candidates change those sizes, cannot keep them.
+  std::vector<std::string> tied_to_layout;
   // Its attention runs context parallelism over an all-to-all only
   // (--softmax-type off-by-one / learnable in cuDNN's fused attention):
   // plans give their CP layouts --cp-comm-type a2a.

@@ -1,0 +1,122 @@
+// `memgate plan -- <launch>`, argument by argument: for every Megatron
+// argument memgate models, the launch that gives it (tests/megatron_probes)
+// is planned as its template, and each candidate's arguments, appended to
+// that launch as a user pastes them, are read back (JobFromLaunch, what
+// `memgate check --` reads) and estimated: the peak and zone the plan
+// printed, to the byte. A launch setting the plan dropped, or a candidate
+// argument the launch's own overrode, would show here.
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_split.h"
+#include "client/plan_launch.h"
+#include "client/preflight.h"
+#include "estimator/estimate.h"
+#include "gtest/gtest.h"
+#include "planner/planner.h"
+#include "proto/memgate.pb.h"
+#include "readers/megatron_args.h"
+#include "readers/megatron_arguments.h"
+#include "tests/megatron_probes.h"
+
+namespace memgate {
+namespace {
+
+constexpr uint32_t kGpus = 8;  // the probes' torchrun --nproc-per-node
+constexpr int kCandidatesChecked = 12;
+
+// Launch settings a plan refuses, naming them: Megatron-FSDP (plans shard
+// with the distributed optimizer or the request's FSDP), a micro-batch
+// group (set per pipeline), weight shards tied to the launch's own TP,
+// --distribute-saved-activations (refused beside the sequence parallelism
+// candidates run), and a batch schedule without --gbs.
+const std::set<std::string> kNotPlanned = {
+    "use-megatron-fsdp",
+    "use-custom-fsdp",
+    "data-parallel-sharding-strategy",
+    "fsdp-double-buffer",
+    "megatron-fsdp-max-pool-double-buffer",
+    "use-nccl-ub",
+    "megatron-fsdp-version",
+    "suggested-communication-unit-size",
+    "megatron-fsdp-main-params-dtype",
+    "megatron-fsdp-main-grads-dtype",
+    "megatron-fsdp-grad-comm-dtype",
+    "microbatch-group-size-per-virtual-pipeline-stage",
+    "tensor-parallel-num-weight-shards",
+    "expert-tensor-parallel-num-weight-shards",
+    "distribute-saved-activations",
+    "step-batch-size-schedule",
+};
+
+TEST(LaunchPlansTest, EveryCandidateOfEveryLaunchReadsBackAsPlanned) {
+  int planned = 0, checked = 0;
+  for (const MegatronArgument& a : MegatronMemoryArguments()) {
+    if (a.handling == Handling::kRefused) continue;
+    const testing::Probe probe = testing::ProbeFor(a);
+    const absl::StatusOr<MegatronLaunch> launch =
+        ParseMegatronLaunch(probe.after, nullptr);
+    ASSERT_TRUE(launch.ok()) << a.name << ": " << launch.status();
+    v1::PlanRequest request;
+    request.mutable_accelerator()->set_name("h100-80gb");
+    request.set_num_gpus(kGpus);
+    request.set_max_micro_batch_size(2);
+    request.set_top_k(kCandidatesChecked);
+    std::vector<std::string> notes;
+    const absl::Status applied =
+        cli::ApplyLaunchToPlan(*launch, request, notes);
+    if (!applied.ok()) {
+      // A setting plans cannot honour, named: the user is told to drop it.
+      EXPECT_TRUE(kNotPlanned.count(a.name))
+          << "--" << a.name << ": " << applied;
+      EXPECT_EQ(applied.code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_NE(applied.message().find("--"), std::string::npos) << applied;
+      continue;
+    }
+    const absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
+    ASSERT_TRUE(plan.ok()) << "--" << a.name << ": " << plan.status();
+    ++planned;
+    for (const v1::Candidate& c : plan->candidates()) {
+      std::vector<std::string> argv = probe.after;
+      for (absl::string_view w :
+           absl::StrSplit(c.megatron_arguments(), ' ', absl::SkipEmpty())) {
+        argv.emplace_back(w);
+        // A quoted layout ("Et|(t*2|)*30mL") is one word for the shell.
+        if (argv.back().size() > 1 && argv.back().front() == '"' &&
+            argv.back().back() == '"') {
+          argv.back() = argv.back().substr(1, argv.back().size() - 2);
+        }
+      }
+      PreflightOptions options;
+      options.accelerator = "h100-80gb";
+      options.num_gpus = kGpus;
+      const absl::StatusOr<v1::Job> job = JobFromLaunch(argv, options);
+      if (!job.ok()) {
+        ADD_FAILURE() << "--" << a.name << ": " << c.megatron_arguments()
+                      << ": " << job.status();
+        break;
+      }
+      const absl::StatusOr<v1::Estimate> e = EstimateJob(*job);
+      if (!e.ok()) {
+        ADD_FAILURE() << "--" << a.name << ": " << c.megatron_arguments()
+                      << ": " << e.status();
+        break;
+      }
+      EXPECT_DOUBLE_EQ(
+          e->peak().total_bytes() + e->peak().expert_imbalance_bytes(),
+          c.peak_bytes())
+          << "--" << a.name << ": " << c.megatron_arguments();
+      EXPECT_EQ(e->zone(), c.zone())
+          << "--" << a.name << ": " << c.megatron_arguments();
+      ++checked;
+    }
+  }
+  EXPECT_GT(planned, 140);
+  EXPECT_GT(checked, 1000);
+}
+
+}  // namespace
+}  // namespace memgate
