@@ -6,6 +6,7 @@
 // printed, to the byte. A launch setting the plan dropped, or a candidate
 // argument the launch's own overrode, would show here.
 
+#include <iostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -114,6 +115,8 @@ TEST(LaunchPlansTest, EveryCandidateOfEveryLaunchReadsBackAsPlanned) {
       ++checked;
     }
   }
+  std::cout << planned << " launches planned, " << checked
+            << " candidates read back\n";
   EXPECT_GT(planned, 140);
   EXPECT_GT(checked, 1000);
 }
