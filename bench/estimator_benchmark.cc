@@ -94,19 +94,9 @@ BENCHMARK(BM_PlanQwen3_235BOn16384H100)
 // 16,384 H100s: which ranks can peak is found by placing each rank's
 // chunks (planner.cc [XR]).
 void BM_PlanAlternatingMoeOn16384H100(benchmark::State& state) {
-  v1::PlanRequest request = PlanOn16384H100("", 8192, 10);
-  v1::ModelConfig& m = *request.mutable_model();
-  m.set_num_layers(60);
-  m.set_hidden_size(4096);
-  m.set_ffn_hidden_size(14336);
-  m.set_num_attention_heads(32);
-  m.set_num_query_groups(8);
-  m.set_vocab_size(128256);
-  v1::MoeConfig& moe = *m.mutable_moe();
-  moe.set_num_experts(16);
-  moe.set_router_topk(1);
-  moe.set_expert_ffn_hidden_size(8192);
-  for (int i = 0; i < 60; ++i) moe.add_layer_pattern(i % 2);
+  v1::PlanRequest request = testing::AlternatingMoePlanRequest(16384, 60);
+  request.set_global_batch_size(16384);
+  request.set_top_k(10);
   RunPlans(state, request);
 }
 BENCHMARK(BM_PlanAlternatingMoeOn16384H100)->Unit(benchmark::kMillisecond);

@@ -6,15 +6,14 @@
 // EveryFieldOfTheJobIsClassified: whoever adds it must say what it does to
 // memory, and prove it.
 
-#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "estimator/estimate.h"
-#include "google/protobuf/descriptor.h"
 #include "gtest/gtest.h"
 #include "proto/memgate.pb.h"
+#include "tests/field_paths.h"
 #include "tests/job_field_cases.h"
 
 namespace memgate {
@@ -23,26 +22,6 @@ namespace {
 using testing::Effect;
 using testing::FieldCase;
 using testing::JobFieldCases;
-
-// Fields that only hold others: their contents are classified.
-const std::set<std::string>& Containers() {
-  static const auto* containers =
-      new std::set<std::string>{"model", "parallel", "training", "accelerator"};
-  return *containers;
-}
-
-// Every field reachable from Job, by path.
-void CollectFields(const google::protobuf::Descriptor* d,
-                   const std::string& prefix, std::set<std::string>& out) {
-  for (int i = 0; i < d->field_count(); ++i) {
-    const google::protobuf::FieldDescriptor* f = d->field(i);
-    const std::string path = prefix + f->name();
-    if (!Containers().count(path)) out.insert(path);
-    if (f->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE) {
-      CollectFields(f->message_type(), path + ".", out);
-    }
-  }
-}
 
 // What decides admission: every stage's bytes, the parameters, the
 // capacity and the zone (not the echoed job or the assumptions' text).
@@ -56,18 +35,13 @@ std::string MemoryOf(const v1::Estimate& e) {
 }
 
 TEST(JobFieldsTest, EveryFieldOfTheJobIsClassified) {
-  std::set<std::string> fields;
-  CollectFields(v1::Job::descriptor(), "", fields);
-  std::set<std::string> classified;
-  for (const FieldCase& c : JobFieldCases()) {
-    EXPECT_TRUE(classified.insert(c.field).second) << "twice: " << c.field;
-    EXPECT_TRUE(fields.count(c.field)) << "not a Job field: " << c.field;
-  }
-  for (const std::string& f : fields) {
-    EXPECT_TRUE(classified.count(f))
-        << f << ": a Job field without a row in job_fields_test.cc: say "
-        << "whether it changes memory (and model it) or is refused";
-  }
+  // model, parallel, training and accelerator only hold others.
+  std::vector<std::string> rows;
+  for (const FieldCase& c : JobFieldCases()) rows.push_back(c.field);
+  testing::ExpectEveryPathClassified(
+      testing::FieldPaths(v1::Job::descriptor(),
+                          {"model", "parallel", "training", "accelerator"}),
+      rows, "tests/job_field_cases.cc");
 }
 
 class JobFieldTest : public ::testing::TestWithParam<FieldCase> {};
@@ -103,16 +77,11 @@ TEST_P(JobFieldTest, ChangesTheEstimateOrIsRefusedOrSaysWhyNot) {
   }
 }
 
-std::string NameOf(const ::testing::TestParamInfo<FieldCase>& info) {
-  std::string name;
-  for (char ch : info.param.field) {
-    name += (ch == '.') ? '_' : ch;
-  }
-  return name;
-}
-
 INSTANTIATE_TEST_SUITE_P(EveryField, JobFieldTest,
-                         ::testing::ValuesIn(JobFieldCases()), NameOf);
+                         ::testing::ValuesIn(JobFieldCases()),
+                         [](const auto& info) {
+                           return testing::TestNameOfPath(info.param.field);
+                         });
 
 }  // namespace
 }  // namespace memgate

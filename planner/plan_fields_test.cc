@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "planner/planner.h"
 #include "proto/memgate.pb.h"
+#include "tests/field_paths.h"
 #include "tests/job_field_cases.h"
 
 namespace memgate {
@@ -31,13 +32,13 @@ bool StartsWith(const std::string& s, const std::string& prefix) {
 // The job's fields a plan request carries: its model, its training
 // settings and the parallel settings the planner does not search.
 bool PlanCarries(const std::string& field) {
-  static const auto* parallel = new std::set<std::string>{
-      "parallel.data_parallel_sharding",
-      "parallel.fsdp_double_buffer",
-      "parallel.fsdp_communication_unit_size",
-      "parallel.distributed_optimizer_instances",
-      "parallel.context_parallel_comm",
-      "parallel.context_parallel_a2a_size"};
+  static const auto* parallel =
+      new std::set<std::string>{"parallel.data_parallel_sharding",
+                                "parallel.fsdp_double_buffer",
+                                "parallel.fsdp_communication_unit_size",
+                                "parallel.distributed_optimizer_instances",
+                                "parallel.context_parallel_comm",
+                                "parallel.context_parallel_a2a_size"};
   return StartsWith(field, "model.") || StartsWith(field, "training.") ||
          parallel->count(field) > 0;
 }
@@ -105,14 +106,11 @@ TEST_P(PlanFieldTest, EveryCandidateIsItsJobsEstimate) {
   }
 }
 
-std::string NameOf(const ::testing::TestParamInfo<FieldCase>& info) {
-  std::string name;
-  for (char ch : info.param.field) name += (ch == '.') ? '_' : ch;
-  return name;
-}
-
 INSTANTIATE_TEST_SUITE_P(EveryField, PlanFieldTest,
-                         ::testing::ValuesIn(JobFieldCases()), NameOf);
+                         ::testing::ValuesIn(JobFieldCases()),
+                         [](const auto& info) {
+                           return testing::TestNameOfPath(info.param.field);
+                         });
 
 }  // namespace
 }  // namespace memgate

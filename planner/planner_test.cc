@@ -1819,29 +1819,8 @@ TEST(PlannerTest, CountIsAnUpperBoundOfTheLayoutsEstimated) {
 // mix and its first, middle and last ranks; an interleaved candidate
 // printed up to 47 MB below its job's estimate. Every candidate, plain,
 // interleaved and uneven, is now its job's estimate, to the byte.
-v1::PlanRequest AlternatingMoeRequest(uint32_t gpus, uint32_t layers) {
-  v1::PlanRequest r;
-  v1::ModelConfig& m = *r.mutable_model();
-  m.set_num_layers(layers);
-  m.set_hidden_size(4096);
-  m.set_ffn_hidden_size(14336);
-  m.set_num_attention_heads(32);
-  m.set_num_query_groups(8);
-  m.set_vocab_size(128256);
-  v1::MoeConfig& moe = *m.mutable_moe();
-  moe.set_num_experts(16);
-  moe.set_router_topk(1);
-  moe.set_expert_ffn_hidden_size(8192);
-  for (uint32_t i = 0; i < layers; ++i) moe.add_layer_pattern(i % 2);
-  r.mutable_accelerator()->set_name("h100-80gb");
-  r.set_num_gpus(gpus);
-  r.set_seq_length(8192);
-  r.set_global_batch_size(gpus);
-  return r;
-}
-
 TEST(PlannerTest, MoeLayersAmongDenseOnesArePlannedAsTheirJobsAre) {
-  v1::PlanRequest r = AlternatingMoeRequest(256, 60);
+  v1::PlanRequest r = testing::AlternatingMoePlanRequest(256, 60);
   r.set_max_micro_batch_size(2);
   r.set_top_k(0);
   absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
@@ -1862,7 +1841,7 @@ TEST(PlannerTest, MoeLayersAmongDenseOnesArePlannedAsTheirJobsAre) {
 // input before any work: 65,520 alternating layers over the most divisible
 // GPU count are refused, as RESOURCE_EXHAUSTED with the count.
 TEST(PlannerTest, PlacingIrregularMoeLayersIsBoundedBeforeAnyWork) {
-  v1::PlanRequest r = AlternatingMoeRequest(720720, 65520);
+  v1::PlanRequest r = testing::AlternatingMoePlanRequest(720720, 65520);
   r.mutable_model()->set_num_attention_heads(64);
   r.mutable_model()->set_num_query_groups(8);
   r.set_max_micro_batch_size(1);

@@ -8,12 +8,10 @@
 
 #include <functional>
 #include <ostream>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "google/protobuf/descriptor.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -21,6 +19,7 @@
 #include "proto/memgate.pb.h"
 #include "readers/file_util.h"
 #include "readers/hf_config.h"
+#include "tests/field_paths.h"
 
 namespace memgate {
 namespace {
@@ -177,32 +176,12 @@ std::vector<KeyCase> KeyCases() {
   };
 }
 
-// Every key the typed parse reads, by path.
-void CollectKeys(const google::protobuf::Descriptor* d,
-                 const std::string& prefix, std::set<std::string>& out) {
-  for (int i = 0; i < d->field_count(); ++i) {
-    const google::protobuf::FieldDescriptor* f = d->field(i);
-    const std::string path = prefix + f->name();
-    out.insert(path);
-    if (f->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE) {
-      CollectKeys(f->message_type(), path + ".", out);
-    }
-  }
-}
-
 TEST(HfConfigFieldsTest, EveryParsedKeyIsClassified) {
-  std::set<std::string> keys;
-  CollectKeys(v1::HuggingFaceConfig::descriptor(), "", keys);
-  std::set<std::string> classified;
-  for (const KeyCase& c : KeyCases()) {
-    EXPECT_TRUE(classified.insert(c.key).second) << "twice: " << c.key;
-    EXPECT_TRUE(keys.count(c.key)) << "not a parsed key: " << c.key;
-  }
-  for (const std::string& k : keys) {
-    EXPECT_TRUE(classified.count(k))
-        << k << ": a parsed config.json key without a row in "
-        << "hf_config_fields_test.cc: say what it changes, and prove it";
-  }
+  std::vector<std::string> rows;
+  for (const KeyCase& c : KeyCases()) rows.push_back(c.key);
+  testing::ExpectEveryPathClassified(
+      testing::FieldPaths(v1::HuggingFaceConfig::descriptor()), rows,
+      "readers/hf_config_fields_test.cc");
 }
 
 class HfConfigKeyTest : public ::testing::TestWithParam<KeyCase> {};
@@ -247,14 +226,10 @@ TEST_P(HfConfigKeyTest, ChangesTheModelOrIsRefusedOrSaysWhyNot) {
   }
 }
 
-std::string NameOf(const ::testing::TestParamInfo<KeyCase>& info) {
-  std::string name;
-  for (char ch : info.param.key) name += (ch == '.') ? '_' : ch;
-  return name;
-}
-
 INSTANTIATE_TEST_SUITE_P(EveryKey, HfConfigKeyTest,
-                         ::testing::ValuesIn(KeyCases()), NameOf);
+                         ::testing::ValuesIn(KeyCases()), [](const auto& info) {
+                           return testing::TestNameOfPath(info.param.key);
+                         });
 
 }  // namespace
 }  // namespace memgate

@@ -40,6 +40,27 @@ v1::Job ExplicitLlama31_8BJob() {
   )pb");
 }
 
+v1::PlanRequest AlternatingMoePlanRequest(uint32_t gpus, uint32_t layers) {
+  v1::PlanRequest r;
+  v1::ModelConfig& m = *r.mutable_model();
+  m.set_num_layers(layers);
+  m.set_hidden_size(4096);
+  m.set_ffn_hidden_size(14336);
+  m.set_num_attention_heads(32);
+  m.set_num_query_groups(8);
+  m.set_vocab_size(128256);
+  v1::MoeConfig& moe = *m.mutable_moe();
+  moe.set_num_experts(16);
+  moe.set_router_topk(1);
+  moe.set_expert_ffn_hidden_size(8192);
+  for (uint32_t i = 0; i < layers; ++i) moe.add_layer_pattern(i % 2);
+  r.mutable_accelerator()->set_name("h100-80gb");
+  r.set_num_gpus(gpus);
+  r.set_seq_length(8192);
+  r.set_global_batch_size(gpus);
+  return r;
+}
+
 v1::Job JobFromText(const std::string& text) {
   v1::Job job;
   if (!google::protobuf::TextFormat::ParseFromString(text, &job)) {

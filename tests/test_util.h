@@ -30,6 +30,11 @@ v1::PlanRequest WorstCasePlanRequest(uint32_t max_micro_batch_size);
 // over 4,096 stages of 16 chunks each, no global batch.
 v1::Job LargestInterleavedMoeJob();
 
+// A plan of a `layers`-layer model whose odd layers are MoE (16 experts,
+// top 1: Llama 4's alternating layers) on `gpus` H100s, 8k tokens, a
+// global batch of `gpus`.
+v1::PlanRequest AlternatingMoePlanRequest(uint32_t gpus, uint32_t layers);
+
 // Parses a Job from text format; the test fails loudly on a typo.
 v1::Job JobFromText(const std::string& text);
 
