@@ -1,0 +1,75 @@
+// The published models memgate reads (tests/testdata/hf: dense, MoE with
+// dense prefixes and shared experts, MLA and MTP, attention sinks,
+// soft-capped logits), each planned on GPU counts that give even, uneven
+// and interleaved pipelines: every candidate's peak and zone are its
+// job's estimate, to the byte (the planner's fast path, planner.cc
+// PeakOf, against EstimateJob).
+
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "estimator/estimate.h"
+#include "gtest/gtest.h"
+#include "planner/planner.h"
+#include "proto/memgate.pb.h"
+#include "readers/hf_config.h"
+
+namespace memgate {
+namespace {
+
+class PublishedModelPlanTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PublishedModelPlanTest, EveryCandidateIsItsJobsEstimate) {
+  absl::StatusOr<v1::ModelConfig> model =
+      ReadHuggingFaceConfig("tests/testdata/hf/" + GetParam() + ".json");
+  ASSERT_TRUE(model.ok()) << model.status();
+  int checked = 0;
+  for (const uint32_t gpus : {64u, 384u}) {
+    v1::PlanRequest r;
+    *r.mutable_model() = *model;
+    r.mutable_accelerator()->set_name("h100-80gb");
+    r.set_num_gpus(gpus);
+    r.set_seq_length(4096);
+    r.set_global_batch_size(gpus * 4);
+    r.set_max_micro_batch_size(2);
+    r.set_allow_cross_node_tp(true);
+    r.set_top_k(0);
+    // Attention sinks (gpt-oss) run in cuDNN's fused attention, as the
+    // job must say (validation.cc).
+    if (model->softmax_type() != v1::SOFTMAX_TYPE_VANILLA) {
+      r.mutable_training()->set_flash_attention_disabled(true);
+    }
+    const absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+    ASSERT_TRUE(plan.ok()) << gpus << ": " << plan.status();
+    for (const v1::Candidate& c : plan->candidates()) {
+      const absl::StatusOr<v1::Estimate> e = EstimateJob(JobForCandidate(r, c));
+      ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
+      EXPECT_DOUBLE_EQ(
+          e->peak().total_bytes() + e->peak().expert_imbalance_bytes(),
+          c.peak_bytes())
+          << c.ShortDebugString();
+      EXPECT_EQ(e->zone(), c.zone()) << c.ShortDebugString();
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryPublishedConfig, PublishedModelPlanTest,
+    ::testing::Values("deepseek-v3", "gemma-2-9b", "gemma-3-1b-it", "gemma-7b",
+                      "glm-4.5", "gpt-oss-120b", "gpt-oss-20b",
+                      "mistral-7b-v0.1", "mixtral-8x22b-v0.1",
+                      "mixtral-8x7b-v0.1", "nemotron-4-340b",
+                      "phi-3-mini-4k-instruct", "qwen1.5-moe-a2.7b", "qwen2-7b",
+                      "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-8b"),
+    [](const auto& info) {
+      std::string name;
+      for (char c : info.param) name += std::isalnum(c) ? c : '_';
+      return name;
+    });
+
+}  // namespace
+}  // namespace memgate
