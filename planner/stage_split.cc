@@ -1,0 +1,244 @@
+#include "planner/stage_split.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <utility>
+
+#include "estimator/moe_terms.h"
+#include "planner/planner.h"
+
+namespace memgate {
+namespace {
+
+// A model with MTP layers whose layers, the embedding, the loss and the
+// MTP layers, counted as one unit each, split evenly over p stages: the
+// first stage one layer short (the embedding), the last 1 + mtp short
+// (the loss and the MTP layers it holds). NVIDIA's DeepSeek-V3 layout
+// "Et|(tt|)*30mL" is this split over 8 x 4 chunks. Invalid otherwise.
+StageSplit SplitCountingMtp(uint32_t layers, uint32_t p, uint32_t mtp) {
+  StageSplit split;
+  const uint64_t units = uint64_t{layers} + 2 + mtp;
+  if (mtp == 0 || p < 3 || units % p != 0) return split;
+  split.middle = static_cast<uint32_t>(units / p);
+  if (split.middle < 2 + mtp) return split;
+  split.first = split.middle - 1;
+  split.last = split.middle - 1 - mtp;
+  split.mtp = mtp;
+  split.ok = true;
+  return split;
+}
+
+// Layers of chunk j of rank i: an even split's L / (p v), an uneven one's
+// ChunkLayers. Middle ranks' chunks are alike.
+double ChunkSize(const StageSplit& split, ChunkForm form, uint32_t p,
+                 uint32_t v, uint32_t i, uint32_t j) {
+  if (split.first == 0) return static_cast<double>(split.middle) / v;
+  return static_cast<double>(ChunkLayers(form, split, p, v, i, j));
+}
+
+// Rank `stage`'s chunks at their places in the model: each round of
+// virtual stages (chunk j of every rank) sums in O(1), so the work is
+// O(v), whatever p.
+RankChunks RankChunksAt(const StageSplit& split, ChunkForm form, uint32_t p,
+                        uint32_t v, uint32_t stage) {
+  auto chunk = [&](uint32_t i, uint32_t j) {
+    return ChunkSize(split, form, p, v, i, j);
+  };
+  RankChunks rank{stage, {}, {}};
+  rank.layers.reserve(v);
+  rank.first.reserve(v);
+  double before = 0;  // layers of the rounds before round j
+  for (uint32_t j = 0; j < v; ++j) {
+    const double middle = p > 2 ? (p - 2.0) * chunk(1, j) : 0;
+    const double round = chunk(0, j) + middle + (p > 1 ? chunk(p - 1, j) : 0);
+    // Ranks ahead of this one in round j: rank 0 and the middle ones.
+    const double ahead =
+        stage == 0 ? 0 : chunk(0, j) + (stage - 1.0) * chunk(1, j);
+    rank.layers.push_back(chunk(stage, j));
+    rank.first.push_back(before + ahead);
+    before += round;
+  }
+  return rank;
+}
+
+// [XR] Models whose MoE layers are not all those after a dense prefix
+// (ModelShape.moe_irregular), and even interleaved splits of ones with a
+// dense prefix: which rank peaks depends on which layers its chunks hold.
+// The ranks evaluated are 0, 1, p - 2 and p - 1 (the embedding, the loss,
+// fp8's bf16 layers, which spill into ranks 1 and p - 2 when interleaved)
+// and, of the other ranks, the first with each distinct sequence of MoE
+// layers a chunk: a later rank with the same layers holds no more
+// micro-batches in flight (memory_model.cc MicrobatchesInFlight), so it
+// never peaks above it. The work is O(p v) (PlacementWork bounds it).
+std::vector<RankChunks> DistinctRanksOf(const StageSplit& split, uint32_t p,
+                                        uint32_t v, const ModelShape& m) {
+  const ChunkForm form = ChunkFormOf(split, p, v);
+  std::vector<RankChunks> ranks;
+  // A middle rank's MoE layers chunk by chunk, by their hash; a hash seen
+  // before is compared layer for layer with the rank it came from.
+  auto moe_of = [&](const RankChunks& r, size_t j) {
+    return MoeLayersIn(m, r.first[j], r.layers[j]);
+  };
+  auto same_layers = [&](const RankChunks& a, const RankChunks& b) {
+    for (size_t j = 0; j < a.layers.size(); ++j) {
+      if (moe_of(a, j) != moe_of(b, j)) return false;
+    }
+    return true;
+  };
+  std::unordered_map<uint64_t, size_t> seen;  // hash -> index in ranks
+  for (uint32_t stage = 0; stage < p; ++stage) {
+    RankChunks rank = RankChunksAt(split, form, p, v, stage);
+    const bool edge = stage <= 1 || stage + 2 >= p;
+    uint64_t hash = 1469598103934665603ull;  // FNV-1a over the counts
+    for (size_t j = 0; j < rank.layers.size(); ++j) {
+      hash = (hash ^ static_cast<uint64_t>(moe_of(rank, j))) * 1099511628211ull;
+    }
+    const auto it = seen.find(hash);
+    if (!edge && it != seen.end() && same_layers(rank, ranks[it->second])) {
+      continue;
+    }
+    if (!edge && it == seen.end()) seen.emplace(hash, ranks.size());
+    ranks.push_back(std::move(rank));
+  }
+  return ranks;
+}
+
+// Whether the ranks a schedule evaluates are DistinctRanksOf's.
+bool PlacementDecidesPeakRanks(const ModelShape& m, const StageSplit& split,
+                               uint32_t v) {
+  if (m.experts <= 0) return false;
+  return m.moe_irregular || (m.leading_dense > 0 && split.first == 0 && v > 1);
+}
+
+}  // namespace
+
+ChunkForm ChunkFormOf(const StageSplit& split, uint32_t p, uint32_t v) {
+  if (!split.ok) return ChunkForm::kNone;
+  if (split.first == 0) {
+    return v == 1 || (p >= 2 && split.middle % v == 0) ? ChunkForm::kEven
+                                                       : ChunkForm::kNone;
+  }
+  if (v == 1) return ChunkForm::kFirstLast;
+  if (split.mtp > 0) {
+    // Every chunk middle / v layers, the first one fewer, the last
+    // 1 + mtp fewer (none left is allowed: "mL").
+    return split.middle % v == 0 && split.middle / v >= 2 &&
+                   split.middle / v >= 1 + split.mtp
+               ? ChunkForm::kMtpLayout
+               : ChunkForm::kNone;
+  }
+  const bool first_short = split.first + 1 == split.middle;
+  const bool last_short = split.last + 1 == split.middle;
+  if ((first_short || split.first == split.middle) &&
+      (last_short || split.last == split.middle) && split.middle % v == 0 &&
+      split.middle / v >= 2) {
+    return ChunkForm::kAccounted;
+  }
+  if (split.first % v == 0 && split.middle % v == 0 && split.last % v == 0) {
+    return ChunkForm::kFirstLast;
+  }
+  return ChunkForm::kNone;
+}
+
+StageSplit SplitLayers(uint32_t layers, uint32_t p, uint32_t mtp) {
+  StageSplit split;
+  if (p == 0 || p > layers) return split;
+  if (layers % p != 0) {
+    const StageSplit counting_mtp = SplitCountingMtp(layers, p, mtp);
+    if (counting_mtp.ok) return counting_mtp;
+  }
+  if (layers % p == 0) {
+    split.ok = true;
+    split.middle = layers / p;
+    return split;
+  }
+  if (p < 3) return split;  // two stages: give them explicitly
+  split.middle = (layers + p - 1) / p;
+  const uint64_t middle_total = uint64_t{split.middle} * (p - 2);
+  if (middle_total >= layers) return split;
+  const uint32_t rest = static_cast<uint32_t>(layers - middle_total);
+  split.first = rest / 2;
+  split.last = rest - split.first;
+  split.ok = split.first >= 1 && split.last <= split.middle;
+  return split;
+}
+
+uint32_t ChunkLayers(ChunkForm form, const StageSplit& split, uint32_t p,
+                     uint32_t v, uint32_t i, uint32_t j) {
+  if (form == ChunkForm::kAccounted || form == ChunkForm::kMtpLayout) {
+    uint32_t n = split.middle / v;
+    if (i == 0 && j == 0 && split.first < split.middle) --n;
+    if (i + 1 == p && j + 1 == v && split.last < split.middle) {
+      n -= 1 + split.mtp;
+    }
+    return n;
+  }
+  const uint32_t rank = i == 0       ? split.first
+                        : i + 1 == p ? split.last
+                                     : split.middle;
+  return rank / v;
+}
+
+std::string MtpLayoutText(const StageSplit& split, uint32_t p, uint32_t v) {
+  const uint32_t k = split.middle / v;
+  auto run = [](char c, uint32_t n) {  // n layers of kind c
+    const std::string one(1, c);
+    return n == 0 ? std::string() : n == 1 ? one : absl::StrCat(one, "*", n);
+  };
+  return absl::StrCat("E", run('t', k - 1), "|(", run('t', k), "|)*", p * v - 2,
+                      run('t', k - 1 - split.mtp), run('m', split.mtp), "L");
+}
+
+uint64_t PlacementWork(const ModelShape& m, uint32_t layers,
+                       const std::vector<uint32_t>& gpu_divisors) {
+  if (m.experts <= 0 || (m.leading_dense == 0 && !m.moe_irregular)) return 0;
+  uint64_t work = 0;
+  for (uint32_t p : gpu_divisors) {
+    if (p > kMaxPipelineStages || p > layers) break;
+    work +=
+        uint64_t{p} * kMaxPlanVirtualStages * (kMaxPlanVirtualStages + 1) / 2;
+  }
+  return work;
+}
+
+std::vector<RankChunks> PeakRankChunksOf(const StageSplit& split, uint32_t p,
+                                         uint32_t v, const ModelShape& m) {
+  if (PlacementDecidesPeakRanks(m, split, v)) {
+    return DistinctRanksOf(split, p, v, m);
+  }
+  const double leading_dense = m.leading_dense;
+  std::vector<RankChunks> ranks;
+  if (split.first == 0 || v <= 1) return ranks;
+  const ChunkForm form = ChunkFormOf(split, p, v);
+  // An uneven split has p >= 3 (SplitLayers) and its middle ranks' chunks
+  // are alike, so each round of virtual stages (chunk j of every rank)
+  // sums in O(1): the work is O(v), whatever p.
+  auto chunk = [&](uint32_t i, uint32_t j) {
+    return static_cast<double>(ChunkLayers(form, split, p, v, i, j));
+  };
+  // The rank holding the first MoE layer: in the round (chunk j of every
+  // rank) that reaches it.
+  uint32_t boundary = p - 1;
+  double passed = 0;  // layers of the rounds before round j
+  for (uint32_t j = 0; j < v; ++j) {
+    const double round = chunk(0, j) + (p - 2) * chunk(1, j) + chunk(p - 1, j);
+    if (leading_dense < passed + round) {
+      boundary = RankHoldingLayer(leading_dense - passed, chunk(0, j),
+                                  chunk(1, j), 0, p);
+      break;
+    }
+    passed += round;
+  }
+  std::vector<uint32_t> stages = {0};
+  const PeakRanks middle = MiddlePeakRanks(p, boundary);
+  for (uint32_t k = 0; k < middle.count; ++k) {
+    stages.push_back(middle.rank[k]);
+  }
+  stages.push_back(p - 1);
+  for (uint32_t stage : stages) {
+    ranks.push_back(RankChunksAt(split, form, p, v, stage));
+  }
+  return ranks;
+}
+
+}  // namespace memgate

@@ -1,0 +1,86 @@
+#ifndef MEMGATE_PLANNER_STAGE_SPLIT_H_
+#define MEMGATE_PLANNER_STAGE_SPLIT_H_
+
+// How a plan puts a model's layers over its pipeline stages and each
+// stage's chunks (interleaved 1F1B), as Megatron allows, and which ranks'
+// chunks to estimate for a pipeline's peak. Internal to the planner.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "estimator/memory_model.h"
+
+namespace memgate {
+
+inline constexpr uint32_t kMaxPipelineStages = 4096;
+
+// How L layers go over p stages: evenly when p divides L; otherwise as
+// Megatron's uneven split, the middle stages ceil(L/p) layers each and the
+// first and last the rest, halved (Llama-3.1-405B's 126 layers over 16: 7,
+// 8 x 14, 7), each at least 1 and at most the middle's.
+struct StageSplit {
+  bool ok = false;
+  uint32_t first = 0, middle = 0, last = 0;  // first = last = 0: even
+  // The model's MTP layers, counted as units of the last stage beside the
+  // loss (first = middle - 1, last = middle - 1 - mtp); 0: not so split.
+  uint32_t mtp = 0;
+};
+
+StageSplit SplitLayers(uint32_t layers, uint32_t p, uint32_t mtp = 0);
+
+// How each rank's layers go over its v chunks, as Megatron allows
+// (transformer_config.py, "Uneven PP" and the accounted split):
+//  kEven        an even split, L / (p v) a chunk;
+//  kAccounted   --account-for-embedding/loss-in-pipeline-split: the first
+//               and/or last stage one layer short of the middle's, every
+//               chunk middle / v except rank 0's first and the last rank's
+//               last, one fewer (Llama-3.1-405B: 7, 8 x 14, 7);
+//  kFirstLast   --decoder-first/last-pipeline-num-layers with every rank's
+//               layers a multiple of v, a rank's layers / v a chunk;
+//  kMtpLayout   --pipeline-model-parallel-layout: as kAccounted, the last
+//               rank's last chunk also short of its MTP layers, which it
+//               holds beside the loss (SplitCountingMtp);
+//  kNone        v does not fit the split.
+enum class ChunkForm { kNone, kEven, kAccounted, kFirstLast, kMtpLayout };
+
+// The form of v chunks a rank over `split`, kNone where v does not fit.
+ChunkForm ChunkFormOf(const StageSplit& split, uint32_t p, uint32_t v);
+
+// Layers of chunk j of rank i (kAccounted / kFirstLast, v > 1).
+uint32_t ChunkLayers(ChunkForm form, const StageSplit& split, uint32_t p,
+                     uint32_t v, uint32_t i, uint32_t j);
+
+// A kMtpLayout chunking as Megatron's --pipeline-model-parallel-layout
+// (pipeline_layout.h): "E" and the first chunk's layers, the p v - 2
+// middle chunks, the last chunk's layers, the MTP layers and "L";
+// "Et|(t*2|)*30mL" for DeepSeek-V3 over 8 x 4.
+std::string MtpLayoutText(const StageSplit& split, uint32_t p, uint32_t v);
+
+// The chunks of the ranks whose peak can be the largest, each chunk with
+// its first layer (estimate.cc ChunksOf: chunk j of rank r is the model's
+// virtual stage j p + r). They depend only on (split, p, v) and the model,
+// so Enumerate builds them once per pipeline and chunk count, not once per
+// layout. Empty where the stage's layer count and rank say it all
+// (PeakOf).
+struct RankChunks {
+  uint32_t stage;
+  std::vector<double> layers, first;
+};
+
+// An upper bound on DistinctRanksOf's work over a plan, O(1) a pipeline
+// depth: p x (1 + 2 + ... + 32) for every depth p it can try.
+uint64_t PlacementWork(const ModelShape& m, uint32_t layers,
+                       const std::vector<uint32_t>& gpu_divisors);
+
+// The ranks to estimate for the peak of (split, p, v), chunk by chunk:
+// every rank whose MoE layers a chunk differ where the model's placement
+// decides which peaks ([XR], stage_split.cc DistinctRanksOf), the first,
+// middle and last ranks of an uneven interleaved split, and none (empty)
+// where the stage's layer count and rank say it all.
+std::vector<RankChunks> PeakRankChunksOf(const StageSplit& split, uint32_t p,
+                                         uint32_t v, const ModelShape& m);
+
+}  // namespace memgate
+
+#endif  // MEMGATE_PLANNER_STAGE_SPLIT_H_
