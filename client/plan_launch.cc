@@ -63,9 +63,9 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
   if (!launch.tied_to_layout.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         launch.tied_to_layout.front(),
-        ": must equal the launch's own tensor-parallel size, which the plan "
-        "searches: a candidate of another size would contradict it when "
-        "appended; drop it from the launch to plan it (at that size it "
+        ": must equal the launch's own (expert) tensor-parallel size, which "
+        "the plan searches: a candidate of another size would contradict it "
+        "when appended; drop it from the launch to plan it (at that size it "
         "changes nothing)"));
   }
   if (job.training().recompute().distribute_saved_activations()) {
