@@ -1,6 +1,5 @@
 #include "planner/cheap_recompute.h"
 
-#include <algorithm>
 #include <utility>
 
 namespace memgate {
@@ -47,15 +46,6 @@ std::vector<v1::Recompute::Module> ModulesOf(const Layout& l) {
     if (on) modules.push_back(module);
   }
   return modules;
-}
-
-void RecomputeModulesIn(const std::vector<v1::Recompute::Module>& modules,
-                        v1::Job& job) {
-  SetSelectiveRecompute(modules, *job.mutable_training()->mutable_recompute());
-  if (std::find(modules.begin(), modules.end(),
-                v1::Recompute::MODULE_MOE_ACT) != modules.end()) {
-    job.mutable_model()->mutable_moe()->set_grouped_gemm(true);
-  }
 }
 
 }  // namespace memgate

@@ -48,8 +48,15 @@ void SetSelectiveRecompute(const Modules& modules, v1::Recompute& r) {
 // grouped GEMMs Megatron needs for moe_act (transformer_config.py raises
 // without them; they change no memory term): how a plan candidate and a
 // refusal's hint turn the cheap modules on.
-void RecomputeModulesIn(const std::vector<v1::Recompute::Module>& modules,
-                        v1::Job& job);
+template <typename Modules>
+void RecomputeModulesIn(const Modules& modules, v1::Job& job) {
+  SetSelectiveRecompute(modules, *job.mutable_training()->mutable_recompute());
+  for (const auto module : modules) {
+    if (module == v1::Recompute::MODULE_MOE_ACT) {
+      job.mutable_model()->mutable_moe()->set_grouped_gemm(true);
+    }
+  }
+}
 
 }  // namespace memgate
 

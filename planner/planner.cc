@@ -4,7 +4,6 @@
 #include <iterator>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -17,7 +16,6 @@
 #include "estimator/job_resolver.h"
 #include "estimator/megatron_names.h"
 #include "estimator/memory_model.h"
-#include "estimator/moe_terms.h"
 #include "estimator/pipeline_layout.h"
 #include "estimator/report.h"
 #include "estimator/units.h"
@@ -1189,11 +1187,7 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
     // The candidate's list includes the template's modules. moe_act runs
     // with grouped GEMMs only (Megatron raises otherwise): the candidate's
     // arguments add --moe-grouped-gemm, and its job says so.
-    std::vector<v1::Recompute::Module> modules;
-    for (const int m : c.recompute_modules()) {
-      modules.push_back(static_cast<v1::Recompute::Module>(m));
-    }
-    RecomputeModulesIn(modules, job);
+    RecomputeModulesIn(c.recompute_modules(), job);
   }
   return job;
 }

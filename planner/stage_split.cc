@@ -1,7 +1,7 @@
 #include "planner/stage_split.h"
 
 #include <algorithm>
-#include <unordered_map>
+#include <set>
 #include <utility>
 
 #include "estimator/moe_terms.h"
@@ -36,9 +36,16 @@ double ChunkSize(const StageSplit& split, ChunkForm form, uint32_t p,
   return static_cast<double>(ChunkLayers(form, split, p, v, i, j));
 }
 
-// Rank `stage`'s chunks at their places in the model: each round of
-// virtual stages (chunk j of every rank) sums in O(1), so the work is
-// O(v), whatever p.
+// Layers of round j (chunk j of every rank): rank 0's, the p - 2 middle
+// ranks' (alike) and the last rank's, in O(1) whatever p.
+double RoundLayers(const StageSplit& split, ChunkForm form, uint32_t p,
+                   uint32_t v, uint32_t j) {
+  auto chunk = [&](uint32_t i) { return ChunkSize(split, form, p, v, i, j); };
+  return chunk(0) + (p > 2 ? (p - 2.0) * chunk(1) : 0) +
+         (p > 1 ? chunk(p - 1) : 0);
+}
+
+// Rank `stage`'s chunks at their places in the model: O(v), whatever p.
 RankChunks RankChunksAt(const StageSplit& split, ChunkForm form, uint32_t p,
                         uint32_t v, uint32_t stage) {
   auto chunk = [&](uint32_t i, uint32_t j) {
@@ -49,8 +56,7 @@ RankChunks RankChunksAt(const StageSplit& split, ChunkForm form, uint32_t p,
   rank.first.reserve(v);
   double before = 0;  // layers of the rounds before round j
   for (uint32_t j = 0; j < v; ++j) {
-    const double middle = p > 2 ? (p - 2.0) * chunk(1, j) : 0;
-    const double round = chunk(0, j) + middle + (p > 1 ? chunk(p - 1, j) : 0);
+    const double round = RoundLayers(split, form, p, v, j);
     // Ranks ahead of this one in round j: rank 0 and the middle ones.
     const double ahead =
         stage == 0 ? 0 : chunk(0, j) + (stage - 1.0) * chunk(1, j);
@@ -74,40 +80,35 @@ std::vector<RankChunks> DistinctRanksOf(const StageSplit& split, uint32_t p,
                                         uint32_t v, const ModelShape& m) {
   const ChunkForm form = ChunkFormOf(split, p, v);
   std::vector<RankChunks> ranks;
-  // A middle rank's MoE layers chunk by chunk, by their hash; a hash seen
-  // before is compared layer for layer with the rank it came from.
-  auto moe_of = [&](const RankChunks& r, size_t j) {
-    return MoeLayersIn(m, r.first[j], r.layers[j]);
-  };
-  auto same_layers = [&](const RankChunks& a, const RankChunks& b) {
-    for (size_t j = 0; j < a.layers.size(); ++j) {
-      if (moe_of(a, j) != moe_of(b, j)) return false;
-    }
-    return true;
-  };
-  std::unordered_map<uint64_t, size_t> seen;  // hash -> index in ranks
+  std::set<std::vector<double>> seen;  // middle ranks' MoE layers a chunk
   for (uint32_t stage = 0; stage < p; ++stage) {
     RankChunks rank = RankChunksAt(split, form, p, v, stage);
     const bool edge = stage <= 1 || stage + 2 >= p;
-    uint64_t hash = 1469598103934665603ull;  // FNV-1a over the counts
-    for (size_t j = 0; j < rank.layers.size(); ++j) {
-      hash = (hash ^ static_cast<uint64_t>(moe_of(rank, j))) * 1099511628211ull;
+    if (!edge) {
+      std::vector<double> moe(rank.layers.size());
+      for (size_t j = 0; j < moe.size(); ++j) {
+        moe[j] = MoeLayersIn(m, rank.first[j], rank.layers[j]);
+      }
+      if (!seen.insert(std::move(moe)).second) continue;
     }
-    const auto it = seen.find(hash);
-    if (!edge && it != seen.end() && same_layers(rank, ranks[it->second])) {
-      continue;
-    }
-    if (!edge && it == seen.end()) seen.emplace(hash, ranks.size());
     ranks.push_back(std::move(rank));
   }
   return ranks;
 }
 
-// Whether the ranks a schedule evaluates are DistinctRanksOf's.
+// Whether a model's dense and MoE layers sit unevenly: a dense prefix, or
+// dense layers among MoE ones.
+bool PlacementMatters(const ModelShape& m) {
+  return m.experts > 0 && (m.leading_dense > 0 || m.moe_irregular);
+}
+
+// Whether the ranks a schedule evaluates are DistinctRanksOf's (a dense
+// prefix alone decides only even interleaved splits: the others have exact
+// paths of their own).
 bool PlacementDecidesPeakRanks(const ModelShape& m, const StageSplit& split,
                                uint32_t v) {
-  if (m.experts <= 0) return false;
-  return m.moe_irregular || (m.leading_dense > 0 && split.first == 0 && v > 1);
+  return PlacementMatters(m) &&
+         (m.moe_irregular || (split.first == 0 && v > 1));
 }
 
 }  // namespace
@@ -191,7 +192,7 @@ std::string MtpLayoutText(const StageSplit& split, uint32_t p, uint32_t v) {
 
 uint64_t PlacementWork(const ModelShape& m, uint32_t layers,
                        const std::vector<uint32_t>& gpu_divisors) {
-  if (m.experts <= 0 || (m.leading_dense == 0 && !m.moe_irregular)) return 0;
+  if (!PlacementMatters(m)) return 0;
   uint64_t work = 0;
   for (uint32_t p : gpu_divisors) {
     if (p > kMaxPipelineStages || p > layers) break;
@@ -210,18 +211,16 @@ std::vector<RankChunks> PeakRankChunksOf(const StageSplit& split, uint32_t p,
   std::vector<RankChunks> ranks;
   if (split.first == 0 || v <= 1) return ranks;
   const ChunkForm form = ChunkFormOf(split, p, v);
-  // An uneven split has p >= 3 (SplitLayers) and its middle ranks' chunks
-  // are alike, so each round of virtual stages (chunk j of every rank)
-  // sums in O(1): the work is O(v), whatever p.
+  // An uneven split has p >= 3 (SplitLayers): the work is O(v), whatever p.
   auto chunk = [&](uint32_t i, uint32_t j) {
-    return static_cast<double>(ChunkLayers(form, split, p, v, i, j));
+    return ChunkSize(split, form, p, v, i, j);
   };
   // The rank holding the first MoE layer: in the round (chunk j of every
   // rank) that reaches it.
   uint32_t boundary = p - 1;
   double passed = 0;  // layers of the rounds before round j
   for (uint32_t j = 0; j < v; ++j) {
-    const double round = chunk(0, j) + (p - 2) * chunk(1, j) + chunk(p - 1, j);
+    const double round = RoundLayers(split, form, p, v, j);
     if (leading_dense < passed + round) {
       boundary = RankHoldingLayer(leading_dense - passed, chunk(0, j),
                                   chunk(1, j), 0, p);
