@@ -631,7 +631,12 @@ double Bf16LayersIn(const ModelShape& m, const Layout& l, double first,
 
 FullLayers FullLayersOf(const ModelShape& m, const Layout& l,
                         const LayerMix& stage, double stage_bf16) {
-  FullLayers full{LayerActivationsFull(m, l, false),
+  // A kind the stage does not have is never read (StoredActivations and
+  // RecomputeWorkingSet weigh it by its count, 0), except by the bf16
+  // layers' extra below, which takes the larger of both kinds: an all-MoE
+  // stage (most of an MoE plan's) skips the dense layer's terms.
+  const bool dense = stage.dense > 0 || stage_bf16 > 0;
+  FullLayers full{dense ? LayerActivationsFull(m, l, false) : 0,
                   stage.moe > 0 ? LayerActivationsFull(m, l, true) : 0, 0};
   if (stage_bf16 > 0) {
     // [F8L] the same layer outside fp8: 16-bit GEMM inputs, no fp8 copy
@@ -1272,24 +1277,35 @@ namespace {
 // W <= (v - 1)N + 2p forwards end at most 2p - N <= p into the second
 // group, inside its first chunk; the remainder's size matters only when
 // N > m, kept exact for layouts nothing validated. (Closed form: no loop
-// over a count a hostile job could make huge.)
-double ChunkMicrobatchesInFlight(const Layout& l, double in_flight,
-                                 double chunk) {
-  if (l.virtual_stages <= 1) return in_flight;
-  const double group = MicrobatchGroup(l);
-  const double v = l.virtual_stages;
-  const double m = l.microbatches > 0 ? l.microbatches : HUGE_VAL;
-  const double whole_groups = std::floor(m / group);
-  const double done = std::min(std::floor(in_flight / (group * v)),
-                               whole_groups);
-  const double rest = in_flight - done * group * v;
-  const double size = done < whole_groups ? group : m - whole_groups * group;
-  return done * group + std::clamp(rest - chunk * size, 0.0, size);
-}
+// over a count a hostile job could make huge.) What does not depend on j
+// is worked out once a rank: its chunks are asked for one by one in the
+// planner's inner loop.
+class ChunkMicrobatchesInFlight {
+ public:
+  ChunkMicrobatchesInFlight(const Layout& l, double in_flight) {
+    if (l.virtual_stages <= 1) {
+      done_ = in_flight;  // every chunk: the rank's micro-batches
+      return;
+    }
+    const double group = MicrobatchGroup(l);
+    const double v = l.virtual_stages;
+    const double m = l.microbatches > 0 ? l.microbatches : HUGE_VAL;
+    const double whole_groups = std::floor(m / group);
+    const double done = std::min(std::floor(in_flight / (group * v)),
+                                 whole_groups);
+    done_ = done * group;
+    rest_ = in_flight - done * group * v;
+    size_ = done < whole_groups ? group : m - whole_groups * group;
+  }
+  double Of(double chunk) const {
+    return done_ + std::clamp(rest_ - chunk * size_, 0.0, size_);
+  }
 
-double EmbeddingMicrobatchesInFlight(const Layout& l, double in_flight) {
-  return ChunkMicrobatchesInFlight(l, in_flight, 0);
-}
+ private:
+  double done_ = 0;  // whole groups' micro-batches, each chunk's
+  double rest_ = 0;  // forwards into the group the rank ends in
+  double size_ = 0;  // that group's size (0 without interleaving)
+};
 
 // Parameters of the two largest FSDP units of a stage [MF]: its layers,
 // the embedding on the first stage, the LM head on the last.
@@ -1368,6 +1384,7 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
                         const Bf16Layers* bf16,
                         double* first_chunk_microbatch = nullptr) {
   const double in_flight = MicrobatchesInFlight(l, stage);
+  const ChunkMicrobatchesInFlight in_flight_of(l, in_flight);
   // Without `chunks`, each of the v chunks holds an equal share.
   const LayerMix even_chunk{mix.dense / l.virtual_stages,
                             mix.moe / l.virtual_stages};
@@ -1391,16 +1408,22 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
                   RecomputeWorkingSet(l, even_chunk, full, chunk_bf16(0));
   } else {
     double working_set = 0;
+    double stored = 0;
     for (size_t j = 0; j < chunks->size(); ++j) {
-      const double stored =
-          StoredActivations(m, l, (*chunks)[j], full, chunk_bf16(j));
+      // A rank's chunks mostly hold the same layers: what a chunk stores
+      // is worked out again only where its layers differ from the last's.
+      const LayerMix& chunk = (*chunks)[j];
+      if (j == 0 || chunk.dense != (*chunks)[j - 1].dense ||
+          chunk.moe != (*chunks)[j - 1].moe ||
+          chunk_bf16(j) != chunk_bf16(j - 1)) {
+        stored = StoredActivations(m, l, chunk, full, chunk_bf16(j));
+        working_set = std::max(
+            working_set, RecomputeWorkingSet(l, chunk, full, chunk_bf16(j)));
+      }
       if (j == 0 && first_chunk_microbatch != nullptr) {
         *first_chunk_microbatch = stored;
       }
-      activations += ChunkMicrobatchesInFlight(l, in_flight, j) * stored;
-      working_set = std::max(working_set, RecomputeWorkingSet(l, (*chunks)[j],
-                                                              full,
-                                                              chunk_bf16(j)));
+      activations += in_flight_of.Of(j) * stored;
     }
     activations += working_set;
   }
@@ -1413,8 +1436,8 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
     activations += DispatchWorkingSet(m, l);
   }
   if (stage == 0) {
-    activations += EmbeddingActivations(
-        m, l, EmbeddingMicrobatchesInFlight(l, in_flight));
+    // The embedding sits in the first chunk.
+    activations += EmbeddingActivations(m, l, in_flight_of.Of(0));
   }
   // The stages that read data hold the dataloader's mask: rank 0 for its
   // first chunk, the last rank for its last (one stage, one chunk: once).
@@ -1422,7 +1445,7 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
     const size_t last_chunk = static_cast<size_t>(l.virtual_stages) - 1;
     auto data_chunk_mask = [&](size_t j) {
       return DataloaderMaskBytes(
-          l, ChunkMicrobatchesInFlight(l, in_flight, j),
+          l, in_flight_of.Of(j),
           StoredActivations(m, l, chunk_mix(j), full, chunk_bf16(j)));
     };
     if (stage == 0) activations += data_chunk_mask(0);
@@ -1434,9 +1457,8 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
     activations += HeadActivations(m, l) + DeferredEmbeddingWgradBytes(m, l) +
                    LossGradientTransient(m, l);
     // The MTP block sits in the last chunk of the last rank.
-    activations += ChunkMicrobatchesInFlight(l, in_flight,
-                                             l.virtual_stages - 1) *
-                   MtpActivations(m, l);
+    activations +=
+        in_flight_of.Of(l.virtual_stages - 1) * MtpActivations(m, l);
   }
   return activations;
 }
@@ -1454,9 +1476,10 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
   // embedding, replicated over t) on the first stage, the LM head and
   // final norm on the last; one stage holds both (tied: one matrix). MoE
   // layers' routed experts are counted apart: they shard differently [TM].
-  // (MoE terms only where there are MoE layers: this runs per layout in
-  // the planner's inner loop.)
-  double params = mix.dense * LayerParameters(m, l, false);
+  // (MoE terms only where there are MoE layers, dense ones only where
+  // there are dense layers: this runs per layout in the planner's inner
+  // loop.)
+  double params = mix.dense > 0 ? mix.dense * LayerParameters(m, l, false) : 0;
   double expert_params = 0;
   if (mix.moe > 0) {
     params += mix.moe * LayerParameters(m, l, true);
@@ -1499,7 +1522,8 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
                        ? weight_bytes * (params / shards + unsharded.weights)
                        : weight_bytes * (params + expert_params);
   if (l.fp8) {
-    double linear = mix.dense * LinearWeightParameters(m, l, false);
+    double linear =
+        mix.dense > 0 ? mix.dense * LinearWeightParameters(m, l, false) : 0;
     if (mix.moe > 0) linear += mix.moe * LinearWeightParameters(m, l, true);
     if (last && m.mtp_layers > 0) {
       // Each MTP layer built: its transformer layer and its h x 2h
