@@ -352,6 +352,28 @@ bool LaunchCanSay(const v1::LaunchSplit& launch, const StageSplit& split,
   return !(launch.virtual_stages() && form == ChunkForm::kMtpLayout);
 }
 
+// The split of the model's layers over p stages the plan tries. Where the
+// launch accounts for the embedding or the loss alone, Megatron's split
+// (transformer_config.py): every stage (L + 1) / p layers, the first or
+// the last one fewer, and no other split of such a launch runs
+// (LaunchCanSay). Otherwise SplitLayers', whose uneven split puts the
+// shorter stage first (where the embedding is) and which gives two stages
+// no uneven split of its own.
+StageSplit SplitFor(const Search& s, uint32_t p) {
+  const bool embedding = s.launch_split.account_for_embedding();
+  const bool loss = s.launch_split.account_for_loss();
+  if (embedding == loss || s.mtp > 0 || p < 2 ||
+      (uint64_t{s.layers} + 1) % p != 0) {
+    return SplitLayers(s.layers, p, s.mtp);
+  }
+  StageSplit split;
+  split.middle = static_cast<uint32_t>((uint64_t{s.layers} + 1) / p);
+  split.first = split.middle - (embedding ? 1 : 0);
+  split.last = split.middle - (loss ? 1 : 0);
+  split.ok = split.first >= 1 && split.last >= 1;
+  return split;
+}
+
 // Calls visit(t, c, p) for every (TP, CP, PP) that the rules ValidateJob
 // enforces allow, by construction. At most |divisors(gpus)|^3 steps: about
 // 14 million cheap ones for the most divisible count under kMaxPlanGpus.
@@ -394,7 +416,7 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
         if (p > s.gpus / t / c) break;
         if ((s.gpus / t / c) % p) continue;
         if (p > kMaxPipelineStages) continue;
-        const StageSplit split = SplitLayers(s.layers, p, s.mtp);
+        const StageSplit split = SplitFor(s, p);
         if (!split.ok) continue;
         // The plain schedule's split must be one the launch's forms can
         // say (PipelinesOf filters the interleaved ones).
@@ -507,7 +529,7 @@ std::vector<PipelineChoices> PipelinesOf(
     const uint32_t p = gpu_divisors[i];
     if (p > kMaxPipelineStages) break;
     PipelineChoices& choices = out[i];
-    choices.split = SplitLayers(s.layers, p, s.mtp);
+    choices.split = SplitFor(s, p);
     if (!choices.split.ok) continue;
     const uint32_t deepest = std::min(kMaxPlanVirtualStages,
                                       std::max(1u, choices.split.middle));
@@ -911,7 +933,11 @@ CandidateSplit CandidateSplitOf(const v1::Candidate& c, uint32_t layers,
                                 uint32_t mtp) {
   const uint32_t p = c.pipeline_parallel();
   CandidateSplit out;
-  out.split.middle = p > 2 ? SplitLayers(layers, p, mtp).middle : 0;
+  // Two stages have no middle one: an accounted split's is the longer.
+  out.split.middle = p > 2   ? SplitLayers(layers, p, mtp).middle
+                     : p == 2 ? std::max(c.first_stage_layers(),
+                                         c.last_stage_layers())
+                              : 0;
   out.split.first = c.first_stage_layers();
   out.split.last = c.last_stage_layers();
   out.form = c.account_for_embedding() || c.account_for_loss()

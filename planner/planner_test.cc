@@ -1415,6 +1415,54 @@ TEST(PlannerTest, LaunchSplitFormsAreWhatEveryCandidateSays) {
   }
 }
 
+// A launch accounting for the embedding or the loss alone
+// (--account-for-embedding/loss-in-pipeline-split) gives every stage
+// (L + 1) / p layers, the first or the last one fewer (Megatron's
+// transformer_config.py). The planner's own uneven split puts the short
+// stage first and gives two stages none, so a loss-only launch of 31
+// layers on 16 GPUs planned nothing, and two stages of either nothing.
+// Now: PP 2 as 16 and 15 (or 15 and 16), PP 4 as 8, 8, 8, 7, ...;
+// interleaved, every chunk n / v and the short stage's outer chunk one
+// fewer; each candidate the job it says.
+TEST(PlannerTest, AccountingForOneEndSplitsAsMegatronDoes) {
+  for (const bool loss : {true, false}) {
+    v1::PlanRequest r = Request("llama-3.1-8b", "a100-80gb", 16, 8192, 64);
+    r.mutable_model()->set_num_layers(31);
+    r.mutable_launch_split()->set_account_for_loss(loss);
+    r.mutable_launch_split()->set_account_for_embedding(!loss);
+    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_GT(plan->candidates_size(), 0) << loss;
+    std::set<uint32_t> pipelines, virtual_stages;
+    for (const v1::Candidate& c : plan->candidates()) {
+      const uint32_t p = c.pipeline_parallel();
+      ASSERT_TRUE(p >= 2 && 32 % p == 0) << c.ShortDebugString();
+      pipelines.insert(p);
+      const uint32_t rank = 32 / p;  // a stage's layers, one end counted
+      EXPECT_EQ(c.first_stage_layers(), rank - (loss ? 0 : 1))
+          << c.ShortDebugString();
+      EXPECT_EQ(c.last_stage_layers(), rank - (loss ? 1 : 0))
+          << c.ShortDebugString();
+      EXPECT_EQ(c.account_for_embedding(), !loss);
+      EXPECT_EQ(c.account_for_loss(), loss);
+      const v1::Job job = JobForCandidate(r, c);
+      const uint32_t v = std::max(1u, c.virtual_pipeline_stages());
+      virtual_stages.insert(v);
+      const int chunks = job.parallel().layers_per_stage_size();
+      ASSERT_EQ(chunks, static_cast<int>(p * v)) << c.ShortDebugString();
+      const int short_chunk = loss ? chunks - 1 : 0;
+      for (int k = 0; k < chunks; ++k) {
+        EXPECT_EQ(job.parallel().layers_per_stage(k),
+                  rank / v - (k == short_chunk ? 1 : 0))
+            << c.ShortDebugString();
+      }
+      EXPECT_TRUE(EstimatedAsItsJob(r, c).ok());
+    }
+    EXPECT_EQ(pipelines.count(2), 1u) << loss;
+    EXPECT_GT(virtual_stages.size(), 1u) << loss;  // plain and interleaved
+  }
+}
+
 // A context-parallel exchange the request names (a launch's
 // --cp-comm-type): an all-to-all plans only the CP sizes that split a TP
 // rank's heads (Llama-3.1-8B: 32 query and 8 key heads; a2a+p2p: CP a
