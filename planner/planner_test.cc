@@ -1463,6 +1463,27 @@ TEST(PlannerTest, AccountingForOneEndSplitsAsMegatronDoes) {
   }
 }
 
+// Two stages of an odd number of layers: the first, with the embedding,
+// one layer short (31 as 15 and 16), plain or interleaved (the accounted
+// form: (31 + 1) / 2v a chunk, rank 0's first one fewer). The planner
+// proposed no two-stage pipeline of such a model before.
+TEST(PlannerTest, TwoStagesOfAnOddModelSplitUnevenly) {
+  v1::PlanRequest r = Request("llama-3.1-8b", "a100-80gb", 16, 8192, 64);
+  r.mutable_model()->set_num_layers(31);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::set<uint32_t> virtual_stages;
+  for (const v1::Candidate& c : plan->candidates()) {
+    if (c.pipeline_parallel() != 2) continue;
+    EXPECT_EQ(c.first_stage_layers(), 15u) << c.ShortDebugString();
+    EXPECT_EQ(c.last_stage_layers(), 16u) << c.ShortDebugString();
+    virtual_stages.insert(std::max(1u, c.virtual_pipeline_stages()));
+    EXPECT_TRUE(EstimatedAsItsJob(r, c).ok());
+  }
+  EXPECT_EQ(virtual_stages.count(1), 1u);
+  EXPECT_GT(virtual_stages.size(), 1u);
+}
+
 // A context-parallel exchange the request names (a launch's
 // --cp-comm-type): an all-to-all plans only the CP sizes that split a TP
 // rank's heads (Llama-3.1-8B: 32 query and 8 key heads; a2a+p2p: CP a

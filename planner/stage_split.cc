@@ -153,7 +153,17 @@ StageSplit SplitLayers(uint32_t layers, uint32_t p, uint32_t mtp) {
     split.middle = layers / p;
     return split;
   }
-  if (p < 3) return split;  // two stages: give them explicitly
+  if (p < 3) {
+    // Two stages (odd L, no MTP): the first, which holds the embedding,
+    // one layer short of the second, which stands for the middle stage
+    // two stages lack (ChunkFormOf, ChunkLayers).
+    if (p != 2 || mtp > 0) return split;
+    split.first = layers / 2;
+    split.last = layers - split.first;
+    split.middle = split.last;
+    split.ok = split.first >= 1;
+    return split;
+  }
   split.middle = (layers + p - 1) / p;
   const uint64_t middle_total = uint64_t{split.middle} * (p - 2);
   if (middle_total >= layers) return split;

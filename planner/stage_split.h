@@ -18,7 +18,8 @@ inline constexpr uint32_t kMaxPipelineStages = 4096;
 // How L layers go over p stages: evenly when p divides L; otherwise as
 // Megatron's uneven split, the middle stages ceil(L/p) layers each and the
 // first and last the rest, halved (Llama-3.1-405B's 126 layers over 16: 7,
-// 8 x 14, 7), each at least 1 and at most the middle's.
+// 8 x 14, 7), each at least 1 and at most the middle's; two stages of odd
+// L as (L - 1) / 2 and (L + 1) / 2, the second standing for the middle.
 struct StageSplit {
   bool ok = false;
   uint32_t first = 0, middle = 0, last = 0;  // first = last = 0: even
