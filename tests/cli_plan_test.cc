@@ -287,6 +287,43 @@ TEST(CliPlanTest, CandidateArgumentsAppendedToTheirLaunchReplaceItsOwn) {
       << check.out;
 }
 
+// A 31-layer launch accounting for the loss alone (Megatron: every stage
+// 32 / p layers, the last one fewer), and the same launch without it
+// (two stages: 15 and 16): their plans list two-stage pipelines, which
+// neither listed before, and each candidate line appended to its launch
+// checks to its peak.
+TEST(CliPlanTest, OddLayerCountsPlanTwoStagesAndOneEndAccounted) {
+  const std::string dims =
+      "--num-layers 31 --hidden-size 4096 --ffn-hidden-size 14336 "
+      "--num-attention-heads 32 --seq-length 8192 --global-batch-size 64 " +
+      std::string(kLlama3Launch) +
+      "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
+      "--micro-batch-size 1 --sequence-parallel --use-distributed-optimizer "
+      "--no-create-attention-mask-in-dataloader ";
+  for (const std::string& accounted :
+       {std::string("--account-for-loss-in-pipeline-split "),
+        std::string()}) {
+    const std::string launch = "pretrain_gpt.py " + dims + accounted;
+    const v1::PlanResponse plan = PlanOf(PlanLaunch(
+        {"--gpu=a100-80gb", "--gpus=16", "--top=0", "--format=json"},
+        launch));
+    int two_stages = 0;
+    for (const v1::Candidate& c : plan.candidates()) {
+      if (c.pipeline_parallel() != 2) continue;
+      ++two_stages;
+      EXPECT_EQ(c.first_stage_layers(), accounted.empty() ? 15u : 16u);
+      EXPECT_EQ(c.last_stage_layers(), accounted.empty() ? 16u : 15u);
+    }
+    EXPECT_GT(two_stages, 0) << accounted;
+    const RunResult r = PlanLaunch(
+        {"--gpu=a100-80gb", "--gpus=16", "--top=6", "--format=megatron-args"},
+        launch);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(ExpectArgumentsRoundTrip(r, launch, "a100-80gb", "16"), 6)
+        << accounted;
+  }
+}
+
 // A launch with --num-distributed-optimizer-instances is planned with its
 // instances: the plan says so, each candidate's arguments carry them, and
 // each candidate line appended to the launch checks to its peak.
