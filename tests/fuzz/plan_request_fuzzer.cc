@@ -11,6 +11,7 @@
 // list) is a valid job whose estimate is the candidate's peak and zone, so
 // that `memgate check` accepts it as printed.
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
