@@ -596,8 +596,31 @@ std::vector<std::string> UnreviewedKeysOf(ConfigTree& tree) {
   // swiglu_limit and swiglu_alpha (its experts clamp whatever the limit,
   // so the clamp's tensors are kept at any value; the sigmoid's gain keeps
   // nothing), experts_per_token and initial_context_length, which its
-  // modeling does not read.
+  // modeling does not read. And transformers' own PretrainedConfig
+  // bookkeeping, which save_pretrained writes into configs of every
+  // family (meta-llama/Llama-2-7b-hf's has _name_or_path): the
+  // checkpoint's path and commit, transformers' attention implementation
+  // (Megatron runs its own kernel: --attention-backend), output switches,
+  // the labels, task and problem type of heads a causal LM does not build,
+  // the tokenizer's class, prefix and special token ids, and generation
+  // defaults (decoding, not training). Not among them: pruned_heads and
+  // the encoder-decoder switches, which change a model's shape where a
+  // family reads them.
   static const auto* reviewed = new std::set<std::string>{
+      "_attn_implementation", "_commit_hash", "_name_or_path",
+      "bad_words_ids", "begin_suppress_tokens", "chunk_size_feed_forward",
+      "decoder_start_token_id", "diversity_penalty", "do_sample",
+      "early_stopping", "encoder_no_repeat_ngram_size",
+      "exponential_decay_length_penalty", "finetuning_task",
+      "forced_bos_token_id", "forced_eos_token_id", "id2label", "label2id",
+      "length_penalty", "max_length", "min_length", "no_repeat_ngram_size",
+      "num_beam_groups", "num_beams", "num_labels", "num_return_sequences",
+      "output_attentions", "output_hidden_states", "output_scores", "prefix",
+      "problem_type", "remove_invalid_values", "repetition_penalty",
+      "return_dict", "return_dict_in_generate", "sep_token_id",
+      "suppress_tokens", "task_specific_params", "temperature",
+      "tf_legacy_loss", "tokenizer_class", "top_k", "top_p", "torchscript",
+      "typical_p", "use_bfloat16",
       "attention_dropout", "auto_map",
       "aux_loss_alpha", "bos_token_id", "cache_implementation", "dtype",
       "embd_pdrop", "eos_token_id", "ep_size", "experts_per_token",

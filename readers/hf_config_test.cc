@@ -139,6 +139,73 @@ TEST(HfConfigTest, MalformedJsonIsAnErrorNotACrash) {
   }
 }
 
+// Configs saved by transformers carry its PretrainedConfig bookkeeping
+// beside the model's keys: Llama-2-7B's as meta-llama publishes it has the
+// checkpoint's path (_name_or_path), which a site refusing unreviewed keys
+// refused; older save_pretrained wrote generation defaults and label maps
+// too. None of them changes the model read, and none is unreviewed.
+TEST(HfConfigTest, TransformersBookkeepingKeysAreReviewed) {
+  constexpr char kLlama2_7B[] = R"json({
+    "_name_or_path": "meta-llama/Llama-2-7b-hf",
+    "architectures": ["LlamaForCausalLM"],
+    "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+    "hidden_size": 4096, "initializer_range": 0.02,
+    "intermediate_size": 11008, "max_position_embeddings": 4096,
+    "model_type": "llama", "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 32,
+    "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": null,
+    "tie_word_embeddings": false, "torch_dtype": "float16",
+    "transformers_version": "4.31.0.dev0", "use_cache": true,
+    "vocab_size": 32000
+  })json";
+  EXPECT_TRUE(UnreviewedHuggingFaceKeys(kLlama2_7B).empty());
+  const absl::StatusOr<v1::ModelConfig> plain =
+      ModelFromHuggingFaceJson(kLlama2_7B, "llama-2-7b");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->num_query_groups(), 32u);
+  EXPECT_EQ(plain->ffn_hidden_size(), 11008u);
+
+  std::string saved(kLlama2_7B);
+  saved.replace(saved.find("\"vocab_size\""), 0,
+                R"("_attn_implementation": "sdpa", "_commit_hash": "abc",
+                   "return_dict": true, "output_hidden_states": false,
+                   "output_attentions": false, "torchscript": false,
+                   "use_bfloat16": false, "tf_legacy_loss": false,
+                   "chunk_size_feed_forward": 0, "id2label": {"0": "LABEL_0"},
+                   "label2id": {"LABEL_0": 0}, "finetuning_task": null,
+                   "problem_type": null, "tokenizer_class": null,
+                   "prefix": null, "sep_token_id": null,
+                   "decoder_start_token_id": null,
+                   "task_specific_params": null, "max_length": 20,
+                   "min_length": 0, "do_sample": false,
+                   "early_stopping": false, "num_beams": 1,
+                   "num_beam_groups": 1, "diversity_penalty": 0.0,
+                   "temperature": 1.0, "top_k": 50, "top_p": 1.0,
+                   "typical_p": 1.0, "repetition_penalty": 1.0,
+                   "length_penalty": 1.0, "no_repeat_ngram_size": 0,
+                   "encoder_no_repeat_ngram_size": 0, "bad_words_ids": null,
+                   "num_return_sequences": 1, "output_scores": false,
+                   "return_dict_in_generate": false,
+                   "forced_bos_token_id": null, "forced_eos_token_id": null,
+                   "remove_invalid_values": false,
+                   "exponential_decay_length_penalty": null,
+                   "suppress_tokens": null, "begin_suppress_tokens": null,)");
+  EXPECT_TRUE(UnreviewedHuggingFaceKeys(saved).empty())
+      << UnreviewedHuggingFaceKeys(saved)[0];
+  const absl::StatusOr<v1::ModelConfig> with_bookkeeping =
+      ModelFromHuggingFaceJson(saved, "llama-2-7b");
+  ASSERT_TRUE(with_bookkeeping.ok()) << with_bookkeeping.status();
+  EXPECT_EQ(with_bookkeeping->ShortDebugString(), plain->ShortDebugString());
+  // What can change a shape stays unreviewed: pruned heads, and the
+  // encoder-decoder switches.
+  std::string pruned(kLlama2_7B);
+  pruned.replace(
+      pruned.find("\"vocab_size\""), 0,
+      R"("pruned_heads": {"0": [1, 2]}, "is_encoder_decoder": false, )");
+  EXPECT_EQ(UnreviewedHuggingFaceKeys(pruned),
+            (std::vector<std::string>{"is_encoder_decoder", "pruned_heads"}));
+}
+
 // Every key of the published configs memgate models is either read or
 // reviewed; a key it has not seen (a newer family feature) is named, not
 // read past unsaid. The note names at most ten.
