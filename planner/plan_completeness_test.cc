@@ -33,10 +33,9 @@ struct Sampled {
 // modulo, no distributions whose output the standard leaves open).
 Sampled SampleJob(std::mt19937& rng) {
   static const char* const kModels[] = {
-      "llama-3.1-8b",  "llama-3.1-70b", "llama-2-13b",   "nemotron-4-340b",
-      "mixtral-8x7b",  "qwen3-30b-a3b", "gpt-oss-20b"};
-  static const char* const kGpus[] = {"h100-80gb", "a100-40gb",
-                                      "h200-141gb"};
+      "llama-3.1-8b", "llama-3.1-70b", "llama-2-13b", "nemotron-4-340b",
+      "mixtral-8x7b", "qwen3-30b-a3b", "gpt-oss-20b"};
+  static const char* const kGpus[] = {"h100-80gb", "a100-40gb", "h200-141gb"};
   Sampled s;
   v1::Job& job = s.job;
   const int model = static_cast<int>(rng() % 7);
@@ -92,8 +91,7 @@ TEST(PlanCompletenessTest, EveryJobAdmittedGreenIsAPlannedLayout) {
     request.set_max_micro_batch_size(2);
     request.set_top_k(0);
     const absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
-    ASSERT_TRUE(plan.ok()) << s.job.ShortDebugString() << ": "
-                           << plan.status();
+    ASSERT_TRUE(plan.ok()) << s.job.ShortDebugString() << ": " << plan.status();
     const auto listed = std::find_if(
         plan->candidates().begin(), plan->candidates().end(),
         [&](const v1::Candidate& c) {
@@ -103,12 +101,11 @@ TEST(PlanCompletenessTest, EveryJobAdmittedGreenIsAPlannedLayout) {
                  c.micro_batch_size() == training.micro_batch_size() &&
                  (!s.moe ||
                   (c.expert_parallel() == par.expert_parallel() &&
-                   c.expert_tensor_parallel() ==
-                       par.expert_tensor_parallel()));
+                   c.expert_tensor_parallel() == par.expert_tensor_parallel()));
         });
     ASSERT_TRUE(listed != plan->candidates().end())
-        << s.job.ShortDebugString() << ": GREEN at "
-        << e->peak_gib() << " GiB, not planned";
+        << s.job.ShortDebugString() << ": GREEN at " << e->peak_gib()
+        << " GiB, not planned";
     // GREEN, with its best schedule: where an interleaving that fits by
     // recomputing is faster than the plain schedule the job runs (a
     // bubble of scarce micro-batches), that one is listed.

@@ -148,8 +148,8 @@ std::vector<RequestFieldCase> Cases() {
 TEST(PlanRequestFieldsTest, EveryFieldHasARow) {
   // The model, GPU and training template are classified whole here; their
   // own fields are a Job's (job_fields_test, plan_fields_test).
-  std::set<std::string> paths = testing::FieldPaths(
-      v1::PlanRequest::descriptor(), {"launch_split"});
+  std::set<std::string> paths =
+      testing::FieldPaths(v1::PlanRequest::descriptor(), {"launch_split"});
   for (const std::string whole : {"model.", "accelerator.", "training."}) {
     for (auto it = paths.begin(); it != paths.end();) {
       it = it->rfind(whole, 0) == 0 ? paths.erase(it) : std::next(it);
@@ -164,8 +164,8 @@ TEST(PlanRequestFieldsTest, EveryFieldHasARow) {
 // What `memgate check` of a candidate's job under `request` holds it to:
 // every stage's bytes (its loss transient too), the GPU's capacity and the
 // zone at the default threshold.
-std::vector<double> StageBytes(const v1::PlanRequest& request,
-                               const v1::Candidate& candidate) {
+std::vector<double> CheckedFigures(const v1::PlanRequest& request,
+                                   const v1::Candidate& candidate) {
   const absl::StatusOr<v1::Estimate> e =
       EstimateJob(JobForCandidate(request, candidate));
   EXPECT_TRUE(e.ok()) << candidate.ShortDebugString() << ": " << e.status();
@@ -202,8 +202,8 @@ TEST_P(PlanRequestFieldTest, ChangesTheJobsOrOnlyTheSearch) {
       // base request's job.
       bool differs = false;
       for (const v1::Candidate& candidate : after->candidates()) {
-        differs = differs || StageBytes(changed, candidate) !=
-                                 StageBytes(base, candidate);
+        differs = differs || CheckedFigures(changed, candidate) !=
+                                 CheckedFigures(base, candidate);
       }
       EXPECT_TRUE(differs) << c.field;
       break;
@@ -220,7 +220,8 @@ TEST_P(PlanRequestFieldTest, ChangesTheJobsOrOnlyTheSearch) {
       EXPECT_NE(before->ShortDebugString(), after->ShortDebugString())
           << c.field << " changes nothing in the plan";
       for (const v1::Candidate& candidate : after->candidates()) {
-        EXPECT_EQ(StageBytes(changed, candidate), StageBytes(base, candidate))
+        EXPECT_EQ(CheckedFigures(changed, candidate),
+                  CheckedFigures(base, candidate))
             << c.field << ": " << candidate.ShortDebugString();
       }
       break;
@@ -228,8 +229,7 @@ TEST_P(PlanRequestFieldTest, ChangesTheJobsOrOnlyTheSearch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryField, PlanRequestFieldTest,
-                         ::testing::ValuesIn(Cases()),
-                         [](const auto& info) {
+                         ::testing::ValuesIn(Cases()), [](const auto& info) {
                            return testing::TestNameOfPath(info.param.field);
                          });
 

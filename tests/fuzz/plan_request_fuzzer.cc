@@ -33,12 +33,10 @@ bool PlannerError(const absl::Status& status) {
 // checks the same, field by field, on chosen requests).
 void RequireCandidateIsItsJob(const memgate::v1::PlanRequest& request,
                               const memgate::v1::Candidate& candidate) {
-  Require(std::isfinite(candidate.peak_bytes()) &&
-          candidate.peak_bytes() >= 0);
+  Require(std::isfinite(candidate.peak_bytes()) && candidate.peak_bytes() >= 0);
   Require(std::isfinite(candidate.relative_speed()));
-  const double threshold = request.threshold() == 0
-                               ? memgate::kDefaultThreshold
-                               : request.threshold();
+  const double threshold = request.threshold() == 0 ? memgate::kDefaultThreshold
+                                                    : request.threshold();
   absl::StatusOr<memgate::v1::Estimate> estimate = memgate::EstimateJob(
       memgate::JobForCandidate(request, candidate), threshold);
   Require(estimate.ok());
@@ -63,16 +61,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Require(PlannerError(count.status()));
     Require(!response.ok());
   } else if (*count > memgate::kMaxPlanLayouts) {
-    Require(!response.ok() && response.status().code() ==
-                                  absl::StatusCode::kResourceExhausted);
+    Require(!response.ok() &&
+            response.status().code() == absl::StatusCode::kResourceExhausted);
   }
   if (!response.ok()) {
     Require(PlannerError(response.status()));
     return 0;
   }
   Require(count.ok() && response->considered() <= *count);
-  const uint32_t wanted = request.top_k() == 0 ? memgate::kMaxPlanCandidates
-                                               : request.top_k();
+  const uint32_t wanted =
+      request.top_k() == 0 ? memgate::kMaxPlanCandidates : request.top_k();
   Require(static_cast<uint32_t>(response->candidates_size()) <= wanted);
   // At most kChecked candidates, spread over the list: each check is a
   // whole estimate (O(layers) for a model's MoE pattern), and a thousand
