@@ -68,7 +68,8 @@ std::string SelectiveRecomputeAssumption(const v1::TrainingConfig& t,
   if (names.empty()) names.push_back("core_attn (Megatron's default)");
   std::string text = absl::StrCat(
       "selective recomputation of ", absl::StrJoin(names, ", "),
-      ": their outputs dropped, recomputed from the inputs kept");
+      ": their outputs dropped, recomputed from the inputs kept (one "
+      "layer's remade at its backward, counted once a stage)");
   if (core_attn && !unfused_attention) {
     absl::StrAppend(&text, "; core attention saves nothing with "
                            "FlashAttention");

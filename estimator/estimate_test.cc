@@ -403,8 +403,9 @@ TEST(EstimateTest, AssumptionsNameTheModulesRecomputed) {
   std::string text = assumed();
   EXPECT_NE(text.find("selective recomputation of core_attn (Megatron's "
                       "default): their outputs dropped, recomputed from the "
-                      "inputs kept; core attention saves nothing with "
-                      "FlashAttention"),
+                      "inputs kept (one layer's remade at its backward, "
+                      "counted once a stage); core attention saves nothing "
+                      "with FlashAttention"),
             std::string::npos)
       << text;
   r.add_modules(v1::Recompute::MODULE_MOE_ACT);

@@ -610,6 +610,11 @@ struct FullLayers {
   // What a layer run in bf16 keeps beyond its fp8 count, the larger of
   // the stage's kinds (0 when it has no bf16 layer) [F8L].
   double bf16_extra = 0;
+  // Under selective recomputation, what one dense and one MoE layer's
+  // recomputed modules would have stored (SelectiveRecomputeWorkingSet);
+  // 0 otherwise.
+  double selective_dense = 0;
+  double selective_moe = 0;
 };
 
 bool HasBf16Layers(const Layout& l) {
@@ -627,6 +632,20 @@ double Bf16LayersIn(const ModelShape& m, const Layout& l, double first,
   };
   return overlap(0, l.bf16_first_layers) +
          overlap(m.layers - l.bf16_last_layers, m.layers);
+}
+
+// The same layout with no module recomputed.
+Layout WithoutSelectiveRecompute(const Layout& l) {
+  Layout plain = l;
+  plain.recompute = RecomputeKind::kNone;
+  plain.recompute_core_attn = false;
+  plain.recompute_mlp = false;
+  plain.recompute_moe = false;
+  plain.recompute_moe_act = false;
+  plain.recompute_layernorm = false;
+  plain.recompute_shared_experts = false;
+  plain.recompute_mla_up_proj = false;
+  return plain;
 }
 
 FullLayers FullLayersOf(const ModelShape& m, const Layout& l,
@@ -648,6 +667,17 @@ FullLayers FullLayersOf(const ModelShape& m, const Layout& l,
     if (stage.moe > 0) {
       full.bf16_extra = std::max(
           full.bf16_extra, LayerActivationsFull(m, bf16, true) - full.moe);
+    }
+  }
+  if (l.recompute == RecomputeKind::kSelective) {
+    const Layout plain = WithoutSelectiveRecompute(l);
+    if (dense) {
+      full.selective_dense =
+          std::max(0.0, LayerActivationsFull(m, plain, false) - full.dense);
+    }
+    if (stage.moe > 0) {
+      full.selective_moe =
+          std::max(0.0, LayerActivationsFull(m, plain, true) - full.moe);
     }
   }
   return full;
@@ -687,6 +717,19 @@ double StoredActivations(const ModelShape& m, const Layout& l,
 // While one micro-batch's backward recomputes, its recomputed layers hold
 // their full activations again: a group of N layers (uniform) or one layer
 // (block) [MT, K 5]. Counted once a stage, above what is stored.
+// [SR] Selective recomputation likewise: Megatron runs each recomputed
+// module's forward again at its layer's backward (transformer_layer.py:
+// core attention and the MLP or MoE layer under tensor_parallel.checkpoint,
+// whose backward recomputes, then backpropagates through, the module;
+// the norms, MLA's up projections and the experts' activation under
+// tensor_parallel/random.py CheckpointWithoutOutput, whose hook remakes
+// the discarded output when the gradient reaches it), so that layer holds
+// again what its modules did not store: one layer's, the larger of the
+// stage's kinds, above what is stored. Summed over the modules (an upper
+// bound: a layer's MLP is remade and released before its attention).
+// Unfused attention's scores make it large; under FlashAttention core
+// attention remakes about nothing (LayerActivationsFull keeps its output
+// either way).
 double RecomputeWorkingSet(const Layout& l, const LayerMix& mix,
                            const FullLayers& full, double bf16 = 0) {
   const double layers = mix.total();
@@ -698,6 +741,9 @@ double RecomputeWorkingSet(const Layout& l, const LayerMix& mix,
       return std::min(l.recompute_layers, layers) * largest;
     case RecomputeKind::kFullBlock:
       return layers > 0 && l.recompute_layers > 0 ? largest : 0;
+    case RecomputeKind::kSelective:
+      return std::max(mix.dense > 0 ? full.selective_dense : 0,
+                      mix.moe > 0 ? full.selective_moe : 0);
     default:
       return 0;
   }
@@ -1400,14 +1446,14 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
   const FullLayers full =
       FullLayersOf(m, l, mix, bf16 != nullptr ? bf16->stage : 0);
   double activations = 0;
+  double working_set = 0;
   if (chunks == nullptr) {
     const double stored =
         StoredActivations(m, l, even_chunk, full, chunk_bf16(0));
     if (first_chunk_microbatch != nullptr) *first_chunk_microbatch = stored;
-    activations = in_flight * stored +
-                  RecomputeWorkingSet(l, even_chunk, full, chunk_bf16(0));
+    activations = in_flight * stored;
+    working_set = RecomputeWorkingSet(l, even_chunk, full, chunk_bf16(0));
   } else {
-    double working_set = 0;
     double stored = 0;
     for (size_t j = 0; j < chunks->size(); ++j) {
       // A rank's chunks mostly hold the same layers: what a chunk stores
@@ -1425,10 +1471,21 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
       }
       activations += in_flight_of.Of(j) * stored;
     }
-    activations += working_set;
   }
   const bool mtp_moe = m.mtp_layers > 0 && MtpLayerIsMoe(m);
   const bool last = stage + 1 >= l.pipeline;
+  // [SR] On the stage that ends the model (one chunk a rank), a micro-
+  // batch's backward reaches its last layer only after the LM head's
+  // backward has released that micro-batch's head activations (the fp32
+  // logits above all): a selectively recomputed layer remakes its modules
+  // where those were. Measured at PP 1 (edge_selective_L50: the step's
+  // peak is the loss's, tests/measured_steps_test.cc). Full
+  // recomputation's working set is counted whole there, as the paper does.
+  if (last && l.virtual_stages == 1 &&
+      l.recompute == RecomputeKind::kSelective) {
+    working_set = std::max(0.0, working_set - HeadActivations(m, l));
+  }
+  activations += working_set;
   if (mix.dense + mix.moe > 0 || (last && m.mtp_layers > 0)) {
     activations += ContextParallelGatherWorkingSet(m, l);
   }

@@ -453,6 +453,55 @@ TEST(MemoryTermsTest, FullRecomputationStoresLayerInputsPlusAWorkingSet) {
                    2 * 2 * 2 * kSbh + kLayerBf16 + 2 * kEmbeddingBf16);
 }
 
+// [SR] Selective recomputation remakes a layer's recomputed modules at
+// that layer's backward: once a stage, above what is stored, what one
+// layer's modules did not keep. Unfused attention with attention dropout
+// drops 5as^2b and the layer's s x s mask (41 MiB here). On the stage
+// that ends the model (one chunk a rank) the LM head's activations of the
+// micro-batch are released first and make room for it.
+TEST(MemoryTermsTest, SelectiveRecomputationRemakesOneLayersModules) {
+  Layout l = OneGpu();
+  l.unfused_attention = true;
+  l.attention_dropout = 0.1;
+  l.recompute = RecomputeKind::kSelective;
+  const double kept = kLayerBf16 + kQkvView;
+  const double remade = 5 * kAs2b + kMask;
+  l.pipeline = 2;
+  // Stage 0: two micro-batches stored, one layer remade.
+  EXPECT_DOUBLE_EQ(Activations(Small(), l, 0, 2),
+                   2 * 2 * kept + 2 * kEmbeddingBf16 + remade);
+  // The last stage: the head's 129 MiB released first hold it.
+  EXPECT_DOUBLE_EQ(Activations(Small(), l, 1, 2), 2 * kept + kHeadBf16);
+  // A 1,024-entry vocabulary: a head of 4sbh + 4sbv = 8 MiB makes room for
+  // that much only.
+  ModelShape small_vocabulary = Small();
+  small_vocabulary.vocab = 1024;
+  EXPECT_DOUBLE_EQ(Activations(small_vocabulary, l, 1, 2),
+                   2 * kept + remade);
+  // Interleaved, the last rank's other chunk runs its backward with no
+  // head released: the whole layer counts (3 chunks of one layer in
+  // flight, InterleavingHoldsMoreChunksInFlight).
+  ModelShape four_layers = Small();
+  four_layers.layers = 4;
+  l.virtual_stages = 2;
+  EXPECT_DOUBLE_EQ(Activations(four_layers, l, 1, 2),
+                   3 * kept + kHeadBf16 + remade);
+  l.virtual_stages = 1;
+  // FlashAttention keeps no scores: core attention remakes nothing
+  // counted.
+  l.unfused_attention = false;
+  l.attention_dropout = 0;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l, 0, 2),
+                   2 * 2 * kLayerBf16 + 2 * kEmbeddingBf16);
+  // The MLP recomputed: SwiGLU's 8 h_ffn/h = 32 sbh dropped a layer,
+  // remade for one.
+  l.recompute_core_attn = false;
+  l.recompute_mlp = true;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l, 0, 2),
+                   2 * 2 * (kLayerBf16 - 32 * kSbh) + 2 * kEmbeddingBf16 +
+                       32 * kSbh);
+}
+
 // Megatron's dataloader mask [DL]: b x s x s bools = 1024^2 = kSbh bytes
 // here (s = h = 1024). Without recomputation only the current micro-batch
 // holds one; checkpointing saves it, one a micro-batch in flight; under

@@ -433,7 +433,11 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"recompute-activations", false, M, "off",
        "selective recomputation of core attention"},
       {"recompute-granularity", true, M, "off",
-       "selective: drops the s^2 terms; full: stores only layer inputs"},
+       "selective: drops the recomputed modules' activations (core "
+       "attention's s^2 terms by default) and holds one layer's again at "
+       "its backward, once a stage (on the model's last stage, in the room "
+       "the LM head's released activations leave); full: stores only "
+       "layer inputs, plus the recomputed layers' working set"},
       {"recompute-method", true, M, "",
        "uniform: one input per group of N layers; block: the first N "
        "layers"},
