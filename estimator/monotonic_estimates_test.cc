@@ -1,0 +1,424 @@
+// Directions every estimate must keep, whatever the equations inside: on
+// jobs drawn with a fixed seed (dense and MoE catalog models, MLA, three
+// GPUs, TP/CP/PP/EP/ETP, interleaving, precisions, recomputation,
+// optimizer sharding), a change that only adds to what a GPU holds (longer
+// sequences, larger micro-batches at the same micro-batch count, more
+// layers, a wider vocabulary, a switch Megatron documents as keeping more)
+// never lowers a job's largest stage or its stage-plus-transient, and one
+// that only takes away (more GPUs sharing the same work, recomputation,
+// the distributed optimizer, sequence parallelism) never raises them. A
+// term whose sign or scope is wrong shows here without a number to
+// compare with: selective recomputation once estimated below full
+// recomputation's stage by its remade attention scores (memory_model.cc
+// [SR]).
+//
+// Exceptions that are Megatron's, not memgate's, are kept out of the
+// claims they would break, each said where its claim is made.
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "estimator/estimate.h"
+#include "gtest/gtest.h"
+#include "proto/memgate.pb.h"
+
+namespace memgate {
+namespace {
+
+using Granularity = v1::Recompute::Granularity;
+
+// A job drawn from `rng`; deterministic for a seed (mt19937 and modulo).
+v1::Job SampleJob(std::mt19937& rng) {
+  static const char* const kModels[] = {
+      "llama-3.1-8b", "llama-3.1-70b", "llama-2-13b", "nemotron-4-340b",
+      "mixtral-8x7b", "qwen3-30b-a3b", "gpt-oss-20b", "deepseek-v3"};
+  static const char* const kGpus[] = {"h100-80gb", "a100-40gb", "h200-141gb"};
+  v1::Job job;
+  const int model = static_cast<int>(rng() % 8);
+  const bool moe = model >= 4;
+  job.mutable_model()->set_name(kModels[model]);
+  job.mutable_accelerator()->set_name(kGpus[rng() % 3]);
+  v1::ParallelConfig& par = *job.mutable_parallel();
+  const uint32_t t = 1u << (rng() % 4), c = 1u << (rng() % 3),
+                 p = 1u << (rng() % 4), d = 1u << (rng() % 4);
+  par.set_tensor_parallel(t);
+  par.set_context_parallel(c);
+  par.set_pipeline_parallel(p);
+  if (moe) {
+    par.set_expert_parallel(1u << (rng() % 4));
+    par.set_expert_tensor_parallel(rng() % 2 ? 1 : t);
+  }
+  if (p > 1 && rng() % 2) par.set_virtual_pipeline_stages(2u << (rng() % 2));
+  if (rng() % 3 == 0) par.set_distributed_optimizer(rng() % 2);
+  if (t > 1 && rng() % 4 == 0) par.set_sequence_parallel(false);
+  job.set_num_gpus(t * c * p * d);
+  v1::TrainingConfig& training = *job.mutable_training();
+  training.set_seq_length(4096u << (rng() % 2));
+  training.set_micro_batch_size(1 + rng() % 2);
+  training.set_global_batch_size(d * training.micro_batch_size() *
+                                 (1 + rng() % 8));
+  training.set_precision(rng() % 3 ? v1::PRECISION_BF16_FP32_GRADS
+                                   : v1::PRECISION_FP32);
+  if (rng() % 3 == 0) training.set_dataloader_attention_mask(false);
+  v1::Recompute& recompute = *training.mutable_recompute();
+  switch (rng() % 4) {
+    case 1:
+      recompute.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+      break;
+    case 2:
+      recompute.set_granularity(v1::Recompute::GRANULARITY_FULL);
+      recompute.set_method(rng() % 2 ? v1::Recompute::METHOD_UNIFORM
+                                     : v1::Recompute::METHOD_BLOCK);
+      recompute.set_num_layers(1);
+      break;
+    default:
+      break;
+  }
+  return job;
+}
+
+struct Figures {
+  double stage = 0;           // the largest stage's total
+  double with_transient = 0;  // the largest total plus its transient
+};
+
+std::optional<Figures> FiguresOf(const v1::Job& job) {
+  absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+  if (!e.ok()) return std::nullopt;
+  Figures f;
+  for (const v1::StageMemory& s : e->stages()) {
+    f.stage = std::max(f.stage, s.total_bytes());
+    f.with_transient =
+        std::max(f.with_transient,
+                 s.total_bytes() + std::max({s.loss_gradient_cast_bytes(),
+                                             s.output_weight_gradient_bytes(),
+                                             s.embedding_gradient_bytes()}));
+  }
+  return f;
+}
+
+// The job as memgate resolves it (catalog dimensions filled in).
+std::optional<v1::Job> Resolved(const v1::Job& job) {
+  absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+  if (!e.ok()) return std::nullopt;
+  return e->job();
+}
+
+enum class Direction { kNeverLower, kNeverHigher };
+
+struct Claim {
+  std::string name;
+  Direction direction;
+  // Changes the job; false where the claim does not apply to it (the
+  // changed job may still be refused, and is then not compared).
+  std::function<bool(v1::Job&)> change;
+};
+
+bool Interleaved(const v1::Job& j) {
+  return j.parallel().virtual_pipeline_stages() > 1;
+}
+
+bool FullBlock(const v1::Job& j) {
+  return j.training().recompute().granularity() ==
+             v1::Recompute::GRANULARITY_FULL &&
+         j.training().recompute().method() == v1::Recompute::METHOD_BLOCK;
+}
+
+// Doubles one parallel size (`double_size`: false where it does not
+// apply) and the GPUs with it: the same work shared.
+std::function<bool(v1::Job&)> Doubling(
+    std::function<bool(v1::ParallelConfig&)> double_size) {
+  return [double_size](v1::Job& j) {
+    const std::optional<v1::Job> r = Resolved(j);
+    if (!r) return false;
+    v1::ParallelConfig par = r->parallel();
+    if (!double_size(par)) return false;
+    *j.mutable_parallel() = par;
+    j.set_num_gpus(2 * j.num_gpus());
+    return true;
+  };
+}
+
+std::vector<Claim> Claims() {
+  using R = v1::Recompute;
+  std::vector<Claim> claims = {
+      {"sequence x2", Direction::kNeverLower,
+       [](v1::Job& j) {
+         j.mutable_training()->set_seq_length(2 * j.training().seq_length());
+         return true;
+       }},
+      {"micro-batch x2, as many micro-batches", Direction::kNeverLower,
+       [](v1::Job& j) {
+         v1::TrainingConfig& t = *j.mutable_training();
+         t.set_micro_batch_size(2 * t.micro_batch_size());
+         t.set_global_batch_size(2 * t.global_batch_size());
+         return true;
+       }},
+      {"one more layer a stage", Direction::kNeverLower,
+       [](v1::Job& j) {
+         const std::optional<v1::Job> r = Resolved(j);
+         if (!r) return false;
+         const uint32_t chunks =
+             r->parallel().pipeline_parallel() *
+             std::max(1u, r->parallel().virtual_pipeline_stages());
+         j.mutable_model()->set_num_layers(r->model().num_layers() + chunks);
+         return true;
+       }},
+      {"vocabulary + 4096", Direction::kNeverLower,
+       [](v1::Job& j) {
+         const std::optional<v1::Job> r = Resolved(j);
+         if (!r) return false;
+         j.mutable_model()->set_vocab_size(r->model().vocab_size() + 4096);
+         return true;
+       }},
+      {"FFN + 512", Direction::kNeverLower,
+       [](v1::Job& j) {
+         const std::optional<v1::Job> r = Resolved(j);
+         if (!r) return false;
+         j.mutable_model()->set_ffn_hidden_size(r->model().ffn_hidden_size() +
+                                                512);
+         return true;
+       }},
+      {"query groups x2", Direction::kNeverLower,
+       [](v1::Job& j) {
+         const std::optional<v1::Job> r = Resolved(j);
+         if (!r || r->model().num_query_groups() == 0 ||
+             2 * r->model().num_query_groups() >
+                 r->model().num_attention_heads()) {
+           return false;
+         }
+         j.mutable_model()->set_num_query_groups(2 *
+                                                 r->model().num_query_groups());
+         return true;
+       }},
+      {"router top-k + 1", Direction::kNeverLower,
+       [](v1::Job& j) {
+         const std::optional<v1::Job> r = Resolved(j);
+         if (!r || r->model().moe().num_experts() == 0 ||
+             r->model().moe().router_topk() >= r->model().moe().num_experts()) {
+           return false;
+         }
+         j.mutable_model()->mutable_moe()->set_router_topk(
+             r->model().moe().router_topk() + 1);
+         return true;
+       }},
+      {"expert load margin 1.5", Direction::kNeverLower,
+       [](v1::Job& j) {
+         const std::optional<v1::Job> r = Resolved(j);
+         if (!r || r->model().moe().num_experts() == 0) return false;
+         j.mutable_model()->mutable_moe()->set_load_imbalance(1.5);
+         return true;
+       }},
+      {"dropout 0.1", Direction::kNeverLower,
+       [](v1::Job& j) {
+         j.mutable_training()->set_hidden_dropout(0.1);
+         j.mutable_training()->set_attention_dropout(0.1);
+         return true;
+       }},
+      // Only where attention runs fused: unfused attention (fp32 here)
+      // builds and keeps an s x s causal mask a layer when the dataloader
+      // sends none, and the dataloader's one mask, which every layer
+      // shares, is then less (memory_model.cc [UA]).
+      {"the dataloader's mask, attention fused", Direction::kNeverLower,
+       [](v1::Job& j) {
+         if (j.training().dataloader_attention_mask() ||
+             j.training().precision() == v1::PRECISION_FP32) {
+           return false;
+         }
+         j.mutable_training()->set_dataloader_attention_mask(true);
+         return true;
+       }},
+      // Only without block recomputation, which Megatron applies to each
+      // model chunk's first N layers (transformer_block.py): interleaving
+      // then recomputes more layers a rank.
+      {"interleaving x2", Direction::kNeverLower,
+       [](v1::Job& j) {
+         if (Interleaved(j) || FullBlock(j) ||
+             j.parallel().pipeline_parallel() < 2) {
+           return false;
+         }
+         j.mutable_parallel()->set_virtual_pipeline_stages(2);
+         return true;
+       }},
+      {"distributed optimizer instances x2", Direction::kNeverLower,
+       [](v1::Job& j) {
+         if (!j.parallel().has_distributed_optimizer() ||
+             !j.parallel().distributed_optimizer()) {
+           return false;
+         }
+         j.mutable_parallel()->set_distributed_optimizer_instances(2);
+         return true;
+       }},
+      {"selective recomputation", Direction::kNeverHigher,
+       [](v1::Job& j) {
+         if (j.training().recompute().granularity() !=
+             R::GRANULARITY_UNSPECIFIED) {
+           return false;
+         }
+         j.mutable_training()->mutable_recompute()->set_granularity(
+             R::GRANULARITY_SELECTIVE);
+         return true;
+       }},
+      {"full recomputation, one layer a group", Direction::kNeverHigher,
+       [](v1::Job& j) {
+         if (j.training().recompute().granularity() == R::GRANULARITY_FULL) {
+           return false;
+         }
+         R& r = *j.mutable_training()->mutable_recompute();
+         r.Clear();
+         r.set_granularity(R::GRANULARITY_FULL);
+         r.set_method(R::METHOD_UNIFORM);
+         r.set_num_layers(1);
+         return true;
+       }},
+      {"block recomputation of one layer more", Direction::kNeverHigher,
+       [](v1::Job& j) {
+         if (!FullBlock(j)) return false;
+         R& r = *j.mutable_training()->mutable_recompute();
+         r.set_num_layers(r.num_layers() + 1);
+         return true;
+       }},
+      {"the distributed optimizer", Direction::kNeverHigher,
+       [](v1::Job& j) {
+         if (j.parallel().has_distributed_optimizer() &&
+             j.parallel().distributed_optimizer()) {
+           return false;
+         }
+         j.mutable_parallel()->set_distributed_optimizer(true);
+         return true;
+       }},
+      {"sequence parallelism", Direction::kNeverHigher,
+       [](v1::Job& j) {
+         if (!j.parallel().has_sequence_parallel() ||
+             j.parallel().sequence_parallel()) {
+           return false;
+         }
+         j.mutable_parallel()->set_sequence_parallel(true);
+         return true;
+       }},
+      {"data parallel x2, the batch with it", Direction::kNeverHigher,
+       [](v1::Job& j) {
+         j.set_num_gpus(2 * j.num_gpus());
+         j.mutable_training()->set_global_batch_size(
+             2 * j.training().global_batch_size());
+         return true;
+       }},
+      {"tensor parallel x2", Direction::kNeverHigher,
+       Doubling([](v1::ParallelConfig& p) {
+         if (p.expert_tensor_parallel() == p.tensor_parallel()) {
+           p.set_expert_tensor_parallel(2 * p.expert_tensor_parallel());
+         }
+         p.set_tensor_parallel(2 * p.tensor_parallel());
+         return true;
+       })},
+      {"context parallel x2", Direction::kNeverHigher,
+       Doubling([](v1::ParallelConfig& p) {
+         p.set_context_parallel(2 * p.context_parallel());
+         return true;
+       })},
+      // Only with one chunk a rank: interleaving's extra chunks in flight,
+      // (p - 1)/(p v) of the layers [MT, K], grow with p.
+      {"pipeline parallel x2, not interleaved", Direction::kNeverHigher,
+       Doubling([](v1::ParallelConfig& p) {
+         if (p.virtual_pipeline_stages() > 1) return false;
+         p.set_pipeline_parallel(2 * p.pipeline_parallel());
+         return true;
+       })},
+  };
+  // Expert parallelism doubled with the batch: the experts' data-parallel
+  // ranks stay as many.
+  claims.push_back({"expert parallel x2, the batch with it",
+                    Direction::kNeverHigher, [](v1::Job& j) {
+                      if (j.parallel().expert_parallel() == 0) return false;
+                      j.mutable_parallel()->set_expert_parallel(
+                          2 * j.parallel().expert_parallel());
+                      j.set_num_gpus(2 * j.num_gpus());
+                      j.mutable_training()->set_global_batch_size(
+                          2 * j.training().global_batch_size());
+                      return true;
+                    }});
+  // Switches of the training config that only keep more (each documented
+  // in the proto and memory_model.cc), and those that only keep less.
+  struct Switch {
+    const char* field;
+    Direction direction;
+  };
+  for (const Switch& s : {
+           Switch{"defer_embedding_wgrad", Direction::kNeverLower},
+           Switch{"fp32_local_grad_accumulation", Direction::kNeverLower},
+           Switch{"reduce_scatter_fp32_accumulation", Direction::kNeverLower},
+           Switch{"attention_softmax_in_fp32", Direction::kNeverLower},
+           Switch{"flash_attention_disabled", Direction::kNeverLower},
+           Switch{"te_deterministic_attention", Direction::kNeverLower},
+           Switch{"te_masked_softmax_fusion_disabled", Direction::kNeverLower},
+           Switch{"jit_fuser_disabled", Direction::kNeverLower},
+           Switch{"rope_fusion_disabled", Direction::kNeverLower},
+           Switch{"cross_entropy_new_gradient", Direction::kNeverLower},
+           Switch{"gradient_accumulation_unfused", Direction::kNeverLower},
+           Switch{"glu_linear_copy", Direction::kNeverLower},
+           Switch{"fused_swiglu", Direction::kNeverHigher},
+       }) {
+    const std::string field = s.field;
+    claims.push_back({field, s.direction, [field](v1::Job& j) {
+                        v1::TrainingConfig& t = *j.mutable_training();
+                        const google::protobuf::FieldDescriptor* f =
+                            t.GetDescriptor()->FindFieldByName(field);
+                        if (f == nullptr) {
+                          ADD_FAILURE() << "no field " << field;
+                          return false;
+                        }
+                        if (t.GetReflection()->GetBool(t, f)) return false;
+                        t.GetReflection()->SetBool(&t, f, true);
+                        return true;
+                      }});
+  }
+  return claims;
+}
+
+bool Breaks(Direction direction, const Figures& before, const Figures& after) {
+  // A byte's slack for the sums' rounding, no more.
+  const double slack = 1 + 1e-12 * before.with_transient;
+  if (direction == Direction::kNeverLower) {
+    return after.stage < before.stage - slack ||
+           after.with_transient < before.with_transient - slack;
+  }
+  return after.stage > before.stage + slack ||
+         after.with_transient > before.with_transient + slack;
+}
+
+TEST(MonotonicEstimatesTest, EachChangeMovesTheEstimateOneWayOnly) {
+  const std::vector<Claim> claims = Claims();
+  std::map<std::string, int> compared;
+  std::mt19937 rng(11);
+  for (int i = 0; i < 4000; ++i) {
+    const v1::Job job = SampleJob(rng);
+    const std::optional<Figures> before = FiguresOf(job);
+    if (!before) continue;
+    for (const Claim& claim : claims) {
+      v1::Job changed = job;
+      if (!claim.change(changed)) continue;
+      const std::optional<Figures> after = FiguresOf(changed);
+      if (!after) continue;  // the change made a job memgate refuses
+      ++compared[claim.name];
+      EXPECT_FALSE(Breaks(claim.direction, *before, *after))
+          << claim.name << ": " << before->stage << " -> " << after->stage
+          << " B (with the transient " << before->with_transient << " -> "
+          << after->with_transient << ") for " << job.ShortDebugString();
+    }
+  }
+  // Every claim is exercised by the draw (a seed's counts: 80 at least,
+  // most over 1,000), so none passes by never applying.
+  for (const Claim& claim : claims) {
+    EXPECT_GE(compared[claim.name], 80) << claim.name;
+  }
+}
+
+}  // namespace
+}  // namespace memgate
