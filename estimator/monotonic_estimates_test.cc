@@ -216,6 +216,59 @@ std::vector<Claim> Claims() {
          j.mutable_model()->mutable_moe()->set_load_imbalance(1.5);
          return true;
        }},
+      {"experts x2", Direction::kNeverLower,
+       [](v1::Job& j) {
+         const std::optional<v1::Job> r = Resolved(j);
+         if (!r || r->model().moe().num_experts() == 0) return false;
+         *j.mutable_model() = r->model();
+         j.mutable_model()->mutable_moe()->set_num_experts(
+             2 * r->model().moe().num_experts());
+         return true;
+       }},
+      {"expert FFN + 512", Direction::kNeverLower,
+       [](v1::Job& j) {
+         const std::optional<v1::Job> r = Resolved(j);
+         if (!r || r->model().moe().num_experts() == 0) return false;
+         *j.mutable_model() = r->model();
+         j.mutable_model()->mutable_moe()->set_expert_ffn_hidden_size(
+             r->model().moe().expert_ffn_hidden_size() + 512);
+         return true;
+       }},
+      {"shared expert FFN + 512", Direction::kNeverLower,
+       [](v1::Job& j) {
+         const std::optional<v1::Job> r = Resolved(j);
+         if (!r || r->model().moe().num_experts() == 0) return false;
+         *j.mutable_model() = r->model();
+         j.mutable_model()->mutable_moe()->set_shared_expert_ffn_hidden_size(
+             r->model().moe().shared_expert_ffn_hidden_size() + 512);
+         return true;
+       }},
+      {"one more MTP layer", Direction::kNeverLower,
+       [](v1::Job& j) {
+         const std::optional<v1::Job> r = Resolved(j);
+         if (!r) return false;
+         *j.mutable_model() = r->model();
+         j.mutable_model()->set_mtp_num_layers(r->model().mtp_num_layers() + 1);
+         return true;
+       }},
+      {"Adam's moments in bf16", Direction::kNeverHigher,
+       [](v1::Job& j) {
+         v1::PrecisionAwareOptimizer& o =
+             *j.mutable_training()->mutable_precision_aware_optimizer();
+         if (o.exp_avg_dtype() != v1::DTYPE_UNSPECIFIED) return false;
+         o.set_exp_avg_dtype(v1::DTYPE_BF16);
+         o.set_exp_avg_sq_dtype(v1::DTYPE_BF16);
+         return true;
+       }},
+      {"half the optimizer offloaded", Direction::kNeverHigher,
+       [](v1::Job& j) {
+         v1::TrainingConfig& t = *j.mutable_training();
+         if (t.optimizer_offload_fraction() > 0) return false;
+         t.mutable_precision_aware_optimizer()->set_main_grads_dtype(
+             v1::DTYPE_FP32);
+         t.set_optimizer_offload_fraction(0.5);
+         return true;
+       }},
       {"dropout 0.1", Direction::kNeverLower,
        [](v1::Job& j) {
          j.mutable_training()->set_hidden_dropout(0.1);
