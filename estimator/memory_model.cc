@@ -1480,7 +1480,10 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
   // logits above all): a selectively recomputed layer remakes its modules
   // where those were. Measured at PP 1 (edge_selective_L50: the step's
   // peak is the loss's, tests/measured_steps_test.cc). Full
-  // recomputation's working set is counted whole there, as the paper does.
+  // recomputation's working set stays whole there: credited the same way,
+  // memgate admits the steps measured to run out of memory at the loss
+  // (loss_vocab_mbs11...), whose local attention's score buffer, left to
+  // the headroom ([UA]), that working set was holding.
   if (last && l.virtual_stages == 1 &&
       l.recompute == RecomputeKind::kSelective) {
     working_set = std::max(0.0, working_set - HeadActivations(m, l));
