@@ -6,6 +6,7 @@
 #include "estimator/attention_backend.h"
 #include "estimator/estimate.h"
 #include "estimator/fixed_format.h"
+#include "estimator/report.h"
 #include "estimator/validation.h"
 #include "planner/refusal_hints.h"
 
@@ -64,14 +65,7 @@ void Decide(const AdmissionPolicy& policy, v1::Decision& decision) {
   if (RedThoughItsPeakFits(estimate)) {
     reason += " (";
     if (const v1::StageMemory* stage = StageWhoseTransientOverflows(estimate)) {
-      absl::StrAppend(&reason, TransientName(*stage), ", ");
-      AppendFixed(reason, ToGiB(TransientBytes(*stage)), 2);
-      absl::StrAppend(&reason, " GiB beside stage ", stage->stage(), "'s ");
-      AppendFixed(reason,
-                  ToGiB(stage->total_bytes() +
-                        stage->expert_imbalance_bytes()),
-                  2);
-      reason += " GiB, ";
+      absl::StrAppend(&reason, TransientOverflowText(*stage), ", ");
     }
     reason += "more than the ";
     AppendFixed(reason, ToGiB(AllocatableBytes(estimate.capacity_bytes())), 2);

@@ -177,7 +177,7 @@ TEST(AdmissionTest, RefusalSaysWhenTheFusedAttentionAloneDecides) {
 // A job whose peak is under the 80% rule but whose loss's 16-bit gradient
 // of the logits does not fit beside it was admitted; it is refused RED,
 // the reason naming the transient, and what it suggests instead fits with
-// it (SmallModelLargeVocabularyJob: 62.10 GiB and 20.51 GiB on 80).
+// it (SmallModelLargeVocabularyJob: 58.98 GiB and 20.51 GiB on 80).
 // On a GPU where the threshold leaves less than the process's runtime
 // takes (under about 17 GiB), a peak under the threshold may still be more
 // than a process can allocate: refused RED, saying so.
@@ -211,12 +211,12 @@ TEST(AdmissionTest, RefusesAJobWhoseLossTransientDoesNotFit) {
     ASSERT_TRUE(d.ok()) << d.status();
     EXPECT_EQ(d->verdict(), v1::VERDICT_REFUSE);
     EXPECT_EQ(d->estimate().zone(), v1::ZONE_RED);
-    EXPECT_NE(d->reason().find("REFUSE [RED] peak 62.10 GiB"),
+    EXPECT_NE(d->reason().find("REFUSE [RED] peak 58.98 GiB"),
               std::string::npos)
         << d->reason();
     EXPECT_NE(d->reason().find("(the loss's backward casts the logits' "
                                "gradient to 16 bits, 20.51 GiB beside "
-                               "stage 0's 62.10 GiB, more than the 76.75 "
+                               "stage 0's 58.98 GiB, more than the 76.75 "
                                "GiB a process can allocate)"),
               std::string::npos)
         << d->reason();

@@ -398,7 +398,9 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
     if (kept.scores_buffer) {
       also.push_back(absl::StrCat(
           "Megatron's global buffer of one layer's scores (", e,
-          "as^2b/t once a GPU) is left to the headroom, as measured"));
+          "as^2b/t once a GPU) is held outside the total, in the "
+          "headroom as measured, and checked beside the stage and its "
+          "transients in what a process can allocate"));
     }
     if (local && kept.scores && !kept.fp32_softmax &&
         t.precision() != v1::PRECISION_FP32) {

@@ -92,6 +92,7 @@ void Fill(const StageFigures& f, uint32_t stage, double layers,
   out.set_loss_gradient_cast_bytes(f.loss_gradient_cast_bytes);
   out.set_output_weight_gradient_bytes(f.output_weight_gradient_bytes);
   out.set_embedding_gradient_bytes(f.embedding_gradient_bytes);
+  out.set_attention_score_buffer_bytes(f.score_buffer_bytes);
 }
 
 }  // namespace
@@ -148,6 +149,7 @@ double TransientBytes(const v1::StageMemory& stage) {
 
 const char* TransientName(const v1::StageMemory& stage) {
   const double largest = TransientBytes(stage);
+  if (largest == 0) return "no transient";
   if (stage.loss_gradient_cast_bytes() == largest) {
     return "the loss's backward casts the logits' gradient to 16 bits";
   }
@@ -164,16 +166,20 @@ bool RedThoughItsPeakFits(const v1::Estimate& e) {
              e.capacity_bytes();
 }
 
+double HeldBesideTransients(const v1::StageMemory& stage) {
+  return stage.total_bytes() + stage.expert_imbalance_bytes() +
+         stage.attention_score_buffer_bytes();
+}
+
 const v1::StageMemory* StageWhoseTransientOverflows(const v1::Estimate& e) {
   const double admission =
       e.peak().total_bytes() + e.peak().expert_imbalance_bytes();
   const double allocatable = AllocatableBytes(e.capacity_bytes());
   for (const v1::StageMemory& stage : e.stages()) {
     const double transient = TransientBytes(stage);
-    if (transient > 0 &&
-        TransientOverflows(stage.total_bytes() +
-                               stage.expert_imbalance_bytes() + transient,
-                           admission, allocatable)) {
+    if (transient + stage.attention_score_buffer_bytes() > 0 &&
+        TransientOverflows(HeldBesideTransients(stage) + transient, admission,
+                           allocatable)) {
       return &stage;
     }
   }

@@ -67,8 +67,13 @@ const char* TransientName(const v1::StageMemory& stage);
 // or the peak itself does not fit in what a process can allocate.
 bool RedThoughItsPeakFits(const v1::Estimate& e);
 
-// The stage of `e` whose total, expert load margin and transient do not
-// fit together in what a process can allocate, above the job's largest
+// What a stage holds when a transient comes: its total, its expert load
+// margin and Megatron's attention score buffer (held for the run, outside
+// the total).
+double HeldBesideTransients(const v1::StageMemory& stage);
+
+// The stage of `e` whose held bytes (HeldBesideTransients) and transient do
+// not fit together in what a process can allocate, above the job's largest
 // admission figure (AdmissionZone's rule, the same function), or nullptr:
 // what makes a zone RED whose peak alone fits. A stage whose transient
 // stays below another stage's larger figure leaves that figure's zone.

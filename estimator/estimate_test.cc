@@ -36,7 +36,7 @@ TEST(EstimateTest, CatalogAndExplicitDimensionsAgree) {
 // bits (memory_model.cc [CE]): s x b x v / t x 2 B on the last stage, a
 // transient the paper leaves to the headroom. A small model with a 256k
 // vocabulary at 43k tokens a micro-batch and TP 1, every layer recomputed,
-// peaks at 62 GiB, under the 80% rule on an H100, but its loss's
+// peaks at 59 GiB, under the 80% rule on an H100, but its loss's
 // backward needs 20.5 GiB more: the step would OOM, and was admitted
 // (testing::SmallModelLargeVocabularyJob).
 TEST(EstimateTest, TheLossGradientCastMustFitBesideTheLastStage) {
@@ -45,11 +45,13 @@ TEST(EstimateTest, TheLossGradientCastMustFitBesideTheLastStage) {
   ASSERT_TRUE(e.ok()) << e.status();
   const double cast = 2.0 * 43008 * 256000;
   EXPECT_DOUBLE_EQ(e->peak().loss_gradient_cast_bytes(), cast);
-  // The peak alone is GREEN; with the cast beside it, past the GPU.
+  // The peak alone is GREEN; with the cast beside it, past what a process
+  // can allocate.
   EXPECT_EQ(ZoneOf(e->peak().total_bytes(), e->capacity_bytes(),
                    e->threshold()),
             v1::ZONE_GREEN);
-  EXPECT_GT(e->peak().total_bytes() + cast, e->capacity_bytes());
+  EXPECT_GT(e->peak().total_bytes() + cast,
+            AllocatableBytes(e->capacity_bytes()));
   EXPECT_EQ(e->zone(), v1::ZONE_RED);
   // Split over TP 2, half the cast (and a GREEN job again).
   absl::StatusOr<v1::Estimate> tp2 = EstimateJob(

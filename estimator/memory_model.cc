@@ -77,9 +77,13 @@
 //      the rotated Q and K). Megatron's own (ATTENTION_KERNEL_LOCAL)
 //      writes each layer's scores beside one b x a/t x s x s buffer
 //      (parallel_state.get_global_memory_buffer, matmul_input_buffer),
-//      held for the run: left to the 20% headroom, which the measured
-//      local steps show holds it (tests/measured_steps_test.cc: the four
-//      jobs admitted at the edge ran; counted, two would be refused). It
+//      held for the run: outside the stage's total, in the 20% headroom,
+//      which the measured local steps show holds it (tests/measured_steps_
+//      test.cc: the four jobs admitted at the edge ran; counted, two would
+//      be refused), and beside the stage and its transients where those
+//      must fit in what a process can allocate (StageFigures::score_
+//      buffer_bytes: the measured steps whose loss transient ran past the
+//      headroom peaked with it). It
 //      runs fusions/fused_softmax.py
 //      FusedScaleMaskSoftmax: its kernel takes 16-bit scores with 16 < s
 //      <= 4096, s a multiple of 4 and b x a/t a multiple of 4 (8 up to s =
@@ -1477,15 +1481,11 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
   // [SR] On the stage that ends the model (one chunk a rank), a micro-
   // batch's backward reaches its last layer only after the LM head's
   // backward has released that micro-batch's head activations (the fp32
-  // logits above all): a selectively recomputed layer remakes its modules
-  // where those were. Measured at PP 1 (edge_selective_L50: the step's
-  // peak is the loss's, tests/measured_steps_test.cc). Full
-  // recomputation's working set stays whole there: credited the same way,
-  // memgate admits the steps measured to run out of memory at the loss
-  // (loss_vocab_mbs11...), whose local attention's score buffer, left to
-  // the headroom ([UA]), that working set was holding.
-  if (last && l.virtual_stages == 1 &&
-      l.recompute == RecomputeKind::kSelective) {
+  // logits above all): a recomputed layer, whole or its selected modules,
+  // is remade where those were. Measured at PP 1 (tests/measured_steps_
+  // test.cc: the full and selective rows' peaks are the loss's, their
+  // stored bytes the stage's activations less the working set).
+  if (last && l.virtual_stages == 1 && working_set > 0) {
     working_set = std::max(0.0, working_set - HeadActivations(m, l));
   }
   activations += working_set;
@@ -1614,6 +1614,16 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
   double first_chunk_microbatch = 0;
   f.activation_bytes = StageActivations(m, l, stage, mix, chunks, bf16,
                                         &first_chunk_microbatch);
+  // [UA] [GA] The scores buffer: (b x a/t, s, s) in the query's dtype
+  // (dot_product_attention.py: get_global_memory_buffer().get_tensor(...,
+  // query.dtype, "mpu")), allocated by a rank's first attention layer and
+  // kept for the run.
+  const bool has_attention = mix.total() > 0 || (last && m.mtp_layers > 0);
+  if (l.unfused_attention && has_attention &&
+      UnfusedAttentionKeeps(m, l).scores_buffer) {
+    f.score_buffer_bytes =
+        2 * ActivationElementScale(l) * AttentionScores(m, l);
+  }
   if (last) {
     f.loss_gradient_cast_bytes = LossGradientCastBytes(m, l);
     f.output_weight_gradient_bytes = OutputWeightGradientBytes(m, l);

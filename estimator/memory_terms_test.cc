@@ -336,7 +336,7 @@ TEST(MemoryTermsTest, NoMaskedSoftmaxFusionKeepsTheFp32SoftmaxAtAnyLength) {
 // [GA] Gemma 2's soft-capped attention under Megatron-Bridge: beside
 // [UA]'s terms, tanh's output (2as^2b a layer) and an s x s bool mask a
 // layer whether or not the dataloader sends one (the sliding window's);
-// Megatron's global scores buffer is left to the headroom, as [UA]'s. Its
+// Megatron's global scores buffer is held outside the total, as [UA]'s. Its
 // softmax is Megatron's FusedScaleMaskSoftmax, in fp32 unless 16 < s <=
 // 4096, s a multiple of 4 and b x a/t a multiple of 4 (8 up to s = 128):
 // TransformerEngine's range does not apply.
@@ -411,6 +411,18 @@ TEST(MemoryTermsTest, LocalAttentionKeepsAnFp32SoftmaxOnlyWhenAskedTo) {
   EXPECT_DOUBLE_EQ(Activations(Small(), local), Activations(Small(), te));
   EXPECT_TRUE(UnfusedAttentionKeeps(Small(), local).scores_buffer);
   EXPECT_FALSE(UnfusedAttentionKeeps(Small(), te).scores_buffer);
+  // The buffer: one layer's a/t x s x s x b scores in the activations'
+  // dtype, outside the total, on a stage with layers.
+  EXPECT_DOUBLE_EQ(StageMemoryOf(Small(), local, 0, 2).score_buffer_bytes,
+                   2 * kAs2b);
+  EXPECT_EQ(StageMemoryOf(Small(), te, 0, 2).score_buffer_bytes, 0);
+  Layout fp32 = local;
+  fp32.precision = v1::PRECISION_FP32;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(Small(), fp32, 0, 2).score_buffer_bytes,
+                   4 * kAs2b);
+  local.tensor = 2;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(Small(), local, 0, 2).score_buffer_bytes,
+                   kAs2b);
 }
 
 // [GA] Megatron-Bridge's FlexAttention for soft-capped scores (the flash
@@ -434,23 +446,34 @@ TEST(MemoryTermsTest, FlexAttentionKeepsItsOutputTwice) {
 // input (2sbh) and, during backward, one layer's full activations; block
 // with N = 1 recomputes the first layer only.
 TEST(MemoryTermsTest, FullRecomputationStoresLayerInputsPlusAWorkingSet) {
+  // Stage 0 of PP 2 (two micro-batches in flight): the stored part
+  // doubles, the working set does not.
   Layout l = OneGpu();
-  const double base = kEmbeddingBf16 + kHeadBf16;
+  l.pipeline = 2;
+  const double embedding = 2 * kEmbeddingBf16;
   l.recompute = RecomputeKind::kFullUniform;
   l.recompute_layers = 1;
-  EXPECT_DOUBLE_EQ(Activations(Small(), l), 2 * 2 * kSbh + kLayerBf16 + base);
+  EXPECT_DOUBLE_EQ(Activations(Small(), l, 0, 2),
+                   2 * 2 * 2 * kSbh + kLayerBf16 + embedding);
   l.recompute_layers = 2;  // one group of two layers: one input, two layers
-  EXPECT_DOUBLE_EQ(Activations(Small(), l), 2 * kSbh + 2 * kLayerBf16 + base);
+  EXPECT_DOUBLE_EQ(Activations(Small(), l, 0, 2),
+                   2 * 2 * kSbh + 2 * kLayerBf16 + embedding);
   l.recompute = RecomputeKind::kFullBlock;
   l.recompute_layers = 1;
-  EXPECT_DOUBLE_EQ(Activations(Small(), l),
-                   2 * kSbh + kLayerBf16 + kLayerBf16 + base);
-  // Two micro-batches in flight (PP 2, stage 0): the stored part doubles,
-  // the working set does not.
-  l.pipeline = 2;
-  l.recompute = RecomputeKind::kFullUniform;
   EXPECT_DOUBLE_EQ(Activations(Small(), l, 0, 2),
-                   2 * 2 * 2 * kSbh + kLayerBf16 + 2 * kEmbeddingBf16);
+                   2 * (2 * kSbh + kLayerBf16) + kLayerBf16 + embedding);
+  // [SR] The stage that ends the model remakes it where the LM head's
+  // released activations were: on one GPU a head of 129 MiB holds a
+  // layer's 48 MiB, and a head of 8 MiB (a 1,024-entry vocabulary) only
+  // that much of it.
+  l.pipeline = 1;
+  l.recompute = RecomputeKind::kFullUniform;
+  EXPECT_DOUBLE_EQ(Activations(Small(), l),
+                   2 * 2 * kSbh + kEmbeddingBf16 + kHeadBf16);
+  ModelShape small_vocabulary = Small();
+  small_vocabulary.vocab = 1024;
+  EXPECT_DOUBLE_EQ(Activations(small_vocabulary, l),
+                   2 * 2 * kSbh + kEmbeddingBf16 + kLayerBf16);
 }
 
 // [SR] Selective recomputation remakes a layer's recomputed modules at
@@ -533,7 +556,8 @@ TEST(MemoryTermsTest, DataloaderMaskOnTheStagesThatReadData) {
   // beside the half one, less the micro-batch's 24 sbh layer not built
   // yet: nothing more. Under full recomputation at CP 4 a micro-batch
   // stores only its layer's input, 2 sbh / 4, and the whole mask exceeds
-  // it by kSbh / 2 (the layer's full activations are the working set).
+  // it by kSbh / 2 (the layer's working set, remade where the LM head's
+  // released activations were, adds nothing on one stage: [SR]).
   l = OneGpu();
   l.dataloader_mask = true;
   l.context = 2;
@@ -543,11 +567,11 @@ TEST(MemoryTermsTest, DataloaderMaskOnTheStagesThatReadData) {
   l.recompute = RecomputeKind::kFullUniform;
   l.recompute_layers = 1;
   EXPECT_DOUBLE_EQ(Activations(Small(), l, 0, 1),
-                   2 * kSbh / 4 + (kLayerBf16 + kEmbeddingBf16 + kHeadBf16) / 4 +
-                       mask / 4 + (mask - 2 * kSbh / 4));
+                   2 * kSbh / 4 + (kEmbeddingBf16 + kHeadBf16) / 4 + mask / 4 +
+                       (mask - 2 * kSbh / 4));
   l.dataloader_mask = false;
   EXPECT_DOUBLE_EQ(Activations(Small(), l, 0, 1),
-                   2 * kSbh / 4 + (kLayerBf16 + kEmbeddingBf16 + kHeadBf16) / 4);
+                   2 * kSbh / 4 + (kEmbeddingBf16 + kHeadBf16) / 4);
 }
 
 // Megatron runs --quick-geglu through its unfused glu [QG]: 10 bytes an
@@ -928,12 +952,16 @@ TEST(MemoryTermsTest, AllToAllContextParallelKeepsTheOutputTwice) {
   EXPECT_DOUBLE_EQ(Activations(Small(), core_attn),
                    Activations(Small(), core_attn_p2p));
 
+  // Every layer recomputed: the working set's layer keeps it twice (stage 0
+  // of PP 2, whose working set no LM head's release holds, [SR]).
   Layout full = a2a;
   full.recompute = RecomputeKind::kFullBlock;
   full.recompute_layers = 2;
+  full.pipeline = 2;
   Layout full_p2p = full;
   full_p2p.cp_comm = v1::CONTEXT_PARALLEL_COMM_P2P;
-  EXPECT_DOUBLE_EQ(Activations(Small(), full) - Activations(Small(), full_p2p),
+  EXPECT_DOUBLE_EQ(Activations(Small(), full, 0, 2) -
+                       Activations(Small(), full_p2p, 0, 2),
                    kSbh / 2);
 
   // MLA's output is a x d_v wide: d_v = 64 halves it.

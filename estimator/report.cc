@@ -179,7 +179,30 @@ std::string BreakdownLine(const v1::StageMemory& s) {
     absl::StrAppendFormat(&line, " (+ %.2f GiB expert load margin)",
                           ToGiB(s.expert_imbalance_bytes()));
   }
+  if (s.attention_score_buffer_bytes() > 0) {
+    absl::StrAppendFormat(&line,
+                          " (+ %.2f GiB attention score buffer, in the "
+                          "headroom)",
+                          ToGiB(s.attention_score_buffer_bytes()));
+  }
   return line;
+}
+
+std::string TransientOverflowText(const v1::StageMemory& s) {
+  const double buffer = s.attention_score_buffer_bytes();
+  std::string text =
+      TransientBytes(s) > 0
+          ? absl::StrFormat("%s, %.2f GiB beside stage %u's %.2f GiB",
+                            TransientName(s), ToGiB(TransientBytes(s)),
+                            s.stage(), ToGiB(HeldBesideTransients(s)))
+          : absl::StrFormat("stage %u's %.2f GiB", s.stage(),
+                            ToGiB(HeldBesideTransients(s)));
+  if (buffer > 0) {
+    absl::StrAppendFormat(&text, " (its attention score buffer's %.2f GiB "
+                                 "included)",
+                          ToGiB(buffer));
+  }
+  return text;
 }
 
 std::string JobSummaryLine(const v1::Job& job, uint32_t data_parallel) {
@@ -235,13 +258,12 @@ std::string FormatEstimateTable(const v1::Estimate& e) {
       e.peak_gib(), e.peak().stage(), 100 * e.capacity_fraction(),
       ToGiB(e.capacity_bytes()), ZoneName(e.zone()), 100 * e.threshold());
   if (const v1::StageMemory* s = StageWhoseTransientOverflows(e)) {
-    const double beside = s->total_bytes() + s->expert_imbalance_bytes();
     absl::StrAppendFormat(
         &out,
-        "RED: %s, %.2f GiB beside stage %u's %.2f GiB: %.2f GiB, more than "
-        "the %.2f GiB a process can allocate of the GPU's %.2f GiB\n",
-        TransientName(*s), ToGiB(TransientBytes(*s)), s->stage(),
-        ToGiB(beside), ToGiB(beside + TransientBytes(*s)),
+        "RED: %s: %.2f GiB, more than the %.2f GiB a process can allocate "
+        "of the GPU's %.2f GiB\n",
+        TransientOverflowText(*s),
+        ToGiB(HeldBesideTransients(*s) + TransientBytes(*s)),
         ToGiB(AllocatableBytes(e.capacity_bytes())),
         ToGiB(e.capacity_bytes()));
   } else if (RedThoughItsPeakFits(e)) {

@@ -44,6 +44,11 @@ std::string CandidateMegatronArguments(const v1::Candidate& c,
 // "weights 3.47 + gradients 6.94 + optimizer 1.20 + activations 26.00 GiB"
 std::string BreakdownLine(const v1::StageMemory& stage);
 
+// What a stage whose transient overflows (StageWhoseTransientOverflows)
+// holds and makes, in words: "<transient>, X GiB beside stage N's Y GiB",
+// naming the attention score buffer where Y includes it.
+std::string TransientOverflowText(const v1::StageMemory& stage);
+
 // The job's key settings on one line: model, GPUs, TP/CP/PP/DP, MBS, seq.
 std::string JobSummaryLine(const v1::Job& job, uint32_t data_parallel);
 

@@ -618,7 +618,7 @@ TEST(PlannerTest, ZonesCountTheLossTransientAsCheckDoes) {
     }
   }
   EXPECT_GT(green, 0);
-  // TP 1 recomputing every layer peaks at 62.10 GiB, under the rule, but
+  // TP 1 recomputing every layer peaks at 58.98 GiB, under the rule, but
   // not with its loss's 20.51 GiB: not GREEN (it was).
   ASSERT_NE(plain, nullptr);
   EXPECT_NE(plain->zone(), v1::ZONE_GREEN) << plain->ShortDebugString();
@@ -1142,7 +1142,7 @@ TEST(PlannerTest, Bf16LayersUnderFp8PlanOnlyStagesThatHoldThem) {
     fp8_peak[{KeyOf(c), c.virtual_pipeline_stages(),
               c.recompute_num_layers()}] = c.peak_bytes();
   }
-  int interleaved = 0, compared = 0;
+  int interleaved = 0, compared = 0, larger = 0;
   for (const v1::Candidate& c : plan->candidates()) {
     EXPECT_LE(c.pipeline_parallel(), 8u) << c.ShortDebugString();
     interleaved += c.virtual_pipeline_stages() > 1;
@@ -1150,12 +1150,17 @@ TEST(PlannerTest, Bf16LayersUnderFp8PlanOnlyStagesThatHoldThem) {
     auto same = fp8_peak.find(
         {KeyOf(c), c.virtual_pipeline_stages(), c.recompute_num_layers()});
     if (same != fp8_peak.end()) {
-      EXPECT_GT(c.peak_bytes(), same->second) << c.ShortDebugString();
+      // Never less; the same where the peak is a stage the bf16 layers
+      // change little (the last, every layer recomputed: its working set
+      // remade where the LM head's activations were, memory_model.cc [SR]).
+      EXPECT_GE(c.peak_bytes(), same->second) << c.ShortDebugString();
       ++compared;
+      larger += c.peak_bytes() > same->second;
     }
   }
   EXPECT_GT(interleaved, 0);
   EXPECT_GT(compared, 10);
+  EXPECT_GT(larger, 10);
 }
 
 // The fp32-accumulating reduce-scatter's scratch, planned as the job runs
