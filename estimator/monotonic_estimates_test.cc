@@ -473,5 +473,34 @@ TEST(MonotonicEstimatesTest, EachChangeMovesTheEstimateOneWayOnly) {
   }
 }
 
+// The zone's own directions: more memory on the GPU, or a higher
+// threshold, never makes a job's zone worse (GREEN, YELLOW, RED in that
+// order), and never changes the estimate.
+TEST(MonotonicEstimatesTest, MoreMemoryOrAHigherThresholdNeverWorsensTheZone) {
+  std::mt19937 rng(13);
+  int compared = 0, improved = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const v1::Job job = SampleJob(rng);
+    absl::StatusOr<v1::Estimate> base = EstimateJob(job);
+    if (!base.ok()) continue;
+    ++compared;
+    absl::StatusOr<v1::Estimate> lenient = EstimateJob(job, 0.9);
+    ASSERT_TRUE(lenient.ok()) << lenient.status();
+    EXPECT_LE(lenient->zone(), base->zone()) << job.ShortDebugString();
+    EXPECT_EQ(lenient->peak().total_bytes(), base->peak().total_bytes());
+    v1::Job larger = job;
+    larger.mutable_accelerator()->set_memory_bytes(
+        static_cast<uint64_t>(base->capacity_bytes()) + (8ull << 30));
+    absl::StatusOr<v1::Estimate> more = EstimateJob(larger);
+    ASSERT_TRUE(more.ok()) << more.status();
+    EXPECT_LE(more->zone(), base->zone()) << job.ShortDebugString();
+    EXPECT_EQ(more->peak().total_bytes(), base->peak().total_bytes())
+        << job.ShortDebugString();
+    improved += more->zone() < base->zone();
+  }
+  EXPECT_GT(compared, 500);
+  EXPECT_GT(improved, 20);
+}
+
 }  // namespace
 }  // namespace memgate
