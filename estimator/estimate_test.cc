@@ -205,6 +205,48 @@ TEST(EstimateTest, TheEmbeddingGradientMustFitBesideTheFirstStage) {
       std::max(0.0, gradient - e->peak().activation_bytes()));
 }
 
+// Megatron's own attention keeps one layer's scores in its global memory
+// buffer for the run (memory_model.cc [UA]): b x a/t x s x s, 4 B in fp32.
+// Outside the total the 80% rule reads, but it must fit beside the stage
+// in what a process can allocate. Llama-3.1-8B in fp32 at 16k tokens, TP
+// 2, every layer recomputed: 60.90 GiB (GREEN by the rule, and admitted
+// before the buffer was counted) beside a 16 GiB buffer is past the 76.75
+// GiB a process has: RED. At TP 4 the buffer halves and the job fits.
+TEST(EstimateTest, TheLocalAttentionScoreBufferMustFitBesideTheStage) {
+  auto job = [](uint32_t tp) {
+    v1::Job j = PaperJob("llama-3.1-8b", "h100-80gb", tp, 1, 1, 1, 8, 16384);
+    j.mutable_training()->set_precision(v1::PRECISION_FP32);
+    j.mutable_training()->set_attention_kernel(v1::ATTENTION_KERNEL_LOCAL);
+    v1::Recompute& r = *j.mutable_training()->mutable_recompute();
+    r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+    r.set_method(v1::Recompute::METHOD_UNIFORM);
+    r.set_num_layers(1);
+    return j;
+  };
+  absl::StatusOr<v1::Estimate> e = EstimateJob(job(2));
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_DOUBLE_EQ(e->peak().attention_score_buffer_bytes(),
+                   4.0 * (32 / 2) * 16384.0 * 16384.0);
+  EXPECT_EQ(ZoneOf(e->peak().total_bytes(), e->capacity_bytes(),
+                   e->threshold()),
+            v1::ZONE_GREEN);
+  EXPECT_EQ(e->zone(), v1::ZONE_RED);
+  const v1::StageMemory* stage = StageWhoseTransientOverflows(*e);
+  ASSERT_NE(stage, nullptr);
+  EXPECT_GT(HeldBesideTransients(*stage), AllocatableBytes(e->capacity_bytes()));
+  absl::StatusOr<v1::Estimate> tp4 = EstimateJob(job(4));
+  ASSERT_TRUE(tp4.ok()) << tp4.status();
+  EXPECT_DOUBLE_EQ(tp4->peak().attention_score_buffer_bytes(),
+                   e->peak().attention_score_buffer_bytes() / 2);
+  EXPECT_EQ(tp4->zone(), v1::ZONE_GREEN);
+  // TransformerEngine's unfused attention has no such buffer.
+  v1::Job te = job(2);
+  te.mutable_training()->set_attention_kernel(v1::ATTENTION_KERNEL_UNFUSED);
+  absl::StatusOr<v1::Estimate> unfused = EstimateJob(te);
+  ASSERT_TRUE(unfused.ok()) << unfused.status();
+  EXPECT_EQ(unfused->peak().attention_score_buffer_bytes(), 0);
+}
+
 // A transient is held to what a process can allocate: the GPU less the
 // process's CUDA context and NCCL (2.43 GiB) and the driver's share (1.03%)
 // as measured on an H100 and an H200 (kProcessRuntimeBytes, kDriverShare):

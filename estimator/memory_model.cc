@@ -615,8 +615,8 @@ struct FullLayers {
   // the stage's kinds (0 when it has no bf16 layer) [F8L].
   double bf16_extra = 0;
   // Under selective recomputation, what one dense and one MoE layer's
-  // recomputed modules would have stored (SelectiveRecomputeWorkingSet);
-  // 0 otherwise.
+  // recomputed modules would have stored (RecomputeWorkingSet [SR]); 0
+  // otherwise.
   double selective_dense = 0;
   double selective_moe = 0;
 };

@@ -59,6 +59,29 @@ TEST(ReportTest, BreakdownAddsUpToTheTotal) {
             "4.00 GiB");
 }
 
+// What overflows, in words: the transient beside the stage, and Megatron's
+// attention score buffer where the stage's held bytes include it (with no
+// transient at all, the stage and its buffer alone).
+TEST(ReportTest, TransientOverflowTextNamesTheScoreBuffer) {
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  v1::StageMemory stage;
+  stage.set_stage(3);
+  stage.set_total_bytes(70 * kGiB);
+  stage.set_loss_gradient_cast_bytes(5 * kGiB);
+  EXPECT_EQ(TransientOverflowText(stage),
+            "the loss's backward casts the logits' gradient to 16 bits, 5.00 "
+            "GiB beside stage 3's 70.00 GiB");
+  stage.set_attention_score_buffer_bytes(2 * kGiB);
+  EXPECT_EQ(TransientOverflowText(stage),
+            "the loss's backward casts the logits' gradient to 16 bits, 5.00 "
+            "GiB beside stage 3's 72.00 GiB (its attention score buffer's "
+            "2.00 GiB included)");
+  stage.set_loss_gradient_cast_bytes(0);
+  EXPECT_EQ(TransientOverflowText(stage),
+            "stage 3's 72.00 GiB (its attention score buffer's 2.00 GiB "
+            "included)");
+}
+
 TEST(ReportTest, ZoneNames) {
   EXPECT_EQ(ZoneName(v1::ZONE_GREEN), "GREEN");
   EXPECT_EQ(ZoneName(v1::ZONE_YELLOW), "YELLOW");
