@@ -233,7 +233,8 @@ TEST(EstimateTest, TheLocalAttentionScoreBufferMustFitBesideTheStage) {
   EXPECT_EQ(e->zone(), v1::ZONE_RED);
   const v1::StageMemory* stage = StageWhoseTransientOverflows(*e);
   ASSERT_NE(stage, nullptr);
-  EXPECT_GT(HeldBesideTransients(*stage), AllocatableBytes(e->capacity_bytes()));
+  EXPECT_GT(HeldBesideTransients(*stage),
+            AllocatableBytes(e->capacity_bytes()));
   absl::StatusOr<v1::Estimate> tp4 = EstimateJob(job(4));
   ASSERT_TRUE(tp4.ok()) << tp4.status();
   EXPECT_DOUBLE_EQ(tp4->peak().attention_score_buffer_bytes(),
