@@ -30,16 +30,10 @@
 namespace memgate {
 namespace {
 
-using testing::PaperJob;
-
 // The paper's A100 table: 27.20 GiB (GREEN under 0.8 x 40 GB) and 37.58
-// (YELLOW); both GREEN-or-not change with the threshold alone.
-v1::Job Green() {
-  return PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 8, 8192);
-}
-v1::Job Yellow() {
-  return PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192);
-}
+// (YELLOW); whether each is GREEN changes with the threshold alone.
+v1::Job Green() { return testing::PaperA100Job(1); }
+v1::Job Yellow() { return testing::PaperA100Job(2); }
 
 class Server {
  public:

@@ -23,18 +23,10 @@
 namespace memgate {
 namespace {
 
-using testing::PaperJob;
-
 // The paper's A100 table: 27.20 GiB (GREEN), 37.58 (YELLOW), 58.33 (RED).
-v1::Job Green() {
-  return PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 1, 8, 8192);
-}
-v1::Job Yellow() {
-  return PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192);
-}
-v1::Job Red() {
-  return PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 4, 8, 8192);
-}
+v1::Job Green() { return testing::PaperA100Job(1); }
+v1::Job Yellow() { return testing::PaperA100Job(2); }
+v1::Job Red() { return testing::PaperA100Job(4); }
 
 // What a newer client's field becomes in this build's message.
 google::protobuf::UnknownFieldSet* UnknownFieldsOf(

@@ -23,6 +23,10 @@ v1::Job PaperJob(const std::string& model, const std::string& gpu,
   return job;
 }
 
+v1::Job PaperA100Job(uint32_t mbs) {
+  return PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, mbs, 8, 8192);
+}
+
 v1::Job ExplicitLlama31_8BJob() {
   return JobFromText(R"pb(
     model {

@@ -16,6 +16,11 @@ v1::Job PaperJob(const std::string& model, const std::string& gpu,
                  uint32_t tp, uint32_t cp, uint32_t pp, uint32_t mbs,
                  uint32_t gpus, uint32_t seq);
 
+// The paper's A100-40GB table: Llama-3.1-8B at 8k on 8 GPUs, TP 4, PP 2,
+// at micro-batch `mbs`: 27.20 GiB at 1 (GREEN), 37.58 at 2 (YELLOW),
+// 58.33 at 4 (RED).
+v1::Job PaperA100Job(uint32_t mbs);
+
 // The same job with every model dimension explicit (no catalog name).
 v1::Job ExplicitLlama31_8BJob();
 
