@@ -844,8 +844,10 @@ double OutputWeightGradientBytes(const ModelShape& m, const Layout& l) {
 // gradient; a learned position embedding's, max_positions x h, likewise.
 // No gradient-accumulation fusion applies to it. It is made at the last
 // op of each micro-batch's backward on the stage, when that micro-batch's
-// layer activations of the first chunk are freed (the other micro-batches
-// in flight are not; with one stage, all of them): above the stage's
+// layer activations of the first chunk are freed, and the layers' working
+// sets (recomputation, dispatch, CP gathers) with them (the other
+// micro-batches in flight are not; with one stage, all of them): above
+// the stage's
 // total, the gradient less those activations, none where they are larger
 // (most jobs: a micro-batch's layer activations outweigh v/t x h unless
 // every layer is recomputed).
@@ -1426,8 +1428,8 @@ double ContextParallelGatherWorkingSet(const ModelShape& m, const Layout& l) {
 // the stage's layers), the recomputation and dispatch working sets, the
 // embedding on the first stage, the LM head and MTP block on the last.
 // `first_chunk_microbatch`, where given, gets one micro-batch's stored
-// layer activations of the first chunk (what the embedding's backward
-// follows, [EG]), computed here already.
+// layer activations of the first chunk and the layers' working sets (what
+// the embedding's backward follows, [EG]), computed here already.
 double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
                         const LayerMix& mix,
                         const std::vector<LayerMix>* chunks,
@@ -1488,12 +1490,18 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
   if (last && l.virtual_stages == 1 && working_set > 0) {
     working_set = std::max(0.0, working_set - HeadActivations(m, l));
   }
-  activations += working_set;
   if (mix.dense + mix.moe > 0 || (last && m.mtp_layers > 0)) {
-    activations += ContextParallelGatherWorkingSet(m, l);
+    working_set += ContextParallelGatherWorkingSet(m, l);
   }
   if (mix.moe > 0 || (last && mtp_moe)) {
-    activations += DispatchWorkingSet(m, l);
+    working_set += DispatchWorkingSet(m, l);
+  }
+  activations += working_set;
+  // [EG] A layer's working sets live while it runs backward: none is left
+  // when the embedding's backward, the micro-batch's last op, makes its
+  // gradient.
+  if (first_chunk_microbatch != nullptr) {
+    *first_chunk_microbatch += working_set;
   }
   if (stage == 0) {
     // The embedding sits in the first chunk.

@@ -466,8 +466,13 @@ TEST(MemoryTermsTest, FullRecomputationStoresLayerInputsPlusAWorkingSet) {
   // released activations were: on one GPU a head of 129 MiB holds a
   // layer's 48 MiB, and a head of 8 MiB (a 1,024-entry vocabulary) only
   // that much of it.
-  l.pipeline = 1;
+  // [EG] The embedding's dense gradient (2 x 32000 x 1024 B) comes when
+  // stage 0 has freed its micro-batch's stored layers (2 inputs, 4 sbh)
+  // and the working set (one layer, 48 sbh) with them.
   l.recompute = RecomputeKind::kFullUniform;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(Small(), l, 0, 2).embedding_gradient_bytes,
+                   2.0 * 32000 * 1024 - (2 * 2 + 48) * kSbh);
+  l.pipeline = 1;
   EXPECT_DOUBLE_EQ(Activations(Small(), l),
                    2 * 2 * kSbh + kEmbeddingBf16 + kHeadBf16);
   ModelShape small_vocabulary = Small();

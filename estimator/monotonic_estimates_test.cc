@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <optional>
@@ -109,6 +110,12 @@ std::optional<v1::Job> Resolved(const v1::Job& job) {
   absl::StatusOr<v1::Estimate> e = EstimateJob(job);
   if (!e.ok()) return std::nullopt;
   return e->job();
+}
+
+// A whole number from the environment, or `fallback`.
+int EnvOr(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? std::atoi(value) : fallback;
 }
 
 enum class Direction { kNeverLower, kNeverHigher };
@@ -376,15 +383,14 @@ std::vector<Claim> Claims() {
          p.set_context_parallel(2 * p.context_parallel());
          return true;
        })},
-      // Only with one chunk a rank: interleaving's extra chunks in flight,
-      // (p - 1)/(p v) of the layers [MT, K], grow with p.
-      {"pipeline parallel x2, not interleaved", Direction::kNeverHigher,
-       Doubling([](v1::ParallelConfig& p) {
-         if (p.virtual_pipeline_stages() > 1) return false;
-         p.set_pipeline_parallel(2 * p.pipeline_parallel());
-         return true;
-       })},
   };
+  // Not among them: more pipeline stages, the same work shared. Stage 0
+  // holds p micro-batches in flight (1F1B) whose layers' activations, p x
+  // L/p, stay the same, but what each keeps beside its layers (the
+  // embedding's output and dropout mask [P 3.2]) grows with p, and can
+  // outweigh the parameters a deeper pipeline takes off (a 13B model at TP
+  // 4 from PP 4 to 8 in fp32: 1.8 GB more); interleaving's chunks in
+  // flight grow with p too [MT, K].
   // Expert parallelism doubled with the batch: the experts' data-parallel
   // ranks stay as many.
   claims.push_back({"expert parallel x2, the batch with it",
@@ -449,8 +455,11 @@ bool Breaks(Direction direction, const Figures& before, const Figures& after) {
 TEST(MonotonicEstimatesTest, EachChangeMovesTheEstimateOneWayOnly) {
   const std::vector<Claim> claims = Claims();
   std::map<std::string, int> compared;
-  std::mt19937 rng(11);
-  for (int i = 0; i < 4000; ++i) {
+  // Another draw, larger, for exploring: bazel test --test_env=SEED=99
+  // --test_env=N=30000 (seeds 5, 7, 99 and 123 at 30,000 jobs pass).
+  std::mt19937 rng(EnvOr("SEED", 11));
+  const int jobs = EnvOr("N", 4000);
+  for (int i = 0; i < jobs; ++i) {
     const v1::Job job = SampleJob(rng);
     const std::optional<Figures> before = FiguresOf(job);
     if (!before) continue;
