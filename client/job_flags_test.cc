@@ -348,6 +348,15 @@ TEST(JobFlagsTest, FlagHintsForEstimatorFields) {
             "parallel.tensor_parallel (--tp): must be at least 1");
   EXPECT_EQ(WithFlagHint("num_gpus: x"), "num_gpus (--gpus): x");
   EXPECT_EQ(WithFlagHint("something else"), "something else");
+  // A launch's job names the launch's argument, the CLI's flag otherwise.
+  EXPECT_EQ(WithLaunchHint("training.recompute.num_layers: x"),
+            "training.recompute.num_layers (--recompute-num-layers): x");
+  EXPECT_EQ(WithFlagHint("training.recompute.num_layers: x"),
+            "training.recompute.num_layers (--recompute-layers): x");
+  EXPECT_EQ(WithLaunchHint("training.recompute: x"),
+            "training.recompute (--recompute-granularity): x");
+  EXPECT_EQ(WithLaunchHint("accelerator.name: x"),
+            "accelerator.name (--gpu): x");
 }
 
 // A model whose layers do not divide over PP (DeepSeek-V3's 61 over 8) has

@@ -91,4 +91,12 @@ absl::StatusOr<v1::MoeConfig::ProbsApplied> RoutingProbsAppliedBy(
   return v1::MoeConfig::PROBS_APPLIED_IN_EXPERTS;
 }
 
+bool RecomputesMtpLayers(const MegatronCoreRelease& r) {
+  const auto minor = std::make_tuple(r.major, r.minor);
+  const auto core_0_14 = std::make_tuple(0u, 14u);
+  if (minor != core_0_14) return minor > core_0_14;
+  // 0.14.0's release candidates before rc6 predate the change.
+  return !(r.patch == 0 && r.rc >= 0 && r.rc < 6);
+}
+
 }  // namespace memgate

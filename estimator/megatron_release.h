@@ -38,6 +38,14 @@ absl::StatusOr<MegatronCoreRelease> ParseMegatronCoreRelease(
 absl::StatusOr<v1::MoeConfig::ProbsApplied> RoutingProbsAppliedBy(
     const MegatronCoreRelease& release);
 
+// Whether the release recomputes MTP layers under full recomputation,
+// method uniform, asserting groups of one layer there (multi_token_
+// prediction.py: "recompute_num_layers must be 1 for MTP recompute";
+// ADLR/megatron-lm!3330, main 08abeedbfe, first tagged in core_v0.14.0rc6
+// and in every core_v* tag from 0.14.0 on). Earlier releases, 0.14.0rc0 to
+// rc5 among them, do not recompute them. "0.14" counts as 0.14.0.
+bool RecomputesMtpLayers(const MegatronCoreRelease& release);
+
 }  // namespace memgate
 
 #endif  // MEMGATE_ESTIMATOR_MEGATRON_RELEASE_H_

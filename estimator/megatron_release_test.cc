@@ -79,6 +79,26 @@ TEST(MegatronReleaseTest, EveryTaggedReleaseIsOnItsSideOfTheChange) {
   }
 }
 
+// MTP layers recomputed under uniform recomputation: from core_v0.14.0rc6
+// (the first tag with ADLR/megatron-lm!3330), not in 0.14.0's earlier
+// candidates; "0.14" is 0.14.0.
+TEST(MegatronReleaseTest, MtpRecomputationFromCore0_14_0rc6) {
+  for (const char* tag :
+       {"core_v0.11.0", "core_v0.12.1", "core_v0.13.1", "core_v0.14.0rc0",
+        "core_v0.14.0rc5", "0.13"}) {
+    absl::StatusOr<MegatronCoreRelease> r = ParseMegatronCoreRelease(tag);
+    ASSERT_TRUE(r.ok()) << tag << ": " << r.status();
+    EXPECT_FALSE(RecomputesMtpLayers(*r)) << tag;
+  }
+  for (const char* tag :
+       {"core_v0.14.0rc6", "core_v0.14.0rc7", "core_v0.14.0", "0.14",
+        "core_v0.14.1", "core_v0.15.0rc0", "core_v0.16.1", "1.0.0"}) {
+    absl::StatusOr<MegatronCoreRelease> r = ParseMegatronCoreRelease(tag);
+    ASSERT_TRUE(r.ok()) << tag << ": " << r.status();
+    EXPECT_TRUE(RecomputesMtpLayers(*r)) << tag;
+  }
+}
+
 TEST(MegatronReleaseTest, AReleaseOnBothSidesIsRefused) {
   for (const char* ambiguous : {"0.12", "0.12.1rc1"}) {
     absl::StatusOr<MegatronCoreRelease> r =

@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "estimator/attention_backend.h"
 #include "estimator/deepep_buffers.h"
+#include "estimator/megatron_release.h"
 #include "estimator/memory_model.h"
 
 namespace memgate {
@@ -1005,6 +1006,27 @@ absl::Status ValidateTraining(const v1::Job& job) {
     return Invalid("training.recompute",
                    "method and num_layers apply to GRANULARITY_FULL only",
                    r.ShortDebugString());
+  }
+  // Megatron-Core 0.14 on recomputes MTP layers one at a time under
+  // uniform recomputation and asserts groups of one layer
+  // (megatron_release.h RecomputesMtpLayers); memgate counts the MTP
+  // layers' activations whole either way (an upper bound).
+  if (job.model().mtp_num_layers() > 0 &&
+      r.granularity() == v1::Recompute::GRANULARITY_FULL &&
+      r.method() == v1::Recompute::METHOD_UNIFORM && r.num_layers() > 1) {
+    const absl::StatusOr<MegatronCoreRelease> release =
+        ParseMegatronCoreRelease(tr.megatron_core_version());
+    if (tr.megatron_core_version().empty() || !release.ok() ||
+        RecomputesMtpLayers(*release)) {
+      return Invalid(
+          "training.recompute.num_layers",
+          "must be 1 under uniform recomputation with MTP layers "
+          "(Megatron-Core 0.14 on asserts it, multi_token_prediction.py; "
+          "an earlier release, named in training.megatron_core_version or "
+          "memgate's --megatron-core, does not recompute them)",
+          absl::StrCat(r.num_layers(), " with ", job.model().mtp_num_layers(),
+                       " MTP layers"));
+    }
   }
   // Megatron's rules for --distribute-saved-activations (arguments.py
   // asserts TP > 1 and full recomputation; transformer_config.py raises

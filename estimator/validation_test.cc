@@ -38,6 +38,14 @@ void DistributeSavedInputs(v1::Job& j) {
   r.set_distribute_saved_activations(true);
 }
 
+// Full recomputation, method uniform, in groups of `n` layers.
+void UniformGroupsOf(uint32_t n, v1::Job& j) {
+  v1::Recompute& r = *j.mutable_training()->mutable_recompute();
+  r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+  r.set_method(v1::Recompute::METHOD_UNIFORM);
+  r.set_num_layers(n);
+}
+
 // ValidJob's model with Gemma 2's soft-capped scores, at CP 1 (16 GPUs):
 // valid with either kernel until a rule is broken.
 void SoftCappedAtContextParallelOne(v1::Job& j) {
@@ -246,6 +254,17 @@ INSTANTIATE_TEST_SUITE_P(
                OverlapExperts(j);
                j.mutable_model()->set_mtp_num_layers(2);
              }, "model.moe.overlap_expert_parallel_comm"},
+        // Megatron-Core 0.14 on: multi_token_prediction.py asserts one
+        // layer a group for MTP under uniform recomputation.
+        Rule{"MtpUnderUniformGroupsOfTwo", [](v1::Job& j) {
+               j.mutable_model()->set_mtp_num_layers(1);
+               UniformGroupsOf(2, j);
+             }, "training.recompute.num_layers"},
+        Rule{"MtpUnderUniformGroupsOfTwoAtCore0_14_0", [](v1::Job& j) {
+               j.mutable_model()->set_mtp_num_layers(1);
+               UniformGroupsOf(2, j);
+               j.mutable_training()->set_megatron_core_version("0.14.0");
+             }, "training.recompute.num_layers"},
         Rule{"MlaWithoutKvLatent", [](v1::Job& j) {
                j.mutable_model()->mutable_mla()->set_qk_head_dim(128);
              }, "model.mla.kv_lora_rank"},
@@ -671,6 +690,23 @@ TEST(ValidationTest, Fp8WithExpertsLatentAttentionAndMtpIsModelled) {
 
 // An allocated vocabulary must split over TP; a tokenizer's, with
 // Megatron's multiple, is padded to one.
+// MTP layers with uniform recomputation: groups of one layer, or any
+// groups under a release before Megatron-Core 0.14.0rc6 (which does not
+// recompute them), and block recomputation (which skips them) are valid.
+TEST(ValidationTest, MtpUnderRecomputationMegatronRuns) {
+  v1::Job job = ValidJob();
+  job.mutable_model()->set_mtp_num_layers(1);
+  UniformGroupsOf(1, job);
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+  UniformGroupsOf(2, job);
+  job.mutable_training()->set_megatron_core_version("0.14.0rc5");
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+  job.mutable_training()->clear_megatron_core_version();
+  job.mutable_training()->mutable_recompute()->set_method(
+      v1::Recompute::METHOD_BLOCK);
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+}
+
 TEST(ValidationTest, ATokenizersVocabularyWithItsMultipleNeedNotSplit) {
   v1::Job job = ValidJob();
   job.mutable_model()->set_vocab_size(128257);

@@ -441,7 +441,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"recompute-method", true, M, "",
        "uniform: one input per group of N layers; block: the first N "
        "layers"},
-      {"recompute-num-layers", true, M, "", "N"},
+      {"recompute-num-layers", true, M, "",
+       "N; with MTP layers under method uniform it must be 1 (Megatron-Core "
+       "0.14 on asserts it; earlier releases do not recompute MTP layers, "
+       "and memgate counts them whole)"},
       {"recompute-modules", true, P, "core_attn",
        "core_attn, mlp, moe, moe_act, shared_experts, layernorm (MoE "
        "layers' pre-MLP norm output), mla_up_proj (MLA's expanded Q, K, V "
