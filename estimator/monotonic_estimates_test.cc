@@ -1,14 +1,14 @@
 // Directions every estimate must keep, whatever the equations inside: on
-// jobs drawn with a fixed seed (dense and MoE catalog models, MLA, three
-// GPUs, TP/CP/PP/EP/ETP, interleaving, precisions, recomputation,
-// optimizer sharding), a change that only adds to what a GPU holds (longer
-// sequences, larger micro-batches at the same micro-batch count, more
-// layers, a wider vocabulary, a switch Megatron documents as keeping more)
-// never lowers a job's largest stage or its stage-plus-transient, and one
-// that only takes away (more GPUs sharing the same work, recomputation,
-// the distributed optimizer, sequence parallelism) never raises them. A
-// term whose sign or scope is wrong shows here without a number to
-// compare with: selective recomputation once estimated below full
+// jobs drawn with a fixed seed (dense and MoE catalog models, MLA,
+// soft-capped scores, three GPUs, TP/CP/PP/EP/ETP, interleaving,
+// precisions, recomputation, optimizer sharding), a change that only adds to
+// what a GPU holds (longer sequences, larger micro-batches at the same
+// micro-batch count, more layers, a wider vocabulary, a switch Megatron
+// documents as keeping more) never lowers a job's largest stage or its
+// stage-plus-transient, and one that only takes away (more GPUs sharing the
+// same work, recomputation, the distributed optimizer, sequence parallelism)
+// never raises them. A term whose sign or scope is wrong shows here without a
+// number to compare with: selective recomputation once estimated below full
 // recomputation's stage by its remade attention scores (memory_model.cc
 // [SR]).
 //
@@ -46,6 +46,12 @@ v1::Job SampleJob(std::mt19937& rng) {
   const bool moe = model >= 4;
   job.mutable_model()->set_name(kModels[model]);
   job.mutable_accelerator()->set_name(kGpus[rng() % 3]);
+  // Gemma 2's soft-capped scores and logits on a dense model, at times:
+  // Megatron's own attention and its score buffer ([GA]).
+  if (!moe && rng() % 6 == 0) {
+    job.mutable_model()->set_attention_logit_softcapping(50);
+    job.mutable_model()->set_final_logit_softcapping(30);
+  }
   v1::ParallelConfig& par = *job.mutable_parallel();
   const uint32_t t = 1u << (rng() % 4), c = 1u << (rng() % 3),
                  p = 1u << (rng() % 4), d = 1u << (rng() % 4);
@@ -459,10 +465,12 @@ TEST(MonotonicEstimatesTest, EachChangeMovesTheEstimateOneWayOnly) {
   // --test_env=N=30000 (seeds 5, 7, 99 and 123 at 30,000 jobs pass).
   std::mt19937 rng(EnvOr("SEED", 11));
   const int jobs = EnvOr("N", 4000);
+  int soft_capped = 0;  // estimated jobs with Gemma 2's soft-capped scores
   for (int i = 0; i < jobs; ++i) {
     const v1::Job job = SampleJob(rng);
     const std::optional<Figures> before = FiguresOf(job);
     if (!before) continue;
+    soft_capped += job.model().attention_logit_softcapping() > 0;
     for (const Claim& claim : claims) {
       v1::Job changed = job;
       if (!claim.change(changed)) continue;
@@ -480,6 +488,7 @@ TEST(MonotonicEstimatesTest, EachChangeMovesTheEstimateOneWayOnly) {
   for (const Claim& claim : claims) {
     EXPECT_GE(compared[claim.name], 80) << claim.name;
   }
+  EXPECT_GE(soft_capped, 50) << soft_capped;
 }
 
 // The zone's own directions: more memory on the GPU, or a higher
