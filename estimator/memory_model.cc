@@ -1485,8 +1485,9 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
   // backward has released that micro-batch's head activations (the fp32
   // logits above all): a recomputed layer, whole or its selected modules,
   // is remade where those were. Measured at PP 1 (tests/measured_steps_
-  // test.cc: the full and selective rows' peaks are the loss's, their
-  // stored bytes the stage's activations less the working set).
+  // test.cc: the fully and selectively recomputed rows peak at the loss,
+  // and what their forward stores is the stage's activations, 0.1% apart,
+  // once the working set is held this way).
   if (last && l.virtual_stages == 1 && working_set > 0) {
     working_set = std::max(0.0, working_set - HeadActivations(m, l));
   }

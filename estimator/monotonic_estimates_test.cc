@@ -33,8 +33,6 @@
 namespace memgate {
 namespace {
 
-using Granularity = v1::Recompute::Granularity;
-
 // A job drawn from `rng`; deterministic for a seed (mt19937 and modulo).
 v1::Job SampleJob(std::mt19937& rng) {
   static const char* const kModels[] = {
@@ -92,8 +90,12 @@ v1::Job SampleJob(std::mt19937& rng) {
 }
 
 struct Figures {
-  double stage = 0;           // the largest stage's total
-  double with_transient = 0;  // the largest total plus its transient
+  double stage = 0;  // the largest stage's total
+  // The largest of a stage's total, its attention score buffer and its
+  // transient: what must fit in the GPU. (Not the expert load margin,
+  // which grows with EP: with every expert on a rank no imbalance is
+  // possible.)
+  double with_transient = 0;
 };
 
 std::optional<Figures> FiguresOf(const v1::Job& job) {
@@ -102,11 +104,9 @@ std::optional<Figures> FiguresOf(const v1::Job& job) {
   Figures f;
   for (const v1::StageMemory& s : e->stages()) {
     f.stage = std::max(f.stage, s.total_bytes());
-    f.with_transient =
-        std::max(f.with_transient,
-                 s.total_bytes() + std::max({s.loss_gradient_cast_bytes(),
-                                             s.output_weight_gradient_bytes(),
-                                             s.embedding_gradient_bytes()}));
+    f.with_transient = std::max(
+        f.with_transient,
+        s.total_bytes() + s.attention_score_buffer_bytes() + TransientBytes(s));
   }
   return f;
 }
