@@ -559,6 +559,9 @@ constexpr FlagForField kLaunchArgumentForField[] = {
     {"parallel.expert_parallel", "--expert-model-parallel-size"},
     {"parallel.expert_tensor_parallel", "--expert-tensor-parallel-size"},
     {"parallel.sequence_parallel", "--sequence-parallel"},
+    {"parallel.virtual_pipeline_stages",
+     "--num-layers-per-virtual-pipeline-stage or "
+     "--num-virtual-stages-per-pipeline-rank"},
     {"parallel.distributed_optimizer_instances",
      "--num-distributed-optimizer-instances"},
     {"training.recompute.distribute_saved_activations",
@@ -571,6 +574,8 @@ constexpr FlagForField kLaunchArgumentForField[] = {
     {"training.seq_length", "--seq-length"},
     {"training.global_batch_size", "--global-batch-size"},
     {"training.tp_comm_overlap", "--tp-comm-overlap"},
+    {"training.precision", "--bf16 / --fp16, fp32 without either"},
+    {"training.attention_kernel", "--attention-backend"},
     {"training.fp8.bf16_first_layers", "--num-layers-at-start-in-bf16"},
     {"training.fp8.bf16_last_layers", "--num-layers-at-end-in-bf16"},
     {"num_gpus", "torchrun --nnodes x --nproc-per-node, or --gpus"},

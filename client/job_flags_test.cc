@@ -357,6 +357,12 @@ TEST(JobFlagsTest, FlagHintsForEstimatorFields) {
             "training.recompute (--recompute-granularity): x");
   EXPECT_EQ(WithLaunchHint("accelerator.name: x"),
             "accelerator.name (--gpu): x");
+  EXPECT_EQ(WithLaunchHint("training.attention_kernel: x"),
+            "training.attention_kernel (--attention-backend): x");
+  EXPECT_EQ(WithLaunchHint("parallel.virtual_pipeline_stages: x"),
+            "parallel.virtual_pipeline_stages "
+            "(--num-layers-per-virtual-pipeline-stage or "
+            "--num-virtual-stages-per-pipeline-rank): x");
 }
 
 // A model whose layers do not divide over PP (DeepSeek-V3's 61 over 8) has
