@@ -149,7 +149,6 @@ double TransientBytes(const v1::StageMemory& stage) {
 
 const char* TransientName(const v1::StageMemory& stage) {
   const double largest = TransientBytes(stage);
-  if (largest == 0) return "no transient";
   if (stage.loss_gradient_cast_bytes() == largest) {
     return "the loss's backward casts the logits' gradient to 16 bits";
   }

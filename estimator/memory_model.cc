@@ -856,12 +856,12 @@ double OutputWeightGradientBytes(const ModelShape& m, const Layout& l) {
 // embedding on the last stage is left to the headroom: the losses'
 // softmaxes freed before it outweigh it unless 2 s/c x b < h.
 double EmbeddingGradientBytes(const ModelShape& m, const Layout& l,
-                              double first_chunk_microbatch_bytes) {
+                              double freed_bytes) {
   const double element = 2 * ActivationElementScale(l);
   const double gradient =
       element * m.hidden *
       (VocabRows(m, l.tensor) / l.tensor + m.learned_positions);
-  return std::max(0.0, gradient - first_chunk_microbatch_bytes);
+  return std::max(0.0, gradient - freed_bytes);
 }
 
 // Megatron's --defer-embedding-wgrad-compute [DW]: each call of the output
@@ -1427,14 +1427,15 @@ double ContextParallelGatherWorkingSet(const ModelShape& m, const Layout& l) {
 // layers for each micro-batch in flight (`chunks` null: v equal chunks of
 // the stage's layers), the recomputation and dispatch working sets, the
 // embedding on the first stage, the LM head and MTP block on the last.
-// `first_chunk_microbatch`, where given, gets one micro-batch's stored
-// layer activations of the first chunk and the layers' working sets (what
-// the embedding's backward follows, [EG]), computed here already.
+// `freed_before_embedding_gradient`, where given, gets what the
+// embedding's backward follows [EG]: one micro-batch's stored layer
+// activations of the first chunk and the layers' working sets, computed
+// here already.
 double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
                         const LayerMix& mix,
                         const std::vector<LayerMix>* chunks,
                         const Bf16Layers* bf16,
-                        double* first_chunk_microbatch = nullptr) {
+                        double* freed_before_embedding_gradient = nullptr) {
   const double in_flight = MicrobatchesInFlight(l, stage);
   const ChunkMicrobatchesInFlight in_flight_of(l, in_flight);
   // Without `chunks`, each of the v chunks holds an equal share.
@@ -1456,7 +1457,9 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
   if (chunks == nullptr) {
     const double stored =
         StoredActivations(m, l, even_chunk, full, chunk_bf16(0));
-    if (first_chunk_microbatch != nullptr) *first_chunk_microbatch = stored;
+    if (freed_before_embedding_gradient != nullptr) {
+      *freed_before_embedding_gradient = stored;
+    }
     activations = in_flight * stored;
     working_set = RecomputeWorkingSet(l, even_chunk, full, chunk_bf16(0));
   } else {
@@ -1472,8 +1475,8 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
         working_set = std::max(
             working_set, RecomputeWorkingSet(l, chunk, full, chunk_bf16(j)));
       }
-      if (j == 0 && first_chunk_microbatch != nullptr) {
-        *first_chunk_microbatch = stored;
+      if (j == 0 && freed_before_embedding_gradient != nullptr) {
+        *freed_before_embedding_gradient = stored;
       }
       activations += in_flight_of.Of(j) * stored;
     }
@@ -1501,8 +1504,8 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
   // [EG] A layer's working sets live while it runs backward: none is left
   // when the embedding's backward, the micro-batch's last op, makes its
   // gradient.
-  if (first_chunk_microbatch != nullptr) {
-    *first_chunk_microbatch += working_set;
+  if (freed_before_embedding_gradient != nullptr) {
+    *freed_before_embedding_gradient += working_set;
   }
   if (stage == 0) {
     // The embedding sits in the first chunk.
@@ -1620,9 +1623,9 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
                  l.optimizer_instances
            : params + expert_params);
 
-  double first_chunk_microbatch = 0;
+  double freed_before_embedding_gradient = 0;
   f.activation_bytes = StageActivations(m, l, stage, mix, chunks, bf16,
-                                        &first_chunk_microbatch);
+                                        &freed_before_embedding_gradient);
   // [UA] [GA] The scores buffer: (b x a/t, s, s) in the query's dtype
   // (dot_product_attention.py: get_global_memory_buffer().get_tensor(...,
   // query.dtype, "mpu")), allocated by a rank's first attention layer and
@@ -1642,7 +1645,7 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
     // by the embedding's backward; a pipeline's first stage frees one
     // micro-batch's layers of its first chunk.
     f.embedding_gradient_bytes = EmbeddingGradientBytes(
-        m, l, last ? f.activation_bytes : first_chunk_microbatch);
+        m, l, last ? f.activation_bytes : freed_before_embedding_gradient);
   }
   // DeepEP allocates its buffers at a rank's first dispatch: on the GPUs
   // of stages that hold an MoE layer (the MTP layer included).
