@@ -214,14 +214,14 @@ absl::Status EstimateJobInto(const v1::Job& job, double threshold,
   StagePeak stage_peak;
   const VirtualStages virtual_stages = VirtualStagesOf(resolved);
   double first_layer = 0;  // of stage i, without interleaving
+  LayoutStages layout_stages(shape, layout);
   for (uint32_t i = 0; i < stages; ++i) {
     const Chunks chunks = ChunksOf(virtual_stages, stages, i);
     const double layers = StageLayers(resolved, chunks, i);
     const StageFigures figures =
         chunks.layers.empty()
-            ? StageMemoryOf(shape, layout, i, layers, first_layer)
-            : StageMemoryOfChunks(shape, layout, i, chunks.layers,
-                                  chunks.first);
+            ? layout_stages.Stage(i, layers, first_layer)
+            : layout_stages.Chunks(i, chunks.layers, chunks.first);
     first_layer += layers;
     stage_peak.Add(figures);
     Fill(figures, i, layers,

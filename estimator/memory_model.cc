@@ -652,37 +652,55 @@ Layout WithoutSelectiveRecompute(const Layout& l) {
   return plain;
 }
 
-FullLayers FullLayersOf(const ModelShape& m, const Layout& l,
-                        const LayerMix& stage, double stage_bf16) {
+// A layout and its kept layer figures (LayoutStages): one layer's
+// activations of a kind are worked out the first time a stage asks.
+struct LayerCache {
+  const ModelShape& m;
+  const Layout& l;
+  LayerKindFigures* kinds;  // [2]: dense, MoE
+
+  const LayerKindFigures& Kind(bool moe) {
+    LayerKindFigures& k = kinds[moe ? 1 : 0];
+    if (k.known) return k;
+    k.known = true;
+    k.full = LayerActivationsFull(m, l, moe);
+    if (HasBf16Layers(l)) {
+      // [F8L] the same layer outside fp8: 16-bit GEMM inputs, no fp8 copy
+      // of the attention output, no fp8 row padding of the experts.
+      Layout bf16 = l;
+      bf16.fp8 = false;
+      k.bf16_extra =
+          std::max(0.0, LayerActivationsFull(m, bf16, moe) - k.full);
+    }
+    if (l.recompute == RecomputeKind::kSelective) {
+      k.selective = std::max(
+          0.0, LayerActivationsFull(m, WithoutSelectiveRecompute(l), moe) -
+                   k.full);
+    }
+    return k;
+  }
+};
+
+FullLayers FullLayersOf(LayerCache& layers, const LayerMix& stage,
+                        double stage_bf16) {
   // A kind the stage does not have is never read (StoredActivations and
   // RecomputeWorkingSet weigh it by its count, 0), except by the bf16
-  // layers' extra below, which takes the larger of both kinds: an all-MoE
-  // stage (most of an MoE plan's) skips the dense layer's terms.
-  const bool dense = stage.dense > 0 || stage_bf16 > 0;
-  FullLayers full{dense ? LayerActivationsFull(m, l, false) : 0,
-                  stage.moe > 0 ? LayerActivationsFull(m, l, true) : 0, 0};
-  if (stage_bf16 > 0) {
-    // [F8L] the same layer outside fp8: 16-bit GEMM inputs, no fp8 copy
-    // of the attention output, no fp8 row padding of the experts.
-    Layout bf16 = l;
-    bf16.fp8 = false;
-    full.bf16_extra =
-        std::max(0.0, LayerActivationsFull(m, bf16, false) - full.dense);
-    if (stage.moe > 0) {
-      full.bf16_extra = std::max(
-          full.bf16_extra, LayerActivationsFull(m, bf16, true) - full.moe);
-    }
+  // layers' extra, which takes the larger of both kinds: an all-MoE stage
+  // (most of an MoE plan's) skips the dense layer's terms.
+  FullLayers full;
+  if (stage.dense > 0 || stage_bf16 > 0) {
+    const LayerKindFigures& dense = layers.Kind(false);
+    full.dense = dense.full;
+    if (stage_bf16 > 0) full.bf16_extra = dense.bf16_extra;
+    full.selective_dense = dense.selective;
   }
-  if (l.recompute == RecomputeKind::kSelective) {
-    const Layout plain = WithoutSelectiveRecompute(l);
-    if (dense) {
-      full.selective_dense =
-          std::max(0.0, LayerActivationsFull(m, plain, false) - full.dense);
+  if (stage.moe > 0) {
+    const LayerKindFigures& moe = layers.Kind(true);
+    full.moe = moe.full;
+    if (stage_bf16 > 0) {
+      full.bf16_extra = std::max(full.bf16_extra, moe.bf16_extra);
     }
-    if (stage.moe > 0) {
-      full.selective_moe =
-          std::max(0.0, LayerActivationsFull(m, plain, true) - full.moe);
-    }
+    full.selective_moe = moe.selective;
   }
   return full;
 }
@@ -1431,11 +1449,13 @@ double ContextParallelGatherWorkingSet(const ModelShape& m, const Layout& l) {
 // embedding's backward follows [EG]: one micro-batch's stored layer
 // activations of the first chunk and the layers' working sets, computed
 // here already.
-double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
+double StageActivations(LayerCache& layers, uint32_t stage,
                         const LayerMix& mix,
                         const std::vector<LayerMix>* chunks,
                         const Bf16Layers* bf16,
                         double* freed_before_embedding_gradient = nullptr) {
+  const ModelShape& m = layers.m;
+  const Layout& l = layers.l;
   const double in_flight = MicrobatchesInFlight(l, stage);
   const ChunkMicrobatchesInFlight in_flight_of(l, in_flight);
   // Without `chunks`, each of the v chunks holds an equal share.
@@ -1451,7 +1471,7 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
                                 : bf16->chunks[j];
   };
   const FullLayers full =
-      FullLayersOf(m, l, mix, bf16 != nullptr ? bf16->stage : 0);
+      FullLayersOf(layers, mix, bf16 != nullptr ? bf16->stage : 0);
   double activations = 0;
   double working_set = 0;
   if (chunks == nullptr) {
@@ -1535,10 +1555,14 @@ double StageActivations(const ModelShape& m, const Layout& l, uint32_t stage,
   return activations;
 }
 
-StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
+// A stage of `base`'s layout; `loaded`, where there is one, the same
+// layout under the most loaded expert-parallel rank's load (LayoutStages).
+StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
                             uint32_t stage, const LayerMix& mix,
                             const std::vector<LayerMix>* chunks,
                             const Bf16Layers* bf16 = nullptr) {
+  const ModelShape& m = base.m;
+  const Layout& l = base.l;
   const bool first = stage == 0;
   const bool last = stage + 1 >= l.pipeline;
   const double vocab_shard = m.hidden * VocabRows(m, l.tensor) / l.tensor;
@@ -1624,7 +1648,7 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
            : params + expert_params);
 
   double freed_before_embedding_gradient = 0;
-  f.activation_bytes = StageActivations(m, l, stage, mix, chunks, bf16,
+  f.activation_bytes = StageActivations(base, stage, mix, chunks, bf16,
                                         &freed_before_embedding_gradient);
   // [UA] [GA] The scores buffer: (b x a/t, s, s) in the query's dtype
   // (dot_product_attention.py: get_global_memory_buffer().get_tensor(...,
@@ -1688,24 +1712,17 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
     if (l.virtual_stages <= 1 && !l.defer_embedding_wgrad) {
       Layout last = l;
       last.microbatches = 1;
+      LayerKindFigures last_kinds[2];
+      LayerCache last_layers{m, last, last_kinds};
       outlived = f.activation_bytes -
-                 StageActivations(m, last, stage, mix, chunks, bf16);
+                 StageActivations(last_layers, stage, mix, chunks, bf16);
     }
     f.gradient_scratch_bytes = std::max(0.0, scratch - outlived);
     f.buffer_bytes += f.gradient_scratch_bytes;
   }
-  // Dropless routing: the most loaded expert-parallel rank receives more
-  // than its share; admission counts that margin above the estimate, never
-  // more than routing can send one rank (none with EP = 1: measured on a
-  // real Megatron-Core MoE, bench/RESULTS.md).
-  const double most_loaded = std::min<double>(l.load_imbalance,
-                                              MaxExpertLoad(m, l));
-  if (m.experts > 0 && l.expert_load == 1 && most_loaded > 1) {
-    Layout loaded = l;
-    loaded.expert_load = most_loaded;
-    f.imbalance_bytes =
-        StageActivations(m, loaded, stage, mix, chunks, bf16) -
-        f.activation_bytes;
+  if (loaded != nullptr) {
+    f.imbalance_bytes = StageActivations(*loaded, stage, mix, chunks, bf16) -
+                        f.activation_bytes;
   }
   return f;
 }
@@ -1716,9 +1733,10 @@ StageFigures StageFiguresOf(const ModelShape& m, const Layout& l,
 // the first ones); dense and MoE layers spread evenly, as without bf16
 // layers. Apart from StageMemoryOf, which the planner's inner loop calls:
 // its chunk vector stays off that path.
-StageFigures InterleavedBf16StageFigures(const ModelShape& m,
-                                         const Layout& l, uint32_t stage,
-                                         const LayerMix& mix) {
+StageFigures InterleavedBf16StageFigures(LayerCache& base, LayerCache* loaded,
+                                         uint32_t stage, const LayerMix& mix) {
+  const ModelShape& m = base.m;
+  const Layout& l = base.l;
   const double v = l.virtual_stages;
   const double chunk = mix.total() / v;
   const std::vector<LayerMix> chunks(static_cast<size_t>(v),
@@ -1730,32 +1748,57 @@ StageFigures InterleavedBf16StageFigures(const ModelShape& m,
         Bf16LayersIn(m, l, (j * l.pipeline + stage) * chunk, chunk));
     bf16.stage += bf16.chunks.back();
   }
-  return StageFiguresOf(m, l, stage, mix, &chunks, &bf16);
+  return StageFiguresOf(base, loaded, stage, mix, &chunks, &bf16);
 }
 
 }  // namespace
 
-StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
-                           uint32_t stage, double stage_layers,
-                           double first_layer) {
+LayoutStages::LayoutStages(const ModelShape& m, const Layout& l)
+    : m_(m), l_(l) {
+  // Dropless routing: the most loaded expert-parallel rank receives more
+  // than its share; admission counts that margin above the estimate, never
+  // more than routing can send one rank (none with EP = 1: measured on a
+  // real Megatron-Core MoE, bench/RESULTS.md).
+  if (m.experts > 0 && l.expert_load == 1) {
+    const double most_loaded =
+        std::min<double>(l.load_imbalance, MaxExpertLoad(m, l));
+    if (most_loaded > 1) {
+      loaded_ = true;
+      loaded_layout_ = l;
+      loaded_layout_.expert_load = most_loaded;
+    }
+  }
+}
+
+StageFigures LayoutStages::Stage(uint32_t stage, double stage_layers,
+                                 double first_layer) {
+  const ModelShape& m = m_;
+  const Layout& l = l_;
+  LayerCache base{m, l, kinds_};
+  LayerCache loaded{m, loaded_layout_, loaded_kinds_};
+  LayerCache* most_loaded = loaded_ ? &loaded : nullptr;
   if (first_layer < 0) first_layer = stage * stage_layers;
   const double moe = MoeLayersIn(m, first_layer, stage_layers);
   const LayerMix mix{stage_layers - moe, moe};
   if (HasBf16Layers(l)) {
     if (l.virtual_stages > 1) {
-      return InterleavedBf16StageFigures(m, l, stage, mix);
+      return InterleavedBf16StageFigures(base, most_loaded, stage, mix);
     }
     Bf16Layers bf16;
     bf16.stage = Bf16LayersIn(m, l, first_layer, stage_layers);
-    return StageFiguresOf(m, l, stage, mix, nullptr, &bf16);
+    return StageFiguresOf(base, most_loaded, stage, mix, nullptr, &bf16);
   }
-  return StageFiguresOf(m, l, stage, mix, nullptr);
+  return StageFiguresOf(base, most_loaded, stage, mix, nullptr);
 }
 
-StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
-                                 uint32_t stage,
-                                 const std::vector<double>& chunk_layers,
-                                 const std::vector<double>& chunk_first) {
+StageFigures LayoutStages::Chunks(uint32_t stage,
+                                  const std::vector<double>& chunk_layers,
+                                  const std::vector<double>& chunk_first) {
+  const ModelShape& m = m_;
+  const Layout& l = l_;
+  LayerCache base{m, l, kinds_};
+  LayerCache loaded{m, loaded_layout_, loaded_kinds_};
+  LayerCache* most_loaded = loaded_ ? &loaded : nullptr;
   LayerMix stage_mix;
   std::vector<LayerMix> chunks;
   chunks.reserve(chunk_layers.size());
@@ -1776,9 +1819,23 @@ StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
       bf16.chunks.push_back(Bf16LayersIn(m, l, first, chunk_layers[j]));
       bf16.stage += bf16.chunks.back();
     }
-    return StageFiguresOf(m, l, stage, stage_mix, &chunks, &bf16);
+    return StageFiguresOf(base, most_loaded, stage, stage_mix, &chunks,
+                          &bf16);
   }
-  return StageFiguresOf(m, l, stage, stage_mix, &chunks);
+  return StageFiguresOf(base, most_loaded, stage, stage_mix, &chunks);
+}
+
+StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,
+                           uint32_t stage, double stage_layers,
+                           double first_layer) {
+  return LayoutStages(m, l).Stage(stage, stage_layers, first_layer);
+}
+
+StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
+                                 uint32_t stage,
+                                 const std::vector<double>& chunk_layers,
+                                 const std::vector<double>& chunk_first) {
+  return LayoutStages(m, l).Chunks(stage, chunk_layers, chunk_first);
 }
 
 PeakRanks MiddlePeakRanks(uint32_t pipeline, uint32_t boundary) {
@@ -1802,16 +1859,17 @@ uint32_t RankHoldingLayer(double layer, double first, double middle,
 
 StagePeak PeakOfEvenStages(const ModelShape& m, const Layout& l) {
   const double stage_layers = m.layers / l.pipeline;
+  LayoutStages stages(m, l);
   StagePeak peak;
-  peak.Add(StageMemoryOf(m, l, 0, stage_layers));
+  peak.Add(stages.Stage(0, stage_layers));
   if (l.pipeline <= 1) return peak;
   const uint32_t last_stage = static_cast<uint32_t>(l.pipeline) - 1;
-  peak.Add(StageMemoryOf(m, l, last_stage, stage_layers));
+  peak.Add(stages.Stage(last_stage, stage_layers));
   // Interleaved, bf16 layers beyond a chunk's worth spill into rank 1's
   // first chunk and rank p - 2's last [F8L]: those ranks are evaluated too.
   if (l.virtual_stages > 1 && HasBf16Layers(l) && l.pipeline > 2) {
     for (uint32_t rank : {1u, last_stage - 1}) {
-      peak.Add(StageMemoryOf(m, l, rank, stage_layers));
+      peak.Add(stages.Stage(rank, stage_layers));
     }
   }
   // With experts, the middle ranks that can peak (dense models: their
@@ -1823,7 +1881,7 @@ StagePeak PeakOfEvenStages(const ModelShape& m, const Layout& l) {
     const PeakRanks ranks = MiddlePeakRanks(
         p, RankHoldingLayer(m.leading_dense, chunk, chunk, chunk * p, p));
     for (uint32_t k = 0; k < ranks.count; ++k) {
-      peak.Add(StageMemoryOf(m, l, ranks.rank[k], stage_layers));
+      peak.Add(stages.Stage(ranks.rank[k], stage_layers));
     }
   }
   return peak;

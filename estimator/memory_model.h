@@ -403,6 +403,47 @@ bool ReducesGradientsInFp32(const v1::TrainingConfig& t);
 // the term and the assumption it states.
 bool ContextParallelAllToAll(const Layout& l);
 
+// One layer's activations of one kind (dense or MoE) under one layout
+// (memory_model.cc FullLayersOf): the same for every stage and chunk of
+// the layout. Kept by LayoutStages; `known` once worked out.
+struct LayerKindFigures {
+  bool known = false;
+  double full = 0;        // LayerActivationsFull
+  double bf16_extra = 0;  // what the layer keeps run in bf16 [F8L]
+  double selective = 0;   // what its recomputed modules remake [SR]
+};
+
+// The stages of one layout. What every stage of it computes alike, one
+// layer's activations of each kind, as routed and under the most loaded
+// expert, is worked out at the first stage that needs it and kept: a
+// job's p stages, or the planner's few ranks of a layout, compute it once
+// rather than once a stage (it was a quarter of an MoE plan's work). For
+// the (m, l) it is made with, which must outlive it; figures are the same,
+// to the bit, as each stage's alone (memory_model_test).
+class LayoutStages {
+ public:
+  LayoutStages(const ModelShape& m, const Layout& l);
+  LayoutStages(const LayoutStages&) = delete;
+  LayoutStages& operator=(const LayoutStages&) = delete;
+
+  // StageMemoryOf and StageMemoryOfChunks (below), of this layout.
+  StageFigures Stage(uint32_t stage, double stage_layers,
+                     double first_layer = -1);
+  StageFigures Chunks(uint32_t stage, const std::vector<double>& chunk_layers,
+                      const std::vector<double>& chunk_first = {});
+
+ private:
+  const ModelShape& m_;
+  const Layout& l_;
+  // MoE dropless routing: the layout with the most loaded expert-parallel
+  // rank's load, whose activations less the balanced ones are the stage's
+  // imbalance margin; `loaded_` false where there is none.
+  bool loaded_ = false;
+  Layout loaded_layout_;
+  LayerKindFigures kinds_[2];         // dense, MoE
+  LayerKindFigures loaded_kinds_[2];  // the same under loaded_layout_
+};
+
 // Memory of one GPU of pipeline stage `stage` (0-based) holding
 // `stage_layers` transformer layers, under the 1F1B schedule.
 // `first_layer` is the index of the stage's first layer (which of its

@@ -1,6 +1,8 @@
 #include "estimator/memory_model.h"
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "estimator/catalog.h"
 #include "gtest/gtest.h"
@@ -154,6 +156,68 @@ TEST(MemoryModelTest, MlaRotatesBesideAnyPositions) {
         v1::POSITION_EMBEDDING_YARN, v1::POSITION_EMBEDDING_MROPE}) {
     model.set_position_embedding(unfused);
     EXPECT_DOUBLE_EQ(UnfusedRopeTables(ShapeOf(model), l), tables) << unfused;
+  }
+}
+
+void ExpectSameFigures(const StageFigures& a, const StageFigures& b,
+                       const std::string& where) {
+  EXPECT_EQ(a.parameters, b.parameters) << where;
+  EXPECT_EQ(a.weight_bytes, b.weight_bytes) << where;
+  EXPECT_EQ(a.gradient_bytes, b.gradient_bytes) << where;
+  EXPECT_EQ(a.optimizer_bytes, b.optimizer_bytes) << where;
+  EXPECT_EQ(a.activation_bytes, b.activation_bytes) << where;
+  EXPECT_EQ(a.imbalance_bytes, b.imbalance_bytes) << where;
+  EXPECT_EQ(a.buffer_bytes, b.buffer_bytes) << where;
+  EXPECT_EQ(a.transient_peak_bytes(), b.transient_peak_bytes()) << where;
+}
+
+// LayoutStages keeps one layer's figures of each kind for all the stages
+// of a layout, worked out at the first stage that needs them: whatever
+// order stages ask in, and whatever kinds the earlier ones had (DeepSeek-
+// V3's dense first layers, MoE after; fp8 with bf16 first and last layers
+// on some stages only; selective recomputation; the most loaded expert's
+// margin), each stage's figures are those it has alone, to the bit.
+TEST(MemoryModelTest, StagesOfOneLayoutShareItsLayerFigures) {
+  const ModelShape m = Shape("deepseek-v3");
+  Layout l = PaperLayout();
+  l.tensor = 2;
+  l.pipeline = 8;
+  l.data = 64;
+  l.expert_parallel = 64;
+  l.microbatches = 32;
+  l.seq_length = 4096;
+  for (const bool fp8 : {false, true}) {
+    for (const RecomputeKind recompute :
+         {RecomputeKind::kNone, RecomputeKind::kSelective,
+          RecomputeKind::kFullUniform}) {
+      l.fp8 = fp8;
+      l.bf16_first_layers = fp8 ? 2 : 0;
+      l.bf16_last_layers = fp8 ? 1 : 0;
+      l.recompute = recompute;
+      l.recompute_layers = recompute == RecomputeKind::kFullUniform ? 1 : 0;
+      l.recompute_mlp = recompute == RecomputeKind::kSelective;
+      const std::string where = "fp8 " + std::to_string(fp8) +
+                                ", recompute " +
+                                std::to_string(static_cast<int>(recompute));
+      // Uneven stages: 4 layers on the first (3 dense, 1 MoE), 9 a stage
+      // after, 0-based rank 7 last; asked last to first.
+      LayoutStages stages(m, l);
+      for (int rank = 7; rank >= 0; --rank) {
+        const double layers = rank == 0 ? 4 : 9;
+        const double first = rank == 0 ? 0 : 4 + 9.0 * (rank - 1);
+        const uint32_t stage = static_cast<uint32_t>(rank);
+        ExpectSameFigures(stages.Stage(stage, layers, first),
+                          StageMemoryOf(m, l, stage, layers, first),
+                          where + ", rank " + std::to_string(rank));
+      }
+      // Chunk by chunk too, on the same LayoutStages after the stages.
+      const std::vector<double> chunk_layers = {2, 5};
+      const std::vector<double> chunk_first = {1, 40};
+      ExpectSameFigures(stages.Chunks(1, chunk_layers, chunk_first),
+                        StageMemoryOfChunks(m, l, 1, chunk_layers, chunk_first),
+                        where + ", chunks");
+      EXPECT_GT(stages.Stage(3, 9, 22).imbalance_bytes, 0) << where;
+    }
   }
 }
 

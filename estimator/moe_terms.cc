@@ -236,11 +236,15 @@ double ExpertFfn(const ModelShape& m) {
 
 double MoeLayersIn(const ModelShape& m, double first, double count) {
   if (m.experts <= 0 || m.moe_prefix.empty() || count <= 0) return 0;
+  // Layer indices are whole: [floor(first), floor(first + count)) within
+  // the prefix's range. Clamped first, then truncated (the same for values
+  // clamped to whole bounds, without libm's floor: the planner's inner loop
+  // calls this for each chunk of each rank it estimates).
   const double size = static_cast<double>(m.moe_prefix.size()) - 1;
-  const double begin = std::clamp(std::floor(first), 0.0, size);
-  const double end = std::clamp(std::floor(first + count), begin, size);
-  return m.moe_prefix[static_cast<size_t>(end)] -
-         m.moe_prefix[static_cast<size_t>(begin)];
+  const size_t begin = static_cast<size_t>(std::clamp(first, 0.0, size));
+  const size_t end = static_cast<size_t>(
+      std::clamp(first + count, static_cast<double>(begin), size));
+  return m.moe_prefix[end] - m.moe_prefix[begin];
 }
 
 double MlaLinearParameters(const ModelShape& m, const Layout& l) {

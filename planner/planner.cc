@@ -590,30 +590,28 @@ uint64_t CountLayouts(const Search& s,
 StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
                  const std::vector<RankChunks>& chunks) {
   StagePeak peak;
+  LayoutStages stages(s.shape, l);
   if (!chunks.empty()) {
     for (const RankChunks& rank : chunks) {
       // One chunk a rank is plain 1F1B: a stage, as the estimate has it.
       peak.Add(rank.layers.size() == 1
-                   ? StageMemoryOf(s.shape, l, rank.stage, rank.layers[0],
-                                   rank.first[0])
-                   : StageMemoryOfChunks(s.shape, l, rank.stage, rank.layers,
-                                         rank.first));
+                   ? stages.Stage(rank.stage, rank.layers[0], rank.first[0])
+                   : stages.Chunks(rank.stage, rank.layers, rank.first));
     }
     return peak;
   }
   if (split.first == 0) return PeakOfEvenStages(s.shape, l);
   const uint32_t p = static_cast<uint32_t>(l.pipeline);
-  peak.Add(StageMemoryOf(s.shape, l, 0, split.first, 0));
-  peak.Add(StageMemoryOf(s.shape, l, p - 1, split.last,
-                         s.layers - split.last));
+  peak.Add(stages.Stage(0, split.first, 0));
+  peak.Add(stages.Stage(p - 1, split.last, s.layers - split.last));
   // An uneven split has p >= 3 (SplitLayers): rank 1 at least.
   const PeakRanks middle = MiddlePeakRanks(
       p, RankHoldingLayer(s.shape.leading_dense, split.first, split.middle, 0,
                           p));
   for (uint32_t k = 0; k < middle.count; ++k) {
     const uint32_t rank = middle.rank[k];
-    peak.Add(StageMemoryOf(s.shape, l, rank, split.middle,
-                           split.first + (rank - 1.0) * split.middle));
+    peak.Add(stages.Stage(rank, split.middle,
+                          split.first + (rank - 1.0) * split.middle));
   }
   return peak;
 }
