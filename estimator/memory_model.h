@@ -315,9 +315,15 @@ struct StageFigures {
 struct StagePeak {
   double admission = 0;
   double transient = 0;
+  // The largest weights, gradients and optimizer states of the stages:
+  // what no recomputation can lower (a floor under `admission` for the
+  // planner's search).
+  double model_states = 0;
   void Add(const StageFigures& f) {
     admission = std::max(admission, f.admission_bytes());
     transient = std::max(transient, f.transient_peak_bytes());
+    model_states = std::max(
+        model_states, f.weight_bytes + f.gradient_bytes + f.optimizer_bytes);
   }
 };
 

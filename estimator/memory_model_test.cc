@@ -221,5 +221,27 @@ TEST(MemoryModelTest, StagesOfOneLayoutShareItsLayerFigures) {
   }
 }
 
+// StagePeak::model_states is what the planner takes as the floor no
+// recomputation lowers (planner.cc FitByRecomputing): the same with every
+// layer recomputed as with none, and below the admission figure.
+TEST(MemoryModelTest, RecomputationLeavesTheModelStatesFloor) {
+  const ModelShape m = Shape("qwen3-235b-a22b");
+  Layout l = PaperLayout();
+  l.pipeline = 2;
+  l.expert_parallel = 8;
+  l.data = 8;
+  l.microbatches = 16;
+  StagePeak plain;
+  plain.Add(StageMemoryOf(m, l, 0, 47));
+  l.recompute = RecomputeKind::kFullBlock;
+  l.recompute_layers = 47;
+  StagePeak recomputed;
+  recomputed.Add(StageMemoryOf(m, l, 0, 47));
+  EXPECT_LT(recomputed.admission, plain.admission);
+  EXPECT_EQ(recomputed.model_states, plain.model_states);
+  EXPECT_GT(plain.model_states, 0);
+  EXPECT_LT(recomputed.model_states, recomputed.admission);
+}
+
 }  // namespace
 }  // namespace memgate

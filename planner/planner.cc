@@ -625,13 +625,12 @@ bool IsGreen(const Search& s, const StagePeak& peak) {
 // DeepSeek-V3, mostly MLA's up projections), which is below any full
 // recomputation's (at least a quarter of a stage's layers, x 13/12), so
 // the first that fits is the cheapest. Otherwise with the least full
-// recomputation
-// (method block) that makes it fit, in quarters of the largest stage's
-// layers: recomputing all of them first (a layout that does not fit even
-// so costs one more estimate), then the smaller quarters; at most four more
-// estimates, so the search stays bounded. Its speed pays one more forward
-// of the recomputed layers (a forward is about a third of forward plus
-// backward).
+// recomputation (method block) that makes it fit, in quarters of the
+// largest stage's layers, the smallest first, all of them last (most
+// layouts that fit by recomputing fit by a quarter or two); at most four
+// more estimates, so the search stays bounded. Its speed pays one more
+// forward of the recomputed layers (a forward is about a third of forward
+// plus backward).
 //
 // Under full recomputation the peak never falls as the micro-batch grows
 // (what a stage holds is b times its micro-batches in flight, min(b x in
@@ -646,11 +645,20 @@ struct RecomputeProbe {
 };
 
 void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
-                      const std::vector<RankChunks>& chunks, Layout4D& entry,
+                      const std::vector<RankChunks>& chunks,
+                      double model_states, Layout4D& entry,
                       RecomputeProbe& probe) {
   const uint32_t stage_layers =
       std::max(split.middle, split.first) / std::max(1u, entry.v);
   if (stage_layers == 0 || probe.hopeless) return;
+  // Where the weights, gradients and optimizer states alone do not fit,
+  // no recomputation makes the stage fit: no estimate is spent on it.
+  StagePeak floor;
+  floor.admission = model_states;
+  if (!IsGreen(s, floor)) {
+    probe.hopeless = true;
+    return;
+  }
   // (Full recomputation of every layer keeps less than the cheap modules:
   // once it does not fit, neither do they.)
   if (s.cheap.any() && !probe.cheap_failed) {
@@ -676,26 +684,28 @@ void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
     peak = stage_peak.admission;
     return IsGreen(s, stage_peak);
   };
+  // Smallest first: a peak never rises as more layers are recomputed
+  // (monotonic_estimates_test, "block recomputation of one layer more"),
+  // so the first that fits is the least, and every layer, tried last, is
+  // the test of whether any fits.
   double peak = 0;
-  if (!fits(stage_layers, peak)) {
-    probe.hopeless = true;
-    return;
-  }
-  uint32_t least = stage_layers;
-  double least_peak = peak;
+  uint32_t least = 0;
   uint32_t previous = 0;
-  for (uint32_t quarter = 1; quarter <= 3; ++quarter) {
+  for (uint32_t quarter = 1; quarter <= 4; ++quarter) {
     const uint32_t n = (stage_layers * quarter + 3) / 4;
-    if (n == previous || n >= stage_layers || n < probe.least) continue;
+    if (n == previous || n < probe.least) continue;
     previous = n;
     if (fits(n, peak)) {
       least = n;
-      least_peak = peak;
       break;
     }
   }
+  if (least == 0) {
+    probe.hopeless = true;
+    return;
+  }
   probe.least = least;
-  entry.peak_bytes = least_peak;
+  entry.peak_bytes = peak;
   entry.zone = v1::ZONE_GREEN;
   entry.recompute = least;
   entry.recompute_cost = 1 + least / (3.0 * stage_layers);
@@ -771,7 +781,8 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           entry.peak_bytes = peak.admission;
           entry.zone = AdmissionZone(peak, s.capacity, s.threshold);
           if (entry.zone != v1::ZONE_GREEN && s.allow_recompute) {
-            FitByRecomputing(s, l, split, chunking.chunks, entry, probes[i]);
+            FitByRecomputing(s, l, split, chunking.chunks, peak.model_states,
+                             entry, probes[i]);
           }
           return entry;
         };
