@@ -589,13 +589,6 @@ double LayerInput(const ModelShape& m, const Layout& l) {
                                                            : bytes;
 }
 
-// Dense and MoE transformer layers of a stage or chunk.
-struct LayerMix {
-  double dense = 0;
-  double moe = 0;
-  double total() const { return dense + moe; }
-};
-
 // Of a stage's layers, those an fp8 run keeps in bf16 [F8L]: the stage's
 // count and, where the stage is given chunk by chunk, each chunk's. Kept
 // apart from LayerMix so that the planner's inner loop, which has none,
@@ -1791,38 +1784,49 @@ StageFigures LayoutStages::Stage(uint32_t stage, double stage_layers,
   return StageFiguresOf(base, most_loaded, stage, mix, nullptr);
 }
 
-StageFigures LayoutStages::Chunks(uint32_t stage,
-                                  const std::vector<double>& chunk_layers,
-                                  const std::vector<double>& chunk_first) {
+ChunkMix ChunkMixOf(const ModelShape& m,
+                    const std::vector<double>& chunk_layers,
+                    const std::vector<double>& chunk_first) {
+  ChunkMix mix;
+  mix.chunks.reserve(chunk_layers.size());
+  mix.first.reserve(chunk_layers.size());
+  for (size_t j = 0; j < chunk_layers.size(); ++j) {
+    const double first = j < chunk_first.size() ? chunk_first[j] : 0;
+    const double moe = MoeLayersIn(m, first, chunk_layers[j]);
+    mix.chunks.push_back(LayerMix{chunk_layers[j] - moe, moe});
+    mix.first.push_back(first);
+    mix.stage.dense += mix.chunks.back().dense;
+    mix.stage.moe += moe;
+  }
+  return mix;
+}
+
+StageFigures LayoutStages::Chunks(uint32_t stage, const ChunkMix& mix) {
   const ModelShape& m = m_;
   const Layout& l = l_;
   LayerCache base{m, l, kinds_};
   LayerCache loaded{m, loaded_layout_, loaded_kinds_};
   LayerCache* most_loaded = loaded_ ? &loaded : nullptr;
-  LayerMix stage_mix;
-  std::vector<LayerMix> chunks;
-  chunks.reserve(chunk_layers.size());
-  for (size_t j = 0; j < chunk_layers.size(); ++j) {
-    const double first = j < chunk_first.size() ? chunk_first[j] : 0;
-    const double moe = MoeLayersIn(m, first, chunk_layers[j]);
-    chunks.push_back(LayerMix{chunk_layers[j] - moe, moe});
-    stage_mix.dense += chunks.back().dense;
-    stage_mix.moe += moe;
-  }
   if (HasBf16Layers(l)) {
     // A chunk without its first layer given is placed at layer 0: every
     // such chunk counts the first bf16 layers (an over-count).
     Bf16Layers bf16;
-    bf16.chunks.reserve(chunk_layers.size());
-    for (size_t j = 0; j < chunk_layers.size(); ++j) {
-      const double first = j < chunk_first.size() ? chunk_first[j] : 0;
-      bf16.chunks.push_back(Bf16LayersIn(m, l, first, chunk_layers[j]));
+    bf16.chunks.reserve(mix.chunks.size());
+    for (size_t j = 0; j < mix.chunks.size(); ++j) {
+      bf16.chunks.push_back(
+          Bf16LayersIn(m, l, mix.first[j], mix.chunks[j].total()));
       bf16.stage += bf16.chunks.back();
     }
-    return StageFiguresOf(base, most_loaded, stage, stage_mix, &chunks,
+    return StageFiguresOf(base, most_loaded, stage, mix.stage, &mix.chunks,
                           &bf16);
   }
-  return StageFiguresOf(base, most_loaded, stage, stage_mix, &chunks);
+  return StageFiguresOf(base, most_loaded, stage, mix.stage, &mix.chunks);
+}
+
+StageFigures LayoutStages::Chunks(uint32_t stage,
+                                  const std::vector<double>& chunk_layers,
+                                  const std::vector<double>& chunk_first) {
+  return Chunks(stage, ChunkMixOf(m_, chunk_layers, chunk_first));
 }
 
 StageFigures StageMemoryOf(const ModelShape& m, const Layout& l,

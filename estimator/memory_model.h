@@ -409,6 +409,26 @@ bool ReducesGradientsInFp32(const v1::TrainingConfig& t);
 // the term and the assumption it states.
 bool ContextParallelAllToAll(const Layout& l);
 
+// Dense and MoE transformer layers of a stage or chunk.
+struct LayerMix {
+  double dense = 0;
+  double moe = 0;
+  double total() const { return dense + moe; }
+};
+
+// A rank's model chunks as LayoutStages::Chunks reads them (ChunkMixOf):
+// each chunk's dense and MoE layers and its first layer. They depend on
+// the split and the model, not on the layout: the planner makes them once
+// a pipeline shape rather than once a layout it estimates.
+struct ChunkMix {
+  std::vector<LayerMix> chunks;
+  std::vector<double> first;  // chunk j's first layer (0 where not given)
+  LayerMix stage;             // the chunks' sum
+};
+ChunkMix ChunkMixOf(const ModelShape& m,
+                    const std::vector<double>& chunk_layers,
+                    const std::vector<double>& chunk_first = {});
+
 // One layer's activations of one kind (dense or MoE) under one layout
 // (memory_model.cc FullLayersOf): the same for every stage and chunk of
 // the layout. Kept by LayoutStages; `known` once worked out.
@@ -437,6 +457,7 @@ class LayoutStages {
                      double first_layer = -1);
   StageFigures Chunks(uint32_t stage, const std::vector<double>& chunk_layers,
                       const std::vector<double>& chunk_first = {});
+  StageFigures Chunks(uint32_t stage, const ChunkMix& mix);
 
  private:
   const ModelShape& m_;

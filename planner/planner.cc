@@ -596,7 +596,7 @@ StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
       // One chunk a rank is plain 1F1B: a stage, as the estimate has it.
       peak.Add(rank.layers.size() == 1
                    ? stages.Stage(rank.stage, rank.layers[0], rank.first[0])
-                   : stages.Chunks(rank.stage, rank.layers, rank.first));
+                   : stages.Chunks(rank.stage, rank.mix));
     }
     return peak;
   }

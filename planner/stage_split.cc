@@ -51,7 +51,7 @@ RankChunks RankChunksAt(const StageSplit& split, ChunkForm form, uint32_t p,
   auto chunk = [&](uint32_t i, uint32_t j) {
     return ChunkSize(split, form, p, v, i, j);
   };
-  RankChunks rank{stage, {}, {}};
+  RankChunks rank{stage, {}, {}, {}};
   rank.layers.reserve(v);
   rank.first.reserve(v);
   double before = 0;  // layers of the rounds before round j
@@ -212,8 +212,11 @@ uint64_t PlacementWork(const ModelShape& m, uint32_t layers,
   return work;
 }
 
-std::vector<RankChunks> PeakRankChunksOf(const StageSplit& split, uint32_t p,
-                                         uint32_t v, const ModelShape& m) {
+namespace {
+
+// PeakRankChunksOf's ranks, their chunks' layers alone.
+std::vector<RankChunks> RanksToEstimate(const StageSplit& split, uint32_t p,
+                                        uint32_t v, const ModelShape& m) {
   if (PlacementDecidesPeakRanks(m, split, v)) {
     return DistinctRanksOf(split, p, v, m);
   }
@@ -246,6 +249,17 @@ std::vector<RankChunks> PeakRankChunksOf(const StageSplit& split, uint32_t p,
   stages.push_back(p - 1);
   for (uint32_t stage : stages) {
     ranks.push_back(RankChunksAt(split, form, p, v, stage));
+  }
+  return ranks;
+}
+
+}  // namespace
+
+std::vector<RankChunks> PeakRankChunksOf(const StageSplit& split, uint32_t p,
+                                         uint32_t v, const ModelShape& m) {
+  std::vector<RankChunks> ranks = RanksToEstimate(split, p, v, m);
+  for (RankChunks& rank : ranks) {
+    rank.mix = ChunkMixOf(m, rank.layers, rank.first);
   }
   return ranks;
 }

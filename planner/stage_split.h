@@ -67,6 +67,7 @@ std::string MtpLayoutText(const StageSplit& split, uint32_t p, uint32_t v);
 struct RankChunks {
   uint32_t stage;
   std::vector<double> layers, first;
+  ChunkMix mix;  // of layers and first: what LayoutStages::Chunks reads
 };
 
 // An upper bound on DistinctRanksOf's work over a plan, O(1) a pipeline
