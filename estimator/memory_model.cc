@@ -650,10 +650,10 @@ Layout WithoutSelectiveRecompute(const Layout& l) {
 struct LayerCache {
   const ModelShape& m;
   const Layout& l;
-  LayerKindFigures* kinds;  // [2]: dense, MoE
+  LayoutLaneFigures& figures;
 
   const LayerKindFigures& Kind(bool moe) {
-    LayerKindFigures& k = kinds[moe ? 1 : 0];
+    LayerKindFigures& k = figures.kinds[moe ? 1 : 0];
     if (k.known) return k;
     k.known = true;
     k.full = LayerActivationsFull(m, l, moe);
@@ -671,6 +671,24 @@ struct LayerCache {
                    k.full);
     }
     return k;
+  }
+
+  const LayerKindFigures& Parameters(bool moe) {
+    LayerKindFigures& k = figures.kinds[moe ? 1 : 0];
+    if (!k.parameters_known) {
+      k.parameters_known = true;
+      k.parameters = LayerParameters(m, l, moe);
+      if (moe) k.routed_expert_parameters = RoutedExpertParameters(m, l);
+    }
+    return k;
+  }
+
+  double DispatchWorkingSet() {
+    if (!figures.dispatch_known) {
+      figures.dispatch_known = true;
+      figures.dispatch_working_set = memgate::DispatchWorkingSet(m, l);
+    }
+    return figures.dispatch_working_set;
   }
 };
 
@@ -1511,7 +1529,7 @@ double StageActivations(LayerCache& layers, uint32_t stage,
     working_set += ContextParallelGatherWorkingSet(m, l);
   }
   if (mix.moe > 0 || (last && mtp_moe)) {
-    working_set += DispatchWorkingSet(m, l);
+    working_set += layers.DispatchWorkingSet();
   }
   activations += working_set;
   // [EG] A layer's working sets live while it runs backward: none is left
@@ -1568,11 +1586,13 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
   // (MoE terms only where there are MoE layers, dense ones only where
   // there are dense layers: this runs per layout in the planner's inner
   // loop.)
-  double params = mix.dense > 0 ? mix.dense * LayerParameters(m, l, false) : 0;
+  double params =
+      mix.dense > 0 ? mix.dense * base.Parameters(false).parameters : 0;
   double expert_params = 0;
   if (mix.moe > 0) {
-    params += mix.moe * LayerParameters(m, l, true);
-    expert_params = mix.moe * RoutedExpertParameters(m, l);
+    const LayerKindFigures& moe = base.Parameters(true);
+    params += mix.moe * moe.parameters;
+    expert_params = mix.moe * moe.routed_expert_parameters;
   }
   if (first) params += vocab_shard + m.learned_positions * m.hidden;
   if (last) params += NormParameters(m);
@@ -1705,8 +1725,8 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     if (l.virtual_stages <= 1 && !l.defer_embedding_wgrad) {
       Layout last = l;
       last.microbatches = 1;
-      LayerKindFigures last_kinds[2];
-      LayerCache last_layers{m, last, last_kinds};
+      LayoutLaneFigures last_figures;
+      LayerCache last_layers{m, last, last_figures};
       outlived = f.activation_bytes -
                  StageActivations(last_layers, stage, mix, chunks, bf16);
     }
@@ -1767,8 +1787,8 @@ StageFigures LayoutStages::Stage(uint32_t stage, double stage_layers,
                                  double first_layer) {
   const ModelShape& m = m_;
   const Layout& l = l_;
-  LayerCache base{m, l, kinds_};
-  LayerCache loaded{m, loaded_layout_, loaded_kinds_};
+  LayerCache base{m, l, routed_};
+  LayerCache loaded{m, loaded_layout_, loaded_figures_};
   LayerCache* most_loaded = loaded_ ? &loaded : nullptr;
   if (first_layer < 0) first_layer = stage * stage_layers;
   const double moe = MoeLayersIn(m, first_layer, stage_layers);
@@ -1804,8 +1824,8 @@ ChunkMix ChunkMixOf(const ModelShape& m,
 StageFigures LayoutStages::Chunks(uint32_t stage, const ChunkMix& mix) {
   const ModelShape& m = m_;
   const Layout& l = l_;
-  LayerCache base{m, l, kinds_};
-  LayerCache loaded{m, loaded_layout_, loaded_kinds_};
+  LayerCache base{m, l, routed_};
+  LayerCache loaded{m, loaded_layout_, loaded_figures_};
   LayerCache* most_loaded = loaded_ ? &loaded : nullptr;
   if (HasBf16Layers(l)) {
     // A chunk without its first layer given is placed at layer 0: every

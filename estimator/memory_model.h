@@ -429,14 +429,28 @@ ChunkMix ChunkMixOf(const ModelShape& m,
                     const std::vector<double>& chunk_layers,
                     const std::vector<double>& chunk_first = {});
 
-// One layer's activations of one kind (dense or MoE) under one layout
-// (memory_model.cc FullLayersOf): the same for every stage and chunk of
-// the layout. Kept by LayoutStages; `known` once worked out.
+// One layer of one kind (dense or MoE) under one layout, as every stage
+// of the layout counts it (memory_model.cc LayerCache). Kept by
+// LayoutStages; `known` once worked out.
 struct LayerKindFigures {
   bool known = false;
   double full = 0;        // LayerActivationsFull
   double bf16_extra = 0;  // what the layer keeps run in bf16 [F8L]
   double selective = 0;   // what its recomputed modules remake [SR]
+  // The layer's parameters (LayerParameters, and an MoE layer's routed
+  // experts apart: RoutedExpertParameters), worked out apart: the expert
+  // load does not change them.
+  bool parameters_known = false;
+  double parameters = 0;
+  double routed_expert_parameters = 0;
+};
+
+// What every stage of one layout counts alike under one expert load:
+// each kind of layer and, MoE, the token dispatch's working set.
+struct LayoutLaneFigures {
+  LayerKindFigures kinds[2];  // dense, MoE
+  bool dispatch_known = false;
+  double dispatch_working_set = 0;  // DispatchWorkingSet
 };
 
 // The stages of one layout. What every stage of it computes alike, one
@@ -467,8 +481,8 @@ class LayoutStages {
   // imbalance margin; `loaded_` false where there is none.
   bool loaded_ = false;
   Layout loaded_layout_;
-  LayerKindFigures kinds_[2];         // dense, MoE
-  LayerKindFigures loaded_kinds_[2];  // the same under loaded_layout_
+  LayoutLaneFigures routed_;  // the layout as it is
+  LayoutLaneFigures loaded_figures_;  // under loaded_layout_
 };
 
 // Memory of one GPU of pipeline stage `stage` (0-based) holding
