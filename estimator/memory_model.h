@@ -463,6 +463,10 @@ struct LayoutLaneFigures {
 class LayoutStages {
  public:
   LayoutStages(const ModelShape& m, const Layout& l);
+  // It keeps references: a temporary shape or layout would dangle.
+  LayoutStages(ModelShape&&, const Layout&) = delete;
+  LayoutStages(const ModelShape&, Layout&&) = delete;
+  LayoutStages(ModelShape&&, Layout&&) = delete;
   LayoutStages(const LayoutStages&) = delete;
   LayoutStages& operator=(const LayoutStages&) = delete;
 
