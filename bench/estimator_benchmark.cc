@@ -90,6 +90,14 @@ BENCHMARK(BM_PlanQwen3_235BOn16384H100)
     ->Arg(10)
     ->Unit(benchmark::kMillisecond);
 
+// DeepSeek-V3 over 16,384 H100s: MLA, three dense layers before the MoE
+// ones (which ranks can peak depends on where they fall) and an MTP layer
+// on the last stage; 256 experts make EP up to 256.
+void BM_PlanDeepSeekV3On16384H100(benchmark::State& state) {
+  RunPlans(state, PlanOn16384H100("deepseek-v3", 4096, 10));
+}
+BENCHMARK(BM_PlanDeepSeekV3On16384H100)->Unit(benchmark::kMillisecond);
+
 // A 60-layer model whose odd layers are MoE (16 experts, top 1), over
 // 16,384 H100s: which ranks can peak is found by placing each rank's
 // chunks (planner.cc [XR]).

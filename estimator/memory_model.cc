@@ -683,6 +683,7 @@ struct LayerCache {
     return k;
   }
 
+
   double DispatchWorkingSet() {
     if (!figures.dispatch_known) {
       figures.dispatch_known = true;
@@ -966,16 +967,19 @@ double MtpParameters(const ModelShape& m, const Layout& l) {
   return MtpBuiltLayers(m) * layer;
 }
 
-// Per micro-batch, each MTP layer stores a transformer layer's activations,
-// the projection's 2h-wide input and the two norms' inputs (2 x 2sbh,
-// split over t by sequence parallelism), and its own LM head's.
-double MtpActivations(const ModelShape& m, const Layout& l) {
+// Per micro-batch, each MTP layer stores a transformer layer's activations
+// (`layer_activations`: LayerActivationsFull of the MTP layer's kind, which
+// the stage has worked out already), the projection's 2h-wide input and the
+// two norms' inputs (2 x 2sbh, split over t by sequence parallelism), and
+// its own LM head's.
+double MtpActivations(const ModelShape& m, const Layout& l,
+                      double layer_activations) {
   if (m.mtp_layers <= 0) return 0;
   const double sbh = LocalTokens(l) * m.hidden;
   const double inputs = 8 * ActivationElementScale(l) * sbh /
                         (l.sequence_parallel ? l.tensor : 1);
-  return m.mtp_layers * (LayerActivationsFull(m, l, MtpLayerIsMoe(m)) +
-                         inputs + HeadActivations(m, l));
+  return m.mtp_layers *
+         (layer_activations + inputs + HeadActivations(m, l));
 }
 
 }  // namespace
@@ -1512,7 +1516,6 @@ double StageActivations(LayerCache& layers, uint32_t stage,
       activations += in_flight_of.Of(j) * stored;
     }
   }
-  const bool mtp_moe = m.mtp_layers > 0 && MtpLayerIsMoe(m);
   const bool last = stage + 1 >= l.pipeline;
   // [SR] On the stage that ends the model (one chunk a rank), a micro-
   // batch's backward reaches its last layer only after the LM head's
@@ -1528,7 +1531,7 @@ double StageActivations(LayerCache& layers, uint32_t stage,
   if (mix.dense + mix.moe > 0 || (last && m.mtp_layers > 0)) {
     working_set += ContextParallelGatherWorkingSet(m, l);
   }
-  if (mix.moe > 0 || (last && mtp_moe)) {
+  if (mix.moe > 0 || (last && m.mtp_layers > 0 && MtpLayerIsMoe(m))) {
     working_set += layers.DispatchWorkingSet();
   }
   activations += working_set;
@@ -1561,7 +1564,10 @@ double StageActivations(LayerCache& layers, uint32_t stage,
                    LossGradientTransient(m, l);
     // The MTP block sits in the last chunk of the last rank.
     activations +=
-        in_flight_of.Of(l.virtual_stages - 1) * MtpActivations(m, l);
+        in_flight_of.Of(l.virtual_stages - 1) *
+        (m.mtp_layers > 0
+             ? MtpActivations(m, l, layers.Kind(MtpLayerIsMoe(m)).full)
+             : 0);
   }
   return activations;
 }
