@@ -683,7 +683,6 @@ struct LayerCache {
     return k;
   }
 
-
   double DispatchWorkingSet() {
     if (!figures.dispatch_known) {
       figures.dispatch_known = true;
