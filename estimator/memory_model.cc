@@ -1772,7 +1772,11 @@ StageFigures InterleavedBf16StageFigures(LayerCache& base, LayerCache* loaded,
 }  // namespace
 
 LayoutStages::LayoutStages(const ModelShape& m, const Layout& l)
-    : m_(m), l_(l) {
+    : LayoutStages(m, l, own_) {}
+
+LayoutStages::LayoutStages(const ModelShape& m, const Layout& l,
+                           LayoutLayerFigures& kept)
+    : m_(m), l_(l), figures_(kept) {
   // Dropless routing: the most loaded expert-parallel rank receives more
   // than its share; admission counts that margin above the estimate, never
   // more than routing can send one rank (none with EP = 1: measured on a
@@ -1792,8 +1796,8 @@ StageFigures LayoutStages::Stage(uint32_t stage, double stage_layers,
                                  double first_layer) {
   const ModelShape& m = m_;
   const Layout& l = l_;
-  LayerCache base{m, l, routed_};
-  LayerCache loaded{m, loaded_layout_, loaded_figures_};
+  LayerCache base{m, l, figures_.routed};
+  LayerCache loaded{m, loaded_layout_, figures_.loaded};
   LayerCache* most_loaded = loaded_ ? &loaded : nullptr;
   if (first_layer < 0) first_layer = stage * stage_layers;
   const double moe = MoeLayersIn(m, first_layer, stage_layers);
@@ -1829,8 +1833,8 @@ ChunkMix ChunkMixOf(const ModelShape& m,
 StageFigures LayoutStages::Chunks(uint32_t stage, const ChunkMix& mix) {
   const ModelShape& m = m_;
   const Layout& l = l_;
-  LayerCache base{m, l, routed_};
-  LayerCache loaded{m, loaded_layout_, loaded_figures_};
+  LayerCache base{m, l, figures_.routed};
+  LayerCache loaded{m, loaded_layout_, figures_.loaded};
   LayerCache* most_loaded = loaded_ ? &loaded : nullptr;
   if (HasBf16Layers(l)) {
     // A chunk without its first layer given is placed at layer 0: every
@@ -1887,8 +1891,14 @@ uint32_t RankHoldingLayer(double layer, double first, double middle,
 }
 
 StagePeak PeakOfEvenStages(const ModelShape& m, const Layout& l) {
+  LayoutLayerFigures figures;
+  return PeakOfEvenStages(m, l, figures);
+}
+
+StagePeak PeakOfEvenStages(const ModelShape& m, const Layout& l,
+                           LayoutLayerFigures& kept) {
   const double stage_layers = m.layers / l.pipeline;
-  LayoutStages stages(m, l);
+  LayoutStages stages(m, l, kept);
   StagePeak peak;
   peak.Add(stages.Stage(0, stage_layers));
   if (l.pipeline <= 1) return peak;

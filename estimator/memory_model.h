@@ -453,6 +453,20 @@ struct LayoutLaneFigures {
   double dispatch_working_set = 0;  // DispatchWorkingSet
 };
 
+// A layout's layer figures under both expert loads, as LayoutStages keeps
+// them. No layer figure reads the pipeline depth, data parallelism,
+// micro-batches a step, interleaving or its micro-batch group (a stage's
+// in-flight count and placement do, apart), nor, under full
+// recomputation, how many layers are recomputed: a caller may hand the
+// same one to the LayoutStages of layouts that differ only in those (the
+// planner keeps one a TP, CP, EP, ETP, micro-batch and recomputation
+// across pipeline depths and schedules), and figures stay the same to the
+// bit (MemoryModelTest.LayoutsAlikeButForTheirPipelineShareLayerFigures).
+struct LayoutLayerFigures {
+  LayoutLaneFigures routed;  // the layout as it is
+  LayoutLaneFigures loaded;  // under the most loaded expert-parallel rank
+};
+
 // The stages of one layout. What every stage of it computes alike, one
 // layer's activations of each kind, as routed and under the most loaded
 // expert, is worked out at the first stage that needs it and kept: a
@@ -463,10 +477,15 @@ struct LayoutLaneFigures {
 class LayoutStages {
  public:
   LayoutStages(const ModelShape& m, const Layout& l);
+  // With layer figures kept by the caller (LayoutLayerFigures: for
+  // layouts alike but for their pipeline), filled as stages need them.
+  LayoutStages(const ModelShape& m, const Layout& l,
+               LayoutLayerFigures& kept);
   // It keeps references: a temporary shape or layout would dangle.
   LayoutStages(ModelShape&&, const Layout&) = delete;
   LayoutStages(const ModelShape&, Layout&&) = delete;
   LayoutStages(ModelShape&&, Layout&&) = delete;
+  LayoutStages(const ModelShape&, Layout&&, LayoutLayerFigures&) = delete;
   LayoutStages(const LayoutStages&) = delete;
   LayoutStages& operator=(const LayoutStages&) = delete;
 
@@ -485,8 +504,8 @@ class LayoutStages {
   // imbalance margin; `loaded_` false where there is none.
   bool loaded_ = false;
   Layout loaded_layout_;
-  LayoutLaneFigures routed_;  // the layout as it is
-  LayoutLaneFigures loaded_figures_;  // under loaded_layout_
+  LayoutLayerFigures own_;       // unless the caller keeps them
+  LayoutLayerFigures& figures_;  // own_ or the caller's
 };
 
 // Memory of one GPU of pipeline stage `stage` (0-based) holding
@@ -512,6 +531,9 @@ StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
 // 1F1B it is always a stage that holds the embedding or the LM head, so only
 // those are evaluated.
 StagePeak PeakOfEvenStages(const ModelShape& m, const Layout& l);
+// The same with layer figures the caller keeps (LayoutLayerFigures).
+StagePeak PeakOfEvenStages(const ModelShape& m, const Layout& l,
+                           LayoutLayerFigures& kept);
 inline double PeakBytesEvenStages(const ModelShape& m, const Layout& l) {
   return PeakOfEvenStages(m, l).admission;
 }

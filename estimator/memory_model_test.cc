@@ -221,6 +221,73 @@ TEST(MemoryModelTest, StagesOfOneLayoutShareItsLayerFigures) {
   }
 }
 
+// The planner keeps one LayoutLayerFigures across layouts that differ
+// only in pipeline depth, data parallelism, micro-batches a step,
+// interleaving, its micro-batch group and, under full recomputation, the
+// count recomputed (planner.cc KeptLayerFigures): figures worked out under
+// one such layout must be, to the bit, those of each other alone.
+// DeepSeek-V3 (dense and MoE layers, MLA, an MTP layer, the most loaded
+// expert's margin), fp8 with bf16 layers or not, under each recomputation.
+TEST(MemoryModelTest, LayoutsAlikeButForTheirPipelineShareLayerFigures) {
+  const ModelShape m = Shape("deepseek-v3");
+  struct Pipeline {
+    double p, d, v, group;
+    double recompute_layers;
+  };
+  // 1,024 GPUs at TP 2, a global batch of 1,024: m = 1024 / d.
+  const Pipeline pipelines[] = {
+      {16, 32, 1, 0, 1}, {4, 128, 1, 0, 3}, {8, 64, 2, 0, 2},
+      {8, 64, 4, 12, 1}, {2, 256, 1, 0, 4}, {16, 32, 2, 16, 2}};
+  for (const bool fp8 : {false, true}) {
+    for (const RecomputeKind recompute :
+         {RecomputeKind::kNone, RecomputeKind::kSelective,
+          RecomputeKind::kFullBlock}) {
+      Layout l = PaperLayout();
+      l.tensor = 2;
+      l.expert_parallel = 16;
+      l.seq_length = 4096;
+      l.fp8 = fp8;
+      l.bf16_first_layers = fp8 ? 2 : 0;
+      l.bf16_last_layers = fp8 ? 1 : 0;
+      l.recompute = recompute;
+      l.recompute_mlp = recompute == RecomputeKind::kSelective;
+      l.recompute_layernorm = recompute == RecomputeKind::kSelective;
+      LayoutLayerFigures kept;
+      for (const Pipeline& shape : pipelines) {
+        l.pipeline = shape.p;
+        l.data = shape.d;
+        l.microbatches = 1024 / shape.d;
+        l.virtual_stages = shape.v;
+        l.microbatch_group = shape.group;
+        l.recompute_layers =
+            recompute == RecomputeKind::kFullBlock ? shape.recompute_layers
+                                                   : 0;
+        const std::string where =
+            "fp8 " + std::to_string(fp8) + ", recompute " +
+            std::to_string(static_cast<int>(recompute)) + ", p " +
+            std::to_string(shape.p) + ", v " + std::to_string(shape.v);
+        LayoutStages stages(m, l, kept);
+        const double per_rank = std::floor(61 / shape.p);
+        const uint32_t last = static_cast<uint32_t>(shape.p) - 1;
+        // Last rank first: its MTP layer and head, then the first rank's
+        // dense layers, then a middle rank's MoE ones.
+        for (const uint32_t rank : {last, 0u, last / 2}) {
+          const double first = rank * per_rank;
+          const double layers = rank == last ? 61 - first : per_rank;
+          ExpectSameFigures(stages.Stage(rank, layers, first),
+                            StageMemoryOf(m, l, rank, layers, first),
+                            where + ", rank " + std::to_string(rank));
+        }
+        const StagePeak shared = PeakOfEvenStages(m, l, kept);
+        const StagePeak alone = PeakOfEvenStages(m, l);
+        EXPECT_EQ(shared.admission, alone.admission) << where;
+        EXPECT_EQ(shared.transient, alone.transient) << where;
+        EXPECT_EQ(shared.model_states, alone.model_states) << where;
+      }
+    }
+  }
+}
+
 // StagePeak::model_states is what the planner takes as the floor no
 // recomputation lowers (planner.cc FitByRecomputing): the same with every
 // layer recomputed as with none, and below the admission figure.

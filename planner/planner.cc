@@ -4,6 +4,7 @@
 #include <iterator>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -588,9 +589,10 @@ uint64_t CountLayouts(const Search& s,
 // else of the even split's ranks that can peak, or an uneven split's
 // first, second and last stages.
 StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
-                 const std::vector<RankChunks>& chunks) {
+                 const std::vector<RankChunks>& chunks,
+                 LayoutLayerFigures& kept) {
   StagePeak peak;
-  LayoutStages stages(s.shape, l);
+  LayoutStages stages(s.shape, l, kept);
   if (!chunks.empty()) {
     for (const RankChunks& rank : chunks) {
       // One chunk a rank is plain 1F1B: a stage, as the estimate has it.
@@ -600,7 +602,7 @@ StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
     }
     return peak;
   }
-  if (split.first == 0) return PeakOfEvenStages(s.shape, l);
+  if (split.first == 0) return PeakOfEvenStages(s.shape, l, kept);
   const uint32_t p = static_cast<uint32_t>(l.pipeline);
   peak.Add(stages.Stage(0, split.first, 0));
   peak.Add(stages.Stage(p - 1, split.last, s.layers - split.last));
@@ -644,10 +646,45 @@ struct RecomputeProbe {
   uint32_t least = 0;      // the least quarter that fitted so far
 };
 
+// The layer figures of one (TP, CP, EP, ETP, micro-batch), kept across
+// the pipeline depths and schedules that share them (LayoutLayerFigures):
+// as the search gives the layout, with the cheap selective modules, and
+// under full recomputation (whatever the count recomputed). A layout's
+// two or three layer kinds were a fifth of an MoE plan's work, worked out
+// again at each of its depths, schedules and recomputation probes.
+struct KeptLayerFigures {
+  LayoutLayerFigures as_given, cheap, full;
+};
+
+// KeptLayerFigures for one TP x CP at a time (ForEachGroup visits every
+// pipeline depth of one before the next), by EP, ETP and micro-batch:
+// at most the request's micro-batch bound x 2 x E's divisors entries,
+// cleared when TP or CP changes. unordered_map: references to an entry
+// stay valid as others are added.
+class LayerFigureShelf {
+ public:
+  KeptLayerFigures& For(uint32_t t, uint32_t c, uint32_t ep, uint32_t etp,
+                        uint32_t b) {
+    if (t != t_ || c != c_) {
+      kept_.clear();
+      t_ = t;
+      c_ = c;
+    }
+    // EP divides E (at most 2^32); ETP is 1 or TP; b < 2^16 (SearchFor).
+    const uint64_t key =
+        (uint64_t{ep} << 32) | (uint64_t{etp != 1} << 16) | b;
+    return kept_[key];
+  }
+
+ private:
+  uint32_t t_ = 0, c_ = 0;
+  std::unordered_map<uint64_t, KeptLayerFigures> kept_;
+};
+
 void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
                       const std::vector<RankChunks>& chunks,
                       double model_states, Layout4D& entry,
-                      RecomputeProbe& probe) {
+                      RecomputeProbe& probe, KeptLayerFigures& kept) {
   const uint32_t stage_layers =
       std::max(split.middle, split.first) / std::max(1u, entry.v);
   if (stage_layers == 0 || probe.hopeless) return;
@@ -663,7 +700,7 @@ void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   // once it does not fit, neither do they.)
   if (s.cheap.any() && !probe.cheap_failed) {
     const StagePeak peak =
-        PeakOf(s, WithCheapModules(l, s.cheap), split, chunks);
+        PeakOf(s, WithCheapModules(l, s.cheap), split, chunks, kept.cheap);
     if (IsGreen(s, peak)) {
       entry.peak_bytes = peak.admission;
       entry.zone = v1::ZONE_GREEN;
@@ -680,7 +717,7 @@ void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   UseFullRecomputation(l);
   auto fits = [&](uint32_t n, double& peak) {
     l.recompute_layers = n;
-    const StagePeak stage_peak = PeakOf(s, l, split, chunks);
+    const StagePeak stage_peak = PeakOf(s, l, split, chunks, kept.full);
     peak = stage_peak.admission;
     return IsGreen(s, stage_peak);
   };
@@ -743,6 +780,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
   std::vector<Layout4D> out;
   out.reserve(expected);
   absl::Status stop;
+  LayerFigureShelf shelf;
   ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t c, uint32_t p) {
     if (!stop.ok()) return;
     const uint32_t d = s.gpus / t / c / p;
@@ -756,6 +794,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
         if (s.gbs % b || (s.gbs / b) % d) continue;
         const uint32_t m = s.gbs / b / d;
         Layout l = LayoutFor(s, t, c, p, d, b, ep, etp);
+        KeptLayerFigures& kept = shelf.For(t, c, ep, etp, b);
         const StageLayers stages{double(split.first), double(split.last)};
         const SpeedFactors plain = SpeedOf(s.shape, s.weights, l, m,
                                            s.gpus_per_node, cost, stages);
@@ -777,12 +816,13 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
                          0, 1, 0, f.speed(), f.bubble, v1::ZONE_UNSPECIFIED};
           entry.exchange = f.expert;
           entry.mtp_layout = chunking.form == ChunkForm::kMtpLayout;
-          const StagePeak peak = PeakOf(s, l, split, chunking.chunks);
+          const StagePeak peak =
+              PeakOf(s, l, split, chunking.chunks, kept.as_given);
           entry.peak_bytes = peak.admission;
           entry.zone = AdmissionZone(peak, s.capacity, s.threshold);
           if (entry.zone != v1::ZONE_GREEN && s.allow_recompute) {
             FitByRecomputing(s, l, split, chunking.chunks, peak.model_states,
-                             entry, probes[i]);
+                             entry, probes[i], kept);
           }
           return entry;
         };
