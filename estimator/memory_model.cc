@@ -1892,23 +1892,27 @@ uint32_t RankHoldingLayer(double layer, double first, double middle,
 
 StagePeak PeakOfEvenStages(const ModelShape& m, const Layout& l) {
   LayoutLayerFigures figures;
-  return PeakOfEvenStages(m, l, figures);
+  return PeakOfEvenStages(m, l, figures,
+                          [](const StagePeak&) { return false; });
 }
 
-StagePeak PeakOfEvenStages(const ModelShape& m, const Layout& l,
-                           LayoutLayerFigures& kept) {
+StagePeak PeakOfEvenStages(
+    const ModelShape& m, const Layout& l, LayoutLayerFigures& kept,
+    absl::FunctionRef<bool(const StagePeak&)> enough) {
   const double stage_layers = m.layers / l.pipeline;
   LayoutStages stages(m, l, kept);
   StagePeak peak;
   peak.Add(stages.Stage(0, stage_layers));
-  if (l.pipeline <= 1) return peak;
+  if (l.pipeline <= 1 || enough(peak)) return peak;
   const uint32_t last_stage = static_cast<uint32_t>(l.pipeline) - 1;
   peak.Add(stages.Stage(last_stage, stage_layers));
+  if (enough(peak)) return peak;
   // Interleaved, bf16 layers beyond a chunk's worth spill into rank 1's
   // first chunk and rank p - 2's last [F8L]: those ranks are evaluated too.
   if (l.virtual_stages > 1 && HasBf16Layers(l) && l.pipeline > 2) {
     for (uint32_t rank : {1u, last_stage - 1}) {
       peak.Add(stages.Stage(rank, stage_layers));
+      if (enough(peak)) return peak;
     }
   }
   // With experts, the middle ranks that can peak (dense models: their
@@ -1919,7 +1923,7 @@ StagePeak PeakOfEvenStages(const ModelShape& m, const Layout& l,
     const double chunk = stage_layers / std::max(1.0, l.virtual_stages);
     const PeakRanks ranks = MiddlePeakRanks(
         p, RankHoldingLayer(m.leading_dense, chunk, chunk, chunk * p, p));
-    for (uint32_t k = 0; k < ranks.count; ++k) {
+    for (uint32_t k = 0; k < ranks.count && !enough(peak); ++k) {
       peak.Add(stages.Stage(ranks.rank[k], stage_layers));
     }
   }

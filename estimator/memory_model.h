@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "estimator/deepep_buffers.h"
 #include "proto/memgate.pb.h"
 
@@ -531,9 +532,13 @@ StageFigures StageMemoryOfChunks(const ModelShape& m, const Layout& l,
 // 1F1B it is always a stage that holds the embedding or the LM head, so only
 // those are evaluated.
 StagePeak PeakOfEvenStages(const ModelShape& m, const Layout& l);
-// The same with layer figures the caller keeps (LayoutLayerFigures).
-StagePeak PeakOfEvenStages(const ModelShape& m, const Layout& l,
-                           LayoutLayerFigures& kept);
+// The same with layer figures the caller keeps (LayoutLayerFigures),
+// returning early once `enough` holds of the peak so far: the planner's
+// recomputation probes need only know that a layout does not fit, and a
+// peak never falls as stages are added (StagePeak::Add takes maxima).
+StagePeak PeakOfEvenStages(
+    const ModelShape& m, const Layout& l, LayoutLayerFigures& kept,
+    absl::FunctionRef<bool(const StagePeak&)> enough);
 inline double PeakBytesEvenStages(const ModelShape& m, const Layout& l) {
   return PeakOfEvenStages(m, l).admission;
 }

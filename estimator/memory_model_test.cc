@@ -278,7 +278,8 @@ TEST(MemoryModelTest, LayoutsAlikeButForTheirPipelineShareLayerFigures) {
                             StageMemoryOf(m, l, rank, layers, first),
                             where + ", rank " + std::to_string(rank));
         }
-        const StagePeak shared = PeakOfEvenStages(m, l, kept);
+        const StagePeak shared = PeakOfEvenStages(
+            m, l, kept, [](const StagePeak&) { return false; });
         const StagePeak alone = PeakOfEvenStages(m, l);
         EXPECT_EQ(shared.admission, alone.admission) << where;
         EXPECT_EQ(shared.transient, alone.transient) << where;
@@ -286,6 +287,35 @@ TEST(MemoryModelTest, LayoutsAlikeButForTheirPipelineShareLayerFigures) {
       }
     }
   }
+}
+
+// The planner's recomputation probes stop at the first stage that does
+// not fit (planner.cc PeakOf): PeakOfEvenStages asks `enough` after each
+// stage it adds, and returns the peak so far once it holds.
+TEST(MemoryModelTest, EvenStagesStopOnceThePeakIsEnough) {
+  const ModelShape m = Shape("qwen3-235b-a22b");
+  Layout l = PaperLayout();
+  l.pipeline = 4;
+  l.expert_parallel = 8;
+  l.data = 8;
+  l.microbatches = 16;
+  LayoutLayerFigures kept;
+  int asked = 0;
+  const StagePeak first = PeakOfEvenStages(m, l, kept, [&](const StagePeak&) {
+    ++asked;
+    return true;
+  });
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(first.admission,
+            StageMemoryOf(m, l, 0, 94 / 4.0).admission_bytes());
+  asked = 0;
+  const StagePeak whole = PeakOfEvenStages(m, l, kept, [&](const StagePeak&) {
+    ++asked;
+    return false;
+  });
+  EXPECT_GT(asked, 1);  // first, last and the middle ranks that can peak
+  EXPECT_EQ(whole.admission, PeakOfEvenStages(m, l).admission);
+  EXPECT_GE(whole.admission, first.admission);
 }
 
 // StagePeak::model_states is what the planner takes as the floor no

@@ -583,14 +583,26 @@ uint64_t CountLayouts(const Search& s,
   return groups * MicroBatchChoices(s);
 }
 
+bool IsGreen(const Search& s, const StagePeak& peak) {
+  return AdmissionZone(peak, s.capacity, s.threshold) == v1::ZONE_GREEN;
+}
+
 // The admission peak of a layout and its transient peak (memory_model.h
 // StagePeak): of the ranks `chunks` lists (PeakRankChunksOf: interleaved
 // uneven splits, and MoE layers placed unevenly [XR]), chunk by chunk;
 // else of the even split's ranks that can peak, or an uneven split's
 // first, second and last stages.
+//
+// A probe (FitByRecomputing's) needs only whether the layout fits: it
+// stops at the first rank that does not (a peak never falls as ranks are
+// added, and a zone never improves as the peak grows), its figures then a
+// lower bound that is not read.
 StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
                  const std::vector<RankChunks>& chunks,
-                 LayoutLayerFigures& kept) {
+                 LayoutLayerFigures& kept, bool probe = false) {
+  auto enough = [&](const StagePeak& peak) {
+    return probe && !IsGreen(s, peak);
+  };
   StagePeak peak;
   LayoutStages stages(s.shape, l, kept);
   if (!chunks.empty()) {
@@ -599,27 +611,25 @@ StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
       peak.Add(rank.layers.size() == 1
                    ? stages.Stage(rank.stage, rank.layers[0], rank.first[0])
                    : stages.Chunks(rank.stage, rank.mix));
+      if (enough(peak)) break;
     }
     return peak;
   }
-  if (split.first == 0) return PeakOfEvenStages(s.shape, l, kept);
+  if (split.first == 0) return PeakOfEvenStages(s.shape, l, kept, enough);
   const uint32_t p = static_cast<uint32_t>(l.pipeline);
   peak.Add(stages.Stage(0, split.first, 0));
+  if (enough(peak)) return peak;
   peak.Add(stages.Stage(p - 1, split.last, s.layers - split.last));
   // An uneven split has p >= 3 (SplitLayers): rank 1 at least.
   const PeakRanks middle = MiddlePeakRanks(
       p, RankHoldingLayer(s.shape.leading_dense, split.first, split.middle, 0,
                           p));
-  for (uint32_t k = 0; k < middle.count; ++k) {
+  for (uint32_t k = 0; k < middle.count && !enough(peak); ++k) {
     const uint32_t rank = middle.rank[k];
     peak.Add(stages.Stage(rank, split.middle,
                           split.first + (rank - 1.0) * split.middle));
   }
   return peak;
-}
-
-bool IsGreen(const Search& s, const StagePeak& peak) {
-  return AdmissionZone(peak, s.capacity, s.threshold) == v1::ZONE_GREEN;
 }
 
 // A layout that does not fit is first tried with the cheap selective
@@ -700,7 +710,8 @@ void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   // once it does not fit, neither do they.)
   if (s.cheap.any() && !probe.cheap_failed) {
     const StagePeak peak =
-        PeakOf(s, WithCheapModules(l, s.cheap), split, chunks, kept.cheap);
+        PeakOf(s, WithCheapModules(l, s.cheap), split, chunks, kept.cheap,
+               /*probe=*/true);
     if (IsGreen(s, peak)) {
       entry.peak_bytes = peak.admission;
       entry.zone = v1::ZONE_GREEN;
@@ -717,7 +728,8 @@ void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   UseFullRecomputation(l);
   auto fits = [&](uint32_t n, double& peak) {
     l.recompute_layers = n;
-    const StagePeak stage_peak = PeakOf(s, l, split, chunks, kept.full);
+    const StagePeak stage_peak =
+        PeakOf(s, l, split, chunks, kept.full, /*probe=*/true);
     peak = stage_peak.admission;
     return IsGreen(s, stage_peak);
   };
