@@ -277,8 +277,13 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
         "as 12"));
   }
   if (m.has_mla()) {
-    out.push_back("multi-latent attention: latents stored on every TP "
-                  "rank, down projections replicated");
+    out.push_back(
+        m.mla().fused_down_projection()
+            ? "multi-latent attention: latents stored on every TP rank, "
+              "down projections fused and split over TP "
+              "(--mla-down-proj-fusion)"
+            : "multi-latent attention: latents stored on every TP rank, "
+              "down projections replicated");
   }
   if (m.mtp_num_layers() > 0) {
     out.push_back(absl::StrCat(m.mtp_num_layers(),

@@ -1101,6 +1101,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
     m.qk_nope = mla.qk_head_dim();
     m.qk_rope = mla.qk_pos_emb_head_dim();
     m.v_head = mla.v_head_dim();
+    m.mla_fused_down_projection = mla.fused_down_projection();
   }
   m.mtp_layers = model.mtp_num_layers();
   m.mtp_repeated_layer = model.mtp_repeated_layer();

@@ -78,6 +78,8 @@ struct ModelShape {
   // Multi-latent attention (mla == false: grouped-query attention).
   bool mla = false;
   double q_lora = 0, kv_lora = 0, qk_nope = 0, qk_rope = 0, v_head = 0;
+  // MlaConfig.fused_down_projection: the down projections split over TP.
+  bool mla_fused_down_projection = false;
   double mtp_layers = 0;  // multi-token prediction layers, last stage
   // MoE: where the routing probabilities weight the expert outputs (what the
   // Megatron-Core release keeps: MoeMlpActivations); unspecified counts

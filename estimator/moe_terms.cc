@@ -250,14 +250,21 @@ double MoeLayersIn(const ModelShape& m, double first, double count) {
 double MlaLinearParameters(const ModelShape& m, const Layout& l) {
   const double h = m.hidden, a = m.heads;
   const double qk = m.qk_nope + m.qk_rope;
-  double replicated = h * (m.kv_lora + m.qk_rope);
+  // The down projections: TELinear in parallel_mode "duplicated" (whole on
+  // every TP rank) in Megatron's TE spec (gpt_layer_specs.py,
+  // backend.linear()); under --mla-down-proj-fusion one
+  // TELayerNormColumnParallelLinear of h x (q_lora + kv_lora + d_rope),
+  // split over TP (multi_latent_attention.py FusedMLASelfAttention).
+  double down = h * (m.kv_lora + m.qk_rope);
   double split = m.kv_lora * a * (m.qk_nope + m.v_head) + a * m.v_head * h;
   if (m.q_lora > 0) {
-    replicated += h * m.q_lora;
+    down += h * m.q_lora;
     split += m.q_lora * a * qk;
   } else {
     split += h * a * qk;
   }
+  const double replicated = m.mla_fused_down_projection ? 0 : down;
+  if (m.mla_fused_down_projection) split += down;
   return replicated + split / l.tensor;
 }
 

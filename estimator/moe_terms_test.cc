@@ -331,6 +331,22 @@ TEST(MoeTermsTest, MultiLatentAttentionParametersAndActivations) {
                        StageMemoryOf(m, l, 0, 1).weight_bytes,
                    2 * (1 + 4.0 / 16384) *
                        (mla_gemms + 3 * 1024.0 * 4096 / 2));
+
+  // --mla-down-proj-fusion: the two down projections, h x (q_lora +
+  // kv_lora + d_rope) = 1024 x 416 replicated above, become one split
+  // over TP 2 (FusedMLASelfAttention); what the layer stores is the same
+  // (the latents are gathered back to the unfused shapes).
+  ModelShape fused = m;
+  fused.mla_fused_down_projection = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 1).parameters -
+                       StageMemoryOf(fused, l, 0, 1).parameters,
+                   1024.0 * 416 / 2);
+  EXPECT_DOUBLE_EQ(StageMemoryOf(fused, l, 0, 1).activation_bytes,
+                   StageMemoryOf(m, l, 0, 1).activation_bytes);
+  Layout one_rank = l;
+  one_rank.tensor = 1;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(fused, one_rank, 0, 1).parameters,
+                   StageMemoryOf(m, one_rank, 0, 1).parameters);
 }
 
 // fp8 (delayed scaling: no scales) on layout A [F8]. Weights: 2 B of fp8

@@ -275,6 +275,13 @@ absl::Status ValidateExperts(const v1::Job& job) {
         RequirePositive("model.mla.qk_head_dim", mla.qk_head_dim()));
     MEMGATE_RETURN_IF_ERROR(
         RequirePositive("model.mla.v_head_dim", mla.v_head_dim()));
+    // FusedMLASelfAttention asserts a Q latent (q_lora_rank set).
+    if (mla.fused_down_projection() && mla.q_lora_rank() == 0) {
+      return Invalid("model.mla.fused_down_projection",
+                     "needs model.mla.q_lora_rank (Megatron's "
+                     "FusedMLASelfAttention asserts it)",
+                     "q_lora_rank 0");
+    }
     // QK-norm with MLA is DeepSeek's latent norms (Megatron's
     // --qk-layernorm makes the up projections LayerNormLinear:
     // gpt_layer_specs.py), modelled in MlaActivations.
@@ -558,6 +565,19 @@ absl::Status ValidateParallel(const v1::Job& job) {
   MEMGATE_RETURN_IF_ERROR(RequireMultiple("model.num_query_groups",
                                           m.num_query_groups(),
                                           "parallel.tensor_parallel", t));
+  // The fused down projection's output, split over TP, is cut into the Q
+  // and KV latents (multi_latent_attention.py FusedMLASelfAttention
+  // _qkv_down_projection asserts both divide).
+  if (m.has_mla() && m.mla().fused_down_projection()) {
+    const v1::MlaConfig& mla = m.mla();
+    MEMGATE_RETURN_IF_ERROR(RequireMultiple("model.mla.q_lora_rank",
+                                            mla.q_lora_rank(),
+                                            "parallel.tensor_parallel", t));
+    MEMGATE_RETURN_IF_ERROR(RequireMultiple(
+        "model.mla.kv_lora_rank + qk_pos_emb_head_dim",
+        uint64_t{mla.kv_lora_rank()} + mla.qk_pos_emb_head_dim(),
+        "parallel.tensor_parallel", t));
+  }
   return ValidateContextParallelComm(job);
 }
 

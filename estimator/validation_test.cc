@@ -38,6 +38,17 @@ void DistributeSavedInputs(v1::Job& j) {
   r.set_distribute_saved_activations(true);
 }
 
+// MLA with --mla-down-proj-fusion's fused down projection.
+void FusedMla(uint32_t q_lora, uint32_t kv_lora, uint32_t rope, v1::Job& j) {
+  v1::MlaConfig& mla = *j.mutable_model()->mutable_mla();
+  mla.set_q_lora_rank(q_lora);
+  mla.set_kv_lora_rank(kv_lora);
+  mla.set_qk_head_dim(128);
+  mla.set_qk_pos_emb_head_dim(rope);
+  mla.set_v_head_dim(128);
+  mla.set_fused_down_projection(true);
+}
+
 // Full recomputation, method uniform, in groups of `n` layers.
 void UniformGroupsOf(uint32_t n, v1::Job& j) {
   v1::Recompute& r = *j.mutable_training()->mutable_recompute();
@@ -268,6 +279,17 @@ INSTANTIATE_TEST_SUITE_P(
         Rule{"MlaWithoutKvLatent", [](v1::Job& j) {
                j.mutable_model()->mutable_mla()->set_qk_head_dim(128);
              }, "model.mla.kv_lora_rank"},
+        // --mla-down-proj-fusion: FusedMLASelfAttention asserts a Q latent
+        // and cuts the TP-split output into latents (TP 4 here).
+        Rule{"FusedMlaDownProjectionWithoutQLatent", [](v1::Job& j) {
+               FusedMla(0, 512, 64, j);
+             }, "model.mla.fused_down_projection"},
+        Rule{"FusedMlaDownProjectionQLatentOverTp", [](v1::Job& j) {
+               FusedMla(1538, 512, 64, j);
+             }, "model.mla.q_lora_rank"},
+        Rule{"FusedMlaDownProjectionKvLatentOverTp", [](v1::Job& j) {
+               FusedMla(1536, 512, 66, j);
+             }, "model.mla.kv_lora_rank + qk_pos_emb_head_dim"},
         Rule{"ZeroTensor", [](v1::Job& j) {
                j.mutable_parallel()->set_tensor_parallel(0);
              }, "parallel.tensor_parallel"},

@@ -1,6 +1,7 @@
 #include "planner/planner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -390,6 +391,12 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
       continue;
     }
     if (s.heads % t || s.kv_heads % t) continue;
+    // MLA's fused down projection is cut into latents over TP (ValidateJob).
+    if (s.shape.mla_fused_down_projection &&
+        (std::fmod(s.shape.q_lora, t) != 0 ||
+         std::fmod(s.shape.kv_lora + s.shape.qk_rope, t) != 0)) {
+      continue;
+    }
     // --tp-comm-overlap asserts sequence parallelism, which Megatron turns
     // off at TP 1 (ValidateJob).
     if (t < 2 && s.base.tp_comm_overlap) continue;

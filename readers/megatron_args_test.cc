@@ -3026,6 +3026,19 @@ TEST(MegatronArgsTest, MixtureOfExpertsLaunchIsModelled) {
         << refused.status();
   }
 
+  // --mla-down-proj-fusion: the down projections split over TP (the
+  // Llama launch's TP 4 here), so the same launch holds fewer weights;
+  // without MLA Megatron asserts, and memgate refuses it by name.
+  const v1::Job fused_down = parse(v3_args + " --mla-down-proj-fusion", no_gqa);
+  EXPECT_TRUE(fused_down.model().mla().fused_down_projection());
+  EXPECT_FALSE(parse(v3_args, no_gqa).model().mla().fused_down_projection());
+  EXPECT_LT(peak(fused_down), peak(parse(v3_args, no_gqa)));
+  EXPECT_NE(ReadLlamaLaunch("--mla-down-proj-fusion", "")
+                .status()
+                .message()
+                .find("--mla-down-proj-fusion: needs --multi-latent-attention"),
+            std::string::npos);
+
   // MLA's RoPE as rope (not the config's yarn) has no fused kernel:
   // Megatron raises unless --no-rope-fusion.
   std::string rope_line =

@@ -596,6 +596,11 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"multi-latent-attention", false, M, "off",
        "MLA: LoRA-compressed Q and KV (down projections replicated over "
        "TP), their latents stored"},
+      {"mla-down-proj-fusion", false, M, "off",
+       "MLA's Q and KV down projections as one column-parallel "
+       "LayerNormLinear: their weights split over TP; needs --q-lora-rank "
+       "and TP dividing q-lora-rank and kv-lora-rank + "
+       "qk-pos-emb-head-dim (Megatron asserts)"},
       {"q-lora-rank", true, M, "none", "MLA's Q latent width"},
       {"kv-lora-rank", true, M, "32", "MLA's KV latent width"},
       {"qk-head-dim", true, M, "128", "MLA's non-rotary Q/K head dim"},

@@ -141,6 +141,7 @@ std::optional<std::string> MegatronModelArguments(
                     " --qk-head-dim ", mla.qk_head_dim(),
                     " --qk-pos-emb-head-dim ", mla.qk_pos_emb_head_dim(),
                     " --v-head-dim ", mla.v_head_dim());
+    if (mla.fused_down_projection()) out += " --mla-down-proj-fusion";
   }
   if (m.has_moe() && m.moe().num_experts() > 0) {
     const std::optional<std::string> experts = ExpertArguments(m.moe());

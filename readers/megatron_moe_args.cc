@@ -351,7 +351,8 @@ absl::Status FillMla(const Arguments& args, MegatronLaunch& launch) {
                  "--position-embedding-type yarn is YaRN for other "
                  "attention)");
     }
-    for (const char* needs : {"q-lora-rank", "kv-lora-rank"}) {
+    for (const char* needs :
+         {"q-lora-rank", "kv-lora-rank", "mla-down-proj-fusion"}) {
       if (args.Has(needs)) return Bad(needs, "needs --multi-latent-attention");
     }
   } else {
@@ -367,6 +368,7 @@ absl::Status FillMla(const Arguments& args, MegatronLaunch& launch) {
     mla.set_qk_head_dim(qk);
     mla.set_qk_pos_emb_head_dim(rope);
     mla.set_v_head_dim(v);
+    mla.set_fused_down_projection(args.Has("mla-down-proj-fusion"));
     for (const char* defaulted : {"kv-lora-rank", "qk-head-dim",
                                   "qk-pos-emb-head-dim", "v-head-dim"}) {
       if (!args.Has(defaulted)) {

@@ -263,6 +263,8 @@ std::vector<FieldCase> JobFieldCases() {
        [](v1::Job& j) { Mla(j).set_qk_pos_emb_head_dim(64); }, chg},
       {"model.mla.v_head_dim", MlaJob, Nothing,
        [](v1::Job& j) { Mla(j).set_v_head_dim(128); }, chg},
+      {"model.mla.fused_down_projection", MlaJob, Nothing,
+       [](v1::Job& j) { Mla(j).set_fused_down_projection(true); }, chg},
       // ParallelConfig.
       {"parallel.tensor_parallel", DenseJob, Nothing,
        [](v1::Job& j) { P(j).set_tensor_parallel(4); }, chg},

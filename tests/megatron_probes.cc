@@ -485,6 +485,7 @@ const std::map<std::string, Probe>& ArgumentProbes() {
         {"qk-pos-emb-head-dim",
          Probe{mla, Replaced(mla, "--qk-pos-emb-head-dim", "64")}},
         {"v-head-dim", Probe{mla, Replaced(mla, "--v-head-dim", "128")}},
+        {"mla-down-proj-fusion", Adding(mla, {"--mla-down-proj-fusion"})},
         {"rope-type", Adding(mla, {"--rope-type", "yarn"})},
         {"mtp-num-layers", Adding(moe, {"--mtp-num-layers", "1"})},
         {"mtp-use-repeated-layer", Adding(With(moe, {"--mtp-num-layers", "2"}),
