@@ -2031,6 +2031,45 @@ TEST(PlannerTest, AnAllocatedVocabularyKeepsTpToItsDivisors) {
   EXPECT_EQ(tps(r), (std::set<uint32_t>{1, 2, 4, 8}));
 }
 
+// MLA's fused down projection (--mla-down-proj-fusion) is cut into its Q
+// and KV latents over TP, which Megatron asserts divides them: with a
+// 66-wide rotary key, kv_lora_rank + 66 = 578 = 2 x 289 allows TP 1 and 2
+// only; with DeepSeek-V3's own 64 (576) every TP of a node. Each
+// candidate is its job's estimate, split down projections and all.
+TEST(PlannerTest, FusedMlaDownProjectionKeepsTpToWhatSplitsTheLatents) {
+  v1::PlanRequest r = Request("deepseek-v3", "h100-80gb", 64, 4096, 512);
+  // A request's MLA replaces the catalog's whole: DeepSeek-V3's, fused.
+  v1::MlaConfig& mla = *r.mutable_model()->mutable_mla();
+  mla.set_q_lora_rank(1536);
+  mla.set_kv_lora_rank(512);
+  mla.set_qk_head_dim(128);
+  mla.set_qk_pos_emb_head_dim(64);
+  mla.set_v_head_dim(128);
+  mla.set_fused_down_projection(true);
+  r.set_top_k(0);
+  auto tps = [](const v1::PlanRequest& request) {
+    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    std::set<uint32_t> seen;
+    for (const v1::Candidate& c : plan->candidates()) {
+      seen.insert(c.tensor_parallel());
+      absl::StatusOr<v1::Estimate> e =
+          EstimateJob(JobForCandidate(request, c));
+      EXPECT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
+      if (e.ok()) {
+        EXPECT_DOUBLE_EQ(e->peak().total_bytes() +
+                             e->peak().expert_imbalance_bytes(),
+                         c.peak_bytes())
+            << c.ShortDebugString();
+      }
+    }
+    return seen;
+  };
+  EXPECT_EQ(tps(r), (std::set<uint32_t>{1, 2, 4, 8}));
+  r.mutable_model()->mutable_mla()->set_qk_pos_emb_head_dim(66);
+  EXPECT_EQ(tps(r), (std::set<uint32_t>{1, 2}));
+}
+
 // With the flex dispatcher the plan proposes only expert groups DeepEP has
 // a config for (EP x ETP of 2 to 160, not 1, not 12) and every candidate
 // carries DeepEP's buffers in its peak: the same job as `memgate check`.
