@@ -370,6 +370,29 @@ TEST(EstimateTest, ExpertSettingsApplyOverTheCatalogsExperts) {
   EXPECT_LT(top1->peak().total_bytes(), named->peak().total_bytes());
 }
 
+// MLA settings work the same way: DeepSeek-V3 by name with only
+// mla.fused_down_projection keeps the catalog's latents, its down
+// projections split over TP 2 (fewer parameters a GPU); a rotary width
+// given beside it wins over the catalog's.
+TEST(EstimateTest, MlaSettingsApplyOverTheCatalogsLatents) {
+  v1::Job job = PaperJob("deepseek-v3", "h100-80gb", 2, 1, 1, 1, 1024, 4096);
+  job.mutable_parallel()->set_expert_parallel(64);
+  absl::StatusOr<v1::Estimate> named = EstimateJob(job);
+  ASSERT_TRUE(named.ok()) << named.status();
+  job.mutable_model()->mutable_mla()->set_fused_down_projection(true);
+  absl::StatusOr<v1::Estimate> fused = EstimateJob(job);
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  EXPECT_EQ(fused->job().model().mla().kv_lora_rank(), 512u);
+  EXPECT_EQ(fused->job().model().mla().q_lora_rank(), 1536u);
+  EXPECT_TRUE(fused->job().model().mla().fused_down_projection());
+  EXPECT_LT(fused->peak().parameters(), named->peak().parameters());
+  job.mutable_model()->mutable_mla()->set_qk_pos_emb_head_dim(32);
+  absl::StatusOr<v1::Estimate> narrower = EstimateJob(job);
+  ASSERT_TRUE(narrower.ok()) << narrower.status();
+  EXPECT_EQ(narrower->job().model().mla().qk_pos_emb_head_dim(), 32u);
+  EXPECT_EQ(narrower->job().model().mla().kv_lora_rank(), 512u);
+}
+
 // model.vocab_size_divisible_by pads as Megatron does at the job's TP:
 // 128,256 with 128 x TP 8 is the job whose vocabulary is 129,024 outright,
 // stage for stage and in its parameter count; at TP 2 (a multiple of 256

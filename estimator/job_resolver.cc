@@ -17,6 +17,7 @@ bool HasAllDimensions(const v1::ModelConfig& m) {
 // Copies into `into` the catalog model's architecture it leaves unset:
 // the MLP's activation and the norm (unset reads as the paper's SwiGLU and
 // RMSNorm, which Nemotron-4 is not), experts, MLA, MTP, head_dim, QK-norm.
+// A proto3 MergeFrom copies only the fields set to other than 0.
 void FillArchitectureGaps(const v1::ModelConfig& from,
                           v1::ModelConfig& into) {
   if (into.mlp_activation() == v1::MLP_ACTIVATION_UNSPECIFIED) {
@@ -35,7 +36,13 @@ void FillArchitectureGaps(const v1::ModelConfig& from,
     merged.MergeFrom(into.moe());
     *into.mutable_moe() = merged;
   }
-  if (!into.has_mla() && from.has_mla()) *into.mutable_mla() = from.mla();
+  // Likewise MLA settings (the fused down projection) without the
+  // latents: over the catalog's MLA (kv_lora_rank 0 is no latent at all).
+  if (from.has_mla() && into.mla().kv_lora_rank() == 0) {
+    v1::MlaConfig merged = from.mla();
+    merged.MergeFrom(into.mla());
+    *into.mutable_mla() = merged;
+  }
   if (!into.mtp_num_layers()) into.set_mtp_num_layers(from.mtp_num_layers());
   if (!into.head_dim()) into.set_head_dim(from.head_dim());
   if (!into.qk_norm() && !into.qk_l2_norm()) {

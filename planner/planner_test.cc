@@ -2038,14 +2038,9 @@ TEST(PlannerTest, AnAllocatedVocabularyKeepsTpToItsDivisors) {
 // candidate is its job's estimate, split down projections and all.
 TEST(PlannerTest, FusedMlaDownProjectionKeepsTpToWhatSplitsTheLatents) {
   v1::PlanRequest r = Request("deepseek-v3", "h100-80gb", 64, 4096, 512);
-  // A request's MLA replaces the catalog's whole: DeepSeek-V3's, fused.
-  v1::MlaConfig& mla = *r.mutable_model()->mutable_mla();
-  mla.set_q_lora_rank(1536);
-  mla.set_kv_lora_rank(512);
-  mla.set_qk_head_dim(128);
-  mla.set_qk_pos_emb_head_dim(64);
-  mla.set_v_head_dim(128);
-  mla.set_fused_down_projection(true);
+  // Over the catalog's latents (EstimateTest.MlaSettingsApplyOverThe
+  // CatalogsLatents).
+  r.mutable_model()->mutable_mla()->set_fused_down_projection(true);
   r.set_top_k(0);
   auto tps = [](const v1::PlanRequest& request) {
     absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
