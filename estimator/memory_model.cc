@@ -614,9 +614,13 @@ struct FullLayers {
   double selective_moe = 0;
 };
 
+}  // namespace
+
 bool HasBf16Layers(const Layout& l) {
   return l.fp8 && (l.bf16_first_layers > 0 || l.bf16_last_layers > 0);
 }
+
+namespace {
 
 // Of layers [first, first + count), those the fp8 run keeps in bf16: the
 // model's first bf16_first_layers and last bf16_last_layers [F8L].

@@ -381,6 +381,11 @@ double TotalParameters(const ModelShape& m, double tensor = 1);
 // when it is already padded.
 double VocabRows(const ModelShape& m, double tensor);
 
+// Whether an fp8 layout runs its first or last layers outside fp8
+// (--first-last-layers-bf16 [F8L]): where they sit decides which ranks
+// can peak.
+bool HasBf16Layers(const Layout& l);
+
 // Micro-batches whose activations pipeline stage `stage` holds at its
 // peak: p - stage under 1F1B (the paper), at most m (Megatron's 1F1B runs
 // min(p - stage - 1, m) warm-up forwards, then one more). Under interleaved

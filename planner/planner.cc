@@ -550,7 +550,8 @@ std::vector<PipelineChoices> PipelinesOf(
       }
       choices.chunkings.push_back(Chunking{
           v, form,
-          PeakRankChunksOf(choices.split, p, v, s.shape)});
+          PeakRankChunksOf(choices.split, p, v, s.shape,
+                           HasBf16Layers(s.base))});
     }
   }
   return out;

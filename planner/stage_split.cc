@@ -70,20 +70,27 @@ RankChunks RankChunksAt(const StageSplit& split, ChunkForm form, uint32_t p,
 // [XR] Models whose MoE layers are not all those after a dense prefix
 // (ModelShape.moe_irregular), and even interleaved splits of ones with a
 // dense prefix: which rank peaks depends on which layers its chunks hold.
-// The ranks evaluated are 0, 1, p - 2 and p - 1 (the embedding, the loss,
-// fp8's bf16 layers, which spill into ranks 1 and p - 2 when interleaved)
-// and, of the other ranks, the first with each distinct sequence of MoE
-// layers a chunk: a later rank with the same layers holds no more
-// micro-batches in flight (memory_model.cc MicrobatchesInFlight), so it
-// never peaks above it. The work is O(p v) (PlacementWork bounds it).
+// The ranks evaluated are 0 and p - 1 (the embedding, the loss), 1 and
+// p - 2 where fp8's bf16 layers are (they spill into those ranks when
+// interleaved), and, of the other ranks, the first with each distinct
+// sequence of MoE layers a chunk: a later rank with the same layers holds
+// no more micro-batches in flight, chunk by chunk (memory_model.cc
+// MicrobatchesInFlight and ChunkMicrobatchesInFlight, both non-increasing
+// in the rank), and every other term of a rank that is neither first nor
+// last depends on its layers alone, so it never peaks above it. (Every
+// such rank has the split's middle chunk sizes, in each chunk form: its
+// MoE layers a chunk say its dense ones.) The work is O(p v)
+// (PlacementWork bounds it).
 std::vector<RankChunks> DistinctRanksOf(const StageSplit& split, uint32_t p,
-                                        uint32_t v, const ModelShape& m) {
+                                        uint32_t v, const ModelShape& m,
+                                        bool bf16_layers) {
   const ChunkForm form = ChunkFormOf(split, p, v);
   std::vector<RankChunks> ranks;
   std::set<std::vector<double>> seen;  // middle ranks' MoE layers a chunk
   for (uint32_t stage = 0; stage < p; ++stage) {
     RankChunks rank = RankChunksAt(split, form, p, v, stage);
-    const bool edge = stage <= 1 || stage + 2 >= p;
+    const bool edge = stage == 0 || stage + 1 >= p ||
+                      (bf16_layers && (stage == 1 || stage + 2 == p));
     if (!edge) {
       std::vector<double> moe(rank.layers.size());
       for (size_t j = 0; j < moe.size(); ++j) {
@@ -216,9 +223,10 @@ namespace {
 
 // PeakRankChunksOf's ranks, their chunks' layers alone.
 std::vector<RankChunks> RanksToEstimate(const StageSplit& split, uint32_t p,
-                                        uint32_t v, const ModelShape& m) {
+                                        uint32_t v, const ModelShape& m,
+                                        bool bf16_layers) {
   if (PlacementDecidesPeakRanks(m, split, v)) {
-    return DistinctRanksOf(split, p, v, m);
+    return DistinctRanksOf(split, p, v, m, bf16_layers);
   }
   const double leading_dense = m.leading_dense;
   std::vector<RankChunks> ranks;
@@ -256,8 +264,9 @@ std::vector<RankChunks> RanksToEstimate(const StageSplit& split, uint32_t p,
 }  // namespace
 
 std::vector<RankChunks> PeakRankChunksOf(const StageSplit& split, uint32_t p,
-                                         uint32_t v, const ModelShape& m) {
-  std::vector<RankChunks> ranks = RanksToEstimate(split, p, v, m);
+                                         uint32_t v, const ModelShape& m,
+                                         bool bf16_layers) {
+  std::vector<RankChunks> ranks = RanksToEstimate(split, p, v, m, bf16_layers);
   for (RankChunks& rank : ranks) {
     rank.mix = ChunkMixOf(m, rank.layers, rank.first);
   }

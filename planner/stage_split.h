@@ -79,9 +79,12 @@ uint64_t PlacementWork(const ModelShape& m, uint32_t layers,
 // every rank whose MoE layers a chunk differ where the model's placement
 // decides which peaks ([XR], stage_split.cc DistinctRanksOf), the first,
 // middle and last ranks of an uneven interleaved split, and none (empty)
-// where the stage's layer count and rank say it all.
+// where the stage's layer count and rank say it all. `bf16_layers`: the
+// plan's layouts run some layers outside fp8 (HasBf16Layers), which
+// decides whether ranks 1 and p - 2 are evaluated whatever their layers.
 std::vector<RankChunks> PeakRankChunksOf(const StageSplit& split, uint32_t p,
-                                         uint32_t v, const ModelShape& m);
+                                         uint32_t v, const ModelShape& m,
+                                         bool bf16_layers = true);
 
 }  // namespace memgate
 
