@@ -1912,11 +1912,26 @@ StagePeak PeakOfEvenStages(
   const uint32_t last_stage = static_cast<uint32_t>(l.pipeline) - 1;
   peak.Add(stages.Stage(last_stage, stage_layers));
   if (enough(peak)) return peak;
-  // Interleaved, bf16 layers beyond a chunk's worth spill into rank 1's
-  // first chunk and rank p - 2's last [F8L]: those ranks are evaluated too.
-  if (l.virtual_stages > 1 && HasBf16Layers(l) && l.pipeline > 2) {
-    for (uint32_t rank : {1u, last_stage - 1}) {
-      peak.Add(stages.Stage(rank, stage_layers));
+  // [F8L] Interleaved, bf16 layers beyond a chunk's worth spill into the
+  // next ranks' chunks: the first bf16_first_layers fill virtual stages 0,
+  // 1, ... (ranks 0, 1, ...), the last ones virtual stages p v - 1, p v -
+  // 2, ... (ranks p - 1, p - 2, ...), up to v ranks at either end (Megatron
+  // allows L / p of them). Each rank that holds one is evaluated: one with
+  // fewer micro-batches in flight can still peak for them.
+  if (HasBf16Layers(l) && l.pipeline > 2) {
+    const double chunk = stage_layers / std::max(1.0, l.virtual_stages);
+    const double p = l.pipeline;
+    // Ranks [1, front) and [back, p - 1).
+    const double front = std::min<double>(
+        last_stage, std::ceil(l.bf16_first_layers / chunk));
+    const double back = std::max(
+        front, p - std::min(p, std::ceil(l.bf16_last_layers / chunk)));
+    for (double rank = 1; rank < front; ++rank) {
+      peak.Add(stages.Stage(static_cast<uint32_t>(rank), stage_layers));
+      if (enough(peak)) return peak;
+    }
+    for (double rank = std::max(1.0, back); rank < last_stage; ++rank) {
+      peak.Add(stages.Stage(static_cast<uint32_t>(rank), stage_layers));
       if (enough(peak)) return peak;
     }
   }

@@ -318,6 +318,52 @@ TEST(MemoryModelTest, EvenStagesStopOnceThePeakIsEnough) {
   EXPECT_GE(whole.admission, first.admission);
 }
 
+// PeakOfEvenStages evaluates only the ranks that can peak: the first, the
+// last, the middle ones an MoE model's dense layers decide, and every rank
+// that holds fp8's bf16 layers, which spill over as many ranks as their
+// chunks take (up to v at either end). Held to the largest of every stage,
+// over dense and MoE models, depths, interleavings and bf16 ends up to
+// L / p. (In these even splits the first rank, with the embedding and the
+// most micro-batches in flight, outweighs a middle rank's bf16 chunk; the
+// uneven split where one did not is LaunchPlansTest's
+// Bf16LayersSpillingOverSeveralRanksReadBackAsPlanned.)
+TEST(MemoryModelTest, EvenStagesPeakAtTheRanksTheyEvaluate) {
+  for (const char* name : {"llama-3.1-70b", "mixtral-8x7b"}) {
+    const ModelShape m = Shape(name);
+    for (const double p : {4.0, 8.0}) {
+      for (const double v : {1.0, 2.0, 5.0, 10.0}) {
+        const double per_rank = m.layers / p;
+        if (std::fmod(per_rank, v) != 0) continue;
+        for (const double first : {0.0, 1.0, per_rank}) {
+          for (const double last : {0.0, 3.0, per_rank}) {
+            Layout l = PaperLayout();
+            l.tensor = 8;
+            l.pipeline = p;
+            l.data = 4;
+            l.virtual_stages = v;
+            l.microbatches = 64;
+            l.expert_parallel = m.experts > 0 ? 4 : 1;
+            l.fp8 = true;
+            l.bf16_first_layers = first;
+            l.bf16_last_layers = last;
+            StagePeak every;
+            for (uint32_t stage = 0; stage < p; ++stage) {
+              every.Add(StageMemoryOf(m, l, stage, per_rank));
+            }
+            const StagePeak evaluated = PeakOfEvenStages(m, l);
+            const std::string where =
+                std::string(name) + " p " + std::to_string(p) + " v " +
+                std::to_string(v) + " bf16 " + std::to_string(first) + "/" +
+                std::to_string(last);
+            EXPECT_EQ(evaluated.admission, every.admission) << where;
+            EXPECT_EQ(evaluated.transient, every.transient) << where;
+          }
+        }
+      }
+    }
+  }
+}
+
 // StagePeak::model_states is what the planner takes as the floor no
 // recomputation lowers (planner.cc FitByRecomputing): the same with every
 // layer recomputed as with none, and below the admission figure.

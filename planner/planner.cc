@@ -293,6 +293,13 @@ bool AllToAllSplitsHeads(const Search& s, uint32_t t, uint32_t c) {
   return (s.heads / t) % scattered == 0 && (key_heads / t) % scattered == 0;
 }
 
+// fp8's bf16 layers at either end, as every layout of the plan runs them.
+Bf16Ends Bf16EndsOf(const Search& s) {
+  if (!HasBf16Layers(s.base)) return {};
+  return {static_cast<uint32_t>(s.base.bf16_first_layers),
+          static_cast<uint32_t>(s.base.bf16_last_layers)};
+}
+
 Layout LayoutFor(const Search& s, uint32_t t, uint32_t c, uint32_t p,
                  uint32_t d, uint32_t b, uint32_t ep = 1, uint32_t etp = 1) {
   Layout l = s.base;
@@ -550,8 +557,7 @@ std::vector<PipelineChoices> PipelinesOf(
       }
       choices.chunkings.push_back(Chunking{
           v, form,
-          PeakRankChunksOf(choices.split, p, v, s.shape,
-                           HasBf16Layers(s.base))});
+          PeakRankChunksOf(choices.split, p, v, s.shape, Bf16EndsOf(s))});
     }
   }
   return out;

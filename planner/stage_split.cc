@@ -67,12 +67,38 @@ RankChunks RankChunksAt(const StageSplit& split, ChunkForm form, uint32_t p,
   return rank;
 }
 
+// [F8L] The ranks other than the first and last whose chunks hold fp8's
+// bf16 layers: the first `bf16.first` layers fill virtual stages 0, 1, ...
+// and the last `bf16.last` ones p v - 1, p v - 2, ... (virtual stage k is
+// chunk k / p of rank k % p), up to v ranks at either end. Walked from
+// either end: O(bf16 layers + a few empty chunks), whatever p and v.
+std::set<uint32_t> MiddleRanksHoldingBf16(const StageSplit& split,
+                                          ChunkForm form, uint32_t p,
+                                          uint32_t v, Bf16Ends bf16) {
+  std::set<uint32_t> ranks;
+  const uint64_t chunks = uint64_t{p} * v;
+  auto walk = [&](uint32_t layers, bool from_front) {
+    double covered = 0;
+    for (uint64_t n = 0; n < chunks && covered < layers; ++n) {
+      const uint64_t k = from_front ? n : chunks - 1 - n;
+      const uint32_t rank = static_cast<uint32_t>(k % p);
+      const double size = ChunkSize(split, form, p, v, rank,
+                                    static_cast<uint32_t>(k / p));
+      if (size > 0 && rank > 0 && rank + 1 < p) ranks.insert(rank);
+      covered += size;
+    }
+  };
+  walk(bf16.first, true);
+  walk(bf16.last, false);
+  return ranks;
+}
+
 // [XR] Models whose MoE layers are not all those after a dense prefix
 // (ModelShape.moe_irregular), and even interleaved splits of ones with a
 // dense prefix: which rank peaks depends on which layers its chunks hold.
-// The ranks evaluated are 0 and p - 1 (the embedding, the loss), 1 and
-// p - 2 where fp8's bf16 layers are (they spill into those ranks when
-// interleaved), and, of the other ranks, the first with each distinct
+// The ranks evaluated are 0 and p - 1 (the embedding, the loss), those
+// that hold fp8's bf16 layers (MiddleRanksHoldingBf16), and, of the other
+// ranks, the first with each distinct
 // sequence of MoE layers a chunk: a later rank with the same layers holds
 // no more micro-batches in flight, chunk by chunk (memory_model.cc
 // MicrobatchesInFlight and ChunkMicrobatchesInFlight, both non-increasing
@@ -83,14 +109,16 @@ RankChunks RankChunksAt(const StageSplit& split, ChunkForm form, uint32_t p,
 // (PlacementWork bounds it).
 std::vector<RankChunks> DistinctRanksOf(const StageSplit& split, uint32_t p,
                                         uint32_t v, const ModelShape& m,
-                                        bool bf16_layers) {
+                                        Bf16Ends bf16) {
   const ChunkForm form = ChunkFormOf(split, p, v);
+  const std::set<uint32_t> bf16_ranks =
+      MiddleRanksHoldingBf16(split, form, p, v, bf16);
   std::vector<RankChunks> ranks;
   std::set<std::vector<double>> seen;  // middle ranks' MoE layers a chunk
   for (uint32_t stage = 0; stage < p; ++stage) {
     RankChunks rank = RankChunksAt(split, form, p, v, stage);
-    const bool edge = stage == 0 || stage + 1 >= p ||
-                      (bf16_layers && (stage == 1 || stage + 2 == p));
+    const bool edge =
+        stage == 0 || stage + 1 >= p || bf16_ranks.count(stage) > 0;
     if (!edge) {
       std::vector<double> moe(rank.layers.size());
       for (size_t j = 0; j < moe.size(); ++j) {
@@ -224,14 +252,20 @@ namespace {
 // PeakRankChunksOf's ranks, their chunks' layers alone.
 std::vector<RankChunks> RanksToEstimate(const StageSplit& split, uint32_t p,
                                         uint32_t v, const ModelShape& m,
-                                        bool bf16_layers) {
+                                        Bf16Ends bf16) {
   if (PlacementDecidesPeakRanks(m, split, v)) {
-    return DistinctRanksOf(split, p, v, m, bf16_layers);
+    return DistinctRanksOf(split, p, v, m, bf16);
   }
   const double leading_dense = m.leading_dense;
   std::vector<RankChunks> ranks;
-  if (split.first == 0 || v <= 1) return ranks;
+  // An even split's ranks are PeakOfEvenStages's (memory_model.cc).
+  if (split.first == 0) return ranks;
   const ChunkForm form = ChunkFormOf(split, p, v);
+  const std::set<uint32_t> bf16_ranks =
+      MiddleRanksHoldingBf16(split, form, p, v, bf16);
+  // One chunk a rank: the planner's PeakOf takes the first, middle and
+  // last ranks itself, unless bf16 layers spill past the first and last.
+  if (v <= 1 && bf16_ranks.empty()) return ranks;
   // An uneven split has p >= 3 (SplitLayers): the work is O(v), whatever p.
   auto chunk = [&](uint32_t i, uint32_t j) {
     return ChunkSize(split, form, p, v, i, j);
@@ -249,12 +283,13 @@ std::vector<RankChunks> RanksToEstimate(const StageSplit& split, uint32_t p,
     }
     passed += round;
   }
-  std::vector<uint32_t> stages = {0};
+  std::set<uint32_t> stages = bf16_ranks;
+  stages.insert(0);
   const PeakRanks middle = MiddlePeakRanks(p, boundary);
   for (uint32_t k = 0; k < middle.count; ++k) {
-    stages.push_back(middle.rank[k]);
+    stages.insert(middle.rank[k]);
   }
-  stages.push_back(p - 1);
+  stages.insert(p - 1);
   for (uint32_t stage : stages) {
     ranks.push_back(RankChunksAt(split, form, p, v, stage));
   }
@@ -265,8 +300,8 @@ std::vector<RankChunks> RanksToEstimate(const StageSplit& split, uint32_t p,
 
 std::vector<RankChunks> PeakRankChunksOf(const StageSplit& split, uint32_t p,
                                          uint32_t v, const ModelShape& m,
-                                         bool bf16_layers) {
-  std::vector<RankChunks> ranks = RanksToEstimate(split, p, v, m, bf16_layers);
+                                         Bf16Ends bf16) {
+  std::vector<RankChunks> ranks = RanksToEstimate(split, p, v, m, bf16);
   for (RankChunks& rank : ranks) {
     rank.mix = ChunkMixOf(m, rank.layers, rank.first);
   }

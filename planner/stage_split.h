@@ -64,6 +64,12 @@ std::string MtpLayoutText(const StageSplit& split, uint32_t p, uint32_t v);
 // so Enumerate builds them once per pipeline and chunk count, not once per
 // layout. Empty where the stage's layer count and rank say it all
 // (PeakOf).
+// fp8's layers run in bf16 at either end of the model [F8L]; none where
+// the run is not fp8.
+struct Bf16Ends {
+  uint32_t first = 0, last = 0;
+};
+
 struct RankChunks {
   uint32_t stage;
   std::vector<double> layers, first;
@@ -79,12 +85,11 @@ uint64_t PlacementWork(const ModelShape& m, uint32_t layers,
 // every rank whose MoE layers a chunk differ where the model's placement
 // decides which peaks ([XR], stage_split.cc DistinctRanksOf), the first,
 // middle and last ranks of an uneven interleaved split, and none (empty)
-// where the stage's layer count and rank say it all. `bf16_layers`: the
-// plan's layouts run some layers outside fp8 (HasBf16Layers), which
-// decides whether ranks 1 and p - 2 are evaluated whatever their layers.
+// where the stage's layer count and rank say it all. Every rank that
+// holds one of fp8's bf16 layers (`bf16`) is among them.
 std::vector<RankChunks> PeakRankChunksOf(const StageSplit& split, uint32_t p,
                                          uint32_t v, const ModelShape& m,
-                                         bool bf16_layers = true);
+                                         Bf16Ends bf16 = {});
 
 }  // namespace memgate
 
