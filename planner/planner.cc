@@ -5,7 +5,6 @@
 #include <iterator>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -26,6 +25,7 @@
 #include "planner/cost_model.h"
 #include "planner/gpu_datasheets.h"
 #include "planner/divisors.h"
+#include "planner/layer_figure_shelf.h"
 #include "planner/plan_ranking.h"
 #include "planner/stage_split.h"
 #include "planner/starved_pipeline.h"
@@ -668,41 +668,6 @@ struct RecomputeProbe {
   bool hopeless = false;   // every layer recomputed did not fit
   bool cheap_failed = false;  // the cheap modules did not fit
   uint32_t least = 0;      // the least quarter that fitted so far
-};
-
-// The layer figures of one (TP, CP, EP, ETP, micro-batch), kept across
-// the pipeline depths and schedules that share them (LayoutLayerFigures):
-// as the search gives the layout, with the cheap selective modules, and
-// under full recomputation (whatever the count recomputed). A layout's
-// two or three layer kinds were a fifth of an MoE plan's work, worked out
-// again at each of its depths, schedules and recomputation probes.
-struct KeptLayerFigures {
-  LayoutLayerFigures as_given, cheap, full;
-};
-
-// KeptLayerFigures for one TP x CP at a time (ForEachGroup visits every
-// pipeline depth of one before the next), by EP, ETP and micro-batch:
-// at most the request's micro-batch bound x 2 x E's divisors entries,
-// cleared when TP or CP changes. unordered_map: references to an entry
-// stay valid as others are added.
-class LayerFigureShelf {
- public:
-  KeptLayerFigures& For(uint32_t t, uint32_t c, uint32_t ep, uint32_t etp,
-                        uint32_t b) {
-    if (t != t_ || c != c_) {
-      kept_.clear();
-      t_ = t;
-      c_ = c;
-    }
-    // EP divides E (at most 2^32); ETP is 1 or TP; b < 2^16 (SearchFor).
-    const uint64_t key =
-        (uint64_t{ep} << 32) | (uint64_t{etp != 1} << 16) | b;
-    return kept_[key];
-  }
-
- private:
-  uint32_t t_ = 0, c_ = 0;
-  std::unordered_map<uint64_t, KeptLayerFigures> kept_;
 };
 
 void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
