@@ -171,6 +171,14 @@ void ExpectSameFigures(const StageFigures& a, const StageFigures& b,
   EXPECT_EQ(a.transient_peak_bytes(), b.transient_peak_bytes()) << where;
 }
 
+// The same peak, term by term.
+void ExpectSamePeak(const StagePeak& a, const StagePeak& b,
+                    const std::string& where) {
+  EXPECT_EQ(a.admission, b.admission) << where;
+  EXPECT_EQ(a.transient, b.transient) << where;
+  EXPECT_EQ(a.model_states, b.model_states) << where;
+}
+
 // LayoutStages keeps one layer's figures of each kind for all the stages
 // of a layout, worked out at the first stage that needs them: whatever
 // order stages ask in, and whatever kinds the earlier ones had (DeepSeek-
@@ -278,12 +286,9 @@ TEST(MemoryModelTest, LayoutsAlikeButForTheirPipelineShareLayerFigures) {
                             StageMemoryOf(m, l, rank, layers, first),
                             where + ", rank " + std::to_string(rank));
         }
-        const StagePeak shared = PeakOfEvenStages(
-            m, l, kept, [](const StagePeak&) { return false; });
-        const StagePeak alone = PeakOfEvenStages(m, l);
-        EXPECT_EQ(shared.admission, alone.admission) << where;
-        EXPECT_EQ(shared.transient, alone.transient) << where;
-        EXPECT_EQ(shared.model_states, alone.model_states) << where;
+        ExpectSamePeak(PeakOfEvenStages(
+                           m, l, kept, [](const StagePeak&) { return false; }),
+                       PeakOfEvenStages(m, l), where);
       }
     }
   }
@@ -350,13 +355,11 @@ TEST(MemoryModelTest, EvenStagesPeakAtTheRanksTheyEvaluate) {
             for (uint32_t stage = 0; stage < p; ++stage) {
               every.Add(StageMemoryOf(m, l, stage, per_rank));
             }
-            const StagePeak evaluated = PeakOfEvenStages(m, l);
-            const std::string where =
-                std::string(name) + " p " + std::to_string(p) + " v " +
-                std::to_string(v) + " bf16 " + std::to_string(first) + "/" +
-                std::to_string(last);
-            EXPECT_EQ(evaluated.admission, every.admission) << where;
-            EXPECT_EQ(evaluated.transient, every.transient) << where;
+            ExpectSamePeak(PeakOfEvenStages(m, l), every,
+                           std::string(name) + " p " + std::to_string(p) +
+                               " v " + std::to_string(v) + " bf16 " +
+                               std::to_string(first) + "/" +
+                               std::to_string(last));
           }
         }
       }
