@@ -807,14 +807,33 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
                          0, 1, 0, f.speed(), f.bubble, v1::ZONE_UNSPECIFIED};
           entry.exchange = f.expert;
           entry.mtp_layout = chunking.form == ChunkForm::kMtpLayout;
-          const StagePeak peak =
-              PeakOf(s, l, split, chunking.chunks, kept.as_given);
-          entry.peak_bytes = peak.admission;
-          entry.zone = AdmissionZone(peak, s.capacity, s.threshold);
-          if (entry.zone != v1::ZONE_GREEN && s.allow_recompute) {
+          // Where recomputation may yet make it fit (a smaller micro-batch
+          // of this schedule did not prove it hopeless), the layout as
+          // given is first a probe: if it does not fit, its figures are
+          // read only when no recomputation fits either, and are then
+          // worked out whole. (The probe's model states are a lower bound:
+          // the floor check may pass where the whole one would not, and
+          // the probes that follow then fail, as the floor would have
+          // said.)
+          const bool may_recompute = s.allow_recompute && !probes[i].hopeless;
+          const StagePeak peak = PeakOf(s, l, split, chunking.chunks,
+                                        kept.as_given, may_recompute);
+          if (IsGreen(s, peak)) {
+            entry.peak_bytes = peak.admission;
+            entry.zone = v1::ZONE_GREEN;
+            return entry;
+          }
+          if (may_recompute) {
             FitByRecomputing(s, l, split, chunking.chunks, peak.model_states,
                              entry, probes[i], kept);
+            if (entry.zone == v1::ZONE_GREEN) return entry;
           }
+          const StagePeak whole =
+              may_recompute
+                  ? PeakOf(s, l, split, chunking.chunks, kept.as_given)
+                  : peak;
+          entry.peak_bytes = whole.admission;
+          entry.zone = AdmissionZone(whole, s.capacity, s.threshold);
           return entry;
         };
         auto emit = [&](const Layout4D& entry) {
