@@ -544,6 +544,13 @@ std::vector<PipelineChoices> PipelinesOf(
     const uint32_t p = gpu_divisors[i];
     if (p > kMaxPipelineStages) break;
     PipelineChoices& choices = out[i];
+    // Depths ForEachGroup never visits are not worked out: bf16 layers
+    // beyond L / p at either end (ValidateJob), which also keeps the walk
+    // over their chunks (MiddleRanksHoldingBf16) to L / p + 2 steps.
+    if (std::max(s.base.bf16_first_layers, s.base.bf16_last_layers) >
+        s.layers / p) {
+      continue;
+    }
     choices.split = SplitFor(s, p);
     if (!choices.split.ok) continue;
     const uint32_t deepest = std::min(kMaxPlanVirtualStages,
