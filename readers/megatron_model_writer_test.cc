@@ -1,9 +1,11 @@
 #include "readers/megatron_model_writer.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_split.h"
 #include "estimator/catalog.h"
 #include "estimator/job_resolver.h"
@@ -26,6 +28,22 @@ v1::ModelConfig Resolved(const std::string& name) {
   return resolved.ok() ? resolved->model() : v1::ModelConfig();
 }
 
+// `model` written as arguments and read back as a TP 8 launch.
+absl::StatusOr<v1::ModelConfig> ReadBack(const v1::ModelConfig& model) {
+  const std::optional<std::string> args = MegatronModelArguments(model);
+  if (!args.has_value()) return absl::InvalidArgumentError("not written");
+  std::vector<std::string> argv = {"pretrain_gpt.py"};
+  for (absl::string_view w : absl::StrSplit(
+           *args + " --tensor-model-parallel-size 8 --seq-length 4096 "
+                   "--micro-batch-size 1 --bf16 --sequence-parallel",
+           ' ', absl::SkipEmpty())) {
+    argv.emplace_back(w);
+  }
+  absl::StatusOr<MegatronLaunch> read = ParseMegatronLaunch(argv, nullptr);
+  if (!read.ok()) return read.status();
+  return read->job.model();
+}
+
 // Every catalog model written as arguments reads back, at TP 8, as the
 // same model: each field the estimate takes from it, the experts', MLA's
 // and MTP's included.
@@ -37,18 +55,9 @@ TEST(MegatronModelWriterTest, CatalogModelsReadBackAsThemselves) {
         "nemotron-4-340b", "mixtral-8x7b", "mixtral-8x22b", "qwen3-30b-a3b",
         "qwen3-235b-a22b", "deepseek-v3"}) {
     const v1::ModelConfig model = Resolved(name);
-    const std::optional<std::string> args = MegatronModelArguments(model);
-    ASSERT_TRUE(args.has_value()) << name;
-    std::vector<std::string> argv = {"pretrain_gpt.py"};
-    for (absl::string_view w : absl::StrSplit(
-             *args + " --tensor-model-parallel-size 8 --seq-length 4096 "
-                     "--micro-batch-size 1 --bf16 --sequence-parallel",
-             ' ', absl::SkipEmpty())) {
-      argv.emplace_back(w);
-    }
-    absl::StatusOr<MegatronLaunch> read = ParseMegatronLaunch(argv, nullptr);
-    ASSERT_TRUE(read.ok()) << name << ": " << read.status() << "\n" << *args;
-    const v1::ModelConfig& back = read->job.model();
+    const absl::StatusOr<v1::ModelConfig> read = ReadBack(model);
+    ASSERT_TRUE(read.ok()) << name << ": " << read.status();
+    const v1::ModelConfig& back = *read;
     EXPECT_EQ(back.num_layers(), model.num_layers()) << name;
     EXPECT_EQ(back.hidden_size(), model.hidden_size()) << name;
     EXPECT_EQ(back.ffn_hidden_size(), model.ffn_hidden_size()) << name;
@@ -103,6 +112,18 @@ TEST(MegatronModelWriterTest, CatalogModelsReadBackAsThemselves) {
     ++written;
   }
   EXPECT_EQ(written, 14);
+}
+
+// MLA's fused down projection is written (--mla-down-proj-fusion) and
+// reads back; without it, none is read.
+TEST(MegatronModelWriterTest, AFusedMlaDownProjectionReadsBack) {
+  v1::ModelConfig model = Resolved("deepseek-v3");
+  ASSERT_FALSE(model.mla().fused_down_projection());
+  model.mutable_mla()->set_fused_down_projection(true);
+  const absl::StatusOr<v1::ModelConfig> back = ReadBack(model);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->mla().ShortDebugString(), model.mla().ShortDebugString());
+  EXPECT_TRUE(back->mla().fused_down_projection());
 }
 
 // What the command line cannot say is not written: a plan's lines stay a
