@@ -258,6 +258,25 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
                "rope (use --position-embedding-type none)");
   }
   if (position == "learned_absolute") {
+    // With learned positions the embedding scatters its whole (s, b, h)
+    // output to the sequence-parallel shards as a view (language_model_
+    // embedding.py: reduce_scatter_embeddings only without them), which
+    // Megatron clones so the whole one is freed; without the clone the
+    // first layer's saved input keeps t shards for every micro-batch in
+    // flight on the first stage. Not modelled: refused wherever a plan's
+    // candidates could run it (SP at TP > 1). With RoPE or no positions
+    // the vocabulary-parallel embedding reduce-scatters a shard of its own
+    // and the switch changes nothing.
+    for (const char* no_clone : {"no-clone-scatter-output-in-embedding",
+                                 "disable-clone-scatter-output-in-embedding"}) {
+      if (args.Has(no_clone)) {
+        return Bad(no_clone,
+                   "with learned absolute positions the sequence-parallel "
+                   "scatter's view keeps the whole s x b x h embedding "
+                   "output for the first layer's backward: not modelled "
+                   "(Megatron clones it by default: drop the switch)");
+      }
+    }
     m.set_position_embedding(v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE);
     MEMGATE_ASSIGN_OR_RETURN(rows, args.Number("max-position-embeddings", 0));
     m.set_max_position_embeddings(rows);

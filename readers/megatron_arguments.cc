@@ -596,6 +596,14 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"multi-latent-attention", false, M, "off",
        "MLA: LoRA-compressed Q and KV (down projections replicated over "
        "TP), their latents stored"},
+      {"no-clone-scatter-output-in-embedding", false, P, "off (cloned)",
+       "nothing with RoPE or no positions (the vocabulary-parallel "
+       "embedding reduce-scatters its own shard); with learned absolute "
+       "positions the sequence-parallel scatter's view keeps the whole "
+       "s x b x h embedding output for the first layer's backward: "
+       "refused"},
+      {"disable-clone-scatter-output-in-embedding", false, P, "off (cloned)",
+       "the same as --no-clone-scatter-output-in-embedding"},
       {"mla-down-proj-fusion", false, M, "off",
        "MLA's Q and KV down projections as one column-parallel "
        "LayerNormLinear: their weights split over TP; needs --q-lora-rank "

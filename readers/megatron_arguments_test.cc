@@ -74,6 +74,10 @@ TEST(MegatronArgumentsTest, EveryRefusedArgumentIsRefusedByName) {
 TEST(MegatronArgumentsTest, UnmodelledValuesAreRefusedByName) {
   const std::vector<std::vector<std::string>> cases = {
       {"--normalization", "NoNorm"},
+      {"--position-embedding-type", "learned_absolute",
+       "--no-clone-scatter-output-in-embedding"},
+      {"--position-embedding-type", "learned_absolute",
+       "--disable-clone-scatter-output-in-embedding"},
       {"--position-embedding-type", "relative"},
       {"--main-grads-dtype", "bf16"},
       {"--exp-avg-dtype", "fp16"},

@@ -121,6 +121,10 @@ const std::map<std::string, std::string>& UnchangedArguments() {
   static const auto* unchanged = new std::map<std::string, std::string>{
       {"no-bias-dropout-fusion",
        "the bias-dropout-add keeps its mask fused or not"},
+      {"no-clone-scatter-output-in-embedding",
+       "RoPE: the embedding reduce-scatters a shard of its own"},
+      {"disable-clone-scatter-output-in-embedding",
+       "RoPE: the embedding reduce-scatters a shard of its own"},
       {"accumulate-allreduce-grads-in-fp32", "implied by --bf16"},
       {"keep-fp8-transpose-cache",
        "the transpose fp8 copies are counted under fp8 either way"},
