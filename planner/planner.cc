@@ -520,7 +520,7 @@ uint64_t MicroBatchChoices(const Search& s) {
 struct Chunking {
   uint32_t v;
   ChunkForm form;
-  std::vector<RankChunks> chunks;  // PeakRankChunksOf(split, p, v, shape)
+  std::vector<RankChunks> chunks;  // PeakRankChunksOf(split, p, v, ...)
 };
 
 struct PipelineChoices {

@@ -89,7 +89,7 @@ uint64_t PlacementWork(const ModelShape& m, uint32_t layers,
 // holds one of fp8's bf16 layers (`bf16`) is among them.
 std::vector<RankChunks> PeakRankChunksOf(const StageSplit& split, uint32_t p,
                                          uint32_t v, const ModelShape& m,
-                                         Bf16Ends bf16 = {});
+                                         Bf16Ends bf16);
 
 }  // namespace memgate
 
