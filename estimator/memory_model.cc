@@ -656,9 +656,15 @@ struct LayerCache {
   const Layout& l;
   LayoutLaneFigures& figures;
 
+  // The first ask of a kind works its figures out (KindWorkedOut); the
+  // others, most of the planner's, only read them.
   const LayerKindFigures& Kind(bool moe) {
+    const LayerKindFigures& k = figures.kinds[moe ? 1 : 0];
+    return k.known ? k : KindWorkedOut(moe);
+  }
+
+  [[gnu::noinline]] const LayerKindFigures& KindWorkedOut(bool moe) {
     LayerKindFigures& k = figures.kinds[moe ? 1 : 0];
-    if (k.known) return k;
     k.known = true;
     k.full = LayerActivationsFull(m, l, moe);
     if (HasBf16Layers(l)) {
@@ -962,12 +968,17 @@ double MtpBuiltLayers(const ModelShape& m) {
 // MultiTokenPredictionLayer builds one each) and a transformer layer.
 // Measured on an H100 (bench/RESULTS.md, session 35): two MTP layers hold
 // two final norms, where memgate had counted one for the block.
-double MtpParameters(const ModelShape& m, const Layout& l) {
+// `transformer_layer`: LayerParameters of the MTP layer's kind, which a
+// stage may have worked out already.
+double MtpParameters(const ModelShape& m, const Layout& l,
+                     double transformer_layer) {
   if (m.mtp_layers <= 0) return 0;
   const double layer = 2 * m.hidden * m.hidden / l.tensor +
-                       3 * NormParameters(m) +
-                       LayerParameters(m, l, MtpLayerIsMoe(m));
+                       3 * NormParameters(m) + transformer_layer;
   return MtpBuiltLayers(m) * layer;
+}
+double MtpParameters(const ModelShape& m, const Layout& l) {
+  return MtpParameters(m, l, LayerParameters(m, l, MtpLayerIsMoe(m)));
 }
 
 // Per micro-batch, each MTP layer stores a transformer layer's activations
@@ -1464,17 +1475,23 @@ double ContextParallelGatherWorkingSet(const ModelShape& m, const Layout& l) {
 // layers for each micro-batch in flight (`chunks` null: v equal chunks of
 // the stage's layers), the recomputation and dispatch working sets, the
 // embedding on the first stage, the LM head and MTP block on the last.
-// `freed_before_embedding_gradient`, where given, gets what the
-// embedding's backward follows [EG]: one micro-batch's stored layer
-// activations of the first chunk and the layers' working sets, computed
-// here already.
-double StageActivations(LayerCache& layers, uint32_t stage,
-                        const LayerMix& mix,
-                        const std::vector<LayerMix>* chunks,
-                        const Bf16Layers* bf16,
-                        double* freed_before_embedding_gradient = nullptr) {
-  const ModelShape& m = layers.m;
-  const Layout& l = layers.l;
+// Worked out for `count` lanes at once (one layout, as routed and under
+// its most loaded expert-parallel rank: they differ in the expert load
+// alone, which only the layer figures read): what the lanes share, the
+// micro-batches in flight, the embedding's and the LM head's, is worked
+// out once, and each lane's sum is made in the order it would be alone,
+// to the bit. `freed_before_embedding_gradient`, where given, gets what
+// the embedding's backward follows in lane 0 [EG]: one micro-batch's
+// stored layer activations of the first chunk and the layers' working
+// sets, computed here already.
+constexpr int kMaxLanes = 2;
+void StageActivationsOfLanes(LayerCache* const lanes[], int count,
+                             uint32_t stage, const LayerMix& mix,
+                             const std::vector<LayerMix>* chunks,
+                             const Bf16Layers* bf16, double activations[],
+                             double* freed_before_embedding_gradient) {
+  const ModelShape& m = lanes[0]->m;
+  const Layout& l = lanes[0]->l;
   const double in_flight = MicrobatchesInFlight(l, stage);
   const ChunkMicrobatchesInFlight in_flight_of(l, in_flight);
   // Without `chunks`, each of the v chunks holds an equal share.
@@ -1489,20 +1506,26 @@ double StageActivations(LayerCache& layers, uint32_t stage,
     return bf16->chunks.empty() ? bf16->stage / l.virtual_stages
                                 : bf16->chunks[j];
   };
-  const FullLayers full =
-      FullLayersOf(layers, mix, bf16 != nullptr ? bf16->stage : 0);
-  double activations = 0;
-  double working_set = 0;
+  FullLayers full[kMaxLanes];
+  double working_set[kMaxLanes] = {};
+  for (int k = 0; k < count; ++k) {
+    full[k] = FullLayersOf(*lanes[k], mix, bf16 != nullptr ? bf16->stage : 0);
+    activations[k] = 0;
+  }
   if (chunks == nullptr) {
-    const double stored =
-        StoredActivations(m, l, even_chunk, full, chunk_bf16(0));
-    if (freed_before_embedding_gradient != nullptr) {
-      *freed_before_embedding_gradient = stored;
+    for (int k = 0; k < count; ++k) {
+      const Layout& lk = lanes[k]->l;
+      const double stored =
+          StoredActivations(m, lk, even_chunk, full[k], chunk_bf16(0));
+      if (k == 0 && freed_before_embedding_gradient != nullptr) {
+        *freed_before_embedding_gradient = stored;
+      }
+      activations[k] = in_flight * stored;
+      working_set[k] =
+          RecomputeWorkingSet(lk, even_chunk, full[k], chunk_bf16(0));
     }
-    activations = in_flight * stored;
-    working_set = RecomputeWorkingSet(l, even_chunk, full, chunk_bf16(0));
   } else {
-    double stored = 0;
+    double stored[kMaxLanes] = {};
     for (size_t j = 0; j < chunks->size(); ++j) {
       // A rank's chunks mostly hold the same layers: what a chunk stores
       // is worked out again only where its layers differ from the last's.
@@ -1510,69 +1533,96 @@ double StageActivations(LayerCache& layers, uint32_t stage,
       if (j == 0 || chunk.dense != (*chunks)[j - 1].dense ||
           chunk.moe != (*chunks)[j - 1].moe ||
           chunk_bf16(j) != chunk_bf16(j - 1)) {
-        stored = StoredActivations(m, l, chunk, full, chunk_bf16(j));
-        working_set = std::max(
-            working_set, RecomputeWorkingSet(l, chunk, full, chunk_bf16(j)));
+        for (int k = 0; k < count; ++k) {
+          const Layout& lk = lanes[k]->l;
+          stored[k] = StoredActivations(m, lk, chunk, full[k], chunk_bf16(j));
+          working_set[k] =
+              std::max(working_set[k], RecomputeWorkingSet(lk, chunk, full[k],
+                                                           chunk_bf16(j)));
+        }
       }
       if (j == 0 && freed_before_embedding_gradient != nullptr) {
-        *freed_before_embedding_gradient = stored;
+        *freed_before_embedding_gradient = stored[0];
       }
-      activations += in_flight_of.Of(j) * stored;
+      const double share = in_flight_of.Of(j);
+      for (int k = 0; k < count; ++k) activations[k] += share * stored[k];
     }
   }
   const bool last = stage + 1 >= l.pipeline;
-  // [SR] On the stage that ends the model (one chunk a rank), a micro-
-  // batch's backward reaches its last layer only after the LM head's
-  // backward has released that micro-batch's head activations (the fp32
-  // logits above all): a recomputed layer, whole or its selected modules,
-  // is remade where those were. Measured at PP 1 (tests/measured_steps_
-  // test.cc: the fully and selectively recomputed rows peak at the loss,
-  // and what their forward stores is the stage's activations, 0.1% apart,
-  // once the working set is held this way).
-  if (last && l.virtual_stages == 1 && working_set > 0) {
-    working_set = std::max(0.0, working_set - HeadActivations(m, l));
-  }
-  if (mix.dense + mix.moe > 0 || (last && m.mtp_layers > 0)) {
-    working_set += ContextParallelGatherWorkingSet(m, l);
-  }
-  if (mix.moe > 0 || (last && m.mtp_layers > 0 && MtpLayerIsMoe(m))) {
-    working_set += layers.DispatchWorkingSet();
-  }
-  activations += working_set;
-  // [EG] A layer's working sets live while it runs backward: none is left
-  // when the embedding's backward, the micro-batch's last op, makes its
-  // gradient.
-  if (freed_before_embedding_gradient != nullptr) {
-    *freed_before_embedding_gradient += working_set;
-  }
-  if (stage == 0) {
+  const double head = last ? HeadActivations(m, l) : 0;
+  const bool has_layers = mix.dense + mix.moe > 0 || (last && m.mtp_layers > 0);
+  const double cp_gather =
+      has_layers ? ContextParallelGatherWorkingSet(m, l) : 0;
+  const bool dispatches =
+      mix.moe > 0 || (last && m.mtp_layers > 0 && MtpLayerIsMoe(m));
+  const double embedding =
+      stage == 0 ? EmbeddingActivations(m, l, in_flight_of.Of(0)) : 0;
+  const double head_and_loss =
+      last ? head + DeferredEmbeddingWgradBytes(m, l) +
+                 LossGradientTransient(m, l)
+           : 0;
+  const size_t last_chunk = static_cast<size_t>(l.virtual_stages) - 1;
+  for (int k = 0; k < count; ++k) {
+    LayerCache& layers = *lanes[k];
+    const Layout& lk = layers.l;
+    double ws = working_set[k];
+    double& a = activations[k];
+    // [SR] On the stage that ends the model (one chunk a rank), a micro-
+    // batch's backward reaches its last layer only after the LM head's
+    // backward has released that micro-batch's head activations (the
+    // fp32 logits above all): a recomputed layer, whole or its selected
+    // modules, is remade where those were. Measured at PP 1
+    // (tests/measured_steps_test.cc: the fully and selectively recomputed
+    // rows peak at the loss, and what their forward stores is the stage's
+    // activations, 0.1% apart, once the working set is held this way).
+    if (last && l.virtual_stages == 1 && ws > 0) {
+      ws = std::max(0.0, ws - head);
+    }
+    if (has_layers) ws += cp_gather;
+    if (dispatches) ws += layers.DispatchWorkingSet();
+    a += ws;
+    // [EG] A layer's working sets live while it runs backward: none is
+    // left when the embedding's backward, the micro-batch's last op, makes
+    // its gradient.
+    if (k == 0 && freed_before_embedding_gradient != nullptr) {
+      *freed_before_embedding_gradient += ws;
+    }
     // The embedding sits in the first chunk.
-    activations += EmbeddingActivations(m, l, in_flight_of.Of(0));
-  }
-  // The stages that read data hold the dataloader's mask: rank 0 for its
-  // first chunk, the last rank for its last (one stage, one chunk: once).
-  if (l.dataloader_mask) {
-    const size_t last_chunk = static_cast<size_t>(l.virtual_stages) - 1;
-    auto data_chunk_mask = [&](size_t j) {
-      return DataloaderMaskBytes(
-          l, in_flight_of.Of(j),
-          StoredActivations(m, l, chunk_mix(j), full, chunk_bf16(j)));
-    };
-    if (stage == 0) activations += data_chunk_mask(0);
-    if (last && (stage != 0 || last_chunk > 0)) {
-      activations += data_chunk_mask(last_chunk);
+    if (stage == 0) a += embedding;
+    // The stages that read data hold the dataloader's mask: rank 0 for
+    // its first chunk, the last rank for its last (one stage, one chunk:
+    // once).
+    if (l.dataloader_mask) {
+      auto data_chunk_mask = [&](size_t j) {
+        return DataloaderMaskBytes(
+            lk, in_flight_of.Of(j),
+            StoredActivations(m, lk, chunk_mix(j), full[k], chunk_bf16(j)));
+      };
+      if (stage == 0) a += data_chunk_mask(0);
+      if (last && (stage != 0 || last_chunk > 0)) {
+        a += data_chunk_mask(last_chunk);
+      }
+    }
+    if (last) {
+      a += head_and_loss;
+      // The MTP block sits in the last chunk of the last rank.
+      a += in_flight_of.Of(l.virtual_stages - 1) *
+           (m.mtp_layers > 0
+                ? MtpActivations(m, lk, layers.Kind(MtpLayerIsMoe(m)).full)
+                : 0);
     }
   }
-  if (last) {
-    activations += HeadActivations(m, l) + DeferredEmbeddingWgradBytes(m, l) +
-                   LossGradientTransient(m, l);
-    // The MTP block sits in the last chunk of the last rank.
-    activations +=
-        in_flight_of.Of(l.virtual_stages - 1) *
-        (m.mtp_layers > 0
-             ? MtpActivations(m, l, layers.Kind(MtpLayerIsMoe(m)).full)
-             : 0);
-  }
+}
+
+// StageActivations of one lane.
+double StageActivations(LayerCache& layers, uint32_t stage,
+                        const LayerMix& mix,
+                        const std::vector<LayerMix>* chunks,
+                        const Bf16Layers* bf16) {
+  LayerCache* const lanes[1] = {&layers};
+  double activations = 0;
+  StageActivationsOfLanes(lanes, 1, stage, mix, chunks, bf16, &activations,
+                          nullptr);
   return activations;
 }
 
@@ -1608,7 +1658,8 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
   if (last) params += NormParameters(m);
   if (last && !(first && m.tied_embeddings)) params += vocab_shard;
   if (last && m.mtp_layers > 0) {
-    params += MtpParameters(m, l);
+    params +=
+        MtpParameters(m, l, base.Parameters(MtpLayerIsMoe(m)).parameters);
     if (MtpLayerIsMoe(m)) {
       expert_params += MtpBuiltLayers(m) * RoutedExpertParameters(m, l);
     }
@@ -1671,8 +1722,12 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
            : params + expert_params);
 
   double freed_before_embedding_gradient = 0;
-  f.activation_bytes = StageActivations(base, stage, mix, chunks, bf16,
-                                        &freed_before_embedding_gradient);
+  LayerCache* const lanes[kMaxLanes] = {&base, loaded};
+  double activations[kMaxLanes] = {};
+  StageActivationsOfLanes(lanes, loaded != nullptr ? 2 : 1, stage, mix,
+                          chunks, bf16, activations,
+                          &freed_before_embedding_gradient);
+  f.activation_bytes = activations[0];
   // [UA] [GA] The scores buffer: (b x a/t, s, s) in the query's dtype
   // (dot_product_attention.py: get_global_memory_buffer().get_tensor(...,
   // query.dtype, "mpu")), allocated by a rank's first attention layer and
@@ -1744,8 +1799,7 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     f.buffer_bytes += f.gradient_scratch_bytes;
   }
   if (loaded != nullptr) {
-    f.imbalance_bytes = StageActivations(*loaded, stage, mix, chunks, bf16) -
-                        f.activation_bytes;
+    f.imbalance_bytes = activations[1] - f.activation_bytes;
   }
   return f;
 }
@@ -1790,9 +1844,7 @@ LayoutStages::LayoutStages(const ModelShape& m, const Layout& l,
     const double most_loaded =
         std::min<double>(l.load_imbalance, MaxExpertLoad(m, l));
     if (most_loaded > 1) {
-      loaded_ = true;
-      loaded_layout_ = l;
-      loaded_layout_.expert_load = most_loaded;
+      loaded_layout_.emplace(l).expert_load = most_loaded;
     }
   }
 }
@@ -1802,8 +1854,8 @@ StageFigures LayoutStages::Stage(uint32_t stage, double stage_layers,
   const ModelShape& m = m_;
   const Layout& l = l_;
   LayerCache base{m, l, figures_.routed};
-  LayerCache loaded{m, loaded_layout_, figures_.loaded};
-  LayerCache* most_loaded = loaded_ ? &loaded : nullptr;
+  LayerCache loaded{m, loaded_layout_ ? *loaded_layout_ : l, figures_.loaded};
+  LayerCache* most_loaded = loaded_layout_ ? &loaded : nullptr;
   if (first_layer < 0) first_layer = stage * stage_layers;
   const double moe = MoeLayersIn(m, first_layer, stage_layers);
   const LayerMix mix{stage_layers - moe, moe};
@@ -1839,8 +1891,8 @@ StageFigures LayoutStages::Chunks(uint32_t stage, const ChunkMix& mix) {
   const ModelShape& m = m_;
   const Layout& l = l_;
   LayerCache base{m, l, figures_.routed};
-  LayerCache loaded{m, loaded_layout_, figures_.loaded};
-  LayerCache* most_loaded = loaded_ ? &loaded : nullptr;
+  LayerCache loaded{m, loaded_layout_ ? *loaded_layout_ : l, figures_.loaded};
+  LayerCache* most_loaded = loaded_layout_ ? &loaded : nullptr;
   if (HasBf16Layers(l)) {
     // A chunk without its first layer given is placed at layer 0: every
     // such chunk counts the first bf16 layers (an over-count).

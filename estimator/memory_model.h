@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -509,9 +510,9 @@ class LayoutStages {
   const Layout& l_;
   // MoE dropless routing: the layout with the most loaded expert-parallel
   // rank's load, whose activations less the balanced ones are the stage's
-  // imbalance margin; `loaded_` false where there is none.
-  bool loaded_ = false;
-  Layout loaded_layout_;
+  // imbalance margin; none where there is none (not made then: the
+  // planner makes a LayoutStages for each layout it estimates).
+  std::optional<Layout> loaded_layout_;
   LayoutLayerFigures own_;       // unless the caller keeps them
   LayoutLayerFigures& figures_;  // own_ or the caller's
 };
