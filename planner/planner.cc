@@ -916,11 +916,14 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
   return out;
 }
 
-// The layouts (TP, CP, PP, EP, ETP, MBS) with a schedule that fits: where
-// there are at least as many as a plan shows, RankLayouts shows no layout
-// that does not fit (each of its tiers' best keep at least that many
-// distinct layouts, or all of theirs: plan_ranking.cc).
-size_t LayoutsThatFit(const std::vector<Layout4D>& layouts) {
+// Whether fewer layouts (TP, CP, PP, EP, ETP, MBS) have a schedule that
+// fits than `shown`: otherwise RankLayouts shows no layout that does not
+// fit (each of its tiers' best keep at least `shown` distinct layouts, or
+// all of theirs: plan_ranking.cc). A layout is listed with at most
+// kSchedulesPerLayout schedules, so the schedules that fit decide it
+// without sorting where there are fewer than `shown` or at least that many
+// times as many.
+bool FewerFitThan(const std::vector<Layout4D>& layouts, size_t shown) {
   std::vector<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
                          uint32_t>>
       keys;
@@ -929,9 +932,11 @@ size_t LayoutsThatFit(const std::vector<Layout4D>& layouts) {
       keys.emplace_back(l.t, l.c, l.p, l.ep, l.etp, l.b);
     }
   }
+  if (keys.size() < shown) return true;
+  if (keys.size() >= shown * kSchedulesPerLayout) return false;
   std::sort(keys.begin(), keys.end());
   return static_cast<size_t>(std::unique(keys.begin(), keys.end()) -
-                             keys.begin());
+                             keys.begin()) < shown;
 }
 
 // Works out the whole peak and zone of each unresolved miss (at most one
@@ -1412,7 +1417,7 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
   const size_t wanted =
       request.top_k() == 0 ? kMaxPlanCandidates : request.top_k();
   if (!misses.empty() &&
-      LayoutsThatFit(layouts) < std::min(wanted, layouts.size())) {
+      FewerFitThan(layouts, std::min(wanted, layouts.size()))) {
     if (absl::Status stop =
             ResolveMisses(*search, misses, layouts, interrupt);
         !stop.ok()) {
