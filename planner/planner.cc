@@ -770,26 +770,17 @@ size_t FastestInterleaving(const std::vector<Chunking>& chunkings,
   return best;
 }
 
-// A schedule of a layout that does not fit, even recomputing: its whole
-// peak, which only orders it among the others that do not fit, is worked
-// out where the plan shows such layouts (ResolveMisses), not while
-// enumerating: most of a large plan's misses are never shown (a plan of
-// DeepSeek-V3 on 16,384 GPUs finds 4 in 10 of its schedules not fitting
-// and more than a thousand that do). `split` and `chunks` point into the
-// plan's PipelineChoices.
-struct PlanMiss {
-  Layout layout;
-  const StageSplit* split;
-  const std::vector<RankChunks>* chunks;
-};
-
 // Every valid layout, estimated; stops early with the interrupt's status.
-// The schedules that do not fit are left unresolved in `misses`.
+// A schedule that does not fit, even recomputing, is left unresolved: its
+// whole peak, which only orders it among the others that do not fit, is
+// worked out where the plan shows such layouts (ResolveMisses), not here:
+// most of a large plan's misses are never shown (a plan of DeepSeek-V3 on
+// 16,384 GPUs finds 4 in 10 of its schedules not fitting and more than a
+// thousand layouts that do).
 absl::StatusOr<std::vector<Layout4D>> Enumerate(
     const Search& s, const std::vector<uint32_t>& gpu_divisors,
     const std::vector<PipelineChoices>& pipelines, uint64_t expected,
-    const PlanInterrupt& interrupt, uint64_t& estimated,
-    std::vector<PlanMiss>& misses) {
+    const PlanInterrupt& interrupt, uint64_t& estimated) {
   const CostModel& cost = s.cost;
   std::vector<Layout4D> out;
   out.reserve(expected);
@@ -850,8 +841,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
                              entry, probes[i], kept);
             if (entry.zone == v1::ZONE_GREEN) return entry;
           }
-          misses.push_back(PlanMiss{l, &split, &chunking.chunks});
-          entry.unresolved_miss = static_cast<uint32_t>(misses.size());
+          entry.unresolved_chunking = static_cast<uint32_t>(i + 1);
           return entry;
         };
         auto emit = [&](const Layout4D& entry) {
@@ -924,41 +914,51 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
 // without sorting where there are fewer than `shown` or at least that many
 // times as many.
 bool FewerFitThan(const std::vector<Layout4D>& layouts, size_t shown) {
+  auto fits = [](const Layout4D& l) { return l.zone == v1::ZONE_GREEN; };
+  const size_t fitting =
+      static_cast<size_t>(std::count_if(layouts.begin(), layouts.end(), fits));
+  if (fitting < shown) return true;
+  if (fitting >= shown * kSchedulesPerLayout) return false;
   std::vector<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
                          uint32_t>>
       keys;
+  keys.reserve(fitting);
   for (const Layout4D& l : layouts) {
-    if (l.zone == v1::ZONE_GREEN) {
-      keys.emplace_back(l.t, l.c, l.p, l.ep, l.etp, l.b);
-    }
+    if (fits(l)) keys.emplace_back(l.t, l.c, l.p, l.ep, l.etp, l.b);
   }
-  if (keys.size() < shown) return true;
-  if (keys.size() >= shown * kSchedulesPerLayout) return false;
   std::sort(keys.begin(), keys.end());
   return static_cast<size_t>(std::unique(keys.begin(), keys.end()) -
                              keys.begin()) < shown;
 }
 
-// Works out the whole peak and zone of each unresolved miss (at most one
-// estimate each, as Enumerate did before leaving them), with the layer
-// figures kept as Enumerate keeps them; stops early with the interrupt's
-// status.
+// Works out the whole peak and zone of each schedule Enumerate left
+// unresolved (at most one estimate each, as Enumerate did before leaving
+// them): its layout and chunking made again as Enumerate made them, its
+// layer figures kept as Enumerate keeps them (the same to the bit); stops
+// early with the interrupt's status.
 absl::Status ResolveMisses(const Search& s,
-                           const std::vector<PlanMiss>& misses,
+                           const std::vector<uint32_t>& gpu_divisors,
+                           const std::vector<PipelineChoices>& pipelines,
                            std::vector<Layout4D>& layouts,
                            const PlanInterrupt& interrupt) {
   LayerFigureShelf shelf;
   uint64_t resolved = 0;
   for (Layout4D& entry : layouts) {
-    if (entry.unresolved_miss == 0) continue;
-    const PlanMiss& miss = misses[entry.unresolved_miss - 1];
+    if (entry.unresolved_chunking == 0) continue;
+    const PipelineChoices& choices =
+        ChoicesFor(pipelines, gpu_divisors, entry.p);
+    const Chunking& chunking =
+        choices.chunkings[entry.unresolved_chunking - 1];
+    Layout l = LayoutFor(s, entry.t, entry.c, entry.p, entry.d, entry.b,
+                         entry.ep, entry.etp);
+    l.virtual_stages = chunking.v;
     KeptLayerFigures& kept =
         shelf.For(entry.t, entry.c, entry.ep, entry.etp, entry.b);
     const StagePeak whole =
-        PeakOf(s, miss.layout, *miss.split, *miss.chunks, kept.as_given);
+        PeakOf(s, l, choices.split, chunking.chunks, kept.as_given);
     entry.peak_bytes = whole.admission;
     entry.zone = AdmissionZone(whole, s.capacity, s.threshold);
-    entry.unresolved_miss = 0;
+    entry.unresolved_chunking = 0;
     if (interrupt && ++resolved % kInterruptEvery == 0) {
       if (absl::Status stop = interrupt(); !stop.ok()) return stop;
     }
@@ -1406,9 +1406,8 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
         " (lower max_micro_batch_size)"));
   }
   uint64_t estimated = 0;
-  std::vector<PlanMiss> misses;
-  absl::StatusOr<std::vector<Layout4D>> enumerated = Enumerate(
-      *search, gpu_divisors, pipelines, bound, interrupt, estimated, misses);
+  absl::StatusOr<std::vector<Layout4D>> enumerated =
+      Enumerate(*search, gpu_divisors, pipelines, bound, interrupt, estimated);
   if (options.schedules_estimated != nullptr) {
     *options.schedules_estimated += estimated;
   }
@@ -1416,10 +1415,9 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
   std::vector<Layout4D>& layouts = *enumerated;
   const size_t wanted =
       request.top_k() == 0 ? kMaxPlanCandidates : request.top_k();
-  if (!misses.empty() &&
-      FewerFitThan(layouts, std::min(wanted, layouts.size()))) {
-    if (absl::Status stop =
-            ResolveMisses(*search, misses, layouts, interrupt);
+  if (FewerFitThan(layouts, std::min(wanted, layouts.size()))) {
+    if (absl::Status stop = ResolveMisses(*search, gpu_divisors, pipelines,
+                                          layouts, interrupt);
         !stop.ok()) {
       return stop;
     }
