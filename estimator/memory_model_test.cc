@@ -1,10 +1,12 @@
 #include "estimator/memory_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "estimator/catalog.h"
+#include "estimator/moe_terms.h"
 #include "gtest/gtest.h"
 
 namespace memgate {
@@ -225,6 +227,72 @@ TEST(MemoryModelTest, StagesOfOneLayoutShareItsLayerFigures) {
                         StageMemoryOfChunks(m, l, 1, chunk_layers, chunk_first),
                         where + ", chunks");
       EXPECT_GT(stages.Stage(3, 9, 22).imbalance_bytes, 0) << where;
+    }
+  }
+}
+
+// A stage's most loaded expert lane is estimated beside the routed one
+// (memory_model.cc StageActivationsOfLanes: what no layer figure reads,
+// once for both): its margin is, to the bit, the activations of the same
+// layout estimated alone at that expert load, less the routed ones. On
+// every kind of stage: first (embedding, dense layers), middle, last (LM
+// head, the MoE MTP layer, the loss), interleaved chunk by chunk, with
+// fp8's bf16 layers, the dataloader's mask, CP all_gather and every
+// recomputation.
+TEST(MemoryModelTest, MostLoadedLaneIsTheLoadedLayoutAlone) {
+  const ModelShape m = Shape("deepseek-v3");
+  Layout l = PaperLayout();
+  l.tensor = 2;
+  l.context = 2;
+  l.cp_comm = v1::CONTEXT_PARALLEL_COMM_ALL_GATHER;
+  l.pipeline = 8;
+  l.data = 32;
+  l.expert_parallel = 64;
+  l.microbatches = 32;
+  l.seq_length = 4096;
+  l.dataloader_mask = true;
+  for (const bool fp8 : {false, true}) {
+    for (const RecomputeKind recompute :
+         {RecomputeKind::kNone, RecomputeKind::kSelective,
+          RecomputeKind::kFullUniform, RecomputeKind::kFullBlock}) {
+      l.fp8 = fp8;
+      l.bf16_first_layers = fp8 ? 2 : 0;
+      l.bf16_last_layers = fp8 ? 1 : 0;
+      l.recompute = recompute;
+      l.recompute_layers = recompute == RecomputeKind::kFullUniform ||
+                                   recompute == RecomputeKind::kFullBlock
+                               ? 2
+                               : 0;
+      l.recompute_moe_act = recompute == RecomputeKind::kSelective;
+      Layout loaded = l;
+      loaded.expert_load = std::min(l.load_imbalance, MaxExpertLoad(m, l));
+      ASSERT_GT(loaded.expert_load, 1);
+      const std::string where = "fp8 " + std::to_string(fp8) +
+                                ", recompute " +
+                                std::to_string(static_cast<int>(recompute));
+      for (const uint32_t rank : {0u, 3u, 7u}) {
+        const double layers = rank == 0 ? 4 : 9;
+        const double first = rank == 0 ? 0 : 4 + 9.0 * (rank - 1);
+        const StageFigures both = StageMemoryOf(m, l, rank, layers, first);
+        const StageFigures alone =
+            StageMemoryOf(m, loaded, rank, layers, first);
+        EXPECT_GT(both.imbalance_bytes, 0) << where << ", rank " << rank;
+        EXPECT_EQ(both.imbalance_bytes,
+                  alone.activation_bytes - both.activation_bytes)
+            << where << ", rank " << rank;
+      }
+      l.virtual_stages = 2;
+      loaded.virtual_stages = 2;
+      const std::vector<double> chunk_layers = {2, 5};
+      const std::vector<double> chunk_first = {1, 40};
+      const StageFigures both =
+          StageMemoryOfChunks(m, l, 0, chunk_layers, chunk_first);
+      const StageFigures alone =
+          StageMemoryOfChunks(m, loaded, 0, chunk_layers, chunk_first);
+      EXPECT_EQ(both.imbalance_bytes,
+                alone.activation_bytes - both.activation_bytes)
+          << where << ", chunks";
+      l.virtual_stages = 1;
     }
   }
 }
