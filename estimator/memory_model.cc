@@ -1484,12 +1484,16 @@ double ContextParallelGatherWorkingSet(const ModelShape& m, const Layout& l) {
 // the embedding's backward follows in lane 0 [EG]: one micro-batch's
 // stored layer activations of the first chunk and the layers' working
 // sets, computed here already.
+// (`count` a template argument: the one-lane form, dense models', keeps
+// no loop over lanes.)
 constexpr int kMaxLanes = 2;
-void StageActivationsOfLanes(LayerCache* const lanes[], int count,
-                             uint32_t stage, const LayerMix& mix,
+template <int count>
+void StageActivationsOfLanes(LayerCache* const lanes[], uint32_t stage,
+                             const LayerMix& mix,
                              const std::vector<LayerMix>* chunks,
                              const Bf16Layers* bf16, double activations[],
                              double* freed_before_embedding_gradient) {
+  static_assert(count >= 1 && count <= kMaxLanes, "one or two lanes");
   const ModelShape& m = lanes[0]->m;
   const Layout& l = lanes[0]->l;
   const double in_flight = MicrobatchesInFlight(l, stage);
@@ -1506,8 +1510,8 @@ void StageActivationsOfLanes(LayerCache* const lanes[], int count,
     return bf16->chunks.empty() ? bf16->stage / l.virtual_stages
                                 : bf16->chunks[j];
   };
-  FullLayers full[kMaxLanes];
-  double working_set[kMaxLanes] = {};
+  FullLayers full[count];
+  double working_set[count] = {};
   for (int k = 0; k < count; ++k) {
     full[k] = FullLayersOf(*lanes[k], mix, bf16 != nullptr ? bf16->stage : 0);
     activations[k] = 0;
@@ -1525,7 +1529,7 @@ void StageActivationsOfLanes(LayerCache* const lanes[], int count,
           RecomputeWorkingSet(lk, even_chunk, full[k], chunk_bf16(0));
     }
   } else {
-    double stored[kMaxLanes] = {};
+    double stored[count] = {};
     for (size_t j = 0; j < chunks->size(); ++j) {
       // A rank's chunks mostly hold the same layers: what a chunk stores
       // is worked out again only where its layers differ from the last's.
@@ -1621,8 +1625,8 @@ double StageActivations(LayerCache& layers, uint32_t stage,
                         const Bf16Layers* bf16) {
   LayerCache* const lanes[1] = {&layers};
   double activations = 0;
-  StageActivationsOfLanes(lanes, 1, stage, mix, chunks, bf16, &activations,
-                          nullptr);
+  StageActivationsOfLanes<1>(lanes, stage, mix, chunks, bf16, &activations,
+                             nullptr);
   return activations;
 }
 
@@ -1724,9 +1728,13 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
   double freed_before_embedding_gradient = 0;
   LayerCache* const lanes[kMaxLanes] = {&base, loaded};
   double activations[kMaxLanes] = {};
-  StageActivationsOfLanes(lanes, loaded != nullptr ? 2 : 1, stage, mix,
-                          chunks, bf16, activations,
-                          &freed_before_embedding_gradient);
+  if (loaded != nullptr) {
+    StageActivationsOfLanes<2>(lanes, stage, mix, chunks, bf16, activations,
+                               &freed_before_embedding_gradient);
+  } else {
+    StageActivationsOfLanes<1>(lanes, stage, mix, chunks, bf16, activations,
+                               &freed_before_embedding_gradient);
+  }
   f.activation_bytes = activations[0];
   // [UA] [GA] The scores buffer: (b x a/t, s, s) in the query's dtype
   // (dot_product_attention.py: get_global_memory_buffer().get_tensor(...,
