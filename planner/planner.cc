@@ -771,21 +771,27 @@ size_t FastestInterleaving(const std::vector<Chunking>& chunkings,
 }
 
 // Every valid layout, estimated; stops early with the interrupt's status.
-// A schedule that does not fit, even recomputing, is left unresolved: its
-// whole peak, which only orders it among the others that do not fit, is
-// worked out where the plan shows such layouts (ResolveMisses), not here:
-// most of a large plan's misses are never shown (a plan of DeepSeek-V3 on
-// 16,384 GPUs finds 4 in 10 of its schedules not fitting and more than a
-// thousand layouts that do).
+// A schedule that does not fit, even recomputing, is estimated whole to
+// order it among the others that do not fit, which a plan shows only where
+// fewer layouts fit than it shows (`shown`): once that many layouts
+// (TP, CP, PP, EP, ETP, MBS) have a schedule that fits, later misses are
+// left unresolved (`deferred` counts them) and never shown. Most of a
+// large plan's misses come after (a plan of DeepSeek-V3 on 16,384 GPUs
+// finds 4 in 10 of its schedules not fitting and more than a thousand
+// layouts that do); a plan where few fit does the work it did.
 absl::StatusOr<std::vector<Layout4D>> Enumerate(
     const Search& s, const std::vector<uint32_t>& gpu_divisors,
     const std::vector<PipelineChoices>& pipelines, uint64_t expected,
-    const PlanInterrupt& interrupt, uint64_t& estimated) {
+    size_t shown, const PlanInterrupt& interrupt, uint64_t& estimated,
+    uint64_t& deferred) {
   const CostModel& cost = s.cost;
   std::vector<Layout4D> out;
   out.reserve(expected);
   absl::Status stop;
   LayerFigureShelf shelf;
+  // Layouts with a schedule that fits so far: each (TP, CP, PP, EP, ETP,
+  // MBS) is visited once, its schedules emitted together.
+  size_t fitting_layouts = 0;
   ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t c, uint32_t p) {
     if (!stop.ok()) return;
     const uint32_t d = s.gpus / t / c / p;
@@ -821,30 +827,46 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
                          0, 1, 0, f.speed(), f.bubble, v1::ZONE_UNSPECIFIED};
           entry.exchange = f.expert;
           entry.mtp_layout = chunking.form == ChunkForm::kMtpLayout;
-          // The layout as given is a probe: where it fits, every rank was
-          // estimated, as whole; where it does not, its whole peak is left
-          // to ResolveMisses, once recomputation (where a smaller micro-
-          // batch of this schedule did not prove it hopeless) does not make
-          // it fit either. (The probe's model states are a lower bound:
+          // Where recomputation may yet make it fit (a smaller micro-batch
+          // of this schedule did not prove it hopeless), or where a miss
+          // is left unresolved, the layout as given is first a probe: if
+          // it does not fit, its figures are read only when no
+          // recomputation fits either, and are then worked out whole
+          // unless left unresolved. (A probe that fits estimated every
+          // rank, as whole. The probe's model states are a lower bound:
           // the floor check may pass where the whole one would not, and
           // the probes that follow then fail, as the floor would have
           // said.)
+          const bool may_recompute = s.allow_recompute && !probes[i].hopeless;
+          const bool leave_miss = fitting_layouts >= shown;
+          const bool probe = may_recompute || leave_miss;
           const StagePeak peak = PeakOf(s, l, split, chunking.chunks,
-                                        kept.as_given, /*probe=*/true);
+                                        kept.as_given, probe);
           if (IsGreen(s, peak)) {
             entry.peak_bytes = peak.admission;
             entry.zone = v1::ZONE_GREEN;
             return entry;
           }
-          if (s.allow_recompute && !probes[i].hopeless) {
+          if (may_recompute) {
             FitByRecomputing(s, l, split, chunking.chunks, peak.model_states,
                              entry, probes[i], kept);
             if (entry.zone == v1::ZONE_GREEN) return entry;
           }
-          entry.unresolved_chunking = static_cast<uint32_t>(i + 1);
+          if (leave_miss) {
+            ++deferred;
+            entry.unresolved_chunking = static_cast<uint32_t>(i + 1);
+            return entry;
+          }
+          const StagePeak whole =
+              probe ? PeakOf(s, l, split, chunking.chunks, kept.as_given)
+                    : peak;
+          entry.peak_bytes = whole.admission;
+          entry.zone = AdmissionZone(whole, s.capacity, s.threshold);
           return entry;
         };
+        bool fits = false;  // some schedule of this layout
         auto emit = [&](const Layout4D& entry) {
+          fits = fits || entry.zone == v1::ZONE_GREEN;
           out.push_back(entry);
           if (interrupt && out.size() % kInterruptEvery == 0) {
             stop = interrupt();
@@ -899,6 +921,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
             emit(at_deepest ? *at_deepest : evaluate(deepest));
           }
         }
+        if (fits) ++fitting_layouts;
       }
     });
   });
@@ -932,10 +955,11 @@ bool FewerFitThan(const std::vector<Layout4D>& layouts, size_t shown) {
 }
 
 // Works out the whole peak and zone of each schedule Enumerate left
-// unresolved (at most one estimate each, as Enumerate did before leaving
-// them): its layout and chunking made again as Enumerate made them, its
-// layer figures kept as Enumerate keeps them (the same to the bit); stops
-// early with the interrupt's status.
+// unresolved (one estimate each): its layout and chunking made again as
+// Enumerate made them, its layer figures kept as Enumerate keeps them
+// (the same to the bit); stops early with the interrupt's status. A
+// guard: Enumerate leaves misses only once `shown` layouts fit, where
+// none is shown.
 absl::Status ResolveMisses(const Search& s,
                            const std::vector<uint32_t>& gpu_divisors,
                            const std::vector<PipelineChoices>& pipelines,
@@ -1405,17 +1429,19 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
         "; a plan estimates at most ", kMaxPlanLayouts,
         " (lower max_micro_batch_size)"));
   }
-  uint64_t estimated = 0;
+  uint64_t estimated = 0, deferred = 0;
+  const size_t wanted =
+      request.top_k() == 0 ? kMaxPlanCandidates : request.top_k();
   absl::StatusOr<std::vector<Layout4D>> enumerated =
-      Enumerate(*search, gpu_divisors, pipelines, bound, interrupt, estimated);
+      Enumerate(*search, gpu_divisors, pipelines, bound, wanted, interrupt,
+                estimated, deferred);
   if (options.schedules_estimated != nullptr) {
     *options.schedules_estimated += estimated;
   }
   if (!enumerated.ok()) return enumerated.status();
   std::vector<Layout4D>& layouts = *enumerated;
-  const size_t wanted =
-      request.top_k() == 0 ? kMaxPlanCandidates : request.top_k();
-  if (FewerFitThan(layouts, std::min(wanted, layouts.size()))) {
+  if (deferred > 0 &&
+      FewerFitThan(layouts, std::min(wanted, layouts.size()))) {
     if (absl::Status stop = ResolveMisses(*search, gpu_divisors, pipelines,
                                           layouts, interrupt);
         !stop.ok()) {

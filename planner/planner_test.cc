@@ -657,12 +657,13 @@ TEST(PlannerTest, ZonesCountTheLossTransientAsCheckDoes) {
   EXPECT_TRUE(said);
 }
 
-// The layouts that do not fit are estimated whole only where a plan shows
-// them (planner.cc ResolveMisses): Llama-3.1-70B on 32 H100s has 25
-// layouts that fit and hundreds that do not. Shown, each is listed at its
-// job's own peak and zone, closest to fitting first; a plan that shows
-// fewer layouts than fit (misses left unresolved) or more lists the same
-// layouts first.
+// The layouts that do not fit are estimated whole only where a plan may
+// show them (planner.cc Enumerate: once as many layouts fit as the plan
+// shows, later misses are left unresolved; ResolveMisses guards):
+// Llama-3.1-70B on 32 H100s has 25 layouts that fit and hundreds that do
+// not. Shown, each is listed at its job's own peak and zone, closest to
+// fitting first; a plan that shows fewer layouts than fit (misses left
+// unresolved) or more lists the same layouts first.
 TEST(PlannerTest, ShowsTheLayoutsThatDoNotFitAtTheirWholePeak) {
   v1::PlanRequest r = Request("llama-3.1-70b", "h100-80gb", 32, 8192, 64);
   r.set_top_k(0);
