@@ -39,10 +39,10 @@ struct Layout4D {
   // Fits by the planner's cheap selective modules (planner.cc
   // CheapModulesFor) at recompute_cost; recompute is then 0.
   bool cheap_modules = false;
-  // A schedule that does not fit whose whole peak the plan has not worked
-  // out yet (planner.cc ResolveMisses): 1 + the index of its chunking
-  // among its pipeline depth's, its zone ZONE_UNSPECIFIED and peak_bytes
-  // 0 until then; 0 otherwise.
+  // A schedule that does not fit whose whole peak the plan left
+  // unworked, as it cannot be shown (planner.cc Enumerate): 1 + the index
+  // of its chunking among its pipeline depth's, its zone ZONE_UNSPECIFIED
+  // and peak_bytes 0; 0 otherwise.
   uint32_t unresolved_chunking = 0;
 };
 

@@ -5,7 +5,6 @@
 #include <iterator>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -775,15 +774,15 @@ size_t FastestInterleaving(const std::vector<Chunking>& chunkings,
 // order it among the others that do not fit, which a plan shows only where
 // fewer layouts fit than it shows (`shown`): once that many layouts
 // (TP, CP, PP, EP, ETP, MBS) have a schedule that fits, later misses are
-// left unresolved (`deferred` counts them) and never shown. Most of a
-// large plan's misses come after (a plan of DeepSeek-V3 on 16,384 GPUs
+// left unresolved and never shown (RankLayouts keeps at least that many
+// distinct layouts of each tier, or all of its own, before it reaches
+// the misses: plan_ranking.cc). Most of a large plan's misses come after (a plan of DeepSeek-V3 on 16,384 GPUs
 // finds 4 in 10 of its schedules not fitting and more than a thousand
 // layouts that do); a plan where few fit does the work it did.
 absl::StatusOr<std::vector<Layout4D>> Enumerate(
     const Search& s, const std::vector<uint32_t>& gpu_divisors,
     const std::vector<PipelineChoices>& pipelines, uint64_t expected,
-    size_t shown, const PlanInterrupt& interrupt, uint64_t& estimated,
-    uint64_t& deferred) {
+    size_t shown, const PlanInterrupt& interrupt, uint64_t& estimated) {
   const CostModel& cost = s.cost;
   std::vector<Layout4D> out;
   out.reserve(expected);
@@ -853,7 +852,6 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
             if (entry.zone == v1::ZONE_GREEN) return entry;
           }
           if (leave_miss) {
-            ++deferred;
             entry.unresolved_chunking = static_cast<uint32_t>(i + 1);
             return entry;
           }
@@ -927,67 +925,6 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
   });
   if (!stop.ok()) return stop;
   return out;
-}
-
-// Whether fewer layouts (TP, CP, PP, EP, ETP, MBS) have a schedule that
-// fits than `shown`: otherwise RankLayouts shows no layout that does not
-// fit (each of its tiers' best keep at least `shown` distinct layouts, or
-// all of theirs: plan_ranking.cc). A layout is listed with at most
-// kSchedulesPerLayout schedules, so the schedules that fit decide it
-// without sorting where there are fewer than `shown` or at least that many
-// times as many.
-bool FewerFitThan(const std::vector<Layout4D>& layouts, size_t shown) {
-  auto fits = [](const Layout4D& l) { return l.zone == v1::ZONE_GREEN; };
-  const size_t fitting =
-      static_cast<size_t>(std::count_if(layouts.begin(), layouts.end(), fits));
-  if (fitting < shown) return true;
-  if (fitting >= shown * kSchedulesPerLayout) return false;
-  std::vector<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
-                         uint32_t>>
-      keys;
-  keys.reserve(fitting);
-  for (const Layout4D& l : layouts) {
-    if (fits(l)) keys.emplace_back(l.t, l.c, l.p, l.ep, l.etp, l.b);
-  }
-  std::sort(keys.begin(), keys.end());
-  return static_cast<size_t>(std::unique(keys.begin(), keys.end()) -
-                             keys.begin()) < shown;
-}
-
-// Works out the whole peak and zone of each schedule Enumerate left
-// unresolved (one estimate each): its layout and chunking made again as
-// Enumerate made them, its layer figures kept as Enumerate keeps them
-// (the same to the bit); stops early with the interrupt's status. A
-// guard: Enumerate leaves misses only once `shown` layouts fit, where
-// none is shown.
-absl::Status ResolveMisses(const Search& s,
-                           const std::vector<uint32_t>& gpu_divisors,
-                           const std::vector<PipelineChoices>& pipelines,
-                           std::vector<Layout4D>& layouts,
-                           const PlanInterrupt& interrupt) {
-  LayerFigureShelf shelf;
-  uint64_t resolved = 0;
-  for (Layout4D& entry : layouts) {
-    if (entry.unresolved_chunking == 0) continue;
-    const PipelineChoices& choices =
-        ChoicesFor(pipelines, gpu_divisors, entry.p);
-    const Chunking& chunking =
-        choices.chunkings[entry.unresolved_chunking - 1];
-    Layout l = LayoutFor(s, entry.t, entry.c, entry.p, entry.d, entry.b,
-                         entry.ep, entry.etp);
-    l.virtual_stages = chunking.v;
-    KeptLayerFigures& kept =
-        shelf.For(entry.t, entry.c, entry.ep, entry.etp, entry.b);
-    const StagePeak whole =
-        PeakOf(s, l, choices.split, chunking.chunks, kept.as_given);
-    entry.peak_bytes = whole.admission;
-    entry.zone = AdmissionZone(whole, s.capacity, s.threshold);
-    entry.unresolved_chunking = 0;
-    if (interrupt && ++resolved % kInterruptEvery == 0) {
-      if (absl::Status stop = interrupt(); !stop.ok()) return stop;
-    }
-  }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request,
@@ -1429,25 +1366,17 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
         "; a plan estimates at most ", kMaxPlanLayouts,
         " (lower max_micro_batch_size)"));
   }
-  uint64_t estimated = 0, deferred = 0;
+  uint64_t estimated = 0;
   const size_t wanted =
       request.top_k() == 0 ? kMaxPlanCandidates : request.top_k();
   absl::StatusOr<std::vector<Layout4D>> enumerated =
       Enumerate(*search, gpu_divisors, pipelines, bound, wanted, interrupt,
-                estimated, deferred);
+                estimated);
   if (options.schedules_estimated != nullptr) {
     *options.schedules_estimated += estimated;
   }
   if (!enumerated.ok()) return enumerated.status();
   std::vector<Layout4D>& layouts = *enumerated;
-  if (deferred > 0 &&
-      FewerFitThan(layouts, std::min(wanted, layouts.size()))) {
-    if (absl::Status stop = ResolveMisses(*search, gpu_divisors, pipelines,
-                                          layouts, interrupt);
-        !stop.ok()) {
-      return stop;
-    }
-  }
   double best = 0;
   for (const Layout4D& l : layouts) {
     if (l.zone == v1::ZONE_GREEN) best = std::max(best, l.speed);
@@ -1457,6 +1386,12 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
   v1::PlanResponse response;
   response.set_considered(layouts.size());
   for (size_t i = 0; i < ranked.size(); ++i) {
+    // Enumerate leaves misses only where none can be shown.
+    if (ranked[i].unresolved_chunking != 0) {
+      return absl::InternalError(
+          "plan: a layout that does not fit was ranked before its peak was "
+          "worked out");
+    }
     v1::Candidate* c = response.add_candidates();
     *c = ToCandidate(*search, ranked[i], best);
     c->set_rank(static_cast<uint32_t>(i + 1));

@@ -659,7 +659,7 @@ TEST(PlannerTest, ZonesCountTheLossTransientAsCheckDoes) {
 
 // The layouts that do not fit are estimated whole only where a plan may
 // show them (planner.cc Enumerate: once as many layouts fit as the plan
-// shows, later misses are left unresolved; ResolveMisses guards):
+// shows, later misses are left unresolved):
 // Llama-3.1-70B on 32 H100s has 25 layouts that fit and hundreds that do
 // not. Shown, each is listed at its job's own peak and zone, closest to
 // fitting first; a plan that shows fewer layouts than fit (misses left
