@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -677,12 +678,23 @@ struct RecomputeProbe {
   uint32_t least = 0;      // the least quarter that fitted so far
 };
 
+// The layers of a chunk of v a rank whose share FitByRecomputing
+// recomputes (Megatron's --recompute-num-layers counts layers of each
+// chunk): the largest stage's over v.
+uint32_t ChunkLayers(const StageSplit& split, uint32_t v) {
+  return std::max(split.middle, split.first) / std::max(1u, v);
+}
+
+// FitByRecomputing's `worth`: recomputation that costs this or more is
+// not tried (for a caller that wants the entry only where it beats a
+// speed); the probe then learns only what was tried (not hopeless where
+// dearer shares were skipped).
 void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
                       const std::vector<RankChunks>& chunks,
                       double model_states, Layout4D& entry,
-                      RecomputeProbe& probe, KeptLayerFigures& kept) {
-  const uint32_t stage_layers =
-      std::max(split.middle, split.first) / std::max(1u, entry.v);
+                      RecomputeProbe& probe, KeptLayerFigures& kept,
+                      double worth = std::numeric_limits<double>::infinity()) {
+  const uint32_t stage_layers = ChunkLayers(split, entry.v);
   if (stage_layers == 0 || probe.hopeless) return;
   // Where the weights, gradients and optimizer states alone do not fit,
   // no recomputation makes the stage fit: no estimate is spent on it.
@@ -694,7 +706,7 @@ void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   }
   // (Full recomputation of every layer keeps less than the cheap modules:
   // once it does not fit, neither do they.)
-  if (s.cheap.any() && !probe.cheap_failed) {
+  if (s.cheap.any() && !probe.cheap_failed && s.cheap_cost < worth) {
     const StagePeak peak =
         PeakOf(s, WithCheapModules(l, s.cheap), split, chunks, kept.cheap,
                /*probe=*/true);
@@ -726,9 +738,14 @@ void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   double peak = 0;
   uint32_t least = 0;
   uint32_t previous = 0;
+  bool dearer_skipped = false;
   for (uint32_t quarter = 1; quarter <= 4; ++quarter) {
     const uint32_t n = (stage_layers * quarter + 3) / 4;
     if (n == previous || n < probe.least) continue;
+    if (1 + n / (3.0 * stage_layers) >= worth) {
+      dearer_skipped = true;
+      break;
+    }
     previous = n;
     if (fits(n, peak)) {
       least = n;
@@ -736,7 +753,7 @@ void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
     }
   }
   if (least == 0) {
-    probe.hopeless = true;
+    probe.hopeless = !dearer_skipped;
     return;
   }
   probe.least = least;
@@ -810,22 +827,29 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
                                            s.gpus_per_node, cost, stages);
         // One schedule of the layout (chunkings[i]; 0 is plain 1F1B),
         // estimated, with the least recomputation that makes it fit.
-        auto evaluate = [&](size_t i) {
-          ++estimated;
+        auto speed_of = [&](size_t i) {
+          l.virtual_stages = chunkings[i].v;
+          return i == 0 ? plain
+                        : SpeedOf(s.shape, s.weights, l, m, s.gpus_per_node,
+                                  cost, stages);
+        };
+        // Its entry, before any estimate (ZONE_UNSPECIFIED).
+        auto entry_of = [&](size_t i) {
           const Chunking& chunking = chunkings[i];
-          const uint32_t v = chunking.v;
           const bool accounted = chunking.form == ChunkForm::kAccounted;
-          l.virtual_stages = v;
-          const SpeedFactors f =
-              i == 0 ? plain
-                     : SpeedOf(s.shape, s.weights, l, m, s.gpus_per_node,
-                               cost, stages);
-          Layout4D entry{t, c, p, b, d, ep, etp, split.first, split.last, v,
-                         accounted && split.first < split.middle,
+          const SpeedFactors f = speed_of(i);
+          Layout4D entry{t, c, p, b, d, ep, etp, split.first, split.last,
+                         chunking.v, accounted && split.first < split.middle,
                          accounted && split.last < split.middle,
                          0, 1, 0, f.speed(), f.bubble, v1::ZONE_UNSPECIFIED};
           entry.exchange = f.expert;
           entry.mtp_layout = chunking.form == ChunkForm::kMtpLayout;
+          return entry;
+        };
+        auto evaluate = [&](size_t i) {
+          ++estimated;
+          const Chunking& chunking = chunkings[i];
+          Layout4D entry = entry_of(i);
           // Where recomputation may yet make it fit (a smaller micro-batch
           // of this schedule did not prove it hopeless), or where a miss
           // is left unresolved, the layout as given is first a probe: if
@@ -860,6 +884,26 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
                     : peak;
           entry.peak_bytes = whole.admission;
           entry.zone = AdmissionZone(whole, s.capacity, s.threshold);
+          return entry;
+        };
+        // A cut shallower than the fastest, where the best so far fits
+        // only by recomputing, to beat that best's speed `beat`: as it is,
+        // then by the recomputation that could beat it (FitByRecomputing's
+        // `worth`: below its speed as it is over `beat`). Its entry,
+        // ZONE_UNSPECIFIED where none of those fits (not worked out).
+        auto evaluate_shallower = [&](size_t i, double beat) {
+          ++estimated;
+          const Chunking& chunking = chunkings[i];
+          Layout4D entry = entry_of(i);
+          const StagePeak peak = PeakOf(s, l, split, chunking.chunks,
+                                        kept.as_given, /*probe=*/true);
+          if (IsGreen(s, peak)) {
+            entry.peak_bytes = peak.admission;
+            entry.zone = v1::ZONE_GREEN;
+            return entry;
+          }
+          FitByRecomputing(s, l, split, chunking.chunks, peak.model_states,
+                           entry, probes[i], kept, entry.speed / beat);
           return entry;
         };
         bool fits = false;  // some schedule of this layout
@@ -912,6 +956,46 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
             if (best.zone == v1::ZONE_GREEN &&
                 e.speed * e.recompute_cost <= best.speed) {
               break;
+            }
+          }
+          // Shallower: Megatron recomputes whole layers of each chunk
+          // (--recompute-num-layers a chunk), so a cut of one-layer chunks
+          // recomputes all of a stage or none, one of two-layer chunks
+          // half. Where the best so far fits only by recomputing, a
+          // shallower cut, slower as it stands (a larger bubble) and
+          // holding more, may fit by recomputing a smaller share and be
+          // faster for it (Nemotron-4 340B's (8, 4, 8) on 16,384 H100s at
+          // 32k, 16 micro-batches a step: its fastest cut, 12 one-layer
+          // chunks, fits only recomputing every layer, x 4/3; 4 chunks of
+          // three layers fit recomputing two of each, x 11/9, at a 10.9%
+          // bubble where plain 1F1B, recomputing half, idles 43.8%; before
+          // this walk the plain one was listed). Shallower while one could be
+          // faster (its speed before recomputation bounds it, and the
+          // recomputation that could make it faster than the best is all
+          // it tries: evaluate_shallower; past the fastest, each shallower
+          // cut is slower as it stands) and until one fits by no
+          // recomputation at all (a heuristic stop: a shallower cut holds
+          // more on the first ranks, where activations peak, rank r
+          // L_r (p + (p - 2r - 1) / v) layers' worth in flight, if less on
+          // the last ones), at most kShallowerInterleavingsTried of them
+          // (planner.h).
+          const size_t shallowest_tried =
+              fastest > kShallowerInterleavingsTried
+                  ? fastest - kShallowerInterleavingsTried
+                  : 1;
+          for (size_t i = fastest - 1;
+               i >= shallowest_tried && best.zone == v1::ZONE_GREEN &&
+               !fits_as_is(best);
+               --i) {
+            if (speed_of(i).speed() <= best.speed) break;
+            const Layout4D e = evaluate_shallower(i, best.speed);
+            if (e.zone != v1::ZONE_GREEN) {
+              if (probes[i].hopeless) break;  // none fits, nor shallower
+              continue;
+            }
+            if (e.speed > best.speed) {
+              best = e;
+              best_index = i;
             }
           }
           emit(best);

@@ -42,7 +42,8 @@ inline constexpr uint32_t kDefaultMaxMicroBatch = 16;
 //   pass the model's divisibility rules, times the micro-batch sizes that
 //   divide the global batch, times the schedules each is listed with,
 //   counted first (no allocation), each layout estimating at most
-//   kDeeperInterleavingsTried schedules more (below); a larger space
+//   kDeeperInterleavingsTried + kShallowerInterleavingsTried schedules
+//   more (below); a larger space
 //   is RESOURCE_EXHAUSTED at once, with the count, so the caller can narrow
 //   max_micro_batch_size;
 // - at most kMaxPlanCandidates candidates in a reply (top_k 0 means "as many
@@ -124,10 +125,15 @@ struct PlanOptions {
 
 // Interleavings deeper than the one the cost model finds fastest that a
 // layout is tried with, for one that fits with less recomputation (beyond
-// the deepest, always tried): a layout (TP, CP, PP, EP, ETP, MBS) costs at
-// most kVariantsPerTier + kDeeperInterleavingsTried schedules' estimates,
-// whatever its split, so kMaxPlanLayouts bounds a plan's work.
+// the deepest, always tried), and shallower ones, for one whose longer
+// chunks let it recompute a smaller share of them (recomputation counts
+// whole layers of a chunk): two cover chunks of one layer growing to four,
+// where quarters of a chunk can be recomputed. A layout (TP, CP, PP, EP,
+// ETP, MBS) costs at most kVariantsPerTier + kDeeperInterleavingsTried +
+// kShallowerInterleavingsTried schedules' estimates, whatever its split,
+// so kMaxPlanLayouts bounds a plan's work.
 inline constexpr uint32_t kDeeperInterleavingsTried = 4;
+inline constexpr uint32_t kShallowerInterleavingsTried = 2;
 
 // INVALID_ARGUMENT names the request field that is missing or invalid
 // (model, accelerator, num_gpus, seq_length, global_batch_size, threshold,

@@ -732,6 +732,50 @@ TEST(PlannerTest, InterleavesDeeperThanTheFastestWhereThatFits) {
   EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
 }
 
+// Recomputation counts whole layers of a chunk, so one-layer chunks
+// recompute all or nothing: where the fastest interleaving fits only by
+// recomputing, a shallower one may fit recomputing a smaller share and be
+// faster for it. Nemotron-4 340B's (8, 4, 8) on 16,384 H100s at 32k (16
+// micro-batches a step) fits as 12 one-layer chunks only recomputing every
+// layer (x 4/3), and was listed plain, recomputing half its stage at a
+// 43.8% bubble; 4 chunks of three layers fit recomputing two of each
+// (x 11/9) at 10.9%. The candidate is that one, its recomputation the
+// least that fits, and its job checks at its peak.
+TEST(PlannerTest, InterleavesShallowerWhereLongerChunksRecomputeLess) {
+  v1::PlanRequest r =
+      Request("nemotron-4-340b", "h100-80gb", 16384, 32768, 1024);
+  r.set_top_k(5);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const v1::Candidate* found = FirstWithGroup(*plan, 8, 4, 8);
+  ASSERT_NE(found, nullptr);
+  const v1::Candidate& c = *found;
+  EXPECT_EQ(c.micro_batch_size(), 1u);
+  EXPECT_EQ(c.zone(), v1::ZONE_GREEN) << c.why();
+  EXPECT_EQ(c.virtual_pipeline_stages(), 4u) << c.why();
+  EXPECT_EQ(c.recompute_num_layers(), 2u) << c.why();
+  EXPECT_LT(c.bubble_fraction(), 0.11);
+  const v1::Job job = JobForCandidate(r, c);
+  const absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
+  EXPECT_DOUBLE_EQ(e->peak().total_bytes(), c.peak_bytes());
+  // One layer less a chunk does not fit.
+  v1::Job less = job;
+  less.mutable_training()->mutable_recompute()->set_num_layers(1);
+  const absl::StatusOr<v1::Estimate> over = EstimateJob(less);
+  ASSERT_TRUE(over.ok()) << over.status();
+  EXPECT_NE(over->zone(), v1::ZONE_GREEN);
+  // The fastest cut, one layer a chunk, fits only recomputing it.
+  v1::Job one_layer_chunks = job;
+  ASSERT_EQ(job.parallel().layers_per_stage_size(), 0);  // an even split
+  one_layer_chunks.mutable_parallel()->set_virtual_pipeline_stages(12);
+  one_layer_chunks.mutable_training()->clear_recompute();
+  const absl::StatusOr<v1::Estimate> as_is = EstimateJob(one_layer_chunks);
+  ASSERT_TRUE(as_is.ok()) << as_is.status();
+  EXPECT_NE(as_is->zone(), v1::ZONE_GREEN);
+}
+
 // The walk past the fastest interleaving (Enumerate) is bounded: a plan
 // estimates at most kDeeperInterleavingsTried schedules of a layout beyond
 // those it lists, so kMaxPlanLayouts, which counts the listed ones before
@@ -772,9 +816,11 @@ TEST(PlannerTest, TheSearchForAnInterleavingThatFitsIsBounded) {
     absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r, nullptr, options);
     ASSERT_TRUE(plan.ok()) << plan.status();
     // A layout lists up to kVariantsPerTier schedules (CountPlanLayouts)
-    // and estimates up to kDeeperInterleavingsTried more.
+    // and estimates up to kDeeperInterleavingsTried +
+    // kShallowerInterleavingsTried more.
     EXPECT_LE(estimated * kVariantsPerTier,
-              *listed * (kVariantsPerTier + kDeeperInterleavingsTried))
+              *listed * (kVariantsPerTier + kDeeperInterleavingsTried +
+                         kShallowerInterleavingsTried))
         << r.model().name() << " on " << r.num_gpus() << " GPUs";
     EXPECT_GE(estimated, plan->considered());
     most_walked = std::max(most_walked, estimated - plan->considered());
