@@ -666,17 +666,38 @@ StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
 // forward of the recomputed layers (a forward is about a third of forward
 // plus backward).
 //
-// Under full recomputation the peak never falls as the micro-batch grows
-// (what a stage holds is b times its micro-batches in flight, min(b x in
-// flight, tokens of the step), plus working sets that scale with b), so
-// for one layout in increasing micro-batch sizes `probe` carries what the
-// smaller ones found: once even every layer does not fit, no larger one is
-// tried, and no quarter below the least that fitted is.
+// As the micro-batch grows at one global batch a stage's peak hardly falls
+// (what it holds is b times its micro-batches in flight, min(b x in
+// flight, tokens of the step), plus working sets that scale with b; less
+// than kMicroBatchFall where it falls: memory_model.h), so for one layout
+// in increasing micro-batch sizes `probe` carries what the smaller ones
+// found by more than that fall (FarOver): once even every layer does not
+// fit, no larger one is tried, nor a quarter below the least not ruled
+// out, nor the cheap modules, nor the schedule as given. Under Megatron's
+// own attention (Layout::unfused_attention) nothing is carried: a larger
+// micro-batch can bring its fused softmax kernel in, a third less.
 struct RecomputeProbe {
   bool hopeless = false;   // every layer recomputed did not fit
   bool cheap_failed = false;  // the cheap modules did not fit
-  uint32_t least = 0;      // the least quarter that fitted so far
+  // The schedule as given did not fit; `model_states` what that probe
+  // found of the weights, gradients and optimizer states (which do not
+  // depend on the micro-batch): a lower bound, as a probe's are.
+  bool over_as_given = false;
+  uint32_t least = 0;      // no quarter below this fits
+  double model_states = 0;
 };
+
+// Whether a probe's figures miss the limit by more than a larger micro-
+// batch of the same schedule could lower them (RecomputeProbe): what does
+// not fit now will not then. (A probe's figures are a lower bound of the
+// whole peak's, so the whole one misses by as much.)
+bool FarOver(const Search& s, const StagePeak& peak) {
+  if (s.base.unfused_attention) return false;
+  StagePeak lowered = peak;
+  lowered.admission *= 1 - kMicroBatchFall;
+  lowered.transient *= 1 - kMicroBatchFall;
+  return !IsGreen(s, lowered);
+}
 
 // The layers of a chunk of v a rank whose share FitByRecomputing
 // recomputes (Megatron's --recompute-num-layers counts layers of each
@@ -687,81 +708,94 @@ uint32_t ChunkLayers(const StageSplit& split, uint32_t v) {
 
 // FitByRecomputing's `worth`: recomputation that costs this or more is
 // not tried (for a caller that wants the entry only where it beats a
-// speed); the probe then learns only what was tried (not hopeless where
-// dearer shares were skipped).
-void FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
+// speed). True where every recomputation was tried and none fits (nor
+// does any at this micro-batch): then the entry stays as it was.
+bool FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
                       const std::vector<RankChunks>& chunks,
                       double model_states, Layout4D& entry,
                       RecomputeProbe& probe, KeptLayerFigures& kept,
                       double worth = std::numeric_limits<double>::infinity()) {
   const uint32_t stage_layers = ChunkLayers(split, entry.v);
-  if (stage_layers == 0 || probe.hopeless) return;
+  if (stage_layers == 0 || probe.hopeless) return true;
   // Where the weights, gradients and optimizer states alone do not fit,
-  // no recomputation makes the stage fit: no estimate is spent on it.
+  // no recomputation makes the stage fit: no estimate is spent on it
+  // (whatever the micro-batch: they do not depend on it).
   StagePeak floor;
   floor.admission = model_states;
   if (!IsGreen(s, floor)) {
     probe.hopeless = true;
-    return;
+    return true;
   }
   // (Full recomputation of every layer keeps less than the cheap modules:
   // once it does not fit, neither do they.)
-  if (s.cheap.any() && !probe.cheap_failed && s.cheap_cost < worth) {
-    const StagePeak peak =
-        PeakOf(s, WithCheapModules(l, s.cheap), split, chunks, kept.cheap,
-               /*probe=*/true);
-    if (IsGreen(s, peak)) {
-      entry.peak_bytes = peak.admission;
-      entry.zone = v1::ZONE_GREEN;
-      entry.cheap_modules = true;
-      entry.recompute_cost = s.cheap_cost;
-      entry.speed /= entry.recompute_cost;
-      return;
+  bool cheap_untried = false;
+  if (s.cheap.any() && !probe.cheap_failed) {
+    if (s.cheap_cost < worth) {
+      const StagePeak peak =
+          PeakOf(s, WithCheapModules(l, s.cheap), split, chunks, kept.cheap,
+                 /*probe=*/true);
+      if (IsGreen(s, peak)) {
+        entry.peak_bytes = peak.admission;
+        entry.zone = v1::ZONE_GREEN;
+        entry.cheap_modules = true;
+        entry.recompute_cost = s.cheap_cost;
+        entry.speed /= entry.recompute_cost;
+        return false;
+      }
+      probe.cheap_failed = FarOver(s, peak);
+    } else {
+      cheap_untried = true;
     }
-    probe.cheap_failed = true;
   }
   // Full recomputation under full recomputation's rules only: the
   // Megatron-LM EP overlap refuses it (validation.cc).
-  if (!s.allow_full_recompute) return;
+  if (!s.allow_full_recompute) return !cheap_untried;
   UseFullRecomputation(l);
-  auto fits = [&](uint32_t n, double& peak) {
+  StagePeak peak;
+  auto fits = [&](uint32_t n) {
     l.recompute_layers = n;
-    const StagePeak stage_peak =
-        PeakOf(s, l, split, chunks, kept.full, /*probe=*/true);
-    peak = stage_peak.admission;
-    return IsGreen(s, stage_peak);
+    peak = PeakOf(s, l, split, chunks, kept.full, /*probe=*/true);
+    return IsGreen(s, peak);
   };
   // Smallest first: a peak never rises as more layers are recomputed
   // (monotonic_estimates_test, "block recomputation of one layer more"),
   // so the first that fits is the least, and every layer, tried last, is
-  // the test of whether any fits.
-  double peak = 0;
+  // the test of whether any fits. A larger micro-batch starts from the
+  // first quarter not ruled out by more than it could fall.
   uint32_t least = 0;
   uint32_t previous = 0;
-  bool dearer_skipped = false;
+  bool tried_all = true;  // up to every layer
+  bool ruled_out = true;  // every quarter tried so far, by FarOver
   for (uint32_t quarter = 1; quarter <= 4; ++quarter) {
     const uint32_t n = (stage_layers * quarter + 3) / 4;
     if (n == previous || n < probe.least) continue;
     if (1 + n / (3.0 * stage_layers) >= worth) {
-      dearer_skipped = true;
+      tried_all = false;
       break;
     }
     previous = n;
-    if (fits(n, peak)) {
+    if (fits(n)) {
       least = n;
       break;
     }
+    if (ruled_out && FarOver(s, peak)) {
+      probe.least = n + 1;
+    } else {
+      ruled_out = false;
+    }
   }
   if (least == 0) {
-    probe.hopeless = !dearer_skipped;
-    return;
+    // Every layer did not fit, by more than a larger micro-batch's fall.
+    if (tried_all && ruled_out) probe.hopeless = true;
+    return tried_all;
   }
-  probe.least = least;
-  entry.peak_bytes = peak;
+  if (ruled_out) probe.least = least;
+  entry.peak_bytes = peak.admission;
   entry.zone = v1::ZONE_GREEN;
   entry.recompute = least;
   entry.recompute_cost = 1 + least / (3.0 * stage_layers);
   entry.speed /= entry.recompute_cost;
+  return false;
 }
 
 // The index in `chunkings` (1 or more) of the interleaving the cost model
@@ -860,19 +894,26 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           // the floor check may pass where the whole one would not, and
           // the probes that follow then fail, as the floor would have
           // said.)
+          // (Where a smaller micro-batch's probe missed by more than a
+          // larger one can fall, it is not made again: RecomputeProbe.)
           const bool may_recompute = s.allow_recompute && !probes[i].hopeless;
           const bool leave_miss = fitting_layouts >= shown;
           const bool probe = may_recompute || leave_miss;
-          const StagePeak peak = PeakOf(s, l, split, chunking.chunks,
-                                        kept.as_given, probe);
-          if (IsGreen(s, peak)) {
-            entry.peak_bytes = peak.admission;
-            entry.zone = v1::ZONE_GREEN;
-            return entry;
+          const bool known_over = may_recompute && probes[i].over_as_given;
+          StagePeak peak;
+          if (!known_over) {
+            peak = PeakOf(s, l, split, chunking.chunks, kept.as_given, probe);
+            if (IsGreen(s, peak)) {
+              entry.peak_bytes = peak.admission;
+              entry.zone = v1::ZONE_GREEN;
+              return entry;
+            }
+            probes[i].over_as_given = FarOver(s, peak);
+            probes[i].model_states = peak.model_states;
           }
           if (may_recompute) {
-            FitByRecomputing(s, l, split, chunking.chunks, peak.model_states,
-                             entry, probes[i], kept);
+            FitByRecomputing(s, l, split, chunking.chunks,
+                             probes[i].model_states, entry, probes[i], kept);
             if (entry.zone == v1::ZONE_GREEN) return entry;
           }
           if (leave_miss) {
@@ -890,20 +931,29 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
         // only by recomputing, to beat that best's speed `beat`: as it is,
         // then by the recomputation that could beat it (FitByRecomputing's
         // `worth`: below its speed as it is over `beat`). Its entry,
-        // ZONE_UNSPECIFIED where none of those fits (not worked out).
-        auto evaluate_shallower = [&](size_t i, double beat) {
+        // ZONE_UNSPECIFIED where none of those fits (not worked out);
+        // `none_fits` where no recomputation at all does.
+        auto evaluate_shallower = [&](size_t i, double beat,
+                                      bool& none_fits) {
+          none_fits = false;
           ++estimated;
           const Chunking& chunking = chunkings[i];
           Layout4D entry = entry_of(i);
-          const StagePeak peak = PeakOf(s, l, split, chunking.chunks,
-                                        kept.as_given, /*probe=*/true);
-          if (IsGreen(s, peak)) {
-            entry.peak_bytes = peak.admission;
-            entry.zone = v1::ZONE_GREEN;
-            return entry;
+          RecomputeProbe& probe = probes[i];
+          if (!probe.over_as_given) {
+            const StagePeak peak = PeakOf(s, l, split, chunking.chunks,
+                                          kept.as_given, /*probe=*/true);
+            if (IsGreen(s, peak)) {
+              entry.peak_bytes = peak.admission;
+              entry.zone = v1::ZONE_GREEN;
+              return entry;
+            }
+            probe.over_as_given = FarOver(s, peak);
+            probe.model_states = peak.model_states;
           }
-          FitByRecomputing(s, l, split, chunking.chunks, peak.model_states,
-                           entry, probes[i], kept, entry.speed / beat);
+          none_fits = FitByRecomputing(s, l, split, chunking.chunks,
+                                       probe.model_states, entry, probe, kept,
+                                       entry.speed / beat);
           return entry;
         };
         bool fits = false;  // some schedule of this layout
@@ -988,11 +1038,10 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
                !fits_as_is(best);
                --i) {
             if (speed_of(i).speed() <= best.speed) break;
-            const Layout4D e = evaluate_shallower(i, best.speed);
-            if (e.zone != v1::ZONE_GREEN) {
-              if (probes[i].hopeless) break;  // none fits, nor shallower
-              continue;
-            }
+            bool none_fits = false;
+            const Layout4D e = evaluate_shallower(i, best.speed, none_fits);
+            if (none_fits) break;  // nor, as a rule, a shallower one
+            if (e.zone != v1::ZONE_GREEN) continue;
             if (e.speed > best.speed) {
               best = e;
               best_index = i;

@@ -776,6 +776,48 @@ TEST(PlannerTest, InterleavesShallowerWhereLongerChunksRecomputeLess) {
   EXPECT_NE(as_is->zone(), v1::ZONE_GREEN);
 }
 
+// A larger micro-batch at one global batch can peak lower: under
+// Megatron's own attention (Gemma 2's soft-capped scores) b x a/t a
+// multiple of 4 brings the fused softmax kernel in, which keeps no fp32
+// scores. Llama-2-13B soft-capped at (8, 1, 8) on 256 GPUs, 16 sequences
+// a step: 2 and 4 micro-batches of 2 and 1 of 4 hold the same tokens,
+// but only at 4 is the kernel in (b x 40/8 = 20), a third less. With the
+// limit between the two, the micro-batch of 4 fits as it is: the plan
+// must not carry the smaller ones' misses to it (planner.cc
+// RecomputeProbe, FarOver).
+TEST(PlannerTest, CarriesNoMissAcrossMicroBatchesUnderUnfusedAttention) {
+  v1::PlanRequest r = Request("llama-2-13b", "h200-141gb", 256, 4096, 16);
+  r.mutable_model()->set_attention_logit_softcapping(50);
+  r.mutable_model()->set_final_logit_softcapping(30);
+  r.mutable_accelerator()->set_memory_bytes(18ull << 30);  // 14.4 GiB
+  r.set_top_k(0);
+  r.set_no_interleave(true);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const v1::Candidate* at[5] = {};
+  for (const v1::Candidate& c : plan->candidates()) {
+    if (c.tensor_parallel() == 8 && c.context_parallel() == 1 &&
+        c.pipeline_parallel() == 8 && c.micro_batch_size() <= 4) {
+      at[c.micro_batch_size()] = &c;
+    }
+  }
+  ASSERT_NE(at[2], nullptr);
+  ASSERT_NE(at[4], nullptr);
+  // As given, 2 does not fit and 4 does.
+  for (uint32_t b : {2u, 4u}) {
+    v1::Job job = JobForCandidate(r, *at[b]);
+    job.mutable_training()->clear_recompute();
+    const absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_EQ(e->zone() == v1::ZONE_GREEN, b == 4) << b;
+  }
+  EXPECT_GT(at[2]->recompute_num_layers() + at[2]->recompute_modules_size(),
+            0);
+  EXPECT_EQ(at[4]->zone(), v1::ZONE_GREEN) << at[4]->why();
+  EXPECT_EQ(at[4]->recompute_num_layers(), 0u) << at[4]->why();
+  EXPECT_EQ(at[4]->recompute_modules_size(), 0) << at[4]->why();
+}
+
 // The walk past the fastest interleaving (Enumerate) is bounded: a plan
 // estimates at most kDeeperInterleavingsTried schedules of a layout beyond
 // those it lists, so kMaxPlanLayouts, which counts the listed ones before
