@@ -5,6 +5,7 @@
 #include <iterator>
 #include <limits>
 #include <optional>
+#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
@@ -827,13 +828,26 @@ size_t FastestInterleaving(const std::vector<Chunking>& chunkings,
 // (TP, CP, PP, EP, ETP, MBS) have a schedule that fits, later misses are
 // left unresolved and never shown (RankLayouts keeps at least that many
 // distinct layouts of each tier, or all of its own, before it reaches
-// the misses: plan_ranking.cc). Most of a large plan's misses come after (a plan of DeepSeek-V3 on 16,384 GPUs
-// finds 4 in 10 of its schedules not fitting and more than a thousand
-// layouts that do); a plan where few fit does the work it did.
+// the misses: plan_ranking.cc). Most of a large plan's misses come after
+// (a plan of DeepSeek-V3 on 16,384 GPUs finds 4 in 10 of its schedules not
+// fitting and more than a thousand layouts that do); a plan where few fit
+// does the work it did.
+//
+// Under a ranking that orders by the rule's group first (RuleGroupOf; not
+// kCostModel), a layout none of whose schedules can have a group as small
+// as the `shown`-th smallest of the layouts that fit as given so far is
+// not estimated at all: RankLayouts lists those `shown` before it (tier 1
+// by group; a competing recomputation only before a fit of a larger
+// group; the rest after every fit), so it can never be shown. Most of a
+// 16,384-GPU plan of the best ten is such (in the order visited, half of
+// DeepSeek-V3's schedules, two thirds of Qwen3-235B's, nine in ten of
+// the alternating MoE model's). `layouts` counts every valid layout,
+// estimated or not.
 absl::StatusOr<std::vector<Layout4D>> Enumerate(
     const Search& s, const std::vector<uint32_t>& gpu_divisors,
     const std::vector<PipelineChoices>& pipelines, uint64_t expected,
-    size_t shown, const PlanInterrupt& interrupt, uint64_t& estimated) {
+    size_t shown, Ranking ranking, const PlanInterrupt& interrupt,
+    uint64_t& estimated, uint64_t& layouts) {
   const CostModel& cost = s.cost;
   std::vector<Layout4D> out;
   out.reserve(expected);
@@ -842,6 +856,10 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
   // Layouts with a schedule that fits so far: each (TP, CP, PP, EP, ETP,
   // MBS) is visited once, its schedules emitted together.
   size_t fitting_layouts = 0;
+  // The `shown` smallest groups of the layouts that fit as given so far
+  // (each layout's smallest), the largest on top.
+  const bool by_group = ranking != Ranking::kCostModel;
+  std::priority_queue<uint64_t> fitting_groups;
   ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t c, uint32_t p) {
     if (!stop.ok()) return;
     const uint32_t d = s.gpus / t / c / p;
@@ -859,6 +877,24 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
         const StageLayers stages{double(split.first), double(split.last)};
         const SpeedFactors plain = SpeedOf(s.shape, s.weights, l, m,
                                            s.gpus_per_node, cost, stages);
+        ++layouts;
+        // Megatron's interleaving rule, at its default group of p
+        // micro-batches: m a multiple of p.
+        const bool interleaves = s.allow_interleave && chunkings.size() > 1 &&
+                                 InterleavedGroupsRun(p, p, m);
+        if (by_group && fitting_groups.size() >= shown) {
+          // Its smallest group: its exchange, and the smallest bubble of
+          // its schedules (the deepest interleaving's, the group growing
+          // with the bubble).
+          Layout4D smallest{};
+          smallest.t = t;
+          smallest.c = c;
+          smallest.p = p;
+          smallest.exchange = plain.expert;
+          smallest.bubble =
+              interleaves ? plain.bubble / chunkings.back().v : plain.bubble;
+          if (RuleGroupOf(smallest, ranking) > fitting_groups.top()) continue;
+        }
         // One schedule of the layout (chunkings[i]; 0 is plain 1F1B),
         // estimated, with the least recomputation that makes it fit.
         auto speed_of = [&](size_t i) {
@@ -957,20 +993,24 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           return entry;
         };
         bool fits = false;  // some schedule of this layout
+        // The smallest group of its schedules that fit as given.
+        uint64_t fit_group = std::numeric_limits<uint64_t>::max();
         auto emit = [&](const Layout4D& entry) {
           fits = fits || entry.zone == v1::ZONE_GREEN;
+          if (entry.zone == v1::ZONE_GREEN && entry.recompute == 0 &&
+              !entry.cheap_modules) {
+            fit_group = std::min(fit_group, RuleGroupOf(entry, ranking));
+          }
           out.push_back(entry);
           if (interrupt && out.size() % kInterruptEvery == 0) {
             stop = interrupt();
           }
         };
         // Plain (not with the EP overlap: Megatron then pipelines only
-        // interleaved), then (Megatron's interleaving rule, at its default
-        // group of p micro-batches: m a multiple of p) the fastest
-        // interleaving that fits and the deepest.
+        // interleaved), then the fastest interleaving that fits and the
+        // deepest.
         if (!(p > 1 && s.base.ep_overlap)) emit(evaluate(0));
-        if (s.allow_interleave && chunkings.size() > 1 &&
-            InterleavedGroupsRun(p, p, m)) {
+        if (interleaves) {
           const size_t deepest = chunkings.size() - 1;
           const size_t fastest = FastestInterleaving(chunkings, plain);
           // Past the fastest a deeper cut is slower (its sends cost more
@@ -1053,6 +1093,10 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           }
         }
         if (fits) ++fitting_layouts;
+        if (by_group && fit_group != std::numeric_limits<uint64_t>::max()) {
+          fitting_groups.push(fit_group);
+          if (fitting_groups.size() > shown) fitting_groups.pop();
+        }
       }
     });
   });
@@ -1500,24 +1544,27 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
         " (lower max_micro_batch_size)"));
   }
   uint64_t estimated = 0;
+  uint64_t valid_layouts = 0;
   const size_t wanted =
       request.top_k() == 0 ? kMaxPlanCandidates : request.top_k();
   absl::StatusOr<std::vector<Layout4D>> enumerated =
-      Enumerate(*search, gpu_divisors, pipelines, bound, wanted, interrupt,
-                estimated);
+      Enumerate(*search, gpu_divisors, pipelines, bound, wanted,
+                options.ranking, interrupt, estimated, valid_layouts);
   if (options.schedules_estimated != nullptr) {
     *options.schedules_estimated += estimated;
   }
   if (!enumerated.ok()) return enumerated.status();
   std::vector<Layout4D>& layouts = *enumerated;
-  double best = 0;
-  for (const Layout4D& l : layouts) {
-    if (l.zone == v1::ZONE_GREEN) best = std::max(best, l.speed);
-  }
   const std::vector<Layout4D> ranked =
       RankLayouts(layouts, std::min(wanted, layouts.size()), options.ranking);
+  // Speeds are relative to the fastest candidate shown (the plan does not
+  // estimate every layout: Enumerate).
+  double best = 0;
+  for (const Layout4D& l : ranked) {
+    if (l.zone == v1::ZONE_GREEN) best = std::max(best, l.speed);
+  }
   v1::PlanResponse response;
-  response.set_considered(layouts.size());
+  response.set_considered(valid_layouts);
   for (size_t i = 0; i < ranked.size(); ++i) {
     // Enumerate leaves misses only where none can be shown.
     if (ranked[i].unresolved_chunking != 0) {

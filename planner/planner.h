@@ -139,6 +139,10 @@ inline constexpr uint32_t kShallowerInterleavingsTried = 2;
 // (model, accelerator, num_gpus, seq_length, global_batch_size, threshold,
 // top_k); RESOURCE_EXHAUSTED when the search is over the bounds above.
 // Candidates come back best first; every one is a job ValidateJob accepts.
+// Ranking by the rule's group (not kCostModel), a layout whose group is
+// past that of the top_k-th layout fitting as given cannot be shown: it is
+// counted in `considered`, not estimated (planner.cc Enumerate), and
+// relative speeds are the shown candidates' own.
 absl::StatusOr<v1::PlanResponse> PlanLayouts(
     const v1::PlanRequest& request, const PlanInterrupt& interrupt = nullptr,
     const PlanOptions& options = PlanOptions());

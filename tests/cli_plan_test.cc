@@ -77,9 +77,9 @@ TEST(CliPlanTest, JsonListsCandidatesInRankOrder) {
   v1::PlanResponse plan;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &plan).ok());
   ASSERT_GT(plan.candidates_size(), 10);
-  // Every layout is considered; its schedule variants are listed once,
-  // the best (planner.h).
-  EXPECT_GT(plan.considered(), static_cast<uint64_t>(plan.candidates_size()));
+  // Every layout is counted and, all shown, listed once with its best
+  // schedule (planner.h).
+  EXPECT_EQ(plan.considered(), static_cast<uint64_t>(plan.candidates_size()));
   for (int i = 0; i < plan.candidates_size(); ++i) {
     EXPECT_EQ(plan.candidates(i).rank(), static_cast<uint32_t>(i + 1));
   }
@@ -96,10 +96,9 @@ TEST(CliPlanTest, TextListShowsTheTopK) {
   const RunResult r = Plan(With(kA100, {"--gpus=16", "--top=3"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("1     (4, 1, 1, 1)"), std::string::npos) << r.out;
-  // Plain 1F1B layouts (CP keeping 1024 tokens a rank) and interleaved ones
-  // (the fastest and the deepest interleaving of each, one when they are
-  // the same).
-  EXPECT_NE(r.out.find("3 of 340 valid layouts shown."), std::string::npos)
+  // The (TP, CP, PP, MBS) layouts (CP keeping 1024 tokens a rank), each
+  // counted once whatever schedules it was tried with.
+  EXPECT_NE(r.out.find("3 of 165 valid layouts shown."), std::string::npos)
       << r.out;
 }
 
