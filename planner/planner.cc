@@ -916,6 +916,20 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           entry.mtp_layout = chunking.form == ChunkForm::kMtpLayout;
           return entry;
         };
+        // The schedule as given: GREEN into `entry`; otherwise what its
+        // probe found is kept for larger micro-batches (RecomputeProbe).
+        auto try_as_given = [&](size_t i, bool probe, Layout4D& entry) {
+          const StagePeak peak = PeakOf(s, l, split, chunkings[i].chunks,
+                                        kept.as_given, probe);
+          if (IsGreen(s, peak)) {
+            entry.peak_bytes = peak.admission;
+            entry.zone = v1::ZONE_GREEN;
+          } else {
+            probes[i].over_as_given = FarOver(s, peak);
+            probes[i].model_states = peak.model_states;
+          }
+          return peak;
+        };
         auto evaluate = [&](size_t i) {
           ++estimated;
           const Chunking& chunking = chunkings[i];
@@ -938,14 +952,8 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           const bool known_over = may_recompute && probes[i].over_as_given;
           StagePeak peak;
           if (!known_over) {
-            peak = PeakOf(s, l, split, chunking.chunks, kept.as_given, probe);
-            if (IsGreen(s, peak)) {
-              entry.peak_bytes = peak.admission;
-              entry.zone = v1::ZONE_GREEN;
-              return entry;
-            }
-            probes[i].over_as_given = FarOver(s, peak);
-            probes[i].model_states = peak.model_states;
+            peak = try_as_given(i, probe, entry);
+            if (entry.zone == v1::ZONE_GREEN) return entry;
           }
           if (may_recompute) {
             FitByRecomputing(s, l, split, chunking.chunks,
@@ -977,15 +985,8 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           Layout4D entry = entry_of(i);
           RecomputeProbe& probe = probes[i];
           if (!probe.over_as_given) {
-            const StagePeak peak = PeakOf(s, l, split, chunking.chunks,
-                                          kept.as_given, /*probe=*/true);
-            if (IsGreen(s, peak)) {
-              entry.peak_bytes = peak.admission;
-              entry.zone = v1::ZONE_GREEN;
-              return entry;
-            }
-            probe.over_as_given = FarOver(s, peak);
-            probe.model_states = peak.model_states;
+            try_as_given(i, /*probe=*/true, entry);
+            if (entry.zone == v1::ZONE_GREEN) return entry;
           }
           none_fits = FitByRecomputing(s, l, split, chunking.chunks,
                                        probe.model_states, entry, probe, kept,
