@@ -16,8 +16,13 @@ bool HasAllDimensions(const v1::ModelConfig& m) {
 
 // Copies into `into` the catalog model's architecture it leaves unset:
 // the MLP's activation and the norm (unset reads as the paper's SwiGLU and
-// RMSNorm, which Nemotron-4 is not), experts, MLA, MTP, head_dim, QK-norm.
-// A proto3 MergeFrom copies only the fields set to other than 0.
+// RMSNorm, which Nemotron-4 is not), experts, MLA, MTP, head_dim, QK-norm,
+// and gpt-oss's biases, clamped activation, attention sinks and YaRN
+// positions (unset read as none: a job naming gpt-oss was estimated
+// without sinks, admitted where the plan asked which kernel runs them).
+// Every field a catalog entry sets is copied (job_resolver_test
+// ANameAloneResolvesToItsCatalogModel). A proto3 MergeFrom copies only the
+// fields set to other than 0.
 void FillArchitectureGaps(const v1::ModelConfig& from,
                           v1::ModelConfig& into) {
   if (into.mlp_activation() == v1::MLP_ACTIVATION_UNSPECIFIED) {
@@ -48,6 +53,17 @@ void FillArchitectureGaps(const v1::ModelConfig& from,
   if (!into.qk_norm() && !into.qk_l2_norm()) {
     into.set_qk_norm(from.qk_norm());
     into.set_qk_l2_norm(from.qk_l2_norm());
+  }
+  // A bool left false cannot say "none": the named model's stands.
+  if (!into.linear_bias()) into.set_linear_bias(from.linear_bias());
+  if (!into.activation_clamp()) {
+    into.set_activation_clamp(from.activation_clamp());
+  }
+  if (into.softmax_type() == v1::SOFTMAX_TYPE_VANILLA) {
+    into.set_softmax_type(from.softmax_type());
+  }
+  if (into.position_embedding() == v1::POSITION_EMBEDDING_UNSPECIFIED) {
+    into.set_position_embedding(from.position_embedding());
   }
 }
 

@@ -87,6 +87,17 @@ v1::Job SampleJob(std::mt19937& rng) {
     default:
       break;
   }
+  // gpt-oss's attention sinks: the job says which kernel runs them
+  // (validation.cc), cuDNN's fused attention (over an all-to-all under CP)
+  // or TransformerEngine's unfused one.
+  if (model == 6) {
+    if (rng() % 2) {
+      training.set_flash_attention_disabled(true);
+      par.set_context_parallel_comm(v1::CONTEXT_PARALLEL_COMM_A2A);
+    } else {
+      training.set_attention_kernel(v1::ATTENTION_KERNEL_UNFUSED);
+    }
+  }
   return job;
 }
 
@@ -289,14 +300,16 @@ std::vector<Claim> Claims() {
          j.mutable_training()->set_attention_dropout(0.1);
          return true;
        }},
-      // Only where attention runs fused: unfused attention (fp32 here)
-      // builds and keeps an s x s causal mask a layer when the dataloader
+      // Only where attention runs fused: unfused attention (fp32 here, or
+      // the kernel a gpt-oss job names for its sinks) builds and keeps an s x s causal mask a layer when the dataloader
       // sends none, and the dataloader's one mask, which every layer
       // shares, is then less (memory_model.cc [UA]).
       {"the dataloader's mask, attention fused", Direction::kNeverLower,
        [](v1::Job& j) {
          if (j.training().dataloader_attention_mask() ||
-             j.training().precision() == v1::PRECISION_FP32) {
+             j.training().precision() == v1::PRECISION_FP32 ||
+             j.training().attention_kernel() ==
+                 v1::ATTENTION_KERNEL_UNFUSED) {
            return false;
          }
          j.mutable_training()->set_dataloader_attention_mask(true);

@@ -68,6 +68,12 @@ Sampled SampleJob(std::mt19937& rng) {
   training.set_precision(v1::PRECISION_BF16_FP32_GRADS);
   // Candidates turn the dataloader's mask off (planner.h).
   training.set_dataloader_attention_mask(false);
+  // gpt-oss's sinks run in cuDNN's fused attention, as the job must say,
+  // over an all-to-all under CP (validation.cc).
+  if (model == 6) {
+    training.set_flash_attention_disabled(true);
+    if (c > 1) par.set_context_parallel_comm(v1::CONTEXT_PARALLEL_COMM_A2A);
+  }
   return s;
 }
 
@@ -88,6 +94,8 @@ TEST(PlanCompletenessTest, EveryJobAdmittedGreenIsAPlannedLayout) {
     request.set_seq_length(training.seq_length());
     request.set_global_batch_size(training.global_batch_size());
     request.set_precision(training.precision());
+    request.mutable_training()->set_flash_attention_disabled(
+        training.flash_attention_disabled());
     request.set_max_micro_batch_size(2);
     request.set_top_k(0);
     const absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);

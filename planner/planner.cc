@@ -54,6 +54,17 @@ uint32_t JobMtpLayers(const v1::PlanRequest& request) {
   return known == nullptr ? 0 : known->mtp_num_layers();
 }
 
+// The request's softmax, its catalog model's where it names one and says
+// none (job_resolver.cc fills it so: a request naming gpt-oss plans its
+// sinks).
+v1::SoftmaxType JobSoftmaxType(const v1::PlanRequest& request) {
+  if (request.model().softmax_type() != v1::SOFTMAX_TYPE_VANILLA) {
+    return request.model().softmax_type();
+  }
+  const v1::ModelConfig* known = LookupModel(request.model().name());
+  return known == nullptr ? v1::SOFTMAX_TYPE_VANILLA : known->softmax_type();
+}
+
 // PlanRequest.training may not set what the planner searches, and must
 // agree with what the request says elsewhere (memgate.proto); a precision
 // either of them gives is the plan's.
@@ -141,7 +152,7 @@ void SetRequestParallelOf(const v1::PlanRequest& request,
   // (validation.cc): every layout with CP says so, at CP sizes that split
   // a TP rank's heads. (Unfused attention plans no CP at all.)
   const v1::ContextParallelComm comm = request.context_parallel_comm();
-  if (request.model().softmax_type() != v1::SOFTMAX_TYPE_VANILLA &&
+  if (JobSoftmaxType(request) != v1::SOFTMAX_TYPE_VANILLA &&
       (comm == v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED ||
        comm == v1::CONTEXT_PARALLEL_COMM_P2P)) {
     par.set_context_parallel_comm(v1::CONTEXT_PARALLEL_COMM_A2A);

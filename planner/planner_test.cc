@@ -1736,6 +1736,34 @@ TEST(PlannerTest, AttentionSinksPlanContextParallelOverAnAllToAll) {
   EXPECT_GT(with_cp, 0);
 }
 
+// A request that names a catalog model and says nothing else about it (as
+// a gRPC client may) plans that model, every field of it: gpt-oss-20b by
+// name plans exactly what its full catalog entry plans (sinks, so CP over
+// an all-to-all; biases; the clamp), and each candidate is its job.
+TEST(PlannerTest, ACatalogNameAlonePlansAsItsWholeModel) {
+  v1::PlanRequest by_name = Request("gpt-oss-20b", "h100-80gb", 64, 32768,
+                                    128);
+  by_name.mutable_training()->set_flash_attention_disabled(true);
+  by_name.set_top_k(0);
+  v1::PlanRequest whole = by_name;
+  *whole.mutable_model() = *LookupModel("gpt-oss-20b");
+  const absl::StatusOr<v1::PlanResponse> named = PlanLayouts(by_name);
+  const absl::StatusOr<v1::PlanResponse> full = PlanLayouts(whole);
+  ASSERT_TRUE(named.ok()) << named.status();
+  ASSERT_TRUE(full.ok()) << full.status();
+  ASSERT_EQ(named->candidates_size(), full->candidates_size());
+  int with_cp = 0;
+  for (int i = 0; i < named->candidates_size(); ++i) {
+    const v1::Candidate& c = named->candidates(i);
+    EXPECT_EQ(c.SerializeAsString(), full->candidates(i).SerializeAsString())
+        << c.ShortDebugString();
+    absl::StatusOr<v1::Estimate> e = EstimatedAsItsJob(by_name, c);
+    ASSERT_TRUE(e.ok()) << c.ShortDebugString();
+    with_cp += c.context_parallel() > 1;
+  }
+  EXPECT_GT(with_cp, 0);
+}
+
 TEST(PlannerTest, ContextParallelExchangesPlanOnlyLayoutsTheySplit) {
   v1::PlanRequest plain =
       Request("llama-3.1-8b", "h100-80gb", 64, 32768, 64);
