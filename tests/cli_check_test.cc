@@ -93,6 +93,39 @@ TEST(CliCheckTest, Gemma2sSoftCappedAttentionIsCountedUnfused) {
       << r.err;
 }
 
+// gpt-oss by name is the catalog's whole model, its attention sinks
+// included: which kernel runs them (cuDNN's fused attention, or
+// TransformerEngine's unfused one, keeping s x s scores) is the job's to
+// say, as with its Hugging Face config. By name it was estimated without
+// sinks and admitted at 8k where the unfused kernel needs 126 GiB.
+TEST(CliCheckTest, GptOssByNameAsksWhichKernelRunsItsSinks) {
+  const std::vector<std::string> job = {"--gpu=h100-80gb", "--gpus=64",
+                                        "--seq=8192", "--tp=4", "--ep=8",
+                                        "--pp=2"};
+  const std::string config =
+      "--model-config=" +
+      testing::RunfilePath("tests/testdata/hf/gpt-oss-120b.json");
+  for (const std::string& model : {std::string("--model=gpt-oss-120b"),
+                                   config}) {
+    std::vector<std::string> args = job;
+    args.push_back(model);
+    RunResult r = Check(args);
+    EXPECT_EQ(r.exit_code, 2) << model << r.out << r.err;
+    EXPECT_NE(r.err.find("model.softmax_type: FlashAttention cannot run "
+                         "attention sinks"),
+              std::string::npos)
+        << r.err;
+    args.push_back("--attention=unfused");
+    r = Check(args);
+    EXPECT_EQ(r.exit_code, 1) << model << r.out << r.err;
+    EXPECT_EQ(r.out.rfind("REFUSE [RED] peak 126.34 GiB", 0), 0u) << r.out;
+    args.back() = "--attention=fused";
+    r = Check(args);
+    EXPECT_EQ(r.exit_code, 0) << model << r.out << r.err;
+    EXPECT_EQ(r.out.rfind("ADMIT [GREEN] peak 51.10 GiB", 0), 0u) << r.out;
+  }
+}
+
 // --attention says which kernel a job from flags runs; over a launch its
 // --attention-backend decides, and a flag that contradicts it is invalid
 // input, naming both.
