@@ -38,31 +38,25 @@ namespace {
 // How many layouts pass between two calls of the interrupt check.
 constexpr uint64_t kInterruptEvery = 4096;
 
-// The request's layer count, its catalog model's when it names one.
+// A model field of the request, or of the catalog model it names where
+// it leaves the field unset, as a job naming that model is resolved
+// (job_resolver.cc): the layers, MTP layers and softmax (a request naming
+// gpt-oss plans its sinks) of a request that gives only a name.
+template <typename T>
+T RequestOrCatalog(const v1::PlanRequest& request,
+                   T (v1::ModelConfig::*field)() const) {
+  const T own = (request.model().*field)();
+  if (own != T{}) return own;
+  const v1::ModelConfig* known = LookupModel(request.model().name());
+  return known == nullptr ? own : (known->*field)();
+}
+
 uint32_t JobLayers(const v1::PlanRequest& request) {
-  if (request.model().num_layers() > 0) return request.model().num_layers();
-  const v1::ModelConfig* known = LookupModel(request.model().name());
-  return known == nullptr ? 0 : known->num_layers();
+  return RequestOrCatalog(request, &v1::ModelConfig::num_layers);
 }
 
-// The request's MTP layers, its catalog model's when it names one.
 uint32_t JobMtpLayers(const v1::PlanRequest& request) {
-  if (request.model().mtp_num_layers() > 0) {
-    return request.model().mtp_num_layers();
-  }
-  const v1::ModelConfig* known = LookupModel(request.model().name());
-  return known == nullptr ? 0 : known->mtp_num_layers();
-}
-
-// The request's softmax, its catalog model's where it names one and says
-// none (job_resolver.cc fills it so: a request naming gpt-oss plans its
-// sinks).
-v1::SoftmaxType JobSoftmaxType(const v1::PlanRequest& request) {
-  if (request.model().softmax_type() != v1::SOFTMAX_TYPE_VANILLA) {
-    return request.model().softmax_type();
-  }
-  const v1::ModelConfig* known = LookupModel(request.model().name());
-  return known == nullptr ? v1::SOFTMAX_TYPE_VANILLA : known->softmax_type();
+  return RequestOrCatalog(request, &v1::ModelConfig::mtp_num_layers);
 }
 
 // PlanRequest.training may not set what the planner searches, and must
@@ -152,7 +146,8 @@ void SetRequestParallelOf(const v1::PlanRequest& request,
   // (validation.cc): every layout with CP says so, at CP sizes that split
   // a TP rank's heads. (Unfused attention plans no CP at all.)
   const v1::ContextParallelComm comm = request.context_parallel_comm();
-  if (JobSoftmaxType(request) != v1::SOFTMAX_TYPE_VANILLA &&
+  if (RequestOrCatalog(request, &v1::ModelConfig::softmax_type) !=
+          v1::SOFTMAX_TYPE_VANILLA &&
       (comm == v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED ||
        comm == v1::CONTEXT_PARALLEL_COMM_P2P)) {
     par.set_context_parallel_comm(v1::CONTEXT_PARALLEL_COMM_A2A);
