@@ -23,6 +23,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -90,7 +91,7 @@ v1::Job SampleJob(std::mt19937& rng) {
   // gpt-oss's attention sinks: the job says which kernel runs them
   // (validation.cc), cuDNN's fused attention (over an all-to-all under CP)
   // or TransformerEngine's unfused one.
-  if (model == 6) {
+  if (std::string_view(kModels[model]) == "gpt-oss-20b") {
     if (rng() % 2) {
       training.set_flash_attention_disabled(true);
       par.set_context_parallel_comm(v1::CONTEXT_PARALLEL_COMM_A2A);

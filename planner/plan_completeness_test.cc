@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -70,7 +71,7 @@ Sampled SampleJob(std::mt19937& rng) {
   training.set_dataloader_attention_mask(false);
   // gpt-oss's sinks run in cuDNN's fused attention, as the job must say,
   // over an all-to-all under CP (validation.cc).
-  if (model == 6) {
+  if (std::string_view(kModels[model]) == "gpt-oss-20b") {
     training.set_flash_attention_disabled(true);
     if (c > 1) par.set_context_parallel_comm(v1::CONTEXT_PARALLEL_COMM_A2A);
   }
