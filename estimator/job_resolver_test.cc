@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/strings/ascii.h"
 #include "estimator/catalog.h"
 #include "estimator/estimate.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -19,15 +20,18 @@ TEST(JobResolverTest, ANameAloneResolvesToItsCatalogModel) {
   for (const std::string& name : ModelNames()) {
     const v1::ModelConfig* known = LookupModel(name);
     ASSERT_NE(known, nullptr) << name;
-    v1::Job job;
-    job.mutable_model()->set_name(name);
-    const absl::StatusOr<v1::Job> resolved = ResolveJob(job);
-    ASSERT_TRUE(resolved.ok()) << name << ": " << resolved.status();
-    std::string diff;
-    google::protobuf::util::MessageDifferencer differ;
-    differ.ReportDifferencesToString(&diff);
-    EXPECT_TRUE(differ.Compare(*known, resolved->model()))
-        << name << ":\n" << diff;
+    // As named, and as a user may type it (names match in any case).
+    for (const std::string& as_named : {name, absl::AsciiStrToUpper(name)}) {
+      v1::Job job;
+      job.mutable_model()->set_name(as_named);
+      const absl::StatusOr<v1::Job> resolved = ResolveJob(job);
+      ASSERT_TRUE(resolved.ok()) << as_named << ": " << resolved.status();
+      std::string diff;
+      google::protobuf::util::MessageDifferencer differ;
+      differ.ReportDifferencesToString(&diff);
+      EXPECT_TRUE(differ.Compare(*known, resolved->model()))
+          << as_named << ":\n" << diff;
+    }
   }
 }
 
