@@ -13,6 +13,7 @@
 #include "client/user_path.h"
 #include "estimator/catalog.h"
 #include "estimator/megatron_names.h"
+#include "estimator/pipeline_layout.h"
 #include "estimator/units.h"
 #include "readers/hf_config.h"
 
@@ -46,6 +47,7 @@ constexpr FlagForField kFlagForField[] = {
     {"parallel.expert_parallel", "--ep"},
     {"parallel.expert_tensor_parallel", "--etp"},
     {"parallel.virtual_pipeline_stages", "--vp"},
+    {"parallel.layers_per_stage", "--pipeline-layout"},
     {"training.recompute.method", "--recompute-method"},
     {"training.recompute.num_layers", "--recompute-layers"},
     {"training.recompute.modules", "--recompute-modules"},
@@ -153,6 +155,14 @@ void JobFlags::Register(FlagSet& f) {
            "model chunks a pipeline rank under interleaved 1F1B (Megatron's "
            "--num-virtual-stages-per-pipeline-rank; default 1: plain 1F1B)",
            &vp);
+  f.String("pipeline-layout", "LAYOUT",
+           "uneven stages, as Megatron's --pipeline-model-parallel-layout: "
+           "stages separated by '|', E the embedding, t a layer, m an MTP "
+           "layer, L the loss, (X)*n and x*n repeat; PP x chunks stages, "
+           "stage k being chunk k / PP of rank k % PP (e.g. "
+           "\"Et*7|(t*8|)*14t*7L\": Llama-3.1-405B over 16 stages, one "
+           "layer fewer on the first and last)",
+           &pipeline_layout);
   f.String("recompute", "KIND",
            "activation recomputation: none (default), selective (Megatron's "
            "--recompute-granularity selective: --recompute-modules, core "
@@ -470,6 +480,12 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
     }
   }
   if (tie_embeddings) m.set_tie_word_embeddings(*tie_embeddings);
+  if (pipeline_layout) {
+    if (absl::Status s = ApplyPipelineLayout(*pipeline_layout, r, job);
+        !s.ok()) {
+      return s;
+    }
+  }
 
   v1::Accelerator& a = *job.mutable_accelerator();
   if (gpu) a.set_name(*gpu);
@@ -518,6 +534,55 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
   return ApplyContextParallelComm(p, r);
 }
 
+absl::Status JobFlags::ApplyPipelineLayout(const std::string& text,
+                                           bool from_launch,
+                                           v1::Job& job) const {
+  auto invalid = [](absl::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--pipeline-layout: ", why));
+  };
+  // A launch says its split as Megatron does; one place for it.
+  if (from_launch) {
+    return invalid(
+        "a launch gives its stages itself: put Megatron's "
+        "--pipeline-model-parallel-layout in the launch");
+  }
+  // The layers and MTP layers the layout must hold: the job's, or its
+  // catalog model's (resolved later; a name alone says them).
+  const v1::ModelConfig& m = job.model();
+  const v1::ModelConfig* known = LookupModel(m.name());
+  const uint32_t layers = m.num_layers() ? m.num_layers()
+                          : known        ? known->num_layers()
+                                         : 0;
+  const uint32_t mtp = m.mtp_num_layers() ? m.mtp_num_layers()
+                       : known            ? known->mtp_num_layers()
+                                          : 0;
+  if (layers == 0) {
+    return invalid("needs the model's layer count (--model or --layers)");
+  }
+  v1::ParallelConfig& p = *job.mutable_parallel();
+  absl::StatusOr<PipelineLayout> layout =
+      ParsePipelineLayout(text, p.pipeline_parallel(), layers, mtp);
+  if (!layout.ok()) {
+    // The parser names Megatron's argument; this flag says it instead.
+    return invalid(absl::StripPrefix(layout.status().message(),
+                                     "--pipeline-model-parallel-layout: "));
+  }
+  const uint32_t chunks = std::max(1u, p.virtual_pipeline_stages());
+  if (vp && chunks != layout->virtual_stages) {
+    return invalid(absl::StrCat(
+        "its ", layout->layers.size(), " stages over PP ",
+        p.pipeline_parallel(), " are ", layout->virtual_stages,
+        " chunks a rank, --vp says ", chunks));
+  }
+  p.set_virtual_pipeline_stages(layout->virtual_stages > 1
+                                    ? layout->virtual_stages
+                                    : 0);
+  p.clear_layers_per_stage();
+  for (uint32_t n : layout->layers) p.add_layers_per_stage(n);
+  return absl::OkStatus();
+}
+
 std::string WithFlagHint(const std::string& message) {
   std::string out = message;
   for (const FlagForField& f : kFlagForField) {
@@ -528,12 +593,14 @@ std::string WithFlagHint(const std::string& message) {
       break;
     }
   }
-  // Uneven stages have no flag: the launch says them as Megatron does, and
-  // the planner prints such launches.
+  // Uneven stages: --pipeline-layout, or a launch that says them as
+  // Megatron does (the planner prints such launches).
   if (absl::StrContains(message, "give parallel.layers_per_stage")) {
     absl::StrAppend(&out,
-                    "; they come from a Megatron-LM launch after "
-                    "`--` (--decoder-first-pipeline-num-layers, "
+                    "; give them with --pipeline-layout (Megatron's "
+                    "--pipeline-model-parallel-layout syntax), in a "
+                    "Megatron-LM launch after `--` "
+                    "(--decoder-first-pipeline-num-layers, "
                     "--decoder-last-pipeline-num-layers, "
                     "--pipeline-model-parallel-layout) or a --job file; "
                     "`memgate plan --format=megatron-args` prints layouts "

@@ -30,6 +30,9 @@ struct JobFlags {
   // Interleaved 1F1B's model chunks a pipeline rank
   // (ParallelConfig.virtual_pipeline_stages).
   std::optional<uint32_t> vp;
+  // Uneven stages in Megatron's --pipeline-model-parallel-layout syntax
+  // (ParallelConfig.layers_per_stage; the layout fixes the chunks a rank).
+  std::optional<std::string> pipeline_layout;
   std::optional<bool> sequence_parallel, distributed_optimizer;
   // Activation recomputation (TrainingConfig.recompute): "none",
   // "selective" or "full"; with full, "uniform" or "block" and the layers;
@@ -63,6 +66,13 @@ struct JobFlags {
   bool refuse_unreviewed = false;
 
   void Register(FlagSet& flags);
+  // --pipeline-layout into `job`'s layers_per_stage and chunks a rank:
+  // parsed against the job's pipeline size and its (or its catalog
+  // model's) layer and MTP counts; INVALID_ARGUMENT names the flag and the
+  // rule, beside a launch (which says its own split) or a --vp it
+  // contradicts.
+  absl::Status ApplyPipelineLayout(const std::string& text, bool from_launch,
+                                   v1::Job& job) const;
   // --megatron-core, --fused-swiglu, --tp-comm-overlap,
   // --distributed-optimizer-instances, --cp-comm-type, --cp-a2a-size,
   // --attention and --attention-softmax-in-fp32,

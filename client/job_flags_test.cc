@@ -383,11 +383,92 @@ TEST(JobFlagsTest, UnevenStagesPointToTheLaunch) {
                           0),
             0u)
       << message;
+  EXPECT_NE(message.find("give them with --pipeline-layout"),
+            std::string::npos)
+      << message;
   EXPECT_NE(message.find("--decoder-first-pipeline-num-layers"),
             std::string::npos);
   EXPECT_NE(message.find("memgate plan --format=megatron-args"),
             std::string::npos);
   EXPECT_EQ(message.find('\n'), std::string::npos);  // errors are one line
+}
+
+// --pipeline-layout says uneven stages by name, in Megatron's layout
+// syntax, against the catalog model's layers and MTP layers: Llama-3.1-
+// 405B's 126 layers over 16 stages one short at either end, the same over
+// 16 x 4 chunks in the accounted form, DeepSeek-V3's NVIDIA layout with
+// its MTP layer beside the loss. Each job estimates; a layout that holds
+// another layer count, contradicts --vp, or has no model to count against
+// is refused naming the flag.
+TEST(JobFlagsTest, ThePipelineLayoutFlagSaysUnevenStagesByName) {
+  const std::vector<std::string> llama = {
+      "--model=llama-3.1-405b", "--gpu=h100-80gb", "--gpus=8192",
+      "--tp=8", "--pp=16", "--seq=8192"};
+  auto with = [](std::vector<std::string> args, const std::string& more) {
+    args.push_back(more);
+    return args;
+  };
+  absl::StatusOr<v1::Job> plain =
+      Build(with(llama, "--pipeline-layout=Et*7|(t*8|)*14t*7L"));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  std::vector<uint32_t> expected(16, 8);
+  expected.front() = expected.back() = 7;
+  EXPECT_EQ(std::vector<uint32_t>(plain->parallel().layers_per_stage().begin(),
+                                  plain->parallel().layers_per_stage().end()),
+            expected);
+  EXPECT_EQ(plain->parallel().virtual_pipeline_stages(), 0u);
+  EXPECT_TRUE(EstimateJob(*plain).ok());
+
+  absl::StatusOr<v1::Job> chunks =
+      Build(with(llama, "--pipeline-layout=Et|(tt|)*62tL"));
+  ASSERT_TRUE(chunks.ok()) << chunks.status();
+  EXPECT_EQ(chunks->parallel().virtual_pipeline_stages(), 4u);
+  ASSERT_EQ(chunks->parallel().layers_per_stage_size(), 64);
+  EXPECT_EQ(chunks->parallel().layers_per_stage(0), 1u);
+  EXPECT_EQ(chunks->parallel().layers_per_stage(1), 2u);
+  EXPECT_EQ(chunks->parallel().layers_per_stage(63), 1u);
+  EXPECT_TRUE(EstimateJob(*chunks).ok());
+  std::vector<std::string> agreeing = with(llama, "--vp=4");
+  EXPECT_TRUE(Build(with(agreeing, "--pipeline-layout=Et|(tt|)*62tL")).ok());
+
+  absl::StatusOr<v1::Job> deepseek = Build(
+      {"--model=deepseek-v3", "--gpu=h100-80gb", "--gpus=1024", "--tp=2",
+       "--pp=8", "--ep=64", "--seq=4096", "--pipeline-layout=Et|(tt|)*30mL"});
+  ASSERT_TRUE(deepseek.ok()) << deepseek.status();
+  EXPECT_TRUE(EstimateJob(*deepseek).ok());
+
+  auto refusal = [&](const std::vector<std::string>& args) {
+    absl::StatusOr<v1::Job> job = Build(args);
+    return job.ok() ? std::string() : std::string(job.status().message());
+  };
+  EXPECT_EQ(refusal(with(llama, "--pipeline-layout=Et|(tt|)*61tL"))
+                .rfind("--pipeline-layout: ", 0),
+            0u);
+  EXPECT_NE(refusal(with(with(llama, "--vp=2"),
+                         "--pipeline-layout=Et|(tt|)*62tL"))
+                .find("4 chunks a rank, --vp says 2"),
+            std::string::npos);
+  // DeepSeek-V3's MTP layer must be in the layout, as Megatron counts it.
+  EXPECT_EQ(refusal({"--model=deepseek-v3", "--gpu=h100-80gb", "--gpus=1024",
+                     "--tp=2", "--pp=8", "--ep=64", "--seq=4096",
+                     "--pipeline-layout=Et|(tt|)*30tL"})
+                .rfind("--pipeline-layout: ", 0),
+            0u);
+  EXPECT_NE(refusal({"--hidden=4096", "--ffn-hidden=11008", "--heads=32",
+                     "--kv-heads=32", "--vocab=32000", "--gpu=h100-80gb",
+                     "--gpus=8", "--pp=2", "--seq=4096",
+                     "--pipeline-layout=Et|tL"})
+                .find("needs the model's layer count"),
+            std::string::npos);
+  // A launch says its own split (ApplyTo with refuse_conflicts).
+  JobFlags jf;
+  jf.pipeline_layout = "Et*7|(t*8|)*14t*7L";
+  v1::Job launch = *plain;
+  EXPECT_NE(std::string(jf.ApplyTo(launch, /*refuse_conflicts=*/true)
+                            .message())
+                .find("put Megatron's --pipeline-model-parallel-layout in "
+                      "the launch"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -126,6 +126,54 @@ TEST(CliCheckTest, GptOssByNameAsksWhichKernelRunsItsSinks) {
   }
 }
 
+// Uneven stages by name: --pipeline-layout in Megatron's layout syntax
+// checks what the same stages in a launch check. Llama-3.1-405B over 16
+// ranks x 4 chunks, the embedding and the loss each counted as a layer
+// (Megatron's accounted split), one layer of each chunk recomputed, on
+// 8,192 H100s: the launch and the flags give one verdict and peak. Beside
+// a launch the flag is refused: the launch says its own split.
+TEST(CliCheckTest, ThePipelineLayoutFlagChecksAsTheLaunchDoes) {
+  const RunResult by_flags = Check(
+      {"--model=llama-3.1-405b", "--gpu=h100-80gb", "--gpus=8192",
+       "--seq=8192", "--gbs=2048", "--tp=8", "--pp=16", "--fused-swiglu",
+       "--recompute=full", "--recompute-method=block", "--recompute-layers=1",
+       "--pipeline-layout=Et|(tt|)*62tL"});
+  const std::vector<std::string> launch = {
+      "--gpu=h100-80gb", "--gpus=8192", "--", "torchrun", "pretrain_gpt.py",
+      "--num-layers", "126", "--hidden-size", "16384", "--ffn-hidden-size",
+      "53248", "--num-attention-heads", "128", "--group-query-attention",
+      "--num-query-groups", "8", "--padded-vocab-size", "128256", "--swiglu",
+      "--normalization", "RMSNorm", "--disable-bias-linear",
+      "--position-embedding-type", "rope",
+      "--untie-embeddings-and-output-weights", "--bf16", "--hidden-dropout",
+      "0", "--attention-dropout", "0", "--tensor-model-parallel-size", "8",
+      "--pipeline-model-parallel-size", "16", "--micro-batch-size", "1",
+      "--global-batch-size", "2048", "--seq-length", "8192",
+      "--sequence-parallel", "--use-distributed-optimizer",
+      "--no-create-attention-mask-in-dataloader",
+      "--account-for-embedding-in-pipeline-split",
+      "--account-for-loss-in-pipeline-split",
+      "--num-virtual-stages-per-pipeline-rank", "4",
+      "--recompute-granularity", "full", "--recompute-method", "block",
+      "--recompute-num-layers", "1"};
+  const RunResult by_launch = Check(launch);
+  ASSERT_EQ(by_flags.exit_code, 0) << by_flags.out << by_flags.err;
+  ASSERT_EQ(by_launch.exit_code, 0) << by_launch.out << by_launch.err;
+  const std::string verdict = by_flags.out.substr(0, by_flags.out.find('\n'));
+  EXPECT_EQ(verdict.rfind("ADMIT [GREEN] peak 59.47 GiB (stage 1)", 0), 0u)
+      << verdict;
+  EXPECT_EQ(by_launch.out.rfind(verdict, 0), 0u) << by_launch.out;
+
+  std::vector<std::string> both = launch;
+  both.insert(both.begin(), "--pipeline-layout=Et|(tt|)*62tL");
+  const RunResult refused = Check(both);
+  EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("--pipeline-layout: a launch gives its stages "
+                             "itself"),
+            std::string::npos)
+      << refused.err;
+}
+
 // --attention says which kernel a job from flags runs; over a launch its
 // --attention-backend decides, and a flag that contradicts it is invalid
 // input, naming both.
