@@ -568,6 +568,12 @@ absl::Status JobFlags::ApplyPipelineLayout(const std::string& text,
     return invalid(absl::StripPrefix(layout.status().message(),
                                      "--pipeline-model-parallel-layout: "));
   }
+  if (layout->virtual_stages > 1 && p.pipeline_parallel() < 2) {
+    // Megatron interleaves only a pipeline (validation says so by --vp).
+    return invalid(absl::StrCat(
+        "its ", layout->layers.size(), " stages need --pp: with PP 1 they "
+        "would be chunks of one rank, which Megatron does not interleave"));
+  }
   const uint32_t chunks = std::max(1u, p.virtual_pipeline_stages());
   if (vp && chunks != layout->virtual_stages) {
     return invalid(absl::StrCat(

@@ -1,5 +1,6 @@
 #include "client/job_flags.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -444,6 +445,11 @@ TEST(JobFlagsTest, ThePipelineLayoutFlagSaysUnevenStagesByName) {
   EXPECT_EQ(refusal(with(llama, "--pipeline-layout=Et|(tt|)*61tL"))
                 .rfind("--pipeline-layout: ", 0),
             0u);
+  std::vector<std::string> no_pp = llama;
+  no_pp.erase(std::find(no_pp.begin(), no_pp.end(), "--pp=16"));
+  EXPECT_NE(refusal(with(no_pp, "--pipeline-layout=Et*7|(t*8|)*14t*7L"))
+                .find("its 16 stages need --pp"),
+            std::string::npos);
   EXPECT_NE(refusal(with(with(llama, "--vp=2"),
                          "--pipeline-layout=Et|(tt|)*62tL"))
                 .find("4 chunks a rank, --vp says 2"),
