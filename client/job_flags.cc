@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "client/user_path.h"
 #include "estimator/catalog.h"
+#include "estimator/job_resolver.h"
 #include "estimator/megatron_names.h"
 #include "estimator/pipeline_layout.h"
 #include "estimator/units.h"
@@ -547,16 +548,12 @@ absl::Status JobFlags::ApplyPipelineLayout(const std::string& text,
         "a launch gives its stages itself: put Megatron's "
         "--pipeline-model-parallel-layout in the launch");
   }
-  // The layers and MTP layers the layout must hold: the job's, or its
-  // catalog model's (resolved later; a name alone says them).
-  const v1::ModelConfig& m = job.model();
-  const v1::ModelConfig* known = LookupModel(m.name());
-  const uint32_t layers = m.num_layers() ? m.num_layers()
-                          : known        ? known->num_layers()
-                                         : 0;
-  const uint32_t mtp = m.mtp_num_layers() ? m.mtp_num_layers()
-                       : known            ? known->mtp_num_layers()
-                                          : 0;
+  // The layers and MTP layers the layout must hold: the job's model as it
+  // will be resolved (a name alone says them); as given where the name is
+  // not the catalog's (the estimate names what is missing).
+  absl::StatusOr<v1::ModelConfig> resolved = ResolveModel(job.model());
+  const v1::ModelConfig& m = resolved.ok() ? *resolved : job.model();
+  const uint32_t layers = m.num_layers(), mtp = m.mtp_num_layers();
   if (layers == 0) {
     return invalid("needs the model's layer count (--model or --layers)");
   }

@@ -80,7 +80,7 @@ void FillModelGaps(const v1::ModelConfig& from, v1::ModelConfig& into) {
   FillArchitectureGaps(from, into);
 }
 
-absl::Status ResolveModel(v1::ModelConfig& model) {
+absl::Status ResolveModelInPlace(v1::ModelConfig& model) {
   if (model.name().empty()) return absl::OkStatus();  // validation names gaps
   if (HasAllDimensions(model)) {
     // A catalog name still brings what a dimension list cannot say: a
@@ -162,6 +162,12 @@ absl::Status ResolveRelease(v1::Job& job) {
 
 }  // namespace
 
+absl::StatusOr<v1::ModelConfig> ResolveModel(const v1::ModelConfig& model) {
+  v1::ModelConfig resolved = model;
+  if (absl::Status s = ResolveModelInPlace(resolved); !s.ok()) return s;
+  return resolved;
+}
+
 absl::StatusOr<v1::Job> ResolveJob(const v1::Job& job) {
   v1::Job resolved = job;
   if (absl::Status s = ResolveJobInPlace(resolved); !s.ok()) return s;
@@ -169,7 +175,8 @@ absl::StatusOr<v1::Job> ResolveJob(const v1::Job& job) {
 }
 
 absl::Status ResolveJobInPlace(v1::Job& resolved) {
-  if (absl::Status s = ResolveModel(*resolved.mutable_model()); !s.ok()) {
+  if (absl::Status s = ResolveModelInPlace(*resolved.mutable_model());
+      !s.ok()) {
     return s;
   }
   if (absl::Status s = ResolveAccelerator(*resolved.mutable_accelerator());

@@ -23,6 +23,11 @@ absl::StatusOr<v1::Job> ResolveJob(const v1::Job& job);
 // The same, in place (for a job that lives on an arena or in a response).
 absl::Status ResolveJobInPlace(v1::Job& job);
 
+// The model alone, filled as ResolveJob fills a job's (the catalog's
+// dimensions and architecture where a name leaves them unset): for callers
+// that need a named model's layers or softmax before the job is whole.
+absl::StatusOr<v1::ModelConfig> ResolveModel(const v1::ModelConfig& model);
+
 }  // namespace memgate
 
 #endif  // MEMGATE_ESTIMATOR_JOB_RESOLVER_H_

@@ -302,9 +302,10 @@ std::vector<Claim> Claims() {
          return true;
        }},
       // Only where attention runs fused: unfused attention (fp32 here, or
-      // the kernel a gpt-oss job names for its sinks) builds and keeps an s x s causal mask a layer when the dataloader
-      // sends none, and the dataloader's one mask, which every layer
-      // shares, is then less (memory_model.cc [UA]).
+      // the kernel a gpt-oss job names for its sinks) builds and keeps an
+      // s x s causal mask a layer when the dataloader sends none, and the
+      // dataloader's one mask, which every layer shares, is then less
+      // (memory_model.cc [UA]).
       {"the dataloader's mask, attention fused", Direction::kNeverLower,
        [](v1::Job& j) {
          if (j.training().dataloader_attention_mask() ||

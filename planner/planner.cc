@@ -13,7 +13,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "estimator/catalog.h"
 #include "estimator/deepep_buffers.h"
 #include "estimator/estimate.h"
 #include "estimator/job_resolver.h"
@@ -38,25 +37,13 @@ namespace {
 // How many layouts pass between two calls of the interrupt check.
 constexpr uint64_t kInterruptEvery = 4096;
 
-// A model field of the request, or of the catalog model it names where
-// it leaves the field unset, as a job naming that model is resolved
-// (job_resolver.cc): the layers, MTP layers and softmax (a request naming
-// gpt-oss plans its sinks) of a request that gives only a name.
-template <typename T>
-T RequestOrCatalog(const v1::PlanRequest& request,
-                   T (v1::ModelConfig::*field)() const) {
-  const T own = (request.model().*field)();
-  if (own != T{}) return own;
-  const v1::ModelConfig* known = LookupModel(request.model().name());
-  return known == nullptr ? own : (known->*field)();
-}
-
-uint32_t JobLayers(const v1::PlanRequest& request) {
-  return RequestOrCatalog(request, &v1::ModelConfig::num_layers);
-}
-
-uint32_t JobMtpLayers(const v1::PlanRequest& request) {
-  return RequestOrCatalog(request, &v1::ModelConfig::mtp_num_layers);
+// The request's model as a job naming it is resolved (job_resolver.h):
+// a request that gives only a catalog name plans that model's layers, MTP
+// layers and softmax (gpt-oss's sinks). As given where the name is not the
+// catalog's (TemplateJob's resolution names what is missing).
+v1::ModelConfig RequestModel(const v1::PlanRequest& request) {
+  absl::StatusOr<v1::ModelConfig> model = ResolveModel(request.model());
+  return model.ok() ? *std::move(model) : request.model();
 }
 
 // PlanRequest.training may not set what the planner searches, and must
@@ -146,8 +133,7 @@ void SetRequestParallelOf(const v1::PlanRequest& request,
   // (validation.cc): every layout with CP says so, at CP sizes that split
   // a TP rank's heads. (Unfused attention plans no CP at all.)
   const v1::ContextParallelComm comm = request.context_parallel_comm();
-  if (RequestOrCatalog(request, &v1::ModelConfig::softmax_type) !=
-          v1::SOFTMAX_TYPE_VANILLA &&
+  if (RequestModel(request).softmax_type() != v1::SOFTMAX_TYPE_VANILLA &&
       (comm == v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED ||
        comm == v1::CONTEXT_PARALLEL_COMM_P2P)) {
     par.set_context_parallel_comm(v1::CONTEXT_PARALLEL_COMM_A2A);
@@ -1458,18 +1444,19 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
   if (c.virtual_pipeline_stages() > 1) {
     par.set_virtual_pipeline_stages(c.virtual_pipeline_stages());
   }
+  const v1::ModelConfig model = RequestModel(request);
   if (!c.pipeline_layout().empty()) {
     // The planner's own text; one that does not parse leaves the stages
     // unset, and the job's estimate names what is wrong.
     absl::StatusOr<PipelineLayout> layout =
         ParsePipelineLayout(c.pipeline_layout(), c.pipeline_parallel(),
-                            JobLayers(request), JobMtpLayers(request));
+                            model.num_layers(), model.mtp_num_layers());
     if (layout.ok()) {
       for (uint32_t n : layout->layers) par.add_layers_per_stage(n);
     }
   } else if (c.first_stage_layers() > 0) {
     for (uint32_t n :
-         UnevenChunkLayers(c, JobLayers(request), JobMtpLayers(request))) {
+         UnevenChunkLayers(c, model.num_layers(), model.mtp_num_layers())) {
       par.add_layers_per_stage(n);
     }
   }
