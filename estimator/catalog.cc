@@ -97,7 +97,12 @@ struct AcceleratorEntry {
 // 94 GB part in 4-GPU nodes. The H800 and A800 are the H100 SXM and A100
 // SXM with NVLink cut to 400 GB/s (same memory and kernels); the H20 is a
 // Hopper with 96 GB of HBM3 and a fraction of the H100's compute; the
-// MI325X is the MI300X's CDNA3 with 256 GB of HBM3E.
+// MI325X is the MI300X's CDNA3 with 256 GB of HBM3E. The GB200 is the
+// B200's Blackwell (sm100, the same kernels) at 186 GB of HBM3e a GPU
+// (NVIDIA's GB200 NVL72 datasheet: 13.4 TB over 72 GPUs, 372 GB a
+// superchip); its "node" here is the rack's NVLink domain, 72 GPUs, not the
+// 4-GPU compute tray: what the planner keeps TP and TP x CP inside is the
+// fast interconnect (cost_model.h), which spans the rack.
 constexpr AcceleratorEntry kAccelerators[] = {
     {"a100-40gb", "", 40, 8, GpuFamily::kAmpere},
     {"a100-80gb", "", 80, 8, GpuFamily::kAmpere},
@@ -108,6 +113,7 @@ constexpr AcceleratorEntry kAccelerators[] = {
     {"h20-96gb", "h20", 96, 8, GpuFamily::kHopper},
     {"h200-141gb", "h200", 141, 8, GpuFamily::kHopper},
     {"b200-180gb", "b200", 180, 8, GpuFamily::kBlackwell},
+    {"gb200-186gb", "gb200", 186, 72, GpuFamily::kBlackwell},
     {"mi300x-192gb", "mi300x", 192, 8, GpuFamily::kCdna3},
     {"mi325x-256gb", "mi325x", 256, 8, GpuFamily::kCdna3},
     {"l40s-48gb", "l40s", 48, 8, GpuFamily::kAda},

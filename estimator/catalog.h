@@ -37,7 +37,7 @@ enum class GpuFamily {
   kAmpere,     // sm80: A100, A800
   kAda,        // sm89: L40S
   kHopper,     // sm90: H100, H800, H20, H200
-  kBlackwell,  // sm100: B200
+  kBlackwell,  // sm100: B200, GB200
   kCdna3,      // AMD Instinct MI300X, MI325X
 };
 

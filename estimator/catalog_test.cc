@@ -69,7 +69,14 @@ TEST(CatalogTest, AliasesResolveToTheCanonicalName) {
   for (const std::string& name : AcceleratorNames()) {
     EXPECT_TRUE(FindAccelerator(name).ok()) << name;
   }
-  EXPECT_EQ(AcceleratorNames().size(), 12u);
+  EXPECT_EQ(AcceleratorNames().size(), 13u);
+  // The GB200's node is its rack's NVLink domain (catalog.cc): 72 GPUs,
+  // so TP 8 spans two 4-GPU trays over NVLink, as it runs.
+  absl::StatusOr<v1::Accelerator> gb200 = FindAccelerator("GB200");
+  ASSERT_TRUE(gb200.ok()) << gb200.status();
+  EXPECT_EQ(gb200->name(), "gb200-186gb");
+  EXPECT_EQ(gb200->memory_bytes(), 186ull << 30);
+  EXPECT_EQ(gb200->gpus_per_node(), 72u);
   // DeepSeek-V3's H800s (and the A800, H20, MI325X) by name or alias.
   for (const auto& [alias, name, gib] :
        {std::tuple{"h800", "h800-80gb", 80ull},
@@ -96,6 +103,7 @@ TEST(CatalogTest, EveryGpuHasItsFamily) {
   EXPECT_EQ(FamilyOfAccelerator("a800-80gb"), GpuFamily::kAmpere);
   EXPECT_EQ(FamilyOfAccelerator("l40s"), GpuFamily::kAda);
   EXPECT_EQ(FamilyOfAccelerator("b200-180gb"), GpuFamily::kBlackwell);
+  EXPECT_EQ(FamilyOfAccelerator("gb200"), GpuFamily::kBlackwell);
   EXPECT_EQ(FamilyOfAccelerator("mi325x-256gb"), GpuFamily::kCdna3);
   EXPECT_EQ(FamilyOfAccelerator("h900-80gb"), GpuFamily::kUnknown);
   EXPECT_EQ(FamilyOfAccelerator(""), GpuFamily::kUnknown);

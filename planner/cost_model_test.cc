@@ -353,6 +353,11 @@ TEST(GpuDatasheetsTest, EveryCatalogGpuHasItsRatios) {
   // link, on an MI300X one of its 7 Infinity Fabric links.
   EXPECT_EQ(b200.peak_flops_per_peer_link_byte,
             b200.peak_flops_per_nvlink_byte);
+  // The GB200: the B200's links, a little more compute over them.
+  const CostModel gb200 = WithDatasheetRatios(h100, "gb200-186gb");
+  EXPECT_NEAR(gb200.peak_flops_per_network_byte, 50000, 1);
+  EXPECT_GT(gb200.peak_flops_per_nvlink_byte,
+            b200.peak_flops_per_nvlink_byte);
   const CostModel mi300x = WithDatasheetRatios(h100, "mi300x-192gb");
   EXPECT_NEAR(mi300x.peak_flops_per_peer_link_byte,
               7 * mi300x.peak_flops_per_nvlink_byte, 1);

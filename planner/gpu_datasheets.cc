@@ -38,6 +38,11 @@ constexpr Datasheet kDatasheets[] = {
     // B200 (DGX B200): 2,250 TFLOP/s, ConnectX-7 400 Gb/s, NVLink 5
     // (1.8 TB/s, 900 GB/s a direction), HBM3e 8 TB/s.
     {"b200-180gb", 2250, 50, 900, 900, 8.0},
+    // GB200 (NVL72): 2,500 TFLOP/s a GPU (360 PFLOP/s of bf16 with
+    // sparsity over 72 GPUs, halved), NVLink 5 across the rack (1.8 TB/s,
+    // 900 GB/s a direction, through NVLink switches: all of it to one
+    // peer), one ConnectX-7 400 Gb/s a GPU, HBM3e 8 TB/s (576 TB/s over 72).
+    {"gb200-186gb", 2500, 50, 900, 900, 8.0},
     // MI300X: 1,307 TFLOP/s, 400 Gb/s, Infinity Fabric: a link of 64 GB/s
     // a direction to each of its 7 peers (448 in all), HBM3 5.3 TB/s.
     {"mi300x-192gb", 1307, 50, 448, 64, 5.3},

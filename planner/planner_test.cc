@@ -2184,6 +2184,30 @@ TEST(PlannerTest, TensorParallelTilesANodeAndEveryCandidateIsValid) {
   }
 }
 
+// On a GB200 NVL72 the fast interconnect is the rack (catalog.cc: 72
+// GPUs a node), not the 4-GPU tray Slurm counts: Llama-3.1-405B on two
+// racks plans TP 8 over NVLink, and every TP tiles the rack (TP 16 would
+// straddle two). Read as 4-GPU nodes, TP 8 would not be planned at all.
+TEST(PlannerTest, AGb200PlansTensorParallelAcrossItsRack) {
+  v1::PlanRequest r = Request("llama-3.1-405b", "gb200", 144, 8192, 144);
+  r.set_top_k(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_GT(plan->candidates_size(), 0);
+  EXPECT_EQ(plan->candidates(0).zone(), v1::ZONE_GREEN);
+  EXPECT_EQ(plan->candidates(0).tensor_parallel(), 8u);
+  for (const v1::Candidate& c : plan->candidates()) {
+    EXPECT_EQ(72 % c.tensor_parallel(), 0u) << c.ShortDebugString();
+  }
+  v1::PlanRequest trays = r;
+  trays.mutable_accelerator()->set_gpus_per_node(4);
+  absl::StatusOr<v1::PlanResponse> by_tray = PlanLayouts(trays);
+  ASSERT_TRUE(by_tray.ok()) << by_tray.status();
+  for (const v1::Candidate& c : by_tray->candidates()) {
+    EXPECT_LE(c.tensor_parallel(), 4u) << c.ShortDebugString();
+  }
+}
+
 // A plan from a launch keeps Megatron's padding multiple, not the
 // launch's padded vocabulary: a candidate of another TP pads 128,256 at its
 // own TP (128 x 8 = 1,024: 129,024 rows), so its peak is the one `memgate

@@ -30,6 +30,7 @@ local SITE = {
   -- whole GPU's memory would admit what a slice cannot hold.
   gpu_by_gres_type = {
     -- a100_40g = "a100-40gb",
+    -- gb200 = "gb200-186gb",
     -- ["1g.10gb"] = { gpu = "a100-80gb", memory_gib = 9.5 },
   },
   model = "",             -- optional catalog model to fill what launches omit
