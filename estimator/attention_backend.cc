@@ -55,21 +55,40 @@ bool OffHopper(GpuFamily family) {
 // MLA (192 Q/K, 128 V; cuDNN 9.11 on, assumed installed with any TE that
 // trains MLA there). Blackwell's 256 needs cuDNN 9.23 and no dropout, and
 // is not assumed. Deterministic, below sm90 not at all (utils.py "Filter:
-// Determinism").
+// Determinism"), on Blackwell only without attention dropout (fused_attn.cpp
+// "determinism on Blackwell": pre-9.18.1 cuDNN's backward there is never
+// deterministic, 9.18.1 on is with dropout 0.0 and no bias; the version is
+// assumed, the dropout is not).
 bool CudnnTrains(const AttentionHeadDims& d, GpuFamily family,
-                 bool deterministic) {
-  if (deterministic && BelowSm90(family)) return false;
+                 TeSwitches switches) {
+  if (switches.deterministic && BelowSm90(family)) return false;
+  if (switches.deterministic && switches.attention_dropout &&
+      family == GpuFamily::kBlackwell) {
+    return false;
+  }
   if (!MultiplesOf8(d)) return false;
   if (d.qk <= 128 && d.v <= 128) return true;
   if (family == GpuFamily::kBlackwell) return d.qk == 192 && d.v == 128;
   return !OffHopper(family) && Padded(d) <= 256;
 }
 
+// Attention sinks under deterministic execution: FlashAttention has no
+// sinks, and TransformerEngine takes cuDNN's fused attention from them
+// (utils.py "Filter: Determinism": "Sink attention (off-by-one and
+// learnable softmax) requires NVTE_ALLOW_NONDETERMINISTIC_ALGO=1"): only
+// its unfused attention is left.
+bool SinksDeterministically(const v1::ModelConfig& model,
+                            TeSwitches switches) {
+  return switches.deterministic &&
+         model.softmax_type() != v1::SOFTMAX_TYPE_VANILLA;
+}
+
 }  // namespace
 
 TeSwitches TeSwitchesOf(const v1::TrainingConfig& training) {
   return {training.flash_attention_disabled(),
-          training.te_deterministic_attention()};
+          training.te_deterministic_attention(),
+          training.attention_dropout() > 0};
 }
 
 TeAttention TransformerEngineAttention(const v1::ModelConfig& model,
@@ -84,9 +103,10 @@ TeAttention TransformerEngineAttention(const v1::ModelConfig& model,
   if (precision == v1::PRECISION_FP32) return TeAttention::kUnfusedOnly;
   const AttentionHeadDims d = HeadDimsOf(model);
   if (d.qk == 0) return TeAttention::kFlashOrFused;  // validation's to refuse
+  if (SinksDeterministically(model, switches)) return TeAttention::kUnfusedOnly;
   const GpuFamily family = FamilyOfAccelerator(accelerator);
   if (switches.flash_attention_disabled) {
-    return CudnnTrains(d, family, switches.deterministic)
+    return CudnnTrains(d, family, switches)
                ? TeAttention::kFlashOrFused
                : TeAttention::kUnfusedOnly;
   }
@@ -108,6 +128,17 @@ std::string WhyNoFusedAttention(const v1::ModelConfig& model,
                                  d.v, " (V)");
   const TeAttention te =
       TransformerEngineAttention(model, precision, accelerator, switches);
+  if (te == TeAttention::kUnfusedOnly && precision != v1::PRECISION_FP32 &&
+      SinksDeterministically(model, switches)) {
+    return absl::StrCat(
+        "attention sinks (model.softmax_type ",
+        v1::SoftmaxType_Name(model.softmax_type()),
+        ") with deterministic execution (training.te_deterministic_"
+        "attention: NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 or "
+        "--deterministic-mode): FlashAttention has no sinks, and "
+        "TransformerEngine runs cuDNN's fused attention with sinks only "
+        "non-deterministically");
+  }
   if (switches.flash_attention_disabled && te == TeAttention::kUnfusedOnly &&
       precision != v1::PRECISION_FP32) {
     const std::string on =
@@ -116,13 +147,22 @@ std::string WhyNoFusedAttention(const v1::ModelConfig& model,
     const std::string off =
         "FlashAttention disabled (training.flash_attention_disabled: "
         "NVTE_FLASH_ATTN=0 or --attention-backend fused)";
-    if (switches.deterministic &&
-        BelowSm90(FamilyOfAccelerator(accelerator))) {
-      return absl::StrCat(off, " and deterministic execution (training."
-                          "te_deterministic_attention: NVTE_ALLOW_"
-                          "NONDETERMINISTIC_ALGO=0 or --deterministic-mode)",
-                          on, ": cuDNN's fused attention trains "
+    const std::string deterministic =
+        " and deterministic execution (training.te_deterministic_attention: "
+        "NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 or --deterministic-mode)";
+    const GpuFamily family = FamilyOfAccelerator(accelerator);
+    if (switches.deterministic && BelowSm90(family)) {
+      return absl::StrCat(off, deterministic, on,
+                          ": cuDNN's fused attention trains "
                           "deterministically from sm90 on only");
+    }
+    if (switches.deterministic && switches.attention_dropout &&
+        family == GpuFamily::kBlackwell) {
+      return absl::StrCat(off, deterministic, " with attention dropout "
+                          "(training.attention_dropout; Megatron's default "
+                          "0.1)", on, ": cuDNN's fused attention trains "
+                          "deterministically on Blackwell only without "
+                          "dropout");
     }
     return absl::StrCat(off, " and ", dims, on,
                         ": cuDNN's fused attention trains multiples of 8 up "

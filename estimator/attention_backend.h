@@ -61,10 +61,15 @@ enum class TeAttention {
 // and training.te_deterministic_attention (NVTE_ALLOW_NONDETERMINISTIC_
 // ALGO=0, Megatron's --deterministic-mode) takes cuDNN's from GPUs below
 // sm90 ("Filter: Determinism"; FlashAttention 2 from 2.4.1, assumed, is
-// deterministic). kUnfusedOnly where nothing is left.
+// deterministic), and on Blackwell from runs with attention dropout
+// (fused_attn.cpp "determinism on Blackwell": a deterministic backward
+// there needs dropout 0.0, and cuDNN 9.18.1, assumed), and from attention
+// sinks on any GPU (utils.py "Filter: Determinism"; FlashAttention has no
+// sinks). kUnfusedOnly where nothing is left.
 struct TeSwitches {
   bool flash_attention_disabled = false;
   bool deterministic = false;
+  bool attention_dropout = false;  // training.attention_dropout > 0
 };
 TeSwitches TeSwitchesOf(const v1::TrainingConfig& training);
 

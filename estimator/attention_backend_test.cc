@@ -122,7 +122,8 @@ TEST(AttentionBackendTest, SoftCappedScoresRunGemma2sOwnAttention) {
 // FlashAttention 3 either) and nothing in fp32. The reason names the
 // setting and the GPU.
 constexpr TeSwitches kNoFlash{/*flash_attention_disabled=*/true,
-                              /*deterministic=*/false};
+                              /*deterministic=*/false,
+                              /*attention_dropout=*/false};
 
 TEST(AttentionBackendTest, WithoutFlashAttentionCudnnsFusedAttentionRuns) {
   auto te = [](const v1::ModelConfig& m, const char* gpu) {
@@ -177,12 +178,13 @@ TEST(AttentionBackendTest, WithoutFlashAttentionCudnnsFusedAttentionRuns) {
 // FlashAttention (deterministic from flash-attn 2.4.1) nothing changes.
 TEST(AttentionBackendTest, DeterministicCudnnAttentionNeedsSm90) {
   const v1::ModelConfig llama = Heads(4096, 32);
-  const TeSwitches deterministic{true, true};
+  const TeSwitches deterministic{true, true, false};
   for (const char* gpu : {"a100-40gb", "a100-80gb", "a800-80gb", "l40s-48gb"}) {
     EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu, deterministic),
               TeAttention::kUnfusedOnly)
         << gpu;
-    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu, {false, true}),
+    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu,
+                                         {false, true, false}),
               TeAttention::kFlashOrFused)
         << gpu;
   }
@@ -197,6 +199,86 @@ TEST(AttentionBackendTest, DeterministicCudnnAttentionNeedsSm90) {
   for (const char* named : {"training.te_deterministic_attention",
                             "NVTE_ALLOW_NONDETERMINISTIC_ALGO=0", "sm90",
                             "a100-80gb"}) {
+    EXPECT_NE(why.find(named), std::string::npos) << named << ": " << why;
+  }
+}
+
+// On Blackwell cuDNN's backward is deterministic only without attention
+// dropout (TE fused_attn.cpp "determinism on Blackwell"): Megatron's
+// default 0.1 with --deterministic-mode and FlashAttention off leaves TE
+// its unfused attention there (the s x s scores kept), not on Hopper;
+// without determinism, or without dropout, cuDNN's runs. Before, every
+// deterministic run from sm90 on was taken to be cuDNN's: a B200 job
+// holding its scores was estimated without them.
+TEST(AttentionBackendTest, DeterministicCudnnOnBlackwellNeedsNoDropout) {
+  const v1::ModelConfig llama = Heads(4096, 32);
+  const TeSwitches with_dropout{/*flash_attention_disabled=*/true,
+                                /*deterministic=*/true,
+                                /*attention_dropout=*/true};
+  for (const char* gpu : {"b200-180gb", "gb200-186gb"}) {
+    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu, with_dropout),
+              TeAttention::kUnfusedOnly)
+        << gpu;
+    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu,
+                                         {true, true, false}),
+              TeAttention::kFlashOrFused)
+        << gpu;
+    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu,
+                                         {true, false, true}),
+              TeAttention::kFlashOrFused)
+        << gpu;
+    // FlashAttention (deterministic from 2.4.1) takes it.
+    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu,
+                                         {false, true, true}),
+              TeAttention::kFlashOrFused)
+        << gpu;
+  }
+  for (const char* gpu : {"h100-80gb", "h200-141gb", ""}) {
+    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu, with_dropout),
+              TeAttention::kFlashOrFused)
+        << gpu;
+  }
+  const std::string why =
+      WhyNoFusedAttention(llama, kBf16, "b200-180gb", with_dropout);
+  for (const char* named :
+       {"training.te_deterministic_attention", "training.attention_dropout",
+        "Blackwell", "b200-180gb", "NVTE_FLASH_ATTN=0"}) {
+    EXPECT_NE(why.find(named), std::string::npos) << named << ": " << why;
+  }
+  // The training config carries the dropout into the switches.
+  v1::TrainingConfig training;
+  training.set_flash_attention_disabled(true);
+  training.set_te_deterministic_attention(true);
+  training.set_attention_dropout(0.1f);
+  EXPECT_TRUE(TeSwitchesOf(training).attention_dropout);
+  training.set_attention_dropout(0);
+  EXPECT_FALSE(TeSwitchesOf(training).attention_dropout);
+}
+
+// Attention sinks, deterministic: no FlashAttention (no sinks) and no
+// cuDNN (utils.py "Filter: Determinism"), on every GPU and with
+// FlashAttention on or off; not deterministic, unchanged (validation asks
+// which kernel runs them).
+TEST(AttentionBackendTest, DeterministicSinksHaveOnlyTheUnfusedAttention) {
+  v1::ModelConfig sinks = Heads(2880, 64, 64);
+  sinks.set_softmax_type(v1::SOFTMAX_TYPE_LEARNABLE);
+  for (const char* gpu : {"h100-80gb", "b200-180gb", "a100-80gb", ""}) {
+    for (const bool flash_off : {false, true}) {
+      EXPECT_EQ(TransformerEngineAttention(sinks, kBf16, gpu,
+                                           {flash_off, true, false}),
+                TeAttention::kUnfusedOnly)
+          << gpu << flash_off;
+    }
+    EXPECT_EQ(
+        TransformerEngineAttention(sinks, kBf16, gpu, {true, false, false}),
+        TeAttention::kFlashOrFused)
+        << gpu;
+  }
+  const std::string why =
+      WhyNoFusedAttention(sinks, kBf16, "h100-80gb", {true, true, false});
+  for (const char* named : {"model.softmax_type", "SOFTMAX_TYPE_LEARNABLE",
+                            "training.te_deterministic_attention",
+                            "FlashAttention has no sinks"}) {
     EXPECT_NE(why.find(named), std::string::npos) << named << ": " << why;
   }
 }

@@ -545,6 +545,53 @@ TEST(EstimateTest, SinksOnCudnnsAttentionKeepNoScores) {
       << AllAssumptions(*sinks);
 }
 
+// Deterministic, TransformerEngine takes cuDNN's fused attention from
+// sinks (utils.py "Filter: Determinism") and FlashAttention has none: a
+// job with sinks runs the unfused attention, with FlashAttention off or
+// not, and is estimated as the same job with that kernel given (its
+// scores kept, s + 1 wide), saying why. Before, with FlashAttention off it
+// was taken to be cuDNN's and its scores were left out; with it on, the
+// job was refused as ambiguous. A FLASH kernel given is refused.
+TEST(EstimateTest, DeterministicSinksRunTheUnfusedAttention) {
+  v1::Job job = PaperJob("llama-3.1-8b", "h100-80gb", 2, 1, 1, 1, 2, 4096);
+  job.mutable_model()->set_softmax_type(v1::SOFTMAX_TYPE_LEARNABLE);
+  job.mutable_training()->set_te_deterministic_attention(true);
+  v1::Job unfused = job;
+  unfused.mutable_training()->set_attention_kernel(
+      v1::ATTENTION_KERNEL_UNFUSED);
+  const absl::StatusOr<v1::Estimate> expected = EstimateJob(unfused);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  v1::Job cudnn_only = job;
+  cudnn_only.mutable_training()->set_flash_attention_disabled(true);
+  v1::Job unfused_cudnn_only = cudnn_only;
+  unfused_cudnn_only.mutable_training()->set_attention_kernel(
+      v1::ATTENTION_KERNEL_UNFUSED);
+  for (const auto& [given, same] :
+       {std::pair{job, unfused}, std::pair{cudnn_only, unfused_cudnn_only}}) {
+    const absl::StatusOr<v1::Estimate> e = EstimateJob(given);
+    const absl::StatusOr<v1::Estimate> kernel = EstimateJob(same);
+    ASSERT_TRUE(e.ok() && kernel.ok()) << e.status() << kernel.status();
+    EXPECT_EQ(e->peak().total_bytes(), kernel->peak().total_bytes());
+    EXPECT_NE(AllAssumptions(*e).find("FlashAttention has no sinks"),
+              std::string::npos)
+        << AllAssumptions(*e);
+  }
+  v1::Job vanilla = job;
+  vanilla.mutable_model()->set_softmax_type(v1::SOFTMAX_TYPE_VANILLA);
+  const absl::StatusOr<v1::Estimate> flash = EstimateJob(vanilla);
+  ASSERT_TRUE(flash.ok()) << flash.status();
+  // 16 heads a rank x 4096 x 4097 x 2 B x 32 layers: 16 GiB of scores.
+  EXPECT_GT(expected->peak().total_bytes(),
+            flash->peak().total_bytes() + 15.0 * (1u << 30));
+  cudnn_only.mutable_training()->set_attention_kernel(
+      v1::ATTENTION_KERNEL_FLASH);
+  const absl::StatusOr<v1::Estimate> refused = EstimateJob(cudnn_only);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("training.attention_kernel"),
+            std::string::npos)
+      << refused.status();
+}
+
 // An fp32 job that leaves the attention kernel unset runs Transformer
 // Engine's unfused attention (no FlashAttention for fp32): it is estimated
 // as the same job with the kernel given, with its 4-byte scores (a x s^2 x

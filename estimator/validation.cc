@@ -897,7 +897,10 @@ absl::Status ValidateTraining(const v1::Job& job) {
     // or the other by a library version memgate cannot see, and their
     // memory differs by the s x s scores: the job says which. FlashAttention
     // off (training.flash_attention_disabled, --attention-backend fused)
-    // is cuDNN's; UNFUSED and LOCAL keep the scores.
+    // is cuDNN's; UNFUSED and LOCAL keep the scores; so does a
+    // deterministic run, which TransformerEngine gives its unfused
+    // attention (attention_backend.h: kUnfusedOnly, as an unset kernel
+    // resolves).
     const std::string softmax =
         v1::SoftmaxType_Name(job.model().softmax_type());
     const bool fused_kernel =

@@ -1090,7 +1090,7 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
   const TeSwitches switches{
       !local_attention && (backend == "fused" ||
                            env.kernel == TeEnvironmentKernel::kFlashDisabled),
-      env.deterministic};
+      env.deterministic, t.attention_dropout() > 0};
   t.set_flash_attention_disabled(switches.flash_attention_disabled);
   t.set_te_deterministic_attention(switches.deterministic);
   t.set_te_masked_softmax_fusion_disabled(env.masked_softmax_fusion_off);

@@ -952,6 +952,53 @@ TEST(MegatronArgsTest, DeterministicAttentionWithoutFlashAttentionOnAnA100) {
             h100);
 }
 
+// On Blackwell cuDNN's backward is deterministic only without attention
+// dropout (TransformerEngine fused_attn.cpp): with FlashAttention off and
+// deterministic execution, Llama's heads at dropout 0.1 run unfused on a
+// B200 (the scores counted; before, taken to be cuDNN's and left out) and
+// fused on an H100; at dropout 0 fused on both. --attention-backend fused
+// leaves TE no kernel there (Megatron turns the unfused one off), refused
+// naming the dropout.
+TEST(MegatronArgsTest, DeterministicAttentionWithDropoutOnABlackwell) {
+  auto peak = [](const std::string& before, const std::string& after,
+                 const char* gpu, bool dropout) {
+    std::string launch = kLlama31_8B;
+    if (dropout) {
+      const std::string off = "--attention-dropout 0 ";
+      launch.replace(launch.find(off), off.size(), "--attention-dropout 0.1 ");
+    }
+    return PeakOfLaunchOn(before + " " + launch + " " + after, gpu);
+  };
+  const std::string off_and_deterministic =
+      "NVTE_FLASH_ATTN=0 NVTE_ALLOW_NONDETERMINISTIC_ALGO=0";
+  for (const char* gpu : {"b200-180gb", "gb200-186gb"}) {
+    const double fused = *peak("", "", gpu, true);
+    // 8 heads a rank x 8192^2 x 5 B (softmax, mask, dropout output) x 16
+    // layers a stage: 40 GiB of scores.
+    EXPECT_GT(*peak(off_and_deterministic, "", gpu, true),
+              fused + 30.0 * (1u << 30))
+        << gpu;
+    EXPECT_EQ(*peak(off_and_deterministic, "", gpu, false),
+              *peak("", "", gpu, false))
+        << gpu;
+    EXPECT_EQ(*peak("NVTE_FLASH_ATTN=0", "", gpu, true), fused) << gpu;
+    EXPECT_EQ(*peak("NVTE_ALLOW_NONDETERMINISTIC_ALGO=0", "", gpu, true),
+              fused)
+        << gpu;
+    const absl::StatusOr<double> no_kernel = peak(
+        "", "--attention-backend fused --deterministic-mode", gpu, true);
+    ASSERT_FALSE(no_kernel.ok()) << gpu;
+    for (const char* named :
+         {"training.attention_kernel", "training.attention_dropout",
+          "Blackwell"}) {
+      EXPECT_NE(no_kernel.status().message().find(named), std::string::npos)
+          << named << ": " << no_kernel.status();
+    }
+  }
+  EXPECT_EQ(*peak(off_and_deterministic, "", "h100-80gb", true),
+            *peak("", "", "h100-80gb", true));
+}
+
 // NVTE_MASKED_SOFTMAX_FUSION=0 takes the fused softmax from
 // TransformerEngine's unfused attention (softmax.py is_kernel_available):
 // Llama 3.1 8B at 8k, whose unfused attention the kernel takes (8k < 16k,
