@@ -83,6 +83,19 @@ bool SinksDeterministically(const v1::ModelConfig& model,
          model.softmax_type() != v1::SOFTMAX_TYPE_VANILLA;
 }
 
+// Windowed layers with attention dropout where FlashAttention cannot run
+// them: TransformerEngine takes cuDNN's fused attention from a sliding
+// window with dropout (utils.py "Filter: Sliding window attention": "it
+// only supports sliding window attention without dropout"), and
+// FlashAttention is off or has no sinks: the unfused attention is left
+// (for the windowed layers; counted on every layer).
+bool WindowsWithoutAKernel(const v1::ModelConfig& model,
+                           TeSwitches switches) {
+  const bool no_flash = switches.flash_attention_disabled ||
+                        model.softmax_type() != v1::SOFTMAX_TYPE_VANILLA;
+  return model.sliding_window() && switches.attention_dropout && no_flash;
+}
+
 }  // namespace
 
 TeSwitches TeSwitchesOf(const v1::TrainingConfig& training) {
@@ -103,7 +116,10 @@ TeAttention TransformerEngineAttention(const v1::ModelConfig& model,
   if (precision == v1::PRECISION_FP32) return TeAttention::kUnfusedOnly;
   const AttentionHeadDims d = HeadDimsOf(model);
   if (d.qk == 0) return TeAttention::kFlashOrFused;  // validation's to refuse
-  if (SinksDeterministically(model, switches)) return TeAttention::kUnfusedOnly;
+  if (SinksDeterministically(model, switches) ||
+      WindowsWithoutAKernel(model, switches)) {
+    return TeAttention::kUnfusedOnly;
+  }
   const GpuFamily family = FamilyOfAccelerator(accelerator);
   if (switches.flash_attention_disabled) {
     return CudnnTrains(d, family, switches)
@@ -138,6 +154,20 @@ std::string WhyNoFusedAttention(const v1::ModelConfig& model,
         "--deterministic-mode): FlashAttention has no sinks, and "
         "TransformerEngine runs cuDNN's fused attention with sinks only "
         "non-deterministically");
+  }
+  if (te == TeAttention::kUnfusedOnly && precision != v1::PRECISION_FP32 &&
+      WindowsWithoutAKernel(model, switches)) {
+    return absl::StrCat(
+        "sliding-window layers (model.sliding_window) with attention "
+        "dropout (training.attention_dropout; Megatron's default 0.1) and ",
+        switches.flash_attention_disabled
+            ? "FlashAttention disabled (training.flash_attention_disabled: "
+              "NVTE_FLASH_ATTN=0 or --attention-backend fused)"
+            : "attention sinks (model.softmax_type), which FlashAttention "
+              "does not run",
+        ": cuDNN's fused attention runs sliding windows only without "
+        "dropout, so those layers run unfused (counted on every layer: an "
+        "upper bound where only some are windowed)");
   }
   if (switches.flash_attention_disabled && te == TeAttention::kUnfusedOnly &&
       precision != v1::PRECISION_FP32) {

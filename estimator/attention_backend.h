@@ -65,7 +65,10 @@ enum class TeAttention {
 // (fused_attn.cpp "determinism on Blackwell": a deterministic backward
 // there needs dropout 0.0, and cuDNN 9.18.1, assumed), and from attention
 // sinks on any GPU (utils.py "Filter: Determinism"; FlashAttention has no
-// sinks). kUnfusedOnly where nothing is left.
+// sinks). A model's sliding windows (model.sliding_window) with attention
+// dropout take cuDNN's too ("Filter: Sliding window attention"), so with
+// FlashAttention off or attention sinks nothing fused is left. kUnfusedOnly
+// where nothing is left.
 struct TeSwitches {
   bool flash_attention_disabled = false;
   bool deterministic = false;

@@ -283,5 +283,46 @@ TEST(AttentionBackendTest, DeterministicSinksHaveOnlyTheUnfusedAttention) {
   }
 }
 
+// Sliding windows with attention dropout: TransformerEngine's cuDNN
+// attention takes none ("Filter: Sliding window attention"), so with
+// FlashAttention off, or with sinks FlashAttention cannot run, only the
+// unfused attention is left; FlashAttention runs windows with dropout,
+// cuDNN's without it.
+TEST(AttentionBackendTest, WindowsWithDropoutHaveNoCudnnAttention) {
+  v1::ModelConfig windowed = Heads(4096, 32);
+  windowed.set_sliding_window(true);
+  v1::ModelConfig sinks = windowed;
+  sinks.set_softmax_type(v1::SOFTMAX_TYPE_LEARNABLE);
+  for (const char* gpu : {"h100-80gb", "b200-180gb", ""}) {
+    EXPECT_EQ(TransformerEngineAttention(windowed, kBf16, gpu,
+                                         {true, false, true}),
+              TeAttention::kUnfusedOnly)
+        << gpu;
+    EXPECT_EQ(TransformerEngineAttention(sinks, kBf16, gpu,
+                                         {false, false, true}),
+              TeAttention::kUnfusedOnly)
+        << gpu;
+    EXPECT_EQ(TransformerEngineAttention(windowed, kBf16, gpu,
+                                         {false, false, true}),
+              TeAttention::kFlashOrFused)
+        << gpu;
+    EXPECT_EQ(TransformerEngineAttention(windowed, kBf16, gpu,
+                                         {true, false, false}),
+              TeAttention::kFlashOrFused)
+        << gpu;
+    EXPECT_EQ(TransformerEngineAttention(sinks, kBf16, gpu,
+                                         {true, false, false}),
+              TeAttention::kFlashOrFused)
+        << gpu;
+  }
+  const std::string why =
+      WhyNoFusedAttention(sinks, kBf16, "h100-80gb", {false, false, true});
+  for (const char* named : {"model.sliding_window",
+                            "training.attention_dropout",
+                            "model.softmax_type", "upper bound"}) {
+    EXPECT_NE(why.find(named), std::string::npos) << named << ": " << why;
+  }
+}
+
 }  // namespace
 }  // namespace memgate

@@ -55,6 +55,9 @@ struct MoeEntry {
   // gpt-oss: YaRN-scaled RoPE (rope_scaling rope_type "yarn"), which
   // Megatron runs unfused (memory_model.cc [RU]).
   v1::PositionEmbedding position = v1::POSITION_EMBEDDING_UNSPECIFIED;
+  // gpt-oss: every other layer attends within a 128-token window
+  // (config.json layer_types, sliding_window; ModelConfig.sliding_window).
+  bool sliding_window = false;
 };
 
 constexpr MoeEntry kMoeModels[] = {
@@ -78,11 +81,13 @@ constexpr MoeEntry kMoeModels[] = {
     {{"gpt-oss-20b", 24, 2880, 2880, 64, 8, 201088,
       v1::MLP_ACTIVATION_QUICK_GEGLU, v1::NORMALIZATION_RMSNORM},
      64, false, 32, 4, 2880, 0, 0, 0, 0, 0,
-     true, true, v1::SOFTMAX_TYPE_LEARNABLE, v1::POSITION_EMBEDDING_YARN},
+     true, true, v1::SOFTMAX_TYPE_LEARNABLE, v1::POSITION_EMBEDDING_YARN,
+     true},
     {{"gpt-oss-120b", 36, 2880, 2880, 64, 8, 201088,
       v1::MLP_ACTIVATION_QUICK_GEGLU, v1::NORMALIZATION_RMSNORM},
      64, false, 128, 4, 2880, 0, 0, 0, 0, 0,
-     true, true, v1::SOFTMAX_TYPE_LEARNABLE, v1::POSITION_EMBEDDING_YARN},
+     true, true, v1::SOFTMAX_TYPE_LEARNABLE, v1::POSITION_EMBEDDING_YARN,
+     true},
 };
 
 struct AcceleratorEntry {
@@ -169,6 +174,7 @@ const std::vector<v1::ModelConfig>& ModelTable() {
       model.set_activation_clamp(e.activation_clamp);
       model.set_softmax_type(e.softmax);
       model.set_position_embedding(e.position);
+      model.set_sliding_window(e.sliding_window);
     }
     return models;
   }();

@@ -65,6 +65,7 @@ void FillArchitectureGaps(const v1::ModelConfig& from,
   if (into.position_embedding() == v1::POSITION_EMBEDDING_UNSPECIFIED) {
     into.set_position_embedding(from.position_embedding());
   }
+  if (!into.sliding_window()) into.set_sliding_window(from.sliding_window());
 }
 
 // Copies into `into` every dimension it leaves at 0.

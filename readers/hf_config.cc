@@ -484,6 +484,45 @@ bool YarnForSomeLayerType(ConfigTree& tree) {
   return false;
 }
 
+// Whether transformers' modeling of the family attends within a sliding
+// window on some layer (ModelConfig.sliding_window). A config's
+// layer_types decide where given; otherwise the family's configuration
+// file: MistralConfig's sliding_window (4096 when absent), MixtralConfig's
+// and Phi3Config's (none when absent), Gemma 2's and Gemma 3's on their
+// alternating layers (4096 when absent), GptOssConfig's (128 when absent,
+// every other layer), the Qwen families' only with use_sliding_window and
+// on the layers from max_window_layers (28 when absent) on. A null window
+// is none. Llama, Gemma, DeepSeek, Kimi, GLM and Nemotron have none.
+bool SlidingWindowApplies(ConfigTree& tree, const v1::HuggingFaceConfig& hf,
+                          const Family& family) {
+  const absl::string_view type = family.model_type;
+  const bool qwen = type == "qwen2" || type == "qwen3" ||
+                    type == "qwen2_moe" || type == "qwen3_moe";
+  uint32_t absent = 0;  // the class default where the key is absent
+  if (type == "mistral" || type == "gemma2" || type == "gemma3_text" ||
+      qwen) {
+    absent = 4096;
+  } else if (type == "gpt_oss") {
+    absent = 128;
+  } else if (type != "mixtral" && type != "phi3") {
+    return false;
+  }
+  if (KeyIsNull(tree, "sliding_window")) return false;
+  const uint32_t window =
+      hf.has_sliding_window() ? hf.sliding_window() : absent;
+  if (window == 0) return false;
+  if (hf.layer_types_size() > 0) {
+    return std::find(hf.layer_types().begin(), hf.layer_types().end(),
+                     "sliding_attention") != hf.layer_types().end();
+  }
+  if (qwen) {
+    const uint32_t spared =
+        hf.has_max_window_layers() ? hf.max_window_layers() : 28;
+    return hf.use_sliding_window() && hf.num_hidden_layers() > spared;
+  }
+  return true;
+}
+
 // A soft-cap: the config's value; where the key is absent, the family's
 // default; where it is null, none.
 float SoftcapOf(ConfigTree& tree, absl::string_view key, bool has,
@@ -577,6 +616,7 @@ absl::StatusOr<v1::ModelConfig> ModelFromTree(absl::string_view json,
   if (!model.has_mla() && (IsYarn(hf) || YarnForSomeLayerType(tree))) {
     model.set_position_embedding(v1::POSITION_EMBEDDING_YARN);
   }
+  model.set_sliding_window(SlidingWindowApplies(tree, hf, **family));
   return model;
 }
 
@@ -588,9 +628,11 @@ std::vector<std::string> UnreviewedKeysOf(ConfigTree& tree) {
   // Gemma's activation name (a gated GeLU whatever the variant, unfused
   // under Megatron: GEGLU);
   // routing weights, groups and
-  // auxiliary losses (the routed copies are top-k either way); sliding
-  // windows and the scale of attention logits (FlashAttention stores no
-  // s^2 scores either way; their soft-cap is read); dropout probabilities
+  // auxiliary losses (the routed copies are top-k either way); which
+  // layers a window takes and how wide it is (sliding_window_pattern:
+  // whether any is windowed is read, SlidingWindowApplies) and the scale of
+  // attention logits (FlashAttention stores no s^2 scores either way;
+  // their soft-cap is read); dropout probabilities
   // (the job's training settings decide); the checkpoint's dtype and
   // quantization (training keeps its own precision); gpt-oss's
   // swiglu_limit and swiglu_alpha (its experts clamp whatever the limit,
@@ -625,20 +667,19 @@ std::vector<std::string> UnreviewedKeysOf(ConfigTree& tree) {
       "aux_loss_alpha", "bos_token_id", "cache_implementation", "dtype",
       "embd_pdrop", "eos_token_id", "ep_size", "experts_per_token",
       "initial_context_length",
-      "initializer_range", "layer_norm_eps", "layer_types",
-      "max_position_embeddings", "max_window_layers", "n_group",
+      "initializer_range", "layer_norm_eps",
+      "max_position_embeddings", "n_group",
       "norm_eps", "norm_topk_prob", "original_max_position_embeddings",
       "output_router_logits", "pad_token_id", "partial_rotary_factor",
       "pretraining_tp", "quantization_config", "query_pre_attn_scalar",
       "resid_pdrop", "rms_norm_eps", "rope_local_base_freq",
       "rope_parameters", "rope_scaling", "rope_theta",
       "routed_scaling_factor", "router_aux_loss_coef", "scoring_func",
-      "seq_aux", "sliding_window", "sliding_window_pattern",
+      "seq_aux", "sliding_window_pattern",
       "sliding_window_size", "swiglu_alpha", "swiglu_limit", "topk_group",
       "topk_method",
       "torch_dtype",
-      "transformers_version", "unk_token_id", "use_cache",
-      "use_sliding_window"};
+      "transformers_version", "unk_token_id", "use_cache"};
   std::vector<std::string> out;
   const google::protobuf::Struct* top = tree.top();
   if (top == nullptr) return out;

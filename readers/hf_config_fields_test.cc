@@ -173,6 +173,27 @@ std::vector<KeyCase> KeyCases() {
        Set("rope_parameters.rope_type", Text("yarn")), chg},
       {"rope_parameters.type", llama, Set("rope_parameters.type", Text("yarn")),
        chg},
+      // Mistral 7B's 4096-token window, turned off.
+      {"sliding_window", llama, Set("sliding_window", Null()), chg},
+      {"layer_types", llama,
+       [](Struct& c) {
+         Value types;
+         types.mutable_list_value()->add_values()->set_string_value(
+             "full_attention");
+         Set("layer_types", types)(c);
+       },
+       chg},
+      // Qwen1.5-MoE: 24 layers, a window from layer 21 on once switched on.
+      {"use_sliding_window", qwen2_moe, Set("use_sliding_window", Bool(true)),
+       chg},
+      // Switched on, sparing 28 layers (the default) would leave none of
+      // its 24 windowed: 0 spares none.
+      {"max_window_layers", qwen2_moe,
+       [](Struct& c) {
+         Set("use_sliding_window", Bool(true))(c);
+         Set("max_window_layers", Number(0))(c);
+       },
+       chg},
   };
 }
 

@@ -825,6 +825,58 @@ TEST(HfConfigTest, YarnScalingIsReadAsYarnPositions) {
   EXPECT_EQ(deepseek->position_embedding(), v1::POSITION_EMBEDDING_ROPE);
 }
 
+// Whether some layer attends within a sliding window, as each family's
+// modeling applies it (ModelConfig.sliding_window): Mistral 7B's 4096,
+// Phi-3's 2047, Gemma 2's and 3's and gpt-oss's alternating layers; not
+// Mixtral's (null), nor the Qwen configs' (use_sliding_window false), nor
+// a family without one. Absent, the class defaults: Mistral's and gpt-oss's
+// on, Mixtral's off; the Qwen switch on windows the layers past
+// max_window_layers (28 when absent).
+TEST(HfConfigTest, SlidingWindowsAreReadAsEachFamilyAppliesThem) {
+  for (const auto& [file, windowed] :
+       std::vector<std::pair<std::string, bool>>{
+           {"mistral-7b-v0.1.json", true},
+           {"phi-3-mini-4k-instruct.json", true},
+           {"gemma-2-9b.json", true},
+           {"gemma-3-1b-it.json", true},
+           {"gpt-oss-20b.json", true},
+           {"gpt-oss-120b.json", true},
+           {"mixtral-8x7b-v0.1.json", false},
+           {"qwen2-7b.json", false},
+           {"qwen3-8b.json", false},
+           {"qwen1.5-moe-a2.7b.json", false},
+           {"deepseek-v3.json", false},
+           {"gemma-7b.json", false},
+           {"nemotron-4-340b.json", false}}) {
+    absl::StatusOr<v1::ModelConfig> m =
+        ReadHuggingFaceConfig("tests/testdata/hf/" + file);
+    ASSERT_TRUE(m.ok()) << file << ": " << m.status();
+    EXPECT_EQ(m->sliding_window(), windowed) << file;
+  }
+  auto windowed = [](const std::string& json) {
+    absl::StatusOr<v1::ModelConfig> m =
+        ModelFromHuggingFaceJson(json, "test");
+    EXPECT_TRUE(m.ok()) << m.status();
+    return m.ok() && m->sliding_window();
+  };
+  const std::string head = R"({"hidden_size": 1024, "num_hidden_layers": 30,
+      "num_attention_heads": 16, "intermediate_size": 4096,
+      "vocab_size": 32000, )";
+  EXPECT_TRUE(windowed(head + R"("model_type": "mistral"})"));
+  EXPECT_FALSE(
+      windowed(head + R"("model_type": "mistral", "sliding_window": null})"));
+  EXPECT_FALSE(windowed(head + R"("model_type": "phi3"})"));
+  EXPECT_FALSE(windowed(head + R"("model_type": "llama",
+      "sliding_window": 4096})"));
+  EXPECT_FALSE(windowed(head + R"("model_type": "qwen2"})"));
+  EXPECT_TRUE(windowed(head + R"("model_type": "qwen2",
+      "use_sliding_window": true})"));  // layers 28 and 29
+  EXPECT_FALSE(windowed(head + R"("model_type": "qwen2",
+      "use_sliding_window": true, "max_window_layers": 30})"));
+  EXPECT_FALSE(windowed(head + R"("model_type": "gemma3_text",
+      "layer_types": ["full_attention", "full_attention"]})"));
+}
+
 TEST(HfConfigTest, GptOssIsReadAsItsModelingFileBuildsIt) {
   absl::StatusOr<v1::ModelConfig> oss =
       ReadHuggingFaceConfig("tests/testdata/hf/gpt-oss-120b.json");

@@ -180,6 +180,14 @@ std::string Clipped(absl::string_view text, size_t bytes) {
   return absl::StrCat(text.substr(0, bytes), "...");
 }
 
+std::string Unquoted(absl::string_view text) {
+  if (text.size() >= 2 && (text.front() == '"' || text.front() == '\'') &&
+      text.back() == text.front()) {
+    text = text.substr(1, text.size() - 2);
+  }
+  return std::string(text);
+}
+
 bool ExpandsAtRunTime(absl::string_view word) {
   return word.find_first_of("$`") != absl::string_view::npos;
 }

@@ -25,6 +25,10 @@ absl::Status Bad(absl::string_view arg, absl::string_view rule);
 // argument) quoted in a message or note.
 std::string Clipped(absl::string_view text, size_t bytes);
 
+// `text` without the one pair of quotes a batch script may leave around a
+// value ("'([0]*3+[1]*58)'" from a launch read out of the script).
+std::string Unquoted(absl::string_view text);
+
 // Whether the shell rewrites `word` when the command runs: a parameter
 // expansion ($NAME, ${NAME[@]}, "$@") or a command substitution ($(...),
 // `...`).

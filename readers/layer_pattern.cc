@@ -10,9 +10,9 @@
 namespace memgate {
 namespace {
 
+// The rule alone: ParseLayerPattern names the flag.
 absl::Status Bad(absl::string_view rule) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("--moe-layer-freq: ", rule));
+  return absl::InvalidArgumentError(rule);
 }
 
 // Recursive descent over
@@ -121,7 +121,7 @@ class PatternParser {
     do {
       if (!AtNumber()) return Bad("list entries must be 0 or 1");
       const uint64_t x = Number();
-      if (x > 1) return Bad("list entries must be 0 (dense) or 1 (MoE)");
+      if (x > 1) return Bad("list entries must be 0 or 1");
       if (list.size() >= kMaxPatternLayers) {
         return Bad(absl::StrCat("the pattern grows past ", kMaxPatternLayers,
                                 " layers"));
@@ -138,18 +138,28 @@ class PatternParser {
 
 }  // namespace
 
+absl::StatusOr<std::vector<uint32_t>> ParseLayerPattern(
+    absl::string_view text, uint32_t num_layers, absl::string_view flag,
+    bool longer_ok) {
+  auto named = [flag](absl::string_view rule) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", rule));
+  };
+  if (text.size() > 4 * kMaxPatternLayers) return named("too long");
+  absl::StatusOr<std::vector<uint32_t>> pattern = PatternParser(text).Parse();
+  if (!pattern.ok()) return named(pattern.status().message());
+  if (pattern->size() < num_layers ||
+      (pattern->size() > num_layers && !longer_ok)) {
+    return named(absl::StrCat("the pattern lists ", pattern->size(),
+                              " layers; --num-layers is ", num_layers));
+  }
+  pattern->resize(num_layers);
+  return pattern;
+}
+
 absl::StatusOr<std::vector<uint32_t>> ParseMoeLayerPattern(
     absl::string_view text, uint32_t num_layers) {
-  if (text.size() > 4 * kMaxPatternLayers) {
-    return Bad("too long");
-  }
-  absl::StatusOr<std::vector<uint32_t>> pattern = PatternParser(text).Parse();
-  if (!pattern.ok()) return pattern;
-  if (pattern->size() != num_layers) {
-    return Bad(absl::StrCat("the pattern lists ", pattern->size(),
-                            " layers; --num-layers is ", num_layers));
-  }
-  return pattern;
+  return ParseLayerPattern(text, num_layers, "moe-layer-freq",
+                           /*longer_ok=*/false);
 }
 
 }  // namespace memgate

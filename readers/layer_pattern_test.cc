@@ -30,8 +30,7 @@ TEST(LayerPatternTest, ReadsMegatronsExamples) {
 TEST(LayerPatternTest, BadPatternsAreNamed) {
   EXPECT_NE(Error("[0]*3+[1]*58", 60).find("lists 61 layers"),
             std::string::npos);
-  EXPECT_NE(Error("[2]*4", 4).find("must be 0 (dense) or 1"),
-            std::string::npos);
+  EXPECT_NE(Error("[2]*4", 4).find("must be 0 or 1"), std::string::npos);
   EXPECT_NE(Error("([1]*4", 4).find("not closed"), std::string::npos);
   EXPECT_NE(Error("[1]*4; import os", 4).find("unexpected"),
             std::string::npos);
@@ -40,6 +39,29 @@ TEST(LayerPatternTest, BadPatternsAreNamed) {
   EXPECT_EQ(Error("[1]*4", 4).rfind("--moe-layer-freq: ", 0),
             std::string::npos);  // a valid pattern: "ok"
   EXPECT_EQ(Error("[1]*3", 4).rfind("--moe-layer-freq: ", 0), 0u);
+}
+
+// --window-attn-skip-freq's list: read by layer number, so a longer list
+// is its first `num_layers` entries and a shorter one is refused (Megatron
+// raises past its end); its errors name that flag.
+TEST(LayerPatternTest, AWindowPatternMayRunPastTheLayers) {
+  absl::StatusOr<std::vector<uint32_t>> longer =
+      ParseLayerPattern("[1,0]*4", 6, "window-attn-skip-freq",
+                        /*longer_ok=*/true);
+  ASSERT_TRUE(longer.ok()) << longer.status();
+  EXPECT_EQ(*longer, (std::vector<uint32_t>{1, 0, 1, 0, 1, 0}));
+  const absl::StatusOr<std::vector<uint32_t>> shorter =
+      ParseLayerPattern("[1,0]*2", 6, "window-attn-skip-freq", true);
+  ASSERT_FALSE(shorter.ok());
+  EXPECT_EQ(shorter.status().message().rfind(
+                "--window-attn-skip-freq: the pattern lists 4 layers", 0),
+            0u)
+      << shorter.status();
+  EXPECT_FALSE(ParseMoeLayerPattern("[1,0]*4", 6).ok());  // exact there
+  EXPECT_EQ(ParseLayerPattern("[2]", 1, "window-attn-skip-freq", true)
+                .status()
+                .message(),
+            "--window-attn-skip-freq: list entries must be 0 or 1");
 }
 
 // The size is bounded before anything is built, and nesting is bounded:

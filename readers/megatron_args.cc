@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "estimator/attention_backend.h"
 #include "estimator/catalog.h"
 #include "estimator/megatron_names.h"
@@ -22,6 +23,7 @@
 #include "estimator/pipeline_layout.h"
 #include "estimator/validation.h"
 #include "readers/launch_arguments.h"
+#include "readers/layer_pattern.h"
 #include "readers/megatron_argument_names.h"
 #include "readers/megatron_arguments.h"
 #include "readers/megatron_moe_args.h"
@@ -101,6 +103,43 @@ absl::Status FillModel(const Arguments& args, const v1::ModelConfig* fill,
         !args.Has("untie-embeddings-and-output-weights"));
   }
   return absl::OkStatus();
+}
+
+// Whether any of the `layers` layers attends within a sliding window:
+// --window-size on the layers --window-attn-skip-freq leaves windowed
+// (transformer/utils.py is_layer_window_attention: an integer N windows
+// layer i unless i % N == 0; a list, where it says 1), and a window that
+// TransformerEngine applies (utils.py "Filter: Sliding window attention":
+// (-1, -1) and (-1, 0) are plain attention). arguments.py tuple_type reads
+// "L,R" or "(L,R)"; TE takes two numbers.
+absl::StatusOr<bool> HasWindowedLayers(const Arguments& args,
+                                       uint32_t layers) {
+  if (!args.Has("window-size")) return false;
+  const std::string text = Unquoted(args.Text("window-size"));
+  const std::vector<std::string> sides =
+      absl::StrSplit(absl::StripAsciiWhitespace(text), ',');
+  int64_t left = 0;
+  int64_t right = 0;
+  if (sides.size() != 2 ||
+      !absl::SimpleAtoi(absl::StripPrefix(sides[0], "("), &left) ||
+      !absl::SimpleAtoi(absl::StripSuffix(sides[1], ")"), &right) ||
+      left < -1 || right < -1) {
+    return Bad("window-size",
+               absl::StrCat("'", text.substr(0, 32), "' is not two window "
+                            "sides L,R (each -1 or more)"));
+  }
+  if (left == -1 && (right == -1 || right == 0)) return false;
+  if (!args.Has("window-attn-skip-freq")) return true;
+  const std::string freq = Unquoted(args.Text("window-attn-skip-freq"));
+  if (freq.find('[') == std::string::npos) {
+    MEMGATE_ASSIGN_OR_RETURN(n, args.Number("window-attn-skip-freq", 1));
+    if (n == 0) return Bad("window-attn-skip-freq", "must be at least 1");
+    return n > 1 && layers > 0;  // layer 1 is windowed unless n is 1
+  }
+  MEMGATE_ASSIGN_OR_RETURN(
+      pattern, ParseLayerPattern(freq, layers, "window-attn-skip-freq",
+                                 /*longer_ok=*/true));
+  return std::find(pattern.begin(), pattern.end(), 1u) != pattern.end();
 }
 
 // The architecture switches, always as Megatron builds the model from this
@@ -241,6 +280,8 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
   // where both are given (gpt_layer_specs.py).
   m.set_qk_l2_norm(args.Has("qk-l2-norm"));
   m.set_qk_norm(args.Has("qk-layernorm") && !args.Has("qk-l2-norm"));
+  MEMGATE_ASSIGN_OR_RETURN(windowed, HasWindowedLayers(args, m.num_layers()));
+  m.set_sliding_window(windowed);
   std::string position = args.Text("position-embedding-type");
   if (position.empty()) {
     if (args.Has("use-rotary-position-embeddings")) {
@@ -974,9 +1015,10 @@ absl::Status FillPrecision(const Arguments& args, MegatronLaunch& launch) {
 // 9.21 on, "Filter: Return max_logit"). With context parallelism TE's
 // fused attention runs the sinks over an all-to-all only. A learnable
 // softmax's offsets, a/t a layer, are counted (ModelConfig.softmax_type).
-absl::Status ReadFlashlessAttention(const Arguments& args,
-                                    const std::string& backend,
-                                    MegatronLaunch& launch, bool unfused) {
+// --softmax-type into the model, before the attention kernel is decided:
+// TransformerEngine runs sinks in no kernel under some settings
+// (attention_backend.h).
+absl::Status ReadSoftmaxType(const Arguments& args, MegatronLaunch& launch) {
   const std::string type =
       args.Has("softmax-type") ? args.Text("softmax-type") : "vanilla";
   if (type != "vanilla" && type != "off-by-one" && type != "learnable") {
@@ -984,11 +1026,19 @@ absl::Status ReadFlashlessAttention(const Arguments& args,
                absl::StrCat("'", type.substr(0, 32), "' is not modelled "
                             "(vanilla, off-by-one or learnable)"));
   }
-  const bool sinks = type != "vanilla";
   launch.job.mutable_model()->set_softmax_type(
       type == "learnable"    ? v1::SOFTMAX_TYPE_LEARNABLE
       : type == "off-by-one" ? v1::SOFTMAX_TYPE_OFF_BY_ONE
                              : v1::SOFTMAX_TYPE_VANILLA);
+  return absl::OkStatus();
+}
+
+absl::Status ReadFlashlessAttention(const Arguments& args,
+                                    const std::string& backend,
+                                    MegatronLaunch& launch, bool unfused) {
+  const std::string type =
+      args.Has("softmax-type") ? args.Text("softmax-type") : "vanilla";
+  const bool sinks = type != "vanilla";
   const char* flag = sinks                             ? "softmax-type"
                      : args.Has("qk-clip")             ? "qk-clip"
                      : args.Has("log-max-attention-logit")
@@ -1087,6 +1137,7 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
       env, ReadTeAttentionEnvironment(args, backend, local_attention,
                                       launch.notes));
   if (env.kernel == TeEnvironmentKernel::kUnfused) unfused = true;
+  if (absl::Status s = ReadSoftmaxType(args, launch); !s.ok()) return s;
   const TeSwitches switches{
       !local_attention && (backend == "fused" ||
                            env.kernel == TeEnvironmentKernel::kFlashDisabled),

@@ -999,6 +999,83 @@ TEST(MegatronArgsTest, DeterministicAttentionWithDropoutOnABlackwell) {
             *peak("", "", "h100-80gb", true));
 }
 
+// --window-size windows the layers --window-attn-skip-freq leaves
+// (transformer/utils.py is_layer_window_attention; TE applies no window of
+// (-1, -1) or (-1, 0)): ModelConfig.sliding_window. Its memory: with
+// attention dropout, TransformerEngine's cuDNN attention takes no window,
+// so with FlashAttention off the windowed layers keep their scores (about
+// 40 GiB here, every layer counted); FlashAttention runs windows.
+TEST(MegatronArgsTest, SlidingWindowsAreReadAsMegatronAppliesThem) {
+  for (const auto& [extra, windowed] :
+       std::vector<std::pair<std::string, bool>>{
+           {"", false},
+           {"--window-size 4096,0", true},
+           {"--window-size (127,0)", true},
+           {"--window-size '127,0'", true},
+           {"--window-size -1,0", false},
+           {"--window-size -1,-1", false},
+           {"--window-size 127,0 --window-attn-skip-freq 1", false},
+           {"--window-size 127,0 --window-attn-skip-freq 2", true},
+           {"--window-size 127,0 --window-attn-skip-freq '[0]*32'", false},
+           {"--window-size 127,0 --window-attn-skip-freq [1,0]*16", true},
+           {"--window-size 127,0 --window-attn-skip-freq [0,1]*20", true},
+           {"--window-attn-skip-freq 2", false}}) {
+    absl::StatusOr<MegatronLaunch> l = ReadLlamaLaunch(extra, "");
+    ASSERT_TRUE(l.ok()) << extra << ": " << l.status();
+    EXPECT_EQ(l->job.model().sliding_window(), windowed) << extra;
+  }
+  for (const auto& [extra, flag] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"--window-size 127", "--window-size: "},
+           {"--window-size 127,0,1", "--window-size: "},
+           {"--window-size a,b", "--window-size: "},
+           {"--window-size -2,0", "--window-size: "},
+           {"--window-size 127,0 --window-attn-skip-freq 0",
+            "--window-attn-skip-freq: "},
+           {"--window-size 127,0 --window-attn-skip-freq [1,0]*8",
+            "--window-attn-skip-freq: "}}) {
+    absl::StatusOr<MegatronLaunch> l = ReadLlamaLaunch(extra, "");
+    ASSERT_FALSE(l.ok()) << extra;
+    EXPECT_EQ(l.status().message().rfind(flag, 0), 0u) << l.status();
+  }
+  auto peak = [](const std::string& before, const std::string& after,
+                 bool dropout) {
+    std::string launch = kLlama31_8B;
+    if (dropout) {
+      const std::string off = "--attention-dropout 0 ";
+      launch.replace(launch.find(off), off.size(), "--attention-dropout 0.1 ");
+    }
+    return PeakOfLaunchOn(before + " " + launch + " " + after, "h100-80gb");
+  };
+  const std::string window = "--window-size 4096,0";
+  const double fused = *peak("NVTE_FLASH_ATTN=0", "", true);
+  EXPECT_GT(*peak("NVTE_FLASH_ATTN=0", window, true),
+            fused + 30.0 * (1u << 30));
+  EXPECT_EQ(*peak("NVTE_FLASH_ATTN=0", window, false),
+            *peak("NVTE_FLASH_ATTN=0", "", false));
+  EXPECT_EQ(*peak("", window, true), *peak("", "", true));
+  const absl::StatusOr<double> no_kernel =
+      peak("", window + " --attention-backend fused", true);
+  ASSERT_FALSE(no_kernel.ok());
+  EXPECT_NE(no_kernel.status().message().find("model.sliding_window"),
+            std::string::npos)
+      << no_kernel.status();
+  // gpt-oss's attention (Megatron's examples/gptoss: sinks, a window on
+  // every other layer, dropout left at 0.1) under auto: FlashAttention has
+  // no sinks and cuDNN no window with dropout, so TE runs the windowed
+  // layers unfused (all counted); without dropout cuDNN or the unfused
+  // attention may run it, by the installed cuDNN: the launch must say.
+  const std::string oss = window + " --window-attn-skip-freq 2 "
+                          "--softmax-type learnable --attention-backend auto";
+  const absl::StatusOr<double> sinks = peak("", oss, true);
+  ASSERT_TRUE(sinks.ok()) << sinks.status();
+  EXPECT_GT(*sinks, *peak("", "", true) + 30.0 * (1u << 30));
+  const absl::StatusOr<double> either = peak("", oss, false);
+  ASSERT_FALSE(either.ok());
+  EXPECT_EQ(either.status().message().rfind("--softmax-type: ", 0), 0u)
+      << either.status();
+}
+
 // NVTE_MASKED_SOFTMAX_FUSION=0 takes the fused softmax from
 // TransformerEngine's unfused attention (softmax.py is_kernel_available):
 // Llama 3.1 8B at 8k, whose unfused attention the kernel takes (8k < 16k,

@@ -391,6 +391,15 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "a/t a layer): with --attention-backend fused no s^2 term (CP > 1 only over --cp-comm-type a2a), with "
        "unfused / local / fp32 the unfused attention's; refused with flash "
        "(no backend) and with auto (cuDNN's version picks fused or unfused)"},
+      {"window-size", true, M, "none",
+       "sliding-window attention (model.sliding_window) on the layers "
+       "--window-attn-skip-freq leaves windowed: nothing stored of its own, "
+       "but TransformerEngine's cuDNN attention runs no window with "
+       "attention dropout, so with FlashAttention off or attention sinks "
+       "those layers run unfused (the s x s scores, counted on every layer)"},
+      {"window-attn-skip-freq", true, M, "every layer windowed",
+       "which layers --window-size windows: an integer N all but every Nth, "
+       "a list where it says 1 (at least --num-layers long)"},
       {"qk-clip", false, P, "off",
        "TE returns the largest attention logit, which FlashAttention "
        "cannot: with --attention-backend fused no s^2 term, with unfused "

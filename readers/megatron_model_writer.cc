@@ -75,7 +75,7 @@ std::optional<std::string> MegatronModelArguments(
       m.attention_logit_softcapping() > 0 || m.activation_clamp() ||
       m.mlp_activation() == v1::MLP_ACTIVATION_QUICK_GEGLU ||
       m.mlp_activation() == v1::MLP_ACTIVATION_GEGLU ||
-      m.softmax_type() != v1::SOFTMAX_TYPE_VANILLA ||
+      m.softmax_type() != v1::SOFTMAX_TYPE_VANILLA || m.sliding_window() ||
       m.num_layers() == 0 || m.num_attention_heads() == 0) {
     return std::nullopt;
   }

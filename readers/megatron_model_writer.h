@@ -19,8 +19,9 @@ namespace memgate {
 // experts (their count, top-k, widths, shared experts and gate, which
 // layers, the all-to-all or allgather dispatcher), MLA and MTP. nullopt
 // for what it does not write (sandwich norms, logit soft-capping,
-// quick-GeGLU, GeGLU, clamps, expert capacity, DeepEP, release-dated or unfused
-// expert activations): such a plan's lines stay a suffix.
+// quick-GeGLU, GeGLU, clamps, sliding windows (which layers and how wide
+// the model does not record), expert capacity, DeepEP, release-dated or
+// unfused expert activations): such a plan's lines stay a suffix.
 std::optional<std::string> MegatronModelArguments(const v1::ModelConfig& model);
 
 }  // namespace memgate

@@ -18,11 +18,7 @@ absl::Status FillLayerFrequency(const Arguments& args, v1::MoeConfig& moe,
     moe.set_layer_frequency(1);
     return absl::OkStatus();
   }
-  std::string text = args.Text("moe-layer-freq");
-  if (text.size() >= 2 && (text.front() == '"' || text.front() == '\'') &&
-      text.back() == text.front()) {
-    text = text.substr(1, text.size() - 2);  // a batch script's quotes
-  }
+  const std::string text = Unquoted(args.Text("moe-layer-freq"));
   if (text.find('[') == std::string::npos) {
     MEMGATE_ASSIGN_OR_RETURN(freq, args.Number("moe-layer-freq", 1));
     if (freq == 0) return Bad("moe-layer-freq", "must be at least 1");

@@ -174,6 +174,15 @@ std::vector<FieldCase> JobFieldCases() {
       {"model.mtp_repeated_layer", DenseJob,
        [](v1::Job& j) { M(j).set_mtp_num_layers(2); },
        [](v1::Job& j) { M(j).set_mtp_repeated_layer(true); }, chg},
+      // With attention dropout and FlashAttention off, TransformerEngine's
+      // cuDNN attention takes no window: unfused, the scores kept.
+      {"model.sliding_window", DenseJob,
+       [](v1::Job& j) {
+         NoContextParallel(j);
+         T(j).set_flash_attention_disabled(true);
+         T(j).set_attention_dropout(0.1f);
+       },
+       [](v1::Job& j) { M(j).set_sliding_window(true); }, chg},
       // MoeConfig.
       {"model.moe.num_experts", MoeJob, Nothing,
        [](v1::Job& j) { Moe(j).set_num_experts(16); }, chg},

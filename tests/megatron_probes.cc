@@ -496,6 +496,13 @@ const std::map<std::string, Probe>& ArgumentProbes() {
                                           {"--mtp-use-repeated-layer"})},
         {"qk-layernorm", Adding(llama, {"--qk-layernorm"})},
         {"qk-l2-norm", Adding(llama, {"--qk-l2-norm"})},
+        {"window-size", Adding(llama, {"--window-size", "127,0"})},
+        // Every layer but every 2nd: windowed against none (freq 1).
+        {"window-attn-skip-freq",
+         {With(llama, {"--window-size", "127,0", "--window-attn-skip-freq",
+                       "1"}),
+          With(llama, {"--window-size", "127,0", "--window-attn-skip-freq",
+                       "2"})}},
     };
     return p;
   }();
