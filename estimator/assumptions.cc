@@ -314,9 +314,21 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
   }
   if (!unfused && t.flash_attention_disabled() &&
       m.attention_logit_softcapping() == 0) {
-    out.push_back("FlashAttention disabled (NVTE_FLASH_ATTN=0 or "
-                  "--attention-backend fused): cuDNN's fused attention, "
-                  "which trains these head dimensions here: no scores kept");
+    // On Blackwell a deterministic backward needs cuDNN 9.18.1
+    // (attention_backend.cc CudnnTrains): assumed, and said.
+    const bool blackwell_deterministic =
+        t.te_deterministic_attention() &&
+        FamilyOfAccelerator(job.accelerator().name()) ==
+            GpuFamily::kBlackwell;
+    out.push_back(absl::StrCat(
+        "FlashAttention disabled (NVTE_FLASH_ATTN=0 or --attention-backend "
+        "fused): cuDNN's fused attention, which trains these head "
+        "dimensions here",
+        blackwell_deterministic
+            ? " (deterministically on Blackwell from cuDNN 9.18.1, assumed "
+              "installed)"
+            : "",
+        ": no scores kept"));
   }
   if (!unfused && m.softmax_type() != v1::SOFTMAX_TYPE_VANILLA) {
     out.push_back(absl::StrCat(

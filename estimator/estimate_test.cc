@@ -592,6 +592,29 @@ TEST(EstimateTest, DeterministicSinksRunTheUnfusedAttention) {
       << refused.status();
 }
 
+// On a B200 cuDNN's deterministic backward needs no attention dropout
+// (and cuDNN 9.18.1, assumed and said): a deterministic job with
+// FlashAttention off keeps its scores at dropout 0.1, not at 0.
+TEST(EstimateTest, DeterministicCudnnOnABlackwellSaysWhatItAssumes) {
+  v1::Job job = PaperJob("llama-3.1-8b", "b200-180gb", 2, 1, 1, 1, 2, 4096);
+  job.mutable_training()->set_flash_attention_disabled(true);
+  job.mutable_training()->set_te_deterministic_attention(true);
+  const absl::StatusOr<v1::Estimate> cudnn = EstimateJob(job);
+  ASSERT_TRUE(cudnn.ok()) << cudnn.status();
+  EXPECT_NE(AllAssumptions(*cudnn).find("from cuDNN 9.18.1, assumed"),
+            std::string::npos)
+      << AllAssumptions(*cudnn);
+  job.mutable_training()->set_attention_dropout(0.1f);
+  const absl::StatusOr<v1::Estimate> dropout = EstimateJob(job);
+  ASSERT_TRUE(dropout.ok()) << dropout.status();
+  // 16 heads a rank x 4096^2 x 5 B x 32 layers: 40 GiB of scores.
+  EXPECT_GT(dropout->peak().total_bytes(),
+            cudnn->peak().total_bytes() + 35.0 * (1u << 30));
+  EXPECT_NE(AllAssumptions(*dropout).find("only without dropout"),
+            std::string::npos)
+      << AllAssumptions(*dropout);
+}
+
 // An fp32 job that leaves the attention kernel unset runs Transformer
 // Engine's unfused attention (no FlashAttention for fp32): it is estimated
 // as the same job with the kernel given, with its 4-byte scores (a x s^2 x
