@@ -29,11 +29,22 @@ bool MultiplesOf8(const AttentionHeadDims& d) {
   return d.qk % 8 == 0 && d.v % 8 == 0;
 }
 
-// The largest head dimension a fused kernel trains on the GPU: 256 (Flash-
-// Attention 2 on sm80/90/100/120, cuDNN and FlashAttention 3 on Hopper),
-// 192 on Ada (FlashAttention 2's limit there; cuDNN's is 128 off Hopper).
+// The largest head dimension a fused kernel memgate assumes trains on the
+// GPU: 256 (FlashAttention 2 on sm80/90/100/120, cuDNN and FlashAttention 3
+// on Hopper), 192 on Ada and Blackwell Ultra (FlashAttention 2's limit
+// there, utils.py "(>192 requires sm80/90/100+)" for compute capabilities
+// (8,0), (9,0), (10,0), (12,0) only; cuDNN's is 128 off Hopper).
 uint64_t LargestFusedHeadDim(GpuFamily family) {
-  return family == GpuFamily::kAda ? 192 : 256;
+  return family == GpuFamily::kAda || family == GpuFamily::kBlackwellUltra
+             ? 192
+             : 256;
+}
+
+// sm100 and sm103: cuDNN's rules for them are one (fused_attn.cpp
+// "sm_arch_ >= 100").
+bool Sm100On(GpuFamily family) {
+  return family == GpuFamily::kBlackwell ||
+         family == GpuFamily::kBlackwellUltra;
 }
 
 // The catalog GPUs below sm90 (Ampere sm80, Ada sm89).
@@ -63,12 +74,12 @@ bool CudnnTrains(const AttentionHeadDims& d, GpuFamily family,
                  TeSwitches switches) {
   if (switches.deterministic && BelowSm90(family)) return false;
   if (switches.deterministic && switches.attention_dropout &&
-      family == GpuFamily::kBlackwell) {
+      Sm100On(family)) {
     return false;
   }
   if (!MultiplesOf8(d)) return false;
   if (d.qk <= 128 && d.v <= 128) return true;
-  if (family == GpuFamily::kBlackwell) return d.qk == 192 && d.v == 128;
+  if (Sm100On(family)) return d.qk == 192 && d.v == 128;
   return !OffHopper(family) && Padded(d) <= 256;
 }
 
@@ -127,7 +138,12 @@ TeAttention TransformerEngineAttention(const v1::ModelConfig& model,
                : TeAttention::kUnfusedOnly;
   }
   if (Padded(d) > LargestFusedHeadDim(family)) {
-    return TeAttention::kUnfusedOnly;
+    // Blackwell Ultra up to 256: FlashAttention 4 where installed (utils.py
+    // takes it on sm100 to sm11x), not assumed.
+    return family == GpuFamily::kBlackwellUltra && Padded(d) <= 256 &&
+                   MultiplesOf8(d)
+               ? TeAttention::kUnfusedUnlessFa3
+               : TeAttention::kUnfusedOnly;
   }
   if (!MultiplesOf8(d)) return TeAttention::kUnfusedUnlessFa3;
   return TeAttention::kFlashOrFused;
@@ -187,7 +203,7 @@ std::string WhyNoFusedAttention(const v1::ModelConfig& model,
                           "deterministically from sm90 on only");
     }
     if (switches.deterministic && switches.attention_dropout &&
-        family == GpuFamily::kBlackwell) {
+        Sm100On(family)) {
       return absl::StrCat(off, deterministic, " with attention dropout "
                           "(training.attention_dropout; Megatron's default "
                           "0.1)", on, ": cuDNN's fused attention trains "
@@ -223,6 +239,14 @@ std::string WhyNoFusedAttention(const v1::ModelConfig& model,
       return absl::StrCat(dims, ": TransformerEngine's FlashAttention and "
                           "cuDNN's fused attention train at most 256");
     case TeAttention::kUnfusedUnlessFa3:
+      if (MultiplesOf8(d)) {  // Blackwell Ultra's 193 to 256
+        return absl::StrCat(dims, " on a ", accelerator, ": FlashAttention "
+                            "2 trains at most 192 there and cuDNN's fused "
+                            "attention at most 128 (FlashAttention 4, where "
+                            "installed, runs it: give the flash kernel to say "
+                            "so, --attention=flash or --attention-backend "
+                            "flash)");
+      }
       return absl::StrCat(dims, ": FlashAttention 2 and cuDNN's fused "
                           "attention need multiples of 8 (FlashAttention 3, "
                           "where installed on Hopper, runs it: give the "

@@ -15,8 +15,9 @@
 //   bf16 / fp16 (fp8) Q, K and V only.
 // - "Filter: Head dimension": FlashAttention 2 takes the larger of the
 //   Q/K and V head dimensions, a multiple of 8 up to 256 (above 192 on
-//   sm80, sm90, sm100 and sm120 only: an L40S, sm89, stops at 192);
-//   FlashAttention 3 (Hopper, where installed) any up to 256.
+//   sm80, sm90, sm100 and sm120 only: an L40S, sm89, and a B300, sm103,
+//   stop at 192); FlashAttention 3 (Hopper, where installed) any up to
+//   256, FlashAttention 4 (sm100 on, where installed) up to 256.
 // - common/fused_attn/fused_attn.cpp nvte_get_fused_attn_backend: cuDNN's
 //   fused attention trains multiples of 8, up to 128 (256 on Hopper).
 // - Attention logit soft-capping (Gemma 2): TE's PyTorch attention takes
@@ -48,7 +49,9 @@ AttentionHeadDims HeadDimsOf(const v1::ModelConfig& model);
 enum class TeAttention {
   kFlashOrFused,       // FlashAttention 2 or cuDNN's fused attention
   kUnfusedOnly,        // no fused kernel takes it: the unfused attention
-  kUnfusedUnlessFa3,   // FlashAttention 3 where installed, else unfused
+  // A FlashAttention memgate does not assume installed (3 on Hopper, 4 for
+  // Blackwell Ultra's heads above 192) where it is, else unfused.
+  kUnfusedUnlessFa3,
   // Soft-capped scores: Megatron-Bridge's FlexAttention where it runs it
   // (ATTENTION_KERNEL_FLASH says so), else Gemma 2's unfused attention.
   kUnfusedUnlessFlex,

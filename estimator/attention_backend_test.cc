@@ -324,5 +324,46 @@ TEST(AttentionBackendTest, WindowsWithDropoutHaveNoCudnnAttention) {
   }
 }
 
+// Blackwell Ultra (sm103: B300, GB300): FlashAttention 2 stops at 192
+// there (utils.py lists sm80/90/100/120 above it) and cuDNN trains 128
+// (and DeepSeek's 192/128), so Gemma's 256 runs unfused unless
+// FlashAttention 4 is installed (the job says so with the flash kernel);
+// on a B200 FlashAttention 2 trains it. cuDNN's sm100 rules hold: its
+// deterministic backward needs no dropout there too.
+TEST(AttentionBackendTest, BlackwellUltraStopsFlashAttention2At192) {
+  const v1::ModelConfig llama = Heads(4096, 32);
+  const v1::ModelConfig gemma = Heads(3072, 16, 256);
+  v1::ModelConfig mla = Heads(7168, 128);
+  mla.mutable_mla()->set_qk_head_dim(128);
+  mla.mutable_mla()->set_qk_pos_emb_head_dim(64);
+  mla.mutable_mla()->set_v_head_dim(128);
+  for (const char* gpu : {"b300-288gb", "gb300-288gb"}) {
+    EXPECT_EQ(TransformerEngineAttention(gemma, kBf16, gpu),
+              TeAttention::kUnfusedUnlessFa3)
+        << gpu;
+    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu),
+              TeAttention::kFlashOrFused)
+        << gpu;
+    EXPECT_EQ(TransformerEngineAttention(mla, kBf16, gpu, kNoFlash),
+              TeAttention::kFlashOrFused)
+        << gpu;
+    EXPECT_EQ(TransformerEngineAttention(gemma, kBf16, gpu, kNoFlash),
+              TeAttention::kUnfusedOnly)
+        << gpu;
+    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu,
+                                         {true, true, true}),
+              TeAttention::kUnfusedOnly)
+        << gpu;
+  }
+  EXPECT_EQ(TransformerEngineAttention(gemma, kBf16, "b200-180gb"),
+            TeAttention::kFlashOrFused);
+  const std::string why = WhyNoFusedAttention(gemma, kBf16, "b300-288gb");
+  for (const char* named : {"a head dimension of 256", "b300-288gb",
+                            "at most 192", "FlashAttention 4",
+                            "--attention=flash"}) {
+    EXPECT_NE(why.find(named), std::string::npos) << named << ": " << why;
+  }
+}
+
 }  // namespace
 }  // namespace memgate

@@ -107,7 +107,11 @@ struct AcceleratorEntry {
 // (NVIDIA's GB200 NVL72 datasheet: 13.4 TB over 72 GPUs, 372 GB a
 // superchip); its "node" here is the rack's NVLink domain, 72 GPUs, not the
 // 4-GPU compute tray: what the planner keeps TP and TP x CP inside is the
-// fast interconnect (cost_model.h), which spans the rack.
+// fast interconnect (cost_model.h), which spans the rack. The B300 and
+// GB300 are Blackwell Ultra (sm103) with 288 GB of HBM3e (NVIDIA's HGX
+// B300 and GB300 NVL72 datasheets), the GB300's node its NVL72 rack too;
+// TransformerEngine's kernels differ from sm100's in one place memgate
+// reads (FlashAttention 2 above 192: attention_backend.cc).
 constexpr AcceleratorEntry kAccelerators[] = {
     {"a100-40gb", "", 40, 8, GpuFamily::kAmpere},
     {"a100-80gb", "", 80, 8, GpuFamily::kAmpere},
@@ -119,6 +123,8 @@ constexpr AcceleratorEntry kAccelerators[] = {
     {"h200-141gb", "h200", 141, 8, GpuFamily::kHopper},
     {"b200-180gb", "b200", 180, 8, GpuFamily::kBlackwell},
     {"gb200-186gb", "gb200", 186, 72, GpuFamily::kBlackwell},
+    {"b300-288gb", "b300", 288, 8, GpuFamily::kBlackwellUltra},
+    {"gb300-288gb", "gb300", 288, 72, GpuFamily::kBlackwellUltra},
     {"mi300x-192gb", "mi300x", 192, 8, GpuFamily::kCdna3},
     {"mi325x-256gb", "mi325x", 256, 8, GpuFamily::kCdna3},
     {"l40s-48gb", "l40s", 48, 8, GpuFamily::kAda},

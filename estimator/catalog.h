@@ -38,6 +38,7 @@ enum class GpuFamily {
   kAda,        // sm89: L40S
   kHopper,     // sm90: H100, H800, H20, H200
   kBlackwell,  // sm100: B200, GB200
+  kBlackwellUltra,  // sm103: B300, GB300
   kCdna3,      // AMD Instinct MI300X, MI325X
 };
 

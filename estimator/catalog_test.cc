@@ -69,7 +69,7 @@ TEST(CatalogTest, AliasesResolveToTheCanonicalName) {
   for (const std::string& name : AcceleratorNames()) {
     EXPECT_TRUE(FindAccelerator(name).ok()) << name;
   }
-  EXPECT_EQ(AcceleratorNames().size(), 13u);
+  EXPECT_EQ(AcceleratorNames().size(), 15u);
   // The GB200's node is its rack's NVLink domain (catalog.cc): 72 GPUs,
   // so TP 8 spans two 4-GPU trays over NVLink, as it runs.
   absl::StatusOr<v1::Accelerator> gb200 = FindAccelerator("GB200");
@@ -77,6 +77,15 @@ TEST(CatalogTest, AliasesResolveToTheCanonicalName) {
   EXPECT_EQ(gb200->name(), "gb200-186gb");
   EXPECT_EQ(gb200->memory_bytes(), 186ull << 30);
   EXPECT_EQ(gb200->gpus_per_node(), 72u);
+  // Blackwell Ultra: 288 GB, 8 a node (HGX B300) or 72 (GB300 NVL72).
+  for (const auto& [alias, per_node] :
+       {std::pair{"b300", 8u}, std::pair{"gb300", 72u}}) {
+    absl::StatusOr<v1::Accelerator> gpu = FindAccelerator(alias);
+    ASSERT_TRUE(gpu.ok()) << alias << ": " << gpu.status();
+    EXPECT_EQ(gpu->memory_bytes(), 288ull << 30) << alias;
+    EXPECT_EQ(gpu->gpus_per_node(), per_node) << alias;
+    EXPECT_EQ(FamilyOfAccelerator(alias), GpuFamily::kBlackwellUltra);
+  }
   // DeepSeek-V3's H800s (and the A800, H20, MI325X) by name or alias.
   for (const auto& [alias, name, gib] :
        {std::tuple{"h800", "h800-80gb", 80ull},

@@ -43,6 +43,12 @@ constexpr Datasheet kDatasheets[] = {
     // 900 GB/s a direction, through NVLink switches: all of it to one
     // peer), one ConnectX-7 400 Gb/s a GPU, HBM3e 8 TB/s (576 TB/s over 72).
     {"gb200-186gb", 2500, 50, 900, 900, 8.0},
+    // B300 (HGX B300): 2,250 TFLOP/s (36 PFLOP/s of bf16 with sparsity
+    // over 8, halved), NVLink 5, one ConnectX-8 800 Gb/s a GPU, HBM3e
+    // 8 TB/s. GB300 (NVL72): the GB200's 2,500 TFLOP/s (360 PFLOP/s with
+    // sparsity over 72) and rack-wide NVLink 5, with ConnectX-8.
+    {"b300-288gb", 2250, 100, 900, 900, 8.0},
+    {"gb300-288gb", 2500, 100, 900, 900, 8.0},
     // MI300X: 1,307 TFLOP/s, 400 Gb/s, Infinity Fabric: a link of 64 GB/s
     // a direction to each of its 7 peers (448 in all), HBM3 5.3 TB/s.
     {"mi300x-192gb", 1307, 50, 448, 64, 5.3},

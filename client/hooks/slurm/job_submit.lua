@@ -31,6 +31,7 @@ local SITE = {
   gpu_by_gres_type = {
     -- a100_40g = "a100-40gb",
     -- gb200 = "gb200-186gb",
+    -- gb300 = "gb300-288gb",
     -- ["1g.10gb"] = { gpu = "a100-80gb", memory_gib = 9.5 },
   },
   model = "",             -- optional catalog model to fill what launches omit
