@@ -1,5 +1,8 @@
 #include "estimator/attention_backend.h"
 
+#include <string>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace memgate {
@@ -15,6 +18,15 @@ v1::ModelConfig Heads(uint32_t hidden, uint32_t heads, uint32_t head_dim = 0) {
 
 constexpr v1::Precision kBf16 = v1::PRECISION_BF16_FP32_GRADS;
 
+// DeepSeek-V3's MLA heads: 192-wide Q and K (128 + 64 rotary), 128-wide V.
+v1::ModelConfig DeepSeekMla() {
+  v1::ModelConfig mla = Heads(7168, 128);
+  mla.mutable_mla()->set_qk_head_dim(128);
+  mla.mutable_mla()->set_qk_pos_emb_head_dim(64);
+  mla.mutable_mla()->set_v_head_dim(128);
+  return mla;
+}
+
 // TransformerEngine's selection for training, by shape and precision:
 // Llama's 128, Gemma's 256 and MLA's 192 / 128 run fused kernels in bf16
 // and fp16; fp32, and head dimensions over 256, none; those that are not
@@ -26,10 +38,7 @@ TEST(AttentionBackendTest, ShapesAndPrecisionsAsTransformerEngineSelects) {
             TeAttention::kFlashOrFused);
   EXPECT_EQ(TransformerEngineAttention(Heads(3072, 16, 256), kBf16),
             TeAttention::kFlashOrFused);
-  v1::ModelConfig mla = Heads(7168, 128);
-  mla.mutable_mla()->set_qk_head_dim(128);
-  mla.mutable_mla()->set_qk_pos_emb_head_dim(64);
-  mla.mutable_mla()->set_v_head_dim(128);
+  v1::ModelConfig mla = DeepSeekMla();
   EXPECT_EQ(HeadDimsOf(mla).qk, 192u);
   EXPECT_EQ(HeadDimsOf(mla).v, 128u);
   EXPECT_EQ(TransformerEngineAttention(mla, kBf16), TeAttention::kFlashOrFused);
@@ -131,10 +140,7 @@ TEST(AttentionBackendTest, WithoutFlashAttentionCudnnsFusedAttentionRuns) {
   };
   const v1::ModelConfig llama = Heads(4096, 32);
   const v1::ModelConfig gemma = Heads(3072, 16, 256);
-  v1::ModelConfig mla = Heads(7168, 128);
-  mla.mutable_mla()->set_qk_head_dim(128);
-  mla.mutable_mla()->set_qk_pos_emb_head_dim(64);
-  mla.mutable_mla()->set_v_head_dim(128);
+  const v1::ModelConfig mla = DeepSeekMla();
   for (const char* gpu : {"a100-80gb", "a800-80gb", "h100-80gb",
                           "h800-80gb", "h20-96gb", "h200-141gb",
                           "b200-180gb", "l40s-48gb", ""}) {
@@ -203,43 +209,56 @@ TEST(AttentionBackendTest, DeterministicCudnnAttentionNeedsSm90) {
   }
 }
 
+// The switches a case sets: FlashAttention off, deterministic kernels,
+// attention dropout.
+constexpr TeSwitches kOff{true, false, false};
+constexpr TeSwitches kOffDeterministic{true, true, false};
+constexpr TeSwitches kOffDropout{true, false, true};
+constexpr TeSwitches kOffDeterministicDropout{true, true, true};
+constexpr TeSwitches kDeterministic{false, true, false};
+constexpr TeSwitches kDeterministicDropout{false, true, true};
+constexpr TeSwitches kDropout{false, false, true};
+
+// What TransformerEngine has for `model` under `switches`.
+struct KernelCase {
+  const v1::ModelConfig* model;
+  TeSwitches switches;
+  TeAttention expected;
+};
+
+void ExpectKernels(const char* gpu, const std::vector<KernelCase>& cases) {
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const KernelCase& c = cases[i];
+    EXPECT_EQ(TransformerEngineAttention(*c.model, kBf16, gpu, c.switches),
+              c.expected)
+        << gpu << ", case " << i;
+  }
+}
+
 // On Blackwell cuDNN's backward is deterministic only without attention
 // dropout (TE fused_attn.cpp "determinism on Blackwell"): Megatron's
 // default 0.1 with --deterministic-mode and FlashAttention off leaves TE
 // its unfused attention there (the s x s scores kept), not on Hopper;
-// without determinism, or without dropout, cuDNN's runs. Before, every
-// deterministic run from sm90 on was taken to be cuDNN's: a B200 job
+// without determinism, or without dropout, cuDNN's runs, and
+// FlashAttention (deterministic from 2.4.1) takes it where on. Before,
+// every deterministic run from sm90 on was taken to be cuDNN's: a B200 job
 // holding its scores was estimated without them.
 TEST(AttentionBackendTest, DeterministicCudnnOnBlackwellNeedsNoDropout) {
   const v1::ModelConfig llama = Heads(4096, 32);
-  const TeSwitches with_dropout{/*flash_attention_disabled=*/true,
-                                /*deterministic=*/true,
-                                /*attention_dropout=*/true};
-  for (const char* gpu : {"b200-180gb", "gb200-186gb"}) {
-    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu, with_dropout),
-              TeAttention::kUnfusedOnly)
-        << gpu;
-    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu,
-                                         {true, true, false}),
-              TeAttention::kFlashOrFused)
-        << gpu;
-    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu,
-                                         {true, false, true}),
-              TeAttention::kFlashOrFused)
-        << gpu;
-    // FlashAttention (deterministic from 2.4.1) takes it.
-    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu,
-                                         {false, true, true}),
-              TeAttention::kFlashOrFused)
-        << gpu;
+  for (const char* gpu : {"b200-180gb", "gb200-186gb", "b300-288gb"}) {
+    ExpectKernels(gpu, {{&llama, kOffDeterministicDropout,
+                         TeAttention::kUnfusedOnly},
+                        {&llama, kOffDeterministic, TeAttention::kFlashOrFused},
+                        {&llama, kOffDropout, TeAttention::kFlashOrFused},
+                        {&llama, kDeterministicDropout,
+                         TeAttention::kFlashOrFused}});
   }
   for (const char* gpu : {"h100-80gb", "h200-141gb", ""}) {
-    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu, with_dropout),
-              TeAttention::kFlashOrFused)
-        << gpu;
+    ExpectKernels(gpu, {{&llama, kOffDeterministicDropout,
+                         TeAttention::kFlashOrFused}});
   }
-  const std::string why =
-      WhyNoFusedAttention(llama, kBf16, "b200-180gb", with_dropout);
+  const std::string why = WhyNoFusedAttention(llama, kBf16, "b200-180gb",
+                                              kOffDeterministicDropout);
   for (const char* named :
        {"training.te_deterministic_attention", "training.attention_dropout",
         "Blackwell", "b200-180gb", "NVTE_FLASH_ATTN=0"}) {
@@ -247,8 +266,6 @@ TEST(AttentionBackendTest, DeterministicCudnnOnBlackwellNeedsNoDropout) {
   }
   // The training config carries the dropout into the switches.
   v1::TrainingConfig training;
-  training.set_flash_attention_disabled(true);
-  training.set_te_deterministic_attention(true);
   training.set_attention_dropout(0.1f);
   EXPECT_TRUE(TeSwitchesOf(training).attention_dropout);
   training.set_attention_dropout(0);
@@ -263,19 +280,12 @@ TEST(AttentionBackendTest, DeterministicSinksHaveOnlyTheUnfusedAttention) {
   v1::ModelConfig sinks = Heads(2880, 64, 64);
   sinks.set_softmax_type(v1::SOFTMAX_TYPE_LEARNABLE);
   for (const char* gpu : {"h100-80gb", "b200-180gb", "a100-80gb", ""}) {
-    for (const bool flash_off : {false, true}) {
-      EXPECT_EQ(TransformerEngineAttention(sinks, kBf16, gpu,
-                                           {flash_off, true, false}),
-                TeAttention::kUnfusedOnly)
-          << gpu << flash_off;
-    }
-    EXPECT_EQ(
-        TransformerEngineAttention(sinks, kBf16, gpu, {true, false, false}),
-        TeAttention::kFlashOrFused)
-        << gpu;
+    ExpectKernels(gpu, {{&sinks, kDeterministic, TeAttention::kUnfusedOnly},
+                        {&sinks, kOffDeterministic, TeAttention::kUnfusedOnly},
+                        {&sinks, kOff, TeAttention::kFlashOrFused}});
   }
   const std::string why =
-      WhyNoFusedAttention(sinks, kBf16, "h100-80gb", {true, true, false});
+      WhyNoFusedAttention(sinks, kBf16, "h100-80gb", kOffDeterministic);
   for (const char* named : {"model.softmax_type", "SOFTMAX_TYPE_LEARNABLE",
                             "training.te_deterministic_attention",
                             "FlashAttention has no sinks"}) {
@@ -294,29 +304,14 @@ TEST(AttentionBackendTest, WindowsWithDropoutHaveNoCudnnAttention) {
   v1::ModelConfig sinks = windowed;
   sinks.set_softmax_type(v1::SOFTMAX_TYPE_LEARNABLE);
   for (const char* gpu : {"h100-80gb", "b200-180gb", ""}) {
-    EXPECT_EQ(TransformerEngineAttention(windowed, kBf16, gpu,
-                                         {true, false, true}),
-              TeAttention::kUnfusedOnly)
-        << gpu;
-    EXPECT_EQ(TransformerEngineAttention(sinks, kBf16, gpu,
-                                         {false, false, true}),
-              TeAttention::kUnfusedOnly)
-        << gpu;
-    EXPECT_EQ(TransformerEngineAttention(windowed, kBf16, gpu,
-                                         {false, false, true}),
-              TeAttention::kFlashOrFused)
-        << gpu;
-    EXPECT_EQ(TransformerEngineAttention(windowed, kBf16, gpu,
-                                         {true, false, false}),
-              TeAttention::kFlashOrFused)
-        << gpu;
-    EXPECT_EQ(TransformerEngineAttention(sinks, kBf16, gpu,
-                                         {true, false, false}),
-              TeAttention::kFlashOrFused)
-        << gpu;
+    ExpectKernels(gpu, {{&windowed, kOffDropout, TeAttention::kUnfusedOnly},
+                        {&sinks, kDropout, TeAttention::kUnfusedOnly},
+                        {&windowed, kDropout, TeAttention::kFlashOrFused},
+                        {&windowed, kOff, TeAttention::kFlashOrFused},
+                        {&sinks, kOff, TeAttention::kFlashOrFused}});
   }
   const std::string why =
-      WhyNoFusedAttention(sinks, kBf16, "h100-80gb", {false, false, true});
+      WhyNoFusedAttention(sinks, kBf16, "h100-80gb", kDropout);
   for (const char* named : {"model.sliding_window",
                             "training.attention_dropout",
                             "model.softmax_type", "upper bound"}) {
@@ -328,35 +323,19 @@ TEST(AttentionBackendTest, WindowsWithDropoutHaveNoCudnnAttention) {
 // there (utils.py lists sm80/90/100/120 above it) and cuDNN trains 128
 // (and DeepSeek's 192/128), so Gemma's 256 runs unfused unless
 // FlashAttention 4 is installed (the job says so with the flash kernel);
-// on a B200 FlashAttention 2 trains it. cuDNN's sm100 rules hold: its
-// deterministic backward needs no dropout there too.
+// on a B200 FlashAttention 2 trains it.
 TEST(AttentionBackendTest, BlackwellUltraStopsFlashAttention2At192) {
   const v1::ModelConfig llama = Heads(4096, 32);
   const v1::ModelConfig gemma = Heads(3072, 16, 256);
-  v1::ModelConfig mla = Heads(7168, 128);
-  mla.mutable_mla()->set_qk_head_dim(128);
-  mla.mutable_mla()->set_qk_pos_emb_head_dim(64);
-  mla.mutable_mla()->set_v_head_dim(128);
+  const v1::ModelConfig mla = DeepSeekMla();
+  const TeSwitches on{};
   for (const char* gpu : {"b300-288gb", "gb300-288gb"}) {
-    EXPECT_EQ(TransformerEngineAttention(gemma, kBf16, gpu),
-              TeAttention::kUnfusedUnlessFa3)
-        << gpu;
-    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu),
-              TeAttention::kFlashOrFused)
-        << gpu;
-    EXPECT_EQ(TransformerEngineAttention(mla, kBf16, gpu, kNoFlash),
-              TeAttention::kFlashOrFused)
-        << gpu;
-    EXPECT_EQ(TransformerEngineAttention(gemma, kBf16, gpu, kNoFlash),
-              TeAttention::kUnfusedOnly)
-        << gpu;
-    EXPECT_EQ(TransformerEngineAttention(llama, kBf16, gpu,
-                                         {true, true, true}),
-              TeAttention::kUnfusedOnly)
-        << gpu;
+    ExpectKernels(gpu, {{&gemma, on, TeAttention::kUnfusedUnlessFa3},
+                        {&llama, on, TeAttention::kFlashOrFused},
+                        {&mla, kOff, TeAttention::kFlashOrFused},
+                        {&gemma, kOff, TeAttention::kUnfusedOnly}});
   }
-  EXPECT_EQ(TransformerEngineAttention(gemma, kBf16, "b200-180gb"),
-            TeAttention::kFlashOrFused);
+  ExpectKernels("b200-180gb", {{&gemma, on, TeAttention::kFlashOrFused}});
   const std::string why = WhyNoFusedAttention(gemma, kBf16, "b300-288gb");
   for (const char* named : {"a head dimension of 256", "b300-288gb",
                             "at most 192", "FlashAttention 4",
