@@ -164,8 +164,9 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
         par.distributed_optimizer_instances(),
         "); only layouts whose DP x CP it divides are planned"));
   }
+  const v1::ContextParallelComm comm = par.context_parallel_comm();
   if (launch.context_parallel_all_to_all_only &&
-      par.context_parallel_comm() != v1::CONTEXT_PARALLEL_COMM_A2A) {
+      comm != v1::CONTEXT_PARALLEL_COMM_A2A) {
     // Its softmax runs CP only over an all-to-all: the planner gives
     // every candidate with CP that exchange (planner.cc, from the model's
     // softmax_type); said here.
@@ -174,6 +175,16 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
         "context parallelism over an all-to-all only: candidates with CP "
         "carry --cp-comm-type a2a, at CP sizes that split a TP rank's "
         "heads");
+  } else if (launch.job.model().sliding_window() &&
+             comm != v1::CONTEXT_PARALLEL_COMM_A2A &&
+             comm != v1::CONTEXT_PARALLEL_COMM_ALL_GATHER) {
+    // Likewise sliding windows, over an all-to-all or an all-gather
+    // (planner.cc, from the model's sliding_window).
+    notes.push_back(
+        "--window-size: TransformerEngine runs sliding windows with context "
+        "parallelism over an all-to-all or an all-gather only: candidates "
+        "with CP carry --cp-comm-type a2a, at CP sizes that split a TP "
+        "rank's heads");
   } else if (par.context_parallel_comm() !=
                  v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED &&
              par.context_parallel_comm() != v1::CONTEXT_PARALLEL_COMM_P2P) {

@@ -931,6 +931,20 @@ absl::Status ValidateTraining(const v1::Job& job) {
                          par.context_parallel_comm()));
     }
   }
+  // Sliding windows under context parallelism: TransformerEngine's
+  // context_parallel.py asserts cp_comm_type a2a or all_gather ("Context
+  // parallelism does not support sliding window attention with ...").
+  const v1::ContextParallelComm comm = par.context_parallel_comm();
+  if (job.model().sliding_window() && c > 1 &&
+      comm != v1::CONTEXT_PARALLEL_COMM_A2A &&
+      comm != v1::CONTEXT_PARALLEL_COMM_ALL_GATHER) {
+    return Invalid("parallel.context_parallel_comm",
+                   "sliding-window layers (model.sliding_window) under "
+                   "context parallelism run over an all-to-all or an "
+                   "all-gather only (TransformerEngine's context_parallel.py "
+                   "asserts)",
+                   v1::ContextParallelComm_Name(comm));
+  }
   if ((tr.attention_kernel() == v1::ATTENTION_KERNEL_UNFUSED ||
        tr.attention_kernel() == v1::ATTENTION_KERNEL_LOCAL) &&
       c > 1) {

@@ -566,6 +566,17 @@ INSTANTIATE_TEST_SUITE_P(
                    v1::SOFTMAX_TYPE_LEARNABLE);
                j.mutable_training()->set_flash_attention_disabled(true);
              }, "parallel.context_parallel_comm"},
+        // Sliding windows under CP: an all-to-all or an all-gather only
+        // (TE's context_parallel.py asserts; ValidJob: CP 2, p2p).
+        Rule{"WindowsUnderContextParallelNeedAnAllToAllOrGather",
+             [](v1::Job& j) { j.mutable_model()->set_sliding_window(true); },
+             "parallel.context_parallel_comm"},
+        Rule{"WindowsUnderHierarchicalContextParallel", [](v1::Job& j) {
+               j.mutable_model()->set_sliding_window(true);
+               j.mutable_parallel()->set_context_parallel_comm(
+                   v1::CONTEXT_PARALLEL_COMM_A2A_P2P);
+               j.mutable_parallel()->set_context_parallel_a2a_size(2);
+             }, "parallel.context_parallel_comm"},
         Rule{"UnknownSoftmaxType", [](v1::Job& j) {
                j.mutable_model()->set_softmax_type(
                    static_cast<v1::SoftmaxType>(7));
@@ -671,9 +682,20 @@ TEST(ValidationTest, ContextParallelExchangesThatSplitTheHeadsAreValid) {
       job.mutable_parallel()->set_context_parallel_a2a_size(2);
     }
     EXPECT_TRUE(ValidateJob(job).ok()) << v1::ContextParallelComm_Name(comm);
+    // Sliding windows run CP over an all-to-all or an all-gather.
+    v1::Job windowed = job;
+    windowed.mutable_model()->set_sliding_window(true);
+    EXPECT_EQ(ValidateJob(windowed).ok(),
+              comm == v1::CONTEXT_PARALLEL_COMM_ALL_GATHER ||
+                  comm == v1::CONTEXT_PARALLEL_COMM_A2A)
+        << v1::ContextParallelComm_Name(comm);
     job.mutable_parallel()->set_context_parallel(1);
     job.mutable_parallel()->set_tensor_parallel(8);
     EXPECT_TRUE(ValidateJob(job).ok()) << v1::ContextParallelComm_Name(comm);
+    windowed = job;
+    windowed.mutable_model()->set_sliding_window(true);
+    EXPECT_TRUE(ValidateJob(windowed).ok())  // no CP: any exchange unused
+        << v1::ContextParallelComm_Name(comm);
   }
 }
 

@@ -129,15 +129,52 @@ void SetRequestParallelOf(const v1::PlanRequest& request,
       request.distributed_optimizer_instances());
   par.set_context_parallel_comm(request.context_parallel_comm());
   par.set_context_parallel_a2a_size(request.context_parallel_a2a_size());
-  // Attention sinks run context parallelism over an all-to-all only
-  // (validation.cc): every layout with CP says so, at CP sizes that split
-  // a TP rank's heads. (Unfused attention plans no CP at all.)
+  // Attention sinks run context parallelism over an all-to-all only, and
+  // sliding windows over an all-to-all or an all-gather (validation.cc):
+  // where the request leaves Megatron's p2p, every layout with CP takes an
+  // all-to-all, at CP sizes that split a TP rank's heads (an exchange the
+  // request names and the model cannot run is refused: TemplateJob).
+  // (Unfused attention plans no CP at all.)
+  const v1::ModelConfig model = RequestModel(request);
   const v1::ContextParallelComm comm = request.context_parallel_comm();
-  if (RequestModel(request).softmax_type() != v1::SOFTMAX_TYPE_VANILLA &&
+  if ((model.softmax_type() != v1::SOFTMAX_TYPE_VANILLA ||
+       model.sliding_window()) &&
       (comm == v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED ||
        comm == v1::CONTEXT_PARALLEL_COMM_P2P)) {
     par.set_context_parallel_comm(v1::CONTEXT_PARALLEL_COMM_A2A);
   }
+}
+
+// The request's context-parallel exchange, which every layout with CP
+// runs, against what the model's attention can run it over (validation.cc
+// says the same of each job; the 1-way template cannot ask it).
+absl::Status CheckContextParallelExchange(const v1::Job& job) {
+  const v1::ContextParallelComm comm = job.parallel().context_parallel_comm();
+  const bool unfused = job.training().attention_kernel() ==
+                           v1::ATTENTION_KERNEL_UNFUSED ||
+                       job.training().attention_kernel() ==
+                           v1::ATTENTION_KERNEL_LOCAL;
+  if (unfused) return absl::OkStatus();  // no layout with CP is planned
+  if (job.model().softmax_type() != v1::SOFTMAX_TYPE_VANILLA &&
+      comm != v1::CONTEXT_PARALLEL_COMM_A2A) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "context_parallel_comm: attention sinks (model.softmax_type) run "
+        "context parallelism over an all-to-all only, and every layout "
+        "with CP would run ",
+        v1::ContextParallelComm_Name(comm),
+        ": request CONTEXT_PARALLEL_COMM_A2A, or leave it unset"));
+  }
+  if (job.model().sliding_window() &&
+      comm != v1::CONTEXT_PARALLEL_COMM_A2A &&
+      comm != v1::CONTEXT_PARALLEL_COMM_ALL_GATHER) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "context_parallel_comm: sliding-window layers (model.sliding_"
+        "window) run context parallelism over an all-to-all or an "
+        "all-gather only, and every layout with CP would run ",
+        v1::ContextParallelComm_Name(comm),
+        ": request A2A or ALL_GATHER, or leave it unset"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
@@ -153,6 +190,9 @@ absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
   SetRequestParallelOf(request, *job.mutable_parallel());
   absl::StatusOr<v1::Job> resolved = ResolveJob(job);
   if (!resolved.ok()) return resolved.status();
+  if (absl::Status s = CheckContextParallelExchange(*resolved); !s.ok()) {
+    return s;
+  }
   if (request.global_batch_size() == 0) {
     return absl::InvalidArgumentError(
         "global_batch_size: required for a plan: micro-batches per step set "

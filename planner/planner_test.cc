@@ -2208,6 +2208,51 @@ TEST(PlannerTest, AGb200PlansTensorParallelAcrossItsRack) {
   }
 }
 
+// Sliding windows run context parallelism over an all-to-all or an
+// all-gather only, attention sinks over an all-to-all (validation.cc): a
+// request that leaves Megatron's p2p plans every layout with CP over an
+// all-to-all, each a job memgate accepts; one naming an exchange the
+// attention cannot run is refused, not planned (before, gpt-oss with
+// a2a+p2p listed CP layouts `memgate check` refused).
+TEST(PlannerTest, WindowsAndSinksPlanContextParallelOverAnAllToAll) {
+  v1::PlanRequest windowed = Request("llama-3.1-8b", "h100-80gb", 64, 32768, 64);
+  windowed.mutable_model()->set_sliding_window(true);
+  windowed.set_top_k(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(windowed);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int with_cp = 0;
+  for (const v1::Candidate& c : plan->candidates()) {
+    if (c.context_parallel() == 1) continue;
+    ++with_cp;
+    EXPECT_NE(c.megatron_arguments().find("--cp-comm-type a2a"),
+              std::string::npos)
+        << c.megatron_arguments();
+    const absl::StatusOr<v1::Estimate> e =
+        EstimateJob(JobForCandidate(windowed, c));
+    EXPECT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
+  }
+  EXPECT_GT(with_cp, 0);
+  windowed.set_context_parallel_comm(v1::CONTEXT_PARALLEL_COMM_ALL_GATHER);
+  EXPECT_TRUE(PlanLayouts(windowed).ok());
+  windowed.set_context_parallel_comm(v1::CONTEXT_PARALLEL_COMM_A2A_P2P);
+  windowed.set_context_parallel_a2a_size(2);
+  const absl::StatusOr<v1::PlanResponse> hierarchical = PlanLayouts(windowed);
+  ASSERT_FALSE(hierarchical.ok());
+  EXPECT_EQ(hierarchical.status().message().rfind("context_parallel_comm: ", 0),
+            0u)
+      << hierarchical.status();
+
+  v1::PlanRequest sinks = Request("gpt-oss-20b", "h100-80gb", 64, 32768, 64);
+  sinks.mutable_training()->set_flash_attention_disabled(true);
+  sinks.set_context_parallel_comm(v1::CONTEXT_PARALLEL_COMM_ALL_GATHER);
+  const absl::StatusOr<v1::PlanResponse> gathered = PlanLayouts(sinks);
+  ASSERT_FALSE(gathered.ok());
+  EXPECT_EQ(gathered.status().message().rfind(
+                "context_parallel_comm: attention sinks", 0),
+            0u)
+      << gathered.status();
+}
+
 // A plan from a launch keeps Megatron's padding multiple, not the
 // launch's padded vocabulary: a candidate of another TP pads 128,256 at its
 // own TP (128 x 8 = 1,024: 129,024 rows), so its peak is the one `memgate
