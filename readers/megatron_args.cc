@@ -1003,18 +1003,6 @@ absl::Status FillPrecision(const Arguments& args, MegatronLaunch& launch) {
   return absl::OkStatus();
 }
 
-// Settings that TransformerEngine's FlashAttention cannot run, so that
-// under auto TE takes cuDNN's fused attention where the installed cuDNN
-// has them and its unfused attention (which keeps the s x s scores)
-// otherwise (dot_product_attention/utils.py get_attention_backend;
-// common/fused_attn/fused_attn.cpp): memgate cannot tell which, so the
-// launch must say. Megatron's --softmax-type off-by-one / learnable
-// (gpt-oss's attention sinks; cuDNN 9.13.1 on, "Filter: Softmax type"),
-// and --qk-clip / --log-max-attention-logit, which have TE return the
-// largest attention logit (transformer_engine.py return_max_logit; cuDNN
-// 9.21 on, "Filter: Return max_logit"). With context parallelism TE's
-// fused attention runs the sinks over an all-to-all only. A learnable
-// softmax's offsets, a/t a layer, are counted (ModelConfig.softmax_type).
 // --softmax-type into the model, before the attention kernel is decided:
 // TransformerEngine runs sinks in no kernel under some settings
 // (attention_backend.h).
@@ -1033,6 +1021,18 @@ absl::Status ReadSoftmaxType(const Arguments& args, MegatronLaunch& launch) {
   return absl::OkStatus();
 }
 
+// Settings that TransformerEngine's FlashAttention cannot run, so that
+// under auto TE takes cuDNN's fused attention where the installed cuDNN
+// has them and its unfused attention (which keeps the s x s scores)
+// otherwise (dot_product_attention/utils.py get_attention_backend;
+// common/fused_attn/fused_attn.cpp): memgate cannot tell which, so the
+// launch must say. Megatron's --softmax-type off-by-one / learnable
+// (gpt-oss's attention sinks; cuDNN 9.13.1 on, "Filter: Softmax type"),
+// and --qk-clip / --log-max-attention-logit, which have TE return the
+// largest attention logit (transformer_engine.py return_max_logit; cuDNN
+// 9.21 on, "Filter: Return max_logit"). With context parallelism TE's
+// fused attention runs the sinks over an all-to-all only. A learnable
+// softmax's offsets, a/t a layer, are counted (ModelConfig.softmax_type).
 absl::Status ReadFlashlessAttention(const Arguments& args,
                                     const std::string& backend,
                                     MegatronLaunch& launch, bool unfused) {
