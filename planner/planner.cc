@@ -150,29 +150,26 @@ void SetRequestParallelOf(const v1::PlanRequest& request,
 // says the same of each job; the 1-way template cannot ask it).
 absl::Status CheckContextParallelExchange(const v1::Job& job) {
   const v1::ContextParallelComm comm = job.parallel().context_parallel_comm();
-  const bool unfused = job.training().attention_kernel() ==
-                           v1::ATTENTION_KERNEL_UNFUSED ||
-                       job.training().attention_kernel() ==
-                           v1::ATTENTION_KERNEL_LOCAL;
-  if (unfused) return absl::OkStatus();  // no layout with CP is planned
-  if (job.model().softmax_type() != v1::SOFTMAX_TYPE_VANILLA &&
-      comm != v1::CONTEXT_PARALLEL_COMM_A2A) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "context_parallel_comm: attention sinks (model.softmax_type) run "
-        "context parallelism over an all-to-all only, and every layout "
-        "with CP would run ",
-        v1::ContextParallelComm_Name(comm),
-        ": request CONTEXT_PARALLEL_COMM_A2A, or leave it unset"));
+  const v1::AttentionKernel kernel = job.training().attention_kernel();
+  if (kernel == v1::ATTENTION_KERNEL_UNFUSED ||
+      kernel == v1::ATTENTION_KERNEL_LOCAL) {
+    return absl::OkStatus();  // no layout with CP is planned
   }
-  if (job.model().sliding_window() &&
-      comm != v1::CONTEXT_PARALLEL_COMM_A2A &&
-      comm != v1::CONTEXT_PARALLEL_COMM_ALL_GATHER) {
+  auto refuse = [comm](absl::string_view what, absl::string_view over) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "context_parallel_comm: sliding-window layers (model.sliding_"
-        "window) run context parallelism over an all-to-all or an "
-        "all-gather only, and every layout with CP would run ",
-        v1::ContextParallelComm_Name(comm),
-        ": request A2A or ALL_GATHER, or leave it unset"));
+        "context_parallel_comm: ", what, " run context parallelism over ",
+        over, " only, and every layout with CP would run ",
+        v1::ContextParallelComm_Name(comm), ": request ", over,
+        ", or leave it unset"));
+  };
+  const bool a2a = comm == v1::CONTEXT_PARALLEL_COMM_A2A;
+  if (job.model().softmax_type() != v1::SOFTMAX_TYPE_VANILLA && !a2a) {
+    return refuse("attention sinks (model.softmax_type)", "A2A");
+  }
+  if (job.model().sliding_window() && !a2a &&
+      comm != v1::CONTEXT_PARALLEL_COMM_ALL_GATHER) {
+    return refuse("sliding-window layers (model.sliding_window)",
+                  "A2A or ALL_GATHER");
   }
   return absl::OkStatus();
 }
