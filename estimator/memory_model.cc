@@ -1667,9 +1667,16 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     if (MtpLayerIsMoe(m)) {
       expert_params += MtpBuiltLayers(m) * RoutedExpertParameters(m, l);
     }
-    // MTP embeds the next tokens: a later stage holds its own copy of an
-    // untied embedding (a tied one is the LM head it already has).
-    if (!first && !m.tied_embeddings) params += vocab_shard;
+    // MTP embeds the next tokens with an embedding of its own on any stage
+    // but the first, tied or not: Megatron's gpt_model.py builds `embedding`
+    // where mtp_process ("we also need to maintain duplicated embedding
+    // weights in mtp process stage", language_module.py
+    // setup_embeddings_and_output_layer). Tied, the output layer off the
+    // first stage still allocates its weight (skip_weight_param_allocation
+    // is pre_process and tied) though the forward passes the embedding's
+    // (shared_embedding_or_output_weight): both are parameters, with
+    // gradients and optimizer states. Untied, the same two matrices.
+    if (!first) params += vocab_shard;
   }
 
   StageFigures f;

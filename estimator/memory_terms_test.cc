@@ -799,6 +799,34 @@ TEST(MemoryTermsTest, EachMtpLayerHoldsItsOwnFinalNorm) {
   }
 }
 
+// An MTP layer off the first stage embeds the next tokens with a copy of
+// the embedding of its own, tied or not (Megatron's gpt_model.py builds
+// `embedding` where mtp_process); tied, the last stage's output layer
+// still allocates its weight (skip_weight_param_allocation is pre_process
+// and tied): two v x h matrices either way. memgate counted one, tied.
+// On one stage a tied matrix is the embedding, the LM head and the MTP's.
+TEST(MemoryTermsTest, AnMtpStageHoldsItsOwnEmbeddingTiedOrNot) {
+  const double v_by_h = 1024.0 * 32000;
+  const double mtp_layer = 2 * 1024.0 * 1024 + 3 * 1024 + kLayerParams;
+  ModelShape untied = Small();
+  untied.mtp_layers = 1;
+  ModelShape tied = untied;
+  tied.tied_embeddings = true;
+  ModelShape tied_without_mtp = Small();
+  tied_without_mtp.tied_embeddings = true;
+  Layout two = OneGpu();
+  two.pipeline = 2;
+  const double last_tied = StageMemoryOf(tied, two, 1, 1).parameters;
+  EXPECT_DOUBLE_EQ(last_tied, StageMemoryOf(untied, two, 1, 1).parameters);
+  EXPECT_DOUBLE_EQ(
+      last_tied - StageMemoryOf(tied_without_mtp, two, 1, 1).parameters,
+      mtp_layer + v_by_h);
+  const Layout one = OneGpu();
+  EXPECT_DOUBLE_EQ(StageMemoryOf(untied, one, 0, 2).parameters -
+                       StageMemoryOf(tied, one, 0, 2).parameters,
+                   v_by_h);
+}
+
 // --mtp-use-repeated-layer: one MTP layer built, applied mtp_layers times:
 // one layer's parameters, every application's activations.
 TEST(MemoryTermsTest, ARepeatedMtpLayerHoldsOneLayersParameters) {
