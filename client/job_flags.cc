@@ -49,6 +49,7 @@ constexpr FlagForField kFlagForField[] = {
     {"parallel.expert_tensor_parallel", "--etp"},
     {"parallel.virtual_pipeline_stages", "--vp"},
     {"parallel.layers_per_stage", "--pipeline-layout"},
+    {"parallel.mtp_pipeline_rank", "--pipeline-layout"},
     {"training.recompute.method", "--recompute-method"},
     {"training.recompute.num_layers", "--recompute-layers"},
     {"training.recompute.modules", "--recompute-modules"},
@@ -578,11 +579,7 @@ absl::Status JobFlags::ApplyPipelineLayout(const std::string& text,
         p.pipeline_parallel(), " are ", layout->virtual_stages,
         " chunks a rank, --vp says ", chunks));
   }
-  p.set_virtual_pipeline_stages(layout->virtual_stages > 1
-                                    ? layout->virtual_stages
-                                    : 0);
-  p.clear_layers_per_stage();
-  for (uint32_t n : layout->layers) p.add_layers_per_stage(n);
+  memgate::ApplyPipelineLayout(*layout, p);
   return absl::OkStatus();
 }
 

@@ -437,6 +437,16 @@ TEST(JobFlagsTest, ThePipelineLayoutFlagSaysUnevenStagesByName) {
        "--pp=8", "--ep=64", "--seq=4096", "--pipeline-layout=Et|(tt|)*30mL"});
   ASSERT_TRUE(deepseek.ok()) << deepseek.status();
   EXPECT_TRUE(EstimateJob(*deepseek).ok());
+  EXPECT_FALSE(deepseek->parallel().has_mtp_pipeline_rank());
+  // Megatron's own DeepSeek-V3 example, its MTP layer standalone in rank
+  // 14's last chunk.
+  absl::StatusOr<v1::Job> standalone = Build(
+      {"--model=deepseek-v3", "--gpu=h100-80gb", "--gpus=1024", "--tp=2",
+       "--pp=16", "--ep=32", "--seq=4096",
+       "--pipeline-layout=Et*3|(tt|)*29,m|L"});
+  ASSERT_TRUE(standalone.ok()) << standalone.status();
+  EXPECT_EQ(standalone->parallel().mtp_pipeline_rank(), 14u);
+  EXPECT_TRUE(EstimateJob(*standalone).ok());
 
   auto refusal = [&](const std::vector<std::string>& args) {
     absl::StatusOr<v1::Job> job = Build(args);

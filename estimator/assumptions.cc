@@ -285,7 +285,16 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
             : "multi-latent attention: latents stored on every TP rank, "
               "down projections replicated");
   }
-  if (m.mtp_num_layers() > 0) {
+  const v1::ParallelConfig& par = job.parallel();
+  if (m.mtp_num_layers() > 0 && par.has_mtp_pipeline_rank() &&
+      par.mtp_pipeline_rank() + 1 < par.pipeline_parallel()) {
+    out.push_back(absl::StrCat(
+        m.mtp_num_layers(),
+        " multi-token-prediction layer(s) standalone in pipeline rank ",
+        par.mtp_pipeline_rank(),
+        "'s last chunk, with an embedding of their own; their logits on "
+        "the last stage"));
+  } else if (m.mtp_num_layers() > 0) {
     out.push_back(absl::StrCat(m.mtp_num_layers(),
                                " multi-token-prediction layer(s) and their "
                                "logits on the last stage"));

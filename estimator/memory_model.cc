@@ -981,19 +981,37 @@ double MtpParameters(const ModelShape& m, const Layout& l) {
   return MtpParameters(m, l, LayerParameters(m, l, MtpLayerIsMoe(m)));
 }
 
+// Standalone MTP (Layout.mtp_rank): the MTP layers sit in the last chunk
+// of a rank before the last, their heads' logits on the loss stage.
+bool MtpStandalone(const ModelShape& m, const Layout& l) {
+  return m.mtp_layers > 0 && l.mtp_rank >= 0;
+}
+
+// Does pipeline rank `stage` hold the MTP layers (in its last chunk): the
+// standalone rank, or the last beside the loss.
+bool HoldsMtp(const ModelShape& m, const Layout& l, uint32_t stage) {
+  if (m.mtp_layers <= 0) return false;
+  return MtpStandalone(m, l) ? stage == l.mtp_rank : stage + 1 >= l.pipeline;
+}
+
 // Per micro-batch, each MTP layer stores a transformer layer's activations
 // (`layer_activations`: LayerActivationsFull of the MTP layer's kind, which
 // the stage has worked out already), the projection's 2h-wide input and the
 // two norms' inputs (2 x 2sbh, split over t by sequence parallelism), and
-// its own LM head's.
+// its own LM head's. Standalone, the head's logits are the loss stage's
+// (process_mtp_loss there splits the hidden states the MTP rank
+// concatenated, multi_token_prediction.py): the MTP rank keeps the layer's
+// own final norm's input (2sbh) instead.
 double MtpActivations(const ModelShape& m, const Layout& l,
                       double layer_activations) {
   if (m.mtp_layers <= 0) return 0;
+  const double split = l.sequence_parallel ? l.tensor : 1;
   const double sbh = LocalTokens(l) * m.hidden;
-  const double inputs = 8 * ActivationElementScale(l) * sbh /
-                        (l.sequence_parallel ? l.tensor : 1);
-  return m.mtp_layers *
-         (layer_activations + inputs + HeadActivations(m, l));
+  const double inputs = 8 * ActivationElementScale(l) * sbh / split;
+  const double head =
+      MtpStandalone(m, l) ? 2 * ActivationElementScale(l) * sbh / split
+                          : HeadActivations(m, l);
+  return m.mtp_layers * (layer_activations + inputs + head);
 }
 
 }  // namespace
@@ -1198,6 +1216,10 @@ Layout LayoutOf(const v1::Job& job) {
   l.optimizer_instances = std::max(1u, par.distributed_optimizer_instances());
   l.cp_comm = par.context_parallel_comm();
   l.cp_a2a_size = std::max(1u, par.context_parallel_a2a_size());
+  if (par.has_mtp_pipeline_rank() &&
+      par.mtp_pipeline_rank() + 1 < par.pipeline_parallel()) {
+    l.mtp_rank = par.mtp_pipeline_rank();
+  }
   l.precision = train.precision();
   l.optimizer = train.optimizer() == v1::OPTIMIZER_SGD ? v1::OPTIMIZER_SGD
                                                        : v1::OPTIMIZER_ADAM;
@@ -1553,12 +1575,12 @@ void StageActivationsOfLanes(LayerCache* const lanes[], uint32_t stage,
     }
   }
   const bool last = stage + 1 >= l.pipeline;
+  const bool mtp_here = HoldsMtp(m, l, stage);
   const double head = last ? HeadActivations(m, l) : 0;
-  const bool has_layers = mix.dense + mix.moe > 0 || (last && m.mtp_layers > 0);
+  const bool has_layers = mix.dense + mix.moe > 0 || mtp_here;
   const double cp_gather =
       has_layers ? ContextParallelGatherWorkingSet(m, l) : 0;
-  const bool dispatches =
-      mix.moe > 0 || (last && m.mtp_layers > 0 && MtpLayerIsMoe(m));
+  const bool dispatches = mix.moe > 0 || (mtp_here && MtpLayerIsMoe(m));
   const double embedding =
       stage == 0 ? EmbeddingActivations(m, l, in_flight_of.Of(0)) : 0;
   const double head_and_loss =
@@ -1607,13 +1629,15 @@ void StageActivationsOfLanes(LayerCache* const lanes[], uint32_t stage,
         a += data_chunk_mask(last_chunk);
       }
     }
-    if (last) {
-      a += head_and_loss;
-      // The MTP block sits in the last chunk of the last rank.
-      a += in_flight_of.Of(l.virtual_stages - 1) *
-           (m.mtp_layers > 0
-                ? MtpActivations(m, lk, layers.Kind(MtpLayerIsMoe(m)).full)
-                : 0);
+    if (last) a += head_and_loss;
+    // The MTP block sits in the last chunk of its rank: the last, or the
+    // standalone one, whose heads the loss stage computes.
+    if (mtp_here) {
+      a += in_flight_of.Of(last_chunk) *
+           MtpActivations(m, lk, layers.Kind(MtpLayerIsMoe(m)).full);
+    }
+    if (last && MtpStandalone(m, lk)) {
+      a += in_flight_of.Of(last_chunk) * m.mtp_layers * head;
     }
   }
 }
@@ -1640,6 +1664,7 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
   const Layout& l = base.l;
   const bool first = stage == 0;
   const bool last = stage + 1 >= l.pipeline;
+  const bool mtp_here = HoldsMtp(m, l, stage);
   const double vocab_shard = m.hidden * VocabRows(m, l.tensor) / l.tensor;
   const double stage_layers = mix.total();
 
@@ -1661,7 +1686,7 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
   if (first) params += vocab_shard + m.learned_positions * m.hidden;
   if (last) params += NormParameters(m);
   if (last && !(first && m.tied_embeddings)) params += vocab_shard;
-  if (last && m.mtp_layers > 0) {
+  if (mtp_here) {
     params +=
         MtpParameters(m, l, base.Parameters(MtpLayerIsMoe(m)).parameters);
     if (MtpLayerIsMoe(m)) {
@@ -1676,7 +1701,9 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     // is pre_process and tied) though the forward passes the embedding's
     // (shared_embedding_or_output_weight): both are parameters, with
     // gradients and optimizer states. Untied, the same two matrices.
-    if (!first) params += vocab_shard;
+    // Standalone, the MTP chunk is a model chunk of its own: its copy even
+    // on the first rank.
+    if (!first || MtpStandalone(m, l)) params += vocab_shard;
   }
 
   StageFigures f;
@@ -1706,7 +1733,7 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     double linear =
         mix.dense > 0 ? mix.dense * LinearWeightParameters(m, l, false) : 0;
     if (mix.moe > 0) linear += mix.moe * LinearWeightParameters(m, l, true);
-    if (last && m.mtp_layers > 0) {
+    if (mtp_here) {
       // Each MTP layer built: its transformer layer and its h x 2h
       // projection.
       linear += MtpBuiltLayers(m) *
@@ -1747,7 +1774,7 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
   // (dot_product_attention.py: get_global_memory_buffer().get_tensor(...,
   // query.dtype, "mpu")), allocated by a rank's first attention layer and
   // kept for the run.
-  const bool has_attention = mix.total() > 0 || (last && m.mtp_layers > 0);
+  const bool has_attention = mix.total() > 0 || mtp_here;
   if (l.unfused_attention && has_attention &&
       UnfusedAttentionKeeps(m, l).scores_buffer) {
     f.score_buffer_bytes =
@@ -1766,8 +1793,7 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
   }
   // DeepEP allocates its buffers at a rank's first dispatch: on the GPUs
   // of stages that hold an MoE layer (the MTP layer included).
-  const bool dispatches = mix.moe > 0 || (last && m.mtp_layers > 0 &&
-                                          MtpLayerIsMoe(m));
+  const bool dispatches = mix.moe > 0 || (mtp_here && MtpLayerIsMoe(m));
   if (l.deepep_dispatcher && dispatches) {
     f.buffer_bytes = DeepEpBufferBytes(
         m.hidden, 2 * ActivationElementScale(l),

@@ -125,6 +125,10 @@ struct Layout {
   // (ContextParallelKeepsOutputTwice, ContextParallelGatherWorkingSet).
   v1::ContextParallelComm cp_comm = v1::CONTEXT_PARALLEL_COMM_P2P;
   double cp_a2a_size = 1;
+  // Standalone MTP (ParallelConfig.mtp_pipeline_rank): the pipeline rank
+  // before the last whose last chunk holds the MTP layers; -1: they sit
+  // beside the loss on the last rank (HoldsMtp).
+  double mtp_rank = -1;
   v1::Precision precision = v1::PRECISION_BF16_FP32_GRADS;
   v1::Optimizer optimizer = v1::OPTIMIZER_ADAM;
   double sgd_momentum = 0.9;

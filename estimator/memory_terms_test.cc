@@ -827,6 +827,45 @@ TEST(MemoryTermsTest, AnMtpStageHoldsItsOwnEmbeddingTiedOrNot) {
                    v_by_h);
 }
 
+// Standalone MTP (Layout.mtp_rank; Megatron's "Et*3|(tt|)*29,m|L"): the
+// MTP rank holds the layer, its projection and norms and an embedding of
+// its own, and stores per micro-batch in flight the layer's activations,
+// the projection's and the two norms' inputs (8 sbh) and its final norm's
+// input (2 sbh); the loss stage holds the head's logits, one more LM
+// head's activations a micro-batch (multi_token_prediction.py
+// process_mtp_loss). Beside the loss the last stage holds all of it.
+TEST(MemoryTermsTest, StandaloneMtpLeavesItsHeadToTheLossStage) {
+  const double v_by_h = 1024.0 * 32000;
+  const double mtp_layer = 2 * 1024.0 * 1024 + 3 * 1024 + kLayerParams;
+  ModelShape m = Small();
+  m.mtp_layers = 1;
+  const ModelShape plain = Small();
+  Layout l = OneGpu();
+  l.pipeline = 3;
+  l.mtp_rank = 1;  // rank 1: two layers and the MTP; rank 2: the loss
+  const StageFigures rank = StageMemoryOf(m, l, 1, 2);
+  const StageFigures rank_plain = StageMemoryOf(plain, l, 1, 2);
+  EXPECT_DOUBLE_EQ(rank.parameters - rank_plain.parameters,
+                   mtp_layer + v_by_h);
+  // Rank 1 of 3 holds two micro-batches in flight.
+  EXPECT_DOUBLE_EQ(rank.activation_bytes - rank_plain.activation_bytes,
+                   2 * (kLayerBf16 + 8 * kSbh + 2 * kSbh));
+  const StageFigures loss = StageMemoryOf(m, l, 2, 0);
+  const StageFigures loss_plain = StageMemoryOf(plain, l, 2, 0);
+  EXPECT_DOUBLE_EQ(loss.parameters, loss_plain.parameters);
+  EXPECT_DOUBLE_EQ(loss.activation_bytes - loss_plain.activation_bytes,
+                   kHeadBf16);
+  // Beside the loss: rank 1 as without MTP, the last rank all of it.
+  l.mtp_rank = -1;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 1, 2).activation_bytes,
+                   rank_plain.activation_bytes);
+  const StageFigures last = StageMemoryOf(m, l, 2, 0);
+  EXPECT_DOUBLE_EQ(last.parameters - loss_plain.parameters,
+                   mtp_layer + v_by_h);
+  EXPECT_DOUBLE_EQ(last.activation_bytes - loss_plain.activation_bytes,
+                   kLayerBf16 + 8 * kSbh + kHeadBf16);
+}
+
 // --mtp-use-repeated-layer: one MTP layer built, applied mtp_layers times:
 // one layer's parameters, every application's activations.
 TEST(MemoryTermsTest, ARepeatedMtpLayerHoldsOneLayersParameters) {

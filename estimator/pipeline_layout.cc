@@ -137,6 +137,9 @@ absl::StatusOr<PipelineLayout> ParsePipelineLayout(absl::string_view text,
         ++losses;
         break;
       case 'm':
+        if (mtps > 0 && mtp_stage + 1 != layout.layers.size()) {
+          return Bad("the MTP layers ('m') must all be in one stage");
+        }
         ++mtps;
         mtp_stage = layout.layers.size() - 1;
         break;
@@ -156,12 +159,6 @@ absl::StatusOr<PipelineLayout> ParsePipelineLayout(absl::string_view text,
     return Bad(absl::StrCat("has ", mtps, " MTP layers ('m'); "
                             "--mtp-num-layers is ", mtp_layers));
   }
-  // Megatron allows the MTP layers in the last chunk of any rank but the
-  // first ("standalone"); memgate models them beside the loss.
-  if (mtps > 0 && mtp_stage + 1 != layout.layers.size()) {
-    return Bad("MTP layers ('m') outside the last stage (standalone MTP on "
-               "another rank) are not modelled: put them beside 'L'");
-  }
   if (pipeline == 0 || layout.layers.size() % pipeline != 0) {
     return Bad(absl::StrCat(layout.layers.size(), " stages do not divide "
                             "over --pipeline-model-parallel-size ",
@@ -169,7 +166,36 @@ absl::StatusOr<PipelineLayout> ParsePipelineLayout(absl::string_view text,
   }
   layout.virtual_stages =
       static_cast<uint32_t>(layout.layers.size() / pipeline);
+  // Megatron puts the MTP layers in the last chunk of a rank
+  // (pipeline_parallel_layer_layout.py validate_layer_layout); off the
+  // last rank they are "standalone", their logits the loss stage's.
+  if (mtps > 0 && mtp_stage + 1 != layout.layers.size()) {
+    if (mtp_stage / pipeline + 1 != layout.virtual_stages) {
+      return Bad(absl::StrCat(
+          "the MTP layers ('m') are in stage ", mtp_stage,
+          ", chunk ", mtp_stage / pipeline, " of rank ", mtp_stage % pipeline,
+          ": Megatron needs them in a rank's last chunk (",
+          layout.virtual_stages - 1, ")"));
+    }
+    layout.mtp_pipeline_rank = static_cast<uint32_t>(mtp_stage % pipeline);
+  }
   return layout;
+}
+
+void ApplyPipelineLayout(const PipelineLayout& layout,
+                         v1::ParallelConfig& parallel) {
+  parallel.clear_layers_per_stage();
+  for (uint32_t n : layout.layers) parallel.add_layers_per_stage(n);
+  if (layout.virtual_stages > 1) {
+    parallel.set_virtual_pipeline_stages(layout.virtual_stages);
+  } else {
+    parallel.clear_virtual_pipeline_stages();
+  }
+  if (layout.mtp_pipeline_rank.has_value()) {
+    parallel.set_mtp_pipeline_rank(*layout.mtp_pipeline_rank);
+  } else {
+    parallel.clear_mtp_pipeline_rank();
+  }
 }
 
 }  // namespace memgate

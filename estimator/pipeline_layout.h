@@ -9,10 +9,12 @@
 // pipeline rank k % p, so the layout also fixes the virtual stages, v.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "proto/memgate.pb.h"
 
 namespace memgate {
 
@@ -25,18 +27,28 @@ struct PipelineLayout {
   uint32_t virtual_stages = 1;  // v = stages / p
   // Transformer layers of each of the p * v stages, in the layout's order.
   std::vector<uint32_t> layers;
+  // Standalone MTP: the pipeline rank, before the last, whose last chunk
+  // holds the 'm's (ParallelConfig.mtp_pipeline_rank); none beside 'L'.
+  std::optional<uint32_t> mtp_pipeline_rank;
 };
 
 // Errors name --pipeline-model-parallel-layout and the rule: the stage
 // count must be a multiple of `pipeline`, 'E' must open and 'L' close the
 // layout (once each), the 't's must number `num_layers` and the 'm's
-// (multi-token prediction layers) `mtp_layers`, after every 't'. 'm' is
-// modelled in the last stage, beside 'L' (where memgate counts the MTP
-// layers); elsewhere (Megatron's "standalone" MTP) it is refused.
+// (multi-token prediction layers) `mtp_layers`, after every 't', all in
+// one stage, the last chunk of its rank (Megatron asserts both): beside
+// 'L', or on a rank before the last (Megatron's "standalone" MTP).
 absl::StatusOr<PipelineLayout> ParsePipelineLayout(absl::string_view text,
                                                    uint32_t pipeline,
                                                    uint32_t num_layers,
                                                    uint32_t mtp_layers = 0);
+
+// Writes `layout` into a job's parallel settings: its stages' layers
+// (layers_per_stage), its chunks a rank (virtual_pipeline_stages, cleared
+// for one) and where its MTP layers sit (mtp_pipeline_rank, cleared
+// beside the loss). The pipeline size is the caller's.
+void ApplyPipelineLayout(const PipelineLayout& layout,
+                         v1::ParallelConfig& parallel);
 
 }  // namespace memgate
 

@@ -49,6 +49,44 @@ TEST(PipelineLayoutTest, ReadsTheMtpLayerBesideTheLoss) {
   EXPECT_EQ(planned->layers, l->layers);
 }
 
+// Megatron's documented DeepSeek-V3 layout (docs/user-guide/features/
+// pipeline_parallel_layout.md): "Et*3|(tt|)*29,m|L" over PP 16 is 32
+// stages, v = 2, the MTP layer alone in stage 30, rank 14's last chunk
+// ("standalone", pipeline_parallel_layer_layout.py), the loss in stage 31.
+// Written into a job, it says so; a layout with 'm' beside 'L' clears it.
+TEST(PipelineLayoutTest, ReadsStandaloneMtpOnARankBeforeTheLast) {
+  absl::StatusOr<PipelineLayout> l =
+      ParsePipelineLayout("Et*3|(tt|)*29,m|L", 16, 61, 1);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->virtual_stages, 2u);
+  ASSERT_EQ(l->layers.size(), 32u);
+  EXPECT_EQ(l->layers[29], 2u);
+  EXPECT_EQ(l->layers[30], 0u);
+  EXPECT_EQ(l->layers[31], 0u);
+  ASSERT_TRUE(l->mtp_pipeline_rank.has_value());
+  EXPECT_EQ(*l->mtp_pipeline_rank, 14u);
+  v1::ParallelConfig parallel;
+  ApplyPipelineLayout(*l, parallel);
+  EXPECT_EQ(parallel.mtp_pipeline_rank(), 14u);
+  EXPECT_EQ(parallel.virtual_pipeline_stages(), 2u);
+  EXPECT_EQ(parallel.layers_per_stage_size(), 32);
+
+  absl::StatusOr<PipelineLayout> beside =
+      ParsePipelineLayout("Et|(tt|)*30mL", 8, 61, 1);
+  ASSERT_TRUE(beside.ok()) << beside.status();
+  EXPECT_FALSE(beside->mtp_pipeline_rank.has_value());
+  ApplyPipelineLayout(*beside, parallel);
+  EXPECT_FALSE(parallel.has_mtp_pipeline_rank());
+  EXPECT_EQ(parallel.virtual_pipeline_stages(), 4u);
+  // One rank of its own, unchunked: "Et|t|m|L" over PP 4.
+  absl::StatusOr<PipelineLayout> alone =
+      ParsePipelineLayout("Et|t|m|L", 4, 2, 1);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_EQ(alone->mtp_pipeline_rank, 2u);
+  ApplyPipelineLayout(*alone, parallel);
+  EXPECT_EQ(parallel.virtual_pipeline_stages(), 0u);
+}
+
 // 8 stages over PP 4: v = 2, chunk j of rank r is entry j * 4 + r.
 TEST(PipelineLayoutTest, StagesBeyondPipelineSizeAreVirtualStages) {
   absl::StatusOr<PipelineLayout> l =
@@ -68,9 +106,13 @@ TEST(PipelineLayoutTest, BreakingMegatronsRulesIsNamed) {
             std::string::npos);
   EXPECT_NE(Error("Et|t|tL", 2, 3).find("3 stages do not divide"),
             std::string::npos);
-  // MTP layers: as many as --mtp-num-layers, after every 't', and (what
-  // memgate models) in the last stage.
-  EXPECT_NE(Error("Et|tm|L", 3, 2, 1).find("outside the last stage"),
+  // MTP layers: as many as --mtp-num-layers, after every 't', in one
+  // stage, the last chunk of its rank (rank 1's first of two here).
+  EXPECT_NE(Error("Et|tm|mL", 3, 2, 2).find("must all be in one stage"),
+            std::string::npos);
+  EXPECT_NE(Error("Et|tm||L", 2, 2, 1).find("stage 1, chunk 0 of rank 1: "
+                                            "Megatron needs them in a "
+                                            "rank's last chunk (1)"),
             std::string::npos);
   EXPECT_NE(Error("Et|tmL", 2, 2, 2).find("has 1 MTP layers ('m'); "
                                           "--mtp-num-layers is 2"),

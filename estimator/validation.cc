@@ -362,6 +362,53 @@ absl::Status ValidateStages(const v1::Job& job) {
   return absl::OkStatus();
 }
 
+// Standalone MTP (ParallelConfig.mtp_pipeline_rank): Megatron's layout
+// rules (pipeline_parallel_layer_layout.py validate_layer_layout) on the
+// stages as listed: every transformer layer before the MTP layers, which
+// sit in the last chunk of their rank. After ValidateStages.
+absl::Status ValidateMtpPlacement(const v1::Job& job) {
+  const v1::ParallelConfig& par = job.parallel();
+  if (!par.has_mtp_pipeline_rank()) return absl::OkStatus();
+  const char* field = "parallel.mtp_pipeline_rank";
+  const uint32_t rank = par.mtp_pipeline_rank();
+  const std::string given = absl::StrCat(rank);
+  if (job.model().mtp_num_layers() == 0) {
+    return Invalid(field, "needs model.mtp_num_layers", given);
+  }
+  const uint32_t p = par.pipeline_parallel();
+  if (rank >= p) {
+    return Invalid(field,
+                   absl::StrCat("must be below parallel.pipeline_parallel = ",
+                                p),
+                   given);
+  }
+  if (rank + 1 == p) return absl::OkStatus();  // beside the loss
+  if (par.layers_per_stage().empty()) {
+    return Invalid(field,
+                   "off the last rank needs parallel.layers_per_stage, "
+                   "with no transformer layer after the MTP layers' stage",
+                   absl::StrCat(given, ", even stages"));
+  }
+  // The MTP stage is chunk v - 1 of `rank`: entry (v - 1) p + rank.
+  const uint64_t v = std::max(1u, par.virtual_pipeline_stages());
+  const uint64_t mtp_stage = (v - 1) * p + rank;
+  for (uint64_t k = mtp_stage + 1;
+       k < static_cast<uint64_t>(par.layers_per_stage_size()); ++k) {
+    if (par.layers_per_stage(static_cast<int>(k)) > 0) {
+      return Invalid(field,
+                     absl::StrCat("puts the MTP layers in stage ", mtp_stage,
+                                  " (rank ", rank, "'s last chunk), before "
+                                  "stage ", k, "'s transformer layers; "
+                                  "Megatron needs every transformer layer "
+                                  "first"),
+                     absl::StrCat(given, ", parallel.layers_per_stage[", k,
+                                  "] = ",
+                                  par.layers_per_stage(static_cast<int>(k))));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Megatron's partial distributed optimizer (memory_model.cc [DO]): its
 // rules, which parallel_state.py and the DDP wrapper assert.
 absl::Status ValidateOptimizerInstances(const v1::Job& job, uint64_t d) {
@@ -549,6 +596,7 @@ absl::Status ValidateParallel(const v1::Job& job) {
                    absl::StrCat(par.data_parallel()));
   }
   MEMGATE_RETURN_IF_ERROR(ValidateStages(job));
+  MEMGATE_RETURN_IF_ERROR(ValidateMtpPlacement(job));
   MEMGATE_RETURN_IF_ERROR(ValidateExperts(job));
   MEMGATE_RETURN_IF_ERROR(ValidateOptimizerInstances(job, d));
   MEMGATE_RETURN_IF_ERROR(RequireMultiple("model.num_attention_heads",

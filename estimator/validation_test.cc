@@ -732,6 +732,41 @@ TEST(ValidationTest, Fp8WithExpertsLatentAttentionAndMtpIsModelled) {
   EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
 }
 
+// Standalone MTP (parallel.mtp_pipeline_rank) under Megatron's layout
+// rules (pipeline_parallel_layer_layout.py): MTP layers to place, on a
+// rank of the pipeline, after every transformer layer; the last rank is
+// beside the loss, where any split is valid.
+TEST(ValidationTest, StandaloneMtpFollowsMegatronsLayoutRules) {
+  v1::Job job = ValidJob();  // 32 layers over PP 2
+  v1::ParallelConfig& par = *job.mutable_parallel();
+  par.set_mtp_pipeline_rank(0);
+  EXPECT_EQ(ValidateJob(job).message(),
+            "parallel.mtp_pipeline_rank: needs model.mtp_num_layers (got 0)");
+  job.mutable_model()->set_mtp_num_layers(1);
+  EXPECT_EQ(ValidateJob(job).message(),
+            "parallel.mtp_pipeline_rank: off the last rank needs "
+            "parallel.layers_per_stage, with no transformer layer after the "
+            "MTP layers' stage (got 0, even stages)");
+  par.add_layers_per_stage(16);
+  par.add_layers_per_stage(16);
+  EXPECT_EQ(ValidateJob(job).message(),
+            "parallel.mtp_pipeline_rank: puts the MTP layers in stage 0 "
+            "(rank 0's last chunk), before stage 1's transformer layers; "
+            "Megatron needs every transformer layer first (got 0, "
+            "parallel.layers_per_stage[1] = 16)");
+  par.set_layers_per_stage(0, 32);
+  par.set_layers_per_stage(1, 0);
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+  par.set_mtp_pipeline_rank(2);
+  EXPECT_EQ(ValidateJob(job).message(),
+            "parallel.mtp_pipeline_rank: must be below "
+            "parallel.pipeline_parallel = 2 (got 2)");
+  par.set_mtp_pipeline_rank(1);
+  par.set_layers_per_stage(0, 16);
+  par.set_layers_per_stage(1, 16);
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+}
+
 // An allocated vocabulary must split over TP; a tokenizer's, with
 // Megatron's multiple, is padded to one.
 // MTP layers with uniform recomputation: groups of one layer, or any

@@ -1488,9 +1488,7 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
     absl::StatusOr<PipelineLayout> layout =
         ParsePipelineLayout(c.pipeline_layout(), c.pipeline_parallel(),
                             model.num_layers(), model.mtp_num_layers());
-    if (layout.ok()) {
-      for (uint32_t n : layout->layers) par.add_layers_per_stage(n);
-    }
+    if (layout.ok()) ApplyPipelineLayout(*layout, par);
   } else if (c.first_stage_layers() > 0) {
     for (uint32_t n :
          UnevenChunkLayers(c, model.num_layers(), model.mtp_num_layers())) {

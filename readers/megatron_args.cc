@@ -587,10 +587,7 @@ absl::Status FillLayout(const Arguments& args, MegatronLaunch& launch) {
   absl::StatusOr<PipelineLayout> layout = ParsePipelineLayout(
       text, p.pipeline_parallel(), launch.job.model().num_layers(), mtp);
   if (!layout.ok()) return layout.status();
-  if (layout->virtual_stages > 1) {
-    p.set_virtual_pipeline_stages(layout->virtual_stages);
-  }
-  for (uint32_t n : layout->layers) p.add_layers_per_stage(n);
+  ApplyPipelineLayout(*layout, p);
   return absl::OkStatus();
 }
 

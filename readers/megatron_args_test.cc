@@ -3204,6 +3204,57 @@ std::string DeepSeekV3(const std::vector<std::string>& parts) {
   return testing::RecipeLaunch("deepseek_v3_h100", parts);
 }
 
+// Megatron's standalone MTP: the recipe's layout with its MTP layer moved
+// from the loss's stage into rank 6's last chunk ("Et|(tt|)*29,ttm|L":
+// the same transformer layers a stage; pipeline_parallel_layer_layout.py
+// allows it, docs/user-guide/features/pipeline_parallel_layout.md shows
+// DeepSeek-V3 so). It was refused; now rank 6 holds the MTP layer and an
+// embedding of its own, which rank 7 no longer holds.
+TEST(MegatronArgsTest, ReadsAStandaloneMtpLayout) {
+  const std::string beside_line = DeepSeekV3({"base"});
+  const std::string beside_layout = "Et|(tt|)*30mL";
+  ASSERT_NE(beside_line.find(beside_layout), std::string::npos);
+  std::string standalone_line = beside_line;
+  standalone_line.replace(standalone_line.find(beside_layout),
+                          beside_layout.size(), "Et|(tt|)*29,ttm|L");
+  absl::StatusOr<MegatronLaunch> beside =
+      ParseMegatronLaunch(Words(beside_line), nullptr);
+  absl::StatusOr<MegatronLaunch> standalone =
+      ParseMegatronLaunch(Words(standalone_line), nullptr);
+  ASSERT_TRUE(beside.ok()) << beside.status();
+  ASSERT_TRUE(standalone.ok()) << standalone.status();
+  EXPECT_FALSE(beside->job.parallel().has_mtp_pipeline_rank());
+  EXPECT_EQ(standalone->job.parallel().mtp_pipeline_rank(), 6u);
+  EXPECT_EQ(standalone->job.parallel().layers_per_stage().size(), 32);
+  for (int k = 0; k < 32; ++k) {
+    EXPECT_EQ(standalone->job.parallel().layers_per_stage(k),
+              beside->job.parallel().layers_per_stage(k))
+        << k;
+  }
+  v1::Job beside_job = beside->job, standalone_job = standalone->job;
+  beside_job.mutable_accelerator()->set_name("h100-80gb");
+  standalone_job.mutable_accelerator()->set_name("h100-80gb");
+  const absl::StatusOr<v1::Estimate> b = EstimateJob(beside_job);
+  const absl::StatusOr<v1::Estimate> s = EstimateJob(standalone_job);
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_TRUE(s.ok()) << s.status();
+  const double moved =
+      s->stages(6).parameters() - b->stages(6).parameters();
+  EXPECT_GT(moved, 0);
+  EXPECT_DOUBLE_EQ(b->stages(7).parameters() - s->stages(7).parameters(),
+                   moved);
+  for (int k : {0, 5}) {
+    EXPECT_DOUBLE_EQ(s->stages(k).total_bytes(), b->stages(k).total_bytes())
+        << k;
+  }
+  bool said = false;
+  for (const std::string& a : s->assumptions()) {
+    said = said || a.find("standalone in pipeline rank 6") !=
+                       std::string::npos;
+  }
+  EXPECT_TRUE(said);
+}
+
 // FP8 with experts and MLA and an MTP layer in the pipeline layout were
 // refused; the recipe now reads as it runs, and its fp8 saves memory.
 TEST(MegatronArgsTest, ReadsTheDeepSeekV3RecipeWithItsFp8AndMtpLayout) {

@@ -234,10 +234,13 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "the warm-up forwards (N > p holds more); p <= N <= m and m % N 0 "
        "or at least p, as Megatron's schedules.py raises otherwise; no "
        "effect without interleaving"},
-      {"pipeline-model-parallel-layout", true, P, "off",
+      {"pipeline-model-parallel-layout", true, M, "off",
        "the layers of every (virtual) stage, e.g. Et|(tt|)*30mL: uneven "
        "interleaved chunks; 'm' (MTP layers, --mtp-num-layers of them) "
-       "beside 'L' on the last stage; an MTP stage of its own refused"},
+       "beside 'L' on the last stage, or standalone in the last chunk of "
+       "a rank before it (Et*3|(tt|)*29,m|L): that rank holds the MTP "
+       "layers and an embedding of their own, the loss stage their "
+       "logits"},
       {"account-for-embedding-in-pipeline-split", false, M, "off",
        "the embedding counts as a layer: (L + 1 [+ 1]) / (p x v) a "
        "(virtual) stage, rank 0's first one transformer layer fewer"},

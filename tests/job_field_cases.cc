@@ -293,6 +293,15 @@ std::vector<FieldCase> JobFieldCases() {
          P(j).add_layers_per_stage(5);
        },
        chg},
+      // Standalone MTP: all 8 layers and the MTP layer on rank 0, the
+      // loss alone on rank 1 (a layout "Et*8m|L").
+      {"parallel.mtp_pipeline_rank", DenseJob,
+       [](v1::Job& j) {
+         M(j).set_mtp_num_layers(1);
+         P(j).add_layers_per_stage(8);
+         P(j).add_layers_per_stage(0);
+       },
+       [](v1::Job& j) { P(j).set_mtp_pipeline_rank(0); }, chg},
       {"parallel.virtual_pipeline_stages", DenseJob, Nothing,
        [](v1::Job& j) { P(j).set_virtual_pipeline_stages(2); }, chg},
       {"parallel.microbatch_group_size", DenseJob,
