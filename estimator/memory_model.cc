@@ -998,8 +998,10 @@ bool HoldsMtp(const ModelShape& m, const Layout& l, uint32_t stage) {
 // (`layer_activations`: LayerActivationsFull of the MTP layer's kind, which
 // the stage has worked out already), the projection's 2h-wide input and the
 // two norms' inputs (2 x 2sbh, split over t by sequence parallelism), and
-// its own LM head's. Standalone, the head's logits are the loss stage's
-// (process_mtp_loss there splits the hidden states the MTP rank
+// its own LM head's; with hidden dropout, the 1-byte mask of the
+// embedding it runs (LanguageModelEmbedding's embedding_dropout, as
+// EmbeddingActivations). Standalone, the head's logits are the loss
+// stage's (process_mtp_loss there splits the hidden states the MTP rank
 // concatenated, multi_token_prediction.py): the MTP rank keeps the layer's
 // own final norm's input (2sbh) instead.
 double MtpActivations(const ModelShape& m, const Layout& l,
@@ -1007,7 +1009,9 @@ double MtpActivations(const ModelShape& m, const Layout& l,
   if (m.mtp_layers <= 0) return 0;
   const double split = l.sequence_parallel ? l.tensor : 1;
   const double sbh = LocalTokens(l) * m.hidden;
-  const double inputs = 8 * ActivationElementScale(l) * sbh / split;
+  const double inputs =
+      (8 * ActivationElementScale(l) + (l.hidden_dropout > 0 ? 1 : 0)) *
+      sbh / split;
   const double head =
       MtpStandalone(m, l) ? 2 * ActivationElementScale(l) * sbh / split
                           : HeadActivations(m, l);

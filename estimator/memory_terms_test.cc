@@ -866,6 +866,22 @@ TEST(MemoryTermsTest, StandaloneMtpLeavesItsHeadToTheLossStage) {
                    kLayerBf16 + 8 * kSbh + kHeadBf16);
 }
 
+// With hidden dropout an MTP layer keeps its transformer layer's two
+// 1-byte masks (2 sbh) and the mask of the embedding it runs
+// (LanguageModelEmbedding's embedding_dropout: sbh), once more than
+// without dropout.
+TEST(MemoryTermsTest, AnMtpLayerKeepsItsEmbeddingsDropoutMask) {
+  auto mtp_share = [](double dropout) {
+    ModelShape m = Small();
+    Layout l = OneGpu();
+    l.hidden_dropout = dropout;
+    const double without = Activations(m, l);
+    m.mtp_layers = 1;
+    return Activations(m, l) - without;
+  };
+  EXPECT_DOUBLE_EQ(mtp_share(0.1) - mtp_share(0), 3 * kSbh);
+}
+
 // --mtp-use-repeated-layer: one MTP layer built, applied mtp_layers times:
 // one layer's parameters, every application's activations.
 TEST(MemoryTermsTest, ARepeatedMtpLayerHoldsOneLayersParameters) {
