@@ -1632,6 +1632,13 @@ void StageActivationsOfLanes(LayerCache* const lanes[], uint32_t stage,
       if (last && (stage != 0 || last_chunk > 0)) {
         a += data_chunk_mask(last_chunk);
       }
+      // A standalone MTP chunk reads the batch too (pretrain_gpt.py
+      // get_batch: mtp_on_this_rank; utils.py get_batch_on_this_tp_rank
+      // broadcasts it the attention mask).
+      if (mtp_here && MtpStandalone(m, lk) &&
+          (stage != 0 || last_chunk > 0)) {
+        a += data_chunk_mask(last_chunk);
+      }
     }
     if (last) a += head_and_loss;
     // The MTP block sits in the last chunk of its rank: the last, or the

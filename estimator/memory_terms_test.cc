@@ -548,9 +548,21 @@ TEST(MemoryTermsTest, DataloaderMaskOnTheStagesThatReadData) {
                    2 * kLayerBf16 + 2 * kEmbeddingBf16 + mask);
   EXPECT_DOUBLE_EQ(Activations(Small(), l, 1, 1),
                    kLayerBf16 + kHeadBf16 + mask);
-  // A stage in the middle does not.
+  // A stage in the middle does not, unless it holds standalone MTP
+  // layers (pretrain_gpt.py get_batch: mtp_on_this_rank).
   l.pipeline = 3;
   EXPECT_DOUBLE_EQ(Activations(Small(), l, 1, 1), 2 * kLayerBf16);
+  ModelShape mtp = Small();
+  mtp.mtp_layers = 1;
+  const double without_mask = [&] {
+    Layout no_mask = l;
+    no_mask.dataloader_mask = false;
+    no_mask.mtp_rank = 1;
+    return Activations(mtp, no_mask, 1, 1);
+  }();
+  l.mtp_rank = 1;
+  EXPECT_DOUBLE_EQ(Activations(mtp, l, 1, 1), without_mask + mask);
+  l.mtp_rank = -1;
   // Selective recomputation of core attention checkpoints with the mask:
   // stage 0 of 2 keeps both micro-batches' masks.
   l.pipeline = 2;
