@@ -1802,6 +1802,17 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     f.embedding_gradient_bytes = EmbeddingGradientBytes(
         m, l, last ? f.activation_bytes : freed_before_embedding_gradient);
   }
+  if (mtp_here && MtpStandalone(m, l)) {
+    // [EG] A standalone MTP chunk's embedding makes its dense gradient
+    // after the MTP layers' backward freed one micro-batch's activations;
+    // no loss's logits were freed before it on this rank (beside the loss
+    // they outweigh it: EmbeddingGradientBytes). The larger of the two on
+    // a first rank that holds both.
+    const double freed = MtpActivations(
+        m, l, base.Kind(MtpLayerIsMoe(m)).full);
+    f.embedding_gradient_bytes = std::max(f.embedding_gradient_bytes,
+                                          EmbeddingGradientBytes(m, l, freed));
+  }
   // DeepEP allocates its buffers at a rank's first dispatch: on the GPUs
   // of stages that hold an MoE layer (the MTP layer included).
   const bool dispatches = mix.moe > 0 || (mtp_here && MtpLayerIsMoe(m));
