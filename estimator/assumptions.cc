@@ -327,10 +327,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
     // (attention_backend.cc CudnnTrains): assumed, and said.
     const bool blackwell_deterministic =
         t.te_deterministic_attention() &&
-        (FamilyOfAccelerator(job.accelerator().name()) ==
-             GpuFamily::kBlackwell ||
-         FamilyOfAccelerator(job.accelerator().name()) ==
-             GpuFamily::kBlackwellUltra);
+        IsBlackwell(FamilyOfAccelerator(job.accelerator().name()));
     out.push_back(absl::StrCat(
         "FlashAttention disabled (NVTE_FLASH_ATTN=0 or --attention-backend "
         "fused): cuDNN's fused attention, which trains these head "

@@ -40,13 +40,6 @@ uint64_t LargestFusedHeadDim(GpuFamily family) {
              : 256;
 }
 
-// sm100 and sm103: cuDNN's rules for them are one (fused_attn.cpp
-// "sm_arch_ >= 100").
-bool Sm100On(GpuFamily family) {
-  return family == GpuFamily::kBlackwell ||
-         family == GpuFamily::kBlackwellUltra;
-}
-
 // The catalog GPUs below sm90 (Ampere sm80, Ada sm89).
 bool BelowSm90(GpuFamily family) {
   return family == GpuFamily::kAmpere || family == GpuFamily::kAda;
@@ -74,12 +67,12 @@ bool CudnnTrains(const AttentionHeadDims& d, GpuFamily family,
                  TeSwitches switches) {
   if (switches.deterministic && BelowSm90(family)) return false;
   if (switches.deterministic && switches.attention_dropout &&
-      Sm100On(family)) {
+      IsBlackwell(family)) {
     return false;
   }
   if (!MultiplesOf8(d)) return false;
   if (d.qk <= 128 && d.v <= 128) return true;
-  if (Sm100On(family)) return d.qk == 192 && d.v == 128;
+  if (IsBlackwell(family)) return d.qk == 192 && d.v == 128;
   return !OffHopper(family) && Padded(d) <= 256;
 }
 
@@ -160,59 +153,60 @@ std::string WhyNoFusedAttention(const v1::ModelConfig& model,
                                  d.v, " (V)");
   const TeAttention te =
       TransformerEngineAttention(model, precision, accelerator, switches);
-  if (te == TeAttention::kUnfusedOnly && precision != v1::PRECISION_FP32 &&
-      SinksDeterministically(model, switches)) {
-    return absl::StrCat(
-        "attention sinks (model.softmax_type ",
-        v1::SoftmaxType_Name(model.softmax_type()),
-        ") with deterministic execution (training.te_deterministic_"
-        "attention: NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 or "
-        "--deterministic-mode): FlashAttention has no sinks, and "
-        "TransformerEngine runs cuDNN's fused attention with sinks only "
-        "non-deterministically");
-  }
-  if (te == TeAttention::kUnfusedOnly && precision != v1::PRECISION_FP32 &&
-      WindowsWithoutAKernel(model, switches)) {
-    return absl::StrCat(
-        "sliding-window layers (model.sliding_window) with attention "
-        "dropout (training.attention_dropout; Megatron's default 0.1) and ",
-        switches.flash_attention_disabled
-            ? "FlashAttention disabled (training.flash_attention_disabled: "
-              "NVTE_FLASH_ATTN=0 or --attention-backend fused)"
-            : "attention sinks (model.softmax_type), which FlashAttention "
-              "does not run",
-        ": cuDNN's fused attention runs sliding windows only without "
-        "dropout, so those layers run unfused (counted on every layer: an "
-        "upper bound where only some are windowed)");
-  }
-  if (switches.flash_attention_disabled && te == TeAttention::kUnfusedOnly &&
-      precision != v1::PRECISION_FP32) {
-    const std::string on =
-        accelerator.empty() ? std::string()
-                            : absl::StrCat(" on an ", accelerator);
-    const std::string off =
-        "FlashAttention disabled (training.flash_attention_disabled: "
-        "NVTE_FLASH_ATTN=0 or --attention-backend fused)";
-    const std::string deterministic =
-        " and deterministic execution (training.te_deterministic_attention: "
-        "NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 or --deterministic-mode)";
-    const GpuFamily family = FamilyOfAccelerator(accelerator);
-    if (switches.deterministic && BelowSm90(family)) {
-      return absl::StrCat(off, deterministic, on,
-                          ": cuDNN's fused attention trains "
-                          "deterministically from sm90 on only");
+  // bf16 and fp16 left with the unfused attention: why, by the switch or
+  // the model's feature that took the fused kernels away.
+  if (te == TeAttention::kUnfusedOnly && precision != v1::PRECISION_FP32) {
+    if (SinksDeterministically(model, switches)) {
+      return absl::StrCat(
+          "attention sinks (model.softmax_type ",
+          v1::SoftmaxType_Name(model.softmax_type()),
+          ") with deterministic execution (training.te_deterministic_"
+          "attention: NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 or "
+          "--deterministic-mode): FlashAttention has no sinks, and "
+          "TransformerEngine runs cuDNN's fused attention with sinks only "
+          "non-deterministically");
     }
-    if (switches.deterministic && switches.attention_dropout &&
-        Sm100On(family)) {
-      return absl::StrCat(off, deterministic, " with attention dropout "
-                          "(training.attention_dropout; Megatron's default "
-                          "0.1)", on, ": cuDNN's fused attention trains "
-                          "deterministically on Blackwell only without "
-                          "dropout");
+    if (WindowsWithoutAKernel(model, switches)) {
+      return absl::StrCat(
+          "sliding-window layers (model.sliding_window) with attention "
+          "dropout (training.attention_dropout; Megatron's default 0.1) and ",
+          switches.flash_attention_disabled
+              ? "FlashAttention disabled (training.flash_attention_disabled: "
+                "NVTE_FLASH_ATTN=0 or --attention-backend fused)"
+              : "attention sinks (model.softmax_type), which FlashAttention "
+                "does not run",
+          ": cuDNN's fused attention runs sliding windows only without "
+          "dropout, so those layers run unfused (counted on every layer: an "
+          "upper bound where only some are windowed)");
     }
-    return absl::StrCat(off, " and ", dims, on,
-                        ": cuDNN's fused attention trains multiples of 8 up "
-                        "to 128 (256 on Hopper)");
+    if (switches.flash_attention_disabled) {
+      const std::string on =
+          accelerator.empty() ? std::string()
+                              : absl::StrCat(" on an ", accelerator);
+      const std::string off =
+          "FlashAttention disabled (training.flash_attention_disabled: "
+          "NVTE_FLASH_ATTN=0 or --attention-backend fused)";
+      const std::string deterministic =
+          " and deterministic execution (training.te_deterministic_attention: "
+          "NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 or --deterministic-mode)";
+      const GpuFamily family = FamilyOfAccelerator(accelerator);
+      if (switches.deterministic && BelowSm90(family)) {
+        return absl::StrCat(off, deterministic, on,
+                            ": cuDNN's fused attention trains "
+                            "deterministically from sm90 on only");
+      }
+      if (switches.deterministic && switches.attention_dropout &&
+          IsBlackwell(family)) {
+        return absl::StrCat(off, deterministic, " with attention dropout "
+                            "(training.attention_dropout; Megatron's default "
+                            "0.1)", on, ": cuDNN's fused attention trains "
+                            "deterministically on Blackwell only without "
+                            "dropout");
+      }
+      return absl::StrCat(off, " and ", dims, on,
+                          ": cuDNN's fused attention trains multiples of 8 up "
+                          "to 128 (256 on Hopper)");
+    }
   }
   switch (te) {
     case TeAttention::kFlashOrFused:

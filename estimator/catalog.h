@@ -46,6 +46,13 @@ enum class GpuFamily {
 // catalog.
 GpuFamily FamilyOfAccelerator(absl::string_view name);
 
+// Blackwell, sm100 or sm103: cuDNN's rules for the two are one
+// (TransformerEngine's fused_attn.cpp "sm_arch_ >= 100").
+inline bool IsBlackwell(GpuFamily family) {
+  return family == GpuFamily::kBlackwell ||
+         family == GpuFamily::kBlackwellUltra;
+}
+
 }  // namespace memgate
 
 #endif  // MEMGATE_ESTIMATOR_CATALOG_H_
