@@ -1497,6 +1497,40 @@ double ContextParallelGatherWorkingSet(const ModelShape& m, const Layout& l) {
   return (2 + steps) * (k + v) + std::max(k, v);
 }
 
+// [FN] With MTP layers Megatron moves the final norm from the loss's stage
+// to the chunk that holds the last decoder layer (transformer_block.py
+// has_final_layernorm_in_this_stage): off the last rank's last chunk, that
+// chunk keeps the norm's input, 2sbh (split by sequence parallelism), for
+// each of its micro-batches in flight. (The last stage still counts a
+// final norm's input in HeadActivations: an over-count there.)
+// KeepsFinalNorm: whether a chunk of `layers` from layer `first` does;
+// FinalNormChunk: which chunk of `stage` does, -1 for none.
+bool KeepsFinalNorm(const ModelShape& m, const Layout& l, uint32_t stage,
+                    double layers, double first, bool last_chunk) {
+  return m.mtp_layers > 0 && layers > 0 && first + layers == m.layers &&
+         !(stage + 1 >= l.pipeline && last_chunk);
+}
+double FinalNormChunk(const ModelShape& m, const Layout& l, uint32_t stage,
+                      const std::vector<LayerMix>& chunks,
+                      const std::vector<double>& first) {
+  if (m.mtp_layers <= 0) return -1;
+  for (size_t j = 0; j < chunks.size() && j < first.size(); ++j) {
+    if (KeepsFinalNorm(m, l, stage, chunks[j].total(), first[j],
+                       j + 1 == chunks.size())) {
+      return static_cast<double>(j);
+    }
+  }
+  return -1;
+}
+
+double FinalNormInputBytes(const ModelShape& m, const Layout& l,
+                           uint32_t stage, double chunk) {
+  const ChunkMicrobatchesInFlight in_flight_of(
+      l, MicrobatchesInFlight(l, stage));
+  return in_flight_of.Of(chunk) * 2 * ActivationElementScale(l) *
+         LocalTokens(l) * m.hidden / (l.sequence_parallel ? l.tensor : 1);
+}
+
 // The activations rank `stage` holds at its peak: its chunks' stored
 // layers for each micro-batch in flight (`chunks` null: v equal chunks of
 // the stage's layers), the recomputation and dispatch working sets, the
@@ -1667,10 +1701,13 @@ double StageActivations(LayerCache& layers, uint32_t stage,
 
 // A stage of `base`'s layout; `loaded`, where there is one, the same
 // layout under the most loaded expert-parallel rank's load (LayoutStages).
+// `final_norm_chunk`: the chunk whose final norm [FN] this stage keeps, -1
+// for none.
 StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
                             uint32_t stage, const LayerMix& mix,
                             const std::vector<LayerMix>* chunks,
-                            const Bf16Layers* bf16 = nullptr) {
+                            const Bf16Layers* bf16 = nullptr,
+                            double final_norm_chunk = -1) {
   const ModelShape& m = base.m;
   const Layout& l = base.l;
   const bool first = stage == 0;
@@ -1779,6 +1816,12 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
   } else {
     StageActivationsOfLanes<1>(lanes, stage, mix, chunks, bf16, activations,
                                &freed_before_embedding_gradient);
+  }
+  if (final_norm_chunk >= 0) {
+    const double norm = FinalNormInputBytes(m, l, stage, final_norm_chunk);
+    for (int k = 0; k < (loaded != nullptr ? 2 : 1); ++k) {
+      activations[k] += norm;
+    }
   }
   f.activation_bytes = activations[0];
   // [UA] [GA] The scores buffer: (b x a/t, s, s) in the query's dtype
@@ -1922,15 +1965,23 @@ StageFigures LayoutStages::Stage(uint32_t stage, double stage_layers,
   if (first_layer < 0) first_layer = stage * stage_layers;
   const double moe = MoeLayersIn(m, first_layer, stage_layers);
   const LayerMix mix{stage_layers - moe, moe};
+  // [FN] Interleaved even chunks end the model on the last rank.
+  const double final_norm_chunk =
+      l.virtual_stages <= 1 && KeepsFinalNorm(m, l, stage, stage_layers,
+                                              first_layer, true)
+          ? 0
+          : -1;
   if (HasBf16Layers(l)) {
     if (l.virtual_stages > 1) {
       return InterleavedBf16StageFigures(base, most_loaded, stage, mix);
     }
     Bf16Layers bf16;
     bf16.stage = Bf16LayersIn(m, l, first_layer, stage_layers);
-    return StageFiguresOf(base, most_loaded, stage, mix, nullptr, &bf16);
+    return StageFiguresOf(base, most_loaded, stage, mix, nullptr, &bf16,
+                          final_norm_chunk);
   }
-  return StageFiguresOf(base, most_loaded, stage, mix, nullptr);
+  return StageFiguresOf(base, most_loaded, stage, mix, nullptr, nullptr,
+                        final_norm_chunk);
 }
 
 ChunkMix ChunkMixOf(const ModelShape& m,
@@ -1956,6 +2007,8 @@ StageFigures LayoutStages::Chunks(uint32_t stage, const ChunkMix& mix) {
   LayerCache base{m, l, figures_.routed};
   LayerCache loaded{m, loaded_layout_ ? *loaded_layout_ : l, figures_.loaded};
   LayerCache* most_loaded = loaded_layout_ ? &loaded : nullptr;
+  const double final_norm_chunk =
+      FinalNormChunk(m, l, stage, mix.chunks, mix.first);
   if (HasBf16Layers(l)) {
     // A chunk without its first layer given is placed at layer 0: every
     // such chunk counts the first bf16 layers (an over-count).
@@ -1967,9 +2020,10 @@ StageFigures LayoutStages::Chunks(uint32_t stage, const ChunkMix& mix) {
       bf16.stage += bf16.chunks.back();
     }
     return StageFiguresOf(base, most_loaded, stage, mix.stage, &mix.chunks,
-                          &bf16);
+                          &bf16, final_norm_chunk);
   }
-  return StageFiguresOf(base, most_loaded, stage, mix.stage, &mix.chunks);
+  return StageFiguresOf(base, most_loaded, stage, mix.stage, &mix.chunks,
+                        nullptr, final_norm_chunk);
 }
 
 StageFigures LayoutStages::Chunks(uint32_t stage,

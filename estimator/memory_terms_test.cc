@@ -900,6 +900,36 @@ TEST(MemoryTermsTest, AnMtpLayerKeepsItsEmbeddingsDropoutMask) {
   EXPECT_DOUBLE_EQ(mtp_share(0.1) - mtp_share(0), 3 * kSbh);
 }
 
+// [FN] With MTP layers the final norm sits with the last decoder layer
+// (transformer_block.py has_final_layernorm_in_this_stage): where that is
+// not the loss's stage ("Et|t|mL" over PP 3: layer 1 on rank 1), rank 1
+// keeps the norm's input, 2 sbh, for each of its 2 micro-batches in
+// flight; without MTP it stays with the loss. Interleaved, the chunk that
+// holds the layer counts its own micro-batches.
+TEST(MemoryTermsTest, WithMtpTheFinalNormSitsWithTheLastDecoderLayer) {
+  ModelShape m = Small();
+  m.mtp_layers = 1;
+  const ModelShape plain = Small();
+  Layout l = OneGpu();
+  l.pipeline = 3;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 1, 1, 1).activation_bytes -
+                       StageMemoryOf(plain, l, 1, 1, 1).activation_bytes,
+                   2 * 2 * kSbh);
+  // Not on rank 0, whose layer is not the last.
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 1, 0).activation_bytes,
+                   StageMemoryOf(plain, l, 0, 1, 0).activation_bytes);
+  // PP 2 x 2 chunks, "Et||t|mL": rank 0's second chunk holds layer 1.
+  l.pipeline = 2;
+  l.virtual_stages = 2;
+  const StageFigures chunked = StageMemoryOfChunks(m, l, 0, {1, 1}, {0, 1});
+  const StageFigures chunked_plain =
+      StageMemoryOfChunks(plain, l, 0, {1, 1}, {0, 1});
+  // Rank 0 of 2, v = 2, N = p: 2(p - 1) + (v - 1) p + 1 = 5 forwards in
+  // flight, 3 of chunk 0 and 2 of chunk 1 (which holds layer 1).
+  EXPECT_DOUBLE_EQ(chunked.activation_bytes - chunked_plain.activation_bytes,
+                   2 * 2 * kSbh);
+}
+
 // --mtp-use-repeated-layer: one MTP layer built, applied mtp_layers times:
 // one layer's parameters, every application's activations.
 TEST(MemoryTermsTest, ARepeatedMtpLayerHoldsOneLayersParameters) {
