@@ -1733,6 +1733,9 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
   }
   if (first) params += vocab_shard + m.learned_positions * m.hidden;
   if (last) params += NormParameters(m);
+  // [FN] With MTP, the final norm's weights are the last decoder layer's
+  // chunk's (the last stage's count left: h parameters over).
+  if (final_norm_chunk >= 0) params += NormParameters(m);
   if (last && !(first && m.tied_embeddings)) params += vocab_shard;
   if (mtp_here) {
     params +=

@@ -915,6 +915,10 @@ TEST(MemoryTermsTest, WithMtpTheFinalNormSitsWithTheLastDecoderLayer) {
   EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 1, 1, 1).activation_bytes -
                        StageMemoryOf(plain, l, 1, 1, 1).activation_bytes,
                    2 * 2 * kSbh);
+  // And the norm's weight (RMSNorm: h).
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 1, 1, 1).parameters -
+                       StageMemoryOf(plain, l, 1, 1, 1).parameters,
+                   1024);
   // Not on rank 0, whose layer is not the last.
   EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 1, 0).activation_bytes,
                    StageMemoryOf(plain, l, 0, 1, 0).activation_bytes);
