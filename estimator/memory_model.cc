@@ -1003,7 +1003,10 @@ bool HoldsMtp(const ModelShape& m, const Layout& l, uint32_t stage) {
 // EmbeddingActivations). Standalone, the head's logits are the loss
 // stage's (process_mtp_loss there splits the hidden states the MTP rank
 // concatenated, multi_token_prediction.py): the MTP rank keeps the layer's
-// own final norm's input (2sbh) instead.
+// own final norm's input (2sbh) instead. With hidden-state mixing, each
+// depth after the first keeps the mix's int64 gather indices and bool
+// mask (_mix_hidden_state_history): 9 bytes a token of the rank's share
+// (sequence parallelism splits the tokens it mixes).
 double MtpActivations(const ModelShape& m, const Layout& l,
                       double layer_activations) {
   if (m.mtp_layers <= 0) return 0;
@@ -1015,7 +1018,11 @@ double MtpActivations(const ModelShape& m, const Layout& l,
   const double head =
       MtpStandalone(m, l) ? 2 * ActivationElementScale(l) * sbh / split
                           : HeadActivations(m, l);
-  return m.mtp_layers * (layer_activations + inputs + head);
+  const double mixing =
+      m.mtp_hidden_state_mixing
+          ? std::max(0.0, m.mtp_layers - 1) * 9 * LocalTokens(l) / split
+          : 0;
+  return m.mtp_layers * (layer_activations + inputs + head) + mixing;
 }
 
 }  // namespace
@@ -1142,6 +1149,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
   }
   m.mtp_layers = model.mtp_num_layers();
   m.mtp_repeated_layer = model.mtp_repeated_layer();
+  m.mtp_hidden_state_mixing = model.mtp_hidden_state_mixing();
   return m;
 }
 

@@ -48,6 +48,8 @@ struct ModelShape {
   // One MTP layer applied mtp_layers times (ModelConfig.
   // mtp_repeated_layer): MtpBuiltLayers.
   bool mtp_repeated_layer = false;
+  // MTP hidden-state mixing (ModelConfig.mtp_hidden_state_mixing).
+  bool mtp_hidden_state_mixing = false;
   bool qkv_bias = false;         // a bias on the QKV projection only
   bool qk_norm = false;          // norms on Q and K over the head dim
   bool qk_l2_norm = false;       // those norms are L2Norm: no weights [QN]

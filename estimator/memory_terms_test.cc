@@ -934,6 +934,23 @@ TEST(MemoryTermsTest, WithMtpTheFinalNormSitsWithTheLastDecoderLayer) {
                    2 * 2 * kSbh);
 }
 
+// --mtp-hsm: each MTP depth after the first keeps its mix's int64 gather
+// indices and bool mask (multi_token_prediction.py
+// _mix_hidden_state_history), 9 bytes a token: 3 depths mix twice; under
+// sequence parallelism a rank mixes its share of the tokens.
+TEST(MemoryTermsTest, MtpHiddenStateMixingKeepsItsIndicesAndMask) {
+  ModelShape m = Small();
+  m.mtp_layers = 3;
+  ModelShape mixing = m;
+  mixing.mtp_hidden_state_mixing = true;
+  Layout l = OneGpu();
+  EXPECT_DOUBLE_EQ(Activations(mixing, l) - Activations(m, l),
+                   2 * 9 * 1024.0);
+  l.tensor = 2;
+  EXPECT_DOUBLE_EQ(Activations(mixing, l) - Activations(m, l),
+                   2 * 9 * 1024.0 / 2);
+}
+
 // --mtp-use-repeated-layer: one MTP layer built, applied mtp_layers times:
 // one layer's parameters, every application's activations.
 TEST(MemoryTermsTest, ARepeatedMtpLayerHoldsOneLayersParameters) {

@@ -305,6 +305,12 @@ absl::Status ValidateExperts(const v1::Job& job) {
     return Invalid("model.mtp_num_layers", "must be at most 16",
                    absl::StrCat(m.mtp_num_layers()));
   }
+  if (m.mtp_hidden_state_mixing() && m.mtp_num_layers() < 2) {
+    return Invalid("model.mtp_hidden_state_mixing",
+                   "needs model.mtp_num_layers of 2 or more (Megatron's "
+                   "transformer_config.py raises)",
+                   absl::StrCat(m.mtp_num_layers(), " MTP layers"));
+  }
   if ((m.has_moe() || m.has_mla() || m.mtp_num_layers() > 0) &&
       par.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
     return Invalid("parallel.data_parallel_sharding",

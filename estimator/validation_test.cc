@@ -732,6 +732,20 @@ TEST(ValidationTest, Fp8WithExpertsLatentAttentionAndMtpIsModelled) {
   EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
 }
 
+// Hidden-state mixing mixes the depths after the first: Megatron's
+// transformer_config.py raises below two MTP layers.
+TEST(ValidationTest, MtpHiddenStateMixingNeedsTwoMtpLayers) {
+  v1::Job job = ValidJob();
+  job.mutable_model()->set_mtp_hidden_state_mixing(true);
+  job.mutable_model()->set_mtp_num_layers(1);
+  EXPECT_EQ(ValidateJob(job).message(),
+            "model.mtp_hidden_state_mixing: needs model.mtp_num_layers of 2 "
+            "or more (Megatron's transformer_config.py raises) (got 1 MTP "
+            "layers)");
+  job.mutable_model()->set_mtp_num_layers(2);
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+}
+
 // Standalone MTP (parallel.mtp_pipeline_rank) under Megatron's layout
 // rules (pipeline_parallel_layer_layout.py): MTP layers to place, on a
 // rank of the pipeline, after every transformer layer; the last rank is

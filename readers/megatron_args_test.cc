@@ -2251,6 +2251,29 @@ TEST(MegatronArgsTest, UnfusedRopeKeepsItsTablesInEveryLayer) {
 // --mtp-use-repeated-layer builds one MTP layer for all --mtp-num-layers
 // applications: one layer's parameters on the last stage, which keeps the
 // three applications' activations all the same.
+// --mtp-hsm mixes hidden states from the second MTP depth on: read with
+// two or more MTP layers (the last stage then keeps more); below that
+// Megatron's launcher turns it off, and a note says so.
+TEST(MegatronArgsTest, MtpHiddenStateMixingNeedsTwoDepths) {
+  const v1::Job two = LlamaLaunchJob("--mtp-num-layers 2");
+  const v1::Job mixing = LlamaLaunchJob("--mtp-num-layers 2 --mtp-hsm");
+  EXPECT_TRUE(mixing.model().mtp_hidden_state_mixing());
+  absl::StatusOr<v1::Estimate> m = EstimateJob(mixing);
+  absl::StatusOr<v1::Estimate> t = EstimateJob(two);
+  ASSERT_TRUE(m.ok() && t.ok());
+  EXPECT_GT(m->stages(m->stages_size() - 1).activation_bytes(),
+            t->stages(t->stages_size() - 1).activation_bytes());
+  absl::StatusOr<MegatronLaunch> one =
+      ReadLlamaLaunch("--mtp-num-layers 1 --mtp-hsm", "");
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_FALSE(one->job.model().mtp_hidden_state_mixing());
+  bool said = false;
+  for (const std::string& note : one->notes) {
+    said = said || note.find("--mtp-hsm: Megatron turns") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
+}
+
 TEST(MegatronArgsTest, ARepeatedMtpLayerIsOneLayersParameters) {
   const v1::Job three = LlamaLaunchJob("--mtp-num-layers 3");
   const v1::Job repeated =

@@ -636,6 +636,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"mtp-use-repeated-layer", false, M, "off",
        "one MTP layer applied --mtp-num-layers times: one layer's "
        "parameters, every application's activations"},
+      {"mtp-hsm", false, M, "off",
+       "hidden-state mixing: each MTP depth after the first keeps its "
+       "mix's int64 indices and bool mask, 9 bytes a token of the rank's "
+       "share; off below two MTP layers (Megatron turns it off)"},
       {"qk-layernorm", false, M, "off",
        "norms on Q and K: 2d parameters a layer, their inputs stored; with "
        "--multi-latent-attention the latent norms (fused into the up "

@@ -151,6 +151,7 @@ std::optional<std::string> MegatronModelArguments(
   if (m.mtp_num_layers() > 0) {
     absl::StrAppend(&out, " --mtp-num-layers ", m.mtp_num_layers());
     if (m.mtp_repeated_layer()) out += " --mtp-use-repeated-layer";
+    if (m.mtp_hidden_state_mixing()) out += " --mtp-hsm";
   }
   return out;
 }

@@ -418,6 +418,17 @@ absl::Status FillMla(const Arguments& args, MegatronLaunch& launch) {
   MEMGATE_ASSIGN_OR_RETURN(mtp, args.Number("mtp-num-layers", 0));
   m.set_mtp_num_layers(mtp);
   m.set_mtp_repeated_layer(mtp > 0 && args.Has("mtp-use-repeated-layer"));
+  // --mtp-hsm: Megatron's launcher turns it off below two MTP layers
+  // (arguments.py, with a warning).
+  if (args.Has("mtp-hsm")) {
+    if (mtp >= 2) {
+      m.set_mtp_hidden_state_mixing(true);
+    } else {
+      launch.notes.push_back(
+          "--mtp-hsm: Megatron turns hidden-state mixing off with fewer "
+          "than two MTP layers (arguments.py)");
+    }
+  }
   return absl::OkStatus();
 }
 

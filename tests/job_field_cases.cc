@@ -174,6 +174,9 @@ std::vector<FieldCase> JobFieldCases() {
       {"model.mtp_repeated_layer", DenseJob,
        [](v1::Job& j) { M(j).set_mtp_num_layers(2); },
        [](v1::Job& j) { M(j).set_mtp_repeated_layer(true); }, chg},
+      {"model.mtp_hidden_state_mixing", DenseJob,
+       [](v1::Job& j) { M(j).set_mtp_num_layers(2); },
+       [](v1::Job& j) { M(j).set_mtp_hidden_state_mixing(true); }, chg},
       // With attention dropout and FlashAttention off, TransformerEngine's
       // cuDNN attention takes no window: unfused, the scores kept.
       {"model.sliding_window", DenseJob,

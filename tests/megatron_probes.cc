@@ -494,6 +494,8 @@ const std::map<std::string, Probe>& ArgumentProbes() {
         {"mtp-num-layers", Adding(moe, {"--mtp-num-layers", "1"})},
         {"mtp-use-repeated-layer", Adding(With(moe, {"--mtp-num-layers", "2"}),
                                           {"--mtp-use-repeated-layer"})},
+        {"mtp-hsm",
+         Adding(With(moe, {"--mtp-num-layers", "2"}), {"--mtp-hsm"})},
         {"qk-layernorm", Adding(llama, {"--qk-layernorm"})},
         {"qk-l2-norm", Adding(llama, {"--qk-l2-norm"})},
         {"window-size", Adding(llama, {"--window-size", "127,0"})},
