@@ -285,13 +285,12 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
             : "multi-latent attention: latents stored on every TP rank, "
               "down projections replicated");
   }
-  const v1::ParallelConfig& par = job.parallel();
-  if (m.mtp_num_layers() > 0 && par.has_mtp_pipeline_rank() &&
-      par.mtp_pipeline_rank() + 1 < par.pipeline_parallel()) {
+  // LayoutOf decides what is standalone (memory_model.h Layout.mtp_rank).
+  if (m.mtp_num_layers() > 0 && l.mtp_rank >= 0) {
     out.push_back(absl::StrCat(
         m.mtp_num_layers(),
         " multi-token-prediction layer(s) standalone in pipeline rank ",
-        par.mtp_pipeline_rank(),
+        l.mtp_rank,
         "'s last chunk, with an embedding of their own; their logits on "
         "the last stage"));
   } else if (m.mtp_num_layers() > 0) {

@@ -981,6 +981,14 @@ double MtpParameters(const ModelShape& m, const Layout& l) {
   return MtpParameters(m, l, LayerParameters(m, l, MtpLayerIsMoe(m)));
 }
 
+// A norm's stored input, one micro-batch: 2sbh in 16 bits, split by
+// sequence parallelism (an MTP layer's own final norm, the final norm
+// [FN]).
+double NormInputBytes(const ModelShape& m, const Layout& l) {
+  return 2 * ActivationElementScale(l) * LocalTokens(l) * m.hidden /
+         (l.sequence_parallel ? l.tensor : 1);
+}
+
 // Standalone MTP (Layout.mtp_rank): the MTP layers sit in the last chunk
 // of a rank before the last, their heads' logits on the loss stage.
 bool MtpStandalone(const ModelShape& m, const Layout& l) {
@@ -1016,8 +1024,7 @@ double MtpActivations(const ModelShape& m, const Layout& l,
       (8 * ActivationElementScale(l) + (l.hidden_dropout > 0 ? 1 : 0)) *
       sbh / split;
   const double head =
-      MtpStandalone(m, l) ? 2 * ActivationElementScale(l) * sbh / split
-                          : HeadActivations(m, l);
+      MtpStandalone(m, l) ? NormInputBytes(m, l) : HeadActivations(m, l);
   const double mixing =
       m.mtp_hidden_state_mixing
           ? std::max(0.0, m.mtp_layers - 1) * 9 * LocalTokens(l) / split
@@ -1535,8 +1542,7 @@ double FinalNormInputBytes(const ModelShape& m, const Layout& l,
                            uint32_t stage, double chunk) {
   const ChunkMicrobatchesInFlight in_flight_of(
       l, MicrobatchesInFlight(l, stage));
-  return in_flight_of.Of(chunk) * 2 * ActivationElementScale(l) *
-         LocalTokens(l) * m.hidden / (l.sequence_parallel ? l.tensor : 1);
+  return in_flight_of.Of(chunk) * NormInputBytes(m, l);
 }
 
 // The activations rank `stage` holds at its peak: its chunks' stored
