@@ -105,7 +105,9 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                     "optimizer states (fp32 master, gradient copy, Adam)");
       break;
     case v1::PRECISION_BF16_BF16_GRADS:
-      out.push_back("bf16 gradients (2 B a parameter)");
+      out.push_back("bf16 gradients (2 B a parameter); the optimizer step "
+                    "copies its share to fp32 (4 B a parameter) once the "
+                    "activations are freed");
       break;
     default:
       break;
@@ -114,6 +116,11 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
     const float momentum = t.has_sgd_momentum() ? t.sgd_momentum() : 0.9f;
     out.push_back(momentum > 0 ? "SGD with momentum: 4 B of state a parameter"
                                : "SGD without momentum: no optimizer state");
+  }
+  if (t.optimizer() == v1::OPTIMIZER_LION) {
+    out.push_back("Lion: one fp32 momentum (4 B a parameter); its step makes "
+                  "each parameter's update anew (two fp32 copies of the "
+                  "largest, once the activations are freed)");
   }
   const Layout l = LayoutOf(job);
   const ModelShape shape = ShapeOf(m);

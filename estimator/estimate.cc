@@ -93,6 +93,7 @@ void Fill(const StageFigures& f, uint32_t stage, double layers,
   out.set_output_weight_gradient_bytes(f.output_weight_gradient_bytes);
   out.set_embedding_gradient_bytes(f.embedding_gradient_bytes);
   out.set_attention_score_buffer_bytes(f.score_buffer_bytes);
+  out.set_optimizer_step_bytes(f.optimizer_step_bytes);
 }
 
 }  // namespace
@@ -144,7 +145,8 @@ v1::Zone AdmissionZone(const StagePeak& peak, double capacity_bytes,
 double TransientBytes(const v1::StageMemory& stage) {
   return std::max({stage.loss_gradient_cast_bytes(),
                    stage.output_weight_gradient_bytes(),
-                   stage.embedding_gradient_bytes()});
+                   stage.embedding_gradient_bytes(),
+                   stage.optimizer_step_bytes()});
 }
 
 const char* TransientName(const v1::StageMemory& stage) {
@@ -156,7 +158,11 @@ const char* TransientName(const v1::StageMemory& stage) {
     return "the output layer's backward makes its weight gradient anew (no "
            "gradient-accumulation fusion)";
   }
-  return "the embedding's backward makes its dense weight gradient";
+  if (stage.embedding_gradient_bytes() == largest) {
+    return "the embedding's backward makes its dense weight gradient";
+  }
+  return "the optimizer step makes fp32 copies of the 16-bit gradients (or "
+         "Lion's update), above the activations it frees";
 }
 
 bool RedThoughItsPeakFits(const v1::Estimate& e) {

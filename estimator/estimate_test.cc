@@ -205,6 +205,87 @@ TEST(EstimateTest, TheEmbeddingGradientMustFitBesideTheFirstStage) {
       std::max(0.0, gradient - e->peak().activation_bytes()));
 }
 
+// [OS] Without the distributed optimizer, bf16 gradients
+// (--grad-reduce-in-bf16) are copied to fp32 at the step, all of the
+// rank's: Llama-3.1-8B at TP 4 with every layer recomputed and 2,048-token
+// micro-batches holds about 2.1B parameters a GPU, 4 B each more once its
+// few activations are freed. On a GPU just short of the states and that
+// copy, RED though the stage's figure is GREEN, the step named; with fp32
+// gradients or the precision-aware optimizer's decoupled bf16 gradients
+// (Megatron hands the buffer over) nothing is copied; with a current-
+// scaling fp8 recipe and fp32 master weights, Megatron copies again.
+TEST(EstimateTest, TheOptimizerStepsGradientCopyMustFitBesideTheStates) {
+  v1::Job job = testing::JobFromText(R"pb(
+    model { name: "llama-3.1-8b" }
+    parallel {
+      tensor_parallel: 4
+      pipeline_parallel: 1
+      context_parallel: 1
+      distributed_optimizer: false
+    }
+    training {
+      micro_batch_size: 1
+      seq_length: 2048
+      global_batch_size: 8
+      precision: PRECISION_BF16_BF16_GRADS
+      recompute {
+        granularity: GRANULARITY_FULL
+        method: METHOD_UNIFORM
+        num_layers: 1
+      }
+    }
+    accelerator { name: "h100-80gb" }
+    num_gpus: 4
+  )pb");
+  absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  const v1::StageMemory stage = e->peak();
+  const double copy = 4 * stage.parameters();
+  EXPECT_GT(copy, 8e9);
+  EXPECT_DOUBLE_EQ(stage.optimizer_step_bytes(),
+                   copy - stage.activation_bytes());
+  EXPECT_DOUBLE_EQ(TransientBytes(stage), stage.optimizer_step_bytes());
+  EXPECT_TRUE(absl::StrContains(TransientName(stage), "optimizer step"));
+  const double beside = stage.total_bytes() + stage.optimizer_step_bytes();
+  const double short_gpu =
+      0.99 * (beside + kProcessRuntimeBytes) / (1 - kDriverShare);
+  job.mutable_accelerator()->set_memory_bytes(
+      static_cast<uint64_t>(short_gpu));
+  e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_LE(e->peak().total_bytes(), e->threshold() * e->capacity_bytes());
+  EXPECT_EQ(e->zone(), v1::ZONE_RED);
+  const v1::StageMemory* overflows = StageWhoseTransientOverflows(*e);
+  ASSERT_NE(overflows, nullptr);
+  EXPECT_TRUE(absl::StrContains(TransientName(*overflows), "optimizer"));
+  job.mutable_accelerator()->set_memory_bytes(
+      static_cast<uint64_t>(short_gpu / 0.99 * 1.01));
+  e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
+
+  job.mutable_accelerator()->clear_memory_bytes();
+  auto step_bytes = [](const v1::Job& j) {
+    absl::StatusOr<v1::Estimate> r = EstimateJob(j);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->peak().optimizer_step_bytes() : -1.0;
+  };
+  v1::Job fp32_grads = job;
+  fp32_grads.mutable_training()->set_precision(
+      v1::PRECISION_BF16_FP32_GRADS);
+  EXPECT_EQ(step_bytes(fp32_grads), 0);
+  v1::Job aware = fp32_grads;
+  aware.mutable_parallel()->set_distributed_optimizer(true);
+  aware.mutable_training()
+      ->mutable_precision_aware_optimizer()
+      ->set_main_grads_dtype(v1::DTYPE_BF16);
+  EXPECT_EQ(step_bytes(aware), 0);
+  aware.mutable_training()->mutable_fp8()->set_recipe(
+      v1::Fp8::RECIPE_TENSORWISE);
+  // Sharded over DP 1 the copy is the whole share again.
+  EXPECT_GT(step_bytes(aware), 0);
+}
+
 // Megatron's own attention keeps one layer's scores in its global memory
 // buffer for the run (memory_model.cc [UA]): b x a/t x s x s, 4 B in fp32.
 // Outside the total the 80% rule reads, but it must fit beside the stage

@@ -174,6 +174,23 @@
 // [UB] TransformerEngine's userbuffers under Megatron's --tp-comm-overlap
 //      (training/initialize.py _initialize_tp_communicators, TE
 //      pytorch/module/base.py initialize_ub): te_userbuffers.h.
+// [OS] The optimizer step. Megatron-LM core/optimizer/optimizer.py
+//      (Float16OptimizerWithFloat16Params._copy_model_grads_to_main_grads:
+//      `main_param.grad = model_param.main_grad.float()`) and
+//      distrib_optimizer.py (`shard_main_param.grad =
+//      shard_model_grad.float()`, unless use_precision_aware_optimizer_
+//      no_fp8_or_ds_fp8 hands the buffer over as decoupled_grad;
+//      Megatron-FSDP returns first): a 16-bit gradient buffer gets an fp32
+//      copy of the optimizer's share at the step, after the last backward;
+//      zero_grad(set_to_none=True), which training.py train_step calls
+//      before the next forward, frees it. (fp16's copy is counted in the
+//      optimizer states, as [MD] counts it: an over-count outside the
+//      step.) Lion, which core/optimizer/__init__.py builds from
+//      emerging_optimizers (scalar_optimizers/base.py step,
+//      update_functions/lion.py): one fp32 exp_avg a parameter
+//      (zeros_like the main parameter), and at the step, parameter by
+//      parameter, exp_avg.lerp(grad) and its sign: two fp32 tensors of one
+//      parameter (torch.compile may fuse them to one) beside the states.
 
 namespace memgate {
 namespace {
@@ -217,8 +234,9 @@ double LocalAccumulationBytesPerParameter(const Layout& l) {
 // Optimizer states, before sharding: an fp32 master copy of low-precision
 // weights (4 B), for fp16 also an fp32 copy of the gradients (4 B) [MD],
 // and the optimizer's own state: Adam's m and v (8 B), SGD's momentum
-// (4 B, none without momentum). The precision-aware optimizer stores the
-// master weight and m, v in their chosen dtypes [PA].
+// (4 B, none without momentum), Lion's momentum (4 B) [OS]. The
+// precision-aware optimizer stores the master weight and m, v in their
+// chosen dtypes [PA].
 double OptimizerBytesPerParameter(const Layout& l) {
   if (l.precision_aware) {
     return l.master_bytes + l.exp_avg_bytes + l.exp_avg_sq_bytes;
@@ -226,11 +244,28 @@ double OptimizerBytesPerParameter(const Layout& l) {
   double bytes = 0;
   if (l.precision != v1::PRECISION_FP32) bytes += 4;
   if (l.precision == v1::PRECISION_FP16) bytes += 4;
-  if (l.optimizer == v1::OPTIMIZER_SGD) {
-    bytes += l.sgd_momentum > 0 ? 4 : 0;
-  } else {
-    bytes += 8;
+  switch (l.optimizer) {
+    case v1::OPTIMIZER_SGD:
+      return bytes + (l.sgd_momentum > 0 ? 4 : 0);
+    case v1::OPTIMIZER_LION:
+      return bytes + 4;
+    default:
+      return bytes + 8;
   }
+}
+
+// [OS] What the optimizer step allocates beside the model states, of a
+// stage whose optimizer holds `optimizer_parameters` and whose largest
+// parameter is at most `largest_parameter`: fp32 copies of a 16-bit
+// gradient buffer's share (fp16's already in the states), Lion's update.
+double OptimizerStepBytes(const Layout& l, double optimizer_parameters,
+                          double largest_parameter) {
+  double bytes = 0;
+  if (l.sharding == FsdpSharding::kNone && !l.decoupled_grads &&
+      l.precision != v1::PRECISION_FP16 && LayoutGradientBytes(l) < 4) {
+    bytes += 4 * optimizer_parameters;
+  }
+  if (l.optimizer == v1::OPTIMIZER_LION) bytes += 2 * 4 * largest_parameter;
   return bytes;
 }
 
@@ -1200,16 +1235,20 @@ void ResolveOptimizerStorage(const v1::Job& job, Layout& l) {
   l.main_grad_bytes = GradientBytesPerParameter(train);
   l.exp_avg_bytes = DTypeBytes(pa.exp_avg_dtype());
   l.exp_avg_sq_bytes = DTypeBytes(pa.exp_avg_sq_dtype());
-  const bool te_manages_master =
-      l.optimizer_offload == 0 &&
-      (!train.has_fp8() || train.fp8().recipe() == v1::Fp8::RECIPE_DELAYED ||
-       train.fp8().recipe() == v1::Fp8::RECIPE_UNSPECIFIED);
+  const bool delayed_or_none =
+      !train.has_fp8() || train.fp8().recipe() == v1::Fp8::RECIPE_DELAYED ||
+      train.fp8().recipe() == v1::Fp8::RECIPE_UNSPECIFIED;
+  const bool te_manages_master = l.optimizer_offload == 0 && delayed_or_none;
   const bool remainders =
       te_manages_master && l.precision != v1::PRECISION_FP16 &&
       (!pa.has_store_param_remainders() || pa.store_param_remainders());
   l.master_bytes = pa.main_params_dtype() == v1::DTYPE_FP16 || remainders
                        ? 2
                        : 4;
+  // [OS] use_precision_aware_optimizer_no_fp8_or_ds_fp8: fp16 main
+  // params, no fp8 recipe other than delayed, or CPU offload.
+  l.decoupled_grads = pa.main_params_dtype() == v1::DTYPE_FP16 ||
+                      delayed_or_none || l.optimizer_offload > 0;
 }
 
 }  // namespace
@@ -1240,8 +1279,9 @@ Layout LayoutOf(const v1::Job& job) {
     l.mtp_rank = par.mtp_pipeline_rank();
   }
   l.precision = train.precision();
-  l.optimizer = train.optimizer() == v1::OPTIMIZER_SGD ? v1::OPTIMIZER_SGD
-                                                       : v1::OPTIMIZER_ADAM;
+  l.optimizer = train.optimizer() == v1::OPTIMIZER_UNSPECIFIED
+                    ? v1::OPTIMIZER_ADAM
+                    : train.optimizer();
   l.sgd_momentum = train.has_sgd_momentum() ? train.sgd_momentum() : 0.9;
   l.hidden_dropout = train.hidden_dropout();
   l.attention_dropout = train.attention_dropout();
@@ -1817,12 +1857,12 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
   // The distributed optimizer shards its states over d*c ranks [P 3.1.4],
   // or over d*c/N with N instances of it [DO]; a CPU-offloaded share of
   // them lives in host memory [PA].
-  f.optimizer_bytes =
-      OptimizerBytesPerParameter(l) * (1 - l.optimizer_offload) *
-      (shard_optimizer
-           ? (params / shards + expert_params / expert_shards) *
-                 l.optimizer_instances
-           : params + expert_params);
+  const double optimizer_parameters =
+      shard_optimizer ? (params / shards + expert_params / expert_shards) *
+                            l.optimizer_instances
+                      : params + expert_params;
+  f.optimizer_bytes = OptimizerBytesPerParameter(l) *
+                      (1 - l.optimizer_offload) * optimizer_parameters;
 
   double freed_before_embedding_gradient = 0;
   LayerCache* const lanes[kMaxLanes] = {&base, loaded};
@@ -1924,6 +1964,26 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
   if (loaded != nullptr) {
     f.imbalance_bytes = activations[1] - f.activation_bytes;
   }
+  // [OS] Lion's update is one parameter's: bounded by a layer's linear
+  // weights together (the routed experts' as one grouped weight) or the
+  // vocabulary's shard, on the stages that hold an embedding or LM head.
+  double largest_parameter = 0;
+  if (l.optimizer == v1::OPTIMIZER_LION) {
+    if (mix.dense > 0 || (mtp_here && !MtpLayerIsMoe(m))) {
+      largest_parameter = LinearWeightParameters(m, l, false);
+    }
+    if (mix.moe > 0 || (mtp_here && MtpLayerIsMoe(m))) {
+      largest_parameter = std::max(largest_parameter,
+                                   LinearWeightParameters(m, l, true));
+    }
+    if (first || last || mtp_here) {
+      largest_parameter = std::max(largest_parameter, vocab_shard);
+    }
+  }
+  // The step follows the last backward: every activation is freed by then.
+  f.optimizer_step_bytes = std::max(
+      0.0, OptimizerStepBytes(l, optimizer_parameters, largest_parameter) -
+               f.activation_bytes - f.imbalance_bytes);
   return f;
 }
 

@@ -98,6 +98,63 @@ TEST(MemoryTermsTest, SgdKeepsMomentumOnly) {
                    4 * kModelParams);
 }
 
+// [OS] Lion keeps one fp32 momentum beside the fp32 master weight (8 B a
+// parameter; Adam keeps 12) and at its step, once every activation is
+// freed, makes a parameter's update: two fp32 copies of the largest, here
+// the 1024 x 32000 embedding (a layer's linear weights are 16,777,216).
+// 262,144,000 B against the 244 MB of activations it follows.
+TEST(MemoryTermsTest, LionKeepsOneMomentumAndMakesItsUpdateAtTheStep) {
+  Layout l = OneGpu();
+  l.optimizer = v1::OPTIMIZER_LION;
+  const StageFigures f = StageMemoryOf(Small(), l, 0, 2);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, 8 * kModelParams);
+  const double activations = 2 * kLayerBf16 + kEmbeddingBf16 + kHeadBf16;
+  EXPECT_DOUBLE_EQ(f.activation_bytes, activations);
+  EXPECT_DOUBLE_EQ(f.optimizer_step_bytes,
+                   2 * 4 * 1024.0 * 32000 - activations);
+  // A stage of layers alone (PP 3's middle one): a layer's linear weights
+  // (attention's 4,194,304 and the MLP's 12,582,912) bound it.
+  l.pipeline = 3;
+  const StageFigures middle = StageMemoryOf(Small(), l, 1, 1);
+  EXPECT_DOUBLE_EQ(middle.optimizer_step_bytes,
+                   std::max(0.0, 2 * 4 * 16777216.0 - middle.activation_bytes));
+  // Adam's fused step works in place.
+  l = OneGpu();
+  EXPECT_DOUBLE_EQ(StageMemoryOf(Small(), l, 0, 2).optimizer_step_bytes, 0);
+}
+
+// [OS] A 16-bit gradient buffer (--grad-reduce-in-bf16) is copied to fp32
+// at the step, the optimizer's share of it, after the activations are
+// freed: 4 B a parameter above them without the distributed optimizer.
+// fp32 gradients need no copy; sharded over 4 ranks the copy (99 MB) is
+// below the activations (244 MB); Megatron-FSDP makes none, nor does the
+// precision-aware optimizer that hands over the buffer itself.
+TEST(MemoryTermsTest, Bf16GradientsAreCopiedToFp32AtTheStep) {
+  Layout l = OneGpu();
+  l.precision = v1::PRECISION_BF16_BF16_GRADS;
+  const double activations = 2 * kLayerBf16 + kEmbeddingBf16 + kHeadBf16;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(Small(), l, 0, 2).optimizer_step_bytes,
+                   4 * kModelParams - activations);
+  Layout fp32_grads = OneGpu();
+  EXPECT_DOUBLE_EQ(
+      StageMemoryOf(Small(), fp32_grads, 0, 2).optimizer_step_bytes, 0);
+  Layout sharded = l;
+  sharded.data = 4;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(Small(), sharded, 0, 2).optimizer_step_bytes,
+                   0);
+  Layout fsdp = l;
+  fsdp.sharding = FsdpSharding::kNoShard;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(Small(), fsdp, 0, 2).optimizer_step_bytes, 0);
+  Layout aware = OneGpu();
+  aware.precision_aware = true;
+  aware.main_grad_bytes = 2;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(Small(), aware, 0, 2).optimizer_step_bytes,
+                   4 * kModelParams - activations);
+  aware.decoupled_grads = true;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(Small(), aware, 0, 2).optimizer_step_bytes,
+                   0);
+}
+
 // [K 4.1]: a 1-byte mask after attention and after the MLP (2sbh a layer)
 // and after the embedding (sbh).
 TEST(MemoryTermsTest, HiddenDropoutKeepsOneByteMasks) {

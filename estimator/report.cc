@@ -274,6 +274,28 @@ std::string FormatEstimateTable(const v1::Estimate& e) {
         ToGiB(AllocatableBytes(e.capacity_bytes())),
         ToGiB(e.capacity_bytes()));
   }
+  // [OS] The step's own peak, where it passes the activations it follows:
+  // said whether or not it fits (it is not in the table's totals).
+  const v1::StageMemory* step = nullptr;
+  for (const v1::StageMemory& s : e.stages()) {
+    if (s.optimizer_step_bytes() > 0 &&
+        (step == nullptr || HeldBesideTransients(s) + s.optimizer_step_bytes() >
+                                HeldBesideTransients(*step) +
+                                    step->optimizer_step_bytes())) {
+      step = &s;
+    }
+  }
+  if (step != nullptr) {
+    absl::StrAppendFormat(
+        &out,
+        "optimizer step: stage %u holds %.2f GiB once its activations are "
+        "freed (fp32 gradient copies, Lion's update: %.2f GiB above them), "
+        "of the %.2f GiB a process can allocate\n",
+        step->stage(),
+        ToGiB(HeldBesideTransients(*step) + step->optimizer_step_bytes()),
+        ToGiB(step->optimizer_step_bytes()),
+        ToGiB(AllocatableBytes(e.capacity_bytes())));
+  }
   const double deepep = DeepEpShareOf(e.peak());
   if (deepep > 0) {
     absl::StrAppendFormat(

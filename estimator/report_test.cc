@@ -1,6 +1,8 @@
 #include "estimator/report.h"
 
+#include "absl/strings/str_format.h"
 #include "estimator/estimate.h"
+#include "estimator/units.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
@@ -46,6 +48,30 @@ TEST(ReportTest, TableSaysWhenTheLossTransientMakesItRed) {
   ASSERT_TRUE(tp2.ok()) << tp2.status();
   EXPECT_EQ(FormatEstimateTable(*tp2).find("the loss's backward"),
             std::string::npos);
+}
+
+// [OS] The optimizer step's own peak, outside the table's totals, is said
+// where it passes the activations (bf16 gradients without the distributed
+// optimizer: an fp32 copy of all of them), and only there.
+TEST(ReportTest, TableSaysWhatTheOptimizerStepHolds) {
+  v1::Job job = testing::PaperJob("llama-3.1-8b", "h100-80gb", 4, 1, 1, 1, 8,
+                                  1024);
+  job.mutable_parallel()->set_distributed_optimizer(false);
+  absl::StatusOr<v1::Estimate> plain = EstimateJob(job);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(FormatEstimateTable(*plain).find("optimizer step"),
+            std::string::npos);
+  job.mutable_training()->set_precision(v1::PRECISION_BF16_BF16_GRADS);
+  absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  const v1::StageMemory& stage = e->peak();
+  ASSERT_GT(stage.optimizer_step_bytes(), 0);
+  const std::string line = absl::StrFormat(
+      "optimizer step: stage 0 holds %.2f GiB once its activations are "
+      "freed",
+      ToGiB(stage.total_bytes() + stage.optimizer_step_bytes()));
+  EXPECT_NE(FormatEstimateTable(*e).find(line), std::string::npos)
+      << FormatEstimateTable(*e);
 }
 
 TEST(ReportTest, BreakdownAddsUpToTheTotal) {

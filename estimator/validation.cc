@@ -640,16 +640,49 @@ bool IsBf16(v1::Precision p) {
          p == v1::PRECISION_BF16_BF16_GRADS;
 }
 
+// Lion, as Megatron-LM runs it: an emerging optimizer (arguments.py turns
+// --use-distributed-optimizer into its layer-wise distributed optimizer,
+// which memgate does not model, and asserts against Megatron-FSDP;
+// core/optimizer/__init__.py raises under fp16).
+absl::Status ValidateLion(const v1::Job& job) {
+  const v1::ParallelConfig& par = job.parallel();
+  const bool distributed =
+      !par.has_distributed_optimizer() || par.distributed_optimizer();
+  if (par.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
+    return Invalid("training.optimizer",
+                   "OPTIMIZER_LION cannot run under Megatron-FSDP (Megatron "
+                   "asserts)",
+                   v1::DataParallelSharding_Name(par.data_parallel_sharding()));
+  }
+  if (distributed) {
+    return Invalid("training.optimizer",
+                   "OPTIMIZER_LION with parallel.distributed_optimizer runs "
+                   "Megatron's layer-wise distributed optimizer, which is not "
+                   "modelled: set parallel.distributed_optimizer false",
+                   "distributed_optimizer true");
+  }
+  if (job.training().precision() == v1::PRECISION_FP16) {
+    return Invalid("training.optimizer",
+                   "OPTIMIZER_LION cannot train in fp16 (Megatron raises)",
+                   "PRECISION_FP16");
+  }
+  return absl::OkStatus();
+}
+
 // The precision-aware optimizer, CPU offload, fp8 and FSDP, with the
 // rules Megatron-LM enforces for them (arguments.py, optimizer_config.py).
 absl::Status ValidateOptimizerStorage(const v1::Job& job) {
   const v1::TrainingConfig& tr = job.training();
+  if (tr.optimizer() == v1::OPTIMIZER_LION) {
+    MEMGATE_RETURN_IF_ERROR(ValidateLion(job));
+  }
   if (tr.has_precision_aware_optimizer()) {
     const v1::PrecisionAwareOptimizer& pa = tr.precision_aware_optimizer();
-    if (tr.optimizer() == v1::OPTIMIZER_SGD) {
+    if (tr.optimizer() != v1::OPTIMIZER_ADAM &&
+        tr.optimizer() != v1::OPTIMIZER_UNSPECIFIED) {
       return Invalid("training.precision_aware_optimizer",
                      "needs Adam (Megatron: only supported with adam)",
-                     "OPTIMIZER_SGD");
+                     v1::Optimizer_Name(tr.optimizer()));
     }
     if (!IsBf16(tr.precision())) {
       return Invalid("training.precision_aware_optimizer",

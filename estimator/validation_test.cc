@@ -423,6 +423,28 @@ INSTANTIATE_TEST_SUITE_P(
                moe.set_grouped_tensor(true);
                moe.set_fused_grouped_mlp(true);
              }, "model.moe.fused_grouped_mlp"},
+        // Under Lion Megatron turns the distributed optimizer into its
+        // layer-wise one (not modelled), asserts against Megatron-FSDP and
+        // raises in fp16; --use-precision-aware-optimizer needs Adam.
+        Rule{"LionWithTheDistributedOptimizer", [](v1::Job& j) {
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_LION);
+             }, "training.optimizer"},
+        Rule{"LionUnderMegatronFsdp", [](v1::Job& j) {
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_LION);
+               j.mutable_parallel()->set_distributed_optimizer(false);
+               j.mutable_parallel()->set_data_parallel_sharding(
+                   v1::DATA_PARALLEL_SHARDING_OPTIM);
+             }, "training.optimizer"},
+        Rule{"LionInFp16", [](v1::Job& j) {
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_LION);
+               j.mutable_parallel()->set_distributed_optimizer(false);
+               j.mutable_training()->set_precision(v1::PRECISION_FP16);
+             }, "training.optimizer"},
+        Rule{"PrecisionAwareOptimizerWithLion", [](v1::Job& j) {
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_LION);
+               j.mutable_parallel()->set_distributed_optimizer(false);
+               j.mutable_training()->mutable_precision_aware_optimizer();
+             }, "training.precision_aware_optimizer"},
         // --tp-comm-overlap asserts sequence parallelism, off at TP 1.
         Rule{"TpCommOverlapWithoutSequenceParallelism", [](v1::Job& j) {
                j.mutable_training()->set_tp_comm_overlap(
@@ -885,6 +907,17 @@ TEST(ValidationTest, SinksRunInTheKernelTheJobSays) {
       v1::ATTENTION_KERNEL_UNSPECIFIED);
   fp32.mutable_training()->set_precision(v1::PRECISION_FP32);
   EXPECT_TRUE(ValidateJob(fp32).ok()) << ValidateJob(fp32);
+}
+
+// Lion without the distributed optimizer, in bf16 or fp32: what Megatron
+// runs as Lion (ValidationRuleTest has the rest).
+TEST(ValidationTest, LionWithoutTheDistributedOptimizerIsValid) {
+  v1::Job job = ValidJob();
+  job.mutable_training()->set_optimizer(v1::OPTIMIZER_LION);
+  job.mutable_parallel()->set_distributed_optimizer(false);
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+  job.mutable_training()->set_precision(v1::PRECISION_FP32);
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
 }
 
 TEST(ValidationTest, ThresholdMustBeAFraction) {

@@ -2024,6 +2024,11 @@ TEST(PlannerTest, TheTrainingTemplateLeavesThePlansChoicesAlone) {
   r = base;
   r.mutable_training()->set_optimizer_offload_fraction(1.5);
   cases.push_back({r, "optimizer_offload_fraction"});
+  // Every layout runs the distributed optimizer, which Lion turns into
+  // Megatron's layer-wise one (not modelled).
+  r = base;
+  r.mutable_training()->set_optimizer(v1::OPTIMIZER_LION);
+  cases.push_back({r, "training.optimizer"});
   ExpectEachRefusedNaming(cases);
   // Equal values, and a precision only the template gives, are fine: the
   // template's precision is the plan's.

@@ -1314,9 +1314,23 @@ absl::Status FillOptimizer(const Arguments& args, MegatronLaunch& launch) {
     MEMGATE_ASSIGN_OR_RETURN(momentum, args.Decimal("sgd-momentum", 0.9));
     if (momentum >= 1) return Bad("sgd-momentum", "must be below 1");
     t.set_sgd_momentum(static_cast<float>(momentum));
+  } else if (optimizer == "lion") {
+    // arguments.py: an optimizer other than adam and sgd turns
+    // --use-distributed-optimizer into the layer-wise distributed
+    // optimizer; core/optimizer/__init__.py raises under fp16.
+    if (args.Has("use-distributed-optimizer")) {
+      return Bad("optimizer",
+                 "lion with --use-distributed-optimizer runs Megatron's "
+                 "layer-wise distributed optimizer, which is not modelled "
+                 "(lion is, without it)");
+    }
+    if (args.Has("fp16")) {
+      return Bad("optimizer", "lion cannot train in fp16 (Megatron raises)");
+    }
+    t.set_optimizer(v1::OPTIMIZER_LION);
   } else {
     return Bad("optimizer", absl::StrCat("'", optimizer, "' is not modelled "
-                                         "(adam or sgd)"));
+                                         "(adam, sgd or lion)"));
   }
   if (args.Has("rampup-batch-size")) {
     launch.notes.push_back(

@@ -2211,6 +2211,32 @@ TEST(MegatronArgsTest, MemoryArgumentsMapToTheJob) {
             v1::POSITION_EMBEDDING_ROPE);
 }
 
+// --optimizer lion: emerging_optimizers' Lion keeps one fp32 momentum a
+// parameter beside the fp32 master (memory_model.cc [OS]): 8 B where Adam
+// keeps 12. Read without the distributed optimizer, which arguments.py
+// turns into its layer-wise one under Lion (refused, not modelled), and
+// refused in fp16, where Megatron raises.
+TEST(MegatronArgsTest, ReadsLionWithoutTheDistributedOptimizer) {
+  const std::string plain = "--use-distributed-optimizer";
+  const v1::Job lion = LlamaLaunchJob("--optimizer lion", plain);
+  EXPECT_EQ(lion.training().optimizer(), v1::OPTIMIZER_LION);
+  const absl::StatusOr<v1::Estimate> with_lion = EstimateJob(lion);
+  const absl::StatusOr<v1::Estimate> with_adam =
+      EstimateJob(LlamaLaunchJob("", plain));
+  ASSERT_TRUE(with_lion.ok()) << with_lion.status();
+  ASSERT_TRUE(with_adam.ok()) << with_adam.status();
+  ASSERT_EQ(with_lion->stages_size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_DOUBLE_EQ(with_lion->stages(i).optimizer_bytes(),
+                     with_adam->stages(i).optimizer_bytes() * 8 / 12);
+  }
+  EXPECT_TRUE(RefusedNaming("--optimizer lion", "",
+                            {"--optimizer", "layer-wise"}));
+  EXPECT_TRUE(RefusedNaming("--optimizer lion --fp16", "--bf16|" + plain,
+                            {"--optimizer", "fp16"}));
+  EXPECT_TRUE(RefusedNaming("--optimizer muon", "", {"--optimizer", "muon"}));
+}
+
 // Rotary positions: Megatron fuses them through TransformerEngine unless
 // --no-rope-fusion, and never fuses YaRN or mRoPE (arguments.py turns the
 // fusion off for any type but rope); unfused, each layer keeps its cos and

@@ -125,7 +125,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"fp16", false, M, "fp32",
        "fp16 weights and gradients (2 + 2 B), fp32 master, gradient copy "
        "and Adam (16 B); 2-byte activations"},
-      {"grad-reduce-in-bf16", false, M, "off", "bf16 gradients (2 B)"},
+      {"grad-reduce-in-bf16", false, M, "off",
+       "bf16 gradients (2 B); the optimizer step copies its share of them "
+       "to fp32 (4 B), beside the states once the activations are freed"},
       {"accumulate-allreduce-grads-in-fp32", false, P, "off (on with bf16)",
        "implied by --bf16; with --fp16 refused (not modelled)"},
       {"use-precision-aware-optimizer", false, P, "off",
@@ -133,7 +135,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "only (refused otherwise); the master weight of a bf16 weight is a "
        "2-byte remainder (store_param_remainders)"},
       {"main-grads-dtype", true, M, "fp32",
-       "gradient buffer: fp32 4 B, bf16 2 B (precision-aware optimizer)"},
+       "gradient buffer: fp32 4 B, bf16 2 B (precision-aware optimizer); "
+       "bf16 with fp32 main params and an fp8 recipe other than delayed "
+       "(no CPU offload) makes the step copy the share to fp32 (4 B) once "
+       "the activations are freed"},
       {"main-params-dtype", true, M, "fp32",
        "master weights: fp32 (4 B, or a 2 B remainder), fp16 2 B"},
       {"exp-avg-dtype", true, M, "fp32", "Adam m: fp32 4, bf16/fp16 2, fp8 1 B"},
@@ -465,7 +470,12 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "estimated at the final --global-batch-size (the largest m)"},
       // ---- Optimizer ----
       {"optimizer", true, P, "adam",
-       "adam (m, v: 8 B) or sgd (momentum: 4 B); others refused"},
+       "adam (m, v: 8 B), sgd (momentum: 4 B) or lion (momentum: 4 B; its "
+       "step's update, two fp32 copies of the largest parameter, beside the "
+       "states once the activations are freed); lion refused with "
+       "--use-distributed-optimizer (Megatron then runs its layer-wise "
+       "distributed optimizer) and with --fp16 (Megatron raises); others "
+       "refused"},
       {"sgd-momentum", true, M, "0.9", "0: SGD keeps no state"},
       // ---- Refused: architectures memgate does not model yet ----
       {"num-experts", true, M, "dense",
