@@ -1350,6 +1350,7 @@ Layout LayoutOf(const v1::Job& job) {
   if (train.has_fp8()) {
     l.fp8 = true;
     l.fp8_param_gather = train.fp8().param_gather();
+    l.fp8_output_projection = train.fp8().output_projection();
     l.bf16_first_layers = train.fp8().bf16_first_layers();
     l.bf16_last_layers = train.fp8().bf16_last_layers();
     switch (train.fp8().recipe()) {
@@ -1846,6 +1847,14 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
                  2 * m.hidden * m.hidden / l.tensor);
     }
     f.weight_bytes += Fp8WeightCopyBytesPerParameter(l) * linear;
+    // [TE] --fp8-output-proj: the LM head is a TransformerEngine Linear in
+    // MXFP8 (gpt_model.py TELMHeadColumnParallelLinear) and caches its
+    // weight's fp8 pair; whether fp8_model_init makes it an fp8 parameter
+    // is not read, so the pair is counted beside the bf16 weight (an upper
+    // bound), as is the head's input, saved in fp8 by TE (counted in bf16).
+    if (last && l.fp8_output_projection) {
+      f.weight_bytes += 2 * (1 + l.fp8_weight_scale_bytes) * vocab_shard;
+    }
   }
   const double gradient_bytes = LayoutGradientBytes(l);
   f.gradient_bytes = shard_grads

@@ -216,6 +216,8 @@ struct Layout {
   // TransformerEngine fp8: fp8 weight copies and fp8-saved GEMM inputs.
   bool fp8 = false;
   bool fp8_param_gather = false;
+  // Fp8.output_projection: the LM head's MXFP8 weight copies [TE].
+  bool fp8_output_projection = false;
   // Scale bytes an fp8 element carries [TE recipes]: MXFP8 one E8M0 byte
   // per 32 elements of activations and weights; blockwise one fp32 scale
   // per 1 x 128 tile of an activation and per 128 x 128 block of a weight;

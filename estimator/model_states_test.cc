@@ -299,6 +299,40 @@ TEST(ModelStatesTest, Fp8AddsWeightCopiesAndSavesGemmInputsInOneByte) {
                    bf16.activation_bytes - 2 * (5 - 7.0 / 32) * kSbh);
 }
 
+// [TE] --fp8-output-proj: the LM head a TransformerEngine Linear in MXFP8,
+// its h x v weight's rowwise and columnwise copies cached for the step
+// (2 x 1.03 B a weight), counted beside the bf16 weight even under
+// --fp8-param-gather (an upper bound); nothing more is stored. With two
+// stages only the last holds the head.
+TEST(ModelStatesTest, Fp8OutputProjectionCachesTheHeadsFp8Copies) {
+  v1::Job job = SmallJob();
+  job.mutable_training()->mutable_fp8()->set_recipe(v1::Fp8::RECIPE_MXFP8);
+  const StageFigures layers_only = Figures(job);
+  job.mutable_training()->mutable_fp8()->set_output_projection(true);
+  StageFigures f = Figures(job);
+  EXPECT_DOUBLE_EQ(f.weight_bytes, layers_only.weight_bytes +
+                                       2 * (1 + 1.0 / 32) * kVocabMatrix);
+  EXPECT_DOUBLE_EQ(f.activation_bytes, layers_only.activation_bytes);
+  job.mutable_training()->mutable_fp8()->set_param_gather(true);
+  v1::Job gathered = job;
+  gathered.mutable_training()->mutable_fp8()->set_output_projection(false);
+  EXPECT_DOUBLE_EQ(Figures(job).weight_bytes,
+                   Figures(gathered).weight_bytes +
+                       2 * (1 + 1.0 / 32) * kVocabMatrix);
+  job.mutable_parallel()->set_pipeline_parallel(2);
+  job.set_num_gpus(8);
+  const ModelShape m = ShapeOf(job.model());
+  const Layout l = LayoutOf(job);
+  gathered.mutable_parallel()->set_pipeline_parallel(2);
+  gathered.set_num_gpus(8);
+  const Layout without = LayoutOf(gathered);
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 1).weight_bytes,
+                   StageMemoryOf(m, without, 0, 1).weight_bytes);
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 1, 1).weight_bytes,
+                   StageMemoryOf(m, without, 1, 1).weight_bytes +
+                       2 * (1 + 1.0 / 32) * kVocabMatrix);
+}
+
 // [F8L] --first-last-layers-bf16: the first and last layers run outside
 // fp8 and keep what bf16 keeps: each of the two layers given back the
 // 5 sbh fp8 saved; the fp8 weight copies stay counted (an over-count).

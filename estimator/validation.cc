@@ -507,6 +507,35 @@ absl::Status ValidateBf16Layers(const v1::Job& job) {
   return absl::OkStatus();
 }
 
+// Megatron's --fp8-output-proj: transformer_config.py raises without the
+// MXFP8 recipe; TELMHeadColumnParallelLinear (transformer_engine.py)
+// raises where the head would skip its weight (tied embeddings on the
+// stage that embeds: one stage) and with the deferred embedding wgrad.
+absl::Status ValidateFp8OutputProjection(const v1::Job& job) {
+  const v1::TrainingConfig& tr = job.training();
+  if (!tr.fp8().output_projection()) return absl::OkStatus();
+  const char* field = "training.fp8.output_projection";
+  if (tr.fp8().recipe() != v1::Fp8::RECIPE_MXFP8) {
+    return Invalid(field, "needs the MXFP8 recipe (Megatron raises)",
+                   v1::Fp8::Recipe_Name(tr.fp8().recipe()));
+  }
+  if (job.model().tie_word_embeddings() &&
+      job.parallel().pipeline_parallel() == 1) {
+    return Invalid(field,
+                   "cannot share the embedding's weight on one stage "
+                   "(Megatron raises: the MXFP8 head cannot skip its "
+                   "weight); untie them or run PP > 1",
+                   "model.tie_word_embeddings true");
+  }
+  if (tr.defer_embedding_wgrad()) {
+    return Invalid(field,
+                   "cannot defer the embedding's weight gradient (Megatron "
+                   "raises)",
+                   "training.defer_embedding_wgrad true");
+  }
+  return absl::OkStatus();
+}
+
 // Megatron's --cp-comm-type with TransformerEngine's rules
 // (context_parallel.py): a2a scatters each TP rank's query and key heads
 // over the CP ranks (it asserts both divide), a2a+p2p over its inner
@@ -775,6 +804,7 @@ absl::Status ValidateOptimizerStorage(const v1::Job& job) {
                      absl::StrCat(tr.fp8().recipe()));
     }
     MEMGATE_RETURN_IF_ERROR(ValidateBf16Layers(job));
+    MEMGATE_RETURN_IF_ERROR(ValidateFp8OutputProjection(job));
     const auto sharding = par.data_parallel_sharding();
     if (tr.fp8().param_gather() && !par.distributed_optimizer() &&
         (sharding == v1::DATA_PARALLEL_SHARDING_UNSPECIFIED ||

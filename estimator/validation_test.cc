@@ -423,6 +423,25 @@ INSTANTIATE_TEST_SUITE_P(
                moe.set_grouped_tensor(true);
                moe.set_fused_grouped_mlp(true);
              }, "model.moe.fused_grouped_mlp"},
+        // --fp8-output-proj: MXFP8 only; the head may not skip its weight
+        // (tied on one stage) nor defer its wgrad (Megatron raises).
+        Rule{"Fp8OutputProjectionWithoutMxfp8", [](v1::Job& j) {
+               j.mutable_training()->mutable_fp8()->set_output_projection(
+                   true);
+             }, "training.fp8.output_projection"},
+        Rule{"Fp8OutputProjectionTiedOnOneStage", [](v1::Job& j) {
+               v1::Fp8& fp8 = *j.mutable_training()->mutable_fp8();
+               fp8.set_recipe(v1::Fp8::RECIPE_MXFP8);
+               fp8.set_output_projection(true);
+               j.mutable_model()->set_tie_word_embeddings(true);
+               j.mutable_parallel()->set_pipeline_parallel(1);
+             }, "training.fp8.output_projection"},
+        Rule{"Fp8OutputProjectionWithDeferredWgrad", [](v1::Job& j) {
+               v1::Fp8& fp8 = *j.mutable_training()->mutable_fp8();
+               fp8.set_recipe(v1::Fp8::RECIPE_MXFP8);
+               fp8.set_output_projection(true);
+               j.mutable_training()->set_defer_embedding_wgrad(true);
+             }, "training.fp8.output_projection"},
         // Under Lion Megatron turns the distributed optimizer into its
         // layer-wise one (not modelled), asserts against Megatron-FSDP and
         // raises in fp16; --use-precision-aware-optimizer needs Adam.

@@ -1449,7 +1449,8 @@ absl::Status FillBf16Layers(const Arguments& args, MegatronLaunch& launch) {
 absl::Status FillFp8(const Arguments& args, MegatronLaunch& launch) {
   const char* format_flag = args.Has("fp8-format") ? "fp8-format" : "fp8";
   if (!args.Has(format_flag)) {
-    for (const char* needs_fp8 : {"fp8-recipe", "fp8-param-gather"}) {
+    for (const char* needs_fp8 :
+         {"fp8-recipe", "fp8-param-gather", "fp8-output-proj"}) {
       if (args.Has(needs_fp8)) return Bad(needs_fp8, "needs --fp8-format");
     }
     if (args.Has("first-last-layers-bf16")) {
@@ -1486,6 +1487,22 @@ absl::Status FillFp8(const Arguments& args, MegatronLaunch& launch) {
   }
   fp8.set_recipe(it->second);
   fp8.set_param_gather(args.Has("fp8-param-gather"));
+  if (args.Has("fp8-output-proj")) {
+    // transformer_config.py and TELMHeadColumnParallelLinear raise.
+    if (it->second != v1::Fp8::RECIPE_MXFP8) {
+      return Bad("fp8-output-proj", "needs --fp8-recipe mxfp8 (Megatron "
+                                    "raises)");
+    }
+    for (const char* raises :
+         {"output-logit-dtype", "defer-embedding-wgrad-compute"}) {
+      if (args.Has(raises)) {
+        return Bad("fp8-output-proj",
+                   absl::StrCat("cannot run with --", raises,
+                                " (Megatron raises)"));
+      }
+    }
+    fp8.set_output_projection(true);
+  }
   return FillBf16Layers(args, launch);
 }
 

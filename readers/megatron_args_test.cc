@@ -2211,6 +2211,33 @@ TEST(MegatronArgsTest, MemoryArgumentsMapToTheJob) {
             v1::POSITION_EMBEDDING_ROPE);
 }
 
+// --fp8-output-proj: the LM head in MXFP8 adds its weight's fp8 pair on
+// the last stage (memory_model.cc [TE]); Megatron raises without the MXFP8
+// recipe and beside --output-logit-dtype or the deferred embedding wgrad.
+TEST(MegatronArgsTest, ReadsTheMxfp8OutputProjection) {
+  const std::string mxfp8 = "--fp8-format e4m3 --fp8-recipe mxfp8";
+  const v1::Job head = LlamaLaunchJob(mxfp8 + " --fp8-output-proj");
+  EXPECT_TRUE(head.training().fp8().output_projection());
+  const absl::StatusOr<v1::Estimate> with_head = EstimateJob(head);
+  const absl::StatusOr<v1::Estimate> without =
+      EstimateJob(LlamaLaunchJob(mxfp8));
+  ASSERT_TRUE(with_head.ok()) << with_head.status();
+  ASSERT_TRUE(without.ok()) << without.status();
+  // 128,256 rows padded to 128,512 over TP 4, h 4,096.
+  EXPECT_DOUBLE_EQ(with_head->stages(1).weight_bytes() -
+                       without->stages(1).weight_bytes(),
+                   2 * (1 + 1.0 / 32) * 128512 / 4 * 4096);
+  EXPECT_EQ(with_head->stages(0).weight_bytes(),
+            without->stages(0).weight_bytes());
+  EXPECT_TRUE(RefusedNaming("--fp8-format e4m3 --fp8-output-proj", "",
+                            {"--fp8-output-proj", "mxfp8"}));
+  EXPECT_TRUE(RefusedNaming("--fp8-output-proj", "",
+                            {"--fp8-output-proj", "--fp8-format"}));
+  EXPECT_TRUE(RefusedNaming(
+      mxfp8 + " --fp8-output-proj --output-logit-dtype bf16", "",
+      {"--fp8-output-proj", "--output-logit-dtype"}));
+}
+
 // --optimizer lion: emerging_optimizers' Lion keeps one fp32 momentum a
 // parameter beside the fp32 master (memory_model.cc [OS]): 8 B where Adam
 // keeps 12. Read without the distributed optimizer, which arguments.py

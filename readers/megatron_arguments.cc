@@ -157,6 +157,13 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "custom refused"},
       {"fp8-param-gather", false, M, "off",
        "GEMM weights kept in fp8 only: no bf16 copy beside the fp8 pair"},
+      {"fp8-output-proj", false, M, "off",
+       "the LM head in MXFP8 (needs --fp8-recipe mxfp8): the rowwise and "
+       "columnwise fp8 copies of its h x v/t weight on the last stage, "
+       "beside the bf16 weight even with --fp8-param-gather, and its input "
+       "counted in bf16 (upper bounds); refused with tied embeddings on one "
+       "stage, --output-logit-dtype and --defer-embedding-wgrad-compute "
+       "(Megatron raises)"},
       {"first-last-layers-bf16", false, M, "off",
        "under fp8 the model's first and last layers (counts below) run in "
        "bf16: their activations counted in bf16 where that is more, a "
@@ -728,9 +735,6 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "hybrid Mamba models: not modelled"},
       {"mtp-hybrid-override-pattern", true, R, "",
        "hybrid multi-token prediction layers: not modelled"},
-      {"fp8-output-proj", false, R, "off",
-       "the LM head in MXFP8 adds fp8 copies of its h x v/t weight: not "
-       "modelled"},
       {"symmetric-ar-type", true, R, "off",
        "TransformerEngine's all-reduces through symmetric-memory buffers: "
        "not modelled"},

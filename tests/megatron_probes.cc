@@ -269,6 +269,8 @@ const std::map<std::string, Probe>& ArgumentProbes() {
         {"fp8", Adding(llama, {"--fp8", "e4m3"})},
         {"fp8-recipe", Adding(fp8, {"--fp8-recipe", "mxfp8"})},
         {"fp8-param-gather", Adding(fp8, {"--fp8-param-gather"})},
+        {"fp8-output-proj",
+         Adding(With(fp8, {"--fp8-recipe", "mxfp8"}), {"--fp8-output-proj"})},
         {"first-last-layers-bf16",
          Adding(fp8_tensorwise, {"--first-last-layers-bf16"})},
         {"num-layers-at-start-in-bf16",
