@@ -211,6 +211,11 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
           " layers outside fp8: their activations counted in bf16 where "
           "that is more, their fp8 weight copies still counted"));
     }
+    if (l.fp8_output_projection) {
+      out.push_back("the LM head in MXFP8 (--fp8-output-proj): its weight's "
+                    "fp8 pair counted beside the bf16 weight, its input in "
+                    "bf16 (upper bounds)");
+    }
   }
   switch (l.sharding) {
     case FsdpSharding::kNoShard:

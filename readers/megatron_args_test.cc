@@ -2229,6 +2229,11 @@ TEST(MegatronArgsTest, ReadsTheMxfp8OutputProjection) {
                    2 * (1 + 1.0 / 32) * 128512 / 4 * 4096);
   EXPECT_EQ(with_head->stages(0).weight_bytes(),
             without->stages(0).weight_bytes());
+  EXPECT_TRUE(std::any_of(
+      with_head->assumptions().begin(), with_head->assumptions().end(),
+      [](const std::string& a) {
+        return absl::StrContains(a, "--fp8-output-proj");
+      }));
   EXPECT_TRUE(RefusedNaming("--fp8-format e4m3 --fp8-output-proj", "",
                             {"--fp8-output-proj", "mxfp8"}));
   EXPECT_TRUE(RefusedNaming("--fp8-output-proj", "",
