@@ -107,7 +107,8 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
     case v1::PRECISION_BF16_BF16_GRADS:
       out.push_back("bf16 gradients (2 B a parameter); the optimizer step "
                     "copies its share to fp32 (4 B a parameter) once the "
-                    "activations are freed");
+                    "activations are freed, kept through an evaluation's "
+                    "forward");
       break;
     default:
       break;

@@ -161,8 +161,9 @@ const char* TransientName(const v1::StageMemory& stage) {
   if (stage.embedding_gradient_bytes() == largest) {
     return "the embedding's backward makes its dense weight gradient";
   }
-  return "the optimizer step makes fp32 copies of the 16-bit gradients (or "
-         "Lion's update), above the activations it frees";
+  return "the optimizer step's fp32 copies of the 16-bit gradients (kept "
+         "through an evaluation's forward) or Lion's update, above the "
+         "activations it frees";
 }
 
 bool RedThoughItsPeakFits(const v1::Estimate& e) {

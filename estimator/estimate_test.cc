@@ -207,9 +207,9 @@ TEST(EstimateTest, TheEmbeddingGradientMustFitBesideTheFirstStage) {
 
 // [OS] Without the distributed optimizer, bf16 gradients
 // (--grad-reduce-in-bf16) are copied to fp32 at the step, all of the
-// rank's: Llama-3.1-8B at TP 4 with every layer recomputed and 2,048-token
-// micro-batches holds about 2.1B parameters a GPU, 4 B each more once its
-// few activations are freed. On a GPU just short of the states and that
+// rank's, and kept through an evaluation: Llama-3.1-8B at TP 4 with every
+// layer recomputed and 2,048-token micro-batches holds about 2.1B
+// parameters a GPU, 4 B each more. On a GPU just short of the stage and that
 // copy, RED though the stage's figure is GREEN, the step named; with fp32
 // gradients or the precision-aware optimizer's decoupled bf16 gradients
 // (Megatron hands the buffer over) nothing is copied; with a current-
@@ -242,8 +242,9 @@ TEST(EstimateTest, TheOptimizerStepsGradientCopyMustFitBesideTheStates) {
   const v1::StageMemory stage = e->peak();
   const double copy = 4 * stage.parameters();
   EXPECT_GT(copy, 8e9);
-  EXPECT_DOUBLE_EQ(stage.optimizer_step_bytes(),
-                   copy - stage.activation_bytes());
+  // One stage, one micro-batch in flight: an evaluation's forward may hold
+  // as much as training did beside the copy, which stands whole.
+  EXPECT_DOUBLE_EQ(stage.optimizer_step_bytes(), copy);
   EXPECT_DOUBLE_EQ(TransientBytes(stage), stage.optimizer_step_bytes());
   EXPECT_TRUE(absl::StrContains(TransientName(stage), "optimizer step"));
   const double beside = stage.total_bytes() + stage.optimizer_step_bytes();

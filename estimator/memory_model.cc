@@ -183,7 +183,9 @@
 //      Megatron-FSDP returns first): a 16-bit gradient buffer gets an fp32
 //      copy of the optimizer's share at the step, after the last backward;
 //      zero_grad(set_to_none=True), which training.py train_step calls
-//      before the next forward, frees it. (fp16's copy is counted in the
+//      before the next forward, frees it (an evaluation, training.py
+//      evaluate, runs between: its no-grad forward beside the copies).
+//      (fp16's copy is counted in the
 //      optimizer states, as [MD] counts it: an over-count outside the
 //      step.) Lion, which core/optimizer/__init__.py builds from
 //      emerging_optimizers (scalar_optimizers/base.py step,
@@ -254,19 +256,19 @@ double OptimizerBytesPerParameter(const Layout& l) {
   }
 }
 
-// [OS] What the optimizer step allocates beside the model states, of a
-// stage whose optimizer holds `optimizer_parameters` and whose largest
-// parameter is at most `largest_parameter`: fp32 copies of a 16-bit
-// gradient buffer's share (fp16's already in the states), Lion's update.
-double OptimizerStepBytes(const Layout& l, double optimizer_parameters,
-                          double largest_parameter) {
-  double bytes = 0;
-  if (l.sharding == FsdpSharding::kNone && !l.decoupled_grads &&
-      l.precision != v1::PRECISION_FP16 && LayoutGradientBytes(l) < 4) {
-    bytes += 4 * optimizer_parameters;
-  }
-  if (l.optimizer == v1::OPTIMIZER_LION) bytes += 2 * 4 * largest_parameter;
-  return bytes;
+// [OS] The fp32 copies of a 16-bit gradient buffer the step makes, of a
+// stage whose optimizer holds `optimizer_parameters` (fp16's are in the
+// states already), and Lion's update, of a stage whose largest parameter
+// is at most `largest_parameter`.
+double Fp32GradientCopyBytes(const Layout& l, double optimizer_parameters) {
+  const bool copied = l.sharding == FsdpSharding::kNone &&
+                      !l.decoupled_grads &&
+                      l.precision != v1::PRECISION_FP16 &&
+                      LayoutGradientBytes(l) < 4;
+  return copied ? 4 * optimizer_parameters : 0;
+}
+double LionUpdateBytes(const Layout& l, double largest_parameter) {
+  return l.optimizer == v1::OPTIMIZER_LION ? 2 * 4 * largest_parameter : 0;
 }
 
 // fp8 copies of the linear layers' weights [TE]: TransformerEngine keeps
@@ -1754,6 +1756,20 @@ double StageActivations(LayerCache& layers, uint32_t stage,
   return activations;
 }
 
+// The activations `stage` holds with one micro-batch in flight (Layout::
+// microbatches 1): what the last micro-batch's backward leaves [RSA], and
+// a bound on an evaluation's no-grad forward [OS].
+double OneMicrobatchActivations(const ModelShape& m, const Layout& l,
+                                uint32_t stage, const LayerMix& mix,
+                                const std::vector<LayerMix>* chunks,
+                                const Bf16Layers* bf16) {
+  Layout one = l;
+  one.microbatches = 1;
+  LayoutLaneFigures figures;
+  LayerCache layers{m, one, figures};
+  return StageActivations(layers, stage, mix, chunks, bf16);
+}
+
 // A stage of `base`'s layout; `loaded`, where there is one, the same
 // layout under the most loaded expert-parallel rank's load (LayoutStages).
 // `final_norm_chunk`: the chunk whose final norm [FN] this stage keeps, -1
@@ -1960,12 +1976,8 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     const double scratch = LayoutGradientBytes(l) * (params + expert_params);
     double outlived = 0;
     if (l.virtual_stages <= 1 && !l.defer_embedding_wgrad) {
-      Layout last = l;
-      last.microbatches = 1;
-      LayoutLaneFigures last_figures;
-      LayerCache last_layers{m, last, last_figures};
       outlived = f.activation_bytes -
-                 StageActivations(last_layers, stage, mix, chunks, bf16);
+                 OneMicrobatchActivations(m, l, stage, mix, chunks, bf16);
     }
     f.gradient_scratch_bytes = std::max(0.0, scratch - outlived);
     f.buffer_bytes += f.gradient_scratch_bytes;
@@ -1989,10 +2001,22 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
       largest_parameter = std::max(largest_parameter, vocab_shard);
     }
   }
-  // The step follows the last backward: every activation is freed by then.
-  f.optimizer_step_bytes = std::max(
-      0.0, OptimizerStepBytes(l, optimizer_parameters, largest_parameter) -
-               f.activation_bytes - f.imbalance_bytes);
+  // The step follows the last backward: every activation is freed by
+  // then. The copies outlive it until the next step's zero_grad: an
+  // evaluation (Megatron's default every 1,000 iterations) runs its
+  // no-grad forward beside them, holding less than one micro-batch's
+  // training activations of the stage at a time (each layer's freed as
+  // the next runs), which bound it.
+  const double copies = Fp32GradientCopyBytes(l, optimizer_parameters);
+  double beside_copies = LionUpdateBytes(l, largest_parameter);
+  if (copies > 0) {
+    beside_copies = std::max(
+        beside_copies,
+        OneMicrobatchActivations(m, l, stage, mix, chunks, bf16));
+  }
+  f.optimizer_step_bytes =
+      std::max(0.0, copies + beside_copies - f.activation_bytes -
+                        f.imbalance_bytes);
   return f;
 }
 

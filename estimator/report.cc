@@ -288,9 +288,10 @@ std::string FormatEstimateTable(const v1::Estimate& e) {
   if (step != nullptr) {
     absl::StrAppendFormat(
         &out,
-        "optimizer step: stage %u holds %.2f GiB once its activations are "
-        "freed (fp32 gradient copies, Lion's update: %.2f GiB above them), "
-        "of the %.2f GiB a process can allocate\n",
+        "optimizer step: stage %u holds up to %.2f GiB (fp32 gradient "
+        "copies, kept through an evaluation's forward, or Lion's update: "
+        "%.2f GiB above the training peak), of the %.2f GiB a process can "
+        "allocate\n",
         step->stage(),
         ToGiB(HeldBesideTransients(*step) + step->optimizer_step_bytes()),
         ToGiB(step->optimizer_step_bytes()),

@@ -67,8 +67,7 @@ TEST(ReportTest, TableSaysWhatTheOptimizerStepHolds) {
   const v1::StageMemory& stage = e->peak();
   ASSERT_GT(stage.optimizer_step_bytes(), 0);
   const std::string line = absl::StrFormat(
-      "optimizer step: stage 0 holds %.2f GiB once its activations are "
-      "freed",
+      "optimizer step: stage 0 holds up to %.2f GiB (fp32 gradient copies",
       ToGiB(stage.total_bytes() + stage.optimizer_step_bytes()));
   EXPECT_NE(FormatEstimateTable(*e).find(line), std::string::npos)
       << FormatEstimateTable(*e);

@@ -127,7 +127,8 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "and Adam (16 B); 2-byte activations"},
       {"grad-reduce-in-bf16", false, M, "off",
        "bf16 gradients (2 B); the optimizer step copies its share of them "
-       "to fp32 (4 B), beside the states once the activations are freed"},
+       "to fp32 (4 B), beside the states once the activations are freed "
+       "and through an evaluation's forward"},
       {"accumulate-allreduce-grads-in-fp32", false, P, "off (on with bf16)",
        "implied by --bf16; with --fp16 refused (not modelled)"},
       {"use-precision-aware-optimizer", false, P, "off",
