@@ -13,6 +13,14 @@ namespace {
 
 using testing::PaperJob;
 
+// The bytes of a GPU on which a process can allocate `fraction` of
+// `bytes` (AllocatableBytes inverted): at 0.99 a stage and its transient
+// totalling `bytes` are 1% short.
+uint64_t GpuAllocating(double fraction, double bytes) {
+  return static_cast<uint64_t>(fraction * (bytes + kProcessRuntimeBytes) /
+                               (1 - kDriverShare));
+}
+
 // An estimate's assumptions, one a line.
 std::string AllAssumptions(const v1::Estimate& e) {
   std::string all;
@@ -176,10 +184,7 @@ TEST(EstimateTest, TheEmbeddingGradientMustFitBesideTheFirstStage) {
   const double beside =
       first.total_bytes() + first.expert_imbalance_bytes() +
       first.embedding_gradient_bytes();
-  const double short_gpu =
-      0.99 * (beside + kProcessRuntimeBytes) / (1 - kDriverShare);
-  job.mutable_accelerator()->set_memory_bytes(
-      static_cast<uint64_t>(short_gpu));
+  job.mutable_accelerator()->set_memory_bytes(GpuAllocating(0.99, beside));
   e = EstimateJob(job);
   ASSERT_TRUE(e.ok()) << e.status();
   for (const v1::StageMemory& stage : e->stages()) {
@@ -190,8 +195,7 @@ TEST(EstimateTest, TheEmbeddingGradientMustFitBesideTheFirstStage) {
   ASSERT_NE(overflows, nullptr);
   EXPECT_EQ(overflows->stage(), 0u);
   EXPECT_TRUE(absl::StrContains(TransientName(*overflows), "embedding"));
-  job.mutable_accelerator()->set_memory_bytes(
-      static_cast<uint64_t>(short_gpu / 0.99 * 1.01));
+  job.mutable_accelerator()->set_memory_bytes(GpuAllocating(1.01, beside));
   e = EstimateJob(job);
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
@@ -248,10 +252,7 @@ TEST(EstimateTest, TheOptimizerStepsGradientCopyMustFitBesideTheStates) {
   EXPECT_DOUBLE_EQ(TransientBytes(stage), stage.optimizer_step_bytes());
   EXPECT_TRUE(absl::StrContains(TransientName(stage), "optimizer step"));
   const double beside = stage.total_bytes() + stage.optimizer_step_bytes();
-  const double short_gpu =
-      0.99 * (beside + kProcessRuntimeBytes) / (1 - kDriverShare);
-  job.mutable_accelerator()->set_memory_bytes(
-      static_cast<uint64_t>(short_gpu));
+  job.mutable_accelerator()->set_memory_bytes(GpuAllocating(0.99, beside));
   e = EstimateJob(job);
   ASSERT_TRUE(e.ok()) << e.status();
   ASSERT_LE(e->peak().total_bytes(), e->threshold() * e->capacity_bytes());
@@ -259,8 +260,7 @@ TEST(EstimateTest, TheOptimizerStepsGradientCopyMustFitBesideTheStates) {
   const v1::StageMemory* overflows = StageWhoseTransientOverflows(*e);
   ASSERT_NE(overflows, nullptr);
   EXPECT_TRUE(absl::StrContains(TransientName(*overflows), "optimizer"));
-  job.mutable_accelerator()->set_memory_bytes(
-      static_cast<uint64_t>(short_gpu / 0.99 * 1.01));
+  job.mutable_accelerator()->set_memory_bytes(GpuAllocating(1.01, beside));
   e = EstimateJob(job);
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->zone(), v1::ZONE_GREEN);

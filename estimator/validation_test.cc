@@ -28,6 +28,13 @@ void OverlapExperts(v1::Job& j) {
   j.mutable_parallel()->set_virtual_pipeline_stages(2);
 }
 
+// The LM head in MXFP8 (--fp8-output-proj under --fp8-recipe mxfp8).
+void Mxfp8Head(v1::Job& j) {
+  v1::Fp8& fp8 = *j.mutable_training()->mutable_fp8();
+  fp8.set_recipe(v1::Fp8::RECIPE_MXFP8);
+  fp8.set_output_projection(true);
+}
+
 // Full recomputation (uniform, a layer a group) whose stored inputs are
 // distributed over TP: valid at TP > 1 without sequence parallelism.
 void DistributeSavedInputs(v1::Job& j) {
@@ -430,16 +437,12 @@ INSTANTIATE_TEST_SUITE_P(
                    true);
              }, "training.fp8.output_projection"},
         Rule{"Fp8OutputProjectionTiedOnOneStage", [](v1::Job& j) {
-               v1::Fp8& fp8 = *j.mutable_training()->mutable_fp8();
-               fp8.set_recipe(v1::Fp8::RECIPE_MXFP8);
-               fp8.set_output_projection(true);
+               Mxfp8Head(j);
                j.mutable_model()->set_tie_word_embeddings(true);
                j.mutable_parallel()->set_pipeline_parallel(1);
              }, "training.fp8.output_projection"},
         Rule{"Fp8OutputProjectionWithDeferredWgrad", [](v1::Job& j) {
-               v1::Fp8& fp8 = *j.mutable_training()->mutable_fp8();
-               fp8.set_recipe(v1::Fp8::RECIPE_MXFP8);
-               fp8.set_output_projection(true);
+               Mxfp8Head(j);
                j.mutable_training()->set_defer_embedding_wgrad(true);
              }, "training.fp8.output_projection"},
         // Under Lion Megatron turns the distributed optimizer into its
