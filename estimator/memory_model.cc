@@ -185,9 +185,9 @@
 //      zero_grad(set_to_none=True), which training.py train_step calls
 //      before the next forward, frees it (an evaluation, training.py
 //      evaluate, runs between: its no-grad forward beside the copies).
-//      (fp16's copy is counted in the
-//      optimizer states, as [MD] counts it: an over-count outside the
-//      step.) Lion, which core/optimizer/__init__.py builds from
+//      (fp16's copy is counted in the optimizer states, as [MD] counts it:
+//      an over-count outside the step.) Lion, which core/optimizer/
+//      __init__.py builds from
 //      emerging_optimizers (scalar_optimizers/base.py step,
 //      update_functions/lion.py): one fp32 exp_avg a parameter
 //      (zeros_like the main parameter), and at the step, parameter by

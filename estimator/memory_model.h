@@ -305,8 +305,9 @@ struct StageFigures {
   // less the micro-batch's activations freed by then ([EG]
   // EmbeddingGradientBytes).
   double embedding_gradient_bytes = 0;
-  // The optimizer step's fp32 gradient copies and Lion's update, less the
-  // activations freed before it ([OS] OptimizerStepBytes).
+  // The optimizer step's fp32 gradient copies (and an evaluation's forward
+  // beside them) or Lion's update, less the activations freed before it
+  // ([OS] Fp32GradientCopyBytes, LionUpdateBytes).
   double optimizer_step_bytes = 0;
   double total_bytes() const {
     return weight_bytes + gradient_bytes + optimizer_bytes +
