@@ -287,6 +287,36 @@ TEST(EstimateTest, TheOptimizerStepsGradientCopyMustFitBesideTheStates) {
   EXPECT_GT(step_bytes(aware), 0);
 }
 
+// [OS] An evaluation's forward runs beside the copies under the most
+// loaded expert rank's load too: on one stage with one micro-batch in
+// flight the whole copy stands above the training peak, load margin and
+// all (Mixtral-8x7B, EP 4, bf16 gradients, no distributed optimizer).
+TEST(EstimateTest, TheGradientCopyStandsWholeBesideAnExpertLoadMargin) {
+  v1::Job job = testing::JobFromText(R"pb(
+    model { name: "mixtral-8x7b" }
+    parallel {
+      tensor_parallel: 2
+      pipeline_parallel: 1
+      context_parallel: 1
+      expert_parallel: 4
+      distributed_optimizer: false
+    }
+    training {
+      micro_batch_size: 1
+      seq_length: 4096
+      global_batch_size: 8
+      precision: PRECISION_BF16_BF16_GRADS
+    }
+    accelerator { name: "h100-80gb" }
+    num_gpus: 8
+  )pb");
+  absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+  ASSERT_TRUE(e.ok()) << e.status();
+  const v1::StageMemory& stage = e->peak();
+  ASSERT_GT(stage.expert_imbalance_bytes(), 0);
+  EXPECT_DOUBLE_EQ(stage.optimizer_step_bytes(), 4 * stage.parameters());
+}
+
 // Megatron's own attention keeps one layer's scores in its global memory
 // buffer for the run (memory_model.cc [UA]): b x a/t x s x s, 4 B in fp32.
 // Outside the total the 80% rule reads, but it must fit beside the stage

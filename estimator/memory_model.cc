@@ -2007,16 +2007,17 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
   // no-grad forward beside them, holding less than one micro-batch's
   // training activations of the stage at a time (each layer's freed as
   // the next runs), which bound it.
+  // (Under the most loaded expert rank's load the evaluation's micro-batch
+  // holds more than the balanced one, by less than the whole margin, which
+  // the evaluation's term keeps.)
   const double copies = Fp32GradientCopyBytes(l, optimizer_parameters);
-  double beside_copies = LionUpdateBytes(l, largest_parameter);
-  if (copies > 0) {
-    beside_copies = std::max(
-        beside_copies,
-        OneMicrobatchActivations(m, l, stage, mix, chunks, bf16));
-  }
-  f.optimizer_step_bytes =
-      std::max(0.0, copies + beside_copies - f.activation_bytes -
-                        f.imbalance_bytes);
+  const double step = copies + LionUpdateBytes(l, largest_parameter) -
+                      f.activation_bytes - f.imbalance_bytes;
+  const double evaluation =
+      copies > 0 ? copies - f.activation_bytes +
+                       OneMicrobatchActivations(m, l, stage, mix, chunks, bf16)
+                 : 0;
+  f.optimizer_step_bytes = std::max({0.0, step, evaluation});
   return f;
 }
 
