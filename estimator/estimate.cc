@@ -94,6 +94,7 @@ void Fill(const StageFigures& f, uint32_t stage, double layers,
   out.set_embedding_gradient_bytes(f.embedding_gradient_bytes);
   out.set_attention_score_buffer_bytes(f.score_buffer_bytes);
   out.set_optimizer_step_bytes(f.optimizer_step_bytes);
+  out.set_evaluation_bytes(f.evaluation_bytes);
 }
 
 }  // namespace
@@ -146,7 +147,7 @@ double TransientBytes(const v1::StageMemory& stage) {
   return std::max({stage.loss_gradient_cast_bytes(),
                    stage.output_weight_gradient_bytes(),
                    stage.embedding_gradient_bytes(),
-                   stage.optimizer_step_bytes()});
+                   stage.optimizer_step_bytes(), stage.evaluation_bytes()});
 }
 
 const char* TransientName(const v1::StageMemory& stage) {
@@ -161,9 +162,12 @@ const char* TransientName(const v1::StageMemory& stage) {
   if (stage.embedding_gradient_bytes() == largest) {
     return "the embedding's backward makes its dense weight gradient";
   }
-  return "the optimizer step's fp32 copies of the 16-bit gradients (kept "
-         "through an evaluation's forward) or Lion's update, above the "
-         "activations it frees";
+  if (stage.optimizer_step_bytes() == largest) {
+    return "the optimizer step's fp32 copies of the 16-bit gradients or "
+           "Lion's update, above the activations it frees";
+  }
+  return "an evaluation's forward (its micro-batch, beside any fp32 "
+         "gradient copies of the step), above the training's activations";
 }
 
 bool RedThoughItsPeakFits(const v1::Estimate& e) {

@@ -193,6 +193,16 @@
 //      (zeros_like the main parameter), and at the step, parameter by
 //      parameter, exp_avg.lerp(grad) and its sign: two fp32 tensors of one
 //      parameter (torch.compile may fuse them to one) beside the states.
+// [EV] An evaluation: Megatron-LM training.py evaluate() (every
+//      --eval-interval iterations and after training, unless --eval-iters
+//      0) runs forward_backward_func forward-only under torch.no_grad() at
+//      --eval-micro-batch-size (training/config/training_config.py: "affects
+//      per-device memory usage during eval"), beside the model states and
+//      the step's fp32 gradient copies [OS]. A no-grad forward keeps no
+//      layer's tensors past the next: bounded by every layer's input, one
+//      layer's stored activations and the LM head's at that micro-batch,
+//      what full recomputation of one layer a group stores for one
+//      micro-batch.
 
 namespace memgate {
 namespace {
@@ -1265,6 +1275,11 @@ Layout LayoutOf(const v1::Job& job) {
   l.data = job.num_gpus() / (static_cast<double>(par.tensor_parallel()) *
                              par.pipeline_parallel() * par.context_parallel());
   l.micro_batch = train.micro_batch_size();
+  l.eval_micro_batch =
+      train.evaluation_off()
+          ? 0
+          : (train.eval_micro_batch_size() > 0 ? train.eval_micro_batch_size()
+                                                : l.micro_batch);
   l.seq_length = train.seq_length();
   l.microbatches = train.global_batch_size() == 0
                        ? 0
@@ -1757,8 +1772,7 @@ double StageActivations(LayerCache& layers, uint32_t stage,
 }
 
 // The activations `stage` holds with one micro-batch in flight (Layout::
-// microbatches 1): what the last micro-batch's backward leaves [RSA], and
-// a bound on an evaluation's no-grad forward [OS].
+// microbatches 1): what the last micro-batch's backward leaves [RSA].
 double OneMicrobatchActivations(const ModelShape& m, const Layout& l,
                                 uint32_t stage, const LayerMix& mix,
                                 const std::vector<LayerMix>* chunks,
@@ -1767,6 +1781,27 @@ double OneMicrobatchActivations(const ModelShape& m, const Layout& l,
   one.microbatches = 1;
   LayoutLaneFigures figures;
   LayerCache layers{m, one, figures};
+  return StageActivations(layers, stage, mix, chunks, bf16);
+}
+
+// [EV] A bound on an evaluation's no-grad forward on `stage` of the layout
+// of `lane`: one micro-batch of the evaluation's size under full
+// recomputation of one layer a group, nothing deferred.
+double EvaluationActivations(const LayerCache& lane, uint32_t stage,
+                             const LayerMix& mix,
+                             const std::vector<LayerMix>* chunks,
+                             const Bf16Layers* bf16) {
+  Layout e = lane.l;
+  e.micro_batch = e.eval_micro_batch;
+  e.microbatches = 1;
+  e.recompute = RecomputeKind::kFullUniform;
+  e.recompute_layers = 1;
+  e.recompute_mlp = e.recompute_moe = e.recompute_moe_act = false;
+  e.recompute_layernorm = e.recompute_shared_experts = false;
+  e.recompute_mla_up_proj = false;
+  e.defer_embedding_wgrad = false;
+  LayoutLaneFigures figures;
+  LayerCache layers{lane.m, e, figures};
   return StageActivations(layers, stage, mix, chunks, bf16);
 }
 
@@ -2002,22 +2037,24 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     }
   }
   // The step follows the last backward: every activation is freed by
-  // then. The copies outlive it until the next step's zero_grad: an
-  // evaluation (Megatron's default every 1,000 iterations) runs its
-  // no-grad forward beside them, holding less than one micro-batch's
-  // training activations of the stage at a time (each layer's freed as
-  // the next runs), which bound it.
-  // (Under the most loaded expert rank's load the evaluation's micro-batch
-  // holds more than the balanced one, by less than the whole margin, which
-  // the evaluation's term keeps.)
+  // then, under the most loaded expert rank's load too.
   const double copies = Fp32GradientCopyBytes(l, optimizer_parameters);
-  const double step = copies + LionUpdateBytes(l, largest_parameter) -
-                      f.activation_bytes - f.imbalance_bytes;
-  const double evaluation =
-      copies > 0 ? copies - f.activation_bytes +
-                       OneMicrobatchActivations(m, l, stage, mix, chunks, bf16)
-                 : 0;
-  f.optimizer_step_bytes = std::max({0.0, step, evaluation});
+  f.optimizer_step_bytes =
+      std::max(0.0, copies + LionUpdateBytes(l, largest_parameter) -
+                        f.activation_bytes - f.imbalance_bytes);
+  // [EV] The copies outlive the step until the next one's zero_grad, and
+  // an evaluation runs between, under the most loaded rank's load where
+  // there is one. Where nothing is copied, one of the training's own
+  // micro-batches holds more than an evaluation's of the same size: only
+  // a larger one is worked out (so the planner's inner loop pays for it
+  // only there).
+  if (l.eval_micro_batch > 0 &&
+      (copies > 0 || l.eval_micro_batch > l.micro_batch)) {
+    const LayerCache& lane = loaded != nullptr ? *loaded : base;
+    f.evaluation_bytes = std::max(
+        0.0, copies + EvaluationActivations(lane, stage, mix, chunks, bf16) -
+                 f.activation_bytes - f.imbalance_bytes);
+  }
   return f;
 }
 

@@ -211,6 +211,9 @@ struct Layout {
   // use_precision_aware_optimizer_no_fp8_or_ds_fp8 (optimizer_config.py)
   // [OS].
   bool decoupled_grads = false;
+  // An evaluation's micro-batch (TrainingConfig.eval_micro_batch_size, or
+  // the training's); 0: no evaluation (evaluation_off) [EV].
+  double eval_micro_batch = 0;
   // Share of the optimizer held in host memory (--optimizer-offload-fraction).
   double optimizer_offload = 0;
   // TransformerEngine fp8: fp8 weight copies and fp8-saved GEMM inputs.
@@ -305,21 +308,25 @@ struct StageFigures {
   // less the micro-batch's activations freed by then ([EG]
   // EmbeddingGradientBytes).
   double embedding_gradient_bytes = 0;
-  // The optimizer step's fp32 gradient copies (and an evaluation's forward
-  // beside them) or Lion's update, less the activations freed before it
-  // ([OS] Fp32GradientCopyBytes, LionUpdateBytes).
+  // The optimizer step's fp32 gradient copies and Lion's update, less the
+  // activations freed before it ([OS] Fp32GradientCopyBytes,
+  // LionUpdateBytes).
   double optimizer_step_bytes = 0;
+  // An evaluation's no-grad forward beside those copies, less the training
+  // peak's activations ([EV] EvaluationActivations).
+  double evaluation_bytes = 0;
   double total_bytes() const {
     return weight_bytes + gradient_bytes + optimizer_bytes +
            activation_bytes + buffer_bytes;
   }
   double admission_bytes() const { return total_bytes() + imbalance_bytes; }
   // The transients come one after the other (the loss's backward, the
-  // output layer's, the embedding's, the optimizer step): the largest sits
-  // beside the stage.
+  // output layer's, the embedding's, the optimizer step, an evaluation):
+  // the largest sits beside the stage.
   double transient_bytes() const {
     return std::max({loss_gradient_cast_bytes, output_weight_gradient_bytes,
-                     embedding_gradient_bytes, optimizer_step_bytes});
+                     embedding_gradient_bytes, optimizer_step_bytes,
+                     evaluation_bytes});
   }
   // [UA] [GA] Megatron's own attention keeps one layer's scores in its
   // global memory buffer for the run: outside the total (the 80% rule's

@@ -237,6 +237,34 @@ std::string JobSummaryLine(const v1::Job& job, uint32_t data_parallel) {
       optimizer);
 }
 
+namespace {
+
+// The stage whose held bytes and `extra` (a transient of StageMemory) are
+// the most, said in a line where `extra` is positive anywhere.
+void AppendBetweenStepsLine(const v1::Estimate& e, const char* what,
+                            const char* made_of,
+                            double (v1::StageMemory::*extra)() const,
+                            std::string& out) {
+  const v1::StageMemory* most = nullptr;
+  double most_bytes = 0;
+  for (const v1::StageMemory& s : e.stages()) {
+    const double bytes = HeldBesideTransients(s) + (s.*extra)();
+    if ((s.*extra)() > 0 && (most == nullptr || bytes > most_bytes)) {
+      most = &s;
+      most_bytes = bytes;
+    }
+  }
+  if (most == nullptr) return;
+  absl::StrAppendFormat(
+      &out,
+      "%s: stage %u holds up to %.2f GiB (%s: %.2f GiB above the training "
+      "peak), of the %.2f GiB a process can allocate\n",
+      what, most->stage(), ToGiB(most_bytes), made_of,
+      ToGiB((most->*extra)()), ToGiB(AllocatableBytes(e.capacity_bytes())));
+}
+
+}  // namespace
+
 std::string FormatEstimateTable(const v1::Estimate& e) {
   std::string out = absl::StrCat(JobSummaryLine(e.job(), e.data_parallel()),
                                  "\n\n");
@@ -274,29 +302,15 @@ std::string FormatEstimateTable(const v1::Estimate& e) {
         ToGiB(AllocatableBytes(e.capacity_bytes())),
         ToGiB(e.capacity_bytes()));
   }
-  // [OS] The step's own peak, where it passes the activations it follows:
-  // said whether or not it fits (it is not in the table's totals).
-  const v1::StageMemory* step = nullptr;
-  for (const v1::StageMemory& s : e.stages()) {
-    if (s.optimizer_step_bytes() > 0 &&
-        (step == nullptr || HeldBesideTransients(s) + s.optimizer_step_bytes() >
-                                HeldBesideTransients(*step) +
-                                    step->optimizer_step_bytes())) {
-      step = &s;
-    }
-  }
-  if (step != nullptr) {
-    absl::StrAppendFormat(
-        &out,
-        "optimizer step: stage %u holds up to %.2f GiB (fp32 gradient "
-        "copies, kept through an evaluation's forward, or Lion's update: "
-        "%.2f GiB above the training peak), of the %.2f GiB a process can "
-        "allocate\n",
-        step->stage(),
-        ToGiB(HeldBesideTransients(*step) + step->optimizer_step_bytes()),
-        ToGiB(step->optimizer_step_bytes()),
-        ToGiB(AllocatableBytes(e.capacity_bytes())));
-  }
+  // [OS] [EV] The step's and an evaluation's own peaks, where they pass
+  // the training's: said whether or not they fit (they are not in the
+  // table's totals).
+  AppendBetweenStepsLine(e, "optimizer step",
+                         "fp32 gradient copies or Lion's update",
+                         &v1::StageMemory::optimizer_step_bytes, out);
+  AppendBetweenStepsLine(e, "evaluation",
+                         "its forward, beside any fp32 gradient copies",
+                         &v1::StageMemory::evaluation_bytes, out);
   const double deepep = DeepEpShareOf(e.peak());
   if (deepep > 0) {
     absl::StrAppendFormat(

@@ -50,9 +50,10 @@ TEST(ReportTest, TableSaysWhenTheLossTransientMakesItRed) {
             std::string::npos);
 }
 
-// [OS] The optimizer step's own peak, outside the table's totals, is said
-// where it passes the activations (bf16 gradients without the distributed
-// optimizer: an fp32 copy of all of them), and only there.
+// [OS] [EV] The optimizer step's and an evaluation's own peaks, outside the
+// table's totals, are said where they pass the activations (bf16 gradients
+// without the distributed optimizer: an fp32 copy of all of them), and
+// only there.
 TEST(ReportTest, TableSaysWhatTheOptimizerStepHolds) {
   v1::Job job = testing::PaperJob("llama-3.1-8b", "h100-80gb", 4, 1, 1, 1, 8,
                                   1024);
@@ -67,9 +68,17 @@ TEST(ReportTest, TableSaysWhatTheOptimizerStepHolds) {
   const v1::StageMemory& stage = e->peak();
   ASSERT_GT(stage.optimizer_step_bytes(), 0);
   const std::string line = absl::StrFormat(
-      "optimizer step: stage 0 holds up to %.2f GiB (fp32 gradient copies",
+      "optimizer step: stage 0 holds up to %.2f GiB (fp32 gradient copies "
+      "or Lion's update",
       ToGiB(stage.total_bytes() + stage.optimizer_step_bytes()));
   EXPECT_NE(FormatEstimateTable(*e).find(line), std::string::npos)
+      << FormatEstimateTable(*e);
+  ASSERT_GT(stage.evaluation_bytes(), 0);
+  const std::string evaluation = absl::StrFormat(
+      "evaluation: stage 0 holds up to %.2f GiB (its forward, beside any fp32 "
+      "gradient copies",
+      ToGiB(stage.total_bytes() + stage.evaluation_bytes()));
+  EXPECT_NE(FormatEstimateTable(*e).find(evaluation), std::string::npos)
       << FormatEstimateTable(*e);
 }
 

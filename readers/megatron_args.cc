@@ -1881,17 +1881,16 @@ absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
   if (absl::Status s = ReadGlobalBatchRule(args, gbs, launch); !s.ok()) {
     return s;
   }
-  // Evaluation runs forward only (no activations kept for backward), so a
-  // training step of the same micro-batch bounds it; a larger evaluation
-  // micro-batch (arguments.py: eval_micro_batch_size, micro_batch_size
-  // when absent) multiplies the forward's working set and the logits,
-  // which memgate does not estimate.
+  // An evaluation's forward-only micro-batch (arguments.py:
+  // eval_micro_batch_size, micro_batch_size when absent), checked beside
+  // the step's gradient copies (memory_model.cc [EV]); --eval-iters 0:
+  // Megatron never evaluates (training.py do_valid).
   MEMGATE_ASSIGN_OR_RETURN(eval_mbs, args.Number("eval-micro-batch-size", mbs));
-  if (eval_mbs > mbs) {
-    return Bad("eval-micro-batch-size",
-               absl::StrCat("above --micro-batch-size (", eval_mbs, " > ", mbs,
-                            "): evaluation's forward at a larger micro-batch "
-                            "is not modelled"));
+  if (eval_mbs == 0) return Bad("eval-micro-batch-size", "must be at least 1");
+  if (eval_mbs != mbs) t.set_eval_micro_batch_size(eval_mbs);
+  if (args.Has("eval-iters")) {
+    MEMGATE_ASSIGN_OR_RETURN(eval_iters, args.Number("eval-iters", 100));
+    t.set_evaluation_off(eval_iters == 0);
   }
   t.set_seq_length(seq);
   t.set_micro_batch_size(mbs);

@@ -488,17 +488,33 @@ TEST(MegatronArgsTest, PaddedVocabularySizeIsTheModelsVocabulary) {
             std::string::npos);
 }
 
-// Evaluation at a micro-batch up to the training one is bounded by the
-// training step (forward only); a larger one is refused by name.
-TEST(MegatronArgsTest, EvaluationMicroBatchAboveTrainingsIsRefused) {
-  EXPECT_EQ(PeakOf(LlamaLaunchJob("--eval-micro-batch-size 1")),
-            PeakOf(LlamaLaunchJob("")));
-  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
-      Words(std::string(kLlama31_8B) + " --eval-micro-batch-size 8"), nullptr);
-  ASSERT_FALSE(l.ok());
-  EXPECT_NE(l.status().message().find("--eval-micro-batch-size"),
-            std::string::npos)
-      << l.status();
+// An evaluation's forward (memory_model.cc [EV]): at the training's
+// micro-batch, with fp32 gradients, the training step bounds it (nothing
+// more); at 8 sequences where training takes 1 the last stage's LM head
+// and loss hold 8 micro-batches' logits, above the training peak, checked
+// as a transient. --eval-iters 0: Megatron never evaluates.
+TEST(MegatronArgsTest, AnEvaluationsLargerMicroBatchIsCheckedBesideTheStates) {
+  const v1::Job same = LlamaLaunchJob("--eval-micro-batch-size 1");
+  EXPECT_EQ(same.training().eval_micro_batch_size(), 0u);
+  absl::StatusOr<v1::Estimate> plain = EstimateJob(same);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  for (const v1::StageMemory& s : plain->stages()) {
+    EXPECT_EQ(s.evaluation_bytes(), 0);
+  }
+  const v1::Job larger = LlamaLaunchJob("--eval-micro-batch-size 8");
+  EXPECT_EQ(larger.training().eval_micro_batch_size(), 8u);
+  absl::StatusOr<v1::Estimate> e = EstimateJob(larger);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->peak().total_bytes(), plain->peak().total_bytes());
+  EXPECT_GT(e->stages(1).evaluation_bytes(), 0);
+  const v1::Job off =
+      LlamaLaunchJob("--eval-micro-batch-size 8 --eval-iters 0");
+  EXPECT_TRUE(off.training().evaluation_off());
+  absl::StatusOr<v1::Estimate> none = EstimateJob(off);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->stages(1).evaluation_bytes(), 0);
+  EXPECT_TRUE(RefusedNaming("--eval-micro-batch-size 0", "",
+                            {"--eval-micro-batch-size"}));
 }
 
 // What Megatron builds when a launch says nothing (arguments.py): fp32,

@@ -364,9 +364,14 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "CUDA graphs hold static buffers: not modelled"},
       // ---- Activations ----
       {"micro-batch-size", true, M, "1", "b"},
-      {"eval-micro-batch-size", true, P, "--micro-batch-size",
-       "up to b: evaluation runs forward only, bounded by the training "
-       "step; larger refused"},
+      {"eval-micro-batch-size", true, M, "--micro-batch-size",
+       "an evaluation's micro-batch: its no-grad forward, bounded by every "
+       "layer's input, one layer's activations and the LM head's at that "
+       "micro-batch, checked beside the model states and the step's fp32 "
+       "gradient copies (which outlive the step) in what a process can "
+       "allocate"},
+      {"eval-iters", true, M, "100",
+       "0: Megatron never evaluates (the evaluation's check dropped)"},
       {"global-batch-size", true, M, "b x d",
        "m = gbs / (b x d) caps the micro-batches a stage holds; absent, "
        "Megatron's b x d (one micro-batch a step) at the job's d"},

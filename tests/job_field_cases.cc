@@ -435,6 +435,13 @@ std::vector<FieldCase> JobFieldCases() {
        [](v1::Job& j) { F8(j).set_bf16_first_layers(1); }, chg},
       {"training.fp8.bf16_last_layers", DenseJob, TensorwiseFp8,
        [](v1::Job& j) { F8(j).set_bf16_last_layers(1); }, chg},
+      // An evaluation's larger micro-batch passes the training's peak
+      // (memory_model.cc [EV]); --eval-iters 0 drops the evaluation.
+      {"training.eval_micro_batch_size", DenseJob, Nothing,
+       [](v1::Job& j) { T(j).set_eval_micro_batch_size(8); }, chg},
+      {"training.evaluation_off", DenseJob,
+       [](v1::Job& j) { T(j).set_eval_micro_batch_size(8); },
+       [](v1::Job& j) { T(j).set_evaluation_off(true); }, chg},
       {"training.fp8.output_projection", DenseJob,
        [](v1::Job& j) { F8(j).set_recipe(v1::Fp8::RECIPE_MXFP8); },
        [](v1::Job& j) { F8(j).set_output_projection(true); }, chg},
