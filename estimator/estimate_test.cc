@@ -21,6 +21,34 @@ uint64_t GpuAllocating(double fraction, double bytes) {
                                (1 - kDriverShare));
 }
 
+// A job whose step copies its gradients to fp32 (bf16 gradients, no
+// distributed optimizer) with every layer recomputed, one micro-batch a
+// step on each of the data-parallel ranks, on H100s.
+v1::Job CopiedGradientsJob(const std::string& model, uint32_t tp,
+                           uint32_t ep, uint32_t seq, uint32_t gpus) {
+  v1::Job job = testing::JobFromText(R"pb(
+    parallel { pipeline_parallel: 1 context_parallel: 1 }
+    training {
+      micro_batch_size: 1
+      precision: PRECISION_BF16_BF16_GRADS
+      recompute {
+        granularity: GRANULARITY_FULL
+        method: METHOD_UNIFORM
+        num_layers: 1
+      }
+    }
+    accelerator { name: "h100-80gb" }
+  )pb");
+  job.mutable_model()->set_name(model);
+  job.mutable_parallel()->set_tensor_parallel(tp);
+  job.mutable_parallel()->set_expert_parallel(ep);
+  job.mutable_parallel()->set_distributed_optimizer(false);
+  job.mutable_training()->set_seq_length(seq);
+  job.mutable_training()->set_global_batch_size(gpus / tp);
+  job.set_num_gpus(gpus);
+  return job;
+}
+
 // An estimate's assumptions, one a line.
 std::string AllAssumptions(const v1::Estimate& e) {
   std::string all;
@@ -219,28 +247,7 @@ TEST(EstimateTest, TheEmbeddingGradientMustFitBesideTheFirstStage) {
 // (Megatron hands the buffer over) nothing is copied; with a current-
 // scaling fp8 recipe and fp32 master weights, Megatron copies again.
 TEST(EstimateTest, TheOptimizerStepsGradientCopyMustFitBesideTheStates) {
-  v1::Job job = testing::JobFromText(R"pb(
-    model { name: "llama-3.1-8b" }
-    parallel {
-      tensor_parallel: 4
-      pipeline_parallel: 1
-      context_parallel: 1
-      distributed_optimizer: false
-    }
-    training {
-      micro_batch_size: 1
-      seq_length: 2048
-      global_batch_size: 8
-      precision: PRECISION_BF16_BF16_GRADS
-      recompute {
-        granularity: GRANULARITY_FULL
-        method: METHOD_UNIFORM
-        num_layers: 1
-      }
-    }
-    accelerator { name: "h100-80gb" }
-    num_gpus: 4
-  )pb");
+  v1::Job job = CopiedGradientsJob("llama-3.1-8b", 4, 1, 2048, 4);
   absl::StatusOr<v1::Estimate> e = EstimateJob(job);
   ASSERT_TRUE(e.ok()) << e.status();
   const v1::StageMemory stage = e->peak();
@@ -296,29 +303,7 @@ TEST(EstimateTest, TheOptimizerStepsGradientCopyMustFitBesideTheStates) {
 // the peak, margin and all (Mixtral-8x7B, EP 4, bf16 gradients, no
 // distributed optimizer).
 TEST(EstimateTest, TheGradientCopyStandsWholeBesideAnExpertLoadMargin) {
-  v1::Job job = testing::JobFromText(R"pb(
-    model { name: "mixtral-8x7b" }
-    parallel {
-      tensor_parallel: 2
-      pipeline_parallel: 1
-      context_parallel: 1
-      expert_parallel: 4
-      distributed_optimizer: false
-    }
-    training {
-      micro_batch_size: 1
-      seq_length: 4096
-      global_batch_size: 8
-      precision: PRECISION_BF16_BF16_GRADS
-      recompute {
-        granularity: GRANULARITY_FULL
-        method: METHOD_UNIFORM
-        num_layers: 1
-      }
-    }
-    accelerator { name: "h100-80gb" }
-    num_gpus: 8
-  )pb");
+  v1::Job job = CopiedGradientsJob("mixtral-8x7b", 2, 4, 4096, 8);
   absl::StatusOr<v1::Estimate> e = EstimateJob(job);
   ASSERT_TRUE(e.ok()) << e.status();
   const v1::StageMemory& stage = e->peak();
