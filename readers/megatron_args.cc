@@ -1883,14 +1883,15 @@ absl::Status FillTraining(const Arguments& args, MegatronLaunch& launch) {
   }
   // An evaluation's forward-only micro-batch (arguments.py:
   // eval_micro_batch_size, micro_batch_size when absent), checked beside
-  // the step's gradient copies (memory_model.cc [EV]); --eval-iters 0:
-  // Megatron never evaluates (training.py do_valid).
+  // the step's gradient copies (memory_model.cc [EV]); --eval-iters 0
+  // without --full-validation: Megatron never evaluates (training.py:
+  // do_valid = full_validation or eval_iters > 0).
   MEMGATE_ASSIGN_OR_RETURN(eval_mbs, args.Number("eval-micro-batch-size", mbs));
   if (eval_mbs == 0) return Bad("eval-micro-batch-size", "must be at least 1");
   if (eval_mbs != mbs) t.set_eval_micro_batch_size(eval_mbs);
   if (args.Has("eval-iters")) {
     MEMGATE_ASSIGN_OR_RETURN(eval_iters, args.Number("eval-iters", 100));
-    t.set_evaluation_off(eval_iters == 0);
+    t.set_evaluation_off(eval_iters == 0 && !args.Has("full-validation"));
   }
   t.set_seq_length(seq);
   t.set_micro_batch_size(mbs);

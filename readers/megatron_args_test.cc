@@ -513,6 +513,10 @@ TEST(MegatronArgsTest, AnEvaluationsLargerMicroBatchIsCheckedBesideTheStates) {
   absl::StatusOr<v1::Estimate> none = EstimateJob(off);
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_EQ(none->stages(1).evaluation_bytes(), 0);
+  // --full-validation evaluates whatever --eval-iters says.
+  EXPECT_FALSE(LlamaLaunchJob("--eval-iters 0 --full-validation")
+                   .training()
+                   .evaluation_off());
   EXPECT_TRUE(RefusedNaming("--eval-micro-batch-size 0", "",
                             {"--eval-micro-batch-size"}));
 }

@@ -371,7 +371,11 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "gradient copies (which outlive the step) in what a process can "
        "allocate"},
       {"eval-iters", true, M, "100",
-       "0: Megatron never evaluates (the evaluation's check dropped)"},
+       "0 without --full-validation: Megatron never evaluates (the "
+       "evaluation's check dropped)"},
+      {"full-validation", false, M, "off",
+       "Megatron evaluates whatever --eval-iters says (the evaluation's "
+       "check kept)"},
       {"global-batch-size", true, M, "b x d",
        "m = gbs / (b x d) caps the micro-batches a stage holds; absent, "
        "Megatron's b x d (one micro-batch a step) at the job's d"},

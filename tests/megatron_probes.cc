@@ -380,6 +380,8 @@ const std::map<std::string, Probe>& ArgumentProbes() {
         {"eval-micro-batch-size",
          Adding(llama, {"--eval-micro-batch-size", "4"})},
         {"eval-iters", Adding(llama, {"--eval-iters", "0"})},
+        {"full-validation",
+         Adding(With(llama, {"--eval-iters", "0"}), {"--full-validation"})},
         {"global-batch-size",
          Probe{llama, Replaced(llama, "--global-batch-size", "8")}},
         {"step-batch-size-schedule",
