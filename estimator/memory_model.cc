@@ -1771,6 +1771,17 @@ double StageActivations(LayerCache& layers, uint32_t stage,
   return activations;
 }
 
+// StageActivations under a layout of its own (a variant of the stage's,
+// whose layer figures are worked out afresh).
+double ActivationsUnder(const ModelShape& m, const Layout& l, uint32_t stage,
+                        const LayerMix& mix,
+                        const std::vector<LayerMix>* chunks,
+                        const Bf16Layers* bf16) {
+  LayoutLaneFigures figures;
+  LayerCache layers{m, l, figures};
+  return StageActivations(layers, stage, mix, chunks, bf16);
+}
+
 // The activations `stage` holds with one micro-batch in flight (Layout::
 // microbatches 1): what the last micro-batch's backward leaves [RSA].
 double OneMicrobatchActivations(const ModelShape& m, const Layout& l,
@@ -1779,9 +1790,7 @@ double OneMicrobatchActivations(const ModelShape& m, const Layout& l,
                                 const Bf16Layers* bf16) {
   Layout one = l;
   one.microbatches = 1;
-  LayoutLaneFigures figures;
-  LayerCache layers{m, one, figures};
-  return StageActivations(layers, stage, mix, chunks, bf16);
+  return ActivationsUnder(m, one, stage, mix, chunks, bf16);
 }
 
 // [EV] A bound on an evaluation's no-grad forward on `stage` of the layout
@@ -1800,9 +1809,7 @@ double EvaluationActivations(const LayerCache& lane, uint32_t stage,
   e.recompute_layernorm = e.recompute_shared_experts = false;
   e.recompute_mla_up_proj = false;
   e.defer_embedding_wgrad = false;
-  LayoutLaneFigures figures;
-  LayerCache layers{lane.m, e, figures};
-  return StageActivations(layers, stage, mix, chunks, bf16);
+  return ActivationsUnder(lane.m, e, stage, mix, chunks, bf16);
 }
 
 // A stage of `base`'s layout; `loaded`, where there is one, the same
