@@ -58,6 +58,12 @@ struct MoeEntry {
   // gpt-oss: every other layer attends within a 128-token window
   // (config.json layer_types, sliding_window; ModelConfig.sliding_window).
   bool sliding_window = false;
+  // The router as the config names it (readers/hf_config.cc SetRouter):
+  // a softmax (over every expert: the larger count), DeepSeek-V3's
+  // sigmoid within 4 of 8 expert groups.
+  v1::MoeConfig::RouterScore router_score =
+      v1::MoeConfig::ROUTER_SCORE_SOFTMAX;
+  uint32_t router_groups = 0, router_group_topk = 0;
 };
 
 constexpr MoeEntry kMoeModels[] = {
@@ -73,7 +79,9 @@ constexpr MoeEntry kMoeModels[] = {
     // qk_norm: its latent norms (q_a/kv_a_layernorm; Megatron's
     // --qk-layernorm with MLA).
     {{"deepseek-v3", 61, 7168, 18432, 128, 128, 129280}, 0, true,
-     256, 8, 2048, 2048, 3, 1536, 512, 1},
+     256, 8, 2048, 2048, 3, 1536, 512, 1,
+     false, false, v1::SOFTMAX_TYPE_VANILLA, v1::POSITION_EMBEDDING_UNSPECIFIED,
+     false, v1::MoeConfig::ROUTER_SCORE_SIGMOID, 8, 4},
     // OpenAI's gpt-oss (transformers' GptOssConfig, the published
     // config.json files): every layer routed experts, whose gate is a
     // clamped quick-GeLU with (up + 1), biases everywhere, attention sinks
@@ -164,6 +172,9 @@ const std::vector<v1::ModelConfig>& ModelTable() {
       moe.set_router_topk(e.topk);
       moe.set_expert_ffn_hidden_size(e.expert_ffn);
       moe.set_shared_expert_ffn_hidden_size(e.shared_ffn);
+      moe.set_router_score_function(e.router_score);
+      moe.set_router_num_groups(e.router_groups);
+      moe.set_router_group_topk(e.router_group_topk);
       for (uint32_t i = 0; e.leading_dense > 0 && i < m.layers; ++i) {
         moe.add_layer_pattern(i < e.leading_dense ? 0 : 1);
       }

@@ -1177,6 +1177,12 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
                              moe.router_dtype() == v1::DTYPE_FP16
                          ? 2
                          : 4;
+    m.router_score = moe.router_score_function();
+    m.router_fusion = moe.has_router_fusion() ? moe.router_fusion() : -1;
+    m.router_groups = moe.router_num_groups();
+    m.router_group_topk = moe.router_group_topk();
+    m.aux_loss = !moe.has_aux_loss() || moe.aux_loss();
+    m.z_loss = !moe.has_z_loss() || moe.z_loss();
     // Validated: a pattern lists every layer; at most 65,536 layers.
     m.moe_prefix.assign(model.num_layers() + 1, 0);
     const uint32_t freq = std::max(1u, moe.layer_frequency());

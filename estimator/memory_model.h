@@ -67,7 +67,15 @@ struct ModelShape {
   bool shared_gate = false;  // a sigmoid gate on the shared experts
   bool shared_overlap = false;  // MoeConfig.shared_expert_overlap
   bool input_jitter = false;    // MoeConfig.input_jitter
-  double router_bytes = 4;   // bytes of a router score (fp32 by default)
+  double router_bytes = 4;   // bytes of a router logit (fp32 by default)
+  // What the router keeps (MoeConfig's router fields, moe_terms.cc [RS]);
+  // the defaults are unknown settings, counted at their largest.
+  int router_score = 0;       // MoeConfig.RouterScore
+  int router_fusion = -1;     // 1 fused, 0 unfused, -1 unknown
+  double router_groups = 0;   // group-limited routing's groups (0: none)
+  double router_group_topk = 0;
+  bool aux_loss = true;
+  bool z_loss = true;
   // Which layers are MoE: moe_prefix[i] is how many of layers 0..i-1 are
   // (size L + 1); empty with experts == 0.
   std::vector<uint32_t> moe_prefix;

@@ -139,6 +139,42 @@
 //      expert's bias row is multiplied by its probabilities and nothing of
 //      a copy's size is kept. Shared experts are an MLP (mlp.py): FC1's
 //      bias over t, FC2's replicated, as a dense MLP's.
+// [RS] What routing keeps for the backward, from Megatron-LM d98e8a6 and
+//      TransformerEngine d0067d0, a token of this rank's (E experts, top
+//      k, logits of router_bytes):
+//      - The score function (moe_utils.py topk_routing_with_score_
+//        function, unfused): softmax after the top-k keeps the k indices
+//        (8k) and its softmax over them (4k); a softmax over every
+//        expert (pre-softmax, Sinkhorn's activation) or a sigmoid keeps
+//        its fp32 output (4E); sqrt(softplus) keeps softplus's fp32 input
+//        and sqrt's output (8E). Group-limited top-k (group_limited_topk)
+//        keeps the masked_fill's mask (1E) and the indices of the
+//        in-group and group top-k (8 x (G k / g + g)). TransformerEngine's
+//        fused router (router.py FusedTopkScoreFunction) keeps the routing
+//        map and the fp32 intermediate output (5E) whatever the function.
+//      - A load-balancing loss (router.py routing: compute_routing_
+//        scores_for_aux_loss) scores every expert once more and keeps
+//        them: 4E (sqrt(softplus) unfused 8E; fused,
+//        FusedComputeScoresForMoEAuxLoss, 4E).
+//      - The z-loss (z_loss_func: logsumexp keeps the logits), whenever
+//        --moe-z-loss-coeff is set: router_bytes x E.
+//      - The alltoall dispatcher's permutation (moe_utils.py permute):
+//        core 0.17 and later argsort every (expert, token) pair and gather
+//        the probabilities through a slice of that int64 argsort, which
+//        keeps all of it (8E), beside the sorted token indices
+//        index_select keeps (8k); TransformerEngine's fused permutation
+//        keeps a row_id_map of 2E + 1 int32 a token (permutation.py). Core
+//        0.13 to 0.16's masked_select kept the probabilities' transposed
+//        copy and the mask, (router_bytes + 1) E: 8E + 4 bounds both.
+//        Drop-and-pad gathers the padded capacity's indices (2 x 8 k cf).
+//        The allgather dispatcher keeps, over the TP x EP ranks' gathered
+//        tokens, its local probabilities' transposed copy and mask
+//        (masked_select) and the fused row_id_map: t (router_bytes + 9) E
+//        + 4 t EP a token. The flex (DeepEP) dispatcher permutes the
+//        tokens it received (at most one a routed copy) over the local
+//        experts: 8E/EP + 4 a copy for the map, 16 for the multi-hot
+//        indices and k for the mask (token_dispatcher.py
+//        _indices_to_multihot).
 
 namespace memgate {
 
@@ -387,14 +423,68 @@ double RoutedCopyActivations(const ModelShape& m, const Layout& l) {
   }
 }
 
+// [RS] The score function's and the loss's kept bytes a token, fused or
+// not.
+double RouterScoreBytes(const ModelShape& m, bool fused) {
+  const double e = m.experts, k = m.topk;
+  if (fused) return (5 + (m.aux_loss ? 4 : 0)) * e;
+  double per_expert = 0;
+  switch (m.router_score) {
+    case v1::MoeConfig::ROUTER_SCORE_SOFTMAX_AFTER_TOPK:
+      break;
+    case v1::MoeConfig::ROUTER_SCORE_SOFTMAX:
+    case v1::MoeConfig::ROUTER_SCORE_SIGMOID:
+      per_expert = 4 + (m.aux_loss ? 4 : 0);
+      break;
+    default:  // sqrt(softplus), or unknown: the largest
+      per_expert = 8 + (m.aux_loss ? 8 : 0);
+      break;
+  }
+  // The softmax after the top-k: its k indices and k scores (or the
+  // sigmoid's normalisation, no more).
+  double bytes = per_expert * e + 12 * k;
+  if (m.router_group_topk > 0 && m.router_groups > 0) {
+    bytes += e + 8 * (m.router_groups * std::floor(k / m.router_group_topk) +
+                      m.router_group_topk);
+  }
+  return bytes;
+}
+
+// [RS] The dispatcher's permutation map, bytes a layer.
+double PermutationMapBytes(const ModelShape& m, const Layout& l) {
+  const double e = m.experts, k = m.topk;
+  const double tokens = TokensPerRank(l);
+  if (l.deepep_dispatcher) {
+    return RoutedCopies(m, l) * (8 * e / l.expert_parallel + 20 + k);
+  }
+  if (l.allgather_dispatcher) {
+    return tokens * l.tensor *
+               ((m.router_bytes + 9) * e + 4 * l.expert_parallel) +
+           8 * RoutedCopies(m, l);
+  }
+  const double argsort = 8 * e + 4 + 8 * k;
+  return tokens * (l.pad_to_capacity
+                       ? std::max(argsort, 16 * k * l.capacity_factor)
+                       : argsort);
+}
+
 }  // namespace
+
+double RouterActivations(const ModelShape& m, const Layout& l) {
+  if (m.experts <= 0) return 0;
+  const double scores =
+      m.router_fusion < 0
+          ? std::max(RouterScoreBytes(m, true), RouterScoreBytes(m, false))
+          : RouterScoreBytes(m, m.router_fusion > 0);
+  const double z_loss = m.z_loss ? m.router_bytes * m.experts : 0;
+  return TokensPerRank(l) * (scores + z_loss) + PermutationMapBytes(m, l);
+}
 
 double MoeMlpActivations(const ModelShape& m, const Layout& l) {
   const double tokens = TokensPerRank(l);
   double bytes = 0;
   if (!l.recompute_moe) {
-    // Router scores, kept for the softmax / sigmoid backward [MM].
-    bytes += m.router_bytes * tokens * m.experts;
+    bytes += RouterActivations(m, l);  // [RS]
     // [IJ] input jitter: the noise; the jittered input too where the
     // shared experts keep the norm's output the router no longer keeps.
     const bool shared_keep_input =

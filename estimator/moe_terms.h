@@ -56,9 +56,13 @@ double RoutedExpertParameters(const ModelShape& m, const Layout& l);
 
 // ---- Activations of one layer, one micro-batch ----
 
-// What an MoE layer's MLP side stores in place of a dense MLP: router
-// scores, the routed token copies' expert activations, the combine's
-// saved expert outputs, the shared experts.
+// What routing keeps a MoE layer (moe_terms.cc [RS]): the router's
+// scores and losses, and the dispatcher's permutation map.
+double RouterActivations(const ModelShape& m, const Layout& l);
+
+// What an MoE layer's MLP side stores in place of a dense MLP: routing
+// (RouterActivations), the routed token copies' expert activations, the
+// combine's saved expert outputs, the shared experts.
 double MoeMlpActivations(const ModelShape& m, const Layout& l);
 
 // The most an expert-parallel rank's dropless load can exceed its balanced

@@ -18,6 +18,11 @@ namespace {
 constexpr double kSbh = 1024.0 * 1024;
 constexpr double kExpert = 1572864;
 constexpr double kVocab = 1024.0 * 32000;
+// [RS] What Megatron's default routing keeps a token (E = 8, k = 2): the
+// softmax after the top-k, its k indices and k scores (12k = 24), the
+// alltoall permutation's argsort of every (expert, token) pair (8E + 4 =
+// 68) and its k sorted token indices (8k = 16).
+constexpr double kRouting = 108;
 
 ModelShape SmallMoe() {
   ModelShape m;
@@ -31,6 +36,12 @@ ModelShape SmallMoe() {
   m.topk = 2;
   m.expert_ffn = 512;
   m.moe_prefix = {0, 1, 2};  // both layers MoE
+  // Megatron's default router: softmax after the top-k, unfused, neither
+  // a load-balancing loss nor a z-loss.
+  m.router_score = v1::MoeConfig::ROUTER_SCORE_SOFTMAX_AFTER_TOPK;
+  m.router_fusion = 0;
+  m.aux_loss = false;
+  m.z_loss = false;
   return m;
 }
 
@@ -47,7 +58,7 @@ Layout EightGpus(double t, double ep, double etp) {
 // Layout A: t = EP = ETP = 1, d = 8. Every rank holds all 8 experts; the
 // expert-data-parallel group is all 8 ranks, like the dense one.
 // Activations a layer (bytes): norms and inputs 8 sbh, attention 8 sbh,
-// router scores 4 x 1024 tokens x 8 experts, 2048 routed copies of
+// routing kRouting x 1024 tokens, 2048 routed copies of
 // (2h + 6 x 512) = 10 sbh (the fused SwiGLU keeps 6 B a unit of expert
 // width), the combine's 2 x 1024 outputs of 2h = 4 sbh (core 0.12.0's
 // weighted unpermute, counted for an unknown release).
@@ -60,7 +71,7 @@ TEST(MoeTermsTest, ExpertsReplicatedWithoutExpertParallelism) {
   EXPECT_DOUBLE_EQ(f.weight_bytes, 2 * (dense + experts));
   EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * (dense + experts));
   EXPECT_DOUBLE_EQ(f.optimizer_bytes, 12 * dense / 8 + 12 * experts / 8);
-  const double layer = 30 * kSbh + 4.0 * 1024 * 8;
+  const double layer = 30 * kSbh + kRouting * 1024;
   // + the all-to-all's sent and received copies 2h x (2048 + 2048) = 8 sbh,
   // the embedding's 8 sbh, the head's 4 sbh + 4sbv.
   EXPECT_DOUBLE_EQ(f.activation_bytes,
@@ -121,8 +132,8 @@ TEST(MoeTermsTest, LoadMarginIsBoundedByWhatRoutingCanSend) {
 
 // Layout C: t = 2 with sequence parallelism, EP = 4, ETP = 1, d = 4.
 // Per rank: attention and the vocabulary halved, 2 experts a layer, expert
-// states over t*c*d / (ETP x EP) = 2 ranks. 512 tokens a rank: router
-// 4 x 512 x 8, 1024 copies of 5 KiB = 5 sbh, the combine 2 sbh, norms,
+// states over t*c*d / (ETP x EP) = 2 ranks. 512 tokens a rank: routing
+// kRouting x 512, 1024 copies of 5 KiB = 5 sbh, the combine 2 sbh, norms,
 // inputs and attention 8 sbh: 15 sbh a layer; the all-to-all
 // 2h x (1024 + 1024) = 4 sbh; embedding 4 sbh, head 2 sbh + 4sbv/2.
 TEST(MoeTermsTest, TensorAndExpertParallelismTogether) {
@@ -133,7 +144,7 @@ TEST(MoeTermsTest, TensorAndExpertParallelismTogether) {
   EXPECT_DOUBLE_EQ(f.parameters, dense + experts);
   EXPECT_DOUBLE_EQ(f.optimizer_bytes, 12 * dense / 4 + 12 * experts / 2);
   EXPECT_DOUBLE_EQ(f.activation_bytes,
-                   2 * (15 * kSbh + 4.0 * 512 * 8) + 4 * kSbh + 4 * kSbh +
+                   2 * (15 * kSbh + kRouting * 512) + 4 * kSbh + 4 * kSbh +
                        2 * kSbh + 2 * 1024 * 32000.0);
 }
 
@@ -160,7 +171,7 @@ TEST(MoeTermsTest, ExpertTensorParallelismSplitsEachExpert) {
   const StageFigures f = StageMemoryOf(SmallMoe(), l, 0, 2);
   const double dense = 2 * (4194304 / 2 + 2048 + 8192) + kVocab + 1024;
   EXPECT_DOUBLE_EQ(f.parameters, dense + 2 * 4 * kExpert / 2);
-  const double layer = 8 * kSbh + 4.0 * 512 * 8 + 7 * kSbh + 2 * kSbh;
+  const double layer = 8 * kSbh + kRouting * 512 + 7 * kSbh + 2 * kSbh;
   // All-to-all: 2h x (1024 sent + 2048 received) = 6 sbh.
   EXPECT_DOUBLE_EQ(f.activation_bytes, 2 * layer + 6 * kSbh + 4 * kSbh +
                                            2 * kSbh + 2 * 1024 * 32000.0);
@@ -182,15 +193,97 @@ TEST(MoeTermsTest, PaddedCapacityFixesTheLoad) {
   EXPECT_DOUBLE_EQ(f.imbalance_bytes, 0);
 }
 
+// [RS] Routing's kept bytes follow its settings, a token of layout A's
+// 1024 (E = 8, k = 2): the default's kRouting; a softmax over every
+// expert or a sigmoid keeps 4E more, sqrt(softplus) 8E; a load-balancing
+// loss scores every expert once more (4E; 8E for sqrt(softplus)); the
+// z-loss keeps the fp32 logits (4E); group-limited top-k its mask (E) and
+// the group top-k indices (8 x (4 groups x 1 + 2)); TransformerEngine's
+// fused router 5E in place of the unfused scores; unknown settings count
+// their largest.
+TEST(MoeTermsTest, RoutingKeepsWhatItsSettingsKeep) {
+  const Layout l = EightGpus(1, 1, 1);
+  auto per_token = [&](auto change) {
+    ModelShape m = SmallMoe();
+    change(m);
+    return RouterActivations(m, l) / 1024;
+  };
+  EXPECT_DOUBLE_EQ(per_token([](ModelShape&) {}), kRouting);
+  EXPECT_DOUBLE_EQ(per_token([](ModelShape& m) {
+                     m.router_score = v1::MoeConfig::ROUTER_SCORE_SOFTMAX;
+                   }),
+                   kRouting + 32);
+  EXPECT_DOUBLE_EQ(per_token([](ModelShape& m) {
+                     m.router_score = v1::MoeConfig::ROUTER_SCORE_SIGMOID;
+                     m.aux_loss = true;
+                   }),
+                   kRouting + 32 + 32);
+  EXPECT_DOUBLE_EQ(per_token([](ModelShape& m) {
+                     m.router_score =
+                         v1::MoeConfig::ROUTER_SCORE_SQRTSOFTPLUS;
+                     m.aux_loss = true;
+                   }),
+                   kRouting + 64 + 64);
+  EXPECT_DOUBLE_EQ(per_token([](ModelShape& m) { m.z_loss = true; }),
+                   kRouting + 32);
+  EXPECT_DOUBLE_EQ(per_token([](ModelShape& m) {
+                     m.router_groups = 4;
+                     m.router_group_topk = 2;
+                   }),
+                   kRouting + 8 + 8 * (4 + 2));
+  // Fused: 5E = 40 in place of the unfused 12k = 24; with the loss 4E more.
+  EXPECT_DOUBLE_EQ(per_token([](ModelShape& m) { m.router_fusion = 1; }),
+                   kRouting - 24 + 40);
+  EXPECT_DOUBLE_EQ(per_token([](ModelShape& m) {
+                     m.router_fusion = 1;
+                     m.aux_loss = true;
+                     m.router_score = v1::MoeConfig::ROUTER_SCORE_SIGMOID;
+                   }),
+                   kRouting - 24 + 40 + 32);
+  // Nothing known (ModelShape's defaults): unfused sqrt(softplus) with
+  // its loss (16E + 12k = 152, above the fused 9E = 72), the z-loss (4E)
+  // and the permutation (84).
+  const ModelShape unknown = [] {
+    ModelShape m = SmallMoe();
+    const ModelShape defaults;
+    m.router_score = defaults.router_score;
+    m.router_fusion = defaults.router_fusion;
+    m.aux_loss = defaults.aux_loss;
+    m.z_loss = defaults.z_loss;
+    return m;
+  }();
+  EXPECT_DOUBLE_EQ(RouterActivations(unknown, l) / 1024, 152 + 32 + 84);
+  // Dispatchers: allgather keeps the gathered probabilities' copy and
+  // mask and the fused row map ((4 + 9)E + 4 EP = 108 over TP x EP = 1
+  // rank's tokens) and 8 B a routed copy's sorted index (2 a token); flex
+  // (DeepEP) the received copies' map over the local experts (8E/EP + 20
+  // + k = 86 a copy).
+  Layout gathered = l;
+  gathered.allgather_dispatcher = true;
+  EXPECT_DOUBLE_EQ(RouterActivations(SmallMoe(), gathered) / 1024,
+                   24 + 108 + 16);
+  Layout flex = l;
+  flex.deepep_dispatcher = true;
+  EXPECT_DOUBLE_EQ(RouterActivations(SmallMoe(), flex) / 1024,
+                   24 + 2 * 86);
+  // Drop-and-pad gathers every expert's padded capacity: 2 x 8k x cf
+  // indices a token once above the argsort's 84.
+  Layout padded = l;
+  padded.capacity_factor = 8;
+  padded.pad_to_capacity = true;
+  EXPECT_DOUBLE_EQ(RouterActivations(SmallMoe(), padded) / 1024,
+                   24 + 16 * 2 * 8);
+}
+
 // Recomputing the MoE block keeps only its input: the router, the routed
-// copies and the combine (10 + 4 sbh + 32 KiB a layer) are gone.
+// copies and the combine (10 + 4 sbh + 108 KiB a layer) are gone.
 TEST(MoeTermsTest, MoeRecomputationDropsTheBlock) {
   Layout l = EightGpus(1, 1, 1);
   const double full = StageMemoryOf(SmallMoe(), l, 0, 2).activation_bytes;
   l.recompute = RecomputeKind::kSelective;
   l.recompute_moe = true;
   EXPECT_DOUBLE_EQ(StageMemoryOf(SmallMoe(), l, 0, 2).activation_bytes,
-                   full - 2 * (14 * kSbh + 4.0 * 1024 * 8));
+                   full - 2 * (14 * kSbh + kRouting * 1024));
   // moe_act: only the activation function's output, 2 bytes of the 6 per
   // unit of expert width: 2048 copies x 2 x 512 = 2 sbh a layer.
   l.recompute_moe = false;
@@ -603,7 +696,7 @@ TEST(MoeTermsTest, MultiTokenPredictionAddsALayerAndAHead) {
                    2 * 1024.0 * 1024 + 2048 +
                        (4194304 + 2048 + 8192 + 8 * kExpert) + 1024);
   EXPECT_DOUBLE_EQ(with.activation_bytes - without.activation_bytes,
-                   30 * kSbh + 4.0 * 1024 * 8 + 8 * kSbh + 4 * kSbh +
+                   30 * kSbh + kRouting * 1024 + 8 * kSbh + 4 * kSbh +
                        4 * 1024 * 32000.0);
   EXPECT_DOUBLE_EQ(TotalParameters(m) - 2 * (4194304 + 2048 + 8192 +
                                              8 * kExpert) -

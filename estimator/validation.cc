@@ -130,6 +130,43 @@ absl::Status ValidateSharedExpertOverlap(const v1::Job& job) {
   return absl::OkStatus();
 }
 
+// The router's settings (MoeConfig [RS]) under Megatron's rules
+// (transformer_config.py __post_init__).
+absl::Status ValidateRouter(const v1::MoeConfig& moe) {
+  if (!v1::MoeConfig::RouterScore_IsValid(moe.router_score_function())) {
+    return Invalid("model.moe.router_score_function",
+                   "must name a known score function",
+                   absl::StrCat(moe.router_score_function()));
+  }
+  if (moe.router_score_function() ==
+          v1::MoeConfig::ROUTER_SCORE_SOFTMAX_AFTER_TOPK &&
+      moe.router_topk() == 1) {
+    return Invalid("model.moe.router_score_function",
+                   "a softmax after the top-k needs router_topk above 1 "
+                   "(Megatron raises 'Please use --moe-router-pre-softmax "
+                   "when topk is 1')",
+                   "ROUTER_SCORE_SOFTMAX_AFTER_TOPK");
+  }
+  if (moe.router_group_topk() == 0) return absl::OkStatus();
+  if (moe.router_num_groups() == 0 ||
+      moe.num_experts() % moe.router_num_groups() != 0) {
+    return Invalid("model.moe.router_num_groups",
+                   absl::StrCat("must divide model.moe.num_experts (",
+                                moe.num_experts(),
+                                ") with router_group_topk set (Megatron "
+                                "raises or asserts)"),
+                   absl::StrCat(moe.router_num_groups()));
+  }
+  if (moe.router_group_topk() > moe.router_num_groups()) {
+    return Invalid("model.moe.router_group_topk",
+                   absl::StrCat("must be at most router_num_groups (",
+                                moe.router_num_groups(),
+                                "; Megatron asserts)"),
+                   absl::StrCat(moe.router_group_topk()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateExperts(const v1::Job& job) {
   const v1::ModelConfig& m = job.model();
   const v1::ParallelConfig& par = job.parallel();
@@ -184,6 +221,7 @@ absl::Status ValidateExperts(const v1::Job& job) {
                      "routing probabilities are applied",
                      moe.ShortDebugString());
     }
+    MEMGATE_RETURN_IF_ERROR(ValidateRouter(moe));
     if (moe.routing_probs_applied() ==
             v1::MoeConfig::PROBS_APPLIED_ON_INPUT &&
         moe.router_topk() != 1) {

@@ -162,6 +162,41 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_model()->mutable_moe()->set_num_experts(4);
                j.mutable_model()->mutable_moe()->set_router_topk(5);
              }, "model.moe.router_topk"},
+        // [RS] the router's settings, as transformer_config.py checks them.
+        Rule{"RouterScoreUnknown", [](v1::Job& j) {
+               auto& moe = *j.mutable_model()->mutable_moe();
+               moe.set_num_experts(8);
+               moe.set_router_topk(2);
+               moe.set_router_score_function(
+                   static_cast<v1::MoeConfig::RouterScore>(99));
+             }, "model.moe.router_score_function"},
+        Rule{"SoftmaxAfterTheTopOne", [](v1::Job& j) {
+               auto& moe = *j.mutable_model()->mutable_moe();
+               moe.set_num_experts(8);
+               moe.set_router_topk(1);
+               moe.set_router_score_function(
+                   v1::MoeConfig::ROUTER_SCORE_SOFTMAX_AFTER_TOPK);
+             }, "model.moe.router_score_function"},
+        Rule{"GroupTopKWithoutGroups", [](v1::Job& j) {
+               auto& moe = *j.mutable_model()->mutable_moe();
+               moe.set_num_experts(8);
+               moe.set_router_topk(2);
+               moe.set_router_group_topk(2);
+             }, "model.moe.router_num_groups"},
+        Rule{"GroupsNotDividingExperts", [](v1::Job& j) {
+               auto& moe = *j.mutable_model()->mutable_moe();
+               moe.set_num_experts(8);
+               moe.set_router_topk(2);
+               moe.set_router_num_groups(3);
+               moe.set_router_group_topk(1);
+             }, "model.moe.router_num_groups"},
+        Rule{"MoreSelectedGroupsThanGroups", [](v1::Job& j) {
+               auto& moe = *j.mutable_model()->mutable_moe();
+               moe.set_num_experts(8);
+               moe.set_router_topk(2);
+               moe.set_router_num_groups(2);
+               moe.set_router_group_topk(4);
+             }, "model.moe.router_group_topk"},
         Rule{"ExpertsNotMultipleOfExpertParallel", [](v1::Job& j) {
                j.mutable_model()->mutable_moe()->set_num_experts(6);
                j.mutable_model()->mutable_moe()->set_router_topk(2);

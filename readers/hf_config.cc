@@ -235,6 +235,46 @@ bool IsYarn(const v1::HuggingFaceConfig& hf) {
   return false;
 }
 
+// The router's score function and group-limited routing (moe_terms.cc
+// [RS]). Mixtral's, Qwen's and gpt-oss's routers take a softmax (over
+// every expert in their modeling, after the top-k in gpt-oss's; counted
+// over every expert, the larger); DeepSeek's and GLM's name theirs in
+// scoring_func (left out: unknown, the largest counted) and route within
+// topk_group of n_group expert groups, as Megatron-Bridge's
+// --moe-router-num-groups / --moe-router-group-topk. The training's
+// kernels and losses are not in a config: counted at their largest.
+absl::Status SetRouter(const v1::HuggingFaceConfig& hf, const Family& f,
+                       v1::MoeConfig& moe) {
+  if (f.experts != Family::kDeepseek && f.experts != Family::kGlm) {
+    moe.set_router_score_function(v1::MoeConfig::ROUTER_SCORE_SOFTMAX);
+    return absl::OkStatus();
+  }
+  if (hf.has_scoring_func()) {
+    if (hf.scoring_func() == "softmax") {
+      moe.set_router_score_function(v1::MoeConfig::ROUTER_SCORE_SOFTMAX);
+    } else if (hf.scoring_func() == "sigmoid") {
+      moe.set_router_score_function(v1::MoeConfig::ROUTER_SCORE_SIGMOID);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config.json: scoring_func: '", hf.scoring_func(),
+          "' is not softmax or sigmoid"));
+    }
+  }
+  const uint32_t groups = hf.n_group();
+  if (groups <= 1) return absl::OkStatus();  // one group: no limit
+  const uint32_t experts = hf.n_routed_experts();
+  if (experts % groups != 0 || hf.topk_group() == 0 ||
+      hf.topk_group() > groups) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.json: n_group, topk_group: the groups (", groups,
+        ") must divide n_routed_experts (", experts,
+        ") and topk_group (", hf.topk_group(), ") lie in [1, n_group]"));
+  }
+  moe.set_router_num_groups(groups);
+  moe.set_router_group_topk(hf.topk_group());
+  return absl::OkStatus();
+}
+
 // Experts, MLA and MTP as the family's modeling file builds them.
 absl::Status FillExperts(ConfigTree& tree,
                          const v1::HuggingFaceConfig& hf, const Family& f,
@@ -253,6 +293,7 @@ absl::Status FillExperts(ConfigTree& tree,
   };
   if (!hf.has_num_experts_per_tok()) return MissingMoe("num_experts_per_tok");
   moe.set_router_topk(hf.num_experts_per_tok());
+  if (absl::Status st = SetRouter(hf, f, moe); !st.ok()) return st;
   switch (f.experts) {
     case Family::kMixtral:  // every layer: 8 experts of intermediate_size
       if (!hf.has_num_local_experts()) return MissingMoe("num_local_experts");
@@ -668,15 +709,15 @@ std::vector<std::string> UnreviewedKeysOf(ConfigTree& tree) {
       "embd_pdrop", "eos_token_id", "ep_size", "experts_per_token",
       "initial_context_length",
       "initializer_range", "layer_norm_eps",
-      "max_position_embeddings", "n_group",
+      "max_position_embeddings",
       "norm_eps", "norm_topk_prob", "original_max_position_embeddings",
       "output_router_logits", "pad_token_id", "partial_rotary_factor",
       "pretraining_tp", "quantization_config", "query_pre_attn_scalar",
       "resid_pdrop", "rms_norm_eps", "rope_local_base_freq",
       "rope_parameters", "rope_scaling", "rope_theta",
-      "routed_scaling_factor", "router_aux_loss_coef", "scoring_func",
+      "routed_scaling_factor", "router_aux_loss_coef",
       "seq_aux", "sliding_window_pattern",
-      "sliding_window_size", "swiglu_alpha", "swiglu_limit", "topk_group",
+      "sliding_window_size", "swiglu_alpha", "swiglu_limit",
       "topk_method",
       "torch_dtype",
       "transformers_version", "unk_token_id", "use_cache"};

@@ -158,6 +158,12 @@ std::vector<KeyCase> KeyCases() {
        Set("hidden_activation", Text("relu")), bad},
       {"router_jitter_noise", mixtral, Set("router_jitter_noise", Number(0.01)),
        chg},
+      // [RS] DeepSeek-V3's sigmoid keeps as a softmax over every expert
+      // would: an unknown function is refused; its 8 groups of which 4
+      // (the group top-k's indices, the mask) counted.
+      {"scoring_func", deepseek, Set("scoring_func", Text("tanh")), bad},
+      {"n_group", deepseek, Set("n_group", Number(1)), chg},
+      {"topk_group", deepseek, Set("topk_group", Number(2)), chg},
       {"rope_scaling", llama,
        [](Struct& c) {
          Set("rope_scaling.rope_type", Text("yarn"))(c);

@@ -577,6 +577,17 @@ TEST(HfConfigTest, MixtureOfExpertsConfigsGiveThePublishedTotals) {
   // Megatron's --qk-layernorm with MLA counts them.
   EXPECT_TRUE(v3->qk_norm());
   EXPECT_EQ(v3->moe().layer_pattern(2), 0u);  // first_k_dense_replace 3
+  // [RS] scoring_func sigmoid within topk_group 4 of n_group 8; Qwen's
+  // softmax counted over every expert; the training's kernel and losses
+  // unknown (counted at their largest).
+  EXPECT_EQ(v3->moe().router_score_function(),
+            v1::MoeConfig::ROUTER_SCORE_SIGMOID);
+  EXPECT_EQ(v3->moe().router_num_groups(), 8u);
+  EXPECT_EQ(v3->moe().router_group_topk(), 4u);
+  EXPECT_FALSE(v3->moe().has_router_fusion() || v3->moe().has_aux_loss() ||
+               v3->moe().has_z_loss());
+  EXPECT_EQ(qwen2->moe().router_score_function(),
+            v1::MoeConfig::ROUTER_SCORE_SOFTMAX);
   EXPECT_EQ(v3->moe().layer_pattern(3), 1u);
   EXPECT_NEAR(TotalParameters(ShapeOf(*v3)) / 685e9, 1, 0.005);
   v1::ModelConfig without_mtp = *v3;

@@ -34,7 +34,9 @@ bool TakesManyValues(const std::string& name) {
   return name == "recompute-modules" || name == "cp-comm-type" ||
          name == "rampup-batch-size" ||
          name == "hierarchical-context-parallel-sizes" ||
-         name == "ddp-param-name-patterns-for-fp32-local-accumulation";
+         name == "ddp-param-name-patterns-for-fp32-local-accumulation" ||
+         name == "moe-router-load-balancing-type" ||
+         name == "moe-aux-loss-coeff";
 }
 
 // Every NAME=VALUE of `word` for the TransformerEngine attention

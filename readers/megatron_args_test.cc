@@ -3148,6 +3148,12 @@ TEST(MegatronArgsTest, AGptOssLaunchIsItsConfig) {
   *from_config.mutable_model() = *hf;
   from_config.mutable_model()->mutable_moe()->set_routing_probs_applied(
       read.moe().routing_probs_applied());
+  // Nor its router's settings (kernel and losses; [RS]).
+  v1::MoeConfig& router = *from_config.mutable_model()->mutable_moe();
+  router.set_router_score_function(read.moe().router_score_function());
+  router.set_router_fusion(read.moe().router_fusion());
+  router.set_aux_loss(read.moe().aux_loss());
+  router.set_z_loss(read.moe().z_loss());
   from_config.mutable_accelerator()->set_name("h100-80gb");
   v1::Job from_launch = launch->job;
   from_launch.mutable_accelerator()->set_name("h100-80gb");
@@ -3561,6 +3567,7 @@ TEST(MegatronArgsTest, RoutingProbabilitiesFollowTheLaunchsRelease) {
   // On the input: top-1 only.
   const std::string top1 =
       "--num-experts 8 --expert-model-parallel-size 2 --moe-router-topk 1 "
+      "--moe-router-pre-softmax "
       "--moe-ffn-hidden-size 7168 --moe-token-dispatcher-type alltoall ";
   const v1::Job on_input = LlamaLaunchJob(top1 + "--moe-apply-probs-on-input");
   EXPECT_EQ(on_input.model().moe().routing_probs_applied(),
@@ -3579,6 +3586,94 @@ TEST(MegatronArgsTest, RoutingProbabilitiesFollowTheLaunchsRelease) {
                 "(--moe-apply-probs-on-input) needs router_topk 1"),
             std::string::npos)
       << e.status();
+}
+
+// [RS] The router's settings were read past (its kept scores counted as
+// one fp32 tensor of every expert whatever they were). Now each is read
+// as router.py runs it, Megatron's defaults (a softmax after the top-k,
+// no load-balancing loss: --moe-aux-loss-coeff 0, no z-loss) named where
+// they apply, and Megatron's raises refused by name.
+TEST(MegatronArgsTest, TheRouterIsReadAsMegatronRunsIt) {
+  const std::string moe =
+      "--num-experts 64 --expert-model-parallel-size 2 --moe-router-topk 8 "
+      "--moe-ffn-hidden-size 1792 --moe-token-dispatcher-type alltoall ";
+  absl::StatusOr<MegatronLaunch> plain = ReadLlamaLaunch(moe, "");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const v1::MoeConfig& defaults = plain->job.model().moe();
+  EXPECT_EQ(defaults.router_score_function(),
+            v1::MoeConfig::ROUTER_SCORE_SOFTMAX_AFTER_TOPK);
+  EXPECT_TRUE(defaults.has_router_fusion() && !defaults.router_fusion());
+  EXPECT_TRUE(defaults.has_aux_loss() && !defaults.aux_loss());
+  EXPECT_TRUE(defaults.has_z_loss() && !defaults.z_loss());
+  EXPECT_TRUE(absl::StrContains(AllNotes(*plain),
+                                "no --moe-aux-loss-coeff: Megatron's 0"));
+  // DeepSeek-V3's router as NVIDIA's recipe runs it.
+  const v1::Job deepseek = LlamaLaunchJob(
+      moe +
+      "--moe-router-score-function sigmoid --moe-router-enable-expert-bias "
+      "--moe-router-load-balancing-type seq_aux_loss --moe-aux-loss-coeff "
+      "1e-4 --moe-router-num-groups 8 --moe-router-group-topk 4 "
+      "--moe-router-fusion");
+  const v1::MoeConfig& router = deepseek.model().moe();
+  EXPECT_EQ(router.router_score_function(),
+            v1::MoeConfig::ROUTER_SCORE_SIGMOID);
+  EXPECT_TRUE(router.router_fusion() && router.aux_loss());
+  EXPECT_FALSE(router.z_loss());
+  EXPECT_EQ(router.router_num_groups(), 8u);
+  EXPECT_EQ(router.router_group_topk(), 4u);
+  // Beside the same fused router (which dates the release) without the
+  // loss: the loss's scores, 4E B a token.
+  EXPECT_GT(PeakOf(deepseek),
+            PeakOf(LlamaLaunchJob(moe + "--moe-router-fusion")));
+  EXPECT_EQ(LlamaLaunchJob(moe + "--moe-router-pre-softmax")
+                .model()
+                .moe()
+                .router_score_function(),
+            v1::MoeConfig::ROUTER_SCORE_SOFTMAX);
+  EXPECT_TRUE(LlamaLaunchJob(moe + "--moe-z-loss-coeff 0").model().moe()
+                  .z_loss());  // computed whenever it is set
+  // Several load-balancing types, a coefficient each: a loss where one
+  // with a coefficient above 0 is a loss type.
+  const std::string two =
+      "--moe-router-load-balancing-type aux_loss global_aux_loss "
+      "--moe-aux-loss-coeff ";
+  EXPECT_TRUE(LlamaLaunchJob(moe + two + "0 0.001").model().moe().aux_loss());
+  EXPECT_FALSE(LlamaLaunchJob(moe + two + "0 0").model().moe().aux_loss());
+  EXPECT_TRUE(RefusedNaming(moe + two + "0.01", "",
+                            {"--moe-aux-loss-coeff", "Megatron asserts"}));
+  // Sinkhorn keeps a softmax over every expert, unfused.
+  const v1::MoeConfig sinkhorn =
+      LlamaLaunchJob(moe +
+                     "--moe-router-load-balancing-type sinkhorn "
+                     "--moe-router-fusion")
+          .model()
+          .moe();
+  EXPECT_EQ(sinkhorn.router_score_function(),
+            v1::MoeConfig::ROUTER_SCORE_SOFTMAX);
+  EXPECT_FALSE(sinkhorn.router_fusion());
+  // Megatron's raises.
+  EXPECT_TRUE(RefusedNaming(
+      moe + "--moe-router-load-balancing-type sinkhorn "
+            "--moe-aux-loss-coeff 0.01",
+      "", {"--moe-aux-loss-coeff", "sinkhorn"}));
+  EXPECT_TRUE(RefusedNaming(moe + "--moe-router-enable-expert-bias", "",
+                            {"--moe-router-enable-expert-bias", "sigmoid"}));
+  EXPECT_TRUE(RefusedNaming(moe + "--moe-router-score-function tanh", "",
+                            {"--moe-router-score-function", "'tanh'"}));
+  EXPECT_TRUE(RefusedNaming(moe + "--moe-router-load-balancing-type bogus",
+                            "", {"--moe-router-load-balancing-type"}));
+  EXPECT_TRUE(RefusedNaming(moe + "--moe-router-group-topk 4", "",
+                            {"--moe-router-num-groups", "divide"}));
+  EXPECT_TRUE(RefusedNaming(
+      moe + "--moe-router-num-groups 4 --moe-router-group-topk 8", "",
+      {"--moe-router-group-topk", "at most"}));
+  EXPECT_TRUE(RefusedNaming(
+      "--num-experts 8 --moe-router-topk 1 --moe-ffn-hidden-size 1792 ", "",
+      {"--moe-router-topk", "--moe-router-pre-softmax"}));
+  EXPECT_TRUE(RefusedNaming(
+      moe + "--moe-router-load-balancing-type quantile_balancing "
+            "--moe-router-fusion",
+      "", {"quantile_balancing"}));
 }
 
 // --moe-token-dispatcher-type flex: DeepEP's buffers were read past (the
@@ -3607,7 +3702,12 @@ TEST(MegatronArgsTest, FlexDispatcherCountsDeepEpsBuffers) {
   const double buffers = e->peak().communication_buffer_bytes();
   EXPECT_GT(buffers, 200e6);
   EXPECT_LT(buffers, 300e6);
-  EXPECT_NEAR(PeakOf(flex) - PeakOf(alltoall), buffers, 1);
+  // Routing's permutation maps differ too ([RS]): alltoall's argsort
+  // keeps 8E + 4 + 8k = 84 B a token, DeepEP's map 8E/EP + 20 + k = 54 B a
+  // routed copy, 8 copies a token (top-2 of the tokens ETP 4 gathers):
+  // 348 B more a token, 2048 tokens (8192 over TP 4) in each of 32 layers.
+  EXPECT_NEAR(PeakOf(flex) - PeakOf(alltoall),
+              buffers + 32 * 2048 * (8 * 54 - 84.0), 1);
   // More SMs, larger buffers; the older flags say the same.
   const v1::Job sms = LlamaLaunchJob(moe + "flex --moe-flex-dispatcher-num-sms 32");
   EXPECT_EQ(sms.model().moe().flex_dispatcher_num_sms(), 32u);

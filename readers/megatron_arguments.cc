@@ -513,6 +513,39 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"moe-input-jitter-eps", true, M, "off",
        "the router's input times uniform noise: the noise and the "
        "jittered input kept, 2 x tokens x h x 2 B a MoE layer"},
+      {"moe-router-score-function", true, M, "softmax",
+       "what the router keeps a token: softmax after the top-k 12k B; a "
+       "sigmoid (or --moe-router-pre-softmax) every expert's fp32 score, "
+       "4E B; sqrtsoftplus 8E B (moe_terms.cc [RS])"},
+      {"moe-router-pre-softmax", false, M, "off",
+       "a softmax over every expert before the top-k: 4E B a token kept"},
+      {"moe-router-fusion", false, M, "off",
+       "TransformerEngine's fused router: the routing map and fp32 scores, "
+       "5E B a token, whatever the score function"},
+      {"moe-router-num-groups", true, M, "none",
+       "with --moe-router-group-topk, group-limited routing: the mask of "
+       "every expert and the group top-k indices kept (unfused); groups "
+       "divide the experts (Megatron asserts)"},
+      {"moe-router-group-topk", true, M, "none",
+       "the groups a token may route to: needs --moe-router-num-groups, "
+       "at most it (Megatron raises)"},
+      {"moe-router-load-balancing-type", true, M, "aux_loss",
+       "with --moe-aux-loss-coeff above 0, aux_loss / seq_aux_loss / "
+       "global_aux_loss score every expert once more, kept (4E B a token; "
+       "8E for sqrtsoftplus unfused); sinkhorn keeps a softmax over every "
+       "expert; quantile_balancing and none nothing more"},
+      {"moe-aux-loss-coeff", true, M, "0",
+       "0: no load-balancing loss; above 0 its scores kept (see "
+       "--moe-router-load-balancing-type)"},
+      {"moe-z-loss-coeff", true, M, "none",
+       "given (any value): the z-loss's logsumexp keeps the router's logits, "
+       "E fp32 a token"},
+      {"moe-router-enable-expert-bias", false, M, "off",
+       "E fp32 buffers a layer; needs a sigmoid or sqrtsoftplus score "
+       "function (Megatron raises)"},
+      {"moe-permute-fusion", false, M, "off",
+       "no change: TransformerEngine's row map (2E + 1 int32 a token) and "
+       "the unfused permutation's argsort (8E B) are counted as one bound"},
       {"moe-shared-expert-overlap", false, M, "off",
        "the shared experts beside the dispatcher, their TP communication "
        "done by hand: with sequence parallelism FC1 saves the all-gathered "

@@ -39,11 +39,39 @@ std::optional<std::string> ExpertArguments(const v1::MoeConfig& moe) {
                     v1::MoeConfig::kLayerFrequencyFieldNumber,
                     v1::MoeConfig::kLayerPatternFieldNumber,
                     v1::MoeConfig::kGroupedGemmFieldNumber,
-                    v1::MoeConfig::kTokenDispatcherFieldNumber}) {
+                    v1::MoeConfig::kTokenDispatcherFieldNumber,
+                    v1::MoeConfig::kRouterScoreFunctionFieldNumber,
+                    v1::MoeConfig::kRouterNumGroupsFieldNumber,
+                    v1::MoeConfig::kRouterGroupTopkFieldNumber}) {
     rest.GetReflection()->ClearField(
         &rest, rest.GetDescriptor()->FindFieldByNumber(field));
   }
   if (rest.router_dtype() == v1::DTYPE_FP32) rest.clear_router_dtype();
+  // Router settings the model leaves unknown read back as Megatron's
+  // defaults, which keep no more (moe_terms.cc [RS]); a loss it names
+  // needs the launch's own coefficient.
+  if (rest.has_router_fusion() && !rest.router_fusion()) {
+    rest.clear_router_fusion();
+  }
+  if (rest.has_aux_loss() && !rest.aux_loss()) rest.clear_aux_loss();
+  if (rest.has_z_loss() && !rest.z_loss()) rest.clear_z_loss();
+  const char* score = nullptr;
+  switch (moe.router_score_function()) {
+    case v1::MoeConfig::ROUTER_SCORE_SOFTMAX_AFTER_TOPK:
+      score = "";
+      break;
+    case v1::MoeConfig::ROUTER_SCORE_SOFTMAX:
+      score = " --moe-router-pre-softmax";
+      break;
+    case v1::MoeConfig::ROUTER_SCORE_SIGMOID:
+      score = " --moe-router-score-function sigmoid";
+      break;
+    case v1::MoeConfig::ROUTER_SCORE_SQRTSOFTPLUS:
+      score = " --moe-router-score-function sqrtsoftplus";
+      break;
+    default:
+      return std::nullopt;  // unknown: the launch says
+  }
   if (rest.ByteSizeLong() != 0) return std::nullopt;
   std::string out = absl::StrCat(
       " --num-experts ", moe.num_experts(), " --moe-router-topk ",
@@ -54,6 +82,13 @@ std::optional<std::string> ExpertArguments(const v1::MoeConfig& moe) {
                     moe.shared_expert_ffn_hidden_size());
   }
   if (moe.shared_expert_gate()) out += " --moe-shared-expert-gate";
+  out += score;
+  if (moe.router_fusion()) out += " --moe-router-fusion";
+  if (moe.router_group_topk() > 0) {
+    absl::StrAppend(&out, " --moe-router-num-groups ",
+                    moe.router_num_groups(), " --moe-router-group-topk ",
+                    moe.router_group_topk());
+  }
   if (moe.layer_pattern_size() > 0) {
     absl::StrAppend(&out, " --moe-layer-freq ", LayerPatternText(moe));
   } else if (moe.layer_frequency() > 1) {

@@ -78,6 +78,11 @@ TEST(MegatronModelWriterTest, CatalogModelsReadBackAsThemselves) {
     EXPECT_EQ(back.linear_bias(), model.linear_bias()) << name;
     EXPECT_EQ(back.qkv_bias(), model.qkv_bias()) << name;
     EXPECT_EQ(back.qk_norm(), model.qk_norm()) << name;
+    EXPECT_EQ(back.moe().router_score_function(),
+              model.moe().router_score_function())
+        << name;
+    EXPECT_EQ(back.moe().router_group_topk(), model.moe().router_group_topk())
+        << name;
     EXPECT_EQ(back.tie_word_embeddings(), model.tie_word_embeddings()) << name;
     EXPECT_EQ(back.position_embedding() ==
                   v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE,

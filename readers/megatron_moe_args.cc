@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "estimator/deepep_buffers.h"
 #include "readers/layer_pattern.h"
 
@@ -243,6 +245,124 @@ absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
   return absl::OkStatus();
 }
 
+// What the router keeps (moe_terms.cc [RS]), as router.py and
+// moe_utils.py run it, with transformer_config.py's rules.
+absl::Status FillRouter(const Arguments& args, MegatronLaunch& launch,
+                        v1::MoeConfig& moe) {
+  // --moe-router-load-balancing-type and --moe-aux-loss-coeff (both lists;
+  // Megatron asserts equal lengths when the types are several): a loss is
+  // computed where an aux_loss, seq_aux_loss or global_aux_loss type has a
+  // coefficient above 0 (router.py is_aux_loss_enabled).
+  const std::vector<std::string> types =
+      args.Has("moe-router-load-balancing-type")
+          ? absl::StrSplit(args.Text("moe-router-load-balancing-type"), ' ',
+                           absl::SkipEmpty())
+          : std::vector<std::string>{"aux_loss"};
+  std::vector<double> coeffs;
+  for (absl::string_view word :
+       absl::StrSplit(args.Text("moe-aux-loss-coeff"), ' ',
+                      absl::SkipEmpty())) {
+    double c = 0;
+    if (!absl::SimpleAtod(word, &c) || !(c >= 0)) {
+      return Bad("moe-aux-loss-coeff", "each coefficient must be a number "
+                                       "of at least 0");
+    }
+    coeffs.push_back(c);
+  }
+  if (coeffs.empty()) coeffs.push_back(0);  // Megatron's default
+  if (types.size() > 1 && coeffs.size() != types.size()) {
+    return Bad("moe-aux-loss-coeff",
+               "must give one coefficient a load-balancing type (Megatron "
+               "asserts)");
+  }
+  bool aux_loss = false, sinkhorn = false, quantile = false;
+  for (size_t i = 0; i < types.size(); ++i) {
+    const std::string& type = types[i];
+    const double coeff = coeffs[std::min(i, coeffs.size() - 1)];
+    if (type == "aux_loss" || type == "seq_aux_loss" ||
+        type == "global_aux_loss") {
+      aux_loss = aux_loss || coeff > 0;
+    } else if (type == "sinkhorn" || type == "quantile_balancing") {
+      (type == "sinkhorn" ? sinkhorn : quantile) = true;
+      if (coeff > 0) {
+        return Bad("moe-aux-loss-coeff",
+                   absl::StrCat("must be 0 with ", type,
+                                " routing (Megatron asserts)"));
+      }
+    } else if (type != "none") {
+      return Bad("moe-router-load-balancing-type",
+                 absl::StrCat("'", type,
+                              "' is not one of aux_loss, seq_aux_loss, "
+                              "global_aux_loss, sinkhorn, "
+                              "quantile_balancing, none"));
+    }
+  }
+  moe.set_aux_loss(aux_loss);
+  if (!args.Has("moe-aux-loss-coeff")) {
+    launch.notes.push_back(
+        "no --moe-aux-loss-coeff: Megatron's 0, no load-balancing loss");
+  }
+  moe.set_z_loss(args.Has("moe-z-loss-coeff"));
+  const std::string function = args.Has("moe-router-score-function")
+                                   ? args.Text("moe-router-score-function")
+                                   : std::string("softmax");
+  const bool pre_softmax = args.Has("moe-router-pre-softmax");
+  using S = v1::MoeConfig;
+  if (sinkhorn) {
+    // router.py sinkhorn_load_balancing: a softmax (a sigmoid for top-1)
+    // over every expert, kept; the fused router is not run.
+    moe.set_router_score_function(S::ROUTER_SCORE_SOFTMAX);
+  } else if (function == "softmax") {
+    moe.set_router_score_function(pre_softmax
+                                      ? S::ROUTER_SCORE_SOFTMAX
+                                      : S::ROUTER_SCORE_SOFTMAX_AFTER_TOPK);
+  } else if (function == "sigmoid") {
+    moe.set_router_score_function(S::ROUTER_SCORE_SIGMOID);
+  } else if (function == "sqrtsoftplus") {
+    moe.set_router_score_function(S::ROUTER_SCORE_SQRTSOFTPLUS);
+  } else {
+    return Bad("moe-router-score-function",
+               absl::StrCat("'", function,
+                            "' is not one of softmax, sigmoid, "
+                            "sqrtsoftplus"));
+  }
+  if (args.Has("moe-router-enable-expert-bias") && function == "softmax") {
+    return Bad("moe-router-enable-expert-bias",
+               "needs --moe-router-score-function sigmoid or sqrtsoftplus "
+               "(Megatron raises)");
+  }
+  if (moe.router_score_function() == S::ROUTER_SCORE_SOFTMAX_AFTER_TOPK &&
+      moe.router_topk() == 1) {
+    return Bad("moe-router-topk",
+               "1 with a softmax after the top-k: Megatron raises 'Please "
+               "use --moe-router-pre-softmax when topk is 1'");
+  }
+  const bool fused = args.Has("moe-router-fusion");
+  if (quantile && (fused || args.Has("moe-router-group-topk"))) {
+    return Bad("moe-router-load-balancing-type",
+               "quantile_balancing runs neither --moe-router-fusion nor "
+               "group-limited routing (Megatron asserts)");
+  }
+  moe.set_router_fusion(fused && !sinkhorn);
+  MEMGATE_ASSIGN_OR_RETURN(groups, args.Number("moe-router-num-groups", 0));
+  MEMGATE_ASSIGN_OR_RETURN(group_topk,
+                           args.Number("moe-router-group-topk", 0));
+  if (group_topk > 0 && (groups == 0 || moe.num_experts() % groups != 0)) {
+    return Bad("moe-router-num-groups",
+               absl::StrCat("must divide --num-experts (",
+                            moe.num_experts(),
+                            ") with --moe-router-group-topk (Megatron "
+                            "raises or asserts)"));
+  }
+  if (group_topk > groups && groups > 0) {
+    return Bad("moe-router-group-topk",
+               "must be at most --moe-router-num-groups (Megatron asserts)");
+  }
+  moe.set_router_num_groups(groups);
+  moe.set_router_group_topk(group_topk);
+  return absl::OkStatus();
+}
+
 absl::Status FillMoe(const Arguments& args, MegatronLaunch& launch) {
   v1::ModelConfig& m = *launch.job.mutable_model();
   v1::ParallelConfig& p = *launch.job.mutable_parallel();
@@ -281,6 +401,7 @@ absl::Status FillMoe(const Arguments& args, MegatronLaunch& launch) {
   // Megatron's rules for it are validation's (ValidateSharedExpertOverlap).
   moe.set_shared_expert_overlap(args.Has("moe-shared-expert-overlap"));
   moe.set_input_jitter(args.Has("moe-input-jitter-eps"));
+  if (absl::Status s = FillRouter(args, launch, moe); !s.ok()) return s;
   if (absl::Status s = FillLayerFrequency(args, moe, m.num_layers());
       !s.ok()) {
     return s;

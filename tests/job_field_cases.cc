@@ -250,6 +250,29 @@ std::vector<FieldCase> JobFieldCases() {
        [](v1::Job& j) { Moe(j).set_shared_expert_overlap(true); }, chg},
       {"model.moe.input_jitter", MoeJob, Nothing,
        [](v1::Job& j) { Moe(j).set_input_jitter(true); }, chg},
+      // [RS] Unknown router settings count their largest; each known one
+      // counts what it keeps.
+      {"model.moe.router_score_function", MoeJob, Nothing,
+       [](v1::Job& j) {
+         Moe(j).set_router_score_function(
+             v1::MoeConfig::ROUTER_SCORE_SOFTMAX_AFTER_TOPK);
+       },
+       chg},
+      {"model.moe.router_fusion", MoeJob, Nothing,
+       [](v1::Job& j) { Moe(j).set_router_fusion(true); }, chg},
+      {"model.moe.router_num_groups", MoeJob, Nothing,
+       [](v1::Job& j) {
+         Moe(j).set_router_num_groups(4);
+         Moe(j).set_router_group_topk(2);
+       },
+       chg},
+      {"model.moe.router_group_topk", MoeJob,
+       [](v1::Job& j) { Moe(j).set_router_num_groups(4); },
+       [](v1::Job& j) { Moe(j).set_router_group_topk(2); }, chg},
+      {"model.moe.aux_loss", MoeJob, Nothing,
+       [](v1::Job& j) { Moe(j).set_aux_loss(false); }, chg},
+      {"model.moe.z_loss", MoeJob, Nothing,
+       [](v1::Job& j) { Moe(j).set_z_loss(false); }, chg},
       // The op's multiply by the probabilities (later releases).
       {"model.moe.expert_activation_te_op", MoeJob,
        [](v1::Job& j) {

@@ -106,7 +106,7 @@ expect script_variable_hidden refuse "'\$EXTRA_ARGS' after --num-layers is a she
 expect vision_language refuse "pretrain_vlm.py: Megatron-LM's entry point for a vision-language model"
 expect hidden_arguments refuse "'\$EXTRA_ARGS' after pretrain_gpt.py is a shell expansion"
 expect hidden_array refuse "after pretrain_gpt.py is a shell expansion that supplies arguments only when the command runs"
-expect moe_release refuse "REFUSE [YELLOW] peak 32.09"
+expect moe_release refuse "REFUSE [YELLOW] peak 32.10"
 expect fork_argument admit ""
 # The fitting launch under TransformerEngine's unfused attention
 # (NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 exported, or in the job's
