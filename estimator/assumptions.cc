@@ -31,6 +31,50 @@ std::string FsdpUnshardedText(const Layout& l) {
          "two units)";
 }
 
+// What the router is taken to keep (moe_terms.cc [RS]); unknown settings
+// are counted at their largest, and said so.
+std::string RouterAssumption(const v1::MoeConfig& moe) {
+  std::string score;
+  switch (moe.router_score_function()) {
+    case v1::MoeConfig::ROUTER_SCORE_SOFTMAX_AFTER_TOPK:
+      score = "softmax after the top-k";
+      break;
+    case v1::MoeConfig::ROUTER_SCORE_SOFTMAX:
+      score = "softmax over every expert";
+      break;
+    case v1::MoeConfig::ROUTER_SCORE_SIGMOID:
+      score = "sigmoid";
+      break;
+    case v1::MoeConfig::ROUTER_SCORE_SQRTSOFTPLUS:
+      score = "sqrt(softplus)";
+      break;
+    default:
+      score = "score function unknown (sqrt(softplus)'s counted)";
+      break;
+  }
+  auto known = [](bool has, bool value, const char* on, const char* off,
+                  const char* unknown) {
+    return !has ? unknown : value ? on : off;
+  };
+  std::string out = absl::StrCat(
+      "router: ", score, ", ",
+      known(moe.has_router_fusion(), moe.router_fusion(),
+            "TransformerEngine's fused kernel", "unfused",
+            "fused or not unknown (the larger counted)"),
+      ", ",
+      known(moe.has_aux_loss(), moe.aux_loss(), "a load-balancing loss",
+            "no load-balancing loss",
+            "a load-balancing loss counted (unknown)"),
+      ", ",
+      known(moe.has_z_loss(), moe.z_loss(), "the z-loss", "no z-loss",
+            "the z-loss counted (unknown)"));
+  if (moe.router_group_topk() > 0) {
+    absl::StrAppend(&out, ", ", moe.router_group_topk(), " of ",
+                    moe.router_num_groups(), " expert groups");
+  }
+  return out + "; beside the permutation's map of every expert and token";
+}
+
 // Where the routing probabilities are applied (moe_terms.cc [PA]).
 std::string RoutingProbsAssumption(const v1::MoeConfig& moe) {
   switch (moe.routing_probs_applied()) {
@@ -261,6 +305,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                            "counted")
             : "all-to-all",
         "; ", routing, ")"));
+    out.push_back(RouterAssumption(moe));
     out.push_back(RoutingProbsAssumption(moe));
     if (moe.grouped_tensor()) {
       out.push_back(

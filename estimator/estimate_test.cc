@@ -480,6 +480,35 @@ TEST(EstimateTest, ExpertSettingsApplyOverTheCatalogsExperts) {
   EXPECT_LT(top1->peak().total_bytes(), named->peak().total_bytes());
 }
 
+// [RS] By name the router's function is the config's (Mixtral: a softmax,
+// counted over every expert), its kernel and losses unknown and counted at
+// their largest, and said so; a job that names them counts what they keep.
+TEST(EstimateTest, RouterSettingsByNameAreCountedAtTheirLargest) {
+  v1::Job job = PaperJob("mixtral-8x7b", "h100-80gb", 2, 1, 2, 1, 16, 4096);
+  job.mutable_parallel()->set_expert_parallel(4);
+  job.mutable_parallel()->set_expert_tensor_parallel(1);
+  absl::StatusOr<v1::Estimate> named = EstimateJob(job);
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_TRUE(absl::StrContains(
+      AllAssumptions(*named),
+      "router: softmax over every expert, fused or not unknown (the larger "
+      "counted), a load-balancing loss counted (unknown), the z-loss "
+      "counted (unknown)"))
+      << AllAssumptions(*named);
+  v1::MoeConfig& moe = *job.mutable_model()->mutable_moe();
+  moe.set_router_fusion(false);
+  moe.set_aux_loss(false);
+  moe.set_z_loss(false);
+  absl::StatusOr<v1::Estimate> known = EstimateJob(job);
+  ASSERT_TRUE(known.ok()) << known.status();
+  EXPECT_LT(known->peak().total_bytes(), named->peak().total_bytes());
+  EXPECT_TRUE(absl::StrContains(
+      AllAssumptions(*known),
+      "router: softmax over every expert, unfused, no load-balancing loss, "
+      "no z-loss; beside the permutation's map"))
+      << AllAssumptions(*known);
+}
+
 // MLA settings work the same way: DeepSeek-V3 by name with only
 // mla.fused_down_projection keeps the catalog's latents, its down
 // projections split over TP 2 (fewer parameters a GPU); a rotary width
