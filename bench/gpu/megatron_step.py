@@ -279,6 +279,28 @@ JOBS.update({
     for v in (266240, 272384, 276480)
 })
 
+# What routing keeps (estimator/moe_terms.cc [RS], session 50, read from
+# Megatron's source and not yet measured): 256 narrow experts, top-8, so
+# the router's and the permutation's tensors of every expert a token
+# (8E B for the alltoall argsort, 4E for a sigmoid, 4E more for a loss's
+# scores, the logits for the z-loss) are a visible share of a layer.
+_ROUTER = (_DENSE.replace("--num-layers 8", "--num-layers 2") +
+           " --num-experts 256 --moe-router-topk 8 "
+           "--moe-ffn-hidden-size 256 --moe-token-dispatcher-type alltoall")
+JOBS.update({
+    "moe_router_e256": f"{_ROUTER} --moe-aux-loss-coeff 0",
+    "moe_router_e256_sigmoid_loss_groups": (
+        f"{_ROUTER} --moe-router-score-function sigmoid "
+        "--moe-router-enable-expert-bias --moe-router-load-balancing-type "
+        "seq_aux_loss --moe-aux-loss-coeff 1e-4 --moe-router-num-groups 8 "
+        "--moe-router-group-topk 4"),
+    "moe_router_e256_z_loss": (f"{_ROUTER} --moe-aux-loss-coeff 0 "
+                               "--moe-z-loss-coeff 0.001"),
+    # TransformerEngine's fused router and permutation (needs TE).
+    "moe_router_e256_fused": (f"{_ROUTER} --moe-aux-loss-coeff 0 "
+                              "--moe-router-fusion --moe-permute-fusion"),
+})
+
 # bf16 with s x b < h: is the output layer's weight gradient (2 v h, no
 # gradient-accumulation fusion) the transient, above the loss's cast
 # (2 s b v)? With its input's gradient, beside the logits' 16-bit gradient,
