@@ -3641,6 +3641,8 @@ TEST(MegatronArgsTest, TheRouterIsReadAsMegatronRunsIt) {
   EXPECT_FALSE(LlamaLaunchJob(moe + two + "0 0").model().moe().aux_loss());
   EXPECT_TRUE(RefusedNaming(moe + two + "0.01", "",
                             {"--moe-aux-loss-coeff", "Megatron asserts"}));
+  EXPECT_TRUE(RefusedNaming(moe + "--moe-aux-loss-coeff 0.01 0.001", "",
+                            {"--moe-aux-loss-coeff", "one coefficient"}));
   // Sinkhorn keeps a softmax over every expert, unfused.
   const v1::MoeConfig sinkhorn =
       LlamaLaunchJob(moe +

@@ -270,10 +270,11 @@ absl::Status FillRouter(const Arguments& args, MegatronLaunch& launch,
     coeffs.push_back(c);
   }
   if (coeffs.empty()) coeffs.push_back(0);  // Megatron's default
-  if (types.size() > 1 && coeffs.size() != types.size()) {
+  if ((types.size() > 1 || coeffs.size() > 1) &&
+      coeffs.size() != types.size()) {
     return Bad("moe-aux-loss-coeff",
                "must give one coefficient a load-balancing type (Megatron "
-               "asserts)");
+               "asserts, or compares a list with 0)");
   }
   bool aux_loss = false, sinkhorn = false, quantile = false;
   for (size_t i = 0; i < types.size(); ++i) {
@@ -338,7 +339,8 @@ absl::Status FillRouter(const Arguments& args, MegatronLaunch& launch,
                "use --moe-router-pre-softmax when topk is 1'");
   }
   const bool fused = args.Has("moe-router-fusion");
-  if (quantile && (fused || args.Has("moe-router-group-topk"))) {
+  if (quantile && (fused || args.Has("moe-router-num-groups") ||
+                   args.Has("moe-router-group-topk"))) {
     return Bad("moe-router-load-balancing-type",
                "quantile_balancing runs neither --moe-router-fusion nor "
                "group-limited routing (Megatron asserts)");
