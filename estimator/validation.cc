@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "estimator/attention_backend.h"
+#include "estimator/catalog.h"
 #include "estimator/deepep_buffers.h"
 #include "estimator/megatron_release.h"
 #include "estimator/memory_model.h"
@@ -549,6 +550,37 @@ absl::Status ValidateBf16Layers(const v1::Job& job) {
 // MXFP8 recipe; TELMHeadColumnParallelLinear (transformer_engine.py)
 // raises where the head would skip its weight (tied embeddings on the
 // stage that embeds: one stage) and with the deferred embedding wgrad.
+// TransformerEngine runs a recipe only on GPUs with its GEMMs
+// (quantization.py check_recipe_support, d0067d0): delayed and tensorwise
+// scaling from sm89 (Ada, Hopper, Blackwell), blockwise from sm90 (and
+// CUDA 12.9), MXFP8 on sm100 and sm103 only; it raises at the first fp8
+// step otherwise. A GPU outside the catalog (a capacity given) and AMD's
+// (TransformerEngine's ROCm port has rules of its own) are not checked.
+absl::Status ValidateFp8Gpu(const v1::Job& job) {
+  const GpuFamily family = FamilyOfAccelerator(job.accelerator().name());
+  if (family == GpuFamily::kUnknown || family == GpuFamily::kCdna3) {
+    return absl::OkStatus();
+  }
+  const v1::Fp8::Recipe recipe = job.training().fp8().recipe();
+  const char* needs = nullptr;
+  if (recipe == v1::Fp8::RECIPE_MXFP8 && !IsBlackwell(family)) {
+    needs = "a Blackwell GPU (TransformerEngine: 'Device compute "
+            "capability 10.0 or higher required for MXFP8 execution')";
+  } else if (recipe == v1::Fp8::RECIPE_BLOCKWISE &&
+             (family == GpuFamily::kAmpere || family == GpuFamily::kAda)) {
+    needs = "a Hopper or Blackwell GPU (TransformerEngine: 'FP8 block "
+            "scaled GEMM requires compute capability 9.0 or higher')";
+  } else if (family == GpuFamily::kAmpere) {
+    needs = "an Ada, Hopper or Blackwell GPU (TransformerEngine: 'Device "
+            "compute capability 8.9 or higher required for FP8 "
+            "execution')";
+  }
+  if (needs == nullptr) return absl::OkStatus();
+  return Invalid("training.fp8.recipe",
+                 absl::StrCat(v1::Fp8::Recipe_Name(recipe), " needs ", needs),
+                 job.accelerator().name());
+}
+
 absl::Status ValidateFp8OutputProjection(const v1::Job& job) {
   const v1::TrainingConfig& tr = job.training();
   if (!tr.fp8().output_projection()) return absl::OkStatus();
@@ -841,6 +873,7 @@ absl::Status ValidateOptimizerStorage(const v1::Job& job) {
       return Invalid("training.fp8.recipe", "must be a known recipe",
                      absl::StrCat(tr.fp8().recipe()));
     }
+    MEMGATE_RETURN_IF_ERROR(ValidateFp8Gpu(job));
     MEMGATE_RETURN_IF_ERROR(ValidateBf16Layers(job));
     MEMGATE_RETURN_IF_ERROR(ValidateFp8OutputProjection(job));
     const auto sharding = par.data_parallel_sharding();

@@ -28,8 +28,10 @@ void OverlapExperts(v1::Job& j) {
   j.mutable_parallel()->set_virtual_pipeline_stages(2);
 }
 
-// The LM head in MXFP8 (--fp8-output-proj under --fp8-recipe mxfp8).
+// The LM head in MXFP8 (--fp8-output-proj under --fp8-recipe mxfp8), on
+// Blackwell, where TransformerEngine runs MXFP8.
 void Mxfp8Head(v1::Job& j) {
+  j.mutable_accelerator()->set_name("b200-180gb");
   v1::Fp8& fp8 = *j.mutable_training()->mutable_fp8();
   fp8.set_recipe(v1::Fp8::RECIPE_MXFP8);
   fp8.set_output_projection(true);
@@ -468,9 +470,26 @@ INSTANTIATE_TEST_SUITE_P(
         // --fp8-output-proj: MXFP8 only; the head may not skip its weight
         // (tied on one stage) nor defer its wgrad (Megatron raises).
         Rule{"Fp8OutputProjectionWithoutMxfp8", [](v1::Job& j) {
+               j.mutable_accelerator()->set_name("h100-80gb");
                j.mutable_training()->mutable_fp8()->set_output_projection(
                    true);
              }, "training.fp8.output_projection"},
+        // TransformerEngine's recipes where its GEMMs exist
+        // (quantization.py check_recipe_support): fp8 from sm89, blockwise
+        // from sm90, MXFP8 on Blackwell.
+        Rule{"Fp8OnAmpere", [](v1::Job& j) {
+               j.mutable_training()->mutable_fp8();
+             }, "training.fp8.recipe"},
+        Rule{"BlockwiseFp8OnAda", [](v1::Job& j) {
+               j.mutable_accelerator()->set_name("l40s-48gb");
+               j.mutable_training()->mutable_fp8()->set_recipe(
+                   v1::Fp8::RECIPE_BLOCKWISE);
+             }, "training.fp8.recipe"},
+        Rule{"Mxfp8OnHopper", [](v1::Job& j) {
+               j.mutable_accelerator()->set_name("h100-80gb");
+               j.mutable_training()->mutable_fp8()->set_recipe(
+                   v1::Fp8::RECIPE_MXFP8);
+             }, "training.fp8.recipe"},
         Rule{"Fp8OutputProjectionTiedOnOneStage", [](v1::Job& j) {
                Mxfp8Head(j);
                j.mutable_model()->set_tie_word_embeddings(true);
@@ -806,6 +825,7 @@ TEST(ValidationTest, Fp8WithExpertsLatentAttentionAndMtpIsModelled) {
   mla.set_qk_pos_emb_head_dim(64);
   mla.set_v_head_dim(128);
   job.mutable_model()->set_mtp_num_layers(1);
+  job.mutable_accelerator()->set_name("h100-80gb");
   job.mutable_training()->mutable_fp8()->set_recipe(
       v1::Fp8::RECIPE_BLOCKWISE);
   EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);

@@ -2236,11 +2236,16 @@ TEST(MegatronArgsTest, MemoryArgumentsMapToTheJob) {
 // recipe and beside --output-logit-dtype or the deferred embedding wgrad.
 TEST(MegatronArgsTest, ReadsTheMxfp8OutputProjection) {
   const std::string mxfp8 = "--fp8-format e4m3 --fp8-recipe mxfp8";
-  const v1::Job head = LlamaLaunchJob(mxfp8 + " --fp8-output-proj");
+  // On Blackwell, where TransformerEngine runs MXFP8.
+  auto on_b200 = [](v1::Job job) {
+    job.mutable_accelerator()->set_name("b200-180gb");
+    return job;
+  };
+  const v1::Job head = on_b200(LlamaLaunchJob(mxfp8 + " --fp8-output-proj"));
   EXPECT_TRUE(head.training().fp8().output_projection());
   const absl::StatusOr<v1::Estimate> with_head = EstimateJob(head);
   const absl::StatusOr<v1::Estimate> without =
-      EstimateJob(LlamaLaunchJob(mxfp8));
+      EstimateJob(on_b200(LlamaLaunchJob(mxfp8)));
   ASSERT_TRUE(with_head.ok()) << with_head.status();
   ASSERT_TRUE(without.ok()) << without.status();
   // 128,256 rows padded to 128,512 over TP 4, h 4,096.

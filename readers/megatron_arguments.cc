@@ -155,7 +155,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"fp8-recipe", true, P, "delayed",
        "delayed, tensorwise, blockwise, mxfp8 (scales: 1/32 B an element "
        "with mxfp8, an activation element with blockwise); "
-       "custom refused"},
+       "custom refused; refused on a catalog GPU TransformerEngine does "
+       "not run it on (fp8 from Ada, blockwise from Hopper, mxfp8 on "
+       "Blackwell)"},
       {"fp8-param-gather", false, M, "off",
        "GEMM weights kept in fp8 only: no bf16 copy beside the fp8 pair"},
       {"fp8-output-proj", false, M, "off",

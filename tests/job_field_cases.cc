@@ -450,7 +450,12 @@ std::vector<FieldCase> JobFieldCases() {
        [](v1::Job& j) { Pao(j); },
        [](v1::Job& j) { T(j).set_optimizer_offload_fraction(0.5); }, chg},
       {"training.fp8", DenseJob, Nothing, [](v1::Job& j) { F8(j); }, chg},
-      {"training.fp8.recipe", DenseJob, [](v1::Job& j) { F8(j); },
+      // MXFP8 on Blackwell, where TransformerEngine runs it.
+      {"training.fp8.recipe", DenseJob,
+       [](v1::Job& j) {
+         F8(j);
+         j.mutable_accelerator()->set_name("b200-180gb");
+       },
        [](v1::Job& j) { F8(j).set_recipe(v1::Fp8::RECIPE_MXFP8); }, chg},
       {"training.fp8.param_gather", DenseJob, [](v1::Job& j) { F8(j); },
        [](v1::Job& j) { F8(j).set_param_gather(true); }, chg},
@@ -466,7 +471,10 @@ std::vector<FieldCase> JobFieldCases() {
        [](v1::Job& j) { T(j).set_eval_micro_batch_size(8); },
        [](v1::Job& j) { T(j).set_evaluation_off(true); }, chg},
       {"training.fp8.output_projection", DenseJob,
-       [](v1::Job& j) { F8(j).set_recipe(v1::Fp8::RECIPE_MXFP8); },
+       [](v1::Job& j) {
+         F8(j).set_recipe(v1::Fp8::RECIPE_MXFP8);
+         j.mutable_accelerator()->set_name("b200-180gb");
+       },
        [](v1::Job& j) { F8(j).set_output_projection(true); }, chg},
       {"training.dataloader_attention_mask", DenseJob, Nothing,
        [](v1::Job& j) { T(j).set_dataloader_attention_mask(true); }, chg},
