@@ -577,7 +577,10 @@ absl::Status ValidateFp8Gpu(const v1::Job& job) {
   }
   if (needs == nullptr) return absl::OkStatus();
   return Invalid("training.fp8.recipe",
-                 absl::StrCat(v1::Fp8::Recipe_Name(recipe), " needs ", needs),
+                 absl::StrCat(recipe == v1::Fp8::RECIPE_UNSPECIFIED
+                                  ? "fp8 (delayed scaling, the default)"
+                                  : v1::Fp8::Recipe_Name(recipe),
+                              " needs ", needs),
                  job.accelerator().name());
 }
 

@@ -815,6 +815,26 @@ TEST(ValidationTest, TheExpertOverlapUnderMegatronsRulesIsValid) {
 }
 
 // fp8 with experts, MLA and MTP is modelled (moe_terms.cc [F8]): accepted.
+// The recipe refused where TransformerEngine raises is named as the job
+// gives it (the default: delayed scaling), with TE's own reason.
+TEST(ValidationTest, Fp8OnAnA100SaysWhy) {
+  v1::Job job = ValidJob();
+  job.mutable_training()->mutable_fp8();
+  EXPECT_EQ(ValidateJob(job).message(),
+            "training.fp8.recipe: fp8 (delayed scaling, the default) needs "
+            "an Ada, Hopper or Blackwell GPU (TransformerEngine: 'Device "
+            "compute capability 8.9 or higher required for FP8 execution') "
+            "(got a100-40gb)");
+  job.mutable_accelerator()->set_name("l40s-48gb");
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+  job.mutable_accelerator()->set_name("b300-288gb");
+  job.mutable_training()->mutable_fp8()->set_recipe(v1::Fp8::RECIPE_MXFP8);
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+  job.mutable_accelerator()->clear_name();
+  job.mutable_accelerator()->set_memory_bytes(80e9);  // unknown: unchecked
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+}
+
 TEST(ValidationTest, Fp8WithExpertsLatentAttentionAndMtpIsModelled) {
   v1::Job job = ValidJob();
   job.mutable_model()->mutable_moe()->set_num_experts(8);
