@@ -245,14 +245,16 @@ absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
   return absl::OkStatus();
 }
 
-// What the router keeps (moe_terms.cc [RS]), as router.py and
-// moe_utils.py run it, with transformer_config.py's rules.
-absl::Status FillRouter(const Arguments& args, MegatronLaunch& launch,
-                        v1::MoeConfig& moe) {
-  // --moe-router-load-balancing-type and --moe-aux-loss-coeff (both lists;
-  // Megatron asserts equal lengths when the types are several): a loss is
-  // computed where an aux_loss, seq_aux_loss or global_aux_loss type has a
-  // coefficient above 0 (router.py is_aux_loss_enabled).
+// How the router balances its load, from --moe-router-load-balancing-type
+// and --moe-aux-loss-coeff (both lists; Megatron asserts equal lengths
+// when either is several): a loss is computed where an aux_loss,
+// seq_aux_loss or global_aux_loss type has a coefficient above 0
+// (router.py is_aux_loss_enabled).
+struct LoadBalancing {
+  bool aux_loss = false, sinkhorn = false, quantile = false;
+};
+
+absl::StatusOr<LoadBalancing> ReadLoadBalancing(const Arguments& args) {
   const std::vector<std::string> types =
       args.Has("moe-router-load-balancing-type")
           ? absl::StrSplit(args.Text("moe-router-load-balancing-type"), ' ',
@@ -276,15 +278,15 @@ absl::Status FillRouter(const Arguments& args, MegatronLaunch& launch,
                "must give one coefficient a load-balancing type (Megatron "
                "asserts, or compares a list with 0)");
   }
-  bool aux_loss = false, sinkhorn = false, quantile = false;
+  LoadBalancing out;
   for (size_t i = 0; i < types.size(); ++i) {
     const std::string& type = types[i];
     const double coeff = coeffs[std::min(i, coeffs.size() - 1)];
     if (type == "aux_loss" || type == "seq_aux_loss" ||
         type == "global_aux_loss") {
-      aux_loss = aux_loss || coeff > 0;
+      out.aux_loss = out.aux_loss || coeff > 0;
     } else if (type == "sinkhorn" || type == "quantile_balancing") {
-      (type == "sinkhorn" ? sinkhorn : quantile) = true;
+      (type == "sinkhorn" ? out.sinkhorn : out.quantile) = true;
       if (coeff > 0) {
         return Bad("moe-aux-loss-coeff",
                    absl::StrCat("must be 0 with ", type,
@@ -298,6 +300,17 @@ absl::Status FillRouter(const Arguments& args, MegatronLaunch& launch,
                               "quantile_balancing, none"));
     }
   }
+  return out;
+}
+
+// What the router keeps (moe_terms.cc [RS]), as router.py and
+// moe_utils.py run it, with transformer_config.py's rules.
+absl::Status FillRouter(const Arguments& args, MegatronLaunch& launch,
+                        v1::MoeConfig& moe) {
+  MEMGATE_ASSIGN_OR_RETURN(balancing, ReadLoadBalancing(args));
+  const bool aux_loss = balancing.aux_loss;
+  const bool sinkhorn = balancing.sinkhorn;
+  const bool quantile = balancing.quantile;
   moe.set_aux_loss(aux_loss);
   if (!args.Has("moe-aux-loss-coeff")) {
     launch.notes.push_back(
