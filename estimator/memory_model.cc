@@ -185,8 +185,12 @@
 //      zero_grad(set_to_none=True), which training.py train_step calls
 //      before the next forward, frees it (an evaluation, training.py
 //      evaluate, runs between: its no-grad forward beside the copies).
-//      (fp16's copy is counted in the optimizer states, as [MD] counts it:
-//      an over-count outside the step.) Lion, which core/optimizer/
+//      fp16's gradient buffer too (Megatron accumulates in fp32 for bf16
+//      only): [MD] counts its copy among the optimizer states (4 + 16/d
+//      bytes a parameter), but measured it lives through the step only
+//      (bench/RESULTS.md session 33: after_step 4 B a parameter above the
+//      states, none between steps), so it is the step's here. Lion, which
+//      core/optimizer/
 //      __init__.py builds from
 //      emerging_optimizers (scalar_optimizers/base.py step,
 //      update_functions/lion.py): one fp32 exp_avg a parameter
@@ -244,8 +248,8 @@ double LocalAccumulationBytesPerParameter(const Layout& l) {
 }
 
 // Optimizer states, before sharding: an fp32 master copy of low-precision
-// weights (4 B), for fp16 also an fp32 copy of the gradients (4 B) [MD],
-// and the optimizer's own state: Adam's m and v (8 B), SGD's momentum
+// weights (4 B) (fp16's fp32 gradient copy, which [MD] counts here, is the
+// step's [OS]), and the optimizer's own state: Adam's m and v (8 B), SGD's momentum
 // (4 B, none without momentum), Lion's momentum (4 B) [OS]. The
 // precision-aware optimizer stores the master weight and m, v in their
 // chosen dtypes [PA].
@@ -255,7 +259,6 @@ double OptimizerBytesPerParameter(const Layout& l) {
   }
   double bytes = 0;
   if (l.precision != v1::PRECISION_FP32) bytes += 4;
-  if (l.precision == v1::PRECISION_FP16) bytes += 4;
   switch (l.optimizer) {
     case v1::OPTIMIZER_SGD:
       return bytes + (l.sgd_momentum > 0 ? 4 : 0);
@@ -266,15 +269,13 @@ double OptimizerBytesPerParameter(const Layout& l) {
   }
 }
 
-// [OS] The fp32 copies of a 16-bit gradient buffer the step makes, of a
-// stage whose optimizer holds `optimizer_parameters` (fp16's are in the
-// states already), and Lion's update, of a stage whose largest parameter
-// is at most `largest_parameter`.
+// [OS] The fp32 copies of a 16-bit gradient buffer (bf16 or fp16) the
+// step makes, of a stage whose optimizer holds `optimizer_parameters`, and
+// Lion's update, of a stage whose largest parameter is at most
+// `largest_parameter`.
 double Fp32GradientCopyBytes(const Layout& l, double optimizer_parameters) {
   const bool copied = l.sharding == FsdpSharding::kNone &&
-                      !l.decoupled_grads &&
-                      l.precision != v1::PRECISION_FP16 &&
-                      LayoutGradientBytes(l) < 4;
+                      !l.decoupled_grads && LayoutGradientBytes(l) < 4;
   return copied ? 4 * optimizer_parameters : 0;
 }
 double LionUpdateBytes(const Layout& l, double largest_parameter) {

@@ -123,8 +123,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "bf16 weights (2 B), fp32 gradients (4 B), fp32 master + Adam (12 B); "
        "2-byte activations"},
       {"fp16", false, M, "fp32",
-       "fp16 weights and gradients (2 + 2 B), fp32 master, gradient copy "
-       "and Adam (16 B); 2-byte activations"},
+       "fp16 weights and gradients (2 + 2 B), fp32 master and Adam "
+       "(12 B); the step's fp32 gradient copy (4 B) once the activations "
+       "are freed; 2-byte activations"},
       {"grad-reduce-in-bf16", false, M, "off",
        "bf16 gradients (2 B); the optimizer step copies its share of them "
        "to fp32 (4 B), beside the states once the activations are freed "
