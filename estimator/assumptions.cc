@@ -238,6 +238,9 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
       case v1::Fp8::RECIPE_TENSORWISE: recipe = "tensorwise"; break;
       case v1::Fp8::RECIPE_BLOCKWISE: recipe = "blockwise"; break;
       case v1::Fp8::RECIPE_MXFP8: recipe = "MXFP8"; break;
+      case v1::Fp8::RECIPE_NVFP4:
+        recipe = "NVFP4, counted at MXFP8's bytes (an upper bound)";
+        break;
       default: break;
     }
     out.push_back(absl::StrCat(

@@ -457,6 +457,27 @@ TEST(EstimateTest, CatalogNameBringsExpertsWithExplicitDimensions) {
   EXPECT_NEAR(named->total_parameters() / 46.7e9, 1, 0.005);
 }
 
+// [F4] NVFP4 is counted at MXFP8's bytes (an upper bound of its 4-bit
+// elements and 16-element scales), the same layers and copies; Megatron
+// pads each local expert's rows to 128 under fp4 where MXFP8 pads to 32.
+TEST(EstimateTest, Nvfp4IsCountedAsMxfp8WithWiderExpertPadding) {
+  auto peak = [](const std::string& model, v1::Fp8::Recipe recipe) {
+    v1::Job job = PaperJob(model, "b200-180gb", 2, 1, 2, 1, 16, 4096);
+    if (job.model().name() == "mixtral-8x7b") {
+      job.mutable_parallel()->set_expert_parallel(4);
+      job.mutable_parallel()->set_expert_tensor_parallel(1);
+    }
+    job.mutable_training()->mutable_fp8()->set_recipe(recipe);
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? e->peak().total_bytes() : 0.0;
+  };
+  EXPECT_DOUBLE_EQ(peak("llama-3.1-8b", v1::Fp8::RECIPE_NVFP4),
+                   peak("llama-3.1-8b", v1::Fp8::RECIPE_MXFP8));
+  EXPECT_GT(peak("mixtral-8x7b", v1::Fp8::RECIPE_NVFP4),
+            peak("mixtral-8x7b", v1::Fp8::RECIPE_MXFP8));
+}
+
 // A job naming a catalog MoE model may give expert settings without the
 // experts (a plan candidate's grouped GEMMs, for moe_act): they apply over
 // the catalog's experts, which are never dropped for an empty list.

@@ -1254,9 +1254,12 @@ void ResolveOptimizerStorage(const v1::Job& job, Layout& l) {
   l.main_grad_bytes = GradientBytesPerParameter(train);
   l.exp_avg_bytes = DTypeBytes(pa.exp_avg_dtype());
   l.exp_avg_sq_bytes = DTypeBytes(pa.exp_avg_sq_dtype());
+  // Under fp4 Megatron's fp8_recipe keeps its default, delayed
+  // (optimizer_config.py reads it, not the fp4 recipe).
   const bool delayed_or_none =
       !train.has_fp8() || train.fp8().recipe() == v1::Fp8::RECIPE_DELAYED ||
-      train.fp8().recipe() == v1::Fp8::RECIPE_UNSPECIFIED;
+      train.fp8().recipe() == v1::Fp8::RECIPE_UNSPECIFIED ||
+      train.fp8().recipe() == v1::Fp8::RECIPE_NVFP4;
   const bool te_manages_master = l.optimizer_offload == 0 && delayed_or_none;
   const bool remainders =
       te_manages_master && l.precision != v1::PRECISION_FP16 &&
@@ -1381,6 +1384,20 @@ Layout LayoutOf(const v1::Job& job) {
       case v1::Fp8::RECIPE_MXFP8:
         l.fp8_scale_bytes = l.fp8_weight_scale_bytes = 1.0 / 32;
         l.fp8_align = 32;
+        break;
+      case v1::Fp8::RECIPE_NVFP4:
+        // [F4] TransformerEngine's NVFP4BlockScaling (common/recipe
+        // NVFP4BlockScaling, d0067d0) quantizes the same GEMM operands in
+        // the same usages as MXFP8 (Megatron's get_fp4_context wraps the
+        // layers get_fp8_context would), to 4-bit E2M1 with an E4M3
+        // scale per 16 elements (2D 16 x 16 blocks for weights) and an
+        // fp32 one per tensor: 0.5625 B an element, counted at MXFP8's
+        // 1.03 (an upper bound; a random Hadamard transform and
+        // stochastic rounding work on the way, nothing kept). Megatron
+        // pads every local expert's rows to 128 (fp4_utils.py
+        // get_fp4_align_size).
+        l.fp8_scale_bytes = l.fp8_weight_scale_bytes = 1.0 / 32;
+        l.fp8_align = 128;
         break;
       case v1::Fp8::RECIPE_BLOCKWISE:
         l.fp8_scale_bytes = 4.0 / 128;

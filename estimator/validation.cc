@@ -566,6 +566,9 @@ absl::Status ValidateFp8Gpu(const v1::Job& job) {
   if (recipe == v1::Fp8::RECIPE_MXFP8 && !IsBlackwell(family)) {
     needs = "a Blackwell GPU (TransformerEngine: 'Device compute "
             "capability 10.0 or higher required for MXFP8 execution')";
+  } else if (recipe == v1::Fp8::RECIPE_NVFP4 && !IsBlackwell(family)) {
+    needs = "a Blackwell GPU (TransformerEngine: 'Device compute "
+            "capability 10.0 or higher required for NVFP4 execution')";
   } else if (recipe == v1::Fp8::RECIPE_BLOCKWISE &&
              (family == GpuFamily::kAmpere || family == GpuFamily::kAda)) {
     needs = "a Hopper or Blackwell GPU (TransformerEngine: 'FP8 block "
@@ -877,6 +880,14 @@ absl::Status ValidateOptimizerStorage(const v1::Job& job) {
                      absl::StrCat(tr.fp8().recipe()));
     }
     MEMGATE_RETURN_IF_ERROR(ValidateFp8Gpu(job));
+    if (tr.fp8().recipe() == v1::Fp8::RECIPE_NVFP4 &&
+        tr.fp8().param_gather()) {
+      return Invalid("training.fp8.param_gather",
+                     "NVFP4 weights kept in fp4 (--fp4-param-gather: the "
+                     "distributed optimizer's NVFP4 shards) are not "
+                     "modelled",
+                     "true");
+    }
     MEMGATE_RETURN_IF_ERROR(ValidateBf16Layers(job));
     MEMGATE_RETURN_IF_ERROR(ValidateFp8OutputProjection(job));
     const auto sharding = par.data_parallel_sharding();

@@ -485,6 +485,18 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_training()->mutable_fp8()->set_recipe(
                    v1::Fp8::RECIPE_BLOCKWISE);
              }, "training.fp8.recipe"},
+        Rule{"Nvfp4OnHopper", [](v1::Job& j) {
+               j.mutable_accelerator()->set_name("h100-80gb");
+               j.mutable_training()->mutable_fp8()->set_recipe(
+                   v1::Fp8::RECIPE_NVFP4);
+             }, "training.fp8.recipe"},
+        // --fp4-param-gather's NVFP4 weight shards are not modelled.
+        Rule{"Nvfp4WeightsKeptInFp4", [](v1::Job& j) {
+               j.mutable_accelerator()->set_name("b200-180gb");
+               j.mutable_training()->mutable_fp8()->set_recipe(
+                   v1::Fp8::RECIPE_NVFP4);
+               j.mutable_training()->mutable_fp8()->set_param_gather(true);
+             }, "training.fp8.param_gather"},
         Rule{"Mxfp8OnHopper", [](v1::Job& j) {
                j.mutable_accelerator()->set_name("h100-80gb");
                j.mutable_training()->mutable_fp8()->set_recipe(

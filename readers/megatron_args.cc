@@ -1446,8 +1446,51 @@ absl::Status FillBf16Layers(const Arguments& args, MegatronLaunch& launch) {
   return absl::OkStatus();
 }
 
+// --fp4-format e2m1 (TransformerConfig's spelling: --fp4): NVFP4
+// (memory_model.cc [F4]), with Megatron's rules (arguments.py,
+// transformer_config.py): not beside fp8, the nvfp4 recipe (custom
+// quantizers are not read), the fp4 weights of --fp4-param-gather not
+// modelled.
+absl::Status FillFp4(const Arguments& args, const char* format_flag,
+                     MegatronLaunch& launch) {
+  if (args.Has("fp8-format") || args.Has("fp8")) {
+    return Bad(format_flag, "cannot be used with --fp8-format (Megatron "
+                            "raises)");
+  }
+  if (args.Text(format_flag) != "e2m1") {
+    return Bad(format_flag, absl::StrCat("must be e2m1 (got '",
+                                         args.Text(format_flag), "')"));
+  }
+  if (!args.Has("bf16") && !args.Has("fp16")) {
+    return Bad(format_flag, "needs --bf16 or --fp16");
+  }
+  const std::string recipe =
+      args.Has("fp4-recipe") ? args.Text("fp4-recipe") : "nvfp4";
+  if (recipe != "nvfp4") {
+    return Bad("fp4-recipe", absl::StrCat("'", recipe, "' is not modelled "
+                                          "(nvfp4)"));
+  }
+  if (args.Has("fp4-param-gather")) {
+    return Bad("fp4-param-gather",
+               "NVFP4 weights kept in fp4 (the distributed optimizer's NVFP4 "
+               "shards) are not modelled");
+  }
+  launch.job.mutable_training()->mutable_fp8()->set_recipe(
+      v1::Fp8::RECIPE_NVFP4);
+  launch.notes.push_back(
+      "fp4: TransformerEngine's NVFP4 recipe, counted at MXFP8's bytes (its "
+      "4-bit elements and 16-element scales take about half: an upper "
+      "bound)");
+  return FillBf16Layers(args, launch);
+}
+
 absl::Status FillFp8(const Arguments& args, MegatronLaunch& launch) {
   const char* format_flag = args.Has("fp8-format") ? "fp8-format" : "fp8";
+  const char* fp4_flag = args.Has("fp4-format") ? "fp4-format" : "fp4";
+  if (args.Has(fp4_flag)) return FillFp4(args, fp4_flag, launch);
+  for (const char* needs_fp4 : {"fp4-recipe", "fp4-param-gather"}) {
+    if (args.Has(needs_fp4)) return Bad(needs_fp4, "needs --fp4-format");
+  }
   if (!args.Has(format_flag)) {
     for (const char* needs_fp8 :
          {"fp8-recipe", "fp8-param-gather", "fp8-output-proj"}) {

@@ -2268,6 +2268,46 @@ TEST(MegatronArgsTest, ReadsTheMxfp8OutputProjection) {
       {"--fp8-output-proj", "--output-logit-dtype"}));
 }
 
+// --fp4-format e2m1 was refused. Now TransformerEngine's NVFP4 recipe,
+// counted at MXFP8's bytes (memory_model.cc [F4]), under Megatron's rules:
+// e2m1 only, not beside fp8, the nvfp4 recipe; --fp4-param-gather's fp4
+// weights refused.
+TEST(MegatronArgsTest, ReadsNvfp4AsAnUpperBound) {
+  absl::StatusOr<MegatronLaunch> fp4 = ReadLlamaLaunch("--fp4-format e2m1", "");
+  ASSERT_TRUE(fp4.ok()) << fp4.status();
+  EXPECT_EQ(fp4->job.training().fp8().recipe(), v1::Fp8::RECIPE_NVFP4);
+  EXPECT_TRUE(absl::StrContains(AllNotes(*fp4), "NVFP4 recipe, counted at "
+                                                "MXFP8's bytes"));
+  v1::Job nvfp4 = fp4->job;
+  nvfp4.mutable_accelerator()->set_name("b200-180gb");
+  v1::Job mxfp8 = LlamaLaunchJob("--fp8-format e4m3 --fp8-recipe mxfp8");
+  mxfp8.mutable_accelerator()->set_name("b200-180gb");
+  EXPECT_DOUBLE_EQ(PeakOf(nvfp4), PeakOf(mxfp8));
+  EXPECT_EQ(LlamaLaunchJob("--fp4 e2m1 --fp4-recipe nvfp4")
+                .training()
+                .fp8()
+                .recipe(),
+            v1::Fp8::RECIPE_NVFP4);
+  EXPECT_TRUE(RefusedNaming("--fp4-format e2m1 --fp8-format e4m3", "",
+                            {"--fp4-format", "--fp8-format"}));
+  EXPECT_TRUE(RefusedNaming("--fp4-format e4m3", "", {"--fp4-format",
+                                                      "e2m1"}));
+  EXPECT_TRUE(RefusedNaming("--fp4-format e2m1 --fp4-recipe custom", "",
+                            {"--fp4-recipe", "'custom'"}));
+  EXPECT_TRUE(RefusedNaming("--fp4-format e2m1 --fp4-param-gather", "",
+                            {"--fp4-param-gather", "not modelled"}));
+  EXPECT_TRUE(RefusedNaming("--fp4-recipe nvfp4", "",
+                            {"--fp4-recipe", "needs --fp4-format"}));
+  EXPECT_TRUE(RefusedNaming("--fp4-format e2m1", "--bf16",
+                            {"--fp4-format", "--bf16"}));
+  // On a Hopper, where TransformerEngine raises.
+  v1::Job on_h100 = fp4->job;
+  on_h100.mutable_accelerator()->set_name("h100-80gb");
+  EXPECT_NE(EstimateJob(on_h100).status().message().find(
+                "RECIPE_NVFP4 needs a Blackwell GPU"),
+            std::string::npos);
+}
+
 // --optimizer lion: emerging_optimizers' Lion keeps one fp32 momentum a
 // parameter beside the fp32 master (memory_model.cc [OS]): 8 B where Adam
 // keeps 12. Read without the distributed optimizer, which arguments.py

@@ -179,7 +179,15 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "with --first-last-layers-bf16: the first layers kept in bf16"},
       {"num-layers-at-end-in-bf16", true, M, "1",
        "with --first-last-layers-bf16: the last layers kept in bf16"},
-      {"fp4-format", true, R, "off", "fp4: not modelled"},
+      {"fp4-format", true, M, "off",
+       "e2m1: TransformerEngine's NVFP4 on the layers fp8 would run, "
+       "counted at MXFP8's bytes (4-bit elements and a scale per 16 take "
+       "about half: an upper bound), experts' rows padded to 128; "
+       "Blackwell only; not beside --fp8-format (Megatron raises)"},
+      {"fp4-recipe", true, P, "nvfp4", "nvfp4; custom refused"},
+      {"fp4-param-gather", false, R, "off",
+       "NVFP4 weights kept in fp4 (the distributed optimizer's NVFP4 "
+       "shards): not modelled"},
       {"te-precision-config-file", true, R, "",
        "per-module precision overrides from a file: not modelled"},
       {"fp32-residual-connection", false, R, "off",
@@ -209,7 +217,8 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "d98e8a6 refuses with the fusion on): TransformerEngine's loss keeps "
        "its gradient in the 16-bit logits' place, under the fp32 softmax "
        "counted (an upper bound)"},
-      {"fp4", true, R, "off", "fp4: not modelled"},
+      {"fp4", true, M, "off",
+       "TransformerConfig's spelling of --fp4-format"},
       // ---- Parallelism and sharding ----
       {"tensor-model-parallel-size", true, M, "1", "t"},
       {"pipeline-model-parallel-size", true, M, "1", "p"},

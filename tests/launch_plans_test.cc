@@ -101,11 +101,13 @@ TEST(LaunchPlansTest, EveryCandidateOfEveryLaunchReadsBackAsPlanned) {
     const absl::StatusOr<MegatronLaunch> launch =
         ParseMegatronLaunch(probe.after, nullptr);
     ASSERT_TRUE(launch.ok()) << a.name << ": " << launch.status();
-    // MXFP8 runs on Blackwell only (TransformerEngine raises elsewhere).
-    const std::string gpu =
-        launch->job.training().fp8().recipe() == v1::Fp8::RECIPE_MXFP8
-            ? "b200-180gb"
-            : "h100-80gb";
+    // MXFP8 and NVFP4 run on Blackwell only (TransformerEngine raises
+    // elsewhere).
+    const v1::Fp8::Recipe recipe = launch->job.training().fp8().recipe();
+    const std::string gpu = recipe == v1::Fp8::RECIPE_MXFP8 ||
+                                    recipe == v1::Fp8::RECIPE_NVFP4
+                                ? "b200-180gb"
+                                : "h100-80gb";
     v1::PlanRequest request;
     request.mutable_accelerator()->set_name(gpu);
     request.set_num_gpus(kGpus);
