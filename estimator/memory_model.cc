@@ -190,9 +190,8 @@
 //      bytes a parameter), but measured it lives through the step only
 //      (bench/RESULTS.md session 33: after_step 4 B a parameter above the
 //      states, none between steps), so it is the step's here. Lion, which
-//      core/optimizer/
-//      __init__.py builds from
-//      emerging_optimizers (scalar_optimizers/base.py step,
+//      core/optimizer/__init__.py builds from emerging_optimizers
+//      (scalar_optimizers/base.py step,
 //      update_functions/lion.py): one fp32 exp_avg a parameter
 //      (zeros_like the main parameter), and at the step, parameter by
 //      parameter, exp_avg.lerp(grad) and its sign: two fp32 tensors of one
@@ -249,8 +248,8 @@ double LocalAccumulationBytesPerParameter(const Layout& l) {
 
 // Optimizer states, before sharding: an fp32 master copy of low-precision
 // weights (4 B) (fp16's fp32 gradient copy, which [MD] counts here, is the
-// step's [OS]), and the optimizer's own state: Adam's m and v (8 B), SGD's momentum
-// (4 B, none without momentum), Lion's momentum (4 B) [OS]. The
+// step's [OS]), and the optimizer's own state: Adam's m and v (8 B), SGD's
+// momentum (4 B, none without momentum), Lion's momentum (4 B) [OS]. The
 // precision-aware optimizer stores the master weight and m, v in their
 // chosen dtypes [PA].
 double OptimizerBytesPerParameter(const Layout& l) {
