@@ -336,7 +336,8 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
             ? ", each counted at its largest (a bf16 reduce-scatter ring): "
               "--tp-comm-overlap-cfg is not read, an upper bound"
             : absl::StrCat(" (TE's defaults: ", kTeUserbufferAllGathers,
-                           " all-gathers in ", l.fp8 ? "fp8" : "bf16",
+                           " all-gathers in ",
+                           l.fp8 && !l.nvfp4 ? "fp8" : "bf16",
                            ", the reduce-scatters in bf16)"),
         ", and their communicators' flags; TE before 2.8 makes 10, counted "
         "as 12"));

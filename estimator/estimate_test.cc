@@ -476,6 +476,29 @@ TEST(EstimateTest, Nvfp4IsCountedAsMxfp8WithWiderExpertPadding) {
                    peak("llama-3.1-8b", v1::Fp8::RECIPE_MXFP8));
   EXPECT_GT(peak("mixtral-8x7b", v1::Fp8::RECIPE_NVFP4),
             peak("mixtral-8x7b", v1::Fp8::RECIPE_MXFP8));
+  // Megatron sizes TransformerEngine's userbuffers by --fp8-format, off
+  // under fp4: the 8 all-gathers stay bf16 (2 B where MXFP8's hold 1).
+  auto userbuffers = [](v1::Fp8::Recipe recipe) {
+    v1::Job job = PaperJob("llama-3.1-8b", "b200-180gb", 2, 1, 2, 1, 16,
+                           4096);
+    job.mutable_parallel()->set_sequence_parallel(true);
+    job.mutable_training()->set_tp_comm_overlap(
+        v1::TrainingConfig::TP_COMM_OVERLAP_DEFAULT);
+    job.mutable_training()->mutable_fp8()->set_recipe(recipe);
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? e->peak().te_userbuffer_bytes() : 0.0;
+  };
+  v1::Job bf16 = PaperJob("llama-3.1-8b", "b200-180gb", 2, 1, 2, 1, 16, 4096);
+  bf16.mutable_parallel()->set_sequence_parallel(true);
+  bf16.mutable_training()->set_tp_comm_overlap(
+      v1::TrainingConfig::TP_COMM_OVERLAP_DEFAULT);
+  absl::StatusOr<v1::Estimate> plain = EstimateJob(bf16);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_DOUBLE_EQ(userbuffers(v1::Fp8::RECIPE_NVFP4),
+                   plain->peak().te_userbuffer_bytes());
+  EXPECT_GT(userbuffers(v1::Fp8::RECIPE_NVFP4),
+            userbuffers(v1::Fp8::RECIPE_MXFP8));
 }
 
 // A job naming a catalog MoE model may give expert settings without the

@@ -1397,6 +1397,7 @@ Layout LayoutOf(const v1::Job& job) {
         // get_fp4_align_size).
         l.fp8_scale_bytes = l.fp8_weight_scale_bytes = 1.0 / 32;
         l.fp8_align = 128;
+        l.nvfp4 = true;
         break;
       case v1::Fp8::RECIPE_BLOCKWISE:
         l.fp8_scale_bytes = 4.0 / 128;
@@ -2021,10 +2022,12 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     ub.tensor_parallel = static_cast<uint32_t>(l.tensor);
     ub.world_size =
         static_cast<uint64_t>(l.tensor * l.context * l.pipeline * l.data);
-    ub.fp8 = l.fp8;
+    // Megatron quantizes them by --fp8-format (training/initialize.py
+    // _initialize_tp_communicators): under fp4 one unquantized set [F4].
+    ub.fp8 = l.fp8 && !l.nvfp4;
     ub.custom_config = l.tp_comm_overlap_custom;
     f.te_userbuffer_bytes = TeUserbufferBytes(ub);
-    if (HasBf16Layers(l)) {
+    if (HasBf16Layers(l) && ub.fp8) {
       // The bf16 layers' own, unquantized set [F8L].
       ub.fp8 = false;
       f.te_userbuffer_bytes += TeUserbufferBytes(ub);

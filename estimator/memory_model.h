@@ -226,6 +226,9 @@ struct Layout {
   double optimizer_offload = 0;
   // TransformerEngine fp8: fp8 weight copies and fp8-saved GEMM inputs.
   bool fp8 = false;
+  // Fp8.RECIPE_NVFP4: fp8's counts [F4], but Megatron's fp8 is off, so
+  // what it sizes by --fp8-format (TE's userbuffers) stays unquantized.
+  bool nvfp4 = false;
   bool fp8_param_gather = false;
   // Fp8.output_projection: the LM head's MXFP8 weight copies [TE].
   bool fp8_output_projection = false;

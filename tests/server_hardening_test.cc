@@ -157,6 +157,13 @@ TEST(ServerHardeningTest, WorstCasePlansDoNotStarveAdmitOrHealth) {
         grpc::ClientContext context;
         context.set_deadline(std::chrono::system_clock::now() +
                              (i % 3 == 0 ? milliseconds(20) : seconds(10)));
+        // A loaded client's connection attempt may fail (seen once in
+        // session 50: UNAVAILABLE, "failed to connect to all addresses",
+        // on a machine just out of a full CI run); without this the
+        // channel then fails every call fast until its backoff ends. The
+        // load, not the connection, is what this test makes: wait for the
+        // channel, and count a wait past the deadline as expired.
+        context.set_wait_for_ready(true);
         v1::PlanResponse response;
         const grpc::Status s = stub->Plan(&context, HeavyPlan(), &response);
         if (s.ok()) ++planned;
