@@ -49,7 +49,8 @@ std::optional<std::string> ExpertArguments(const v1::MoeConfig& moe) {
   if (rest.router_dtype() == v1::DTYPE_FP32) rest.clear_router_dtype();
   // Router settings the model leaves unknown read back as Megatron's
   // defaults, which keep no more (moe_terms.cc [RS]); a loss it names
-  // needs the launch's own coefficient.
+  // needs the launch's own coefficient, and the fused router would date
+  // the launch's release (megatron_moe_args.cc): not written.
   if (rest.has_router_fusion() && !rest.router_fusion()) {
     rest.clear_router_fusion();
   }
@@ -83,7 +84,6 @@ std::optional<std::string> ExpertArguments(const v1::MoeConfig& moe) {
   }
   if (moe.shared_expert_gate()) out += " --moe-shared-expert-gate";
   out += score;
-  if (moe.router_fusion()) out += " --moe-router-fusion";
   if (moe.router_group_topk() > 0) {
     absl::StrAppend(&out, " --moe-router-num-groups ",
                     moe.router_num_groups(), " --moe-router-group-topk ",

@@ -1,6 +1,7 @@
 #include "readers/megatron_model_writer.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -147,6 +148,29 @@ TEST(MegatronModelWriterTest, WhatTheCommandLineCannotSayIsNotWritten) {
   v1::ModelConfig capped = Resolved("llama-3.1-8b");
   capped.set_attention_logit_softcapping(50);
   EXPECT_FALSE(MegatronModelArguments(capped).has_value());
+  // [RS] A router setting a launch says its own way (a loss's coefficient,
+  // the fused router that dates the release, an unknown score function)
+  // is not written; Megatron's defaults, said outright, are.
+  v1::ModelConfig router = Resolved("mixtral-8x7b");
+  ASSERT_TRUE(MegatronModelArguments(router).has_value());
+  for (auto set : std::vector<std::function<void(v1::MoeConfig&)>>{
+           [](v1::MoeConfig& m) { m.set_aux_loss(true); },
+           [](v1::MoeConfig& m) { m.set_z_loss(true); },
+           [](v1::MoeConfig& m) { m.set_router_fusion(true); },
+           [](v1::MoeConfig& m) {
+             m.set_router_score_function(
+                 v1::MoeConfig::ROUTER_SCORE_UNSPECIFIED);
+           }}) {
+    v1::ModelConfig changed = router;
+    set(*changed.mutable_moe());
+    EXPECT_FALSE(MegatronModelArguments(changed).has_value())
+        << changed.moe().ShortDebugString();
+  }
+  v1::ModelConfig defaults = router;
+  defaults.mutable_moe()->set_aux_loss(false);
+  defaults.mutable_moe()->set_z_loss(false);
+  defaults.mutable_moe()->set_router_fusion(false);
+  EXPECT_TRUE(MegatronModelArguments(defaults).has_value());
 }
 
 }  // namespace
