@@ -49,6 +49,14 @@ v1::Job CopiedGradientsJob(const std::string& model, uint32_t tp,
   return job;
 }
 
+// Mixtral-8x7B by name on 16 `gpu`s: TP 2, PP 2, EP 4, ETP 1, 4k.
+v1::Job MixtralOverEp4(const std::string& gpu) {
+  v1::Job job = PaperJob("mixtral-8x7b", gpu, 2, 1, 2, 1, 16, 4096);
+  job.mutable_parallel()->set_expert_parallel(4);
+  job.mutable_parallel()->set_expert_tensor_parallel(1);
+  return job;
+}
+
 // An estimate's assumptions, one a line.
 std::string AllAssumptions(const v1::Estimate& e) {
   std::string all;
@@ -437,9 +445,7 @@ TEST(EstimateTest, TheZoneAndTheStageNamedApplyOneTransientRule) {
 // A catalog MoE name brings its experts even when every dimension is
 // given: a job naming mixtral-8x7b is never estimated as a dense 7B.
 TEST(EstimateTest, CatalogNameBringsExpertsWithExplicitDimensions) {
-  v1::Job job = PaperJob("mixtral-8x7b", "h100-80gb", 2, 1, 2, 1, 16, 4096);
-  job.mutable_parallel()->set_expert_parallel(4);
-  job.mutable_parallel()->set_expert_tensor_parallel(1);
+  v1::Job job = MixtralOverEp4("h100-80gb");
   absl::StatusOr<v1::Estimate> named = EstimateJob(job);
   ASSERT_TRUE(named.ok()) << named.status();
   v1::ModelConfig& m = *job.mutable_model();
@@ -461,53 +467,39 @@ TEST(EstimateTest, CatalogNameBringsExpertsWithExplicitDimensions) {
 // elements and 16-element scales), the same layers and copies; Megatron
 // pads each local expert's rows to 128 under fp4 where MXFP8 pads to 32.
 TEST(EstimateTest, Nvfp4IsCountedAsMxfp8WithWiderExpertPadding) {
-  auto peak = [](const std::string& model, v1::Fp8::Recipe recipe) {
-    v1::Job job = PaperJob(model, "b200-180gb", 2, 1, 2, 1, 16, 4096);
-    if (job.model().name() == "mixtral-8x7b") {
-      job.mutable_parallel()->set_expert_parallel(4);
-      job.mutable_parallel()->set_expert_tensor_parallel(1);
-    }
-    job.mutable_training()->mutable_fp8()->set_recipe(recipe);
+  // The job's peak stage under `recipe` (none: RECIPE_UNSPECIFIED and
+  // `with_fp8` false).
+  auto peak = [](v1::Job job, v1::Fp8::Recipe recipe, bool with_fp8 = true) {
+    if (with_fp8) job.mutable_training()->mutable_fp8()->set_recipe(recipe);
     absl::StatusOr<v1::Estimate> e = EstimateJob(job);
     EXPECT_TRUE(e.ok()) << e.status();
-    return e.ok() ? e->peak().total_bytes() : 0.0;
+    return e.ok() ? e->peak() : v1::StageMemory();
   };
-  EXPECT_DOUBLE_EQ(peak("llama-3.1-8b", v1::Fp8::RECIPE_NVFP4),
-                   peak("llama-3.1-8b", v1::Fp8::RECIPE_MXFP8));
-  EXPECT_GT(peak("mixtral-8x7b", v1::Fp8::RECIPE_NVFP4),
-            peak("mixtral-8x7b", v1::Fp8::RECIPE_MXFP8));
+  const v1::Job dense = PaperJob("llama-3.1-8b", "b200-180gb", 2, 1, 2, 1,
+                                 16, 4096);
+  const v1::Job moe = MixtralOverEp4("b200-180gb");
+  EXPECT_DOUBLE_EQ(peak(dense, v1::Fp8::RECIPE_NVFP4).total_bytes(),
+                   peak(dense, v1::Fp8::RECIPE_MXFP8).total_bytes());
+  EXPECT_GT(peak(moe, v1::Fp8::RECIPE_NVFP4).total_bytes(),
+            peak(moe, v1::Fp8::RECIPE_MXFP8).total_bytes());
   // Megatron sizes TransformerEngine's userbuffers by --fp8-format, off
   // under fp4: the 8 all-gathers stay bf16 (2 B where MXFP8's hold 1).
-  auto userbuffers = [](v1::Fp8::Recipe recipe) {
-    v1::Job job = PaperJob("llama-3.1-8b", "b200-180gb", 2, 1, 2, 1, 16,
-                           4096);
-    job.mutable_parallel()->set_sequence_parallel(true);
-    job.mutable_training()->set_tp_comm_overlap(
-        v1::TrainingConfig::TP_COMM_OVERLAP_DEFAULT);
-    job.mutable_training()->mutable_fp8()->set_recipe(recipe);
-    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
-    EXPECT_TRUE(e.ok()) << e.status();
-    return e.ok() ? e->peak().te_userbuffer_bytes() : 0.0;
-  };
-  v1::Job bf16 = PaperJob("llama-3.1-8b", "b200-180gb", 2, 1, 2, 1, 16, 4096);
-  bf16.mutable_parallel()->set_sequence_parallel(true);
-  bf16.mutable_training()->set_tp_comm_overlap(
+  v1::Job overlap = dense;
+  overlap.mutable_parallel()->set_sequence_parallel(true);
+  overlap.mutable_training()->set_tp_comm_overlap(
       v1::TrainingConfig::TP_COMM_OVERLAP_DEFAULT);
-  absl::StatusOr<v1::Estimate> plain = EstimateJob(bf16);
-  ASSERT_TRUE(plain.ok()) << plain.status();
-  EXPECT_DOUBLE_EQ(userbuffers(v1::Fp8::RECIPE_NVFP4),
-                   plain->peak().te_userbuffer_bytes());
-  EXPECT_GT(userbuffers(v1::Fp8::RECIPE_NVFP4),
-            userbuffers(v1::Fp8::RECIPE_MXFP8));
+  const double nvfp4 =
+      peak(overlap, v1::Fp8::RECIPE_NVFP4).te_userbuffer_bytes();
+  EXPECT_DOUBLE_EQ(nvfp4, peak(overlap, v1::Fp8::RECIPE_UNSPECIFIED, false)
+                              .te_userbuffer_bytes());
+  EXPECT_GT(nvfp4, peak(overlap, v1::Fp8::RECIPE_MXFP8).te_userbuffer_bytes());
 }
 
 // A job naming a catalog MoE model may give expert settings without the
 // experts (a plan candidate's grouped GEMMs, for moe_act): they apply over
 // the catalog's experts, which are never dropped for an empty list.
 TEST(EstimateTest, ExpertSettingsApplyOverTheCatalogsExperts) {
-  v1::Job job = PaperJob("mixtral-8x7b", "h100-80gb", 2, 1, 2, 1, 16, 4096);
-  job.mutable_parallel()->set_expert_parallel(4);
-  job.mutable_parallel()->set_expert_tensor_parallel(1);
+  v1::Job job = MixtralOverEp4("h100-80gb");
   absl::StatusOr<v1::Estimate> named = EstimateJob(job);
   ASSERT_TRUE(named.ok()) << named.status();
   job.mutable_model()->mutable_moe()->set_grouped_gemm(true);
@@ -528,9 +520,7 @@ TEST(EstimateTest, ExpertSettingsApplyOverTheCatalogsExperts) {
 // counted over every expert), its kernel and losses unknown and counted at
 // their largest, and said so; a job that names them counts what they keep.
 TEST(EstimateTest, RouterSettingsByNameAreCountedAtTheirLargest) {
-  v1::Job job = PaperJob("mixtral-8x7b", "h100-80gb", 2, 1, 2, 1, 16, 4096);
-  job.mutable_parallel()->set_expert_parallel(4);
-  job.mutable_parallel()->set_expert_tensor_parallel(1);
+  v1::Job job = MixtralOverEp4("h100-80gb");
   absl::StatusOr<v1::Estimate> named = EstimateJob(job);
   ASSERT_TRUE(named.ok()) << named.status();
   EXPECT_TRUE(absl::StrContains(
@@ -640,9 +630,7 @@ TEST(EstimateTest, AssumptionsSayWhatTheUnfusedAttentionKeeps) {
 // experts' activation) and says core attention saves nothing only where
 // core attention is among them and the attention is fused.
 TEST(EstimateTest, AssumptionsNameTheModulesRecomputed) {
-  v1::Job job = PaperJob("mixtral-8x7b", "h100-80gb", 2, 1, 2, 1, 16, 4096);
-  job.mutable_parallel()->set_expert_parallel(4);
-  job.mutable_parallel()->set_expert_tensor_parallel(1);
+  v1::Job job = MixtralOverEp4("h100-80gb");
   job.mutable_model()->mutable_moe()->set_grouped_gemm(true);
   v1::Recompute& r = *job.mutable_training()->mutable_recompute();
   r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);

@@ -308,10 +308,7 @@ absl::StatusOr<LoadBalancing> ReadLoadBalancing(const Arguments& args) {
 absl::Status FillRouter(const Arguments& args, MegatronLaunch& launch,
                         v1::MoeConfig& moe) {
   MEMGATE_ASSIGN_OR_RETURN(balancing, ReadLoadBalancing(args));
-  const bool aux_loss = balancing.aux_loss;
-  const bool sinkhorn = balancing.sinkhorn;
-  const bool quantile = balancing.quantile;
-  moe.set_aux_loss(aux_loss);
+  moe.set_aux_loss(balancing.aux_loss);
   if (!args.Has("moe-aux-loss-coeff")) {
     launch.notes.push_back(
         "no --moe-aux-loss-coeff: Megatron's 0, no load-balancing loss");
@@ -322,7 +319,7 @@ absl::Status FillRouter(const Arguments& args, MegatronLaunch& launch,
                                    : std::string("softmax");
   const bool pre_softmax = args.Has("moe-router-pre-softmax");
   using S = v1::MoeConfig;
-  if (sinkhorn) {
+  if (balancing.sinkhorn) {
     // router.py sinkhorn_load_balancing: a softmax (a sigmoid for top-1)
     // over every expert, kept; the fused router is not run.
     moe.set_router_score_function(S::ROUTER_SCORE_SOFTMAX);
@@ -352,13 +349,14 @@ absl::Status FillRouter(const Arguments& args, MegatronLaunch& launch,
                "use --moe-router-pre-softmax when topk is 1'");
   }
   const bool fused = args.Has("moe-router-fusion");
-  if (quantile && (fused || args.Has("moe-router-num-groups") ||
-                   args.Has("moe-router-group-topk"))) {
+  if (balancing.quantile &&
+      (fused || args.Has("moe-router-num-groups") ||
+       args.Has("moe-router-group-topk"))) {
     return Bad("moe-router-load-balancing-type",
                "quantile_balancing runs neither --moe-router-fusion nor "
                "group-limited routing (Megatron asserts)");
   }
-  moe.set_router_fusion(fused && !sinkhorn);
+  moe.set_router_fusion(fused && !balancing.sinkhorn);
   MEMGATE_ASSIGN_OR_RETURN(groups, args.Number("moe-router-num-groups", 0));
   MEMGATE_ASSIGN_OR_RETURN(group_topk,
                            args.Number("moe-router-group-topk", 0));
