@@ -255,7 +255,16 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
         m.has_moe() ? absl::StrCat("; each local expert's tokens "
                                            "padded to a multiple of ",
                                            ExpertRowAlign(l))
-                            : ""));
+                            : "",
+        l.fp8_amax_history > 0
+            ? absl::StrCat("; delayed scaling's amax history of ",
+                           static_cast<uint64_t>(l.fp8_amax_history),
+                           l.fp8_amax_history == 1 ? " row" : " rows",
+                           t.fp8().amax_history_len() == 0
+                               ? " (Megatron's default)"
+                               : "",
+                           " in each fp8 module")
+            : ""));
     if (l.bf16_first_layers > 0 || l.bf16_last_layers > 0) {
       out.push_back(absl::StrCat(
           "the first ", l.bf16_first_layers, " and last ",

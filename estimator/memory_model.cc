@@ -363,6 +363,61 @@ double LinearWeightParameters(const ModelShape& m, const Layout& l,
   return attention + Gated(m) * h * m.ffn_hidden / l.tensor;
 }
 
+// [DS] TransformerEngine's delayed scaling (quantization.py
+// DelayedScalingRecipeState, d0067d0): every fp8 module keeps, for each
+// of its quantizers, 3 forward and 2 backward a GEMM (module/base.py:
+// num_gemms * 3, num_gemms * 2), an fp32 amax history of
+// Fp8.amax_history_len rows and a scale, for the run. Megatron's TE spec
+// (gpt_layer_specs.py) runs a layer's GEMMs one module each: QKV and the
+// output projection (MLA: q's projection or its down and up ones unless
+// fused with kv's down one, kv's down and up, the output), a dense MLP's
+// or the shared experts' FC1 and FC2, and the routed experts' FC1 and
+// FC2 as grouped modules of one GEMM a local expert (GroupedLinear
+// num_gemms; SequentialMLP's modules hold as many). The router and the LM
+// head do not run in fp8 under this recipe.
+double Fp8GemmsInLayer(const ModelShape& m, const Layout& l, bool moe) {
+  double attention = 2;
+  if (m.mla) {
+    attention = m.q_lora > 0 && !m.mla_fused_down_projection ? 5 : 4;
+  }
+  if (!moe) return attention + 2;
+  return attention + (m.shared_ffn > 0 ? 2 : 0) +
+         2 * m.experts / l.expert_parallel;
+}
+
+// [DS] The GEMMs whose forward runs again under recomputation: TE's
+// checkpoint (te_checkpoint) and Megatron's CheckpointWithoutOutput with
+// fp8 copy each such module's forward history and scales when the first
+// forward runs, for its backward (quantization.py
+// copy_forward_fp8_meta_tensors_for_recompute). A whole layer's under full
+// recomputation; under selective, the modules selected (core attention,
+// the norms and the experts' activation run no fp8 GEMM; "mlp" is a dense
+// layer's, "moe" the shared and routed experts).
+double Fp8RecomputedGemmsInLayer(const ModelShape& m, const Layout& l,
+                                 bool moe) {
+  switch (l.recompute) {
+    case RecomputeKind::kFullUniform:
+    case RecomputeKind::kFullBlock:
+      return Fp8GemmsInLayer(m, l, moe);
+    case RecomputeKind::kSelective: {
+      double gemms = l.recompute_mla_up_proj && m.mla ? 2 : 0;
+      if (!moe) return gemms + (l.recompute_mlp ? 2 : 0);
+      if (l.recompute_moe) {
+        return gemms + (m.shared_ffn > 0 ? 2 : 0) +
+               2 * m.experts / l.expert_parallel;
+      }
+      return gemms + (l.recompute_shared_experts && m.shared_ffn > 0 ? 2 : 0);
+    }
+    default:
+      return 0;
+  }
+}
+
+// Bytes of one quantizer's history and scale [DS].
+double DelayedScalingQuantizerBytes(const Layout& l) {
+  return 4 * (l.fp8_amax_history + 1);
+}
+
 // ---- Activations of one transformer layer, one micro-batch ----------------
 
 double LocalTokens(const Layout& l) {  // s*b on this context-parallel rank
@@ -1403,6 +1458,11 @@ Layout LayoutOf(const v1::Job& job) {
         l.fp8_scale_bytes = 4.0 / 128;
         l.fp8_weight_scale_bytes = 4.0 / (128 * 128);
         break;
+      case v1::Fp8::RECIPE_DELAYED:
+      case v1::Fp8::RECIPE_UNSPECIFIED:
+        l.fp8_amax_history =
+            std::max<uint32_t>(1, train.fp8().amax_history_len());
+        break;
       default:
         break;
     }
@@ -1840,6 +1900,56 @@ double EvaluationActivations(const LayerCache& lane, uint32_t stage,
 // layout under the most loaded expert-parallel rank's load (LayoutStages).
 // `final_norm_chunk`: the chunk whose final norm [FN] this stage keeps, -1
 // for none.
+// [DS] What a stage's fp8 modules keep for delayed scaling: 5
+// quantizers a GEMM, each a history and a scale; an MTP layer's GEMMs and
+// its h x 2h projection's where the stage holds MTP.
+double DelayedScalingStateBytes(const ModelShape& m, const Layout& l,
+                                const LayerMix& mix, bool mtp_here) {
+  double gemms = 0;
+  if (mix.dense > 0) gemms += mix.dense * Fp8GemmsInLayer(m, l, false);
+  if (mix.moe > 0) gemms += mix.moe * Fp8GemmsInLayer(m, l, true);
+  if (mtp_here) {
+    gemms += MtpBuiltLayers(m) * (Fp8GemmsInLayer(m, l, MtpLayerIsMoe(m)) + 1);
+  }
+  return 5 * DelayedScalingQuantizerBytes(l) * gemms;
+}
+
+// [DS] The copies recomputation keeps of its modules' forward histories
+// and scales (3 quantizers a GEMM), from a micro-batch's forward to its
+// backward: for each micro-batch (interleaved: model chunk) in flight,
+// the recomputed GEMMs of the rank's heaviest chunk (block recomputation:
+// its first N layers, counted as its GEMM-heaviest), and the MTP layers'
+// under full recomputation (an upper bound: the last chunk's share).
+double DelayedScalingRecomputeCopies(const ModelShape& m, const Layout& l,
+                                     uint32_t stage, const LayerMix& mix,
+                                     const std::vector<LayerMix>* chunks,
+                                     bool mtp_here) {
+  if (l.recompute == RecomputeKind::kNone) return 0;
+  const double dense = Fp8RecomputedGemmsInLayer(m, l, false);
+  const double moe = mix.moe > 0 ? Fp8RecomputedGemmsInLayer(m, l, true) : 0;
+  auto chunk_gemms = [&](const LayerMix& c) {
+    if (l.recompute != RecomputeKind::kFullBlock) {
+      return c.dense * dense + c.moe * moe;
+    }
+    const double recomputed = std::min(l.recompute_layers, c.total());
+    const double heavy = std::min(recomputed, moe > dense ? c.moe : c.dense);
+    return heavy * std::max(dense, moe) +
+           (recomputed - heavy) * std::min(dense, moe);
+  };
+  double gemms = 0;
+  if (chunks != nullptr) {
+    for (const LayerMix& c : *chunks) gemms = std::max(gemms, chunk_gemms(c));
+  } else {
+    gemms = chunk_gemms(
+        {mix.dense / l.virtual_stages, mix.moe / l.virtual_stages});
+  }
+  if (mtp_here && l.recompute != RecomputeKind::kSelective) {
+    gemms += MtpBuiltLayers(m) * (Fp8GemmsInLayer(m, l, MtpLayerIsMoe(m)) + 1);
+  }
+  return MicrobatchesInFlight(l, stage) * 3 *
+         DelayedScalingQuantizerBytes(l) * gemms;
+}
+
 StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
                             uint32_t stage, const LayerMix& mix,
                             const std::vector<LayerMix>* chunks,
@@ -1969,6 +2079,16 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     const double norm = FinalNormInputBytes(m, l, stage, final_norm_chunk);
     for (int k = 0; k < (loaded != nullptr ? 2 : 1); ++k) {
       activations[k] += norm;
+    }
+  }
+  if (l.fp8_amax_history > 0) {
+    // [DS] the fp8 modules' histories with the weights they scale; the
+    // recomputed ones' copies with each micro-batch's activations.
+    f.weight_bytes += DelayedScalingStateBytes(m, l, mix, mtp_here);
+    const double copies =
+        DelayedScalingRecomputeCopies(m, l, stage, mix, chunks, mtp_here);
+    for (int k = 0; k < (loaded != nullptr ? 2 : 1); ++k) {
+      activations[k] += copies;
     }
   }
   f.activation_bytes = activations[0];

@@ -241,6 +241,9 @@ struct Layout {
   // Rows every local expert's tokens are padded to under fp8
   // (fp8_utils.py get_fp8_align_size): 16, 32 for MXFP8.
   double fp8_align = 16;
+  // Rows of the amax history each delayed-scaling quantizer keeps
+  // (Fp8.amax_history_len, at least 1); 0 under the other recipes [DS].
+  double fp8_amax_history = 0;
   // Fp8.bf16_first_layers / bf16_last_layers: the model's first and last
   // layers that run outside fp8 [F8L in memory_model.cc]; 0 without fp8.
   double bf16_first_layers = 0;

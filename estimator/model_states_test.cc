@@ -21,6 +21,11 @@ constexpr double kLayerGemms = 16777216;
 constexpr double kVocabMatrix = 1024.0 * 32000;
 constexpr double kParams = 2 * kLayer + 2 * kVocabMatrix + 1024;
 constexpr double kSbh = 1024.0 * 1024;
+// [DS] Under the delayed recipe each of the 2 layers' 4 GEMMs (QKV, the
+// output projection, FC1, FC2) keeps 5 quantizers (3 forward, 2
+// backward), each an amax history of Megatron's default 1 row and a
+// scale: 8 B.
+constexpr double kDelayedScalingState = 2 * 4 * 5 * 8;
 
 v1::Job SmallJob() {
   v1::Job job;
@@ -271,12 +276,14 @@ TEST(ModelStatesTest, Fp8AddsWeightCopiesAndSavesGemmInputsInOneByte) {
   job.mutable_training()->mutable_fp8()->set_recipe(
       v1::Fp8::RECIPE_DELAYED);
   StageFigures f = Figures(job);
-  EXPECT_DOUBLE_EQ(f.weight_bytes, 2 * kParams + 2 * 2 * kLayerGemms);
+  EXPECT_DOUBLE_EQ(f.weight_bytes,
+                   2 * kParams + 2 * 2 * kLayerGemms + kDelayedScalingState);
   EXPECT_DOUBLE_EQ(f.activation_bytes, bf16.activation_bytes - 2 * 5 * kSbh);
 
   // --fp8-param-gather: the fp8 pair replaces the bf16 weight.
   job.mutable_training()->mutable_fp8()->set_param_gather(true);
-  EXPECT_DOUBLE_EQ(Figures(job).weight_bytes, 2 * kParams);
+  EXPECT_DOUBLE_EQ(Figures(job).weight_bytes,
+                   2 * kParams + kDelayedScalingState);
 
   // MXFP8: one 1-byte scale per 32 elements of every fp8 tensor.
   job.mutable_training()->mutable_fp8()->set_param_gather(false);
@@ -389,7 +396,48 @@ TEST(ModelStatesTest, Fp8SavesNothingOfARecomputedMlp) {
   const StageFigures bf16 = Figures(job);
   job.mutable_training()->mutable_fp8()->set_recipe(
       v1::Fp8::RECIPE_DELAYED);
-  EXPECT_DOUBLE_EQ(Figures(job).activation_bytes, bf16.activation_bytes);
+  // [DS] but the copy recomputation keeps of the MLP GEMMs' forward
+  // history and scales: 3 quantizers of 8 B a GEMM, 2 a layer.
+  EXPECT_DOUBLE_EQ(Figures(job).activation_bytes,
+                   bf16.activation_bytes + 2 * 2 * 3 * 8);
+}
+
+// [DS] TransformerEngine's delayed recipe keeps, in each fp8 module, an
+// fp32 amax history of Fp8.amax_history_len rows and a scale for each
+// quantizer, 3 forward and 2 backward a GEMM, for the run; recomputation
+// copies the forward's for each micro-batch in flight, from its forward
+// to its backward. The other recipes keep none.
+TEST(ModelStatesTest, DelayedScalingKeepsAnAmaxHistoryPerQuantizer) {
+  v1::Job job = SmallJob();
+  job.mutable_parallel()->set_pipeline_parallel(2);  // 2 in flight
+  v1::Fp8& fp8 = *job.mutable_training()->mutable_fp8();
+  fp8.set_recipe(v1::Fp8::RECIPE_DELAYED);
+  const StageFigures one_row = Figures(job);
+  fp8.set_amax_history_len(1024);
+  const StageFigures history = Figures(job);
+  const double gemms = 2 * 4;  // two layers' QKV, output, FC1 and FC2
+  EXPECT_DOUBLE_EQ(history.weight_bytes - one_row.weight_bytes,
+                   gemms * 5 * 4 * 1023);
+  EXPECT_DOUBLE_EQ(history.activation_bytes, one_row.activation_bytes);
+
+  // Full recomputation copies every layer's 3 forward quantizers a GEMM
+  // for each of the 2 micro-batches in flight.
+  v1::Recompute& r = *job.mutable_training()->mutable_recompute();
+  r.set_granularity(v1::Recompute::GRANULARITY_FULL);
+  r.set_method(v1::Recompute::METHOD_UNIFORM);
+  r.set_num_layers(1);
+  const StageFigures recomputed = Figures(job);
+  fp8.set_amax_history_len(1);
+  EXPECT_DOUBLE_EQ(recomputed.activation_bytes - Figures(job).activation_bytes,
+                   2 * gemms * 3 * 4 * 1023);
+
+  // The per-tensor current scaling keeps no history.
+  fp8.set_recipe(v1::Fp8::RECIPE_TENSORWISE);
+  const StageFigures tensorwise = Figures(job);
+  fp8.set_amax_history_len(1024);
+  EXPECT_DOUBLE_EQ(Figures(job).weight_bytes, tensorwise.weight_bytes);
+  EXPECT_DOUBLE_EQ(Figures(job).activation_bytes,
+                   tensorwise.activation_bytes);
 }
 
 TEST(ModelStatesTest, ValidationNamesTheFieldAndTheRule) {

@@ -481,6 +481,66 @@ TEST(MoeTermsTest, Fp8SavesExpertInputsInOneByteAndCopiesExpertWeights) {
                    2 * (3 * (4194304 + 8 * kExpert) + 2 * 1024.0 * 1024));
 }
 
+// [DS] The delayed recipe's amax history (999 rows and a scale: 4000 B a
+// quantizer, 5 a GEMM) in every fp8 module: an MoE layer's attention (2
+// GEMMs) and its local experts' FC1 and FC2 grouped modules, one GEMM an
+// expert (8 on layout A, 2 over EP 4); MLA's 5 projections (4 with the
+// down ones fused); an MTP layer's and its projection's. Selective "moe"
+// recomputation copies the experts' 3 forward quantizers a GEMM.
+TEST(MoeTermsTest, DelayedScalingHistoriesCountEveryLocalExpertsGemms) {
+  const ModelShape m = SmallMoe();
+  auto history = [](const ModelShape& shape, Layout l) {
+    const double none = StageMemoryOf(shape, l, 0, 2).weight_bytes;
+    l.fp8_amax_history = 999;
+    return StageMemoryOf(shape, l, 0, 2).weight_bytes - none;
+  };
+  Layout fp8 = EightGpus(1, 1, 1);
+  fp8.fp8 = true;
+  EXPECT_DOUBLE_EQ(history(m, fp8), 2 * (2 + 2 * 8) * 5 * 4000.0);
+  Layout ep4 = EightGpus(1, 4, 1);
+  ep4.fp8 = true;
+  EXPECT_DOUBLE_EQ(history(m, ep4), 2 * (2 + 2 * 2) * 5 * 4000.0);
+  ModelShape mtp = m;
+  mtp.mtp_layers = 1;
+  EXPECT_DOUBLE_EQ(history(mtp, fp8) - history(m, fp8),
+                   (2 + 2 * 8 + 1) * 5 * 4000.0);
+
+  ModelShape mla = m;
+  mla.experts = 0;
+  mla.moe_prefix.clear();
+  mla.mla = true;
+  mla.q_lora = 256;
+  mla.kv_lora = 128;
+  mla.qk_nope = 64;
+  mla.qk_rope = 32;
+  mla.v_head = 64;
+  EXPECT_DOUBLE_EQ(history(mla, fp8), 2 * (5 + 2) * 5 * 4000.0);
+  mla.mla_fused_down_projection = true;
+  EXPECT_DOUBLE_EQ(history(mla, fp8), 2 * (4 + 2) * 5 * 4000.0);
+
+  Layout recomputed = fp8;
+  recomputed.fp8_amax_history = 999;
+  Layout moe = recomputed;
+  moe.recompute = RecomputeKind::kSelective;
+  moe.recompute_core_attn = false;
+  moe.recompute_moe = true;
+  Layout attention = moe;
+  attention.recompute_moe = false;
+  attention.recompute_core_attn = true;
+  // One micro-batch in flight (p = 1); core attention's recomputation
+  // runs no fp8 GEMM and copies nothing. The layer's activations are the
+  // same either way but what each recomputation remakes (not stored).
+  const double in_flight = StageMemoryOf(m, moe, 0, 2).activation_bytes -
+                           StageMemoryOf(m, attention, 0, 2).activation_bytes;
+  Layout moe_none = moe, attention_none = attention;
+  moe_none.fp8_amax_history = 0;
+  attention_none.fp8_amax_history = 0;
+  const double without =
+      StageMemoryOf(m, moe_none, 0, 2).activation_bytes -
+      StageMemoryOf(m, attention_none, 0, 2).activation_bytes;
+  EXPECT_DOUBLE_EQ(in_flight - without, 2 * (2 * 8) * 3 * 4000.0);
+}
+
 // TransformerEngine's GroupedTensor path (MoeConfig.grouped_tensor) pads
 // every local expert's rows to 256 in bf16 too: 255 x 8 = 2040 more copies
 // on layout A, each keeping its 16-bit input and the fused SwiGLU's 6 B a

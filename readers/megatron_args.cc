@@ -1484,6 +1484,34 @@ absl::Status FillFp4(const Arguments& args, const char* format_flag,
   return FillBf16Layers(args, launch);
 }
 
+// [DS] The delayed recipe's amax history: --fp8-amax-history-len rows
+// (Megatron's fp8_amax_history_len, default 1, handed to TE's
+// DelayedScaling by fp8_utils.py); TE allocates it as given and reads its
+// first row, so 0 raises. The other recipes keep none.
+absl::Status FillAmaxHistory(const Arguments& args, const std::string& recipe,
+                             MegatronLaunch& launch) {
+  const char* flag = "fp8-amax-history-len";
+  if (recipe != "delayed") {
+    if (args.Has(flag)) {
+      launch.notes.push_back(absl::StrCat(
+          "--", flag, ": no effect with the ", recipe,
+          " recipe (only delayed scaling keeps an amax history)"));
+    }
+    return absl::OkStatus();
+  }
+  MEMGATE_ASSIGN_OR_RETURN(rows, args.Number(flag, 1));
+  if (rows == 0) {
+    return Bad(flag, "must be at least 1 (TransformerEngine reads the "
+                     "history's first row)");
+  }
+  if (!args.Has(flag)) {
+    launch.notes.push_back("no --fp8-amax-history-len: Megatron's default "
+                           "1 row of amax history");
+  }
+  launch.job.mutable_training()->mutable_fp8()->set_amax_history_len(rows);
+  return absl::OkStatus();
+}
+
 absl::Status FillFp8(const Arguments& args, MegatronLaunch& launch) {
   const char* format_flag = args.Has("fp8-format") ? "fp8-format" : "fp8";
   const char* fp4_flag = args.Has("fp4-format") ? "fp4-format" : "fp4";
@@ -1500,6 +1528,10 @@ absl::Status FillFp8(const Arguments& args, MegatronLaunch& launch) {
       launch.notes.push_back(
           "--first-last-layers-bf16: no effect without fp8 (every layer "
           "runs in the training precision)");
+    }
+    if (args.Has("fp8-amax-history-len")) {
+      launch.notes.push_back(
+          "--fp8-amax-history-len: no effect without fp8");
     }
     return absl::OkStatus();
   }
@@ -1529,6 +1561,9 @@ absl::Status FillFp8(const Arguments& args, MegatronLaunch& launch) {
     launch.notes.push_back("no --fp8-recipe: Megatron's default delayed");
   }
   fp8.set_recipe(it->second);
+  if (absl::Status s = FillAmaxHistory(args, recipe, launch); !s.ok()) {
+    return s;
+  }
   fp8.set_param_gather(args.Has("fp8-param-gather"));
   if (args.Has("fp8-output-proj")) {
     // transformer_config.py and TELMHeadColumnParallelLinear raise.

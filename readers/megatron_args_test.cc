@@ -2268,6 +2268,45 @@ TEST(MegatronArgsTest, ReadsTheMxfp8OutputProjection) {
       {"--fp8-output-proj", "--output-logit-dtype"}));
 }
 
+// [DS] --fp8-amax-history-len was read past: the delayed recipe's amax
+// history in every fp8 module (memory_model.cc [DS]), Megatron's default
+// of 1 row said in a note; TransformerEngine raises on 0; the other
+// recipes keep none.
+TEST(MegatronArgsTest, ReadsTheDelayedRecipesAmaxHistory) {
+  const std::string delayed = "--fp8-format hybrid";
+  absl::StatusOr<MegatronLaunch> plain = ReadLlamaLaunch(delayed, "");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->job.training().fp8().amax_history_len(), 1u);
+  EXPECT_TRUE(absl::StrContains(AllNotes(*plain), "Megatron's default 1 row"));
+  const v1::Job history =
+      LlamaLaunchJob(delayed + " --fp8-amax-history-len 1024");
+  EXPECT_EQ(history.training().fp8().amax_history_len(), 1024u);
+  v1::Job one_row = plain->job;
+  one_row.mutable_accelerator()->set_name("h100-80gb");
+  const absl::StatusOr<v1::Estimate> longer = EstimateJob(history);
+  const absl::StatusOr<v1::Estimate> shorter = EstimateJob(one_row);
+  ASSERT_TRUE(longer.ok()) << longer.status();
+  ASSERT_TRUE(shorter.ok()) << shorter.status();
+  // 16 layers a stage, 4 GEMMs a layer, 5 quantizers a GEMM, 1,023 more
+  // rows of 4 B each.
+  EXPECT_DOUBLE_EQ(longer->stages(0).weight_bytes() -
+                       shorter->stages(0).weight_bytes(),
+                   16 * 4 * 5 * 4 * 1023.0);
+  EXPECT_TRUE(std::any_of(
+      longer->assumptions().begin(), longer->assumptions().end(),
+      [](const std::string& a) {
+        return absl::StrContains(a, "amax history of 1024 rows");
+      }));
+  EXPECT_TRUE(RefusedNaming(delayed + " --fp8-amax-history-len 0", "",
+                            {"--fp8-amax-history-len", "at least 1"}));
+  absl::StatusOr<MegatronLaunch> tensorwise = ReadLlamaLaunch(
+      delayed + " --fp8-recipe tensorwise --fp8-amax-history-len 1024", "");
+  ASSERT_TRUE(tensorwise.ok()) << tensorwise.status();
+  EXPECT_EQ(tensorwise->job.training().fp8().amax_history_len(), 0u);
+  EXPECT_TRUE(absl::StrContains(AllNotes(*tensorwise),
+                                "no effect with the tensorwise recipe"));
+}
+
 // --fp4-format e2m1 was refused. Now TransformerEngine's NVFP4 recipe,
 // counted at MXFP8's bytes (memory_model.cc [F4]), under Megatron's rules:
 // e2m1 only, not beside fp8, the nvfp4 recipe; --fp4-param-gather's fp4

@@ -159,6 +159,12 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "custom refused; refused on a catalog GPU TransformerEngine does "
        "not run it on (fp8 from Ada, blockwise from Hopper, mxfp8 on "
        "Blackwell)"},
+      {"fp8-amax-history-len", true, M, "1",
+       "delayed recipe: each fp8 module's amax history, 4 B a row and a "
+       "scale for each of 5 quantizers a GEMM (experts': one GEMM a local "
+       "expert), and under recomputation a copy of the forward's 3 for each "
+       "micro-batch in flight; no effect with the other recipes; 0 refused "
+       "(TransformerEngine raises)"},
       {"fp8-param-gather", false, M, "off",
        "GEMM weights kept in fp8 only: no bf16 copy beside the fp8 pair"},
       {"fp8-output-proj", false, M, "off",

@@ -459,6 +459,9 @@ std::vector<FieldCase> JobFieldCases() {
        [](v1::Job& j) { F8(j).set_recipe(v1::Fp8::RECIPE_MXFP8); }, chg},
       {"training.fp8.param_gather", DenseJob, [](v1::Job& j) { F8(j); },
        [](v1::Job& j) { F8(j).set_param_gather(true); }, chg},
+      // The delayed recipe's amax history: 4 B a row of each quantizer.
+      {"training.fp8.amax_history_len", DenseJob, [](v1::Job& j) { F8(j); },
+       [](v1::Job& j) { F8(j).set_amax_history_len(1024); }, chg},
       {"training.fp8.bf16_first_layers", DenseJob, TensorwiseFp8,
        [](v1::Job& j) { F8(j).set_bf16_first_layers(1); }, chg},
       {"training.fp8.bf16_last_layers", DenseJob, TensorwiseFp8,

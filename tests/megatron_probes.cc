@@ -277,6 +277,8 @@ const std::map<std::string, Probe>& ArgumentProbes() {
         {"fp8-format", Adding(llama, {"--fp8-format", "e4m3"})},
         {"fp8", Adding(llama, {"--fp8", "e4m3"})},
         {"fp8-recipe", Adding(fp8, {"--fp8-recipe", "mxfp8"})},
+        {"fp8-amax-history-len",
+         Adding(fp8, {"--fp8-amax-history-len", "1024"})},
         {"fp8-param-gather", Adding(fp8, {"--fp8-param-gather"})},
         {"fp8-output-proj",
          Adding(With(fp8, {"--fp8-recipe", "mxfp8"}), {"--fp8-output-proj"})},
