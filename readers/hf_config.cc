@@ -668,8 +668,10 @@ std::vector<std::string> UnreviewedKeysOf(ConfigTree& tree) {
   // type read: IsYarn) and partial rotary (no parameters); norm epsilons;
   // Gemma's activation name (a gated GeLU whatever the variant, unfused
   // under Megatron: GEGLU);
-  // routing weights, groups and
-  // auxiliary losses (the routed copies are top-k either way); which
+  // routing weights' scale and normalisation (the routed copies are top-k
+  // either way) and auxiliary losses (training settings, not the model's:
+  // left unknown, a load-balancing loss and a z-loss are counted at their
+  // largest, MoeConfig.aux_loss / z_loss); which
   // layers a window takes and how wide it is (sliding_window_pattern:
   // whether any is windowed is read, SlidingWindowApplies) and the scale of
   // attention logits (FlashAttention stores no s^2 scores either way;
