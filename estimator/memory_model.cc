@@ -206,6 +206,16 @@
 //      layer's stored activations and the LM head's at that micro-batch,
 //      what full recomputation of one layer a group stores for one
 //      micro-batch.
+// [DS] TransformerEngine's delayed scaling (d0067d0): pytorch/
+//      quantization.py DelayedScalingRecipeState (an fp32 amax_history of
+//      amax_history_len x quantizers and a scale, for the run; the fused
+//      update works in place) and FP8GlobalStateManager.
+//      copy_forward_fp8_meta_tensors_for_recompute (a clone of the forward
+//      history and scale at a recomputed module's first forward, popped at
+//      its recompute); module/base.py (num_gemms x 3 forward, x 2 backward
+//      quantizers). Megatron-LM hands it --fp8-amax-history-len
+//      (transformer_config.py fp8_amax_history_len, default 1;
+//      extensions/transformer_engine.py TEDelayedScaling).
 
 namespace memgate {
 namespace {
