@@ -45,6 +45,20 @@ ModelShape SmallMoe() {
   return m;
 }
 
+// SmallMoe's attention as multi-latent attention, its MLP dense.
+ModelShape SmallMla() {
+  ModelShape m = SmallMoe();
+  m.experts = 0;
+  m.moe_prefix.clear();
+  m.mla = true;
+  m.q_lora = 256;
+  m.kv_lora = 128;
+  m.qk_nope = 64;
+  m.qk_rope = 32;
+  m.v_head = 64;
+  return m;
+}
+
 Layout EightGpus(double t, double ep, double etp) {
   Layout l;
   l.tensor = t;
@@ -337,16 +351,8 @@ TEST(MoeTermsTest, LayerPatternPlacesMoeLayersOnTheirStages) {
 // over t; the latents 4 x 256 + 4 x 128 + 2 x 32 on every rank (with their
 // norms, --qk-layernorm: the norms' inputs and the up projections' inputs).
 TEST(MoeTermsTest, MultiLatentAttentionParametersAndActivations) {
-  ModelShape m = SmallMoe();
-  m.experts = 0;
-  m.moe_prefix.clear();
-  m.mla = true;
+  ModelShape m = SmallMla();
   m.qk_norm = true;
-  m.q_lora = 256;
-  m.kv_lora = 128;
-  m.qk_nope = 64;
-  m.qk_rope = 32;
-  m.v_head = 64;
   ModelShape gqa = m;
   gqa.mla = false;
   gqa.qk_norm = false;
@@ -505,40 +511,28 @@ TEST(MoeTermsTest, DelayedScalingHistoriesCountEveryLocalExpertsGemms) {
   EXPECT_DOUBLE_EQ(history(mtp, fp8) - history(m, fp8),
                    (2 + 2 * 8 + 1) * 5 * 4000.0);
 
-  ModelShape mla = m;
-  mla.experts = 0;
-  mla.moe_prefix.clear();
-  mla.mla = true;
-  mla.q_lora = 256;
-  mla.kv_lora = 128;
-  mla.qk_nope = 64;
-  mla.qk_rope = 32;
-  mla.v_head = 64;
+  ModelShape mla = SmallMla();
   EXPECT_DOUBLE_EQ(history(mla, fp8), 2 * (5 + 2) * 5 * 4000.0);
   mla.mla_fused_down_projection = true;
   EXPECT_DOUBLE_EQ(history(mla, fp8), 2 * (4 + 2) * 5 * 4000.0);
 
-  Layout recomputed = fp8;
-  recomputed.fp8_amax_history = 999;
-  Layout moe = recomputed;
+  // What recomputation adds to the activations, one micro-batch in flight
+  // (p = 1): "moe" copies the experts' histories; core attention runs no
+  // fp8 GEMM and copies nothing.
+  auto copies = [&m](Layout l) {
+    const double none = StageMemoryOf(m, l, 0, 2).activation_bytes;
+    l.fp8_amax_history = 999;
+    return StageMemoryOf(m, l, 0, 2).activation_bytes - none;
+  };
+  Layout moe = fp8;
   moe.recompute = RecomputeKind::kSelective;
   moe.recompute_core_attn = false;
   moe.recompute_moe = true;
+  EXPECT_DOUBLE_EQ(copies(moe), 2 * (2 * 8) * 3 * 4000.0);
   Layout attention = moe;
   attention.recompute_moe = false;
   attention.recompute_core_attn = true;
-  // One micro-batch in flight (p = 1); core attention's recomputation
-  // runs no fp8 GEMM and copies nothing. The layer's activations are the
-  // same either way but what each recomputation remakes (not stored).
-  const double in_flight = StageMemoryOf(m, moe, 0, 2).activation_bytes -
-                           StageMemoryOf(m, attention, 0, 2).activation_bytes;
-  Layout moe_none = moe, attention_none = attention;
-  moe_none.fp8_amax_history = 0;
-  attention_none.fp8_amax_history = 0;
-  const double without =
-      StageMemoryOf(m, moe_none, 0, 2).activation_bytes -
-      StageMemoryOf(m, attention_none, 0, 2).activation_bytes;
-  EXPECT_DOUBLE_EQ(in_flight - without, 2 * (2 * 8) * 3 * 4000.0);
+  EXPECT_DOUBLE_EQ(copies(attention), 0);
 }
 
 // TransformerEngine's GroupedTensor path (MoeConfig.grouped_tensor) pads
