@@ -583,8 +583,16 @@ absl::StatusOr<uint32_t> Arguments::Number(const std::string& name,
   uint32_t n = 0;
   if (it->second.empty() || !absl::ascii_isdigit(it->second[0]) ||
       !absl::SimpleAtoi(it->second, &n)) {
-    return Bad(name, absl::StrCat("must be a whole number (got '", it->second,
-                                  "')"));
+    // Digits that do not fit are a number, only too large for memgate.
+    const bool digits = !it->second.empty() &&
+                        std::all_of(it->second.begin(), it->second.end(),
+                                    [](char c) {
+                                      return absl::ascii_isdigit(
+                                          static_cast<unsigned char>(c));
+                                    });
+    return Bad(name, absl::StrCat(digits ? "must be at most 4294967295"
+                                         : "must be a whole number",
+                                  " (got '", it->second, "')"));
   }
   return n;
 }

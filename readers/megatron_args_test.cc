@@ -2299,6 +2299,12 @@ TEST(MegatronArgsTest, ReadsTheDelayedRecipesAmaxHistory) {
       }));
   EXPECT_TRUE(RefusedNaming(delayed + " --fp8-amax-history-len 0", "",
                             {"--fp8-amax-history-len", "at least 1"}));
+  // A count past 32 bits is said to be one, too large.
+  EXPECT_TRUE(RefusedNaming(delayed + " --fp8-amax-history-len 99999999999",
+                            "", {"--fp8-amax-history-len",
+                                 "at most 4294967295"}));
+  EXPECT_TRUE(RefusedNaming(delayed + " --fp8-amax-history-len -5", "",
+                            {"--fp8-amax-history-len", "a whole number"}));
   absl::StatusOr<MegatronLaunch> tensorwise = ReadLlamaLaunch(
       delayed + " --fp8-recipe tensorwise --fp8-amax-history-len 1024", "");
   ASSERT_TRUE(tensorwise.ok()) << tensorwise.status();
