@@ -152,6 +152,11 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
         "): every candidate does, and runs without a pipeline (PP 1), as "
         "Megatron-FSDP does"));
   }
+  // The launch's DDP buckets stay in it: every candidate is padded by them.
+  request.set_ddp_bucket_size(par.ddp_bucket_size());
+  request.set_ddp_num_buckets(par.ddp_num_buckets());
+  request.set_pad_buckets_for_high_nccl_busbw(
+      par.pad_buckets_for_high_nccl_busbw());
   if (par.distributed_optimizer_instances() > 1) {
     // Planned with the launch's instances: only layouts whose DP x CP
     // (and expert-DP) they divide.

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <numeric>
 
 // Sources, cited term by term below:
 // [P]  the paper, "Memory consumption estimation for 4D parallel LLM
@@ -206,6 +208,17 @@
 //      layer's stored activations and the LM head's at that micro-batch,
 //      what full recomputation of one layer a group stores for one
 //      micro-batch.
+// [BP] Megatron-LM's distributed-optimizer buffer layout (d98e8a6):
+//      core/optimizer/distrib_optimizer.py _compute_per_buffer_param_layout
+//      (parameters in backprop order, each start aligned to 64 elements; a
+//      bucket closed once it holds bucket_size elements, a shared embedding
+//      in a bucket of its own; each bucket's end padded), core/optimizer/
+//      param_layout.py (pad_param_start; bucket_end_divisor lcm(DP, 128),
+//      with 2^16 under pad_buckets_for_high_nccl_busbw), core/distributed/
+//      param_and_grad_buffer.py (the gradient and parameter buffers share
+//      the layout; no padding without the distributed optimizer) and
+//      training/training.py (resolve_ddp_bucket_size; only the first
+//      pipeline rank's first model chunk is bucketed).
 // [DS] TransformerEngine's delayed scaling (d0067d0): pytorch/
 //      quantization.py DelayedScalingRecipeState (an fp32 amax_history of
 //      amax_history_len x quantizers and a scale, for the run; the fused
@@ -1363,6 +1376,9 @@ Layout LayoutOf(const v1::Job& job) {
   l.sequence_parallel = par.sequence_parallel();
   l.distributed_optimizer = par.distributed_optimizer();
   l.optimizer_instances = std::max(1u, par.distributed_optimizer_instances());
+  l.ddp_bucket_size = static_cast<double>(par.ddp_bucket_size());
+  l.ddp_num_buckets = par.ddp_num_buckets();
+  l.pad_buckets_for_high_busbw = par.pad_buckets_for_high_nccl_busbw();
   l.cp_comm = par.context_parallel_comm();
   l.cp_a2a_size = std::max(1u, par.context_parallel_a2a_size());
   if (par.has_mtp_pipeline_rank() &&
@@ -1910,6 +1926,62 @@ double EvaluationActivations(const LayerCache& lane, uint32_t stage,
 // layout under the most loaded expert-parallel rank's load (LayoutStages).
 // `final_norm_chunk`: the chunk whose final norm [FN] this stage keeps, -1
 // for none.
+// [BP] Parameter tensors a layer registers, an upper bound: attention's
+// (QKV or MLA's five projections, the output projection, their biases,
+// the Q and K norms) and a layer's norms (four of a sandwich, with
+// biases): 16; a dense MLP's or the shared experts' two linears with
+// their biases and the shared experts' gate: 5; an MoE layer's router
+// weight and bias. The routed experts' are apart (expert_tensors): FC1's
+// and FC2's weights and biases a local expert (TransformerEngine's
+// GroupedLinear registers weight{i} and bias{i} a GEMM).
+struct ParameterTensors {
+  double dense = 0;
+  double expert = 0;
+};
+ParameterTensors ParameterTensorsOf(const ModelShape& m, const Layout& l,
+                                    const LayerMix& mix, bool mtp_here) {
+  const double local_experts = m.experts / l.expert_parallel;
+  ParameterTensors t;
+  // The embeddings, the final norm and the LM head.
+  t.dense = 8 + mix.dense * 21 + mix.moe * 23;
+  t.expert = mix.moe * 4 * local_experts;
+  if (mtp_here) {
+    // Each MTP layer: its transformer layer, its projection and norms.
+    const bool moe = MtpLayerIsMoe(m);
+    t.dense += MtpBuiltLayers(m) * ((moe ? 23 : 21) + 8);
+    if (moe) t.expert += MtpBuiltLayers(m) * 4 * local_experts;
+  }
+  return t;
+}
+
+// [BP] Elements of padding in one of DDP's buffers under the distributed
+// optimizer: below 64 before each tensor, and below lcm(DP, 128) (2^16
+// too with --ddp-pad-buckets-for-high-nccl-busbw) at each bucket's end.
+// A bucket closes once it holds bucket_size elements, at a tensor's end:
+// a bucketed buffer of N elements and T tensors has at most min(T,
+// N / bucket_size) + 1 buckets; `extra_buckets` more (the other model
+// chunks' one each, a shared embedding's own and the one it splits).
+double BufferPaddingElements(const Layout& l, double numel, double tensors,
+                             double data_parallel, double bucket_size,
+                             double extra_buckets) {
+  if (numel <= 0) return 0;
+  const uint64_t dp =
+      std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(
+                                data_parallel)));
+  uint64_t divisor = std::lcm(dp, uint64_t{128});
+  if (l.pad_buckets_for_high_busbw) {
+    divisor = std::lcm(divisor, uint64_t{1} << 16);
+  }
+  double buckets = 1;
+  if (bucket_size >= 0) {  // bucketed
+    buckets = bucket_size >= 1
+                  ? std::min(tensors, std::floor(numel / bucket_size)) + 1
+                  : tensors + 1;
+  }
+  return 63 * tensors +
+         (buckets + extra_buckets) * static_cast<double>(divisor - 1);
+}
+
 // [DS] What a stage's fp8 modules keep for delayed scaling: 5
 // quantizers a GEMM, each a history and a scale; an MTP layer's GEMMs and
 // its h x 2h projection's where the stage holds MTP.
@@ -2059,7 +2131,45 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     }
   }
   const double gradient_bytes = LayoutGradientBytes(l);
-  f.gradient_bytes = shard_grads
+  // [BP] The distributed optimizer's padding of the gradient and parameter
+  // buffers (dense, and the experts' over their own data-parallel group).
+  double padding = 0;
+  if (l.distributed_optimizer && l.sharding == FsdpSharding::kNone) {
+    const ParameterTensors tensors = ParameterTensorsOf(m, l, mix, mtp_here);
+    // Bucketed (>= 0) on the first rank's first chunk, under
+    // --overlap-grad-reduce (counted so without it too, where Megatron
+    // makes one bucket: an upper bound): --ddp-num-buckets splits the
+    // rank's parameters, else --ddp-bucket-size or max(4e7, 1e6 x d x c).
+    double bucket_size = -1;
+    if (first) {
+      bucket_size =
+          l.ddp_num_buckets > 0
+              ? std::floor((params + expert_params) / l.ddp_num_buckets)
+          : l.ddp_bucket_size > 0
+              ? l.ddp_bucket_size
+              : std::max(4e7, 1e6 * l.data * l.context);
+    }
+    // The other chunks' one bucket each; a tied (shared) embedding's own
+    // and the one it splits, on the stages that hold it or MTP's copy.
+    double extra = l.virtual_stages - 1;
+    if (m.tied_embeddings && l.pipeline > 1 && (first || last || mtp_here)) {
+      extra += 4;
+    }
+    // fp8 parameters in a uint8 buffer of their own.
+    if (l.fp8_param_gather) extra += 1;
+    padding = BufferPaddingElements(
+        l, params, tensors.dense,
+        l.data * l.context / l.optimizer_instances, bucket_size, extra);
+    if (expert_params > 0) {
+      padding += BufferPaddingElements(
+          l, expert_params, tensors.expert,
+          expert_shards / l.optimizer_instances, bucket_size, extra);
+    }
+    f.weight_bytes += weight_bytes * padding;
+    f.padding_elements = padding;
+  }
+  f.gradient_bytes = gradient_bytes * padding;
+  f.gradient_bytes += shard_grads
                          ? gradient_bytes * (params / shards +
                                              unsharded.gradients)
                          : (gradient_bytes +
@@ -2171,7 +2281,8 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     // not add to. Interleaved (a chunk's sync starts while other chunks
     // still hold micro-batches) or with the deferred embedding wgrad (kept
     // to the flush), it is counted whole.
-    const double scratch = LayoutGradientBytes(l) * (params + expert_params);
+    const double scratch =
+        LayoutGradientBytes(l) * (params + expert_params + padding);
     double outlived = 0;
     if (l.virtual_stages <= 1 && !l.defer_embedding_wgrad) {
       outlived = f.activation_bytes -

@@ -130,6 +130,13 @@ struct Layout {
   // optimizer_instances); each holds the optimizer states sharded over
   // d*c/N ranks. 1: one instance.
   double optimizer_instances = 1;
+  // DDP's buckets under the distributed optimizer [BP]: the first chunk
+  // of the first rank in buckets of how many elements (0: Megatron's
+  // default) or how many (0: by size), and whether each ends on a
+  // multiple of 2^16 too.
+  double ddp_bucket_size = 0;
+  double ddp_num_buckets = 0;
+  bool pad_buckets_for_high_busbw = false;
   // Context parallelism's exchange (ParallelConfig.context_parallel_comm)
   // and a2a+p2p's inner all-to-all size; they matter only with c > 1
   // (ContextParallelKeepsOutputTwice, ContextParallelGatherWorkingSet).
@@ -295,6 +302,10 @@ inline double Fp8ElementBytes(const Layout& l) {
 
 struct StageFigures {
   double parameters = 0;
+  // Elements of padding the distributed optimizer lays out in the
+  // gradient and parameter buffers beside the parameters [BP], counted in
+  // weight_bytes and gradient_bytes at their bytes an element.
+  double padding_elements = 0;
   double weight_bytes = 0;
   double gradient_bytes = 0;
   double optimizer_bytes = 0;

@@ -56,11 +56,65 @@ StageFigures Figures(const v1::Job& job) {
   return StageMemoryOf(ShapeOf(job.model()), LayoutOf(job), 0, 2);
 }
 
+// The gradient and parameter buffers' elements under the distributed
+// optimizer: SmallJob's parameters and the padding it lays out beside them
+// (memory_model.cc [BP], asserted by
+// TheDistributedOptimizerPadsItsBuckets).
+double BufferElements() {
+  return kParams + Figures(SmallJob()).padding_elements;
+}
+
 TEST(ModelStatesTest, BaselineIsTheDistributedOptimizersSixPlusTwelveOverD) {
   const StageFigures f = Figures(SmallJob());
-  EXPECT_DOUBLE_EQ(f.weight_bytes, 2 * kParams);
-  EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * kParams);
+  EXPECT_DOUBLE_EQ(f.weight_bytes, 2 * BufferElements());
+  EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * BufferElements());
   EXPECT_DOUBLE_EQ(f.optimizer_bytes, 12 * kParams / 4);
+}
+
+// [BP] The distributed optimizer lays the gradient and parameter buffers
+// out with padding: each tensor's start on a multiple of 64 elements, each
+// bucket's end on a multiple of lcm(DP, 128) (lcm(DP, 128, 2^16) with
+// --ddp-pad-buckets-for-high-nccl-busbw); the one stage's only chunk is
+// cut into buckets of 4e7 elements (as --overlap-grad-reduce does; one
+// bucket without it, counted as with it). SmallJob: 99,140,608
+// parameters, at most 50 tensors (8 beside the layers, 21 a dense layer),
+// DP 4: 3 buckets.
+TEST(ModelStatesTest, TheDistributedOptimizerPadsItsBuckets) {
+  auto padding = [](const v1::Job& job) {
+    return Figures(job).padding_elements;
+  };
+  v1::Job job = SmallJob();
+  const double tensors = 63 * 50.0;
+  EXPECT_DOUBLE_EQ(padding(job), tensors + 3 * 127);
+  const StageFigures f = Figures(job);
+  EXPECT_DOUBLE_EQ(f.weight_bytes, 2 * (kParams + f.padding_elements));
+  EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * (kParams + f.padding_elements));
+
+  // Buckets of 10^7 elements: 10; of one element: one a tensor, and one
+  // more.
+  v1::ParallelConfig& p = *job.mutable_parallel();
+  p.set_ddp_bucket_size(10000000);
+  EXPECT_DOUBLE_EQ(padding(job), tensors + 10 * 127);
+  p.set_ddp_bucket_size(1);
+  EXPECT_DOUBLE_EQ(padding(job), tensors + 51 * 127);
+  // --ddp-num-buckets 4: buckets of a quarter of the rank's parameters.
+  p.set_ddp_bucket_size(0);
+  p.set_ddp_num_buckets(4);
+  EXPECT_DOUBLE_EQ(padding(job), tensors + 5 * 127);
+  p.set_ddp_num_buckets(0);
+
+  // 2^16 with the NCCL padding; DP 3: lcm(3, 128) = 384, and with the
+  // NCCL padding 3 x 2^16.
+  p.set_pad_buckets_for_high_nccl_busbw(true);
+  EXPECT_DOUBLE_EQ(padding(job), tensors + 3 * 65535.0);
+  job.set_num_gpus(3);
+  EXPECT_DOUBLE_EQ(padding(job), tensors + 3 * (3 * 65536.0 - 1));
+  p.set_pad_buckets_for_high_nccl_busbw(false);
+  EXPECT_DOUBLE_EQ(padding(job), tensors + 3 * 383);
+
+  // Without the distributed optimizer, none (param_and_grad_buffer.py).
+  p.set_distributed_optimizer(false);
+  EXPECT_DOUBLE_EQ(padding(job), 0);
 }
 
 // [PA] bf16 main gradients 2 B; the fp32 master of a bf16 weight kept as an
@@ -73,7 +127,7 @@ TEST(ModelStatesTest, PrecisionAwareOptimizerStoresTheChosenDtypes) {
   pa.set_exp_avg_dtype(v1::DTYPE_BF16);
   pa.set_exp_avg_sq_dtype(v1::DTYPE_FP8);
   StageFigures f = Figures(job);
-  EXPECT_DOUBLE_EQ(f.gradient_bytes, 2 * kParams);
+  EXPECT_DOUBLE_EQ(f.gradient_bytes, 2 * BufferElements());
   EXPECT_DOUBLE_EQ(f.optimizer_bytes, (2 + 2 + 1) * kParams / 4);
 
   pa.set_store_param_remainders(false);  // a full fp32 master: 4 B
@@ -86,7 +140,7 @@ TEST(ModelStatesTest, PrecisionAwareOptimizerStoresTheChosenDtypes) {
   v1::Job defaults = SmallJob();
   defaults.mutable_training()->mutable_precision_aware_optimizer();
   f = Figures(defaults);
-  EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * kParams);
+  EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * BufferElements());
   EXPECT_DOUBLE_EQ(f.optimizer_bytes, (2 + 4 + 4) * kParams / 4);
 }
 
@@ -99,13 +153,14 @@ TEST(ModelStatesTest, Fp32LocalAccumulationAddsAnFp32GradientAParameter) {
   v1::Job job = SmallJob();
   job.mutable_training()->set_precision(v1::PRECISION_BF16_BF16_GRADS);
   const StageFigures plain = Figures(job);
-  EXPECT_DOUBLE_EQ(plain.gradient_bytes, 2 * kParams);
+  EXPECT_DOUBLE_EQ(plain.gradient_bytes, 2 * BufferElements());
   job.mutable_training()->set_fp32_local_grad_accumulation(true);
   const StageFigures local = Figures(job);
-  EXPECT_DOUBLE_EQ(local.gradient_bytes, (2 + 4) * kParams);
+  EXPECT_DOUBLE_EQ(local.gradient_bytes, 2 * BufferElements() + 4 * kParams);
   EXPECT_DOUBLE_EQ(local.optimizer_bytes, plain.optimizer_bytes);
   job.mutable_training()->set_precision(v1::PRECISION_FP32);
-  EXPECT_DOUBLE_EQ(Figures(job).gradient_bytes, (4 + 4) * kParams);
+  EXPECT_DOUBLE_EQ(Figures(job).gradient_bytes,
+                   4 * BufferElements() + 4 * kParams);
 }
 
 // [PA] the hybrid optimizer moves the first 25% of the rank's parameters'
@@ -156,22 +211,26 @@ TEST(ModelStatesTest, Fp32AccumulatingReduceScatterHoldsAGradientCopy) {
   const StageFigures plain = Figures(job);
   job.mutable_training()->set_reduce_scatter_fp32_accumulation(true);
   StageFigures f = Figures(job);
-  EXPECT_DOUBLE_EQ(f.gradient_scratch_bytes, 2 * kParams);
-  EXPECT_DOUBLE_EQ(f.total_bytes(), plain.total_bytes() + 2 * kParams);
+  EXPECT_DOUBLE_EQ(f.gradient_scratch_bytes, 2 * BufferElements());
+  EXPECT_DOUBLE_EQ(f.total_bytes(),
+                   plain.total_bytes() + 2 * BufferElements());
   job.mutable_training()->set_precision(v1::PRECISION_FP32);
-  EXPECT_DOUBLE_EQ(Figures(job).gradient_scratch_bytes, 4 * kParams);
+  EXPECT_DOUBLE_EQ(Figures(job).gradient_scratch_bytes,
+                   4 * BufferElements());
   job.mutable_training()->set_precision(v1::PRECISION_BF16_FP32_GRADS);
   EXPECT_DOUBLE_EQ(Figures(job).gradient_scratch_bytes, 0);
   job.mutable_training()->mutable_precision_aware_optimizer()
       ->set_main_grads_dtype(v1::DTYPE_BF16);
-  EXPECT_DOUBLE_EQ(Figures(job).gradient_scratch_bytes, 2 * kParams);
+  EXPECT_DOUBLE_EQ(Figures(job).gradient_scratch_bytes,
+                   2 * BufferElements());
   // --grad-reduce-in-bf16 with fp32 main gradients: Megatron leaves the
   // flag on (accumulate_allreduce_grads_in_fp32 is off), and the scratch
   // copies the 4-byte buffer.
   job.mutable_training()->set_precision(v1::PRECISION_BF16_BF16_GRADS);
   job.mutable_training()->mutable_precision_aware_optimizer()
       ->set_main_grads_dtype(v1::DTYPE_FP32);
-  EXPECT_DOUBLE_EQ(Figures(job).gradient_scratch_bytes, 4 * kParams);
+  EXPECT_DOUBLE_EQ(Figures(job).gradient_scratch_bytes,
+                   4 * BufferElements());
   job.mutable_training()->set_precision(v1::PRECISION_BF16_FP32_GRADS);
   job.mutable_training()->mutable_precision_aware_optimizer()
       ->set_main_grads_dtype(v1::DTYPE_BF16);
@@ -276,21 +335,24 @@ TEST(ModelStatesTest, Fp8AddsWeightCopiesAndSavesGemmInputsInOneByte) {
   job.mutable_training()->mutable_fp8()->set_recipe(
       v1::Fp8::RECIPE_DELAYED);
   StageFigures f = Figures(job);
-  EXPECT_DOUBLE_EQ(f.weight_bytes,
-                   2 * kParams + 2 * 2 * kLayerGemms + kDelayedScalingState);
+  EXPECT_DOUBLE_EQ(f.weight_bytes, 2 * BufferElements() +
+                                       2 * 2 * kLayerGemms +
+                                       kDelayedScalingState);
   EXPECT_DOUBLE_EQ(f.activation_bytes, bf16.activation_bytes - 2 * 5 * kSbh);
 
   // --fp8-param-gather: the fp8 pair replaces the bf16 weight.
   job.mutable_training()->mutable_fp8()->set_param_gather(true);
+  // Its fp8 weights sit in a buffer of their own: one more bucket's end
+  // padded (lcm(4, 128) - 1 elements).
   EXPECT_DOUBLE_EQ(Figures(job).weight_bytes,
-                   2 * kParams + kDelayedScalingState);
+                   2 * (BufferElements() + 127) + kDelayedScalingState);
 
   // MXFP8: one 1-byte scale per 32 elements of every fp8 tensor.
   job.mutable_training()->mutable_fp8()->set_param_gather(false);
   job.mutable_training()->mutable_fp8()->set_recipe(v1::Fp8::RECIPE_MXFP8);
   f = Figures(job);
   EXPECT_DOUBLE_EQ(f.weight_bytes,
-                   2 * kParams + 2 * (1 + 1.0 / 32) * 2 * kLayerGemms);
+                   2 * BufferElements() + 2 * (1 + 1.0 / 32) * 2 * kLayerGemms);
   EXPECT_DOUBLE_EQ(f.activation_bytes,
                    bf16.activation_bytes - 2 * (5 - 7.0 / 32) * kSbh);
 
@@ -301,7 +363,7 @@ TEST(ModelStatesTest, Fp8AddsWeightCopiesAndSavesGemmInputsInOneByte) {
       v1::Fp8::RECIPE_BLOCKWISE);
   f = Figures(job);
   EXPECT_DOUBLE_EQ(f.weight_bytes,
-                   2 * kParams + 2 * (1 + 4.0 / 16384) * 2 * kLayerGemms);
+                   2 * BufferElements() + 2 * (1 + 4.0 / 16384) * 2 * kLayerGemms);
   EXPECT_DOUBLE_EQ(f.activation_bytes,
                    bf16.activation_bytes - 2 * (5 - 7.0 / 32) * kSbh);
 }

@@ -367,11 +367,19 @@ std::vector<Claim> Claims() {
          r.set_num_layers(r.num_layers() + 1);
          return true;
        }},
+      // Megatron's exception: over one data-parallel rank (d x c = 1) the
+      // distributed optimizer shards nothing and only pads its buffers
+      // (memory_model.cc [BP]).
       {"the distributed optimizer", Direction::kNeverHigher,
        [](v1::Job& j) {
          if (j.parallel().has_distributed_optimizer() &&
              j.parallel().distributed_optimizer()) {
            return false;
+         }
+         const v1::ParallelConfig& p = j.parallel();
+         if (j.num_gpus() <= static_cast<uint64_t>(p.tensor_parallel()) *
+                                 p.pipeline_parallel()) {
+           return false;  // d x c = 1
          }
          j.mutable_parallel()->set_distributed_optimizer(true);
          return true;

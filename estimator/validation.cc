@@ -710,6 +710,13 @@ absl::Status ValidateParallel(const v1::Job& job) {
   MEMGATE_RETURN_IF_ERROR(ValidateMtpPlacement(job));
   MEMGATE_RETURN_IF_ERROR(ValidateExperts(job));
   MEMGATE_RETURN_IF_ERROR(ValidateOptimizerInstances(job, d));
+  // distributed_data_parallel_config.py asserts one of the two.
+  if (par.ddp_num_buckets() > 0 && par.ddp_bucket_size() > 0) {
+    return Invalid("parallel.ddp_num_buckets",
+                   "cannot be given with parallel.ddp_bucket_size (Megatron "
+                   "asserts: only one of the two)",
+                   absl::StrCat(par.ddp_num_buckets()));
+  }
   MEMGATE_RETURN_IF_ERROR(RequireMultiple("model.num_attention_heads",
                                           m.num_attention_heads(),
                                           "parallel.tensor_parallel", t));

@@ -599,6 +599,10 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_parallel()->set_expert_parallel(4);
                j.mutable_parallel()->set_distributed_optimizer_instances(4);
              }, "parallel.distributed_optimizer_instances"},
+        Rule{"BucketCountBesideBucketSize", [](v1::Job& j) {
+               j.mutable_parallel()->set_ddp_num_buckets(4);
+               j.mutable_parallel()->set_ddp_bucket_size(1000000);
+             }, "parallel.ddp_num_buckets"},
         Rule{"OptimizerInstancesNeedTheDistributedOptimizer", [](v1::Job& j) {
                j.mutable_parallel()->set_distributed_optimizer(false);
                j.mutable_parallel()->set_distributed_optimizer_instances(2);

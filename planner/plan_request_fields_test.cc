@@ -107,6 +107,13 @@ std::vector<RequestFieldCase> Cases() {
        [](R& r) { r.set_fsdp_communication_unit_size(uint64_t{1} << 32); }},
       {"distributed_optimizer_instances", Effect::kChangesJobs, nullptr,
        [](R& r) { r.set_distributed_optimizer_instances(2); }},
+      // The distributed optimizer's bucket padding (memory_model.cc [BP]).
+      {"ddp_bucket_size", Effect::kChangesJobs, nullptr,
+       [](R& r) { r.set_ddp_bucket_size(1000000); }},
+      {"ddp_num_buckets", Effect::kChangesJobs, nullptr,
+       [](R& r) { r.set_ddp_num_buckets(100); }},
+      {"pad_buckets_for_high_nccl_busbw", Effect::kChangesJobs, nullptr,
+       [](R& r) { r.set_pad_buckets_for_high_nccl_busbw(true); }},
       {"context_parallel_comm", Effect::kChangesJobs, nullptr,
        [](R& r) {
          r.set_context_parallel_comm(v1::CONTEXT_PARALLEL_COMM_ALL_GATHER);

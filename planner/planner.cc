@@ -135,6 +135,10 @@ void SetRequestParallelOf(const v1::PlanRequest& request,
       request.distributed_optimizer_instances());
   par.set_context_parallel_comm(request.context_parallel_comm());
   par.set_context_parallel_a2a_size(request.context_parallel_a2a_size());
+  par.set_ddp_bucket_size(request.ddp_bucket_size());
+  par.set_ddp_num_buckets(request.ddp_num_buckets());
+  par.set_pad_buckets_for_high_nccl_busbw(
+      request.pad_buckets_for_high_nccl_busbw());
   // Attention sinks run context parallelism over an all-to-all only, and
   // sliding windows over an all-to-all or an all-gather (validation.cc):
   // where the request leaves Megatron's p2p, every layout with CP takes an

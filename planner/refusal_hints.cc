@@ -44,6 +44,11 @@ std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
   request.set_context_parallel_comm(job.parallel().context_parallel_comm());
   request.set_context_parallel_a2a_size(
       job.parallel().context_parallel_a2a_size());
+  // And its DDP buckets, whose padding the distributed optimizer lays out.
+  request.set_ddp_bucket_size(job.parallel().ddp_bucket_size());
+  request.set_ddp_num_buckets(job.parallel().ddp_num_buckets());
+  request.set_pad_buckets_for_high_nccl_busbw(
+      job.parallel().pad_buckets_for_high_nccl_busbw());
   request.set_threshold(threshold);
   // A plan lists each layout once (its best schedule); suggestions name
   // each (TP, CP, PP, MBS) once, so a few spare for MoE layouts that
@@ -197,10 +202,18 @@ uint32_t SmallestGpuCountThatFits(const v1::Job& job, double threshold) {
     }
     return 0;
   }
-  // The peak only falls as d grows: bisect over the multiples of the unit.
+  // The peak falls as d grows, until the distributed optimizer's bucket
+  // padding (a multiple of lcm(d x c, 128) a bucket, memory_model.cc [BP])
+  // outgrows its shard at an absurd d: double k until k units fit, then
+  // bisect below (the answer fits whatever happens between).
   const uint64_t max_k = max_d / unit;
-  if (!fits(max_k * unit)) return 0;
-  uint64_t lo = 1, hi = max_k;
+  uint64_t hi = 1;
+  while (!fits(hi * unit)) {
+    if (hi == max_k) return 0;
+    hi = std::min(max_k, 2 * hi);
+  }
+  uint64_t lo = hi / 2 + 1;
+  if (hi == 1) lo = 1;
   while (lo < hi) {
     const uint64_t mid = lo + (hi - lo) / 2;
     if (fits(mid * unit)) hi = mid; else lo = mid + 1;

@@ -689,6 +689,31 @@ absl::Status FillFirstLastSplit(const Arguments& args,
                         launch);
 }
 
+// [BP] DDP's buckets, whose ends the distributed optimizer pads
+// (memory_model.cc [BP]): --overlap-grad-reduce cuts the first rank's
+// first chunk into buckets of --ddp-bucket-size elements (or of the rank's
+// parameters over --ddp-num-buckets; Megatron asserts one of the two, and
+// a positive count), counted so with or without it (an upper bound);
+// --ddp-pad-buckets-for-high-nccl-busbw pads each to 2^16 too. A bucket
+// size of 0 closes a bucket at every parameter, as 1.
+absl::Status FillDdpBuckets(const Arguments& args, MegatronLaunch& launch) {
+  v1::ParallelConfig& p = *launch.job.mutable_parallel();
+  p.set_pad_buckets_for_high_nccl_busbw(
+      args.Has("ddp-pad-buckets-for-high-nccl-busbw"));
+  if (args.Has("ddp-num-buckets") && args.Has("ddp-bucket-size")) {
+    return Bad("ddp-num-buckets", "cannot be given with --ddp-bucket-size "
+                                  "(Megatron asserts)");
+  }
+  MEMGATE_ASSIGN_OR_RETURN(buckets, args.Number("ddp-num-buckets", 0));
+  if (args.Has("ddp-num-buckets") && buckets == 0) {
+    return Bad("ddp-num-buckets", "must be greater than 0 (Megatron asserts)");
+  }
+  p.set_ddp_num_buckets(buckets);
+  MEMGATE_ASSIGN_OR_RETURN(size, args.Number("ddp-bucket-size", 0));
+  if (args.Has("ddp-bucket-size")) p.set_ddp_bucket_size(std::max(1u, size));
+  return absl::OkStatus();
+}
+
 // --cp-comm-type (one type, or one a layer) and a2a+p2p's
 // --hierarchical-context-parallel-sizes, with Megatron's and
 // TransformerEngine's rules (arguments.py, transformer_config.py,
@@ -805,6 +830,7 @@ absl::Status FillParallel(const Arguments& args, MegatronLaunch& launch) {
   p.set_context_parallel(cp);
   p.set_sequence_parallel(args.Has("sequence-parallel"));
   p.set_distributed_optimizer(args.Has("use-distributed-optimizer"));
+  if (absl::Status s = FillDdpBuckets(args, launch); !s.ok()) return s;
   v1::LaunchSplit& forms = launch.split_arguments;
   forms.set_layout(args.Has("pipeline-model-parallel-layout"));
   forms.set_first_last(args.Has("decoder-first-pipeline-num-layers") ||

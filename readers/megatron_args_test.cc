@@ -2268,6 +2268,39 @@ TEST(MegatronArgsTest, ReadsTheMxfp8OutputProjection) {
       {"--fp8-output-proj", "--output-logit-dtype"}));
 }
 
+// [BP] DDP's bucket arguments were read past (or said to change nothing):
+// the distributed optimizer pads each bucket's end in its gradient and
+// parameter buffers (memory_model.cc [BP]). Megatron asserts one of the
+// bucket size and count, and a positive count; a size of 0 closes a
+// bucket at every parameter, as 1 does.
+TEST(MegatronArgsTest, ReadsTheDdpBucketsTheDistributedOptimizerPads) {
+  const v1::Job plain = LlamaLaunchJob("");
+  EXPECT_EQ(plain.parallel().ddp_bucket_size(), 0u);
+  EXPECT_FALSE(plain.parallel().pad_buckets_for_high_nccl_busbw());
+  const v1::Job padded = LlamaLaunchJob(
+      "--overlap-grad-reduce --ddp-bucket-size 10000000 "
+      "--ddp-pad-buckets-for-high-nccl-busbw");
+  EXPECT_EQ(padded.parallel().ddp_bucket_size(), 10000000u);
+  EXPECT_TRUE(padded.parallel().pad_buckets_for_high_nccl_busbw());
+  EXPECT_EQ(LlamaLaunchJob("--ddp-num-buckets 8").parallel().ddp_num_buckets(),
+            8u);
+  EXPECT_EQ(LlamaLaunchJob("--ddp-bucket-size 0").parallel().ddp_bucket_size(),
+            1u);
+  // Stage 0 of 16 GPUs at TP 4 x PP 2: DP 2, buckets of 10^7 elements each
+  // padded to 2^16 rather than 128: more weights and gradients.
+  const absl::StatusOr<v1::Estimate> before = EstimateJob(plain);
+  const absl::StatusOr<v1::Estimate> after = EstimateJob(padded);
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_GT(after->stages(0).gradient_bytes(),
+            before->stages(0).gradient_bytes());
+  EXPECT_GT(after->stages(0).weight_bytes(), before->stages(0).weight_bytes());
+  EXPECT_TRUE(RefusedNaming("--ddp-num-buckets 8 --ddp-bucket-size 1000", "",
+                            {"--ddp-num-buckets", "--ddp-bucket-size"}));
+  EXPECT_TRUE(RefusedNaming("--ddp-num-buckets 0", "",
+                            {"--ddp-num-buckets", "greater than 0"}));
+}
+
 // [DS] --fp8-amax-history-len was read past: the delayed recipe's amax
 // history in every fp8 module (memory_model.cc [DS]), Megatron's default
 // of 1 row said in a note; TransformerEngine raises on 0; the other
@@ -2754,7 +2787,10 @@ TEST(MegatronArgsTest, Fp32LocalAccumulationCountsAnFp32GradientAParameter) {
     ASSERT_TRUE(l.ok()) << l.status();
     EXPECT_TRUE(l->job.training().fp32_local_grad_accumulation());
     const v1::StageMemory local = stage0(LlamaLaunchJob(extra));
-    EXPECT_DOUBLE_EQ(local.gradient_bytes(), 3 * plain.gradient_bytes())
+    // The fp32 copy a parameter, beside the padded 2-byte buffer
+    // (memory_model.cc [BP]).
+    EXPECT_DOUBLE_EQ(local.gradient_bytes(),
+                     plain.gradient_bytes() + 4 * plain.parameters())
         << patterns;
     EXPECT_DOUBLE_EQ(local.optimizer_bytes(), plain.optimizer_bytes());
     const bool noted = std::any_of(

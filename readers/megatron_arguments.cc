@@ -309,11 +309,23 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
       {"megatron-fsdp-version", true, P, "1",
        "1 only; version 2 (its own buffers) refused"},
       {"ddp-bucket-size", true, P, "max(4e7, 1e6 x DP x CP)",
-       "with Megatron-FSDP optim_grads and no communication unit: at most "
-       "10^9 (the unit's floor); larger refused"},
+       "with the distributed optimizer: the first pipeline rank's first "
+       "chunk in buckets of this many elements (as --overlap-grad-reduce "
+       "cuts it; counted so without it too, an upper bound), each padded at "
+       "its end to a multiple of lcm(DP, 128); with Megatron-FSDP "
+       "optim_grads and no communication unit: at most 10^9 (the unit's "
+       "floor), larger refused"},
       {"ddp-num-buckets", true, P, "off",
-       "with Megatron-FSDP optim_grads and no communication unit: refused "
-       "(the queue follows the model's size)"},
+       "with the distributed optimizer: buckets of the rank's parameters "
+       "over N (as --overlap-grad-reduce cuts them; counted so without it "
+       "too), each padded at its end; not beside "
+       "--ddp-bucket-size (Megatron asserts); with Megatron-FSDP optim_grads "
+       "and no communication unit: refused (the queue follows the model's "
+       "size)"},
+      {"ddp-pad-buckets-for-high-nccl-busbw", false, M, "off",
+       "with the distributed optimizer each bucket's end padded to a "
+       "multiple of lcm(DP, 128, 2^16) in the gradient and parameter "
+       "buffers"},
       {"suggested-communication-unit-size", true, M, "auto (>= 10^9)",
        "Megatron-FSDP's reduce-scatter queue (un-sharded gradients) and "
        "half of it prefetched weights, in parameters"},

@@ -313,6 +313,14 @@ std::vector<FieldCase> JobFieldCases() {
        [](v1::Job& j) { P(j).set_sequence_parallel(false); }, chg},
       {"parallel.distributed_optimizer", DenseJob, Nothing,
        [](v1::Job& j) { P(j).set_distributed_optimizer(false); }, chg},
+      // The distributed optimizer's bucket padding (memory_model.cc [BP]).
+      {"parallel.ddp_bucket_size", DenseJob, Nothing,
+       [](v1::Job& j) { P(j).set_ddp_bucket_size(1000000); }, chg},
+      {"parallel.ddp_num_buckets", DenseJob, Nothing,
+       [](v1::Job& j) { P(j).set_ddp_num_buckets(100); }, chg},
+      {"parallel.pad_buckets_for_high_nccl_busbw", DenseJob, Nothing,
+       [](v1::Job& j) { P(j).set_pad_buckets_for_high_nccl_busbw(true); },
+       chg},
       {"parallel.layers_per_stage", DenseJob, Nothing,
        [](v1::Job& j) {
          P(j).add_layers_per_stage(3);
