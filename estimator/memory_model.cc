@@ -1922,18 +1922,18 @@ double EvaluationActivations(const LayerCache& lane, uint32_t stage,
   return ActivationsUnder(lane.m, e, stage, mix, chunks, bf16);
 }
 
-// A stage of `base`'s layout; `loaded`, where there is one, the same
-// layout under the most loaded expert-parallel rank's load (LayoutStages).
-// `final_norm_chunk`: the chunk whose final norm [FN] this stage keeps, -1
-// for none.
 // [BP] Parameter tensors a layer registers, an upper bound: attention's
-// (QKV or MLA's five projections, the output projection, their biases,
-// the Q and K norms) and a layer's norms (four of a sandwich, with
-// biases): 16; a dense MLP's or the shared experts' two linears with
+// (QKV and the output projection, or MLA's five projections, with their
+// biases; the Q and K or the latent norms, with biases; a learnable
+// softmax's offsets) and a layer's norms (four of a sandwich, with
+// biases): 24; a dense MLP's or the shared experts' two linears with
 // their biases and the shared experts' gate: 5; an MoE layer's router
-// weight and bias. The routed experts' are apart (expert_tensors): FC1's
-// and FC2's weights and biases a local expert (TransformerEngine's
-// GroupedLinear registers weight{i} and bias{i} a GEMM).
+// weight and bias. The routed experts' are apart (ParameterTensors::
+// expert): FC1's and FC2's weights and biases a local expert
+// (TransformerEngine's GroupedLinear registers weight{i} and bias{i} a
+// GEMM). Beside the layers: the embeddings, the final norm and the LM
+// head, 8; an MTP layer adds its projection, norms and copies of the
+// embedding and head, 10.
 struct ParameterTensors {
   double dense = 0;
   double expert = 0;
@@ -1942,13 +1942,11 @@ ParameterTensors ParameterTensorsOf(const ModelShape& m, const Layout& l,
                                     const LayerMix& mix, bool mtp_here) {
   const double local_experts = m.experts / l.expert_parallel;
   ParameterTensors t;
-  // The embeddings, the final norm and the LM head.
-  t.dense = 8 + mix.dense * 21 + mix.moe * 23;
+  t.dense = 8 + mix.dense * 29 + mix.moe * 31;
   t.expert = mix.moe * 4 * local_experts;
   if (mtp_here) {
-    // Each MTP layer: its transformer layer, its projection and norms.
     const bool moe = MtpLayerIsMoe(m);
-    t.dense += MtpBuiltLayers(m) * ((moe ? 23 : 21) + 8);
+    t.dense += MtpBuiltLayers(m) * ((moe ? 31 : 29) + 10);
     if (moe) t.expert += MtpBuiltLayers(m) * 4 * local_experts;
   }
   return t;
@@ -2032,6 +2030,10 @@ double DelayedScalingRecomputeCopies(const ModelShape& m, const Layout& l,
          DelayedScalingQuantizerBytes(l) * gemms;
 }
 
+// A stage of `base`'s layout; `loaded`, where there is one, the same
+// layout under the most loaded expert-parallel rank's load (LayoutStages).
+// `final_norm_chunk`: the chunk whose final norm [FN] this stage keeps, -1
+// for none.
 StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
                             uint32_t stage, const LayerMix& mix,
                             const std::vector<LayerMix>* chunks,
