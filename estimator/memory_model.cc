@@ -386,19 +386,21 @@ double LinearWeightParameters(const ModelShape& m, const Layout& l,
   return attention + Gated(m) * h * m.ffn_hidden / l.tensor;
 }
 
-// [DS] TransformerEngine's delayed scaling (quantization.py
-// DelayedScalingRecipeState, d0067d0): every fp8 module keeps, for each
-// of its quantizers, 3 forward and 2 backward a GEMM (module/base.py:
-// num_gemms * 3, num_gemms * 2), an fp32 amax history of
-// Fp8.amax_history_len rows and a scale, for the run. Megatron's TE spec
-// (gpt_layer_specs.py) runs a layer's GEMMs one module each: QKV and the
+// The GEMMs of a layer, each with a weight tensor of its own. Megatron's
+// TE spec (gpt_layer_specs.py) runs them one module each: QKV and the
 // output projection (MLA: q's projection or its down and up ones unless
 // fused with kv's down one, kv's down and up, the output), a dense MLP's
 // or the shared experts' FC1 and FC2, and the routed experts' FC1 and
 // FC2 as grouped modules of one GEMM a local expert (GroupedLinear
-// num_gemms; SequentialMLP's modules hold as many). The router and the LM
-// head do not run in fp8 under this recipe.
-double Fp8GemmsInLayer(const ModelShape& m, const Layout& l, bool moe) {
+// num_gemms; SequentialMLP's modules hold as many). [DS] Under delayed
+// scaling TransformerEngine (quantization.py DelayedScalingRecipeState,
+// d0067d0) keeps in every fp8 module, for each of its quantizers, 3
+// forward and 2 backward a GEMM (module/base.py: num_gemms * 3,
+// num_gemms * 2), an fp32 amax history of Fp8.amax_history_len rows and
+// a scale, for the run; the router and the LM head do not run in fp8
+// under this recipe. [BP] Each weight is one of the large tensors the
+// distributed optimizer's buckets close at.
+double GemmsInLayer(const ModelShape& m, const Layout& l, bool moe) {
   double attention = 2;
   if (m.mla) {
     attention = m.q_lora > 0 && !m.mla_fused_down_projection ? 5 : 4;
@@ -421,7 +423,7 @@ double Fp8RecomputedGemmsInLayer(const ModelShape& m, const Layout& l,
   switch (l.recompute) {
     case RecomputeKind::kFullUniform:
     case RecomputeKind::kFullBlock:
-      return Fp8GemmsInLayer(m, l, moe);
+      return GemmsInLayer(m, l, moe);
     case RecomputeKind::kSelective: {
       double gemms = l.recompute_mla_up_proj && m.mla ? 2 : 0;
       if (!moe) return gemms + (l.recompute_mlp ? 2 : 0);
@@ -1937,6 +1939,11 @@ double EvaluationActivations(const LayerCache& lane, uint32_t stage,
 struct ParameterTensors {
   double dense = 0;
   double expert = 0;
+  // Of them, the GEMMs' weights and the vocabulary's matrices: each may
+  // close a bucket; the others' elements (norms, biases, the router) are
+  // few.
+  double dense_large = 0;
+  double expert_large = 0;
 };
 ParameterTensors ParameterTensorsOf(const ModelShape& m, const Layout& l,
                                     const LayerMix& mix, bool mtp_here) {
@@ -1944,10 +1951,21 @@ ParameterTensors ParameterTensorsOf(const ModelShape& m, const Layout& l,
   ParameterTensors t;
   t.dense = 8 + mix.dense * 29 + mix.moe * 31;
   t.expert = mix.moe * 4 * local_experts;
+  // The embeddings and the LM head; each layer's GEMM weights, the routed
+  // experts' in the expert buffer.
+  t.dense_large = 3 + mix.dense * GemmsInLayer(m, l, false) +
+                  mix.moe * (GemmsInLayer(m, l, true) - 2 * local_experts);
+  t.expert_large = mix.moe * 2 * local_experts;
   if (mtp_here) {
     const bool moe = MtpLayerIsMoe(m);
-    t.dense += MtpBuiltLayers(m) * ((moe ? 31 : 29) + 10);
-    if (moe) t.expert += MtpBuiltLayers(m) * 4 * local_experts;
+    const double layers = MtpBuiltLayers(m);
+    t.dense += layers * ((moe ? 31 : 29) + 10);
+    // Its layer's GEMMs, its projection, its embedding's and head's copies.
+    t.dense_large += layers * (GemmsInLayer(m, l, false) + 3);
+    if (moe) {
+      t.expert += layers * 4 * local_experts;
+      t.expert_large += layers * 2 * local_experts;
+    }
   }
   return t;
 }
@@ -1955,11 +1973,14 @@ ParameterTensors ParameterTensorsOf(const ModelShape& m, const Layout& l,
 // [BP] Elements of padding in one of DDP's buffers under the distributed
 // optimizer: below 64 before each tensor, and below lcm(DP, 128) (2^16
 // too with --ddp-pad-buckets-for-high-nccl-busbw) at each bucket's end.
-// A bucket closes once it holds bucket_size elements, at a tensor's end:
-// a bucketed buffer of N elements and T tensors has at most min(T,
-// N / bucket_size) + 1 buckets; `extra_buckets` more (the other model
-// chunks' one each, a shared embedding's own and the one it splits).
+// A bucket closes once it holds bucket_size elements, at a tensor's end,
+// so the closed buckets are at most the sum over tensors of min(1, size /
+// bucket_size): at most T, N / bucket_size, and L + S / bucket_size for
+// L large tensors and S elements of the others; one more is left open;
+// `extra_buckets` more (the other model chunks' one each, a shared
+// embedding's own and the one it splits).
 double BufferPaddingElements(const Layout& l, double numel, double tensors,
+                             double large_tensors, double small_elements,
                              double data_parallel, double bucket_size,
                              double extra_buckets) {
   if (numel <= 0) return 0;
@@ -1973,7 +1994,10 @@ double BufferPaddingElements(const Layout& l, double numel, double tensors,
   double buckets = 1;
   if (bucket_size >= 0) {  // bucketed
     buckets = bucket_size >= 1
-                  ? std::min(tensors, std::floor(numel / bucket_size)) + 1
+                  ? std::min({tensors, std::floor(numel / bucket_size),
+                              large_tensors +
+                                  std::floor(small_elements / bucket_size)}) +
+                        1
                   : tensors + 1;
   }
   return 63 * tensors +
@@ -1986,10 +2010,10 @@ double BufferPaddingElements(const Layout& l, double numel, double tensors,
 double DelayedScalingStateBytes(const ModelShape& m, const Layout& l,
                                 const LayerMix& mix, bool mtp_here) {
   double gemms = 0;
-  if (mix.dense > 0) gemms += mix.dense * Fp8GemmsInLayer(m, l, false);
-  if (mix.moe > 0) gemms += mix.moe * Fp8GemmsInLayer(m, l, true);
+  if (mix.dense > 0) gemms += mix.dense * GemmsInLayer(m, l, false);
+  if (mix.moe > 0) gemms += mix.moe * GemmsInLayer(m, l, true);
   if (mtp_here) {
-    gemms += MtpBuiltLayers(m) * (Fp8GemmsInLayer(m, l, MtpLayerIsMoe(m)) + 1);
+    gemms += MtpBuiltLayers(m) * (GemmsInLayer(m, l, MtpLayerIsMoe(m)) + 1);
   }
   return 5 * DelayedScalingQuantizerBytes(l) * gemms;
 }
@@ -2024,7 +2048,7 @@ double DelayedScalingRecomputeCopies(const ModelShape& m, const Layout& l,
         {mix.dense / l.virtual_stages, mix.moe / l.virtual_stages});
   }
   if (mtp_here && l.recompute != RecomputeKind::kSelective) {
-    gemms += MtpBuiltLayers(m) * (Fp8GemmsInLayer(m, l, MtpLayerIsMoe(m)) + 1);
+    gemms += MtpBuiltLayers(m) * (GemmsInLayer(m, l, MtpLayerIsMoe(m)) + 1);
   }
   return MicrobatchesInFlight(l, stage) * 3 *
          DelayedScalingQuantizerBytes(l) * gemms;
@@ -2159,12 +2183,32 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     }
     // fp8 parameters in a uint8 buffer of their own.
     if (l.fp8_param_gather) extra += 1;
+    // What the large tensors hold: the layers' GEMM weights and the
+    // vocabulary's matrices, as `params` counted them above; the rest are
+    // the small tensors' (MTP's layer counted among them: a looser bound).
+    double vocabulary = 0;
+    if (first) vocabulary += vocab_shard + m.learned_positions * m.hidden;
+    if (last && !(first && m.tied_embeddings)) vocabulary += vocab_shard;
+    if (mtp_here && (!first || MtpStandalone(m, l))) vocabulary += vocab_shard;
+    double dense_weights = vocabulary;
+    if (mix.dense > 0) {
+      dense_weights += mix.dense * LinearWeightParameters(m, l, false);
+    }
+    double expert_weights = 0;
+    if (mix.moe > 0) {
+      const double routed = RoutedExpertParameters(m, l);
+      dense_weights += mix.moe * (LinearWeightParameters(m, l, true) - routed);
+      expert_weights = mix.moe * m.experts / l.expert_parallel * Gated(m) *
+                       m.hidden * ExpertFfn(m) / l.expert_tensor;
+    }
     padding = BufferPaddingElements(
-        l, params, tensors.dense,
+        l, params, tensors.dense, tensors.dense_large,
+        std::max(0.0, params - dense_weights),
         l.data * l.context / l.optimizer_instances, bucket_size, extra);
     if (expert_params > 0) {
       padding += BufferPaddingElements(
-          l, expert_params, tensors.expert,
+          l, expert_params, tensors.expert, tensors.expert_large,
+          std::max(0.0, expert_params - expert_weights),
           expert_shards / l.optimizer_instances, bucket_size, extra);
     }
     f.weight_bytes += weight_bytes * padding;

@@ -90,11 +90,15 @@ TEST(ModelStatesTest, TheDistributedOptimizerPadsItsBuckets) {
   EXPECT_DOUBLE_EQ(f.weight_bytes, 2 * (kParams + f.padding_elements));
   EXPECT_DOUBLE_EQ(f.gradient_bytes, 4 * (kParams + f.padding_elements));
 
-  // Buckets of 10^7 elements: 10; of one element: one a tensor, and one
-  // more.
+  // Buckets of 10^7 elements: 10. Of 10^6: each of the 11 large tensors
+  // (8 GEMM weights, the embedding and LM head, 3 counted beside the
+  // layers) closes one at most, the norms' 5,120 elements none: 12 (as
+  // Megatron cuts them). Of one element: one a tensor, and one more.
   v1::ParallelConfig& p = *job.mutable_parallel();
   p.set_ddp_bucket_size(10000000);
   EXPECT_DOUBLE_EQ(padding(job), tensors + 10 * 127);
+  p.set_ddp_bucket_size(1000000);
+  EXPECT_DOUBLE_EQ(padding(job), tensors + 12 * 127);
   p.set_ddp_bucket_size(1);
   EXPECT_DOUBLE_EQ(padding(job), tensors + 67 * 127);
   // --ddp-num-buckets 4: buckets of a quarter of the rank's parameters.
