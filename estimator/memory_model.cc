@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <numeric>
 
 // Sources, cited term by term below:
 // [P]  the paper, "Memory consumption estimation for 4D parallel LLM
@@ -1939,11 +1938,6 @@ double EvaluationActivations(const LayerCache& lane, uint32_t stage,
 struct ParameterTensors {
   double dense = 0;
   double expert = 0;
-  // Of them, the GEMMs' weights and the vocabulary's matrices: each may
-  // close a bucket; the others' elements (norms, biases, the router) are
-  // few.
-  double dense_large = 0;
-  double expert_large = 0;
 };
 ParameterTensors ParameterTensorsOf(const ModelShape& m, const Layout& l,
                                     const LayerMix& mix, bool mtp_here) {
@@ -1951,21 +1945,31 @@ ParameterTensors ParameterTensorsOf(const ModelShape& m, const Layout& l,
   ParameterTensors t;
   t.dense = 8 + mix.dense * 29 + mix.moe * 31;
   t.expert = mix.moe * 4 * local_experts;
-  // The embeddings and the LM head; each layer's GEMM weights, the routed
-  // experts' in the expert buffer.
-  t.dense_large = 3 + mix.dense * GemmsInLayer(m, l, false) +
-                  mix.moe * (GemmsInLayer(m, l, true) - 2 * local_experts);
-  t.expert_large = mix.moe * 2 * local_experts;
   if (mtp_here) {
-    const bool moe = MtpLayerIsMoe(m);
     const double layers = MtpBuiltLayers(m);
-    t.dense += layers * ((moe ? 31 : 29) + 10);
-    // Its layer's GEMMs, its projection, its embedding's and head's copies.
-    t.dense_large += layers * (GemmsInLayer(m, l, false) + 3);
-    if (moe) {
-      t.expert += layers * 4 * local_experts;
-      t.expert_large += layers * 2 * local_experts;
-    }
+    t.dense += layers * ((MtpLayerIsMoe(m) ? 31 : 29) + 10);
+    if (MtpLayerIsMoe(m)) t.expert += layers * 4 * local_experts;
+  }
+  return t;
+}
+
+// [BP] Of them, the GEMMs' weights and the vocabulary's matrices, each of
+// which may close a bucket (the others' elements, norms', biases' and the
+// router's, are few): the embeddings and the LM head, each layer's GEMM
+// weights, an MTP layer's with its projection and its embedding's and
+// head's copies; the routed experts' in the expert buffer.
+ParameterTensors LargeParameterTensorsOf(const ModelShape& m,
+                                         const Layout& l, const LayerMix& mix,
+                                         bool mtp_here) {
+  const double local_experts = m.experts / l.expert_parallel;
+  ParameterTensors t;
+  t.dense = 3 + mix.dense * GemmsInLayer(m, l, false) +
+            mix.moe * (GemmsInLayer(m, l, true) - 2 * local_experts);
+  t.expert = mix.moe * 2 * local_experts;
+  if (mtp_here) {
+    const double layers = MtpBuiltLayers(m);
+    t.dense += layers * (GemmsInLayer(m, l, false) + 3);
+    if (MtpLayerIsMoe(m)) t.expert += layers * 2 * local_experts;
   }
   return t;
 }
@@ -1979,26 +1983,39 @@ ParameterTensors ParameterTensorsOf(const ModelShape& m, const Layout& l,
 // L large tensors and S elements of the others; one more is left open;
 // `extra_buckets` more (the other model chunks' one each, a shared
 // embedding's own and the one it splits).
+//
+// `large_tensors` and `small_elements` are asked for only where they can
+// lower the count (more buckets than a layer's weights fill): they cost a
+// layer's weights, and this runs for every stage the planner estimates.
 double BufferPaddingElements(const Layout& l, double numel, double tensors,
-                             double large_tensors, double small_elements,
+                             absl::FunctionRef<double()> large_tensors,
+                             absl::FunctionRef<double()> small_elements,
                              double data_parallel, double bucket_size,
                              double extra_buckets) {
   if (numel <= 0) return 0;
   const uint64_t dp =
-      std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(
-                                data_parallel)));
-  uint64_t divisor = std::lcm(dp, uint64_t{128});
-  if (l.pad_buckets_for_high_busbw) {
-    divisor = std::lcm(divisor, uint64_t{1} << 16);
-  }
+      std::max<uint64_t>(1, static_cast<uint64_t>(data_parallel + 0.5));
+  // lcm(DP, P) for P a power of two (128 divides 2^16): DP over its
+  // largest power-of-two factor up to P, times P.
+  const uint64_t power = l.pad_buckets_for_high_busbw ? uint64_t{1} << 16
+                                                      : uint64_t{128};
+  const uint64_t divisor = dp / std::min(dp & (~dp + 1), power) * power;
   double buckets = 1;
-  if (bucket_size >= 0) {  // bucketed
-    buckets = bucket_size >= 1
-                  ? std::min({tensors, std::floor(numel / bucket_size),
-                              large_tensors +
-                                  std::floor(small_elements / bucket_size)}) +
-                        1
-                  : tensors + 1;
+  if (bucket_size >= 1) {  // bucketed
+    buckets = std::min(tensors, std::floor(numel / bucket_size));
+    // At Megatron's bucket sizes (4e7 elements and more) a stage's weights
+    // fill a few buckets, below one a layer, which the large tensors
+    // (several a layer) cannot lower.
+    if (buckets > 3 + tensors / 29) {
+      const double large = large_tensors();
+      if (buckets > large) {
+        buckets = std::min(
+            buckets, large + std::floor(small_elements() / bucket_size));
+      }
+    }
+    buckets += 1;
+  } else if (bucket_size >= 0) {  // a bucket at every tensor
+    buckets = tensors + 1;
   }
   return 63 * tensors +
          (buckets + extra_buckets) * static_cast<double>(divisor - 1);
@@ -2183,33 +2200,39 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     }
     // fp8 parameters in a uint8 buffer of their own.
     if (l.fp8_param_gather) extra += 1;
-    // What the large tensors hold: the layers' GEMM weights and the
-    // vocabulary's matrices, as `params` counted them above; the rest are
-    // the small tensors' (MTP's layer counted among them: a looser bound).
-    double vocabulary = 0;
-    if (first) vocabulary += vocab_shard + m.learned_positions * m.hidden;
-    if (last && !(first && m.tied_embeddings)) vocabulary += vocab_shard;
-    if (mtp_here && (!first || MtpStandalone(m, l))) vocabulary += vocab_shard;
-    double dense_weights = vocabulary;
-    if (mix.dense > 0) {
-      dense_weights += mix.dense * LinearWeightParameters(m, l, false);
-    }
-    double expert_weights = 0;
-    if (mix.moe > 0) {
-      const double routed = RoutedExpertParameters(m, l);
-      dense_weights += mix.moe * (LinearWeightParameters(m, l, true) - routed);
-      expert_weights = mix.moe * m.experts / l.expert_parallel * Gated(m) *
-                       m.hidden * ExpertFfn(m) / l.expert_tensor;
-    }
+    // The small tensors' elements: all but what the large ones hold, the
+    // layers' GEMM weights and the vocabulary's matrices as `params`
+    // counted them above (MTP's layer counted among the small: a looser
+    // bound).
+    auto dense_small = [&] {
+      double large = 0;
+      if (first) large += vocab_shard + m.learned_positions * m.hidden;
+      if (last && !(first && m.tied_embeddings)) large += vocab_shard;
+      if (mtp_here && (!first || MtpStandalone(m, l))) large += vocab_shard;
+      if (mix.dense > 0) {
+        large += mix.dense * LinearWeightParameters(m, l, false);
+      }
+      if (mix.moe > 0) {
+        large += mix.moe * (LinearWeightParameters(m, l, true) -
+                            RoutedExpertParameters(m, l));
+      }
+      return std::max(0.0, params - large);
+    };
+    auto expert_small = [&] {
+      return std::max(0.0, expert_params - mix.moe * m.experts /
+                                               l.expert_parallel * Gated(m) *
+                                               m.hidden * ExpertFfn(m) /
+                                               l.expert_tensor);
+    };
+    auto large = [&] { return LargeParameterTensorsOf(m, l, mix, mtp_here); };
     padding = BufferPaddingElements(
-        l, params, tensors.dense, tensors.dense_large,
-        std::max(0.0, params - dense_weights),
+        l, params, tensors.dense, [&] { return large().dense; }, dense_small,
         l.data * l.context / l.optimizer_instances, bucket_size, extra);
     if (expert_params > 0) {
       padding += BufferPaddingElements(
-          l, expert_params, tensors.expert, tensors.expert_large,
-          std::max(0.0, expert_params - expert_weights),
-          expert_shards / l.optimizer_instances, bucket_size, extra);
+          l, expert_params, tensors.expert, [&] { return large().expert; },
+          expert_small, expert_shards / l.optimizer_instances, bucket_size,
+          extra);
     }
     f.weight_bytes += weight_bytes * padding;
     f.padding_elements = padding;
