@@ -399,14 +399,19 @@ double LinearWeightParameters(const ModelShape& m, const Layout& l,
 // a scale, for the run; the router and the LM head do not run in fp8
 // under this recipe. [BP] Each weight is one of the large tensors the
 // distributed optimizer's buckets close at.
+double AttentionGemms(const ModelShape& m) {
+  if (!m.mla) return 2;
+  return m.q_lora > 0 && !m.mla_fused_down_projection ? 5 : 4;
+}
+double SharedExpertGemms(const ModelShape& m) {
+  return m.shared_ffn > 0 ? 2 : 0;
+}
+double RoutedExpertGemms(const ModelShape& m, const Layout& l) {
+  return 2 * m.experts / l.expert_parallel;
+}
 double GemmsInLayer(const ModelShape& m, const Layout& l, bool moe) {
-  double attention = 2;
-  if (m.mla) {
-    attention = m.q_lora > 0 && !m.mla_fused_down_projection ? 5 : 4;
-  }
-  if (!moe) return attention + 2;
-  return attention + (m.shared_ffn > 0 ? 2 : 0) +
-         2 * m.experts / l.expert_parallel;
+  return AttentionGemms(m) +
+         (moe ? SharedExpertGemms(m) + RoutedExpertGemms(m, l) : 2);
 }
 
 // [DS] The GEMMs whose forward runs again under recomputation: TE's
@@ -424,13 +429,12 @@ double Fp8RecomputedGemmsInLayer(const ModelShape& m, const Layout& l,
     case RecomputeKind::kFullBlock:
       return GemmsInLayer(m, l, moe);
     case RecomputeKind::kSelective: {
-      double gemms = l.recompute_mla_up_proj && m.mla ? 2 : 0;
-      if (!moe) return gemms + (l.recompute_mlp ? 2 : 0);
+      const double up_proj = l.recompute_mla_up_proj && m.mla ? 2 : 0;
+      if (!moe) return up_proj + (l.recompute_mlp ? 2 : 0);
       if (l.recompute_moe) {
-        return gemms + (m.shared_ffn > 0 ? 2 : 0) +
-               2 * m.experts / l.expert_parallel;
+        return up_proj + SharedExpertGemms(m) + RoutedExpertGemms(m, l);
       }
-      return gemms + (l.recompute_shared_experts && m.shared_ffn > 0 ? 2 : 0);
+      return up_proj + (l.recompute_shared_experts ? SharedExpertGemms(m) : 0);
     }
     default:
       return 0;
@@ -1961,15 +1965,14 @@ ParameterTensors ParameterTensorsOf(const ModelShape& m, const Layout& l,
 ParameterTensors LargeParameterTensorsOf(const ModelShape& m,
                                          const Layout& l, const LayerMix& mix,
                                          bool mtp_here) {
-  const double local_experts = m.experts / l.expert_parallel;
   ParameterTensors t;
   t.dense = 3 + mix.dense * GemmsInLayer(m, l, false) +
-            mix.moe * (GemmsInLayer(m, l, true) - 2 * local_experts);
-  t.expert = mix.moe * 2 * local_experts;
+            mix.moe * (AttentionGemms(m) + SharedExpertGemms(m));
+  t.expert = mix.moe * RoutedExpertGemms(m, l);
   if (mtp_here) {
     const double layers = MtpBuiltLayers(m);
     t.dense += layers * (GemmsInLayer(m, l, false) + 3);
-    if (MtpLayerIsMoe(m)) t.expert += layers * 2 * local_experts;
+    if (MtpLayerIsMoe(m)) t.expert += layers * RoutedExpertGemms(m, l);
   }
   return t;
 }
@@ -2103,12 +2106,15 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     params += mix.moe * moe.parameters;
     expert_params = mix.moe * moe.routed_expert_parameters;
   }
-  if (first) params += vocab_shard + m.learned_positions * m.hidden;
+  // The vocabulary's matrices among them (the embeddings, the LM head and
+  // MTP's copy), which [BP] tells from the small tensors.
+  double vocabulary = 0;
+  if (first) vocabulary += vocab_shard + m.learned_positions * m.hidden;
   if (last) params += NormParameters(m);
   // [FN] With MTP, the final norm's weights are the last decoder layer's
   // chunk's (the last stage's count left: h parameters over).
   if (final_norm_chunk >= 0) params += NormParameters(m);
-  if (last && !(first && m.tied_embeddings)) params += vocab_shard;
+  if (last && !(first && m.tied_embeddings)) vocabulary += vocab_shard;
   if (mtp_here) {
     params +=
         MtpParameters(m, l, base.Parameters(MtpLayerIsMoe(m)).parameters);
@@ -2126,8 +2132,9 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     // gradients and optimizer states. Untied, the same two matrices.
     // Standalone, the MTP chunk is a model chunk of its own: its copy even
     // on the first rank.
-    if (!first || MtpStandalone(m, l)) params += vocab_shard;
+    if (!first || MtpStandalone(m, l)) vocabulary += vocab_shard;
   }
+  params += vocabulary;
 
   StageFigures f;
   f.parameters = params + expert_params;
@@ -2201,14 +2208,10 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     // fp8 parameters in a uint8 buffer of their own.
     if (l.fp8_param_gather) extra += 1;
     // The small tensors' elements: all but what the large ones hold, the
-    // layers' GEMM weights and the vocabulary's matrices as `params`
-    // counted them above (MTP's layer counted among the small: a looser
-    // bound).
+    // layers' GEMM weights and the vocabulary's matrices (MTP's layer
+    // counted among the small: a looser bound).
     auto dense_small = [&] {
-      double large = 0;
-      if (first) large += vocab_shard + m.learned_positions * m.hidden;
-      if (last && !(first && m.tied_embeddings)) large += vocab_shard;
-      if (mtp_here && (!first || MtpStandalone(m, l))) large += vocab_shard;
+      double large = vocabulary;
       if (mix.dense > 0) {
         large += mix.dense * LinearWeightParameters(m, l, false);
       }
@@ -2237,13 +2240,13 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     f.weight_bytes += weight_bytes * padding;
     f.padding_elements = padding;
   }
-  f.gradient_bytes = gradient_bytes * padding;
-  f.gradient_bytes += shard_grads
+  f.gradient_bytes = shard_grads
                          ? gradient_bytes * (params / shards +
                                              unsharded.gradients)
                          : (gradient_bytes +
                             LocalAccumulationBytesPerParameter(l)) *
-                               (params + expert_params);
+                                   (params + expert_params) +
+                               gradient_bytes * padding;
   // The distributed optimizer shards its states over d*c ranks [P 3.1.4],
   // or over d*c/N with N instances of it [DO]; a CPU-offloaded share of
   // them lives in host memory [PA].
