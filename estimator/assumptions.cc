@@ -166,12 +166,33 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
     out.push_back(momentum > 0 ? "SGD with momentum: 4 B of state a parameter"
                                : "SGD without momentum: no optimizer state");
   }
-  if (t.optimizer() == v1::OPTIMIZER_LION) {
-    out.push_back("Lion: one fp32 momentum (4 B a parameter); its step makes "
-                  "each parameter's update anew (two fp32 copies of the "
-                  "largest, once the activations are freed)");
-  }
   const Layout l = LayoutOf(job);
+  if (t.optimizer() == v1::OPTIMIZER_LION) {
+    switch (l.lion_scalars) {
+      case LionScalarOptimizer::kLion:
+        out.push_back("Lion (Megatron core 0.17): one fp32 momentum (4 B) "
+                      "for every parameter; its step makes each parameter's "
+                      "update anew (two fp32 copies of the largest, once the "
+                      "activations are freed)");
+        break;
+      case LionScalarOptimizer::kAdam:
+        out.push_back("Lion (Megatron core 0.18.0 on): one fp32 momentum "
+                      "(4 B) for the matrices; the word embeddings, LM head, "
+                      "norms and biases trained with Adam (m, v: 8 B); its "
+                      "step makes each matrix's update anew (two fp32 copies "
+                      "of the largest, once the activations are freed)");
+        break;
+      case LionScalarOptimizer::kEither:
+        out.push_back("Lion, release not given (training.megatron_core_"
+                      "version, --megatron-core): the larger of core 0.17's "
+                      "and 0.18's: Adam's m and v (8 B) for the word "
+                      "embeddings, LM head, norms and biases, one fp32 "
+                      "momentum (4 B) for the matrices, and at the step two "
+                      "fp32 copies of the largest parameter, the vocabulary "
+                      "shard included");
+        break;
+    }
+  }
   const ModelShape shape = ShapeOf(m);
   if (l.precision_aware) {
     out.push_back(absl::StrCat(

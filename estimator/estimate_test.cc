@@ -663,6 +663,35 @@ TEST(EstimateTest, AssumptionsNameTheModulesRecomputed) {
       << text;
 }
 
+// Lion's states by release (memory_model.cc [OS]): the estimate says
+// which it counted, and without a release that it took the larger.
+TEST(EstimateTest, AssumptionsSayWhichParametersLionTrains) {
+  v1::Job job = PaperJob("llama-3.1-8b", "h100-80gb", 2, 1, 2, 1, 16, 4096);
+  job.mutable_training()->set_optimizer(v1::OPTIMIZER_LION);
+  job.mutable_parallel()->set_distributed_optimizer(false);
+  auto assumed = [&](const char* release) {
+    job.mutable_training()->set_megatron_core_version(release);
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? AllAssumptions(*e) : std::string();
+  };
+  std::string text = assumed("");
+  EXPECT_NE(text.find("Lion, release not given"), std::string::npos) << text;
+  EXPECT_NE(text.find("the vocabulary shard included"), std::string::npos)
+      << text;
+  text = assumed("0.17.1");
+  EXPECT_NE(text.find("Lion (Megatron core 0.17): one fp32 momentum (4 B) "
+                      "for every parameter"),
+            std::string::npos)
+      << text;
+  text = assumed("0.19.0");
+  EXPECT_NE(text.find("Lion (Megatron core 0.18.0 on): one fp32 momentum "
+                      "(4 B) for the matrices; the word embeddings, LM head, "
+                      "norms and biases trained with Adam"),
+            std::string::npos)
+      << text;
+}
+
 // A GPU given by its capacity alone is taken for an H100: where another
 // catalog GPU's kernels would keep the scores (Gemma's 256-wide heads with
 // FlashAttention disabled: cuDNN trains them on Hopper only), the

@@ -46,6 +46,23 @@ absl::StatusOr<v1::MoeConfig::ProbsApplied> RoutingProbsAppliedBy(
 // rc5 among them, do not recompute them. "0.14" counts as 0.14.0.
 bool RecomputesMtpLayers(const MegatronCoreRelease& release);
 
+// Which optimizer --optimizer lion gives the parameters that are not
+// matrices (norms, biases) and the word embeddings and LM head
+// (is_embedding_or_output_parameter). Core 0.17.x builds one Lion for
+// every parameter (core/optimizer/__init__.py `elif config.optimizer ==
+// 'lion'`); from 0.18.0 on get_megatron_optimizer sends every optimizer
+// but adam and sgd to _get_megatron_emerging_optimizer (main 5b512b45d1,
+// "Refactor emerging optimizer integration"), whose registry entry for
+// Lion routes those parameters to Adam (emerging_optimizers.py
+// _default_param_overrides_factory, _is_nonlinear_or_embedding).
+// kEither for a release candidate of 0.18.0 (none is tagged: which side
+// it falls on is unknown). INVALID_ARGUMENT before core 0.17.0, which has
+// no Lion (arguments.py --optimizer choices; main 83498ef9cf, first tagged
+// core_v0.17.0, not in core_v0.17.0rc0).
+enum class LionScalarOptimizer { kLion, kAdam, kEither };
+absl::StatusOr<LionScalarOptimizer> LionScalarOptimizerOf(
+    const MegatronCoreRelease& release);
+
 }  // namespace memgate
 
 #endif  // MEMGATE_ESTIMATOR_MEGATRON_RELEASE_H_

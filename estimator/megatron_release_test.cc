@@ -3,11 +3,13 @@
 #include <string>
 
 #include "estimator/job_resolver.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace memgate {
 namespace {
 
+using ::testing::HasSubstr;
 using Applied = v1::MoeConfig::ProbsApplied;
 
 TEST(MegatronReleaseTest, ReadsTheFormsOfMegatronsTags) {
@@ -96,6 +98,30 @@ TEST(MegatronReleaseTest, MtpRecomputationFromCore0_14_0rc6) {
     absl::StatusOr<MegatronCoreRelease> r = ParseMegatronCoreRelease(tag);
     ASSERT_TRUE(r.ok()) << tag << ": " << r.status();
     EXPECT_TRUE(RecomputesMtpLayers(*r)) << tag;
+  }
+}
+
+TEST(MegatronReleaseTest, LionLeavesScalarsToAdamFromCore0_18_0) {
+  auto scalars = [](const char* tag) {
+    absl::StatusOr<MegatronCoreRelease> r = ParseMegatronCoreRelease(tag);
+    EXPECT_TRUE(r.ok()) << tag << ": " << r.status();
+    return LionScalarOptimizerOf(*r);
+  };
+  for (const char* tag : {"core_v0.17.0", "core_v0.17.1", "0.17"}) {
+    EXPECT_EQ(scalars(tag).value(), LionScalarOptimizer::kLion) << tag;
+  }
+  for (const char* tag :
+       {"core_v0.18.0", "core_v0.18.2", "0.18", "core_v0.19.0", "1.0.0"}) {
+    EXPECT_EQ(scalars(tag).value(), LionScalarOptimizer::kAdam) << tag;
+  }
+  EXPECT_EQ(scalars("core_v0.18.0rc1").value(), LionScalarOptimizer::kEither);
+  for (const char* tag : {"core_v0.16.1", "core_v0.17.0rc0", "0.12"}) {
+    const absl::StatusOr<LionScalarOptimizer> none = scalars(tag);
+    EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument)
+        << tag;
+    EXPECT_THAT(std::string(none.status().message()),
+                HasSubstr("no Lion before 0.17.0"))
+        << tag;
   }
 }
 

@@ -197,6 +197,12 @@
 //      (zeros_like the main parameter), and at the step, parameter by
 //      parameter, exp_avg.lerp(grad) and its sign: two fp32 tensors of one
 //      parameter (torch.compile may fuse them to one) beside the states.
+//      From core 0.18.0 on Lion runs as an emerging optimizer
+//      (get_megatron_optimizer -> _get_megatron_emerging_optimizer), whose
+//      registry entry (emerging_optimizers.py _default_param_overrides_
+//      factory) hands the parameters that are not matrices, and the word
+//      embeddings and LM head, to Adam (m and v, 8 B; FusedAdam's step in
+//      place): megatron_release.h LionScalarOptimizerOf.
 // [EV] An evaluation: Megatron-LM training.py evaluate() (every
 //      --eval-interval iterations and after training, unless --eval-iters
 //      0) runs forward_backward_func forward-only under torch.no_grad() at
@@ -1395,6 +1401,15 @@ Layout LayoutOf(const v1::Job& job) {
                     ? v1::OPTIMIZER_ADAM
                     : train.optimizer();
   l.sgd_momentum = train.has_sgd_momentum() ? train.sgd_momentum() : 0.9;
+  if (l.optimizer == v1::OPTIMIZER_LION &&
+      !train.megatron_core_version().empty()) {
+    const absl::StatusOr<MegatronCoreRelease> release =
+        ParseMegatronCoreRelease(train.megatron_core_version());
+    if (release.ok()) {  // else validation's to refuse
+      l.lion_scalars = LionScalarOptimizerOf(*release).value_or(
+          LionScalarOptimizer::kEither);
+    }
+  }
   l.hidden_dropout = train.hidden_dropout();
   l.attention_dropout = train.attention_dropout();
   l.local_attention = train.attention_kernel() == v1::ATTENTION_KERNEL_LOCAL;
@@ -1977,6 +1992,43 @@ ParameterTensors LargeParameterTensorsOf(const ModelShape& m,
   return t;
 }
 
+// [OS] The elements of a stage's matrices, the parameters Lion trains
+// from core 0.18.0 on (emerging_optimizers.py _is_nonlinear_or_embedding:
+// two dimensions and not is_embedding_or_output_parameter, which
+// language_module.py sets on the word embeddings, MTP's copy and the LM
+// head): each layer's GEMM weights, an MoE layer's router (and its shared
+// experts' 1 x h gate, shared_experts.py gate_weight), the routed
+// experts' FC1 and FC2 weights, an MTP layer's projection and a learned
+// position embedding. The rest (norms, biases, softmax sinks, the
+// vocabulary's matrices) Megatron trains with Adam.
+ParameterTensors LionMatrixElementsOf(const ModelShape& m, const Layout& l,
+                                      const LayerMix& mix, bool first,
+                                      bool mtp_here) {
+  const double routed = m.experts / l.expert_parallel * Gated(m) *
+                        m.hidden * ExpertFfn(m) / l.expert_tensor;
+  auto moe_layer = [&] {
+    const double gate = m.shared_gate && m.shared_ffn > 0 ? m.hidden : 0;
+    return LinearWeightParameters(m, l, true) - RoutedExpertParameters(m, l) +
+           m.hidden * m.experts + gate;
+  };
+  ParameterTensors e;
+  if (first) e.dense += m.learned_positions * m.hidden;
+  if (mix.dense > 0) e.dense += mix.dense * LinearWeightParameters(m, l, false);
+  if (mix.moe > 0) {
+    e.dense += mix.moe * moe_layer();
+    e.expert += mix.moe * routed;
+  }
+  if (mtp_here) {
+    const double layers = MtpBuiltLayers(m);
+    const bool moe = MtpLayerIsMoe(m);
+    e.dense += layers * (2 * m.hidden * m.hidden / l.tensor +
+                         (moe ? moe_layer() : LinearWeightParameters(m, l,
+                                                                    false)));
+    if (moe) e.expert += layers * routed;
+  }
+  return e;
+}
+
 // [BP] Elements of padding in one of DDP's buffers under the distributed
 // optimizer: below 64 before each tensor, and below lcm(DP, 128) (2^16
 // too with --ddp-pad-buckets-for-high-nccl-busbw) at each bucket's end.
@@ -2256,6 +2308,18 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
                       : params + expert_params;
   f.optimizer_bytes = OptimizerBytesPerParameter(l) *
                       (1 - l.optimizer_offload) * optimizer_parameters;
+  // [OS] Lion (without the distributed optimizer: every parameter of the
+  // stage) leaves the parameters that are not matrices, and the word
+  // embeddings and LM head, to Adam from core 0.18.0 on: 4 B more each
+  // (LionScalarOptimizerOf; counted so where the release is not known).
+  if (l.optimizer == v1::OPTIMIZER_LION &&
+      l.lion_scalars != LionScalarOptimizer::kLion) {
+    const ParameterTensors matrices =
+        LionMatrixElementsOf(m, l, mix, first, mtp_here);
+    f.optimizer_bytes +=
+        4 * (std::max(0.0, params - matrices.dense) +
+             std::max(0.0, expert_params - matrices.expert));
+  }
 
   double freed_before_embedding_gradient = 0;
   LayerCache* const lanes[kMaxLanes] = {&base, loaded};
@@ -2367,7 +2431,8 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     f.imbalance_bytes = activations[1] - f.activation_bytes;
   }
   // [OS] Lion's update is one parameter's: bounded by a layer's linear
-  // weights together (the routed experts' as one grouped weight) or the
+  // weights together (the routed experts' as one grouped weight), a
+  // learned position embedding or, where Lion trains it, the
   // vocabulary's shard, on the stages that hold an embedding or LM head.
   double largest_parameter = 0;
   if (l.optimizer == v1::OPTIMIZER_LION) {
@@ -2378,8 +2443,15 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
       largest_parameter = std::max(largest_parameter,
                                    LinearWeightParameters(m, l, true));
     }
-    if (first || last || mtp_here) {
+    // Adam's (multi-tensor, in place) from core 0.18.0 on; a learned
+    // position embedding stays Lion's.
+    if ((first || last || mtp_here) &&
+        l.lion_scalars != LionScalarOptimizer::kAdam) {
       largest_parameter = std::max(largest_parameter, vocab_shard);
+    }
+    if (first) {
+      largest_parameter =
+          std::max(largest_parameter, m.learned_positions * m.hidden);
     }
   }
   // The step follows the last backward: every activation is freed by

@@ -16,6 +16,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "estimator/deepep_buffers.h"
+#include "estimator/megatron_release.h"
 #include "proto/memgate.pb.h"
 
 namespace memgate {
@@ -149,6 +150,10 @@ struct Layout {
   v1::Precision precision = v1::PRECISION_BF16_FP32_GRADS;
   v1::Optimizer optimizer = v1::OPTIMIZER_ADAM;
   double sgd_momentum = 0.9;
+  // Under Lion, the optimizer of the parameters that are not matrices and
+  // of the word embeddings and LM head, by the job's Megatron release
+  // (LionScalarOptimizerOf; kEither without one: the larger of both).
+  LionScalarOptimizer lion_scalars = LionScalarOptimizer::kEither;
   double hidden_dropout = 0;
   double attention_dropout = 0;
   bool unfused_attention = false;

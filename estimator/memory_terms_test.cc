@@ -114,9 +114,11 @@ TEST(MemoryTermsTest, SgdKeepsMomentumOnly) {
 // freed, makes a parameter's update: two fp32 copies of the largest, here
 // the 1024 x 32000 embedding (a layer's linear weights are 16,777,216).
 // 262,144,000 B against the 244 MB of activations it follows.
+// Core 0.17's Lion, which trains every parameter.
 TEST(MemoryTermsTest, LionKeepsOneMomentumAndMakesItsUpdateAtTheStep) {
   Layout l = OneGpu();
   l.optimizer = v1::OPTIMIZER_LION;
+  l.lion_scalars = LionScalarOptimizer::kLion;
   const StageFigures f = StageMemoryOf(Small(), l, 0, 2);
   EXPECT_DOUBLE_EQ(f.optimizer_bytes, 8 * kModelParams);
   const double activations = 2 * kLayerBf16 + kEmbeddingBf16 + kHeadBf16;
@@ -132,6 +134,37 @@ TEST(MemoryTermsTest, LionKeepsOneMomentumAndMakesItsUpdateAtTheStep) {
   // Adam's fused step works in place.
   l = OneGpu();
   EXPECT_DOUBLE_EQ(StageMemoryOf(Small(), l, 0, 2).optimizer_step_bytes, 0);
+}
+
+// From core 0.18.0 on Megatron's Lion leaves the word embeddings, the LM
+// head and every parameter that is not a matrix to Adam (12 B with the
+// master weight, not 8): here the two 1024 x 32000 matrices and the five
+// norms (2 a layer and the final one, 1024 each). A learned position
+// embedding is a matrix Lion keeps. The vocabulary's update is then
+// Adam's, in place: a layer's linear weights bound Lion's, below the
+// activations it follows. Without a release memgate counts the larger of
+// both: Adam's states and the vocabulary's Lion update.
+TEST(MemoryTermsTest, LionLeavesTheVocabularyAndNormsToAdamFromCore0_18) {
+  Layout l = OneGpu();
+  l.optimizer = v1::OPTIMIZER_LION;
+  l.lion_scalars = LionScalarOptimizer::kAdam;
+  const double adam = 2 * 1024.0 * 32000 + 5 * 1024;
+  StageFigures f = StageMemoryOf(Small(), l, 0, 2);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, 8 * kModelParams + 4 * adam);
+  EXPECT_GT(f.activation_bytes, 2 * 4 * 16777216.0);
+  EXPECT_DOUBLE_EQ(f.optimizer_step_bytes, 0);
+
+  ModelShape positions = Small();
+  positions.learned_positions = 2048;
+  f = StageMemoryOf(positions, l, 0, 2);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes,
+                   8 * (kModelParams + 2048 * 1024) + 4 * adam);
+
+  l.lion_scalars = LionScalarOptimizer::kEither;
+  f = StageMemoryOf(Small(), l, 0, 2);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, 8 * kModelParams + 4 * adam);
+  EXPECT_DOUBLE_EQ(f.optimizer_step_bytes,
+                   2 * 4 * 1024.0 * 32000 - f.activation_bytes);
 }
 
 // [OS] A 16-bit gradient buffer (--grad-reduce-in-bf16) is copied to fp32

@@ -766,6 +766,29 @@ TEST(MoeTermsTest, MultiTokenPredictionAddsALayerAndAHead) {
                        (4194304 + 2048 + 8192 + 8 * kExpert) + 1024);
 }
 
+// [OS] Lion from core 0.18.0 on: the router's matrix, the experts' and an
+// MTP layer's projection are Lion's (8 B with the master weight); the
+// norms (two a layer, the final one, an MTP layer's three more) and the
+// vocabulary's matrices are Adam's (12 B). Off the distributed optimizer,
+// as Megatron runs Lion: nothing sharded.
+TEST(MoeTermsTest, LionTrainsTheRoutersAndExpertsMatricesAdamTheRest) {
+  ModelShape m = SmallMoe();
+  Layout l = EightGpus(1, 1, 1);
+  l.distributed_optimizer = false;
+  l.optimizer = v1::OPTIMIZER_LION;
+  l.lion_scalars = LionScalarOptimizer::kAdam;
+  const double layer = 4194304 + 2048 + 8192 + 8 * kExpert;
+  double all = 2 * layer + 2 * kVocab + 1024;
+  double adam = 2 * 2048 + 1024 + 2 * kVocab;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).optimizer_bytes,
+                   8 * all + 4 * adam);
+  m.mtp_layers = 1;
+  all += 2 * 1024.0 * 1024 + 3072 + layer;
+  adam += 3072 + 2048;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).optimizer_bytes,
+                   8 * all + 4 * adam);
+}
+
 // Where the routing probabilities are applied (MoeConfig.ProbsApplied).
 // Core 0.12.0's unpermute keeps the weighted outputs: the combine's
 // 2 x 1024 copies of 2h = 4 sbh a layer; later releases apply them in

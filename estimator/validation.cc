@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -777,6 +778,22 @@ absl::Status ValidateLion(const v1::Job& job) {
     return Invalid("training.optimizer",
                    "OPTIMIZER_LION cannot train in fp16 (Megatron raises)",
                    "PRECISION_FP16");
+  }
+  // A release without Lion (a malformed one is the resolver's to name).
+  const std::string& version = job.training().megatron_core_version();
+  if (!version.empty()) {
+    const absl::StatusOr<MegatronCoreRelease> release =
+        ParseMegatronCoreRelease(version);
+    if (release.ok()) {
+      const absl::StatusOr<LionScalarOptimizer> lion =
+          LionScalarOptimizerOf(*release);
+      if (!lion.ok()) {
+        return Invalid("training.optimizer", lion.status().message(),
+                       absl::StrCat("OPTIMIZER_LION with "
+                                    "training.megatron_core_version ",
+                                    version));
+      }
+    }
   }
   return absl::OkStatus();
 }

@@ -528,6 +528,11 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_parallel()->set_distributed_optimizer(false);
                j.mutable_training()->set_precision(v1::PRECISION_FP16);
              }, "training.optimizer"},
+        Rule{"LionInAReleaseWithoutIt", [](v1::Job& j) {
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_LION);
+               j.mutable_parallel()->set_distributed_optimizer(false);
+               j.mutable_training()->set_megatron_core_version("0.16.1");
+             }, "training.optimizer"},
         Rule{"PrecisionAwareOptimizerWithLion", [](v1::Job& j) {
                j.mutable_training()->set_optimizer(v1::OPTIMIZER_LION);
                j.mutable_parallel()->set_distributed_optimizer(false);
@@ -1030,6 +1035,9 @@ TEST(ValidationTest, LionWithoutTheDistributedOptimizerIsValid) {
   job.mutable_parallel()->set_distributed_optimizer(false);
   EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
   job.mutable_training()->set_precision(v1::PRECISION_FP32);
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+  // Core 0.17.0 brought Lion.
+  job.mutable_training()->set_megatron_core_version("0.17.0");
   EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
 }
 

@@ -2388,22 +2388,38 @@ TEST(MegatronArgsTest, ReadsNvfp4AsAnUpperBound) {
 
 // --optimizer lion: emerging_optimizers' Lion keeps one fp32 momentum a
 // parameter beside the fp32 master (memory_model.cc [OS]): 8 B where Adam
-// keeps 12. Read without the distributed optimizer, which arguments.py
-// turns into its layer-wise one under Lion (refused, not modelled), and
-// refused in fp16, where Megatron raises.
+// keeps 12, on every parameter in core 0.17; from core 0.18.0 on Megatron
+// leaves the word embeddings, the LM head and the norms to Adam: 4 B more
+// each of those, 4096 x 128512 / 4 on either stage (the vocabulary padded
+// to a multiple of 128 x TP), and 16 layers' two
+// norms of 4096 (and the final norm on the last stage). Without a release
+// memgate counts them so. Read without the distributed optimizer, which
+// arguments.py turns into its layer-wise one under Lion (refused, not
+// modelled), and refused in fp16, where Megatron raises.
 TEST(MegatronArgsTest, ReadsLionWithoutTheDistributedOptimizer) {
   const std::string plain = "--use-distributed-optimizer";
-  const v1::Job lion = LlamaLaunchJob("--optimizer lion", plain);
+  v1::Job lion = LlamaLaunchJob("--optimizer lion", plain);
   EXPECT_EQ(lion.training().optimizer(), v1::OPTIMIZER_LION);
-  const absl::StatusOr<v1::Estimate> with_lion = EstimateJob(lion);
+  const absl::StatusOr<v1::Estimate> unknown = EstimateJob(lion);
+  lion.mutable_training()->set_megatron_core_version("0.17.1");
+  const absl::StatusOr<v1::Estimate> core_0_17 = EstimateJob(lion);
+  lion.mutable_training()->set_megatron_core_version("0.18.0");
+  const absl::StatusOr<v1::Estimate> core_0_18 = EstimateJob(lion);
   const absl::StatusOr<v1::Estimate> with_adam =
       EstimateJob(LlamaLaunchJob("", plain));
-  ASSERT_TRUE(with_lion.ok()) << with_lion.status();
+  ASSERT_TRUE(unknown.ok()) << unknown.status();
+  ASSERT_TRUE(core_0_17.ok()) << core_0_17.status();
+  ASSERT_TRUE(core_0_18.ok()) << core_0_18.status();
   ASSERT_TRUE(with_adam.ok()) << with_adam.status();
-  ASSERT_EQ(with_lion->stages_size(), 2);
+  ASSERT_EQ(core_0_17->stages_size(), 2);
   for (int i = 0; i < 2; ++i) {
-    EXPECT_DOUBLE_EQ(with_lion->stages(i).optimizer_bytes(),
-                     with_adam->stages(i).optimizer_bytes() * 8 / 12);
+    const double lion_only = with_adam->stages(i).optimizer_bytes() * 8 / 12;
+    EXPECT_DOUBLE_EQ(core_0_17->stages(i).optimizer_bytes(), lion_only);
+    const double adam = 4096.0 * 128512 / 4 + 16 * 2 * 4096 + i * 4096;
+    EXPECT_DOUBLE_EQ(core_0_18->stages(i).optimizer_bytes(),
+                     lion_only + 4 * adam);
+    EXPECT_DOUBLE_EQ(unknown->stages(i).optimizer_bytes(),
+                     lion_only + 4 * adam);
   }
   EXPECT_TRUE(RefusedNaming("--optimizer lion", "",
                             {"--optimizer", "layer-wise"}));

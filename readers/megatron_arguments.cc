@@ -517,7 +517,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "estimated at the final --global-batch-size (the largest m)"},
       // ---- Optimizer ----
       {"optimizer", true, P, "adam",
-       "adam (m, v: 8 B), sgd (momentum: 4 B) or lion (momentum: 4 B; its "
+       "adam (m, v: 8 B), sgd (momentum: 4 B) or lion (momentum: 4 B; from "
+       "core 0.18.0 on the word embeddings, LM head, norms and biases take "
+       "Adam's 8 B, counted so unless --megatron-core names 0.17; its "
        "step's update, two fp32 copies of the largest parameter, beside the "
        "states once the activations are freed); lion refused with "
        "--use-distributed-optimizer (Megatron then runs its layer-wise "
