@@ -104,11 +104,10 @@ absl::StatusOr<LionScalarOptimizer> LionScalarOptimizerOf(
   const auto minor = std::make_tuple(r.major, r.minor);
   const auto core_0_17 = std::make_tuple(0u, 17u);
   const auto core_0_18 = std::make_tuple(0u, 18u);
-  if (minor < core_0_17 || (minor == core_0_17 && r.patch <= 0 && r.rc >= 0)) {
+  if (minor < core_0_17) {
     return absl::InvalidArgumentError(
         "Megatron core has no Lion before 0.17.0 (--optimizer lion came in "
-        "with core_v0.17.0; core_v0.17.0rc0 has none, no later release "
-        "candidate is tagged)");
+        "with core_v0.17.0rc0)");
   }
   if (minor < core_0_18) return LionScalarOptimizer::kLion;
   if (minor == core_0_18 && r.patch <= 0 && r.rc >= 0) {

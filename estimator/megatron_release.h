@@ -57,8 +57,8 @@ bool RecomputesMtpLayers(const MegatronCoreRelease& release);
 // _default_param_overrides_factory, _is_nonlinear_or_embedding).
 // kEither for a release candidate of 0.18.0 (none is tagged: which side
 // it falls on is unknown). INVALID_ARGUMENT before core 0.17.0, which has
-// no Lion (arguments.py --optimizer choices; main 83498ef9cf, first tagged
-// core_v0.17.0, not in core_v0.17.0rc0).
+// no Lion (arguments.py --optimizer choices: main 83498ef9cf, and
+// core_v0.17.0rc0 on; core_v0.16.1 has none).
 enum class LionScalarOptimizer { kLion, kAdam, kEither };
 absl::StatusOr<LionScalarOptimizer> LionScalarOptimizerOf(
     const MegatronCoreRelease& release);

@@ -107,7 +107,8 @@ TEST(MegatronReleaseTest, LionLeavesScalarsToAdamFromCore0_18_0) {
     EXPECT_TRUE(r.ok()) << tag << ": " << r.status();
     return LionScalarOptimizerOf(*r);
   };
-  for (const char* tag : {"core_v0.17.0", "core_v0.17.1", "0.17"}) {
+  for (const char* tag :
+       {"core_v0.17.0rc0", "core_v0.17.0", "core_v0.17.1", "0.17"}) {
     EXPECT_EQ(scalars(tag).value(), LionScalarOptimizer::kLion) << tag;
   }
   for (const char* tag :
@@ -115,7 +116,7 @@ TEST(MegatronReleaseTest, LionLeavesScalarsToAdamFromCore0_18_0) {
     EXPECT_EQ(scalars(tag).value(), LionScalarOptimizer::kAdam) << tag;
   }
   EXPECT_EQ(scalars("core_v0.18.0rc1").value(), LionScalarOptimizer::kEither);
-  for (const char* tag : {"core_v0.16.1", "core_v0.17.0rc0", "0.12"}) {
+  for (const char* tag : {"core_v0.16.1", "core_v0.15.0rc7", "0.12"}) {
     const absl::StatusOr<LionScalarOptimizer> none = scalars(tag);
     EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument)
         << tag;
