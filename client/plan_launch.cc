@@ -76,6 +76,17 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
         "plan it, or check the launch with `memgate check`");
   }
   const v1::TrainingConfig& training = job.training();
+  if (training.optimizer() == v1::OPTIMIZER_LION ||
+      training.optimizer() == v1::OPTIMIZER_MUON) {
+    // memgate reads them without the distributed optimizer only; with it
+    // Megatron runs its layer-wise one (not modelled).
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--optimizer ",
+        training.optimizer() == v1::OPTIMIZER_LION ? "lion" : "muon",
+        ": plans run the distributed optimizer, which Megatron replaces by "
+        "its layer-wise one under it (not modelled); check the launch with "
+        "`memgate check`"));
+  }
   if (launch.global_batch_rule == GlobalBatchRule::kScheduled &&
       request.global_batch_size() == 0) {
     return absl::InvalidArgumentError(

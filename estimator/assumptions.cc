@@ -167,6 +167,30 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                                : "SGD without momentum: no optimizer state");
   }
   const Layout l = LayoutOf(job);
+  if (t.optimizer() == v1::OPTIMIZER_MUON) {
+    const char* mode =
+        l.muon_tp_mode == v1::Muon::TP_MODE_BLOCKWISE ? "blockwise"
+        : l.muon_tp_mode == v1::Muon::TP_MODE_DISTRIBUTED ? "distributed"
+                                                          : "duplicated";
+    const char* whence =
+        t.muon().tp_mode() != v1::Muon::TP_MODE_UNSPECIFIED ? "as given"
+        : t.megatron_core_version().empty()
+            ? "no release given: main's default, the larger"
+            : "the release's default";
+    out.push_back(absl::StrCat(
+        "Muon: one fp32 momentum (4 B) for each matrix; the word embeddings, "
+        "LM head, norms and biases with ",
+        l.muon_scalar_lion ? "Lion (4 B)" : "Adam (m, v: 8 B)",
+        t.muon().scalar_optimizer() == v1::OPTIMIZER_LION &&
+                !l.muon_scalar_lion
+            ? " (--muon-scalar-optimizer lion counted as Adam: core 0.18.0 "
+              "keeps Adam; name the release)"
+            : "",
+        "; at the step, once the activations are freed, its largest "
+        "matrix's Newton-Schulz copies (tp mode ", mode, ", ", whence,
+        l.muon_fp32_iteration ? "; fp32 iteration" : "; bf16 iteration",
+        ")"));
+  }
   if (t.optimizer() == v1::OPTIMIZER_LION) {
     switch (l.lion_scalars) {
       case LionScalarOptimizer::kLion:

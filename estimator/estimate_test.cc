@@ -692,6 +692,37 @@ TEST(EstimateTest, AssumptionsSayWhichParametersLionTrains) {
       << text;
 }
 
+// Muon's line says which optimizer the rest takes and which
+// Newton-Schulz mode it counted, and where that came from.
+TEST(EstimateTest, AssumptionsSayWhatMuonsStepCounts) {
+  v1::Job job = PaperJob("llama-3.1-8b", "h100-80gb", 2, 1, 2, 1, 16, 4096);
+  job.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+  job.mutable_parallel()->set_distributed_optimizer(false);
+  auto assumed = [&]() {
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? AllAssumptions(*e) : std::string();
+  };
+  std::string text = assumed();
+  EXPECT_NE(text.find("with Adam (m, v: 8 B); at the step, once the "
+                      "activations are freed, its largest matrix's "
+                      "Newton-Schulz copies (tp mode duplicated, no release "
+                      "given: main's default, the larger; bf16 iteration)"),
+            std::string::npos)
+      << text;
+  job.mutable_training()->mutable_muon()->set_scalar_optimizer(
+      v1::OPTIMIZER_LION);
+  text = assumed();
+  EXPECT_NE(text.find("lion counted as Adam"), std::string::npos) << text;
+  job.mutable_training()->set_megatron_core_version("0.19.0");
+  text = assumed();
+  EXPECT_NE(text.find("with Lion (4 B); at the step"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tp mode blockwise, the release's default"),
+            std::string::npos)
+      << text;
+}
+
 // A GPU given by its capacity alone is taken for an H100: where another
 // catalog GPU's kernels would keep the scores (Gemma's 256-wide heads with
 // FlashAttention disabled: cuDNN trains them on Hopper only), the

@@ -116,4 +116,22 @@ absl::StatusOr<LionScalarOptimizer> LionScalarOptimizerOf(
   return LionScalarOptimizer::kAdam;
 }
 
+absl::StatusOr<MuonRelease> MuonReleaseOf(const MegatronCoreRelease& r) {
+  const auto minor = std::make_tuple(r.major, r.minor);
+  if (minor < std::make_tuple(0u, 16u)) {
+    return absl::InvalidArgumentError(
+        "Megatron core has no Muon before 0.16.0 (--optimizer muon came in "
+        "with core_v0.16.0)");
+  }
+  MuonRelease muon;
+  if (minor > std::make_tuple(0u, 19u)) {
+    muon.default_tp_mode = v1::Muon::TP_MODE_DUPLICATED;
+  }
+  muon.scalar_lion =
+      minor == std::make_tuple(0u, 17u) ||
+      (minor == std::make_tuple(0u, 18u) && r.patch >= 2 && r.rc < 0) ||
+      minor >= std::make_tuple(0u, 19u);
+  return muon;
+}
+
 }  // namespace memgate

@@ -63,6 +63,23 @@ enum class LionScalarOptimizer { kLion, kAdam, kEither };
 absl::StatusOr<LionScalarOptimizer> LionScalarOptimizerOf(
     const MegatronCoreRelease& release);
 
+// What the release decides of --optimizer muon (arguments.py --optimizer
+// choices: core_v0.16.0 on; core_v0.15.x has none: INVALID_ARGUMENT).
+struct MuonRelease {
+  // --muon-tp-mode's default: blockwise in every core_v* tag through
+  // 0.19.0 (arguments.py); duplicated on main after it (d98e8a6), and so
+  // from core 0.20 on.
+  v1::Muon::TpMode default_tp_mode = v1::Muon::TP_MODE_BLOCKWISE;
+  // Whether --muon-scalar-optimizer lion trains the parameters Muon leaves
+  // with Lion: core 0.17 (muon.py get_megatron_muon_optimizer sets
+  // config.optimizer to it), 0.18.2 and 0.19 on
+  // (_get_megatron_emerging_optimizer rewrites the registry's 'adam' to
+  // it, main b4ad280d35); core 0.18.0 reads the argument and trains them
+  // with Adam; core 0.16 has no such argument.
+  bool scalar_lion = false;
+};
+absl::StatusOr<MuonRelease> MuonReleaseOf(const MegatronCoreRelease& release);
+
 }  // namespace memgate
 
 #endif  // MEMGATE_ESTIMATOR_MEGATRON_RELEASE_H_

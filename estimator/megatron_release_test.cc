@@ -126,6 +126,32 @@ TEST(MegatronReleaseTest, LionLeavesScalarsToAdamFromCore0_18_0) {
   }
 }
 
+TEST(MegatronReleaseTest, MuonsDefaultsAndScalarOptimizerByRelease) {
+  auto muon = [](const char* tag) {
+    absl::StatusOr<MegatronCoreRelease> r = ParseMegatronCoreRelease(tag);
+    EXPECT_TRUE(r.ok()) << tag << ": " << r.status();
+    return MuonReleaseOf(*r);
+  };
+  for (const char* tag : {"core_v0.16.0", "0.17", "core_v0.18.0",
+                          "core_v0.18.2", "core_v0.19.0"}) {
+    EXPECT_EQ(muon(tag)->default_tp_mode, v1::Muon::TP_MODE_BLOCKWISE)
+        << tag;
+  }
+  EXPECT_EQ(muon("0.20.0")->default_tp_mode, v1::Muon::TP_MODE_DUPLICATED);
+  for (const char* tag : {"core_v0.17.0rc0", "core_v0.17.1", "core_v0.18.2",
+                          "core_v0.19.0", "1.0"}) {
+    EXPECT_TRUE(muon(tag)->scalar_lion) << tag;
+  }
+  for (const char* tag :
+       {"core_v0.16.1", "core_v0.18.0", "0.18", "core_v0.18.2rc1"}) {
+    EXPECT_FALSE(muon(tag)->scalar_lion) << tag;
+  }
+  const absl::StatusOr<MuonRelease> none = muon("core_v0.15.3");
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(none.status().message()),
+              HasSubstr("no Muon before 0.16.0"));
+}
+
 TEST(MegatronReleaseTest, AReleaseOnBothSidesIsRefused) {
   for (const char* ambiguous : {"0.12", "0.12.1rc1"}) {
     absl::StatusOr<MegatronCoreRelease> r =

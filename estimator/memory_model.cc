@@ -3,6 +3,7 @@
 #include "estimator/deepep_buffers.h"
 #include "estimator/te_userbuffers.h"
 #include "estimator/moe_terms.h"
+#include "estimator/muon_terms.h"
 
 #include <algorithm>
 #include <cmath>
@@ -234,6 +235,13 @@
 //      quantizers). Megatron-LM hands it --fp8-amax-history-len
 //      (transformer_config.py fp8_amax_history_len, default 1;
 //      extensions/transformer_engine.py TEDelayedScaling).
+// [MU] Muon (Megatron --optimizer muon, without the distributed
+//      optimizer): core/optimizer/__init__.py _get_megatron_emerging_
+//      optimizer (the matrices to TensorParallelMuon, one fp32
+//      momentum_buffer each, emerging_optimizers orthogonalized_
+//      optimizer.py _init_group; the rest to --muon-scalar-optimizer),
+//      both under Float16OptimizerWithFloat16Params (fp32 masters); the
+//      step's Newton-Schulz copies: muon_terms.cc.
 
 namespace memgate {
 namespace {
@@ -290,6 +298,7 @@ double OptimizerBytesPerParameter(const Layout& l) {
     case v1::OPTIMIZER_SGD:
       return bytes + (l.sgd_momentum > 0 ? 4 : 0);
     case v1::OPTIMIZER_LION:
+    case v1::OPTIMIZER_MUON:  // the matrices' momentum [MU]
       return bytes + 4;
     default:
       return bytes + 8;
@@ -307,6 +316,20 @@ double Fp32GradientCopyBytes(const Layout& l, double optimizer_parameters) {
 }
 double LionUpdateBytes(const Layout& l, double largest_parameter) {
   return l.optimizer == v1::OPTIMIZER_LION ? 2 * 4 * largest_parameter : 0;
+}
+
+// Bytes a parameter that is not a matrix (or is the word embedding or LM
+// head) keeps beyond OptimizerBytesPerParameter: Adam's second moment
+// where Lion [OS] or Muon [MU] hands it to Adam.
+double ScalarAdamBytes(const Layout& l) {
+  switch (l.optimizer) {
+    case v1::OPTIMIZER_LION:
+      return l.lion_scalars != LionScalarOptimizer::kLion ? 4 : 0;
+    case v1::OPTIMIZER_MUON:
+      return l.muon_scalar_lion ? 0 : 4;
+    default:
+      return 0;
+  }
 }
 
 // fp8 copies of the linear layers' weights [TE]: TransformerEngine keeps
@@ -1401,14 +1424,33 @@ Layout LayoutOf(const v1::Job& job) {
                     ? v1::OPTIMIZER_ADAM
                     : train.optimizer();
   l.sgd_momentum = train.has_sgd_momentum() ? train.sgd_momentum() : 0.9;
-  if (l.optimizer == v1::OPTIMIZER_LION &&
+  // What the release decides (validation refuses a malformed one or one
+  // without the optimizer).
+  absl::StatusOr<MegatronCoreRelease> release =
+      absl::InvalidArgumentError("no release");
+  if ((l.optimizer == v1::OPTIMIZER_LION ||
+       l.optimizer == v1::OPTIMIZER_MUON) &&
       !train.megatron_core_version().empty()) {
-    const absl::StatusOr<MegatronCoreRelease> release =
-        ParseMegatronCoreRelease(train.megatron_core_version());
-    if (release.ok()) {  // else validation's to refuse
-      l.lion_scalars = LionScalarOptimizerOf(*release).value_or(
-          LionScalarOptimizer::kEither);
-    }
+    release = ParseMegatronCoreRelease(train.megatron_core_version());
+  }
+  if (l.optimizer == v1::OPTIMIZER_LION && release.ok()) {
+    l.lion_scalars =
+        LionScalarOptimizerOf(*release).value_or(LionScalarOptimizer::kEither);
+  }
+  if (l.optimizer == v1::OPTIMIZER_MUON) {
+    const v1::Muon& muon = train.muon();
+    const absl::StatusOr<MuonRelease> muon_release =
+        release.ok() ? MuonReleaseOf(*release)
+                     : absl::StatusOr<MuonRelease>(release.status());
+    l.muon_tp_mode = muon.tp_mode() != v1::Muon::TP_MODE_UNSPECIFIED
+                         ? muon.tp_mode()
+                     : muon_release.ok() ? muon_release->default_tp_mode
+                                         : v1::Muon::TP_MODE_DUPLICATED;
+    l.muon_fp32_iteration = muon.fp32_iteration();
+    l.muon_nesterov = muon.nesterov();
+    l.muon_split_qkv = !muon.no_split_qkv();
+    l.muon_scalar_lion = muon.scalar_optimizer() == v1::OPTIMIZER_LION &&
+                         muon_release.ok() && muon_release->scalar_lion;
   }
   l.hidden_dropout = train.hidden_dropout();
   l.attention_dropout = train.attention_dropout();
@@ -1992,18 +2034,19 @@ ParameterTensors LargeParameterTensorsOf(const ModelShape& m,
   return t;
 }
 
-// [OS] The elements of a stage's matrices, the parameters Lion trains
-// from core 0.18.0 on (emerging_optimizers.py _is_nonlinear_or_embedding:
-// two dimensions and not is_embedding_or_output_parameter, which
-// language_module.py sets on the word embeddings, MTP's copy and the LM
-// head): each layer's GEMM weights, an MoE layer's router (and its shared
-// experts' 1 x h gate, shared_experts.py gate_weight), the routed
-// experts' FC1 and FC2 weights, an MTP layer's projection and a learned
-// position embedding. The rest (norms, biases, softmax sinks, the
-// vocabulary's matrices) Megatron trains with Adam.
-ParameterTensors LionMatrixElementsOf(const ModelShape& m, const Layout& l,
-                                      const LayerMix& mix, bool first,
-                                      bool mtp_here) {
+// [OS] The elements of a stage's matrices, the parameters Lion (from core
+// 0.18.0 on) and Muon [MU] train (emerging_optimizers.py
+// _is_nonlinear_or_embedding, _is_muon_excluded: two dimensions and not
+// is_embedding_or_output_parameter, which language_module.py sets on the
+// word embeddings, MTP's copy and the LM head): each layer's GEMM
+// weights, an MoE layer's router (and its shared experts' 1 x h gate,
+// shared_experts.py gate_weight), the routed experts' FC1 and FC2
+// weights, an MTP layer's projection and a learned position embedding.
+// The rest (norms, biases, softmax sinks, the vocabulary's matrices)
+// Megatron trains with Adam (Muon: --muon-scalar-optimizer).
+ParameterTensors MatrixElementsOf(const ModelShape& m, const Layout& l,
+                                  const LayerMix& mix, bool first,
+                                  bool mtp_here) {
   const double routed = m.experts / l.expert_parallel * Gated(m) *
                         m.hidden * ExpertFfn(m) / l.expert_tensor;
   auto moe_layer = [&] {
@@ -2312,13 +2355,15 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
   // stage) leaves the parameters that are not matrices, and the word
   // embeddings and LM head, to Adam from core 0.18.0 on: 4 B more each
   // (LionScalarOptimizerOf; counted so where the release is not known).
-  if (l.optimizer == v1::OPTIMIZER_LION &&
-      l.lion_scalars != LionScalarOptimizer::kLion) {
+  // [MU] So does Muon, to its --muon-scalar-optimizer: Adam's 4 B more
+  // than its momentum, Lion's none.
+  if (ScalarAdamBytes(l) > 0) {
     const ParameterTensors matrices =
-        LionMatrixElementsOf(m, l, mix, first, mtp_here);
+        MatrixElementsOf(m, l, mix, first, mtp_here);
     f.optimizer_bytes +=
-        4 * (std::max(0.0, params - matrices.dense) +
-             std::max(0.0, expert_params - matrices.expert));
+        ScalarAdamBytes(l) *
+        (std::max(0.0, params - matrices.dense) +
+         std::max(0.0, expert_params - matrices.expert));
   }
 
   double freed_before_embedding_gradient = 0;
@@ -2454,12 +2499,21 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
           std::max(largest_parameter, m.learned_positions * m.hidden);
     }
   }
+  double update = LionUpdateBytes(l, largest_parameter);
+  if (l.optimizer == v1::OPTIMIZER_MUON) {
+    // [MU] Muon's matrices one at a time; a Lion that trains the
+    // vocabulary's shard makes its update too.
+    update = MuonStepBytes(
+        m, l, {mix, first, mtp_here ? MtpBuiltLayers(m) : 0, MtpLayerIsMoe(m)});
+    if (l.muon_scalar_lion && (first || last || mtp_here)) {
+      update = std::max(update, 2 * 4 * vocab_shard);
+    }
+  }
   // The step follows the last backward: every activation is freed by
   // then, under the most loaded expert rank's load too.
   const double copies = Fp32GradientCopyBytes(l, optimizer_parameters);
-  f.optimizer_step_bytes =
-      std::max(0.0, copies + LionUpdateBytes(l, largest_parameter) -
-                        f.activation_bytes - f.imbalance_bytes);
+  f.optimizer_step_bytes = std::max(
+      0.0, copies + update - f.activation_bytes - f.imbalance_bytes);
   // [EV] The copies outlive the step until the next one's zero_grad, and
   // an evaluation runs between, under the most loaded rank's load where
   // there is one. Where nothing is copied, one of the training's own

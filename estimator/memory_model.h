@@ -154,6 +154,15 @@ struct Layout {
   // of the word embeddings and LM head, by the job's Megatron release
   // (LionScalarOptimizerOf; kEither without one: the larger of both).
   LionScalarOptimizer lion_scalars = LionScalarOptimizer::kEither;
+  // Muon (TrainingConfig.muon; muon_terms.cc [MU]): the Newton-Schulz
+  // mode (unset: the release's default, duplicated without one), fp32
+  // iteration, Nesterov's blend, QKV split, and whether the parameters it
+  // leaves are Lion's (else Adam's; MuonReleaseOf).
+  v1::Muon::TpMode muon_tp_mode = v1::Muon::TP_MODE_DUPLICATED;
+  bool muon_fp32_iteration = false;
+  bool muon_nesterov = false;
+  bool muon_split_qkv = true;
+  bool muon_scalar_lion = false;
   double hidden_dropout = 0;
   double attention_dropout = 0;
   bool unfused_attention = false;

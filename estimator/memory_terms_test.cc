@@ -136,6 +136,31 @@ TEST(MemoryTermsTest, LionKeepsOneMomentumAndMakesItsUpdateAtTheStep) {
   EXPECT_DOUBLE_EQ(StageMemoryOf(Small(), l, 0, 2).optimizer_step_bytes, 0);
 }
 
+// [MU] Muon keeps one fp32 momentum for each matrix and Adam's m and v
+// for the rest (the vocabulary's two matrices, the five norms), beside
+// the fp32 masters; with --muon-scalar-optimizer lion those take Lion's
+// one momentum. At the step, once the activations are freed, its largest
+// matrix's Newton-Schulz copies (FC1, 8192 x 1024, duplicated mode:
+// muon_terms_test.cc) or, under a scalar Lion, the vocabulary's Lion
+// update (two fp32 copies of 1024 x 32000) stand above them. s = 64
+// keeps the activations below both.
+TEST(MemoryTermsTest, MuonKeepsAMomentumForMatricesAndAdamForTheRest) {
+  Layout l = OneGpu();
+  l.seq_length = 64;
+  l.distributed_optimizer = false;
+  l.optimizer = v1::OPTIMIZER_MUON;
+  const double adam = 2 * 1024.0 * 32000 + 5 * 1024;
+  StageFigures f = StageMemoryOf(Small(), l, 0, 2);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, 8 * kModelParams + 4 * adam);
+  EXPECT_DOUBLE_EQ(f.optimizer_step_bytes,
+                   14 * 8192.0 * 1024 - f.activation_bytes);
+  l.muon_scalar_lion = true;
+  f = StageMemoryOf(Small(), l, 0, 2);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, 8 * kModelParams);
+  EXPECT_DOUBLE_EQ(f.optimizer_step_bytes,
+                   2 * 4 * 1024.0 * 32000 - f.activation_bytes);
+}
+
 // From core 0.18.0 on Megatron's Lion leaves the word embeddings, the LM
 // head and every parameter that is not a matrix to Adam (12 B with the
 // master weight, not 8): here the two 1024 x 32000 matrices and the five

@@ -766,12 +766,12 @@ TEST(MoeTermsTest, MultiTokenPredictionAddsALayerAndAHead) {
                        (4194304 + 2048 + 8192 + 8 * kExpert) + 1024);
 }
 
-// [OS] Lion from core 0.18.0 on: the router's matrix, the experts' and an
-// MTP layer's projection are Lion's (8 B with the master weight); the
-// norms (two a layer, the final one, an MTP layer's three more) and the
-// vocabulary's matrices are Adam's (12 B). Off the distributed optimizer,
-// as Megatron runs Lion: nothing sharded.
-TEST(MoeTermsTest, LionTrainsTheRoutersAndExpertsMatricesAdamTheRest) {
+// [OS] Lion from core 0.18.0 on (and Muon): the router's matrix, the
+// experts' and an MTP layer's projection are Lion's (8 B with the master
+// weight); the norms (two a layer, the final one, an MTP layer's three
+// more) and the vocabulary's matrices are Adam's (12 B). Off the
+// distributed optimizer, as Megatron runs Lion: nothing sharded.
+TEST(MoeTermsTest, LionAndMuonTrainTheRoutersAndExpertsMatricesAdamTheRest) {
   ModelShape m = SmallMoe();
   Layout l = EightGpus(1, 1, 1);
   l.distributed_optimizer = false;
@@ -785,6 +785,11 @@ TEST(MoeTermsTest, LionTrainsTheRoutersAndExpertsMatricesAdamTheRest) {
   m.mtp_layers = 1;
   all += 2 * 1024.0 * 1024 + 3072 + layer;
   adam += 3072 + 2048;
+  EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).optimizer_bytes,
+                   8 * all + 4 * adam);
+  // [MU] Muon trains the same matrices (its momentum) and leaves the same
+  // rest to Adam.
+  l.optimizer = v1::OPTIMIZER_MUON;
   EXPECT_DOUBLE_EQ(StageMemoryOf(m, l, 0, 2).optimizer_bytes,
                    8 * all + 4 * adam);
 }

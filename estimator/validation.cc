@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -753,47 +754,75 @@ bool IsBf16(v1::Precision p) {
          p == v1::PRECISION_BF16_BF16_GRADS;
 }
 
-// Lion, as Megatron-LM runs it: an emerging optimizer (arguments.py turns
-// --use-distributed-optimizer into its layer-wise distributed optimizer,
-// which memgate does not model, and asserts against Megatron-FSDP;
-// core/optimizer/__init__.py raises under fp16).
-absl::Status ValidateLion(const v1::Job& job) {
+// Lion and Muon, as Megatron-LM runs them: emerging optimizers
+// (arguments.py turns --use-distributed-optimizer into its layer-wise
+// distributed optimizer, which memgate does not model, and asserts
+// against Megatron-FSDP; core/optimizer/__init__.py raises under fp16),
+// in the releases that have them (megatron_release.h).
+absl::Status ValidateEmergingOptimizer(const v1::Job& job) {
+  const v1::TrainingConfig& tr = job.training();
+  const std::string name = v1::Optimizer_Name(tr.optimizer());
   const v1::ParallelConfig& par = job.parallel();
   const bool distributed =
       !par.has_distributed_optimizer() || par.distributed_optimizer();
   if (par.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED) {
     return Invalid("training.optimizer",
-                   "OPTIMIZER_LION cannot run under Megatron-FSDP (Megatron "
-                   "asserts)",
+                   absl::StrCat(name, " cannot run under Megatron-FSDP "
+                                      "(Megatron asserts)"),
                    v1::DataParallelSharding_Name(par.data_parallel_sharding()));
   }
   if (distributed) {
     return Invalid("training.optimizer",
-                   "OPTIMIZER_LION with parallel.distributed_optimizer runs "
-                   "Megatron's layer-wise distributed optimizer, which is not "
-                   "modelled: set parallel.distributed_optimizer false",
+                   absl::StrCat(name, " with parallel.distributed_optimizer "
+                                      "runs Megatron's layer-wise distributed "
+                                      "optimizer, which is not modelled: set "
+                                      "parallel.distributed_optimizer false"),
                    "distributed_optimizer true");
   }
-  if (job.training().precision() == v1::PRECISION_FP16) {
+  if (tr.precision() == v1::PRECISION_FP16) {
     return Invalid("training.optimizer",
-                   "OPTIMIZER_LION cannot train in fp16 (Megatron raises)",
+                   absl::StrCat(name, " cannot train in fp16 (Megatron "
+                                      "raises)"),
                    "PRECISION_FP16");
   }
-  // A release without Lion (a malformed one is the resolver's to name).
-  const std::string& version = job.training().megatron_core_version();
-  if (!version.empty()) {
-    const absl::StatusOr<MegatronCoreRelease> release =
-        ParseMegatronCoreRelease(version);
-    if (release.ok()) {
-      const absl::StatusOr<LionScalarOptimizer> lion =
-          LionScalarOptimizerOf(*release);
-      if (!lion.ok()) {
-        return Invalid("training.optimizer", lion.status().message(),
-                       absl::StrCat("OPTIMIZER_LION with "
-                                    "training.megatron_core_version ",
-                                    version));
-      }
+  const v1::Muon& muon = tr.muon();
+  if (tr.optimizer() == v1::OPTIMIZER_MUON) {
+    if (!v1::Muon::TpMode_IsValid(muon.tp_mode())) {
+      return Invalid("training.muon.tp_mode", "must be a known mode",
+                     absl::StrCat(muon.tp_mode()));
     }
+    if (muon.scalar_optimizer() != v1::OPTIMIZER_UNSPECIFIED &&
+        muon.scalar_optimizer() != v1::OPTIMIZER_ADAM &&
+        muon.scalar_optimizer() != v1::OPTIMIZER_LION) {
+      return Invalid("training.muon.scalar_optimizer",
+                     "must be OPTIMIZER_ADAM or OPTIMIZER_LION (Megatron's "
+                     "--muon-scalar-optimizer choices)",
+                     absl::StrCat(muon.scalar_optimizer()));
+    }
+  }
+  // A release without the optimizer (a malformed one is the resolver's to
+  // name).
+  const std::string& version = tr.megatron_core_version();
+  const absl::StatusOr<MegatronCoreRelease> release =
+      ParseMegatronCoreRelease(version);
+  if (version.empty() || !release.ok()) return absl::OkStatus();
+  const absl::Status has_it =
+      tr.optimizer() == v1::OPTIMIZER_LION
+          ? LionScalarOptimizerOf(*release).status()
+          : MuonReleaseOf(*release).status();
+  if (!has_it.ok()) {
+    return Invalid("training.optimizer", has_it.message(),
+                   absl::StrCat(name, " with training.megatron_core_version ",
+                                version));
+  }
+  if (tr.optimizer() == v1::OPTIMIZER_MUON &&
+      muon.scalar_optimizer() == v1::OPTIMIZER_LION &&
+      std::make_tuple(release->major, release->minor) <
+          std::make_tuple(0u, 17u)) {
+    return Invalid("training.muon.scalar_optimizer",
+                   "core 0.16 has no --muon-scalar-optimizer (it came with "
+                   "0.17.0)",
+                   absl::StrCat("OPTIMIZER_LION with core ", version));
   }
   return absl::OkStatus();
 }
@@ -802,8 +831,13 @@ absl::Status ValidateLion(const v1::Job& job) {
 // rules Megatron-LM enforces for them (arguments.py, optimizer_config.py).
 absl::Status ValidateOptimizerStorage(const v1::Job& job) {
   const v1::TrainingConfig& tr = job.training();
-  if (tr.optimizer() == v1::OPTIMIZER_LION) {
-    MEMGATE_RETURN_IF_ERROR(ValidateLion(job));
+  if (tr.optimizer() == v1::OPTIMIZER_LION ||
+      tr.optimizer() == v1::OPTIMIZER_MUON) {
+    MEMGATE_RETURN_IF_ERROR(ValidateEmergingOptimizer(job));
+  }
+  if (tr.has_muon() && tr.optimizer() != v1::OPTIMIZER_MUON) {
+    return Invalid("training.muon", "applies to OPTIMIZER_MUON only",
+                   v1::Optimizer_Name(tr.optimizer()));
   }
   if (tr.has_precision_aware_optimizer()) {
     const v1::PrecisionAwareOptimizer& pa = tr.precision_aware_optimizer();

@@ -533,6 +533,49 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_parallel()->set_distributed_optimizer(false);
                j.mutable_training()->set_megatron_core_version("0.16.1");
              }, "training.optimizer"},
+        // Muon under the same rules, in the releases that have it, with
+        // its settings for Muon only.
+        Rule{"MuonWithTheDistributedOptimizer", [](v1::Job& j) {
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+             }, "training.optimizer"},
+        Rule{"MuonUnderMegatronFsdp", [](v1::Job& j) {
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+               j.mutable_parallel()->set_distributed_optimizer(false);
+               j.mutable_parallel()->set_data_parallel_sharding(
+                   v1::DATA_PARALLEL_SHARDING_OPTIM);
+             }, "training.optimizer"},
+        Rule{"MuonInFp16", [](v1::Job& j) {
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+               j.mutable_parallel()->set_distributed_optimizer(false);
+               j.mutable_training()->set_precision(v1::PRECISION_FP16);
+             }, "training.optimizer"},
+        Rule{"MuonInAReleaseWithoutIt", [](v1::Job& j) {
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+               j.mutable_parallel()->set_distributed_optimizer(false);
+               j.mutable_training()->set_megatron_core_version("0.15.3");
+             }, "training.optimizer"},
+        Rule{"MuonScalarLionInCore0_16", [](v1::Job& j) {
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+               j.mutable_parallel()->set_distributed_optimizer(false);
+               j.mutable_training()->set_megatron_core_version("0.16.1");
+               j.mutable_training()->mutable_muon()->set_scalar_optimizer(
+                   v1::OPTIMIZER_LION);
+             }, "training.muon.scalar_optimizer"},
+        Rule{"MuonScalarSgd", [](v1::Job& j) {
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+               j.mutable_parallel()->set_distributed_optimizer(false);
+               j.mutable_training()->mutable_muon()->set_scalar_optimizer(
+                   v1::OPTIMIZER_SGD);
+             }, "training.muon.scalar_optimizer"},
+        Rule{"MuonUnknownTpMode", [](v1::Job& j) {
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+               j.mutable_parallel()->set_distributed_optimizer(false);
+               j.mutable_training()->mutable_muon()->set_tp_mode(
+                   static_cast<v1::Muon::TpMode>(9));
+             }, "training.muon.tp_mode"},
+        Rule{"MuonSettingsWithAdam", [](v1::Job& j) {
+               j.mutable_training()->mutable_muon()->set_nesterov(true);
+             }, "training.muon"},
         Rule{"PrecisionAwareOptimizerWithLion", [](v1::Job& j) {
                j.mutable_training()->set_optimizer(v1::OPTIMIZER_LION);
                j.mutable_parallel()->set_distributed_optimizer(false);
@@ -1038,6 +1081,25 @@ TEST(ValidationTest, LionWithoutTheDistributedOptimizerIsValid) {
   EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
   // Core 0.17.0 brought Lion.
   job.mutable_training()->set_megatron_core_version("0.17.0");
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+}
+
+// Muon likewise, from core 0.16.0, with each of its settings.
+TEST(ValidationTest, MuonWithoutTheDistributedOptimizerIsValid) {
+  v1::Job job = ValidJob();
+  job.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+  job.mutable_parallel()->set_distributed_optimizer(false);
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+  v1::Muon& muon = *job.mutable_training()->mutable_muon();
+  muon.set_tp_mode(v1::Muon::TP_MODE_DISTRIBUTED);
+  muon.set_fp32_iteration(true);
+  muon.set_nesterov(true);
+  muon.set_no_split_qkv(true);
+  muon.set_scalar_optimizer(v1::OPTIMIZER_LION);
+  job.mutable_training()->set_megatron_core_version("0.17.0");
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+  muon.set_scalar_optimizer(v1::OPTIMIZER_ADAM);
+  job.mutable_training()->set_megatron_core_version("0.16.0");
   EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
 }
 

@@ -80,11 +80,14 @@ absl::Status CheckTrainingTemplate(const v1::PlanRequest& request) {
         " disagrees with the request's precision (",
         v1::Precision_Name(request.precision()), "); leave it unset or equal"));
   }
-  if (t.optimizer() == v1::OPTIMIZER_LION) {
-    return absl::InvalidArgumentError(
+  if (t.optimizer() == v1::OPTIMIZER_LION ||
+      t.optimizer() == v1::OPTIMIZER_MUON) {
+    return absl::InvalidArgumentError(absl::StrCat(
         "training.optimizer: every layout planned runs the distributed "
-        "optimizer, which Megatron replaces under Lion by its layer-wise "
-        "one (not modelled); check a layout without it with memgate check");
+        "optimizer, which Megatron replaces under ",
+        t.optimizer() == v1::OPTIMIZER_LION ? "Lion" : "Muon",
+        " by its layer-wise one (not modelled); check a layout without it "
+        "with memgate check"));
   }
   if (t.recompute().granularity() == v1::Recompute::GRANULARITY_FULL) {
     return absl::InvalidArgumentError(

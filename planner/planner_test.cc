@@ -2029,6 +2029,9 @@ TEST(PlannerTest, TheTrainingTemplateLeavesThePlansChoicesAlone) {
   r = base;
   r.mutable_training()->set_optimizer(v1::OPTIMIZER_LION);
   cases.push_back({r, "training.optimizer"});
+  r = base;
+  r.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+  cases.push_back({r, "training.optimizer"});
   ExpectEachRefusedNaming(cases);
   // Equal values, and a precision only the template gives, are fine: the
   // template's precision is the plan's.

@@ -1329,6 +1329,55 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
   return absl::OkStatus();
 }
 
+// Muon's arguments that change what its step allocates (memory_model.cc
+// [MU]); Megatron's defaults otherwise, said in notes.
+absl::Status FillMuon(const Arguments& args, MegatronLaunch& launch) {
+  v1::Muon& muon = *launch.job.mutable_training()->mutable_muon();
+  if (args.Has("muon-tp-mode")) {
+    const std::string mode = args.Text("muon-tp-mode");
+    if (mode == "blockwise") {
+      muon.set_tp_mode(v1::Muon::TP_MODE_BLOCKWISE);
+    } else if (mode == "duplicated") {
+      muon.set_tp_mode(v1::Muon::TP_MODE_DUPLICATED);
+    } else if (mode == "distributed") {
+      muon.set_tp_mode(v1::Muon::TP_MODE_DISTRIBUTED);
+    } else {
+      return Bad("muon-tp-mode",
+                 absl::StrCat("must be blockwise, duplicated or distributed "
+                              "(got '", mode, "')"));
+    }
+  } else {
+    launch.notes.push_back(
+        "--muon-tp-mode not given: the release's default, blockwise through "
+        "core 0.19, duplicated after (each tensor-parallel matrix gathered "
+        "whole at the step); duplicated where --megatron-core is not given");
+  }
+  if (args.Has("muon-fp32-matmul-prec")) {
+    const std::string precision = args.Text("muon-fp32-matmul-prec");
+    if (precision == "high" || precision == "low") {
+      // torch.set_float32_matmul_precision knows highest, high and medium:
+      // any but medium leaves Newton-Schulz in fp32 (muon_utils.py).
+      muon.set_fp32_iteration(true);
+    } else if (precision != "medium") {
+      return Bad("muon-fp32-matmul-prec",
+                 absl::StrCat("must be low, medium or high (got '", precision,
+                              "')"));
+    }
+  }
+  muon.set_nesterov(args.Has("muon-nesterov"));
+  muon.set_no_split_qkv(args.Has("muon-no-split-qkv"));
+  if (args.Has("muon-scalar-optimizer")) {
+    const std::string scalar = args.Text("muon-scalar-optimizer");
+    if (scalar == "lion") {
+      muon.set_scalar_optimizer(v1::OPTIMIZER_LION);
+    } else if (scalar != "adam") {
+      return Bad("muon-scalar-optimizer",
+                 absl::StrCat("must be adam or lion (got '", scalar, "')"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FillOptimizer(const Arguments& args, MegatronLaunch& launch) {
   v1::TrainingConfig& t = *launch.job.mutable_training();
   const std::string optimizer =
@@ -1354,9 +1403,26 @@ absl::Status FillOptimizer(const Arguments& args, MegatronLaunch& launch) {
       return Bad("optimizer", "lion cannot train in fp16 (Megatron raises)");
     }
     t.set_optimizer(v1::OPTIMIZER_LION);
+  } else if (optimizer == "muon") {
+    if (args.Has("use-distributed-optimizer")) {
+      return Bad("optimizer",
+                 "muon with --use-distributed-optimizer runs Megatron's "
+                 "layer-wise distributed optimizer, which is not modelled "
+                 "(muon is, without it)");
+    }
+    if (args.Has("fp16")) {
+      return Bad("optimizer", "muon cannot train in fp16 (Megatron raises)");
+    }
+    t.set_optimizer(v1::OPTIMIZER_MUON);
+    if (absl::Status s = FillMuon(args, launch); !s.ok()) return s;
+  } else if (optimizer == "dist_muon") {
+    return Bad("optimizer",
+               "dist_muon runs Megatron's layer-wise distributed optimizer, "
+               "which is not modelled (muon without "
+               "--use-distributed-optimizer is)");
   } else {
     return Bad("optimizer", absl::StrCat("'", optimizer, "' is not modelled "
-                                         "(adam, sgd or lion)"));
+                                         "(adam, sgd, lion or muon)"));
   }
   if (args.Has("rampup-batch-size")) {
     launch.notes.push_back(

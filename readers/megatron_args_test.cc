@@ -2425,7 +2425,54 @@ TEST(MegatronArgsTest, ReadsLionWithoutTheDistributedOptimizer) {
                             {"--optimizer", "layer-wise"}));
   EXPECT_TRUE(RefusedNaming("--optimizer lion --fp16", "--bf16|" + plain,
                             {"--optimizer", "fp16"}));
-  EXPECT_TRUE(RefusedNaming("--optimizer muon", "", {"--optimizer", "muon"}));
+  EXPECT_TRUE(RefusedNaming("--optimizer soap", "", {"--optimizer", "soap"}));
+}
+
+// --optimizer muon (memory_model.cc [MU]): read without the distributed
+// optimizer, with the --muon-* arguments that change its step; dist_muon
+// and muon with --use-distributed-optimizer run the layer-wise
+// distributed optimizer (refused), fp16 raises. Megatron's defaults:
+// medium precision, no Nesterov, QKV split, Adam for the rest; the
+// NS mode left to the release, with a note.
+TEST(MegatronArgsTest, ReadsMuonWithoutTheDistributedOptimizer) {
+  const std::string plain = "--use-distributed-optimizer";
+  const absl::StatusOr<MegatronLaunch> defaults =
+      ReadLlamaLaunch("--optimizer muon", plain);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  const v1::TrainingConfig& t = defaults->job.training();
+  EXPECT_EQ(t.optimizer(), v1::OPTIMIZER_MUON);
+  EXPECT_EQ(t.muon().tp_mode(), v1::Muon::TP_MODE_UNSPECIFIED);
+  EXPECT_FALSE(t.muon().fp32_iteration());
+  EXPECT_FALSE(t.muon().nesterov());
+  EXPECT_FALSE(t.muon().no_split_qkv());
+  EXPECT_EQ(t.muon().scalar_optimizer(), v1::OPTIMIZER_UNSPECIFIED);
+  EXPECT_TRUE(std::any_of(
+      defaults->notes.begin(), defaults->notes.end(),
+      [](const std::string& n) {
+        return absl::StrContains(n, "--muon-tp-mode not given");
+      }));
+  const v1::Job given = LlamaLaunchJob(
+      "--optimizer muon --muon-tp-mode distributed --muon-fp32-matmul-prec "
+      "high --muon-nesterov --muon-no-split-qkv --muon-scalar-optimizer lion",
+      plain);
+  const v1::Muon& muon = given.training().muon();
+  EXPECT_EQ(muon.tp_mode(), v1::Muon::TP_MODE_DISTRIBUTED);
+  EXPECT_TRUE(muon.fp32_iteration());
+  EXPECT_TRUE(muon.nesterov());
+  EXPECT_TRUE(muon.no_split_qkv());
+  EXPECT_EQ(muon.scalar_optimizer(), v1::OPTIMIZER_LION);
+  const absl::StatusOr<v1::Estimate> e = EstimateJob(given);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_TRUE(RefusedNaming("--optimizer muon", "",
+                            {"--optimizer", "layer-wise"}));
+  EXPECT_TRUE(RefusedNaming("--optimizer dist_muon", plain,
+                            {"--optimizer", "layer-wise"}));
+  EXPECT_TRUE(RefusedNaming("--optimizer muon --fp16", "--bf16|" + plain,
+                            {"--optimizer", "fp16"}));
+  EXPECT_TRUE(RefusedNaming("--optimizer muon --muon-tp-mode sharded", plain,
+                            {"--muon-tp-mode", "sharded"}));
+  EXPECT_TRUE(RefusedNaming("--optimizer muon --muon-scalar-optimizer sgd",
+                            plain, {"--muon-scalar-optimizer", "sgd"}));
 }
 
 // Rotary positions: Megatron fuses them through TransformerEngine unless

@@ -517,15 +517,36 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "estimated at the final --global-batch-size (the largest m)"},
       // ---- Optimizer ----
       {"optimizer", true, P, "adam",
-       "adam (m, v: 8 B), sgd (momentum: 4 B) or lion (momentum: 4 B; from "
+       "adam (m, v: 8 B), sgd (momentum: 4 B), lion (momentum: 4 B; from "
        "core 0.18.0 on the word embeddings, LM head, norms and biases take "
        "Adam's 8 B, counted so unless --megatron-core names 0.17; its "
        "step's update, two fp32 copies of the largest parameter, beside the "
-       "states once the activations are freed); lion refused with "
-       "--use-distributed-optimizer (Megatron then runs its layer-wise "
-       "distributed optimizer) and with --fp16 (Megatron raises); others "
-       "refused"},
+       "states once the activations are freed) or muon (momentum: 4 B a "
+       "matrix, --muon-scalar-optimizer's states for the rest; at the step "
+       "its largest matrix's Newton-Schulz copies, --muon-tp-mode); lion "
+       "and muon refused with --use-distributed-optimizer (Megatron then "
+       "runs its layer-wise distributed optimizer, as under dist_muon, "
+       "refused) and with --fp16 (Megatron raises); others refused"},
       {"sgd-momentum", true, M, "0.9", "0: SGD keeps no state"},
+      {"muon-tp-mode", true, M,
+       "blockwise through core 0.19, duplicated after",
+       "under --optimizer muon: duplicated gathers each tensor-parallel "
+       "matrix whole at the step (its shards, their concatenation and the "
+       "Newton-Schulz working set of the whole matrix); blockwise and "
+       "distributed work on the shard; unset, the release's default "
+       "(duplicated without --megatron-core)"},
+      {"muon-fp32-matmul-prec", true, M, "medium",
+       "under --optimizer muon: high (or low, which torch does not know) "
+       "keeps the Newton-Schulz iteration in fp32, medium runs it in bf16"},
+      {"muon-nesterov", false, M, "off",
+       "under --optimizer muon: one more fp32 shard at the step"},
+      {"muon-no-split-qkv", false, M, "split",
+       "under --optimizer muon: QKV orthogonalized whole, not as Q, K, V"},
+      {"muon-scalar-optimizer", true, M, "adam",
+       "under --optimizer muon: the embeddings', LM head's, norms' and "
+       "biases' optimizer: adam (m, v: 8 B) or lion (4 B; its update at the "
+       "step), lion counted where --megatron-core names 0.17, 0.18.2 or "
+       "0.19 on (core 0.18.0 reads it and keeps Adam)"},
       // ---- Refused: architectures memgate does not model yet ----
       {"num-experts", true, M, "dense",
        "E routed experts a MoE layer: E / EP experts a rank, each split "

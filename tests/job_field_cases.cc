@@ -77,6 +77,16 @@ v1::PrecisionAwareOptimizer& Pao(v1::Job& j) {
   return *j.mutable_training()->mutable_precision_aware_optimizer();
 }
 v1::Fp8& F8(v1::Job& j) { return *j.mutable_training()->mutable_fp8(); }
+v1::Muon& Mu(v1::Job& j) { return *j.mutable_training()->mutable_muon(); }
+
+// DenseJob under Muon, which Megatron runs without the distributed
+// optimizer, at 256 tokens: its step's Newton-Schulz copies stand above
+// the freed activations (memory_model.cc [MU]).
+void Muon(v1::Job& j) {
+  T(j).set_optimizer(v1::OPTIMIZER_MUON);
+  T(j).set_seq_length(256);
+  P(j).set_distributed_optimizer(false);
+}
 
 // Without a pipeline: 16 GPUs at TP 2, CP 2, DP 4.
 void NoPipeline(v1::Job& j) { P(j).set_pipeline_parallel(1); }
@@ -434,6 +444,30 @@ std::vector<FieldCase> JobFieldCases() {
       {"training.sgd_momentum", DenseJob,
        [](v1::Job& j) { T(j).set_optimizer(v1::OPTIMIZER_SGD); },
        [](v1::Job& j) { T(j).set_sgd_momentum(0); }, chg},
+      // Muon's settings apply to Muon only; each changes its step (a
+      // small FC1 leaves QKV the largest matrix), the scalar optimizer
+      // its states where the release honours it (core 0.19).
+      {"training.muon", DenseJob, Nothing, [](v1::Job& j) { Mu(j); }, bad},
+      {"training.muon.tp_mode", DenseJob, Muon,
+       [](v1::Job& j) { Mu(j).set_tp_mode(v1::Muon::TP_MODE_BLOCKWISE); },
+       chg},
+      {"training.muon.fp32_iteration", DenseJob, Muon,
+       [](v1::Job& j) { Mu(j).set_fp32_iteration(true); }, chg},
+      {"training.muon.nesterov", DenseJob, Muon,
+       [](v1::Job& j) { Mu(j).set_nesterov(true); }, chg},
+      {"training.muon.no_split_qkv", DenseJob,
+       [](v1::Job& j) {
+         Muon(j);
+         M(j).set_ffn_hidden_size(512);
+       },
+       [](v1::Job& j) { Mu(j).set_no_split_qkv(true); }, chg},
+      {"training.muon.scalar_optimizer", DenseJob,
+       [](v1::Job& j) {
+         Muon(j);
+         T(j).set_megatron_core_version("0.19.0");
+       },
+       [](v1::Job& j) { Mu(j).set_scalar_optimizer(v1::OPTIMIZER_LION); },
+       chg},
       // TransformerEngine's FusedAdam keeps a bf16 weight's master as an
       // int16 remainder (--store-param-remainders, on by default).
       {"training.precision_aware_optimizer", DenseJob, Nothing,

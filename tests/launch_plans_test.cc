@@ -52,6 +52,13 @@ const std::set<std::string> kNotPlanned = {
     "expert-tensor-parallel-num-weight-shards",
     "distribute-saved-activations",
     "step-batch-size-schedule",
+    // Probed under --optimizer muon, which plans (the distributed
+    // optimizer) cannot run.
+    "muon-tp-mode",
+    "muon-fp32-matmul-prec",
+    "muon-nesterov",
+    "muon-no-split-qkv",
+    "muon-scalar-optimizer",
 };
 
 // Candidate `c`'s arguments appended to `launch` as a user pastes them,

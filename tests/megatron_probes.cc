@@ -196,6 +196,10 @@ const std::map<std::string, Probe>& ArgumentProbes() {
         Replaced(moe, "--moe-token-dispatcher-type", "flex");
     const std::vector<std::string> odd_layers =
         Replaced(llama, "--num-layers", "31");
+    // Muon, which Megatron runs so without the distributed optimizer.
+    const std::vector<std::string> muon =
+        With(Without(llama, "--use-distributed-optimizer"),
+             {"--optimizer", "muon"});
     auto* p = new std::map<std::string, Probe>{
         {"group-query-attention",
          Adding(Without(Without(llama, "--group-query-attention"),
@@ -436,6 +440,13 @@ const std::map<std::string, Probe>& ArgumentProbes() {
         {"optimizer", Adding(llama, {"--optimizer", "sgd"})},
         {"sgd-momentum",
          Adding(With(llama, {"--optimizer", "sgd"}), {"--sgd-momentum", "0"})},
+        {"muon-tp-mode", Adding(muon, {"--muon-tp-mode", "blockwise"})},
+        {"muon-fp32-matmul-prec",
+         Adding(muon, {"--muon-fp32-matmul-prec", "high"})},
+        {"muon-nesterov", Adding(muon, {"--muon-nesterov"})},
+        {"muon-no-split-qkv", Adding(muon, {"--muon-no-split-qkv"})},
+        {"muon-scalar-optimizer",
+         Adding(muon, {"--muon-scalar-optimizer", "lion"})},
         {"num-experts", Probe{moe, Replaced(moe, "--num-experts", "16")}},
         {"moe-router-topk",
          Probe{moe, Replaced(moe, "--moe-router-topk", "4")}},
