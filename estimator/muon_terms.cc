@@ -40,10 +40,22 @@ struct Matrix {
   double group = 1;           // the ranks it is split over
 };
 
-// Bytes of one matrix's step beside the states.
-double MatrixStepBytes(const Layout& l, const Matrix& w) {
+double LocalElements(const Matrix& w) {
   const double whole = w.rows * w.cols;
-  const double local = w.split == Split::kNone ? whole : whole / w.group;
+  return w.split == Split::kNone ? whole : whole / w.group;
+}
+
+// --muon-nesterov: `grad.lerp(momentum)`, a new fp32 tensor of the
+// parameter's local elements, alive through its orthogonalization.
+double NesterovBytes(const Layout& l, double local) {
+  return l.muon_nesterov ? 4 * local : 0;
+}
+
+// Bytes of one matrix's orthogonalization beside the states (Nesterov's
+// blend apart).
+double OrthogonalizationBytes(const Layout& l, const Matrix& w) {
+  const double whole = w.rows * w.cols;
+  const double local = LocalElements(w);
   const bool split = w.split != Split::kNone;
   const bool gathered = split && l.muon_tp_mode == v1::Muon::TP_MODE_DUPLICATED;
   double x = local;  // the matrix Newton-Schulz iterates on
@@ -70,25 +82,27 @@ double MatrixStepBytes(const Layout& l, const Matrix& w) {
   const double copies = gathered ? 8 * x : 0;
   // The orthogonalized matrix beside the two scaled shard temporaries.
   const double update = 4 * x + 8 * local;
-  const double nesterov = l.muon_nesterov ? 4 * local : 0;
-  return nesterov + std::max(copies + iteration, update);
+  return std::max(copies + iteration, update);
 }
 
-// QKV: whole, or as Q, K and V one at a time beside the pieces already
-// done and the reshape copies (at most the local QKV), then concatenated
-// (the pieces and their concatenation).
+double MatrixStepBytes(const Layout& l, const Matrix& w) {
+  return NesterovBytes(l, LocalElements(w)) + OrthogonalizationBytes(l, w);
+}
+
+// QKV: whole, or split (emerging_optimizers.py orthogonalize): the
+// pieces reshaped into copies of the local QKV first, then Q, K and V
+// orthogonalized one at a time beside them and the results already made
+// (together at most two local QKVs), then concatenated (the results and
+// their concatenation: two).
 double QkvStepBytes(const ModelShape& m, const Layout& l) {
   const double h = m.hidden, kv = m.kv_heads * HeadDim(m);
-  const double rows = QueryWidth(m) + 2 * kv;
-  if (!l.muon_split_qkv) {
-    return MatrixStepBytes(l, {rows, h, Split::kRows, l.tensor});
-  }
-  const double local = rows * h / l.tensor;
-  const double pieces =
-      std::max(MatrixStepBytes(l, {QueryWidth(m), h, Split::kRows, l.tensor}),
-               MatrixStepBytes(l, {kv, h, Split::kRows, l.tensor}));
-  const double nesterov = l.muon_nesterov ? 4 * local : 0;
-  return std::max(pieces + 4 * local, nesterov + 8 * local);
+  const Matrix qkv{QueryWidth(m) + 2 * kv, h, Split::kRows, l.tensor};
+  if (!l.muon_split_qkv) return MatrixStepBytes(l, qkv);
+  const double local = LocalElements(qkv);
+  const double pieces = std::max(
+      OrthogonalizationBytes(l, {QueryWidth(m), h, Split::kRows, l.tensor}),
+      OrthogonalizationBytes(l, {kv, h, Split::kRows, l.tensor}));
+  return NesterovBytes(l, local) + 8 * local + pieces;
 }
 
 double AttentionStepBytes(const ModelShape& m, const Layout& l) {

@@ -36,8 +36,8 @@ double Step(const Layout& l) {
 
 // Duplicated (main's default): FC1's shards gathered and concatenated
 // (8F), then normalized in fp32 beside its bf16 copy (6F): 14F, the same
-// at any TP (the whole matrix on every rank); above QKV's pieces (16 x
-// 1024^2 each, with 4 x 3 x 1024^2 of pieces done: 28 x 1024^2).
+// at any TP (the whole matrix on every rank); above QKV's (40 x 1024^2,
+// QkvIsOrthogonalizedAsQKAndVOrWhole).
 TEST(MuonTermsTest, DuplicatedModeOrthogonalizesTheWholeMatrix) {
   Layout l;
   EXPECT_DOUBLE_EQ(Step(l), 14 * kFc1);
@@ -46,6 +46,26 @@ TEST(MuonTermsTest, DuplicatedModeOrthogonalizesTheWholeMatrix) {
   l.tensor = 1;
   l.muon_split_qkv = false;  // QKV whole: 3072 x 1024, still below FC1
   EXPECT_DOUBLE_EQ(Step(l), 14 * kFc1);
+}
+
+// With a narrow MLP (h_ffn 512) QKV is the largest. Split, each 1024 x
+// 1024 piece gathered (8 x 1024^2) and iterated on (the normalized matrix,
+// A and B of 1024^2, the new X: 8 x 1024^2) beside the reshaped pieces
+// and the results made (two local QKVs, 2 x 4 x 3 x 1024^2): 40 x 1024^2.
+// Whole, 3072 x 1024 gathered (24) and normalized beside its bf16 copy
+// (18): 42 x 1024^2.
+TEST(MuonTermsTest, QkvIsOrthogonalizedAsQKAndVOrWhole) {
+  ModelShape m = SmallLlama();
+  m.ffn_hidden = 512;
+  Layout l;
+  EXPECT_DOUBLE_EQ(MuonStepBytes(m, l, TwoDenseLayers()), 40 * kGram);
+  l.muon_split_qkv = false;
+  EXPECT_DOUBLE_EQ(MuonStepBytes(m, l, TwoDenseLayers()), 42 * kGram);
+  // Nesterov's blend is the whole local QKV's, split or not.
+  l.muon_nesterov = true;
+  EXPECT_DOUBLE_EQ(MuonStepBytes(m, l, TwoDenseLayers()), 54 * kGram);
+  l.muon_split_qkv = true;
+  EXPECT_DOUBLE_EQ(MuonStepBytes(m, l, TwoDenseLayers()), 52 * kGram);
 }
 
 // Blockwise (core 0.16 to 0.19's default) at TP 2: FC1's 4096 x 1024
