@@ -445,7 +445,8 @@ std::vector<FieldCase> JobFieldCases() {
        [](v1::Job& j) { T(j).set_optimizer(v1::OPTIMIZER_SGD); },
        [](v1::Job& j) { T(j).set_sgd_momentum(0); }, chg},
       // Muon's settings apply to Muon only; each changes its step (a
-      // small FC1 leaves QKV the largest matrix), the scalar optimizer
+      // small FC1 leaves QKV the largest matrix; with GQA 4 at these
+      // sizes split and whole happen to tie), the scalar optimizer
       // its states where the release honours it (core 0.19).
       {"training.muon", DenseJob, Nothing, [](v1::Job& j) { Mu(j); }, bad},
       {"training.muon.tp_mode", DenseJob, Muon,
@@ -459,6 +460,7 @@ std::vector<FieldCase> JobFieldCases() {
        [](v1::Job& j) {
          Muon(j);
          M(j).set_ffn_hidden_size(512);
+         M(j).set_num_query_groups(16);
        },
        [](v1::Job& j) { Mu(j).set_no_split_qkv(true); }, chg},
       {"training.muon.scalar_optimizer", DenseJob,
