@@ -163,8 +163,9 @@ const char* TransientName(const v1::StageMemory& stage) {
     return "the embedding's backward makes its dense weight gradient";
   }
   if (stage.optimizer_step_bytes() == largest) {
-    return "the optimizer step's fp32 copies of the 16-bit gradients or "
-           "Lion's update, above the activations it frees";
+    return "the optimizer step's fp32 copies of the 16-bit gradients, "
+           "Lion's update or Muon's Newton-Schulz copies, above the "
+           "activations it frees";
   }
   return "an evaluation's forward (its micro-batch, beside any fp32 "
          "gradient copies of the step), above the training's activations";

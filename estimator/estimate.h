@@ -51,12 +51,12 @@ double AllocatableBytes(double capacity_bytes);
 // and RED where a stage's transient (the loss's gradient cast, memory_model
 // .cc [CE], the output layer's unfused weight gradient, [OW], the
 // embedding's dense weight gradient, [EG], the optimizer step's fp32
-// gradient copies and Lion's update, [OS], or an evaluation's forward,
-// [EV]) does not
-// fit beside its admission figure in what a process can allocate
-// (AllocatableBytes), whatever the threshold, or where a GREEN figure does
-// not fit there itself (a threshold near 1, a GPU under about 17 GiB): the
-// step would OOM.
+// gradient copies, Lion's update and Muon's Newton-Schulz copies, [OS]
+// [MU], or an evaluation's forward, [EV]) does not fit beside its
+// admission figure in what a process can allocate (AllocatableBytes),
+// whatever the threshold, or where a GREEN figure does not fit there
+// itself (a threshold near 1, a GPU under about 17 GiB): the step would
+// OOM.
 v1::Zone AdmissionZone(const StagePeak& peak, double capacity_bytes,
                        double threshold);
 

@@ -347,9 +347,9 @@ struct StageFigures {
   // less the micro-batch's activations freed by then ([EG]
   // EmbeddingGradientBytes).
   double embedding_gradient_bytes = 0;
-  // The optimizer step's fp32 gradient copies and Lion's update, less the
-  // activations freed before it ([OS] Fp32GradientCopyBytes,
-  // LionUpdateBytes).
+  // The optimizer step's fp32 gradient copies and Lion's update or Muon's
+  // Newton-Schulz copies, less the activations freed before it ([OS]
+  // Fp32GradientCopyBytes, LionUpdateBytes; [MU] MuonStepBytes).
   double optimizer_step_bytes = 0;
   // An evaluation's no-grad forward beside those copies, less the training
   // peak's activations ([EV] EvaluationActivations).

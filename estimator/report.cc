@@ -306,7 +306,8 @@ std::string FormatEstimateTable(const v1::Estimate& e) {
   // the training's: said whether or not they fit (they are not in the
   // table's totals).
   AppendBetweenStepsLine(e, "optimizer step",
-                         "fp32 gradient copies or Lion's update",
+                         "fp32 gradient copies, Lion's update or Muon's "
+                         "Newton-Schulz copies",
                          &v1::StageMemory::optimizer_step_bytes, out);
   AppendBetweenStepsLine(e, "evaluation",
                          "its forward, beside any fp32 gradient copies",

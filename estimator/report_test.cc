@@ -71,7 +71,9 @@ TEST(ReportTest, TableSaysWhatTheOptimizerStepHolds) {
   const std::string table = FormatEstimateTable(*e);
   for (const auto& [what, made_of, extra] :
        {std::tuple<const char*, const char*, double>{
-            "optimizer step", "fp32 gradient copies or Lion's update",
+            "optimizer step",
+            "fp32 gradient copies, Lion's update or Muon's Newton-Schulz "
+            "copies",
             stage.optimizer_step_bytes()},
         {"evaluation", "its forward, beside any fp32 gradient copies",
          stage.evaluation_bytes()}}) {
