@@ -67,8 +67,9 @@ absl::StatusOr<LionScalarOptimizer> LionScalarOptimizerOf(
 // choices: core_v0.16.0 on; core_v0.15.x has none: INVALID_ARGUMENT).
 struct MuonRelease {
   // --muon-tp-mode's default: blockwise in every core_v* tag through
-  // 0.19.0 (arguments.py); duplicated on main after it (d98e8a6), and so
-  // from core 0.20 on.
+  // 0.19.0 (arguments.py); duplicated on main since bb47df5416 ("GTP+Muon:
+  // support 'blockwise' and 'distributed' tp_mode", in no tag yet), taken
+  // to hold from core 0.20 on.
   v1::Muon::TpMode default_tp_mode = v1::Muon::TP_MODE_BLOCKWISE;
   // Whether --muon-scalar-optimizer lion trains the parameters Muon leaves
   // with Lion: core 0.17 (muon.py get_megatron_muon_optimizer sets

@@ -1389,32 +1389,27 @@ absl::Status FillOptimizer(const Arguments& args, MegatronLaunch& launch) {
     MEMGATE_ASSIGN_OR_RETURN(momentum, args.Decimal("sgd-momentum", 0.9));
     if (momentum >= 1) return Bad("sgd-momentum", "must be below 1");
     t.set_sgd_momentum(static_cast<float>(momentum));
-  } else if (optimizer == "lion") {
+  } else if (optimizer == "lion" || optimizer == "muon") {
     // arguments.py: an optimizer other than adam and sgd turns
     // --use-distributed-optimizer into the layer-wise distributed
     // optimizer; core/optimizer/__init__.py raises under fp16.
     if (args.Has("use-distributed-optimizer")) {
       return Bad("optimizer",
-                 "lion with --use-distributed-optimizer runs Megatron's "
-                 "layer-wise distributed optimizer, which is not modelled "
-                 "(lion is, without it)");
+                 absl::StrCat(optimizer, " with --use-distributed-optimizer "
+                              "runs Megatron's layer-wise distributed "
+                              "optimizer, which is not modelled (",
+                              optimizer, " is, without it)"));
     }
     if (args.Has("fp16")) {
-      return Bad("optimizer", "lion cannot train in fp16 (Megatron raises)");
+      return Bad("optimizer", absl::StrCat(optimizer, " cannot train in "
+                                           "fp16 (Megatron raises)"));
     }
-    t.set_optimizer(v1::OPTIMIZER_LION);
-  } else if (optimizer == "muon") {
-    if (args.Has("use-distributed-optimizer")) {
-      return Bad("optimizer",
-                 "muon with --use-distributed-optimizer runs Megatron's "
-                 "layer-wise distributed optimizer, which is not modelled "
-                 "(muon is, without it)");
+    if (optimizer == "lion") {
+      t.set_optimizer(v1::OPTIMIZER_LION);
+    } else {
+      t.set_optimizer(v1::OPTIMIZER_MUON);
+      if (absl::Status s = FillMuon(args, launch); !s.ok()) return s;
     }
-    if (args.Has("fp16")) {
-      return Bad("optimizer", "muon cannot train in fp16 (Megatron raises)");
-    }
-    t.set_optimizer(v1::OPTIMIZER_MUON);
-    if (absl::Status s = FillMuon(args, launch); !s.ok()) return s;
   } else if (optimizer == "dist_muon") {
     return Bad("optimizer",
                "dist_muon runs Megatron's layer-wise distributed optimizer, "
