@@ -9,6 +9,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "client/call_watchdog.h"
 #include "client/exit_codes.h"
 #include "client/flags.h"
 #include "client/job_flags.h"
@@ -353,7 +355,27 @@ int CheckOne(const CheckFlags& check, const std::vector<std::string>& launch,
   absl::StatusOr<v1::Job> job =
       options.ok() ? BuildJob(launch, check, notes) : options.status();
   absl::StatusOr<v1::Decision> decision =
-      job.ok() ? PreflightCheck(*job, *options) : job.status();
+      absl::UnknownError("no decision yet");
+  if (!job.ok()) {
+    decision = job.status();
+  } else {
+    std::optional<CallWatchdog> watchdog;
+    if (!options->server.empty()) {
+      // The call has its deadline; whatever else could hold the check
+      // (a scheduler's hook waits on it) ends a grace period after it.
+      const absl::Duration grace = absl::Seconds(5);
+      watchdog.emplace(
+          options->timeout + grace,
+          absl::StrCat("memgate check: memgate service at ", options->server,
+                       ": no answer within ",
+                       absl::FormatDuration(options->timeout + grace),
+                       on_unavailable == "admit"
+                           ? "; admitting unchecked (--on-unavailable=admit)\n"
+                           : "; refusing (--on-unavailable=refuse)\n"),
+          on_unavailable == "admit" ? kExitAdmit : kExitUnavailable);
+    }
+    decision = PreflightCheck(*job, *options);
+  }
 
   // A launch's job is named in the launch's own arguments, and what
   // reading it noted (a replaced argument, a default) is said too.
