@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 
 // Sources, cited term by term below:
 // [P]  the paper, "Memory consumption estimation for 4D parallel LLM
@@ -1424,33 +1425,36 @@ Layout LayoutOf(const v1::Job& job) {
                     ? v1::OPTIMIZER_ADAM
                     : train.optimizer();
   l.sgd_momentum = train.has_sgd_momentum() ? train.sgd_momentum() : 0.9;
-  // What the release decides (validation refuses a malformed one or one
-  // without the optimizer).
-  absl::StatusOr<MegatronCoreRelease> release =
-      absl::InvalidArgumentError("no release");
+  // What the release decides, where the job names one (validation
+  // refuses a malformed one, or one without the optimizer).
+  std::optional<MegatronCoreRelease> release;
   if ((l.optimizer == v1::OPTIMIZER_LION ||
        l.optimizer == v1::OPTIMIZER_MUON) &&
       !train.megatron_core_version().empty()) {
-    release = ParseMegatronCoreRelease(train.megatron_core_version());
+    absl::StatusOr<MegatronCoreRelease> parsed =
+        ParseMegatronCoreRelease(train.megatron_core_version());
+    if (parsed.ok()) release = *parsed;
   }
-  if (l.optimizer == v1::OPTIMIZER_LION && release.ok()) {
+  if (l.optimizer == v1::OPTIMIZER_LION && release) {
     l.lion_scalars =
         LionScalarOptimizerOf(*release).value_or(LionScalarOptimizer::kEither);
   }
   if (l.optimizer == v1::OPTIMIZER_MUON) {
     const v1::Muon& muon = train.muon();
-    const absl::StatusOr<MuonRelease> muon_release =
-        release.ok() ? MuonReleaseOf(*release)
-                     : absl::StatusOr<MuonRelease>(release.status());
+    std::optional<MuonRelease> muon_release;
+    if (release) {
+      absl::StatusOr<MuonRelease> of = MuonReleaseOf(*release);
+      if (of.ok()) muon_release = *of;
+    }
     l.muon_tp_mode = muon.tp_mode() != v1::Muon::TP_MODE_UNSPECIFIED
                          ? muon.tp_mode()
-                     : muon_release.ok() ? muon_release->default_tp_mode
-                                         : v1::Muon::TP_MODE_DUPLICATED;
+                     : muon_release ? muon_release->default_tp_mode
+                                    : v1::Muon::TP_MODE_DUPLICATED;
     l.muon_fp32_iteration = muon.fp32_iteration();
     l.muon_nesterov = muon.nesterov();
     l.muon_split_qkv = !muon.no_split_qkv();
     l.muon_scalar_lion = muon.scalar_optimizer() == v1::OPTIMIZER_LION &&
-                         muon_release.ok() && muon_release->scalar_lion;
+                         muon_release && muon_release->scalar_lion;
   }
   l.hidden_dropout = train.hidden_dropout();
   l.attention_dropout = train.attention_dropout();
