@@ -78,14 +78,14 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
   const v1::TrainingConfig& training = job.training();
   if (training.optimizer() == v1::OPTIMIZER_LION ||
       training.optimizer() == v1::OPTIMIZER_MUON) {
-    // memgate reads them without the distributed optimizer only; with it
-    // Megatron runs its layer-wise one (not modelled).
+    // The planner does not plan them (planner.cc: the layer-wise
+    // optimizer's buffers are packed a layout at a time).
     return absl::InvalidArgumentError(absl::StrCat(
         "--optimizer ",
         training.optimizer() == v1::OPTIMIZER_LION ? "lion" : "muon",
-        ": plans run the distributed optimizer, which Megatron replaces by "
-        "its layer-wise one under it (not modelled); check the launch with "
-        "`memgate check`"));
+        ": not planned (plans run the distributed optimizer, which Megatron "
+        "makes layer-wise under it, packed a layout at a time); check the "
+        "launch with `memgate check`"));
   }
   if (launch.global_batch_rule == GlobalBatchRule::kScheduled &&
       request.global_batch_size() == 0) {

@@ -217,6 +217,29 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
         break;
     }
   }
+  if (l.layer_wise_by_elements || l.layer_wise_by_cost) {
+    out.push_back(absl::StrCat(
+        "Megatron's layer-wise distributed optimizer (",
+        l.optimizer == v1::OPTIMIZER_MUON ? "Muon" : "Lion",
+        " with the distributed optimizer, core 0.18.0 on): each matrix "
+        "whole on one data-parallel rank (routed experts' over the expert "
+        "data-parallel group), which alone keeps its fp32 master and "
+        "momentum; the matrices' bf16 weights and gradients in buffers "
+        "every rank holds whole, padded to DP x each bucket's fullest shard "
+        "(in the weights and gradients), packed ",
+        l.layer_wise_by_elements && l.layer_wise_by_cost
+            ? "by elements (core 0.18, 0.19) and by Newton-Schulz cost "
+              "(after 0.19), no release given: the larger"
+        : l.layer_wise_by_elements ? "by elements (core 0.18, 0.19)"
+                                   : "by Newton-Schulz cost (after core 0.19)",
+        "; the first rank's first chunk in DDP's buckets "
+        "(--overlap-grad-reduce) and in one, the larger; norms, biases and "
+        "the vocabulary's matrices in the plain distributed optimizer",
+        l.layer_wise_or_plain
+            ? "; or, core 0.17, Lion under the plain distributed optimizer: "
+              "the larger of each"
+            : ""));
+  }
   const ModelShape shape = ShapeOf(m);
   if (l.precision_aware) {
     out.push_back(absl::StrCat(

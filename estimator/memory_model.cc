@@ -3,6 +3,7 @@
 #include "estimator/deepep_buffers.h"
 #include "estimator/te_userbuffers.h"
 #include "estimator/moe_terms.h"
+#include "estimator/layer_wise_terms.h"
 #include "estimator/muon_terms.h"
 
 #include <algorithm>
@@ -1107,19 +1108,6 @@ double DataloaderMaskBytes(const Layout& l, double in_flight,
   return bytes;
 }
 
-// Is the multi-token-prediction layer an MoE layer: as the model's last
-// layer is [TM in moe_terms.cc].
-bool MtpLayerIsMoe(const ModelShape& m) {
-  return MoeLayersIn(m, m.layers - 1, 1) > 0;
-}
-
-// The MTP layers that hold parameters: every one, or the one a repeated
-// layer applies mtp_layers times (multi_token_prediction.py
-// mtp_use_repeated_layer).
-double MtpBuiltLayers(const ModelShape& m) {
-  return m.mtp_repeated_layer ? std::min(1.0, m.mtp_layers) : m.mtp_layers;
-}
-
 // Parameters of the MTP block on one rank, excluding routed experts
 // (Megatron multi_token_prediction.py; DeepSeek-V3 report sec. 2.2): per
 // layer the h x 2h projection (column-parallel, split over t), three norms
@@ -1244,6 +1232,14 @@ void FillPositions(const v1::ModelConfig& model, ModelShape& m) {
 }
 
 }  // namespace
+
+bool MtpLayerIsMoe(const ModelShape& m) {
+  return MoeLayersIn(m, m.layers - 1, 1) > 0;
+}
+
+double MtpBuiltLayers(const ModelShape& m) {
+  return m.mtp_repeated_layer ? std::min(1.0, m.mtp_layers) : m.mtp_layers;
+}
 
 ModelShape ShapeOf(const v1::ModelConfig& model) {
   ModelShape m;
@@ -1455,6 +1451,21 @@ Layout LayoutOf(const v1::Job& job) {
     l.muon_split_qkv = !muon.no_split_qkv();
     l.muon_scalar_lion = muon.scalar_optimizer() == v1::OPTIMIZER_LION &&
                          muon_release && muon_release->scalar_lion;
+  }
+  // [LW] With the distributed optimizer (FSDP is refused with them).
+  if ((l.optimizer == v1::OPTIMIZER_LION ||
+       l.optimizer == v1::OPTIMIZER_MUON) &&
+      l.distributed_optimizer) {
+    EmergingDistributedRun run;
+    run.regular = l.optimizer == v1::OPTIMIZER_LION;
+    run.by_elements = run.by_cost = true;
+    if (release) {
+      run = EmergingDistributedRunOf(l.optimizer, *release).value_or(run);
+    }
+    l.layer_wise_by_elements = run.by_elements;
+    l.layer_wise_by_cost = run.by_cost;
+    l.layer_wise_or_plain =
+        run.regular && (run.by_elements || run.by_cost);
   }
   l.hidden_dropout = train.hidden_dropout();
   l.attention_dropout = train.attention_dropout();
@@ -2180,6 +2191,7 @@ double DelayedScalingRecomputeCopies(const ModelShape& m, const Layout& l,
 StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
                             uint32_t stage, const LayerMix& mix,
                             const std::vector<LayerMix>* chunks,
+                            const std::vector<LayerSpan>& spans,
                             const Bf16Layers* bf16 = nullptr,
                             double final_norm_chunk = -1) {
   const ModelShape& m = base.m;
@@ -2280,6 +2292,18 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
     }
   }
   const double gradient_bytes = LayoutGradientBytes(l);
+  // [LW] Lion or Muon under the layer-wise distributed optimizer: its
+  // matrices in buffers of their own, padded to DP x a bucket's fullest
+  // shard; the rest (norms, biases, the vocabulary's matrices) in the
+  // plain distributed optimizer's.
+  const bool layer_wise = l.layer_wise_by_elements || l.layer_wise_by_cost;
+  LayerWiseFigures lw;
+  if (layer_wise) {
+    lw = LayerWiseFiguresOf(m, l, {spans, first, mtp_here,
+                                   params + expert_params});
+  }
+  const double plain_buffer =
+      layer_wise ? std::max(0.0, params - lw.matrix_elements) : 0;
   // [BP] The distributed optimizer's padding of the gradient and parameter
   // buffers (dense, and the experts' over their own data-parallel group).
   double padding = 0;
@@ -2336,6 +2360,18 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
           expert_small, expert_shards / l.optimizer_instances, bucket_size,
           extra);
     }
+    if (layer_wise) {
+      // The layer-wise buffers' padding, and the plain buffer's (its
+      // tensors counted as all the stage's: an upper bound).
+      double layer_wise_padding = lw.buffer_elements - lw.matrix_elements -
+                                  lw.expert_matrix_elements;
+      layer_wise_padding += BufferPaddingElements(
+          l, plain_buffer, tensors.dense, [&] { return large().dense; },
+          [&] { return std::max(0.0, plain_buffer - vocabulary); }, shards,
+          bucket_size, extra);
+      padding = l.layer_wise_or_plain ? std::max(padding, layer_wise_padding)
+                                      : layer_wise_padding;
+    }
     f.weight_bytes += weight_bytes * padding;
     f.padding_elements = padding;
   }
@@ -2349,19 +2385,38 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
   // The distributed optimizer shards its states over d*c ranks [P 3.1.4],
   // or over d*c/N with N instances of it [DO]; a CPU-offloaded share of
   // them lives in host memory [PA].
-  const double optimizer_parameters =
+  double optimizer_parameters =
       shard_optimizer ? (params / shards + expert_params / expert_shards) *
                             l.optimizer_instances
                       : params + expert_params;
   f.optimizer_bytes = OptimizerBytesPerParameter(l) *
                       (1 - l.optimizer_offload) * optimizer_parameters;
+  if (layer_wise) {
+    // [LW] A rank's whole matrices (fp32 master and momentum), and its
+    // shard of the plain optimizer's (their scalar optimizer's states:
+    // Adam's second moment where ScalarAdamBytes says). Under a release
+    // that may run Lion plainly (0.17), the larger.
+    const double plain_share = plain_buffer / shards;
+    const double layer_wise_parameters = lw.owned_elements + plain_share;
+    const double layer_wise_bytes =
+        OptimizerBytesPerParameter(l) * lw.owned_elements +
+        (OptimizerBytesPerParameter(l) + ScalarAdamBytes(l)) * plain_share;
+    if (l.layer_wise_or_plain) {
+      optimizer_parameters =
+          std::max(optimizer_parameters, layer_wise_parameters);
+      f.optimizer_bytes = std::max(f.optimizer_bytes, layer_wise_bytes);
+    } else {
+      optimizer_parameters = layer_wise_parameters;
+      f.optimizer_bytes = layer_wise_bytes;
+    }
+  }
   // [OS] Lion (without the distributed optimizer: every parameter of the
   // stage) leaves the parameters that are not matrices, and the word
   // embeddings and LM head, to Adam from core 0.18.0 on: 4 B more each
   // (LionScalarOptimizerOf; counted so where the release is not known).
   // [MU] So does Muon, to its --muon-scalar-optimizer: Adam's 4 B more
   // than its momentum, Lion's none.
-  if (ScalarAdamBytes(l) > 0) {
+  if (ScalarAdamBytes(l) > 0 && !layer_wise) {
     const ParameterTensors matrices =
         MatrixElementsOf(m, l, mix, first, mtp_here);
     f.optimizer_bytes +=
@@ -2541,7 +2596,8 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
 // layers. Apart from StageMemoryOf, which the planner's inner loop calls:
 // its chunk vector stays off that path.
 StageFigures InterleavedBf16StageFigures(LayerCache& base, LayerCache* loaded,
-                                         uint32_t stage, const LayerMix& mix) {
+                                         uint32_t stage, const LayerMix& mix,
+                                         const std::vector<LayerSpan>& spans) {
   const ModelShape& m = base.m;
   const Layout& l = base.l;
   const double v = l.virtual_stages;
@@ -2555,7 +2611,7 @@ StageFigures InterleavedBf16StageFigures(LayerCache& base, LayerCache* loaded,
         Bf16LayersIn(m, l, (j * l.pipeline + stage) * chunk, chunk));
     bf16.stage += bf16.chunks.back();
   }
-  return StageFiguresOf(base, loaded, stage, mix, &chunks, &bf16);
+  return StageFiguresOf(base, loaded, stage, mix, &chunks, spans, &bf16);
 }
 
 }  // namespace
@@ -2589,6 +2645,17 @@ StageFigures LayoutStages::Stage(uint32_t stage, double stage_layers,
   if (first_layer < 0) first_layer = stage * stage_layers;
   const double moe = MoeLayersIn(m, first_layer, stage_layers);
   const LayerMix mix{stage_layers - moe, moe};
+  // [LW] The rank's chunks as layer ranges: chunk j of an even interleaved
+  // split is the model's chunk j p + stage.
+  std::vector<LayerSpan> spans;
+  if (l.layer_wise_by_elements || l.layer_wise_by_cost) {
+    const double v = std::max(1.0, l.virtual_stages);
+    const double chunk = stage_layers / v;
+    for (double j = 0; j < v; ++j) {
+      spans.push_back(
+          {v > 1 ? (j * l.pipeline + stage) * chunk : first_layer, chunk});
+    }
+  }
   // [FN] Interleaved even chunks end the model on the last rank.
   const double final_norm_chunk =
       l.virtual_stages <= 1 && KeepsFinalNorm(m, l, stage, stage_layers,
@@ -2597,15 +2664,16 @@ StageFigures LayoutStages::Stage(uint32_t stage, double stage_layers,
           : -1;
   if (HasBf16Layers(l)) {
     if (l.virtual_stages > 1) {
-      return InterleavedBf16StageFigures(base, most_loaded, stage, mix);
+      return InterleavedBf16StageFigures(base, most_loaded, stage, mix,
+                                         spans);
     }
     Bf16Layers bf16;
     bf16.stage = Bf16LayersIn(m, l, first_layer, stage_layers);
-    return StageFiguresOf(base, most_loaded, stage, mix, nullptr, &bf16,
-                          final_norm_chunk);
+    return StageFiguresOf(base, most_loaded, stage, mix, nullptr, spans,
+                          &bf16, final_norm_chunk);
   }
-  return StageFiguresOf(base, most_loaded, stage, mix, nullptr, nullptr,
-                        final_norm_chunk);
+  return StageFiguresOf(base, most_loaded, stage, mix, nullptr, spans,
+                        nullptr, final_norm_chunk);
 }
 
 ChunkMix ChunkMixOf(const ModelShape& m,
@@ -2633,6 +2701,12 @@ StageFigures LayoutStages::Chunks(uint32_t stage, const ChunkMix& mix) {
   LayerCache* most_loaded = loaded_layout_ ? &loaded : nullptr;
   const double final_norm_chunk =
       FinalNormChunk(m, l, stage, mix.chunks, mix.first);
+  std::vector<LayerSpan> spans;
+  if (l.layer_wise_by_elements || l.layer_wise_by_cost) {
+    for (size_t j = 0; j < mix.chunks.size(); ++j) {
+      spans.push_back({mix.first[j], mix.chunks[j].total()});
+    }
+  }
   if (HasBf16Layers(l)) {
     // A chunk without its first layer given is placed at layer 0: every
     // such chunk counts the first bf16 layers (an over-count).
@@ -2644,10 +2718,10 @@ StageFigures LayoutStages::Chunks(uint32_t stage, const ChunkMix& mix) {
       bf16.stage += bf16.chunks.back();
     }
     return StageFiguresOf(base, most_loaded, stage, mix.stage, &mix.chunks,
-                          &bf16, final_norm_chunk);
+                          spans, &bf16, final_norm_chunk);
   }
   return StageFiguresOf(base, most_loaded, stage, mix.stage, &mix.chunks,
-                        nullptr, final_norm_chunk);
+                        spans, nullptr, final_norm_chunk);
 }
 
 StageFigures LayoutStages::Chunks(uint32_t stage,

@@ -163,6 +163,15 @@ struct Layout {
   bool muon_nesterov = false;
   bool muon_split_qkv = true;
   bool muon_scalar_lion = false;
+  // [LW] Lion or Muon with the distributed optimizer, as the job's
+  // release runs it (EmergingDistributedRunOf; without a release, every
+  // way one may, the larger): the layer-wise distributed optimizer packed
+  // by elements (core 0.18, 0.19) or by Newton-Schulz cost (later), and
+  // whether Lion may run under the plain distributed optimizer instead
+  // (core 0.17). All false: no layer-wise optimizer.
+  bool layer_wise_by_elements = false;
+  bool layer_wise_by_cost = false;
+  bool layer_wise_or_plain = false;
   double hidden_dropout = 0;
   double attention_dropout = 0;
   bool unfused_attention = false;
@@ -408,6 +417,14 @@ struct StagePeak {
 };
 
 ModelShape ShapeOf(const v1::ModelConfig& model);
+
+// Is the multi-token-prediction layer an MoE layer: as the model's last
+// layer is [TM in moe_terms.cc].
+bool MtpLayerIsMoe(const ModelShape& m);
+// The MTP layers that hold parameters: every one, or the one a repeated
+// layer applies mtp_layers times (multi_token_prediction.py
+// mtp_use_repeated_layer).
+double MtpBuiltLayers(const ModelShape& m);
 
 // d, and the width of the attention projections a*d (= h in the paper's
 // Llama).

@@ -13,6 +13,8 @@
 #include "estimator/attention_backend.h"
 #include "estimator/catalog.h"
 #include "estimator/deepep_buffers.h"
+#include "estimator/layer_wise_layout.h"
+#include "estimator/layer_wise_terms.h"
 #include "estimator/megatron_release.h"
 #include "estimator/memory_model.h"
 
@@ -754,11 +756,81 @@ bool IsBf16(v1::Precision p) {
          p == v1::PRECISION_BF16_BF16_GRADS;
 }
 
+// Lion and Muon with the distributed optimizer [LW]: the release runs it
+// (EmergingDistributedRunOf), and Megatron's layer-wise optimizer takes
+// what the job asks of it (core/optimizer/__init__.py asserts one
+// optimizer instance and no expert parameter outside its matrices:
+// "Non-emerging expert-parallel param groups are not yet supported"),
+// within the packing memgate bounds.
+absl::Status ValidateLayerWise(const v1::Job& job) {
+  const v1::TrainingConfig& tr = job.training();
+  const std::string name = v1::Optimizer_Name(tr.optimizer());
+  const std::string& version = tr.megatron_core_version();
+  EmergingDistributedRun run;
+  run.regular = tr.optimizer() == v1::OPTIMIZER_LION;
+  run.by_elements = run.by_cost = true;
+  if (!version.empty()) {
+    const absl::StatusOr<MegatronCoreRelease> release =
+        ParseMegatronCoreRelease(version);
+    if (!release.ok()) return absl::OkStatus();  // the resolver's to name
+    absl::StatusOr<EmergingDistributedRun> of =
+        EmergingDistributedRunOf(tr.optimizer(), *release);
+    if (!of.ok()) {
+      return Invalid("parallel.distributed_optimizer", of.status().message(),
+                     absl::StrCat("true with ", name, " and core ", version));
+    }
+    run = *of;
+  }
+  if (!run.by_elements && !run.by_cost) return absl::OkStatus();  // plain
+  // Where the release may be 0.17 (Lion plain), a setting the layer-wise
+  // optimizer refuses is a job of that release only: it must say so.
+  const std::string asserts =
+      run.regular ? " (from core 0.18.0 on; name "
+                    "training.megatron_core_version if it runs 0.17)"
+                  : "";
+  if (job.parallel().distributed_optimizer_instances() > 1) {
+    return Invalid("parallel.distributed_optimizer_instances",
+                   absl::StrCat("must be 1 with ", name, ": Megatron's "
+                                "layer-wise distributed optimizer asserts it",
+                                asserts),
+                   absl::StrCat(
+                       job.parallel().distributed_optimizer_instances()));
+  }
+  if (job.model().has_moe() && job.model().linear_bias()) {
+    return Invalid("model.linear_bias",
+                   absl::StrCat("experts' biases cannot train under ", name,
+                                "'s layer-wise distributed optimizer "
+                                "(Megatron asserts: no expert parameter "
+                                "outside its matrices)",
+                                asserts),
+                   "true");
+  }
+  if (tr.has_fp8() && tr.fp8().param_gather()) {
+    return Invalid("training.fp8.param_gather",
+                   absl::StrCat("fp8 weights in the layer-wise distributed "
+                                "optimizer's buffers are not modelled (",
+                                name, ")"),
+                   "true");
+  }
+  const double work =
+      LayerWisePackingWork(ShapeOf(job.model()), LayoutOf(job));
+  if (!(work <= double(kMaxLayerWisePackingWork))) {
+    return Invalid(
+        "parallel.distributed_optimizer",
+        absl::StrCat(name, "'s layer-wise layout of this model over its "
+                           "data-parallel ranks is more packing than memgate "
+                           "bounds (",
+                     kMaxLayerWisePackingWork, " matrix-rank steps)"),
+        absl::StrCat(work, " steps"));
+  }
+  return absl::OkStatus();
+}
+
 // Lion and Muon, as Megatron-LM runs them: emerging optimizers
 // (arguments.py turns --use-distributed-optimizer into its layer-wise
-// distributed optimizer, which memgate does not model, and asserts
-// against Megatron-FSDP; core/optimizer/__init__.py raises under fp16),
-// in the releases that have them (megatron_release.h).
+// distributed optimizer from core 0.18.0 on [LW], and asserts against
+// Megatron-FSDP; core/optimizer/__init__.py raises under fp16), in the
+// releases that have them (megatron_release.h).
 absl::Status ValidateEmergingOptimizer(const v1::Job& job) {
   const v1::TrainingConfig& tr = job.training();
   const std::string name = v1::Optimizer_Name(tr.optimizer());
@@ -771,14 +843,7 @@ absl::Status ValidateEmergingOptimizer(const v1::Job& job) {
                                       "(Megatron asserts)"),
                    v1::DataParallelSharding_Name(par.data_parallel_sharding()));
   }
-  if (distributed) {
-    return Invalid("training.optimizer",
-                   absl::StrCat(name, " with parallel.distributed_optimizer "
-                                      "runs Megatron's layer-wise distributed "
-                                      "optimizer, which is not modelled: set "
-                                      "parallel.distributed_optimizer false"),
-                   "distributed_optimizer true");
-  }
+  if (distributed) MEMGATE_RETURN_IF_ERROR(ValidateLayerWise(job));
   if (tr.precision() == v1::PRECISION_FP16) {
     return Invalid("training.optimizer",
                    absl::StrCat(name, " cannot train in fp16 (Megatron "

@@ -511,12 +511,39 @@ INSTANTIATE_TEST_SUITE_P(
                Mxfp8Head(j);
                j.mutable_training()->set_defer_embedding_wgrad(true);
              }, "training.fp8.output_projection"},
-        // Under Lion Megatron turns the distributed optimizer into its
-        // layer-wise one (not modelled), asserts against Megatron-FSDP and
-        // raises in fp16; --use-precision-aware-optimizer needs Adam.
-        Rule{"LionWithTheDistributedOptimizer", [](v1::Job& j) {
+        // Under Lion and Muon Megatron turns the distributed optimizer into
+        // its layer-wise one [LW] (core 0.16 and 0.17 assert against it
+        // under Muon), which asserts one instance and no expert parameter
+        // outside its matrices; fp8 weights in it are not modelled.
+        // Megatron asserts against Megatron-FSDP and raises in fp16;
+        // --use-precision-aware-optimizer needs Adam.
+        Rule{"MuonWithTheDistributedOptimizerBeforeCore0_18",
+             [](v1::Job& j) {
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+               j.mutable_training()->set_megatron_core_version("0.17.0");
+             }, "parallel.distributed_optimizer"},
+        Rule{"LayerWiseOptimizerInstances", [](v1::Job& j) {
                j.mutable_training()->set_optimizer(v1::OPTIMIZER_LION);
-             }, "training.optimizer"},
+               j.mutable_parallel()->set_distributed_optimizer_instances(2);
+             }, "parallel.distributed_optimizer_instances"},
+        Rule{"LayerWiseExpertBiases", [](v1::Job& j) {
+               OverlapExperts(j);
+               j.mutable_model()->set_linear_bias(true);
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+             }, "model.linear_bias"},
+        Rule{"LayerWiseFp8Weights", [](v1::Job& j) {
+               j.mutable_accelerator()->set_name("b200-180gb");
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+               j.mutable_training()->mutable_fp8()->set_recipe(
+                   v1::Fp8::RECIPE_MXFP8);
+               j.mutable_training()->mutable_fp8()->set_param_gather(true);
+             }, "training.fp8.param_gather"},
+        // 2 x 2 packings x 128 matrices x 2^20 ranks.
+        Rule{"LayerWisePackingPastItsBound", [](v1::Job& j) {
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+               j.set_num_gpus(1u << 24);
+               j.mutable_training()->set_global_batch_size(1u << 22);
+             }, "parallel.distributed_optimizer"},
         Rule{"LionUnderMegatronFsdp", [](v1::Job& j) {
                j.mutable_training()->set_optimizer(v1::OPTIMIZER_LION);
                j.mutable_parallel()->set_distributed_optimizer(false);
@@ -535,9 +562,6 @@ INSTANTIATE_TEST_SUITE_P(
              }, "training.optimizer"},
         // Muon under the same rules, in the releases that have it, with
         // its settings for Muon only.
-        Rule{"MuonWithTheDistributedOptimizer", [](v1::Job& j) {
-               j.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
-             }, "training.optimizer"},
         Rule{"MuonUnderMegatronFsdp", [](v1::Job& j) {
                j.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
                j.mutable_parallel()->set_distributed_optimizer(false);

@@ -82,12 +82,16 @@ absl::Status CheckTrainingTemplate(const v1::PlanRequest& request) {
   }
   if (t.optimizer() == v1::OPTIMIZER_LION ||
       t.optimizer() == v1::OPTIMIZER_MUON) {
+    // Megatron runs them with its layer-wise distributed optimizer, whose
+    // buffers are packed matrix by matrix over the data-parallel ranks
+    // (memory_model.cc [LW]): work a layout the planner's budget does not
+    // hold for thousands of them.
     return absl::InvalidArgumentError(absl::StrCat(
-        "training.optimizer: every layout planned runs the distributed "
-        "optimizer, which Megatron replaces under ",
+        "training.optimizer: ",
         t.optimizer() == v1::OPTIMIZER_LION ? "Lion" : "Muon",
-        " by its layer-wise one (not modelled); check a layout without it "
-        "with memgate check"));
+        " is not planned (every layout runs the distributed optimizer, which "
+        "Megatron makes layer-wise under it: its buffers are packed a layout "
+        "at a time); check a layout with memgate check"));
   }
   if (t.recompute().granularity() == v1::Recompute::GRANULARITY_FULL) {
     return absl::InvalidArgumentError(

@@ -2024,8 +2024,8 @@ TEST(PlannerTest, TheTrainingTemplateLeavesThePlansChoicesAlone) {
   r = base;
   r.mutable_training()->set_optimizer_offload_fraction(1.5);
   cases.push_back({r, "optimizer_offload_fraction"});
-  // Every layout runs the distributed optimizer, which Lion turns into
-  // Megatron's layer-wise one (not modelled).
+  // Every layout runs the distributed optimizer, which Lion and Muon turn
+  // into Megatron's layer-wise one, packed a layout at a time: not planned.
   r = base;
   r.mutable_training()->set_optimizer(v1::OPTIMIZER_LION);
   cases.push_back({r, "training.optimizer"});

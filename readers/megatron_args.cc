@@ -1390,15 +1390,21 @@ absl::Status FillOptimizer(const Arguments& args, MegatronLaunch& launch) {
     if (momentum >= 1) return Bad("sgd-momentum", "must be below 1");
     t.set_sgd_momentum(static_cast<float>(momentum));
   } else if (optimizer == "lion" || optimizer == "muon") {
-    // arguments.py: an optimizer other than adam and sgd turns
-    // --use-distributed-optimizer into the layer-wise distributed
-    // optimizer; core/optimizer/__init__.py raises under fp16.
-    if (args.Has("use-distributed-optimizer")) {
-      return Bad("optimizer",
-                 absl::StrCat(optimizer, " with --use-distributed-optimizer "
-                              "runs Megatron's layer-wise distributed "
-                              "optimizer, which is not modelled (",
-                              optimizer, " is, without it)"));
+    // arguments.py: from core 0.18.0 an optimizer other than adam and sgd
+    // turns --use-distributed-optimizer into the layer-wise distributed
+    // optimizer [LW] (validation refuses the releases that run otherwise);
+    // --no-use-layer-wise-param-layout keeps it on its legacy ping-pong
+    // path. core/optimizer/__init__.py raises under fp16.
+    if (args.Has("use-distributed-optimizer") &&
+        args.Has("no-use-layer-wise-param-layout")) {
+      return Bad("no-use-layer-wise-param-layout",
+                 absl::StrCat("with ", optimizer, " and "
+                              "--use-distributed-optimizer Megatron runs "
+                              "its legacy ping-pong layer-wise optimizer "
+                              "(every parameter in one unpadded buffer, the "
+                              "updated ones all-gathered at the step), "
+                              "which is not modelled (the default layout "
+                              "is)"));
     }
     if (args.Has("fp16")) {
       return Bad("optimizer", absl::StrCat(optimizer, " cannot train in "
@@ -1412,9 +1418,10 @@ absl::Status FillOptimizer(const Arguments& args, MegatronLaunch& launch) {
     }
   } else if (optimizer == "dist_muon") {
     return Bad("optimizer",
-               "dist_muon runs Megatron's layer-wise distributed optimizer, "
-               "which is not modelled (muon without "
-               "--use-distributed-optimizer is)");
+               "dist_muon runs core 0.16 and 0.17's ping-pong layer-wise "
+               "optimizer, which is not modelled; from core 0.18.0 it means "
+               "--optimizer muon --use-distributed-optimizer, which is: "
+               "launch it so");
   } else {
     return Bad("optimizer", absl::StrCat("'", optimizer, "' is not modelled "
                                          "(adam, sgd, lion or muon)"));

@@ -2393,9 +2393,9 @@ TEST(MegatronArgsTest, ReadsNvfp4AsAnUpperBound) {
 // each of those, 4096 x 128512 / 4 on either stage (the vocabulary padded
 // to a multiple of 128 x TP), and 16 layers' two
 // norms of 4096 (and the final norm on the last stage). Without a release
-// memgate counts them so. Read without the distributed optimizer, which
-// arguments.py turns into its layer-wise one under Lion (refused, not
-// modelled), and refused in fp16, where Megatron raises.
+// memgate counts them so. Read without the distributed optimizer here
+// (with it: ReadsLionAndMuonWithTheLayerWiseOptimizer), and refused in
+// fp16, where Megatron raises.
 TEST(MegatronArgsTest, ReadsLionWithoutTheDistributedOptimizer) {
   const std::string plain = "--use-distributed-optimizer";
   v1::Job lion = LlamaLaunchJob("--optimizer lion", plain);
@@ -2421,8 +2421,6 @@ TEST(MegatronArgsTest, ReadsLionWithoutTheDistributedOptimizer) {
     EXPECT_DOUBLE_EQ(unknown->stages(i).optimizer_bytes(),
                      lion_only + 4 * adam);
   }
-  EXPECT_TRUE(RefusedNaming("--optimizer lion", "",
-                            {"--optimizer", "layer-wise"}));
   EXPECT_TRUE(RefusedNaming("--optimizer lion --fp16", "--bf16|" + plain,
                             {"--optimizer", "fp16"}));
   EXPECT_TRUE(RefusedNaming("--optimizer soap", "", {"--optimizer", "soap"}));
@@ -2430,8 +2428,8 @@ TEST(MegatronArgsTest, ReadsLionWithoutTheDistributedOptimizer) {
 
 // --optimizer muon (memory_model.cc [MU]): read without the distributed
 // optimizer, with the --muon-* arguments that change its step; dist_muon
-// and muon with --use-distributed-optimizer run the layer-wise
-// distributed optimizer (refused), fp16 raises. Megatron's defaults:
+// (core 0.16 and 0.17's ping-pong layer-wise path) is refused, fp16
+// raises. Megatron's defaults:
 // medium precision, no Nesterov, QKV split, Adam for the rest; the
 // NS mode left to the release, with a note.
 TEST(MegatronArgsTest, ReadsMuonWithoutTheDistributedOptimizer) {
@@ -2463,16 +2461,50 @@ TEST(MegatronArgsTest, ReadsMuonWithoutTheDistributedOptimizer) {
   EXPECT_EQ(muon.scalar_optimizer(), v1::OPTIMIZER_LION);
   const absl::StatusOr<v1::Estimate> e = EstimateJob(given);
   ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_TRUE(RefusedNaming("--optimizer muon", "",
-                            {"--optimizer", "layer-wise"}));
   EXPECT_TRUE(RefusedNaming("--optimizer dist_muon", plain,
-                            {"--optimizer", "layer-wise"}));
+                            {"--optimizer", "ping-pong"}));
   EXPECT_TRUE(RefusedNaming("--optimizer muon --fp16", "--bf16|" + plain,
                             {"--optimizer", "fp16"}));
   EXPECT_TRUE(RefusedNaming("--optimizer muon --muon-tp-mode sharded", plain,
                             {"--muon-tp-mode", "sharded"}));
   EXPECT_TRUE(RefusedNaming("--optimizer muon --muon-scalar-optimizer sgd",
                             plain, {"--muon-scalar-optimizer", "sgd"}));
+}
+
+// Lion and Muon with --use-distributed-optimizer (memory_model.cc [LW]):
+// Megatron's layer-wise distributed optimizer from core 0.18.0, read as
+// the distributed optimizer and estimated with its padded buffers: more
+// weights and gradients than Adam's plain distributed optimizer holds,
+// never less. Core 0.17 asserts against it under Muon (refused by
+// validation); --no-use-layer-wise-param-layout (the ping-pong path) is
+// refused by name.
+TEST(MegatronArgsTest, ReadsLionAndMuonWithTheLayerWiseOptimizer) {
+  const v1::Job adam = LlamaLaunchJob("", "");
+  const absl::StatusOr<v1::Estimate> plain = EstimateJob(adam);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  for (const char* optimizer : {"lion", "muon"}) {
+    SCOPED_TRACE(optimizer);
+    v1::Job job = LlamaLaunchJob(absl::StrCat("--optimizer ", optimizer), "");
+    EXPECT_TRUE(job.parallel().distributed_optimizer());
+    const absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    ASSERT_TRUE(e.ok()) << e.status();
+    for (int i = 0; i < e->stages_size(); ++i) {
+      EXPECT_GE(e->stages(i).weight_bytes(), plain->stages(i).weight_bytes());
+      EXPECT_GE(e->stages(i).gradient_bytes(),
+                plain->stages(i).gradient_bytes());
+    }
+    EXPECT_TRUE(RefusedNaming(
+        absl::StrCat("--optimizer ", optimizer,
+                     " --no-use-layer-wise-param-layout"),
+        "", {"--no-use-layer-wise-param-layout", "ping-pong"}));
+  }
+  v1::Job muon = LlamaLaunchJob("--optimizer muon", "");
+  muon.mutable_training()->set_megatron_core_version("0.17.0");
+  const absl::StatusOr<v1::Estimate> old = EstimateJob(muon);
+  ASSERT_FALSE(old.ok());
+  EXPECT_TRUE(absl::StrContains(old.status().message(),
+                                "parallel.distributed_optimizer"))
+      << old.status();
 }
 
 // Rotary positions: Megatron fuses them through TransformerEngine unless

@@ -524,9 +524,16 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "states once the activations are freed) or muon (momentum: 4 B a "
        "matrix, --muon-scalar-optimizer's states for the rest; at the step "
        "its largest matrix's Newton-Schulz copies, --muon-tp-mode); lion "
-       "and muon refused with --use-distributed-optimizer (Megatron then "
-       "runs its layer-wise distributed optimizer, as under dist_muon, "
-       "refused) and with --fp16 (Megatron raises); others refused"},
+       "and muon with --use-distributed-optimizer run Megatron's layer-wise "
+       "distributed optimizer from core 0.18.0 (its matrices whole in DP "
+       "shards, the buffers padded to DP x a bucket's fullest shard, packed "
+       "as the release packs them; core 0.17 runs lion under the plain one, "
+       "and asserts against muon with it); dist_muon (0.16, 0.17's "
+       "ping-pong path), --fp16 (Megatron raises) and others refused"},
+      {"no-use-layer-wise-param-layout", false, P, "the layout",
+       "under lion or muon with --use-distributed-optimizer: the legacy "
+       "ping-pong layer-wise path, refused (not modelled); nothing under "
+       "adam or sgd"},
       {"sgd-momentum", true, M, "0.9", "0: SGD keeps no state"},
       {"muon-tp-mode", true, M,
        "blockwise through core 0.19, duplicated after",

@@ -119,6 +119,8 @@ Probe Adding(const std::vector<std::string>& base,
 // (the table's words).
 const std::map<std::string, std::string>& UnchangedArguments() {
   static const auto* unchanged = new std::map<std::string, std::string>{
+      {"no-use-layer-wise-param-layout",
+       "adam's distributed optimizer has no layer-wise layout"},
       {"no-bias-dropout-fusion",
        "the bias-dropout-add keeps its mask fused or not"},
       {"no-clone-scatter-output-in-embedding",
@@ -440,6 +442,8 @@ const std::map<std::string, Probe>& ArgumentProbes() {
         {"optimizer", Adding(llama, {"--optimizer", "sgd"})},
         {"sgd-momentum",
          Adding(With(llama, {"--optimizer", "sgd"}), {"--sgd-momentum", "0"})},
+        {"no-use-layer-wise-param-layout",
+         Adding(llama, {"--no-use-layer-wise-param-layout"})},
         {"muon-tp-mode", Adding(muon, {"--muon-tp-mode", "blockwise"})},
         {"muon-fp32-matmul-prec",
          Adding(muon, {"--muon-fp32-matmul-prec", "high"})},

@@ -1,0 +1,183 @@
+// The expectations are Megatron-LM's own: each comes from running its
+// _compute_per_buffer_param_layout (core_v0.19.0 for kByElements, d98e8a6
+// for kByNewtonSchulzCost) on the same shapes with
+//   git show core_v0.19.0:megatron/core/optimizer/layer_wise_optimizer.py
+//     > lw19.py   (and HEAD:... > lwmain.py)
+//   tests/tools/layer_wise_layout_reference.py lw19.py DP BUCKET SHAPES...
+// (the command of each case is beside it).
+
+#include "estimator/layer_wise_layout.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace memgate {
+namespace {
+
+using Matrices = std::vector<LayerWiseMatrix>;
+
+// `count` decoder layers' matrices in Megatron's order (linear_proj is
+// registered before linear_qkv: attention.py, then FC1 and FC2).
+Matrices Layers(int count, const Matrices& layer) {
+  Matrices out;
+  for (int i = 0; i < count; ++i) {
+    out.insert(out.end(), layer.begin(), layer.end());
+  }
+  return out;
+}
+
+// Llama-3.1-405B at TP 8 (proj, QKV, FC1, FC2), 8 layers: a PP 16 stage.
+const Matrices k405BLayer = {
+    {16384, 2048}, {2304, 16384}, {13312, 16384}, {16384, 6656}};
+// Llama-3.1-8B at TP 2.
+const Matrices k8BLayer = {
+    {4096, 2048}, {3072, 4096}, {14336, 4096}, {4096, 7168}};
+// Mixed sizes: the main packing's shard cap and cost order differ from
+// the element order.
+Matrices Mixed() {
+  Matrices m;
+  for (int i = 0; i < 5; ++i) m.push_back({1000, 64});
+  for (int i = 0; i < 2; ++i) m.push_back({3000, 64});
+  for (int i = 0; i < 7; ++i) m.push_back({50, 50});
+  m.push_back({700, 33});
+  m.push_back({9, 4000});
+  return m;
+}
+
+struct Packed {
+  LayerWiseBuffer buffer;
+  std::vector<uint64_t> owned;
+};
+
+Packed Pack(const Matrices& forward, uint64_t dp, uint64_t bucket,
+            LayerWisePacking packing) {
+  LayerWisePackingOptions o;
+  o.shards = dp;
+  o.bucket_size = bucket;
+  o.packing = packing;
+  Packed p;
+  p.owned.assign(dp, 0);
+  absl::StatusOr<LayerWiseBuffer> b = PackLayerWiseBuffer(forward, o, p.owned);
+  EXPECT_TRUE(b.ok()) << b.status();
+  if (b.ok()) p.buffer = *b;
+  return p;
+}
+
+constexpr LayerWisePacking kBoth[] = {LayerWisePacking::kByElements,
+                                     LayerWisePacking::kByNewtonSchulzCost};
+
+// lw19.py / lwmain.py 64 none (16384x2048 2304x16384 13312x16384
+// 16384x6656) x 8: 13958643712, 1 bucket; 32 ranks own nothing, 8 own an
+// FC1 each (218103808).
+TEST(LayerWiseLayoutTest, FewMatricesOverManyRanksPadEveryShardToTheLargest) {
+  for (LayerWisePacking packing : kBoth) {
+    const Packed p = Pack(Layers(8, k405BLayer), 64, 0, packing);
+    EXPECT_EQ(p.buffer.padded_elements, 13958643712u);
+    EXPECT_EQ(p.buffer.buckets, 1u);
+    int empty = 0, fc1 = 0;
+    for (uint64_t owned : p.owned) {
+      empty += owned == 0;
+      fc1 += owned == 218103808u;
+    }
+    EXPECT_EQ(empty, 32);
+    EXPECT_EQ(fc1, 8);
+    // 4.4 x the stage's 3.19e9 parameters, on every rank.
+    uint64_t total = 0;
+    for (uint64_t owned : p.owned) total += owned;
+    EXPECT_EQ(total, 8u * (33554432u + 37748736u + 218103808u + 109051904u));
+  }
+}
+
+// lw19.py / lwmain.py 8 none (4096x2048 3072x4096 14336x4096 4096x7168)
+// x 32: 3489660928, every rank 436207616 (no padding).
+TEST(LayerWiseLayoutTest, ManyEqualLayersPackEvenly) {
+  for (LayerWisePacking packing : kBoth) {
+    const Packed p = Pack(Layers(32, k8BLayer), 8, 0, packing);
+    EXPECT_EQ(p.buffer.padded_elements, 3489660928u);
+    EXPECT_EQ(p.owned, std::vector<uint64_t>(8, 436207616u));
+  }
+}
+
+// lw19.py 8 40000000 (the 8B layers) x 32: 3858759680 in 9 buckets;
+// lwmain.py: 3758096384 in 8.
+TEST(LayerWiseLayoutTest, BucketsCloseAsEachReleaseClosesThem) {
+  const Packed by_elements =
+      Pack(Layers(32, k8BLayer), 8, 40000000, LayerWisePacking::kByElements);
+  EXPECT_EQ(by_elements.buffer.padded_elements, 3858759680u);
+  EXPECT_EQ(by_elements.buffer.buckets, 9u);
+  EXPECT_EQ(by_elements.owned,
+            (std::vector<uint64_t>{482344960, 478150656, 469762048, 469762048,
+                                   402653184, 402653184, 394264576,
+                                   390070272}));
+  const Packed by_cost = Pack(Layers(32, k8BLayer), 8, 40000000,
+                              LayerWisePacking::kByNewtonSchulzCost);
+  EXPECT_EQ(by_cost.buffer.padded_elements, 3758096384u);
+  EXPECT_EQ(by_cost.buffer.buckets, 8u);
+  EXPECT_EQ(by_cost.owned,
+            (std::vector<uint64_t>{432013312, 432013312, 423624704, 423624704,
+                                   436207616, 448790528, 440401920,
+                                   452984832}));
+}
+
+// 3 none / 100000, 1000x64*5 3000x64*2 50x50*7 700x33 9x4000:
+// lw19.py 783360 (261000 261000 258600), bucketed 960000 in 3 (320000
+// 256000 204600); lwmain.py 807168 (256000 256000 268600) either way
+// (2 buckets).
+TEST(LayerWiseLayoutTest, MixedSizesFollowEachReleasesOrder) {
+  const Packed e = Pack(Mixed(), 3, 0, LayerWisePacking::kByElements);
+  EXPECT_EQ(e.buffer.padded_elements, 783360u);
+  EXPECT_EQ(e.owned, (std::vector<uint64_t>{261000, 261000, 258600}));
+  const Packed eb = Pack(Mixed(), 3, 100000, LayerWisePacking::kByElements);
+  EXPECT_EQ(eb.buffer.padded_elements, 960000u);
+  EXPECT_EQ(eb.buffer.buckets, 3u);
+  EXPECT_EQ(eb.owned, (std::vector<uint64_t>{320000, 256000, 204600}));
+  const Packed c = Pack(Mixed(), 3, 0, LayerWisePacking::kByNewtonSchulzCost);
+  EXPECT_EQ(c.buffer.padded_elements, 807168u);
+  EXPECT_EQ(c.owned, (std::vector<uint64_t>{256000, 256000, 268600}));
+  const Packed cb =
+      Pack(Mixed(), 3, 100000, LayerWisePacking::kByNewtonSchulzCost);
+  EXPECT_EQ(cb.buffer.padded_elements, 807168u);
+  EXPECT_EQ(cb.buffer.buckets, 2u);
+}
+
+TEST(LayerWiseLayoutTest, HighBusBandwidthPadsShardsToItsDivisor) {
+  // One 100 x 100 matrix over 4 ranks: shards of lcm(64, lcm(4, 128,
+  // 2^16) / 4) = 16384 elements, not 10048 (lcm(64, 32) = 64).
+  LayerWisePackingOptions o;
+  o.shards = 4;
+  std::vector<uint64_t> owned(4, 0);
+  EXPECT_EQ(PackLayerWiseBuffer({{100, 100}}, o, owned)->padded_elements,
+            4u * 10048);
+  o.pad_for_high_nccl_busbw = true;
+  EXPECT_EQ(PackLayerWiseBuffer({{100, 100}}, o, owned)->padded_elements,
+            4u * 16384);
+  EXPECT_EQ(owned, (std::vector<uint64_t>{20000, 0, 0, 0}));
+}
+
+TEST(LayerWiseLayoutTest, WorkIsBoundedBeforeItStarts) {
+  LayerWisePackingOptions o;
+  o.shards = 1 << 20;
+  std::vector<uint64_t> owned(o.shards, 0);
+  const Matrices many(65, {8, 8});  // 65 x 2^20 > 2^26
+  const absl::StatusOr<LayerWiseBuffer> b = PackLayerWiseBuffer(many, o, owned);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("matrix-rank steps"), std::string::npos);
+  const Matrices fits(64, {8, 8});
+  EXPECT_TRUE(PackLayerWiseBuffer(fits, o, owned).ok());
+}
+
+TEST(LayerWiseLayoutTest, RefusesEmptyMatricesAndMismatchedShards) {
+  LayerWisePackingOptions o;
+  o.shards = 2;
+  std::vector<uint64_t> owned(2, 0);
+  EXPECT_FALSE(PackLayerWiseBuffer({{0, 5}}, o, owned).ok());
+  EXPECT_FALSE(PackLayerWiseBuffer({{uint64_t{1} << 32, 5}}, o, owned).ok());
+  std::vector<uint64_t> wrong(3, 0);
+  EXPECT_FALSE(PackLayerWiseBuffer({{4, 5}}, o, wrong).ok());
+  EXPECT_TRUE(PackLayerWiseBuffer({}, o, owned).ok());
+}
+
+}  // namespace
+}  // namespace memgate

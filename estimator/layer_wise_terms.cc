@@ -1,0 +1,258 @@
+// [LW] The layer-wise distributed optimizer's buffers, as Megatron-LM
+// (core_v0.18.0 to d98e8a6) builds them for Lion and Muon with
+// --use-distributed-optimizer:
+//   training/models/dist_utils.py _ddp_wrap: DDP runs its distributed-
+//   optimizer buffers (use_distributed_optimizer re-enabled) with
+//   LayerWiseDistributedOptimizer.compute_full_param_layout, a layout per
+//   model chunk; buckets of bucket_size (--ddp-bucket-size, else
+//   max(4e7, 1e6 x DP x CP); --ddp-num-buckets splits the rank's
+//   parameters) only under --overlap-grad-reduce and only on the first
+//   pipeline rank's first chunk ("None if disable_bucketing or pp_rank >
+//   0"), one bucket elsewhere.
+//   core/optimizer/layer_wise_optimizer.py is_managed_by_layer_wise_
+//   optimizer: the parameters of two dimensions that are not the word
+//   embeddings or LM head go to the layer-wise buffer (dense, over DP x
+//   CP, and the routed experts', over the expert data-parallel group);
+//   the rest to a buffer of the plain distributed optimizer
+//   (core/optimizer/__init__.py "Route non-Muon params through
+//   DistributedOptimizer"), which memory_model.cc's [BP] pads.
+// The matrices of a chunk, in the order the model registers them
+// (torch's parameters(): a module's own before its children's):
+//   the position embedding (LanguageModelEmbedding), then each layer's
+//   attention: linear_proj before linear_qkv (attention.py Attention
+//   builds linear_proj, SelfAttention then linear_qkv); MLA's
+//   linear_proj, then linear_q_proj or linear_q_down_proj and
+//   linear_q_up_proj, linear_kv_down_proj, linear_kv_up_proj
+//   (multi_latent_attention.py; fused: linear_qkv_down_proj,
+//   linear_q_up_proj, linear_kv_up_proj); then the MLP's linear_fc1,
+//   linear_fc2, or an MoE layer's router, experts and shared experts
+//   (moe_layer.py; the shared experts' gate_weight before their FC1 and
+//   FC2: shared_experts.py), each local expert's FC1 then each one's FC2
+//   (TEGroupedMLP's weight0..n-1) in the expert buffer; MTP's eh_proj
+//   before its layer (multi_token_prediction.py), after the decoder.
+// Shapes are this rank's shards (muon_terms.cc has Megatron's splits).
+
+#include "estimator/layer_wise_terms.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "estimator/layer_wise_layout.h"
+#include "estimator/moe_terms.h"
+
+namespace memgate {
+namespace {
+
+using Matrices = std::vector<LayerWiseMatrix>;
+
+uint64_t Whole(double x) { return static_cast<uint64_t>(std::llround(x)); }
+
+void Add(Matrices& out, double rows, double cols) {
+  out.push_back({Whole(rows), Whole(cols)});
+}
+
+void AppendAttention(const ModelShape& m, const Layout& l, Matrices& out) {
+  const double h = m.hidden, a = m.heads, t = l.tensor;
+  if (!m.mla) {
+    Add(out, h, QueryWidth(m) / t);
+    Add(out, (QueryWidth(m) + 2 * m.kv_heads * HeadDim(m)) / t, h);
+    return;
+  }
+  const double qk = m.qk_nope + m.qk_rope;
+  const double kv_down = m.kv_lora + m.qk_rope;
+  Add(out, h, a * m.v_head / t);
+  if (m.mla_fused_down_projection) {
+    Add(out, (m.q_lora + kv_down) / t, h);
+    Add(out, a * qk / t, m.q_lora);
+  } else if (m.q_lora > 0) {
+    Add(out, m.q_lora, h);
+    Add(out, a * qk / t, m.q_lora);
+    Add(out, kv_down, h);
+  } else {
+    Add(out, a * qk / t, h);
+    Add(out, kv_down, h);
+  }
+  Add(out, a * (m.qk_nope + m.v_head) / t, m.kv_lora);
+}
+
+// An MLP of width `ffn` split over `group`: FC1 (both halves of a gated
+// one), FC2.
+void AppendMlp(const ModelShape& m, double ffn, double group,
+               Matrices& out) {
+  Add(out, (Gated(m) - 1) * ffn / group, m.hidden);
+  Add(out, m.hidden, ffn / group);
+}
+
+void AppendLayer(const ModelShape& m, const Layout& l, bool moe,
+                 Matrices& dense, Matrices& expert) {
+  AppendAttention(m, l, dense);
+  if (!moe) {
+    AppendMlp(m, m.ffn_hidden, l.tensor, dense);
+    return;
+  }
+  Add(dense, m.experts, m.hidden);  // the router
+  const double local = m.experts / l.expert_parallel;
+  const double ffn = ExpertFfn(m) / l.expert_tensor;
+  for (double e = 0; e < local; ++e) {
+    Add(expert, (Gated(m) - 1) * ffn, m.hidden);
+  }
+  for (double e = 0; e < local; ++e) Add(expert, m.hidden, ffn);
+  if (m.shared_ffn > 0) {
+    if (m.shared_gate) Add(dense, 1, m.hidden);
+    AppendMlp(m, m.shared_ffn, l.tensor, dense);
+  }
+}
+
+struct ChunkMatrices {
+  Matrices dense, expert;
+};
+
+ChunkMatrices ChunkOf(const ModelShape& m, const Layout& l,
+                      const LayerSpan& span, bool positions, bool mtp) {
+  ChunkMatrices c;
+  if (positions && m.learned_positions > 0) {
+    Add(c.dense, m.learned_positions, m.hidden);
+  }
+  const double end = span.first + span.count;
+  for (double i = span.first; i < end; ++i) {
+    AppendLayer(m, l, MoeLayersIn(m, i, 1) > 0, c.dense, c.expert);
+  }
+  if (mtp) {
+    for (double k = 0; k < MtpBuiltLayers(m); ++k) {
+      Add(c.dense, m.hidden / l.tensor, 2 * m.hidden);
+      AppendLayer(m, l, MtpLayerIsMoe(m), c.dense, c.expert);
+    }
+  }
+  return c;
+}
+
+double Sum(const Matrices& w) {
+  double n = 0;
+  for (const LayerWiseMatrix& x : w) n += double(x.rows) * double(x.cols);
+  return n;
+}
+
+double Largest(const std::vector<uint64_t>& owned) {
+  return owned.empty()
+             ? 0
+             : double(*std::max_element(owned.begin(), owned.end()));
+}
+
+struct Packed {
+  double buffer = 0;
+  double owned = 0;
+};
+
+// One buffer kind (dense or expert) of every chunk under one packing, the
+// first rank's first chunk with `bucket_size` (0: one bucket).
+Packed PackChunks(const std::vector<const Matrices*>& chunks,
+                  LayerWisePackingOptions o, uint64_t first_chunk_bucket) {
+  std::vector<uint64_t> owned(o.shards, 0);
+  Packed p;
+  for (size_t j = 0; j < chunks.size(); ++j) {
+    o.bucket_size = j == 0 ? first_chunk_bucket : 0;
+    // Validation bounds the job's packing (LayerWisePackingWork).
+    const absl::StatusOr<LayerWiseBuffer> b =
+        PackLayerWiseBuffer(*chunks[j], o, owned);
+    if (b.ok()) p.buffer += double(b->padded_elements);
+  }
+  p.owned = Largest(owned);
+  return p;
+}
+
+// Matrices of a dense and of an MoE layer, a position embedding and an
+// MTP layer, in each buffer.
+struct MatrixCounts {
+  double dense_layer = 0, moe_layer = 0, moe_expert = 0;
+};
+
+MatrixCounts CountsOf(const ModelShape& m, const Layout& l) {
+  Matrices dense, expert;
+  MatrixCounts c;
+  AppendLayer(m, l, false, dense, expert);
+  c.dense_layer = double(dense.size());
+  dense.clear();
+  AppendLayer(m, l, true, dense, expert);
+  c.moe_layer = double(dense.size());
+  c.moe_expert = double(expert.size());
+  return c;
+}
+
+double ExpertShards(const Layout& l) {
+  return l.tensor * l.context * l.data / (l.expert_tensor * l.expert_parallel);
+}
+
+}  // namespace
+
+LayerWiseFigures LayerWiseFiguresOf(const ModelShape& m, const Layout& l,
+                                    const LayerWiseStage& stage) {
+  std::vector<ChunkMatrices> chunks;
+  chunks.reserve(stage.chunks.size());
+  for (size_t j = 0; j < stage.chunks.size(); ++j) {
+    chunks.push_back(ChunkOf(m, l, stage.chunks[j],
+                             stage.first_rank && j == 0,
+                             stage.mtp && j + 1 == stage.chunks.size()));
+  }
+  LayerWiseFigures f;
+  std::vector<const Matrices*> dense, expert;
+  for (const ChunkMatrices& c : chunks) {
+    f.matrix_elements += Sum(c.dense);
+    f.expert_matrix_elements += Sum(c.expert);
+    dense.push_back(&c.dense);
+    expert.push_back(&c.expert);
+  }
+  // DDP's bucket size on the first rank's first chunk.
+  uint64_t bucket = 0;
+  if (stage.first_rank) {
+    const double size =
+        l.ddp_num_buckets > 0
+            ? std::floor(stage.rank_parameters / l.ddp_num_buckets)
+        : l.ddp_bucket_size > 0 ? l.ddp_bucket_size
+                                : std::max(4e7, 1e6 * l.data * l.context);
+    bucket = std::max<uint64_t>(1, Whole(size));
+  }
+  const bool packings[2] = {l.layer_wise_by_elements, l.layer_wise_by_cost};
+  for (int k = 0; k < 2; ++k) {
+    if (!packings[k]) continue;
+    LayerWisePackingOptions o;
+    o.pad_for_high_nccl_busbw = l.pad_buckets_for_high_busbw;
+    o.packing = k == 0 ? LayerWisePacking::kByElements
+                       : LayerWisePacking::kByNewtonSchulzCost;
+    // One bucket (without --overlap-grad-reduce), then DDP's buckets.
+    std::vector<uint64_t> first_buckets = {0};
+    if (bucket > 0) first_buckets.push_back(bucket);
+    for (uint64_t first_bucket : first_buckets) {
+      o.shards = Whole(l.data * l.context);
+      const Packed d = PackChunks(dense, o, first_bucket);
+      o.shards = Whole(ExpertShards(l));
+      const Packed e = f.expert_matrix_elements > 0
+                           ? PackChunks(expert, o, first_bucket)
+                           : Packed{};
+      f.buffer_elements = std::max(f.buffer_elements, d.buffer + e.buffer);
+      f.owned_elements = std::max(f.owned_elements, d.owned + e.owned);
+    }
+  }
+  return f;
+}
+
+double LayerWisePackingWork(const ModelShape& m, const Layout& l) {
+  const MatrixCounts c = CountsOf(m, l);
+  const double moe = MoeLayersIn(m, 0, m.layers);
+  const double mtp = MtpBuiltLayers(m);
+  const bool mtp_moe = MtpLayerIsMoe(m);
+  const double dense_matrices =
+      (m.layers - moe) * c.dense_layer + moe * c.moe_layer +
+      mtp * (1 + (mtp_moe ? c.moe_layer : c.dense_layer)) +
+      (m.learned_positions > 0 ? 1 : 0);
+  const double expert_matrices = (moe + (mtp_moe ? mtp : 0)) * c.moe_expert;
+  const double packings =
+      double(l.layer_wise_by_elements) + double(l.layer_wise_by_cost);
+  // The first chunk of the first rank is packed twice (bucketed or not).
+  return 2 * packings *
+         (dense_matrices * l.data * l.context +
+          expert_matrices * ExpertShards(l));
+}
+
+}  // namespace memgate

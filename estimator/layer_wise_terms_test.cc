@@ -1,0 +1,120 @@
+// [LW] A stage's layer-wise buffers (layer_wise_terms.cc) on catalog
+// models. The buffer sizes of the first two tests are Megatron's own for
+// the same shapes (layer_wise_layout_test.cc names the reference runs):
+// these check that memgate hands its packing the matrices Megatron
+// registers, and the stage's bytes around them.
+
+#include "estimator/layer_wise_terms.h"
+
+#include <string>
+
+#include "estimator/catalog.h"
+#include "gtest/gtest.h"
+
+namespace memgate {
+namespace {
+
+ModelShape Catalog(const std::string& name) {
+  return ShapeOf(*FindModel(name));
+}
+
+Layout LayerWise(double tensor, double pipeline, double data) {
+  Layout l;
+  l.tensor = tensor;
+  l.pipeline = pipeline;
+  l.data = data;
+  l.optimizer = v1::OPTIMIZER_MUON;
+  l.layer_wise_by_elements = true;
+  return l;
+}
+
+// A middle stage of Llama-3.1-405B at TP 8, PP 16 (8 layers), DP 64: 32
+// matrices over 64 ranks, every shard padded to FC1's 218,103,808
+// elements: 13,958,643,712 on every rank, 4.4 times the matrices.
+TEST(LayerWiseTermsTest, FewLargeMatricesPadEveryShardToTheLargest) {
+  const ModelShape m = Catalog("llama-3.1-405b");
+  const Layout l = LayerWise(8, 16, 64);
+  LayerWiseStage stage;
+  stage.chunks = {{7, 8}};
+  const LayerWiseFigures f = LayerWiseFiguresOf(m, l, stage);
+  EXPECT_DOUBLE_EQ(f.buffer_elements, 13958643712.0);
+  EXPECT_DOUBLE_EQ(f.matrix_elements,
+                   8 * (33554432.0 + 37748736 + 218103808 + 109051904));
+  EXPECT_DOUBLE_EQ(f.owned_elements, 218103808.0);
+  EXPECT_DOUBLE_EQ(f.expert_matrix_elements, 0);
+
+  // In the stage's bytes: bf16 weights and fp32 gradients of the padded
+  // buffer beside the rest; a rank's FC1 (fp32 master and momentum) and
+  // its 1/64 of the norms' Adam states (12 B each).
+  const StageFigures s = StageMemoryOf(m, l, 1, 8, 7);
+  const double norms = 8 * 2 * 16384.0;
+  EXPECT_DOUBLE_EQ(s.parameters, f.matrix_elements + norms);
+  EXPECT_GE(s.padding_elements, f.buffer_elements - f.matrix_elements);
+  EXPECT_DOUBLE_EQ(s.weight_bytes, 2 * (s.parameters + s.padding_elements));
+  EXPECT_DOUBLE_EQ(s.gradient_bytes, 4 * (s.parameters + s.padding_elements));
+  EXPECT_DOUBLE_EQ(s.optimizer_bytes, 8 * 218103808.0 + 12 * norms / 64);
+}
+
+// Llama-3.1-8B at TP 2 on one stage, DP 8: 128 matrices pack evenly in
+// one bucket (436,207,616 elements a rank, no padding); in DDP's buckets
+// of 4e7 (--overlap-grad-reduce, the first rank's first chunk) core
+// 0.19's packing pads to 3,858,759,680 and loads one rank with
+// 482,344,960. Both are possible without the flag: the larger counts.
+TEST(LayerWiseTermsTest, TheFirstChunkCountsDdpsBucketsOrNone) {
+  const ModelShape m = Catalog("llama-3.1-8b");
+  const Layout l = LayerWise(2, 1, 8);
+  LayerWiseStage stage;
+  stage.chunks = {{0, 32}};
+  EXPECT_DOUBLE_EQ(LayerWiseFiguresOf(m, l, stage).buffer_elements,
+                   3489660928.0);
+  stage.first_rank = true;
+  const LayerWiseFigures f = LayerWiseFiguresOf(m, l, stage);
+  EXPECT_DOUBLE_EQ(f.buffer_elements, 3858759680.0);
+  EXPECT_DOUBLE_EQ(f.owned_elements, 482344960.0);
+  Layout by_cost = l;
+  by_cost.layer_wise_by_elements = false;
+  by_cost.layer_wise_by_cost = true;
+  EXPECT_DOUBLE_EQ(LayerWiseFiguresOf(m, by_cost, stage).buffer_elements,
+                   3758096384.0);
+  // Unknown release: both packings, the larger.
+  Layout both = l;
+  both.layer_wise_by_cost = true;
+  EXPECT_DOUBLE_EQ(LayerWiseFiguresOf(m, both, stage).buffer_elements,
+                   3858759680.0);
+}
+
+// The matrices handed to the packing are the ones Muon trains without the
+// distributed optimizer (memory_model.cc MatrixElementsOf, read back from
+// a stage's Adam states: 4 B more a parameter that is not a matrix), on
+// MLA, MoE with shared experts and MTP, and expert biases.
+TEST(LayerWiseTermsTest, PacksTheMatricesMuonTrains) {
+  for (const char* name : {"deepseek-v3", "qwen3-30b-a3b", "llama-3.1-8b",
+                           "mixtral-8x7b", "gpt-oss-20b"}) {
+    SCOPED_TRACE(name);
+    ModelShape m = Catalog(name);
+    Layout plain;
+    plain.tensor = 2;
+    plain.data = 4;
+    plain.optimizer = v1::OPTIMIZER_MUON;
+    plain.distributed_optimizer = false;
+    if (m.experts > 0) plain.expert_parallel = 4;
+    const uint32_t last = static_cast<uint32_t>(plain.pipeline) - 1;
+    const StageFigures f = StageMemoryOf(m, plain, last, m.layers, 0);
+    const double matrices =
+        f.parameters - (f.optimizer_bytes - 8 * f.parameters) / 4;
+    Layout lw = plain;
+    lw.distributed_optimizer = true;
+    lw.layer_wise_by_elements = true;
+    LayerWiseStage stage;
+    stage.chunks = {{0, m.layers}};
+    stage.first_rank = true;
+    stage.mtp = m.mtp_layers > 0;
+    const LayerWiseFigures w = LayerWiseFiguresOf(m, lw, stage);
+    EXPECT_NEAR(w.matrix_elements + w.expert_matrix_elements, matrices,
+                1e-9 * matrices);
+    EXPECT_EQ(w.expert_matrix_elements > 0, m.experts > 0);
+  }
+}
+
+}  // namespace
+}  // namespace memgate
