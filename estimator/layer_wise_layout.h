@@ -62,8 +62,10 @@ struct LayerWiseBuffer {
 };
 
 // The work PackLayerWiseBuffer does is matrices x shards steps; above this
-// it is refused before it starts (memory_model.cc checks a job's total).
-inline constexpr uint64_t kMaxLayerWisePackingWork = uint64_t{1} << 26;
+// it is refused before it starts (validation checks a job's total: Muon
+// on Llama-3.1-8B over 16,384 data-parallel ranks, unbucketed and
+// bucketed under both packings, is this much, ~18 ms: bench/RESULTS.md).
+inline constexpr uint64_t kMaxLayerWisePackingWork = uint64_t{1} << 23;
 
 // Lays out one model chunk's buffer of `forward` (its matrices in the
 // order the model defines them; DDP walks them backwards) and adds each
