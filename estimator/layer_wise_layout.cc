@@ -50,18 +50,25 @@ size_t FirstSmallest(const std::vector<T>& values) {
       std::min_element(values.begin(), values.end()) - values.begin());
 }
 
+// Shards [0, width) are the ones used (layer_wise_layout.h): the others
+// hold nothing and cost nothing, so each first-smallest choice over all of
+// them is the same over these.
 class Packer {
  public:
-  Packer(const LayerWisePackingOptions& o, std::vector<uint64_t>& owned)
+  Packer(const LayerWisePackingOptions& o, size_t width,
+         std::vector<uint64_t>& owned)
       : o_(o),
         divisor_(ShardDivisor(o)),
+        width_(width),
         owned_(owned),
-        cost_loads_(o.shards, 0) {}
+        cost_loads_(width, 0) {
+    if (owned_.size() < width_) owned_.resize(width_, 0);
+  }
 
   // _emit_bucket: `chunk` in backprop order.
   void Emit(const std::vector<LayerWiseMatrix>& chunk) {
     if (chunk.empty()) return;
-    std::vector<uint64_t> cursors(o_.shards, 0);
+    std::vector<uint64_t> cursors(width_, 0);
     std::vector<size_t> order(chunk.size());
     std::iota(order.begin(), order.end(), 0);
     if (o_.packing == LayerWisePacking::kByElements) {
@@ -86,14 +93,14 @@ class Packer {
                          static_cast<double>(o_.shards) * (1 + 0.3);
       for (size_t i : order) {
         const uint64_t numel = Elements(chunk[i]);
-        size_t shard = o_.shards;  // none yet
-        for (size_t s = 0; s < o_.shards; ++s) {
+        size_t shard = width_;  // none yet
+        for (size_t s = 0; s < width_; ++s) {
           if (static_cast<double>(PadStart(cursors[s]) + numel) <= cap &&
-              (shard == o_.shards || cost_loads_[s] < cost_loads_[shard])) {
+              (shard == width_ || cost_loads_[s] < cost_loads_[shard])) {
             shard = s;
           }
         }
-        if (shard == o_.shards) shard = FirstSmallest(cursors);
+        if (shard == width_) shard = FirstSmallest(cursors);
         Place(cursors, shard, numel);
         cost_loads_[shard] += NewtonSchulzCost(chunk[i]);
       }
@@ -115,6 +122,7 @@ class Packer {
 
   const LayerWisePackingOptions& o_;
   const uint64_t divisor_;
+  const size_t width_;
   std::vector<uint64_t>& owned_;
   std::vector<Cost> cost_loads_;  // shard_compute_loads, across buckets
   LayerWiseBuffer buffer_;
@@ -125,14 +133,14 @@ class Packer {
 absl::StatusOr<LayerWiseBuffer> PackLayerWiseBuffer(
     absl::Span<const LayerWiseMatrix> forward,
     const LayerWisePackingOptions& options, std::vector<uint64_t>& owned) {
-  if (options.shards == 0 || owned.size() != options.shards) {
+  if (options.shards == 0) {
     return absl::InvalidArgumentError(
-        "layer-wise layout: the shard count must be positive and match the "
-        "owned elements' entries");
+        "layer-wise layout: the shard count must be positive");
   }
-  // A few passes over the shards a matrix (placing it; the main walk's
-  // estimate of the bucket), bounded before any is made.
-  if (forward.size() > kMaxLayerWisePackingWork / options.shards) {
+  // A few passes over the shards used a matrix (placing it; the main
+  // walk's estimate of the bucket), bounded before any is made.
+  if (LayerWisePackingSteps(double(forward.size()), double(options.shards)) >
+      double(kMaxLayerWisePackingWork)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "layer-wise layout: ", forward.size(), " matrices over ",
         options.shards, " data-parallel ranks is more packing than memgate "
@@ -146,8 +154,10 @@ absl::StatusOr<LayerWiseBuffer> PackLayerWiseBuffer(
           " elements (each dimension must be 1 to 2^32 - 1)"));
     }
   }
-  Packer packer(options, owned);
   const uint64_t dp = options.shards;
+  const size_t width =
+      static_cast<size_t>(std::min<uint64_t>(forward.size(), dp));
+  Packer packer(options, width, owned);
   std::vector<LayerWiseMatrix> chunk;
   uint64_t chunk_numel = 0;
   uint64_t chunk_max = 0;
@@ -165,7 +175,7 @@ absl::StatusOr<LayerWiseBuffer> PackLayerWiseBuffer(
   };
   // The main walk's estimate of the bucket's shards (_place, _absorbs),
   // numel only and in backprop order.
-  std::vector<uint64_t> loads(dp, 0);
+  std::vector<uint64_t> loads(width, 0);
   const bool absorbing =
       options.packing == LayerWisePacking::kByNewtonSchulzCost;
   for (size_t i = forward.size(); i-- > 0;) {
@@ -175,9 +185,10 @@ absl::StatusOr<LayerWiseBuffer> PackLayerWiseBuffer(
           chunk_numel >= threshold()) {
         const uint64_t target = PadTo(
             *std::max_element(loads.begin(), loads.end()), packer.divisor());
-        const bool absorbs =
-            PadStart(*std::min_element(loads.begin(), loads.end())) + numel <=
-            target;
+        // The shards past the used ones are empty.
+        const uint64_t least =
+            width < dp ? 0 : *std::min_element(loads.begin(), loads.end());
+        const bool absorbs = PadStart(least) + numel <= target;
         if (!absorbs) {
           close();
           std::fill(loads.begin(), loads.end(), 0);

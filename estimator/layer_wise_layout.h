@@ -61,17 +61,27 @@ struct LayerWiseBuffer {
   uint64_t buckets = 0;
 };
 
-// The work PackLayerWiseBuffer does is matrices x shards steps; above this
-// it is refused before it starts (validation checks a job's total: Muon
-// on Llama-3.1-8B over 16,384 data-parallel ranks, unbucketed and
-// bucketed under both packings, is this much, ~18 ms: bench/RESULTS.md).
-inline constexpr uint64_t kMaxLayerWisePackingWork = uint64_t{1} << 23;
+// Only the first min(matrices, shards) shards are ever used: each choice
+// Megatron makes (the emptiest shard, the least-cost one that fits, the
+// least-loaded in its walk: the first such) falls on the first shard no
+// matrix has reached while one is left, whose count and cost are 0,
+// below any shard's that holds one. So the work is matrices x
+// min(matrices, shards) steps; above this it is refused before it starts
+// (validation checks a job's total, LayerWisePackingWork: an estimate at
+// it takes about as long as the largest MoE estimate, ~4 ms:
+// bench/RESULTS.md, session 53).
+inline constexpr uint64_t kMaxLayerWisePackingWork = uint64_t{1} << 21;
+
+// Steps PackLayerWiseBuffer takes for `matrices` over `shards`.
+inline double LayerWisePackingSteps(double matrices, double shards) {
+  return matrices * (matrices < shards ? matrices : shards);
+}
 
 // Lays out one model chunk's buffer of `forward` (its matrices in the
 // order the model defines them; DDP walks them backwards) and adds each
-// shard's elements (the matrices its rank updates) to `owned`, which has
-// options.shards entries. InvalidArgument past kMaxLayerWisePackingWork or
-// for a zero-sized matrix or shard count.
+// shard's elements (the matrices its rank updates) to `owned`, grown to
+// the shards used (the rest own nothing). InvalidArgument past
+// kMaxLayerWisePackingWork or for a zero-sized matrix or shard count.
 absl::StatusOr<LayerWiseBuffer> PackLayerWiseBuffer(
     absl::Span<const LayerWiseMatrix> forward,
     const LayerWisePackingOptions& options, std::vector<uint64_t>& owned);

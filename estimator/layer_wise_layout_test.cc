@@ -156,27 +156,43 @@ TEST(LayerWiseLayoutTest, HighBusBandwidthPadsShardsToItsDivisor) {
   EXPECT_EQ(owned, (std::vector<uint64_t>{20000, 0, 0, 0}));
 }
 
-TEST(LayerWiseLayoutTest, WorkIsBoundedBeforeItStarts) {
+// Only the first min(matrices, ranks) shards are used, whatever the
+// ranks: 32 matrices over 2^20 ranks touch 32 of them (the buffer still
+// spans every rank's padded shard), and the work is bounded by matrices x
+// shards used.
+TEST(LayerWiseLayoutTest, WorkIsMatricesTimesTheShardsUsedAndBounded) {
   LayerWisePackingOptions o;
   o.shards = 1 << 20;
-  std::vector<uint64_t> owned(o.shards, 0);
-  const Matrices many(9, {8, 8});  // 9 x 2^20 > 2^23
+  for (LayerWisePacking packing : kBoth) {
+    o.packing = packing;
+    std::vector<uint64_t> owned;
+    const absl::StatusOr<LayerWiseBuffer> b =
+        PackLayerWiseBuffer(Layers(8, k405BLayer), o, owned);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(b->padded_elements, (uint64_t{1} << 20) * 218103808);
+    EXPECT_EQ(owned.size(), 32u);
+  }
+  std::vector<uint64_t> owned;
+  const Matrices many(1449, {8, 8});  // 1449^2 > 2^21
   const absl::StatusOr<LayerWiseBuffer> b = PackLayerWiseBuffer(many, o, owned);
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.status().message().find("matrix-rank steps"), std::string::npos);
-  const Matrices fits(8, {8, 8});
+  const Matrices fits(1448, {8, 8});
   EXPECT_TRUE(PackLayerWiseBuffer(fits, o, owned).ok());
+  EXPECT_EQ(LayerWisePackingSteps(1448, 1 << 20), 1448.0 * 1448);
+  EXPECT_EQ(LayerWisePackingSteps(1448, 8), 1448.0 * 8);
 }
 
-TEST(LayerWiseLayoutTest, RefusesEmptyMatricesAndMismatchedShards) {
+TEST(LayerWiseLayoutTest, RefusesEmptyMatricesAndNoShards) {
   LayerWisePackingOptions o;
   o.shards = 2;
-  std::vector<uint64_t> owned(2, 0);
+  std::vector<uint64_t> owned;
   EXPECT_FALSE(PackLayerWiseBuffer({{0, 5}}, o, owned).ok());
   EXPECT_FALSE(PackLayerWiseBuffer({{uint64_t{1} << 32, 5}}, o, owned).ok());
-  std::vector<uint64_t> wrong(3, 0);
-  EXPECT_FALSE(PackLayerWiseBuffer({{4, 5}}, o, wrong).ok());
   EXPECT_TRUE(PackLayerWiseBuffer({}, o, owned).ok());
+  EXPECT_TRUE(owned.empty());
+  o.shards = 0;
+  EXPECT_FALSE(PackLayerWiseBuffer({{4, 5}}, o, owned).ok());
 }
 
 }  // namespace

@@ -149,7 +149,7 @@ struct Packed {
 // first rank's first chunk with `bucket_size` (0: one bucket).
 Packed PackChunks(const std::vector<const Matrices*>& chunks,
                   LayerWisePackingOptions o, uint64_t first_chunk_bucket) {
-  std::vector<uint64_t> owned(o.shards, 0);
+  std::vector<uint64_t> owned;  // grown to the shards used
   Packed p;
   for (size_t j = 0; j < chunks.size(); ++j) {
     o.bucket_size = j == 0 ? first_chunk_bucket : 0;
@@ -249,10 +249,12 @@ double LayerWisePackingWork(const ModelShape& m, const Layout& l) {
   const double expert_matrices = (moe + (mtp_moe ? mtp : 0)) * c.moe_expert;
   const double packings =
       double(l.layer_wise_by_elements) + double(l.layer_wise_by_cost);
-  // The first chunk of the first rank is packed twice (bucketed or not).
+  // The first chunk of the first rank is packed twice (bucketed or not);
+  // a chunk's steps are at most the whole model's (LayerWisePackingSteps
+  // grows faster than its sum).
   return 2 * packings *
-         (dense_matrices * l.data * l.context +
-          expert_matrices * ExpertShards(l));
+         (LayerWisePackingSteps(dense_matrices, l.data * l.context) +
+          LayerWisePackingSteps(expert_matrices, ExpertShards(l)));
 }
 
 }  // namespace memgate

@@ -93,23 +93,25 @@ TEST_P(ValidationRuleTest, RefusesAndNamesTheField) {
   EXPECT_NE(status.message().find("(got "), std::string::npos) << status;
 }
 
-// [LW] Muon's layer-wise packing is bounded before any is done: Llama-
-// 3.1-8B's 128 matrices over 16,384 data-parallel ranks, packed both ways
-// and bucketed or not (2^23 matrix-rank steps, ~18 ms), is the most
-// allowed; twice the ranks is refused by field.
+// [LW] Muon's layer-wise packing is bounded before any is done: 4 x
+// matrices x the ranks they use (layer_wise_layout.h). Qwen3-30B-A3B's
+// 12,288 routed experts' matrices without expert parallelism over 32
+// expert data-parallel ranks (1.6e6 steps) are allowed, over 64 refused
+// by field; Llama-3.1-8B's 128 matrices over 16,384 ranks use 128 of them.
 TEST(ValidationTest, LayerWisePackingIsBoundedBeforeItStarts) {
-  auto muon_on = [](uint32_t gpus) {
-    v1::Job job = testing::PaperJob("llama-3.1-8b", "h100-80gb", 1, 1, 1, 1,
-                                    gpus, 8192);
+  auto muon_on = [](const char* model, uint32_t gpus) {
+    v1::Job job = testing::PaperJob(model, "h100-80gb", 1, 1, 1, 1, gpus,
+                                    4096);
     job.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
     job.mutable_training()->set_global_batch_size(gpus);
     return *ResolveJob(job);
   };
-  EXPECT_TRUE(ValidateJob(muon_on(1u << 14)).ok());
-  const absl::Status over = ValidateJob(muon_on(1u << 15));
+  EXPECT_TRUE(ValidateJob(muon_on("qwen3-30b-a3b", 32)).ok());
+  const absl::Status over = ValidateJob(muon_on("qwen3-30b-a3b", 64));
   EXPECT_EQ(over.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(over.message().rfind("parallel.distributed_optimizer:", 0), 0u)
       << over;
+  EXPECT_TRUE(ValidateJob(muon_on("llama-3.1-8b", 16384)).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -557,9 +559,10 @@ INSTANTIATE_TEST_SUITE_P(
                    v1::Fp8::RECIPE_MXFP8);
                j.mutable_training()->mutable_fp8()->set_param_gather(true);
              }, "training.fp8.param_gather"},
-        // 2 x 2 packings x 128 matrices x 2^20 ranks > 2^23 steps.
+        // 2 x 2 packings x 4,096 matrices x 4,096 ranks used > 2^21 steps.
         Rule{"LayerWisePackingPastItsBound", [](v1::Job& j) {
                j.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+               j.mutable_model()->set_num_layers(1024);
                j.set_num_gpus(1u << 24);
                j.mutable_training()->set_global_batch_size(1u << 22);
              }, "parallel.distributed_optimizer"},

@@ -172,6 +172,13 @@ uint64_t DataParallelUnit(const v1::Job& job, const Layout& layout) {
 uint32_t SmallestGpuCountThatFits(const v1::Job& job, double threshold) {
   const ModelShape shape = ShapeOf(job.model());
   Layout layout = LayoutOf(job);
+  // Under Lion's or Muon's layer-wise distributed optimizer [LW] more
+  // data-parallel ranks pad each buffer more (a bucket is DP x its fullest
+  // shard): the search's premise, a peak that falls as DP grows, fails,
+  // and each count it tries would be packed anew, up to thousands of
+  // counts at a cost validation bounded only at the job's own DP. No
+  // count is suggested (the other hints estimate the job's own layout).
+  if (layout.layer_wise_by_elements || layout.layer_wise_by_cost) return 0;
   const double capacity = static_cast<double>(job.accelerator().memory_bytes());
   const uint64_t group = uint64_t{job.parallel().tensor_parallel()} *
                          job.parallel().pipeline_parallel() *

@@ -75,6 +75,20 @@ TEST(RefusalHintsTest, RefusalsSuggestWhatFits) {
       testing::PaperJob("llama-3.1-8b", "a100-40gb", 1, 1, 1, 16, 8, 8192),
       AdmissionPolicy());
   EXPECT_EQ(d->min_gpus_that_fit(), 0u);
+
+  // Muon's layer-wise distributed optimizer pads more as DP grows: refused
+  // as the first job is, no GPU count is suggested, though 16 fit (the
+  // search assumes the peak falls with DP, and would pack each count it
+  // tries: refusal_hints.cc).
+  v1::Job muon =
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192);
+  muon.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+  d = AdmitJob(muon, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  EXPECT_EQ(d->min_gpus_that_fit(), 0u);
+  muon.set_num_gpus(16);
+  EXPECT_EQ(AdmitJob(muon, AdmissionPolicy())->verdict(), v1::VERDICT_ADMIT);
 }
 
 // Interleaved over p = 2 with 6 micro-batches a step, refused under a
