@@ -244,6 +244,15 @@
 //      optimizer.py _init_group; the rest to --muon-scalar-optimizer),
 //      both under Float16OptimizerWithFloat16Params (fp32 masters); the
 //      step's Newton-Schulz copies: muon_terms.cc.
+// [LW] Lion and Muon with the distributed optimizer, from core 0.18.0:
+//      Megatron's layer-wise distributed optimizer (arguments.py turns
+//      --use-distributed-optimizer into it; core/optimizer/
+//      layer_wise_optimizer.py LayerWiseDistributedOptimizer): each matrix
+//      whole on one data-parallel rank, which keeps its master and
+//      momentum; the matrices' weights and gradients in DDP buffers padded
+//      to DP x a bucket's fullest shard on every rank
+//      (layer_wise_layout.cc, the packing; layer_wise_terms.cc, a stage's
+//      matrices); the rest in the plain distributed optimizer ([BP]).
 
 namespace memgate {
 namespace {
