@@ -234,11 +234,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
                                    : "by Newton-Schulz cost (after core 0.19)",
         "; the first rank's first chunk in DDP's buckets "
         "(--overlap-grad-reduce) and in one, the larger; norms, biases and "
-        "the vocabulary's matrices in the plain distributed optimizer",
-        l.layer_wise_or_plain
-            ? "; or, core 0.17, Lion under the plain distributed optimizer: "
-              "the larger of each"
-            : ""));
+        "the vocabulary's matrices in the plain distributed optimizer"));
   }
   const ModelShape shape = ShapeOf(m);
   if (l.precision_aware) {

@@ -137,22 +137,19 @@ absl::StatusOr<MuonRelease> MuonReleaseOf(const MegatronCoreRelease& r) {
 absl::StatusOr<EmergingDistributedRun> EmergingDistributedRunOf(
     v1::Optimizer optimizer, const MegatronCoreRelease& r) {
   const auto minor = std::make_tuple(r.major, r.minor);
-  const auto core_0_18 = std::make_tuple(0u, 18u);
-  const bool before_0_18_0 =
-      minor < core_0_18 || (minor == core_0_18 && r.patch <= 0 && r.rc >= 0);
-  const bool from_0_18_0 = minor >= core_0_18;  // its candidates may be
-  EmergingDistributedRun run;
-  if (optimizer == v1::OPTIMIZER_MUON && minor < core_0_18) {
+  if (minor < std::make_tuple(0u, 18u)) {
     return absl::InvalidArgumentError(
-        "Megatron core before 0.18.0 asserts against muon with "
-        "--use-distributed-optimizer (its dist_muon, a ping-pong layer-wise "
-        "optimizer, is not modelled)");
+        optimizer == v1::OPTIMIZER_MUON
+            ? "Megatron core before 0.18.0 asserts against muon with "
+              "--use-distributed-optimizer (its dist_muon, a ping-pong "
+              "layer-wise optimizer, is not modelled)"
+            : "Megatron core before 0.18.0 asserts against lion with "
+              "--use-distributed-optimizer (its distributed optimizer takes "
+              "Adam only)");
   }
-  run.regular = optimizer == v1::OPTIMIZER_LION && before_0_18_0;
-  if (from_0_18_0) {
-    run.by_elements = minor <= std::make_tuple(0u, 19u);
-    run.by_cost = !run.by_elements;
-  }
+  EmergingDistributedRun run;
+  run.by_elements = minor <= std::make_tuple(0u, 19u);
+  run.by_cost = !run.by_elements;
   return run;
 }
 

@@ -82,21 +82,21 @@ struct MuonRelease {
 absl::StatusOr<MuonRelease> MuonReleaseOf(const MegatronCoreRelease& release);
 
 // How the release runs Lion or Muon with --use-distributed-optimizer
-// (memory_model.cc [LW]). Core 0.16 and 0.17 assert against Muon with it
-// (arguments.py "Muon optimizer does not support distributed optimizer
-// for now"; their dist_muon is a ping-pong layer-wise path memgate does
-// not model): INVALID_ARGUMENT. Core 0.17 runs Lion under the plain
-// DistributedOptimizer (core/optimizer/__init__.py builds Lion like Adam).
-// From 0.18.0 on arguments.py turns the flag into the layer-wise
-// distributed optimizer, whose DDP layout (main c1e938b039, 0044db1f20:
-// in core_v0.18.0) packs whole matrices by elements through 0.19.x and by
+// (memory_model.cc [LW]). Before 0.18.0 Megatron asserts: against Muon
+// with it (arguments.py "Muon optimizer does not support distributed
+// optimizer for now"; their dist_muon is a ping-pong layer-wise path
+// memgate does not model), and against Lion in the DistributedOptimizer
+// it builds for it (distrib_optimizer.py "Only Adam and
+// HybridDeviceOptimizer currently supported"): INVALID_ARGUMENT. From
+// 0.18.0 on arguments.py turns the flag into the layer-wise distributed
+// optimizer, whose DDP layout (main c1e938b039, 0044db1f20: in
+// core_v0.18.0) packs whole matrices by elements through 0.19.x and by
 // Newton-Schulz cost after (main 85344907be, e0ccd26776: in no tag yet,
 // taken to hold from core 0.20 on). A release candidate of 0.18.0 (none
-// is tagged) may be either side: both.
+// is tagged) runs it or asserts: the layer-wise optimizer's.
 struct EmergingDistributedRun {
-  bool regular = false;      // Lion under the plain distributed optimizer
-  bool by_elements = false;  // layer-wise, LayerWisePacking::kByElements
-  bool by_cost = false;      // layer-wise, kByNewtonSchulzCost
+  bool by_elements = false;  // LayerWisePacking::kByElements
+  bool by_cost = false;      // kByNewtonSchulzCost
 };
 absl::StatusOr<EmergingDistributedRun> EmergingDistributedRunOf(
     v1::Optimizer optimizer, const MegatronCoreRelease& release);

@@ -152,10 +152,9 @@ TEST(MegatronReleaseTest, MuonsDefaultsAndScalarOptimizerByRelease) {
               HasSubstr("no Muon before 0.16.0"));
 }
 
-// --use-distributed-optimizer under Lion and Muon [LW]: core 0.17's plain
-// distributed optimizer (Lion; Muon asserts), the layer-wise one from
-// 0.18.0, packed by elements through 0.19 and by Newton-Schulz cost after;
-// a 0.18.0 release candidate either side.
+// --use-distributed-optimizer under Lion and Muon [LW]: core 0.16 and 0.17
+// assert, the layer-wise optimizer from 0.18.0 on (its release candidates
+// too), packed by elements through 0.19 and by Newton-Schulz cost after.
 TEST(MegatronReleaseTest, LionAndMuonWithTheDistributedOptimizerByRelease) {
   auto run = [](v1::Optimizer o, const char* tag) {
     absl::StatusOr<MegatronCoreRelease> r = ParseMegatronCoreRelease(tag);
@@ -164,29 +163,26 @@ TEST(MegatronReleaseTest, LionAndMuonWithTheDistributedOptimizerByRelease) {
   };
   const auto lion = v1::OPTIMIZER_LION;
   const auto muon = v1::OPTIMIZER_MUON;
-  for (const char* tag : {"core_v0.17.0rc0", "0.17.1"}) {
-    const EmergingDistributedRun r = *run(lion, tag);
-    EXPECT_TRUE(r.regular && !r.by_elements && !r.by_cost) << tag;
+  for (const char* tag : {"core_v0.16.1", "core_v0.17.0rc0", "0.17.1"}) {
     const absl::StatusOr<EmergingDistributedRun> m = run(muon, tag);
     EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << tag;
     EXPECT_THAT(std::string(m.status().message()),
                 HasSubstr("asserts against muon"));
+    const absl::StatusOr<EmergingDistributedRun> l = run(lion, tag);
+    EXPECT_EQ(l.status().code(), absl::StatusCode::kInvalidArgument) << tag;
+    EXPECT_THAT(std::string(l.status().message()), HasSubstr("Adam only"));
   }
-  EXPECT_EQ(run(muon, "core_v0.16.1").status().code(),
-            absl::StatusCode::kInvalidArgument);
   for (const auto o : {lion, muon}) {
-    for (const char* tag : {"core_v0.18.0", "0.18.2", "core_v0.19.0"}) {
+    for (const char* tag :
+         {"core_v0.18.0rc2", "core_v0.18.0", "0.18.2", "core_v0.19.0"}) {
       const EmergingDistributedRun r = *run(o, tag);
-      EXPECT_TRUE(!r.regular && r.by_elements && !r.by_cost) << tag;
+      EXPECT_TRUE(r.by_elements && !r.by_cost) << tag;
     }
     for (const char* tag : {"0.20.0", "1.0"}) {
       const EmergingDistributedRun r = *run(o, tag);
-      EXPECT_TRUE(!r.regular && !r.by_elements && r.by_cost) << tag;
+      EXPECT_TRUE(!r.by_elements && r.by_cost) << tag;
     }
   }
-  const EmergingDistributedRun candidate = *run(lion, "core_v0.18.0rc2");
-  EXPECT_TRUE(candidate.regular && candidate.by_elements);
-  EXPECT_FALSE(run(muon, "core_v0.18.0rc2")->regular);
 }
 
 TEST(MegatronReleaseTest, AReleaseOnBothSidesIsRefused) {

@@ -1466,15 +1466,12 @@ Layout LayoutOf(const v1::Job& job) {
        l.optimizer == v1::OPTIMIZER_MUON) &&
       l.distributed_optimizer) {
     EmergingDistributedRun run;
-    run.regular = l.optimizer == v1::OPTIMIZER_LION;
     run.by_elements = run.by_cost = true;
     if (release) {
       run = EmergingDistributedRunOf(l.optimizer, *release).value_or(run);
     }
     l.layer_wise_by_elements = run.by_elements;
     l.layer_wise_by_cost = run.by_cost;
-    l.layer_wise_or_plain =
-        run.regular && (run.by_elements || run.by_cost);
   }
   l.hidden_dropout = train.hidden_dropout();
   l.attention_dropout = train.attention_dropout();
@@ -2378,8 +2375,7 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
           l, plain_buffer, tensors.dense, [&] { return large().dense; },
           [&] { return std::max(0.0, plain_buffer - vocabulary); }, shards,
           bucket_size, extra);
-      padding = l.layer_wise_or_plain ? std::max(padding, layer_wise_padding)
-                                      : layer_wise_padding;
+      padding = layer_wise_padding;
     }
     f.weight_bytes += weight_bytes * padding;
     f.padding_elements = padding;
@@ -2403,21 +2399,12 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
   if (layer_wise) {
     // [LW] A rank's whole matrices (fp32 master and momentum), and its
     // shard of the plain optimizer's (their scalar optimizer's states:
-    // Adam's second moment where ScalarAdamBytes says). Under a release
-    // that may run Lion plainly (0.17), the larger.
+    // Adam's second moment where ScalarAdamBytes says).
     const double plain_share = plain_buffer / shards;
-    const double layer_wise_parameters = lw.owned_elements + plain_share;
-    const double layer_wise_bytes =
+    optimizer_parameters = lw.owned_elements + plain_share;
+    f.optimizer_bytes =
         OptimizerBytesPerParameter(l) * lw.owned_elements +
         (OptimizerBytesPerParameter(l) + ScalarAdamBytes(l)) * plain_share;
-    if (l.layer_wise_or_plain) {
-      optimizer_parameters =
-          std::max(optimizer_parameters, layer_wise_parameters);
-      f.optimizer_bytes = std::max(f.optimizer_bytes, layer_wise_bytes);
-    } else {
-      optimizer_parameters = layer_wise_parameters;
-      f.optimizer_bytes = layer_wise_bytes;
-    }
   }
   // [OS] Lion (without the distributed optimizer: every parameter of the
   // stage) leaves the parameters that are not matrices, and the word

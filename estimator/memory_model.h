@@ -164,14 +164,12 @@ struct Layout {
   bool muon_split_qkv = true;
   bool muon_scalar_lion = false;
   // [LW] Lion or Muon with the distributed optimizer, as the job's
-  // release runs it (EmergingDistributedRunOf; without a release, every
-  // way one may, the larger): the layer-wise distributed optimizer packed
-  // by elements (core 0.18, 0.19) or by Newton-Schulz cost (later), and
-  // whether Lion may run under the plain distributed optimizer instead
-  // (core 0.17). All false: no layer-wise optimizer.
+  // release runs it (EmergingDistributedRunOf; without a release both
+  // ways, the larger): the layer-wise distributed optimizer packed by
+  // elements (core 0.18, 0.19) or by Newton-Schulz cost (later). Both
+  // false: no layer-wise optimizer.
   bool layer_wise_by_elements = false;
   bool layer_wise_by_cost = false;
-  bool layer_wise_or_plain = false;
   double hidden_dropout = 0;
   double attention_dropout = 0;
   bool unfused_attention = false;

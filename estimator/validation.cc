@@ -766,33 +766,36 @@ absl::Status ValidateLayerWise(const v1::Job& job) {
   const v1::TrainingConfig& tr = job.training();
   const std::string name = v1::Optimizer_Name(tr.optimizer());
   const std::string& version = tr.megatron_core_version();
-  EmergingDistributedRun run;
-  run.regular = tr.optimizer() == v1::OPTIMIZER_LION;
-  run.by_elements = run.by_cost = true;
   if (!version.empty()) {
     const absl::StatusOr<MegatronCoreRelease> release =
         ParseMegatronCoreRelease(version);
     if (!release.ok()) return absl::OkStatus();  // the resolver's to name
-    absl::StatusOr<EmergingDistributedRun> of =
+    const absl::StatusOr<EmergingDistributedRun> of =
         EmergingDistributedRunOf(tr.optimizer(), *release);
     if (!of.ok()) {
       return Invalid("parallel.distributed_optimizer", of.status().message(),
                      absl::StrCat("true with ", name, " and core ", version));
     }
-    run = *of;
+    // 0.18.x's distributed optimizer takes Adam only (Lion came in with
+    // main b4ad280d35, core 0.19): Muon's scalar Lion there asserts where
+    // the release honours it (MuonReleaseOf: 0.18.2).
+    const absl::StatusOr<MuonRelease> muon = MuonReleaseOf(*release);
+    if (tr.optimizer() == v1::OPTIMIZER_MUON &&
+        tr.muon().scalar_optimizer() == v1::OPTIMIZER_LION &&
+        release->major == 0 && release->minor == 18 && muon.ok() &&
+        muon->scalar_lion) {
+      return Invalid("training.muon.scalar_optimizer",
+                     "Lion for the parameters Muon leaves cannot run under "
+                     "core 0.18's distributed optimizer (it asserts Adam "
+                     "only)",
+                     absl::StrCat("OPTIMIZER_LION with core ", version));
+    }
   }
-  if (!run.by_elements && !run.by_cost) return absl::OkStatus();  // plain
-  // Where the release may be 0.17 (Lion plain), a setting the layer-wise
-  // optimizer refuses is a job of that release only: it must say so.
-  const std::string asserts =
-      run.regular ? " (from core 0.18.0 on; name "
-                    "training.megatron_core_version if it runs 0.17)"
-                  : "";
   if (job.parallel().distributed_optimizer_instances() > 1) {
     return Invalid("parallel.distributed_optimizer_instances",
                    absl::StrCat("must be 1 with ", name, ": Megatron's "
-                                "layer-wise distributed optimizer asserts it",
-                                asserts),
+                                "layer-wise distributed optimizer asserts "
+                                "it"),
                    absl::StrCat(
                        job.parallel().distributed_optimizer_instances()));
   }
@@ -801,8 +804,7 @@ absl::Status ValidateLayerWise(const v1::Job& job) {
                    absl::StrCat("experts' biases cannot train under ", name,
                                 "'s layer-wise distributed optimizer "
                                 "(Megatron asserts: no expert parameter "
-                                "outside its matrices)",
-                                asserts),
+                                "outside its matrices)"),
                    "true");
   }
   if (tr.has_fp8() && tr.fp8().param_gather()) {

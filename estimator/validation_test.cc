@@ -533,16 +533,30 @@ INSTANTIATE_TEST_SUITE_P(
                j.mutable_training()->set_defer_embedding_wgrad(true);
              }, "training.fp8.output_projection"},
         // Under Lion and Muon Megatron turns the distributed optimizer into
-        // its layer-wise one [LW] (core 0.16 and 0.17 assert against it
-        // under Muon), which asserts one instance and no expert parameter
-        // outside its matrices; fp8 weights in it are not modelled.
-        // Megatron asserts against Megatron-FSDP and raises in fp16;
-        // --use-precision-aware-optimizer needs Adam.
+        // its layer-wise one [LW] from core 0.18.0 (0.16 and 0.17 assert
+        // against either with it; 0.18's plain distributed optimizer, for
+        // the parameters Muon leaves, takes Adam only), which asserts one
+        // instance and no expert parameter outside its matrices; fp8
+        // weights in it are not modelled. Megatron asserts against
+        // Megatron-FSDP and raises in fp16; --use-precision-aware-optimizer
+        // needs Adam.
         Rule{"MuonWithTheDistributedOptimizerBeforeCore0_18",
              [](v1::Job& j) {
                j.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
                j.mutable_training()->set_megatron_core_version("0.17.0");
              }, "parallel.distributed_optimizer"},
+        Rule{"LionWithTheDistributedOptimizerBeforeCore0_18",
+             [](v1::Job& j) {
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_LION);
+               j.mutable_training()->set_megatron_core_version("0.17.1");
+             }, "parallel.distributed_optimizer"},
+        Rule{"MuonsScalarLionUnderCore0_18sDistributedOptimizer",
+             [](v1::Job& j) {
+               j.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+               j.mutable_training()->mutable_muon()->set_scalar_optimizer(
+                   v1::OPTIMIZER_LION);
+               j.mutable_training()->set_megatron_core_version("0.18.2");
+             }, "training.muon.scalar_optimizer"},
         Rule{"LayerWiseOptimizerInstances", [](v1::Job& j) {
                j.mutable_training()->set_optimizer(v1::OPTIMIZER_LION);
                j.mutable_parallel()->set_distributed_optimizer_instances(2);
@@ -1128,6 +1142,30 @@ TEST(ValidationTest, LionWithoutTheDistributedOptimizerIsValid) {
   // Core 0.17.0 brought Lion.
   job.mutable_training()->set_megatron_core_version("0.17.0");
   EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+}
+
+// [LW] With the distributed optimizer, Megatron's layer-wise one: valid
+// from core 0.18.0, and without a release; Muon's scalar Lion where the
+// release's distributed optimizer takes it (0.19 on) or reads past it
+// (0.18.0 keeps Adam).
+TEST(ValidationTest, LionAndMuonWithTheLayerWiseOptimizerAreValid) {
+  for (const v1::Optimizer o : {v1::OPTIMIZER_LION, v1::OPTIMIZER_MUON}) {
+    v1::Job job = ValidJob();
+    job.mutable_training()->set_optimizer(o);
+    EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+    for (const char* release : {"0.18.0", "0.18.2", "0.19.0", "0.20.0"}) {
+      job.mutable_training()->set_megatron_core_version(release);
+      EXPECT_TRUE(ValidateJob(job).ok()) << release << ValidateJob(job);
+    }
+  }
+  v1::Job muon = ValidJob();
+  muon.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+  muon.mutable_training()->mutable_muon()->set_scalar_optimizer(
+      v1::OPTIMIZER_LION);
+  for (const char* release : {"", "0.18.0", "0.19.0"}) {
+    muon.mutable_training()->set_megatron_core_version(release);
+    EXPECT_TRUE(ValidateJob(muon).ok()) << release << ValidateJob(muon);
+  }
 }
 
 // Muon likewise, from core 0.16.0, with each of its settings.

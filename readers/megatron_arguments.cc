@@ -527,9 +527,9 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "and muon with --use-distributed-optimizer run Megatron's layer-wise "
        "distributed optimizer from core 0.18.0 (its matrices whole in DP "
        "shards, the buffers padded to DP x a bucket's fullest shard, packed "
-       "as the release packs them; core 0.17 runs lion under the plain one, "
-       "and asserts against muon with it); dist_muon (0.16, 0.17's "
-       "ping-pong path), --fp16 (Megatron raises) and others refused"},
+       "as the release packs them; earlier releases assert); dist_muon "
+       "(0.16, 0.17's ping-pong path), --fp16 (Megatron raises) and others "
+       "refused"},
       {"no-use-layer-wise-param-layout", false, P, "the layout",
        "under lion or muon with --use-distributed-optimizer: the legacy "
        "ping-pong layer-wise path, refused (not modelled); nothing under "
