@@ -162,21 +162,24 @@ Packed PackChunks(const std::vector<const Matrices*>& chunks,
   return p;
 }
 
-// Matrices of a dense and of an MoE layer, a position embedding and an
-// MTP layer, in each buffer.
+// Matrices of a dense and of an MoE layer in each buffer: counted on a
+// layer of one local expert (the job is not yet bounded, its experts may
+// be any number), two a local expert.
 struct MatrixCounts {
   double dense_layer = 0, moe_layer = 0, moe_expert = 0;
 };
 
 MatrixCounts CountsOf(const ModelShape& m, const Layout& l) {
+  ModelShape one_local = m;
+  one_local.experts = l.expert_parallel;
   Matrices dense, expert;
   MatrixCounts c;
-  AppendLayer(m, l, false, dense, expert);
+  AppendLayer(one_local, l, false, dense, expert);
   c.dense_layer = double(dense.size());
   dense.clear();
-  AppendLayer(m, l, true, dense, expert);
+  AppendLayer(one_local, l, true, dense, expert);
   c.moe_layer = double(dense.size());
-  c.moe_expert = double(expert.size());
+  c.moe_expert = double(expert.size()) * m.experts / l.expert_parallel;
   return c;
 }
 

@@ -112,6 +112,14 @@ TEST(ValidationTest, LayerWisePackingIsBoundedBeforeItStarts) {
   EXPECT_EQ(over.message().rfind("parallel.distributed_optimizer:", 0), 0u)
       << over;
   EXPECT_TRUE(ValidateJob(muon_on("llama-3.1-8b", 16384)).ok());
+  // Counted before any matrix is listed: 2^30 experts are refused at
+  // once, not enumerated.
+  v1::Job huge = muon_on("qwen3-30b-a3b", 32);
+  huge.mutable_model()->mutable_moe()->set_num_experts(1u << 30);
+  const absl::Status many = ValidateJob(huge);
+  EXPECT_EQ(many.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(many.message().rfind("parallel.distributed_optimizer:", 0), 0u)
+      << many;
 }
 
 INSTANTIATE_TEST_SUITE_P(
