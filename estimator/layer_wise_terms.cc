@@ -27,9 +27,10 @@
 //   linear_q_up_proj, linear_kv_up_proj); then the MLP's linear_fc1,
 //   linear_fc2, or an MoE layer's router, experts and shared experts
 //   (moe_layer.py; the shared experts' gate_weight before their FC1 and
-//   FC2: shared_experts.py), each local expert's FC1 then each one's FC2
-//   (TEGroupedMLP's weight0..n-1) in the expert buffer; MTP's eh_proj
-//   before its layer (multi_token_prediction.py), after the decoder.
+//   FC2: shared_experts.py), in the expert buffer each local expert's FC1
+//   then each one's FC2 (TEGroupedMLP's weight0..n-1, --moe-grouped-gemm)
+//   or expert by expert (SequentialMLP); MTP's eh_proj before its layer
+//   (multi_token_prediction.py), after the decoder.
 // Shapes are this rank's shards (muon_terms.cc has Megatron's splits).
 
 #include "estimator/layer_wise_terms.h"
@@ -95,10 +96,17 @@ void AppendLayer(const ModelShape& m, const Layout& l, bool moe,
   Add(dense, m.experts, m.hidden);  // the router
   const double local = m.experts / l.expert_parallel;
   const double ffn = ExpertFfn(m) / l.expert_tensor;
-  for (double e = 0; e < local; ++e) {
-    Add(expert, (Gated(m) - 1) * ffn, m.hidden);
+  if (m.grouped_experts) {
+    for (double e = 0; e < local; ++e) {
+      Add(expert, (Gated(m) - 1) * ffn, m.hidden);
+    }
+    for (double e = 0; e < local; ++e) Add(expert, m.hidden, ffn);
+  } else {
+    for (double e = 0; e < local; ++e) {
+      Add(expert, (Gated(m) - 1) * ffn, m.hidden);
+      Add(expert, m.hidden, ffn);
+    }
   }
-  for (double e = 0; e < local; ++e) Add(expert, m.hidden, ffn);
   if (m.shared_ffn > 0) {
     if (m.shared_gate) Add(dense, 1, m.hidden);
     AppendMlp(m, m.shared_ffn, l.tensor, dense);

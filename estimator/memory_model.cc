@@ -1289,6 +1289,7 @@ ModelShape ShapeOf(const v1::ModelConfig& model) {
     m.expert_glu_linear_copy = moe.expert_glu_linear_copy();
     m.expert_activation_te_op = moe.expert_activation_te_op();
     m.shared_gate = moe.shared_expert_gate();
+    m.grouped_experts = moe.grouped_gemm();
     m.shared_overlap = moe.shared_expert_overlap();
     m.input_jitter = moe.input_jitter();
     m.router_bytes = moe.router_dtype() == v1::DTYPE_BF16 ||

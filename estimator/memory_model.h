@@ -66,6 +66,10 @@ struct ModelShape {
   double expert_ffn = 0;     // each routed expert's FFN width
   double shared_ffn = 0;     // shared experts' FFN width (0: none)
   bool shared_gate = false;  // a sigmoid gate on the shared experts
+  // MoeConfig.grouped_gemm: TEGroupedMLP (each local expert's FC1, then
+  // each one's FC2) rather than SequentialMLP (expert by expert): the
+  // order the layer-wise optimizer's buckets meet them [LW].
+  bool grouped_experts = false;
   bool shared_overlap = false;  // MoeConfig.shared_expert_overlap
   bool input_jitter = false;    // MoeConfig.input_jitter
   double router_bytes = 4;   // bytes of a router logit (fp32 by default)

@@ -1395,6 +1395,20 @@ absl::Status FillOptimizer(const Arguments& args, MegatronLaunch& launch) {
     // optimizer [LW] (validation refuses the releases that run otherwise);
     // --no-use-layer-wise-param-layout keeps it on its legacy ping-pong
     // path. core/optimizer/__init__.py raises under fp16.
+    // Experts whose weights are one parameter a layer (the legacy
+    // GroupedMLP, gone by core 0.18.0; TransformerEngine's single grouped
+    // weight) would be packed whole, or left to the plain optimizer: not
+    // modelled under the layer-wise optimizer.
+    for (const char* one_weight :
+         {"moe-use-legacy-grouped-gemm", "moe-single-grouped-weight"}) {
+      if (args.Has("use-distributed-optimizer") && args.Has(one_weight)) {
+        return Bad(one_weight,
+                   absl::StrCat("the experts' weights as one parameter a "
+                                "layer under ", optimizer, "'s layer-wise "
+                                "distributed optimizer (--use-distributed-"
+                                "optimizer) are not modelled"));
+      }
+    }
     if (args.Has("use-distributed-optimizer") &&
         args.Has("no-use-layer-wise-param-layout")) {
       return Bad("no-use-layer-wise-param-layout",

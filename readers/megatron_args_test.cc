@@ -2497,6 +2497,14 @@ TEST(MegatronArgsTest, ReadsLionAndMuonWithTheLayerWiseOptimizer) {
         absl::StrCat("--optimizer ", optimizer,
                      " --no-use-layer-wise-param-layout"),
         "", {"--no-use-layer-wise-param-layout", "ping-pong"}));
+    // Experts' weights as one parameter a layer: packed whole (or left to
+    // the plain optimizer), not modelled.
+    for (const char* one : {"--moe-use-legacy-grouped-gemm",
+                            "--moe-single-grouped-weight"}) {
+      EXPECT_TRUE(RefusedNaming(absl::StrCat("--optimizer ", optimizer, " ",
+                                             one),
+                                "", {one, "layer-wise"}));
+    }
   }
   v1::Job muon = LlamaLaunchJob("--optimizer muon", "");
   muon.mutable_training()->set_megatron_core_version("0.17.0");

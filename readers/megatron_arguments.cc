@@ -689,6 +689,10 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "the legacy GroupedMLP (removed in later Megatron): its unfused "
        "activation keeps its output once more for the probabilities' "
        "multiply (2 B a unit of expert FFN)"},
+      {"moe-single-grouped-weight", false, P, "off",
+       "the experts' weights as one TransformerEngine GroupedTensor a "
+       "layer: the same elements; refused under lion or muon with "
+       "--use-distributed-optimizer (packed whole, not modelled)"},
       {"moe-latent-size", true, R, "off", "latent MoE: not modelled"},
       {"moe-use-upcycling", false, R, "off",
        "upcycling holds the dense and the MoE model: not modelled"},

@@ -121,6 +121,8 @@ const std::map<std::string, std::string>& UnchangedArguments() {
   static const auto* unchanged = new std::map<std::string, std::string>{
       {"no-use-layer-wise-param-layout",
        "adam's distributed optimizer has no layer-wise layout"},
+      {"moe-single-grouped-weight",
+       "adam keeps the same elements in one grouped parameter"},
       {"no-bias-dropout-fusion",
        "the bias-dropout-add keeps its mask fused or not"},
       {"no-clone-scatter-output-in-embedding",
@@ -444,6 +446,9 @@ const std::map<std::string, Probe>& ArgumentProbes() {
          Adding(With(llama, {"--optimizer", "sgd"}), {"--sgd-momentum", "0"})},
         {"no-use-layer-wise-param-layout",
          Adding(llama, {"--no-use-layer-wise-param-layout"})},
+        {"moe-single-grouped-weight",
+         Adding(With(moe, {"--moe-grouped-gemm", "--moe-use-grouped-tensor"}),
+                {"--moe-single-grouped-weight"})},
         {"muon-tp-mode", Adding(muon, {"--muon-tp-mode", "blockwise"})},
         {"muon-fp32-matmul-prec",
          Adding(muon, {"--muon-fp32-matmul-prec", "high"})},
