@@ -83,6 +83,43 @@ TEST(LayerWiseTermsTest, TheFirstChunkCountsDdpsBucketsOrNone) {
                    3858759680.0);
 }
 
+// The first rank's buckets meet the experts in the order their module
+// registers them: a two-layer MoE (h 1024, four experts of FFN 512, DP 2,
+// buckets of 1.5e6 elements, main's packing): TEGroupedMLP's (each FC1,
+// then each FC2) packs the expert buffer into 12,582,912 elements, as one
+// bucket does; SequentialMLP's (expert by expert) into 13,631,488, a rank
+// holding 6,815,744. The dense buffer (proj, QKV, router a layer):
+// 8,396,800, 4,198,400 a rank. (Megatron's own: lwmain.py 2 1500000
+// "1024x1024*4 1024x512*4 1024x1024*4 1024x512*4", and the sequential
+// order "1024x1024 1024x512" x 8; "1024x1024 3072x1024 4x1024" x 2.)
+TEST(LayerWiseTermsTest, TheFirstRanksBucketsMeetTheExpertsInModuleOrder) {
+  ModelShape m;
+  m.layers = 2;
+  m.hidden = 1024;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.ffn_hidden = 4096;
+  m.experts = 4;
+  m.topk = 1;
+  m.expert_ffn = 512;
+  m.moe_prefix = {0, 1, 2};
+  Layout l = LayerWise(1, 1, 2);
+  l.layer_wise_by_elements = false;
+  l.layer_wise_by_cost = true;
+  l.ddp_bucket_size = 1500000;
+  LayerWiseStage stage;
+  stage.chunks = {{0, 2}};
+  stage.first_rank = true;
+  m.grouped_experts = true;
+  LayerWiseFigures f = LayerWiseFiguresOf(m, l, stage);
+  EXPECT_DOUBLE_EQ(f.buffer_elements, 8396800.0 + 12582912);
+  EXPECT_DOUBLE_EQ(f.owned_elements, 4198400.0 + 6291456);
+  m.grouped_experts = false;
+  f = LayerWiseFiguresOf(m, l, stage);
+  EXPECT_DOUBLE_EQ(f.buffer_elements, 8396800.0 + 13631488);
+  EXPECT_DOUBLE_EQ(f.owned_elements, 4198400.0 + 6815744);
+}
+
 // The matrices handed to the packing are the ones Muon trains without the
 // distributed optimizer (memory_model.cc MatrixElementsOf, read back from
 // a stage's Adam states: 4 B more a parameter that is not a matrix), on
