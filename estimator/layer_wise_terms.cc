@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "estimator/layer_wise_layout.h"
@@ -161,10 +162,13 @@ Packed PackChunks(const std::vector<const Matrices*>& chunks,
   Packed p;
   for (size_t j = 0; j < chunks.size(); ++j) {
     o.bucket_size = j == 0 ? first_chunk_bucket : 0;
-    // Validation bounds the job's packing (LayerWisePackingWork).
+    // Validation bounds the job's packing (LayerWisePackingWork); a
+    // packing refused anyway counts as no memory there is (the estimate
+    // then refuses its non-finite peak), never as none.
     const absl::StatusOr<LayerWiseBuffer> b =
         PackLayerWiseBuffer(*chunks[j], o, owned);
-    if (b.ok()) p.buffer += double(b->padded_elements);
+    p.buffer += b.ok() ? double(b->padded_elements)
+                       : std::numeric_limits<double>::infinity();
   }
   p.owned = Largest(owned);
   return p;

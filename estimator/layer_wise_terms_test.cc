@@ -6,6 +6,7 @@
 
 #include "estimator/layer_wise_terms.h"
 
+#include <cmath>
 #include <string>
 
 #include "estimator/catalog.h"
@@ -118,6 +119,18 @@ TEST(LayerWiseTermsTest, TheFirstRanksBucketsMeetTheExpertsInModuleOrder) {
   f = LayerWiseFiguresOf(m, l, stage);
   EXPECT_DOUBLE_EQ(f.buffer_elements, 8396800.0 + 13631488);
   EXPECT_DOUBLE_EQ(f.owned_elements, 4198400.0 + 6815744);
+}
+
+// A packing past its bound (validation refuses such a job first) counts as
+// no memory there is, never as none: the estimate's peak is then not
+// finite, which EstimateJob refuses.
+TEST(LayerWiseTermsTest, APackingPastItsBoundIsNeverCountedAsNothing) {
+  ModelShape m = Catalog("llama-3.1-8b");
+  m.layers = 2000;  // 8,000 matrices over 16,384 ranks: 6.4e7 steps
+  const Layout l = LayerWise(1, 1, 16384);
+  LayerWiseStage stage;
+  stage.chunks = {{0, 2000}};
+  EXPECT_TRUE(std::isinf(LayerWiseFiguresOf(m, l, stage).buffer_elements));
 }
 
 // The matrices handed to the packing are the ones Muon trains without the
