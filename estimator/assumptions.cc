@@ -217,7 +217,7 @@ std::vector<std::string> AssumptionsOf(const v1::Job& job) {
         break;
     }
   }
-  if (l.layer_wise_by_elements || l.layer_wise_by_cost) {
+  if (l.layer_wise()) {
     out.push_back(absl::StrCat(
         "Megatron's layer-wise distributed optimizer (",
         l.optimizer == v1::OPTIMIZER_MUON ? "Muon" : "Lion",

@@ -2303,7 +2303,7 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
   // matrices in buffers of their own, padded to DP x a bucket's fullest
   // shard; the rest (norms, biases, the vocabulary's matrices) in the
   // plain distributed optimizer's.
-  const bool layer_wise = l.layer_wise_by_elements || l.layer_wise_by_cost;
+  const bool layer_wise = l.layer_wise();
   LayerWiseFigures lw;
   if (layer_wise) {
     lw = LayerWiseFiguresOf(m, l, {spans, first, mtp_here,
@@ -2358,25 +2358,25 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
                                                l.expert_tensor);
     };
     auto large = [&] { return LargeParameterTensorsOf(m, l, mix, mtp_here); };
+    // [LW] The plain buffer holds what the layer-wise ones do not (its
+    // tensors counted as all the stage's: an upper bound; no expert
+    // parameter), and those are padded as they are packed.
     padding = BufferPaddingElements(
-        l, params, tensors.dense, [&] { return large().dense; }, dense_small,
+        l, layer_wise ? plain_buffer : params, tensors.dense,
+        [&] { return large().dense; },
+        [&] {
+          return layer_wise ? std::max(0.0, plain_buffer - vocabulary)
+                            : dense_small();
+        },
         l.data * l.context / l.optimizer_instances, bucket_size, extra);
-    if (expert_params > 0) {
+    if (layer_wise) {
+      padding += lw.buffer_elements - lw.matrix_elements -
+                 lw.expert_matrix_elements;
+    } else if (expert_params > 0) {
       padding += BufferPaddingElements(
           l, expert_params, tensors.expert, [&] { return large().expert; },
           expert_small, expert_shards / l.optimizer_instances, bucket_size,
           extra);
-    }
-    if (layer_wise) {
-      // The layer-wise buffers' padding, and the plain buffer's (its
-      // tensors counted as all the stage's: an upper bound).
-      double layer_wise_padding = lw.buffer_elements - lw.matrix_elements -
-                                  lw.expert_matrix_elements;
-      layer_wise_padding += BufferPaddingElements(
-          l, plain_buffer, tensors.dense, [&] { return large().dense; },
-          [&] { return std::max(0.0, plain_buffer - vocabulary); }, shards,
-          bucket_size, extra);
-      padding = layer_wise_padding;
     }
     f.weight_bytes += weight_bytes * padding;
     f.padding_elements = padding;
@@ -2645,7 +2645,7 @@ StageFigures LayoutStages::Stage(uint32_t stage, double stage_layers,
   // [LW] The rank's chunks as layer ranges: chunk j of an even interleaved
   // split is the model's chunk j p + stage.
   std::vector<LayerSpan> spans;
-  if (l.layer_wise_by_elements || l.layer_wise_by_cost) {
+  if (l.layer_wise()) {
     const double v = std::max(1.0, l.virtual_stages);
     const double chunk = stage_layers / v;
     for (double j = 0; j < v; ++j) {
@@ -2699,7 +2699,7 @@ StageFigures LayoutStages::Chunks(uint32_t stage, const ChunkMix& mix) {
   const double final_norm_chunk =
       FinalNormChunk(m, l, stage, mix.chunks, mix.first);
   std::vector<LayerSpan> spans;
-  if (l.layer_wise_by_elements || l.layer_wise_by_cost) {
+  if (l.layer_wise()) {
     for (size_t j = 0; j < mix.chunks.size(); ++j) {
       spans.push_back({mix.first[j], mix.chunks[j].total()});
     }

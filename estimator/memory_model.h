@@ -174,6 +174,9 @@ struct Layout {
   // false: no layer-wise optimizer.
   bool layer_wise_by_elements = false;
   bool layer_wise_by_cost = false;
+  bool layer_wise() const {
+    return layer_wise_by_elements || layer_wise_by_cost;
+  }
   double hidden_dropout = 0;
   double attention_dropout = 0;
   bool unfused_attention = false;

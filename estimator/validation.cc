@@ -762,14 +762,13 @@ bool IsBf16(v1::Precision p) {
 // optimizer instance and no expert parameter outside its matrices:
 // "Non-emerging expert-parallel param groups are not yet supported"),
 // within the packing memgate bounds.
-absl::Status ValidateLayerWise(const v1::Job& job) {
+// `release`: the job's, where it names a well-formed one.
+absl::Status ValidateLayerWise(const v1::Job& job,
+                               const MegatronCoreRelease* release) {
   const v1::TrainingConfig& tr = job.training();
   const std::string name = v1::Optimizer_Name(tr.optimizer());
   const std::string& version = tr.megatron_core_version();
-  if (!version.empty()) {
-    const absl::StatusOr<MegatronCoreRelease> release =
-        ParseMegatronCoreRelease(version);
-    if (!release.ok()) return absl::OkStatus();  // the resolver's to name
+  if (release != nullptr) {
     const absl::StatusOr<EmergingDistributedRun> of =
         EmergingDistributedRunOf(tr.optimizer(), *release);
     if (!of.ok()) {
@@ -845,7 +844,15 @@ absl::Status ValidateEmergingOptimizer(const v1::Job& job) {
                                       "(Megatron asserts)"),
                    v1::DataParallelSharding_Name(par.data_parallel_sharding()));
   }
-  if (distributed) MEMGATE_RETURN_IF_ERROR(ValidateLayerWise(job));
+  // The job's release (a malformed one is the resolver's to name).
+  const std::string& version = tr.megatron_core_version();
+  const absl::StatusOr<MegatronCoreRelease> release =
+      ParseMegatronCoreRelease(version);
+  const bool has_release = !version.empty() && release.ok();
+  if (distributed) {
+    MEMGATE_RETURN_IF_ERROR(
+        ValidateLayerWise(job, has_release ? &*release : nullptr));
+  }
   if (tr.precision() == v1::PRECISION_FP16) {
     return Invalid("training.optimizer",
                    absl::StrCat(name, " cannot train in fp16 (Megatron "
@@ -867,12 +874,8 @@ absl::Status ValidateEmergingOptimizer(const v1::Job& job) {
                      absl::StrCat(muon.scalar_optimizer()));
     }
   }
-  // A release without the optimizer (a malformed one is the resolver's to
-  // name).
-  const std::string& version = tr.megatron_core_version();
-  const absl::StatusOr<MegatronCoreRelease> release =
-      ParseMegatronCoreRelease(version);
-  if (version.empty() || !release.ok()) return absl::OkStatus();
+  // A release without the optimizer.
+  if (!has_release) return absl::OkStatus();
   const absl::Status has_it =
       tr.optimizer() == v1::OPTIMIZER_LION
           ? LionScalarOptimizerOf(*release).status()

@@ -178,7 +178,7 @@ uint32_t SmallestGpuCountThatFits(const v1::Job& job, double threshold) {
   // and each count it tries would be packed anew, up to thousands of
   // counts at a cost validation bounded only at the job's own DP. No
   // count is suggested (the other hints estimate the job's own layout).
-  if (layout.layer_wise_by_elements || layout.layer_wise_by_cost) return 0;
+  if (layout.layer_wise()) return 0;
   const double capacity = static_cast<double>(job.accelerator().memory_bytes());
   const uint64_t group = uint64_t{job.parallel().tensor_parallel()} *
                          job.parallel().pipeline_parallel() *
