@@ -20,14 +20,27 @@ SelectiveModules CheapModulesFor(const ModelShape& m, const Layout& base) {
   return cheap;
 }
 
-Layout WithCheapModules(Layout l, const SelectiveModules& cheap) {
+SelectiveModules MlpModulesFor(const ModelShape& m, const Layout& base) {
+  const bool selective = base.recompute == RecomputeKind::kSelective;
+  if (m.experts > 0 || base.recompute == RecomputeKind::kFullUniform ||
+      base.recompute == RecomputeKind::kFullBlock ||
+      (selective && base.recompute_mlp)) {
+    return {};
+  }
+  SelectiveModules modules = CheapModulesFor(m, base);
+  modules.mlp = true;
+  return modules;
+}
+
+Layout WithSelectiveModules(Layout l, const SelectiveModules& modules) {
   if (l.recompute != RecomputeKind::kSelective) {
     l.recompute = RecomputeKind::kSelective;
     l.recompute_core_attn = false;
   }
-  l.recompute_moe_act |= cheap.moe_act;
-  l.recompute_layernorm |= cheap.layernorm;
-  l.recompute_mla_up_proj |= cheap.mla_up_proj;
+  l.recompute_moe_act |= modules.moe_act;
+  l.recompute_layernorm |= modules.layernorm;
+  l.recompute_mla_up_proj |= modules.mla_up_proj;
+  l.recompute_mlp |= modules.mlp;
   return l;
 }
 

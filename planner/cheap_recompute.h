@@ -1,10 +1,11 @@
 #ifndef MEMGATE_PLANNER_CHEAP_RECOMPUTE_H_
 #define MEMGATE_PLANNER_CHEAP_RECOMPUTE_H_
 
-// Megatron's cheap selective recomputation: the modules (experts'
-// activation, norms, MLA's up projections) a plan tries before full
-// recomputation (planner.cc) and a refusal names when they make the job
-// fit (refusal_hints.cc). Their price is cost_model.h's (7).
+// Megatron's selective recomputation as a plan tries it: the cheap modules
+// (experts' activation, norms, MLA's up projections) before full
+// recomputation, a dense MLP between full recomputation's counts
+// (planner.cc), and what a refusal names when they make the job fit
+// (refusal_hints.cc). Their price is cost_model.h's (7).
 
 #include <vector>
 
@@ -23,10 +24,20 @@ namespace memgate {
 // models get none. None under full recomputation (one granularity).
 SelectiveModules CheapModulesFor(const ModelShape& m, const Layout& base);
 
-// `l` recomputing the cheap modules beside its own selective ones:
+// The cheap modules (CheapModulesFor) and a dense layer's whole MLP
+// (Megatron's "mlp": transformer_layer.py checkpoints self.mlp where the
+// layer is not an MoE layer), which the planner tries between full
+// recomputation's counts at its price: for dense models whose MLP `base`
+// does not already recompute, none under full recomputation; none (any()
+// false) otherwise. An MoE model's dense layers are few (DeepSeek-V3's
+// three of 61): "mlp" is not tried for them.
+SelectiveModules MlpModulesFor(const ModelShape& m, const Layout& base);
+
+// `l` recomputing `modules` (the cheap ones, perhaps the MLP) beside its
+// own selective ones:
 // Megatron's --recompute-modules replaces its default (core attention), so
 // a layout without recomputation recomputes the cheap ones only.
-Layout WithCheapModules(Layout l, const SelectiveModules& cheap);
+Layout WithSelectiveModules(Layout l, const SelectiveModules& modules);
 
 // The --recompute-modules of a selective layout, in the order
 // transformer_config.py documents them; empty for any other.

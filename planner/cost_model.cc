@@ -156,6 +156,17 @@ double SelectiveRecomputeCost(const ModelShape& m, const LayerWeights& weights,
                   m.kv_lora * m.heads * (m.qk_nope + m.v_head));
     bytes += 2 * (m.heads + 1) * m.qk_rope * element_bytes;
   }
+  if (modules.mlp) {
+    // A dense layer's MLP [MR] (transformer_layer.py checkpoints self.mlp):
+    // FC1 and FC2 again, 2 FLOPs a weight, with the pre-MLP norm that
+    // TransformerEngine fuses into FC1 (h in, h out) and the activation
+    // (SwiGLU reads its two halves and writes one; GeLU one in, one out).
+    // An MoE model's dense layers only: "moe" is a whole MoE layer's.
+    const double units = Gated(m) == 3 ? 3 : 2;
+    flops += (1 - moe_share) * 2 * Gated(m) * m.hidden * m.ffn_hidden;
+    bytes += (1 - moe_share) * (2 * m.hidden + units * m.ffn_hidden) *
+             element_bytes;
+  }
   const double extra = flops + bytes * cost.peak_flops_per_hbm_byte;
   return 1 + extra / (3 * LayerFlops(m, weights, seq_length));
 }

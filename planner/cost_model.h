@@ -164,15 +164,18 @@ struct LayerWeights {
 LayerWeights ActiveWeightsPerToken(const ModelShape& m);
 
 // Modules Megatron's selective recomputation (--recompute-granularity
-// selective --recompute-modules) recomputes at a small price, which the
-// planner tries before full recomputation: the experts' activation
+// selective --recompute-modules) recomputes, which the planner tries
+// beside full recomputation: at a small price the experts' activation
 // function (moe_act), the norms (layernorm), MLA's up projections and
-// RoPE (mla_up_proj).
+// RoPE (mla_up_proj); at a GEMM's price a dense layer's whole MLP (mlp),
+// which at long sequences costs less than the layers it would otherwise
+// take to fit (attention's s x s work is not repeated).
 struct SelectiveModules {
   bool moe_act = false;
   bool layernorm = false;
   bool mla_up_proj = false;
-  bool any() const { return moe_act || layernorm || mla_up_proj; }
+  bool mlp = false;
+  bool any() const { return moe_act || layernorm || mla_up_proj || mlp; }
 };
 
 // (7) 1 + the share of a layer's forward and backward that one more

@@ -283,6 +283,52 @@ TEST(CostModelTest, SelectiveRecomputationPaysOneMoreForwardOfItsModules) {
   EXPECT_LT(1 + bf16, 13.0 / 12);
 }
 
+// (7) A dense layer's MLP recomputed ("mlp") pays FC1 and FC2 again, 2
+// FLOPs a weight: Llama-3.1-405B's 3 x 16,384 x 53,248 against a layer's
+// forward (2 per weight, attention's QKV of 16,384 x (16,384 + 2 x 8 x
+// 128) and output projection of 16,384^2, and causal attention's 2 s h).
+// At 8k the MLP is four fifths of a layer's FLOPs, x 1.26 (between three
+// quarters of a stage, x 1.25, and all of it, x 4/3); at 128k attention's
+// s x s work, which it does not repeat, is half, x 1.16. Its bytes (the
+// pre-MLP norm TransformerEngine fuses into FC1, the activation) add
+// under 1%. An MoE model's MoE layers have no dense MLP: DeepSeek-V3's
+// three dense layers of 61 are all it prices.
+TEST(CostModelTest, MlpRecomputationPaysItsGemmsAgain) {
+  const ModelShape llama = CatalogShape("llama-3.1-405b");
+  const LayerWeights w = ActiveWeightsPerToken(llama);
+  const double h = 16384, ffn = 53248;
+  const double mlp = 2 * 3 * h * ffn;
+  const double attention_weights = h * (h + 2 * 8 * 128) + h * h;
+  CostModel no_bytes;
+  no_bytes.peak_flops_per_hbm_byte = 0;
+  SelectiveModules modules;
+  modules.mlp = true;
+  for (const double seq : {8192.0, 131072.0}) {
+    const double layer = 2 * (attention_weights + 3 * h * ffn) + 2 * seq * h;
+    EXPECT_NEAR(SelectiveRecomputeCost(llama, w, modules, seq, 2, no_bytes),
+                1 + mlp / (3 * layer), 1e-12);
+    const double with_bytes =
+        SelectiveRecomputeCost(llama, w, modules, seq, 2);
+    EXPECT_GT(with_bytes, 1 + mlp / (3 * layer));
+    EXPECT_LT(with_bytes, 1.01 * (1 + mlp / (3 * layer)));
+  }
+  const double at_8k = SelectiveRecomputeCost(llama, w, modules, 8192, 2);
+  EXPECT_GT(at_8k, 1.25);
+  EXPECT_LT(at_8k, 4.0 / 3);
+  const double at_128k =
+      SelectiveRecomputeCost(llama, w, modules, 131072, 2);
+  EXPECT_GT(at_128k, 1.15);
+  EXPECT_LT(at_128k, 1.17);
+
+  const ModelShape v3 = CatalogShape("deepseek-v3");
+  const LayerWeights v3_weights = ActiveWeightsPerToken(v3);
+  const double v3_layer = 2 * (v3_weights.dense + v3_weights.experts) +
+                          2 * 4096.0 * 128 * 320 / 2;
+  EXPECT_NEAR(
+      SelectiveRecomputeCost(v3, v3_weights, modules, 4096, 2, no_bytes),
+      1 + 3.0 / 61 * 2 * 3 * 7168 * 18432 / (3 * v3_layer), 1e-12);
+}
+
 }  // namespace
 }  // namespace memgate
 

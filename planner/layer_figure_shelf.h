@@ -16,10 +16,10 @@
 namespace memgate {
 
 // One (TP, CP, EP, ETP, micro-batch)'s figures: as the search gives the
-// layout, with the cheap selective modules, and under full recomputation
-// (whatever the count recomputed).
+// layout, with the cheap selective modules, with those and the MLP, and
+// under full recomputation (whatever the count recomputed).
 struct KeptLayerFigures {
-  LayoutLayerFigures as_given, cheap, full;
+  LayoutLayerFigures as_given, cheap, mlp, full;
 };
 
 // KeptLayerFigures for one TP x CP at a time (the planner visits every

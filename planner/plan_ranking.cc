@@ -16,7 +16,7 @@ enum class Tier { kFits, kFitsByRecomputing, kFallback, kDoesNotFit };
 
 Tier TierOf(const Layout4D& l) {
   if (l.zone != v1::ZONE_GREEN) return Tier::kDoesNotFit;
-  if (l.recompute == 0 && !l.cheap_modules) return Tier::kFits;
+  if (!l.recomputes()) return Tier::kFits;
   return l.recompute_cost <= kMaxCompetingRecomputeCost
              ? Tier::kFitsByRecomputing
              : Tier::kFallback;
@@ -29,9 +29,9 @@ bool TieBreak(const Layout4D& x, const Layout4D& y) {
   if (gx != gy) return gx < gy;
   if (x.b != y.b) return x.b > y.b;
   return std::tie(x.t, x.c, x.p, x.ep, x.etp, x.v, x.recompute,
-                  x.cheap_modules) <
+                  x.modules) <
          std::tie(y.t, y.c, y.p, y.ep, y.etp, y.v, y.recompute,
-                  y.cheap_modules);
+                  y.modules);
 }
 
 // Tier::kFits: the paper's rule, the smallest TP x CP x PP first (unless
@@ -112,6 +112,15 @@ std::vector<size_t> PositionsAmong(const std::vector<Layout4D>& fits,
 }
 
 }  // namespace
+
+bool Competes(const Layout4D& l) {
+  return TierOf(l) <= Tier::kFitsByRecomputing;
+}
+
+bool ScheduleBefore(const Layout4D& x, const Layout4D& y) {
+  if (Competes(x) != Competes(y)) return Competes(x);
+  return x.speed > y.speed;
+}
 
 uint64_t RuleGroupOf(const Layout4D& l, Ranking ranking) {
   const uint64_t product = uint64_t{l.t} * l.c * l.p;

@@ -14,6 +14,9 @@
 
 namespace memgate {
 
+// The selective modules a layout recomputes to fit (Layout4D::modules).
+enum class ModuleSet : uint8_t { kNone, kCheap, kWithMlp };
+
 // One layout in the search. Plain data: the inner loop fills a reserved
 // vector of these and allocates nothing per candidate.
 struct Layout4D {
@@ -36,9 +39,13 @@ struct Layout4D {
   // Interleaved chunks in the MTP-counting form (planner.cc kMtpLayout),
   // which only --pipeline-model-parallel-layout expresses.
   bool mtp_layout = false;
-  // Fits by the planner's cheap selective modules (planner.cc
-  // CheapModulesFor) at recompute_cost; recompute is then 0.
-  bool cheap_modules = false;
+  // Fits by selective recomputation at recompute_cost (recompute is then
+  // 0): the planner's cheap modules (cheap_recompute.h CheapModulesFor),
+  // or those and a dense layer's MLP (MlpModulesFor).
+  ModuleSet modules = ModuleSet::kNone;
+  bool recomputes() const {
+    return recompute > 0 || modules != ModuleSet::kNone;
+  }
   // A schedule that does not fit whose whole peak the plan left
   // unworked, as it cannot be shown (planner.cc Enumerate): 1 + the index
   // of its chunking among its pipeline depth's, its zone ZONE_UNSPECIFIED
@@ -73,6 +80,17 @@ uint64_t RuleGroupOf(const Layout4D& l, Ranking ranking);
 // ranking, one a schedule the planner lists (plain, the fastest
 // interleaving that fits, the deepest).
 inline constexpr size_t kVariantsPerTier = 3;
+
+// Whether a GREEN schedule fits as it is or by recomputation that costs
+// at most kMaxCompetingRecomputeCost: it then competes with the layouts
+// that fit (RankLayouts); a costlier one ranks after all of them.
+bool Competes(const Layout4D& l);
+
+// Of two GREEN schedules of one layout, whether `x` ranks before `y`: the
+// one that competes first (whatever the cost model says of a costlier
+// recomputation, it ranks after every layout that fits), then the faster.
+// How the planner picks the schedule a layout is listed with.
+bool ScheduleBefore(const Layout4D& x, const Layout4D& y);
 
 // The first `keep` layouts, best first: those that fit without
 // recomputation in the rule's order, each that fits by a competing

@@ -280,13 +280,23 @@ std::string WhyOf(const Layout4D& l, const SpeedFactors& f, double capacity,
   if (f.expert < 1) {
     absl::StrAppendFormat(&why, ", EP exchange x%.2f", f.expert);
   }
-  if (l.recompute > 0 || l.cheap_modules) {
+  if (l.recomputes()) {
     // One more forward of the recomputed layers or modules
     // (FitByRecomputing).
     absl::StrAppendFormat(&why, ", recomputation x%.2f", 1 / l.recompute_cost);
   }
   return why;
 }
+
+// Selective modules the search tries (cheap_recompute.h): those the
+// template does not already recompute, their price (cost_model.h (7)), and
+// the --recompute-modules of a layout that fits by them (the template's
+// and these: ModulesOf).
+struct ModuleChoice {
+  SelectiveModules modules;
+  double cost = 1;
+  std::vector<v1::Recompute::Module> arguments;
+};
 
 struct Search {
   ModelShape shape;
@@ -304,22 +314,31 @@ struct Search {
   // unspecified: the distributed optimizer.
   v1::DataParallelSharding sharding = v1::DATA_PARALLEL_SHARDING_UNSPECIFIED;
   bool allow_recompute = true;       // any recomputation
-  bool allow_full_recompute = true;  // full (beyond the cheap modules)
+  bool allow_full_recompute = true;  // full (beyond selective modules)
   bool allow_interleave = true;
   // The forms the launch gives its split in (PlanRequest.launch_split):
   // candidates say theirs in them, and only splits they can say are
   // planned (LaunchCanSay).
   v1::LaunchSplit launch_split;
-  // The cheap selective modules tried before full recomputation, those of
-  // them the template does not already recompute (CheapModulesFor), their
-  // price (cost_model.h (7)), and the --recompute-modules of a layout that
-  // fits by them (the template's and the cheap ones: ModulesOf).
-  SelectiveModules cheap;
-  double cheap_cost = 1;
-  std::vector<v1::Recompute::Module> cheap_modules;
+  // The selective recomputation tried: the cheap modules before full
+  // recomputation, those and a dense MLP between its counts (FitBy-
+  // Recomputing). Each none (modules.any() false) where not tried.
+  ModuleChoice cheap, mlp;
   // The cost model with the GPU's datasheet ratios (gpu_datasheets.h).
   CostModel cost;
 };
+
+// `modules` as the search tries them (none where not any()).
+ModuleChoice ModuleChoiceOf(const Search& s, const SelectiveModules& modules) {
+  ModuleChoice choice;
+  if (!modules.any()) return choice;
+  choice.modules = modules;
+  choice.cost = SelectiveRecomputeCost(
+      s.shape, s.weights, modules, s.seq,
+      s.base.precision == v1::PRECISION_FP32 ? 4 : 2, s.cost);
+  choice.arguments = ModulesOf(WithSelectiveModules(s.base, modules));
+  return choice;
+}
 
 // The distributed optimizer's instances every layout has: the request's,
 // in the template layout (at least 1, below 2^32).
@@ -704,14 +723,19 @@ StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
 // A layout that does not fit is first tried with the cheap selective
 // modules (CheapModulesFor), at their price (cost_model.h (7): x 1.04 for
 // DeepSeek-V3, mostly MLA's up projections), which is below any full
-// recomputation's (at least a quarter of a stage's layers, x 13/12), so
-// the first that fits is the cheapest. Otherwise with the least full
-// recomputation (method block) that makes it fit, in quarters of the
-// largest stage's layers, the smallest first, all of them last (most
-// layouts that fit by recomputing fit by a quarter or two); at most four
-// more estimates, so the search stays bounded. Its speed pays one more
-// forward of the recomputed layers (a forward is about a third of forward
-// plus backward).
+// recomputation's (at least a quarter of a stage's layers, x 13/12).
+// Otherwise with the least full recomputation (method block) that makes
+// it fit, in quarters of the largest stage's layers, the smallest first,
+// all of them last (most layouts that fit by recomputing fit by a quarter
+// or two), each paying one more forward of the recomputed layers (a
+// forward is about a third of forward plus backward). A dense model's MLP
+// recomputed selectively (MlpModulesFor) is tried among those quarters at
+// its own price, before the first that costs as much or more: x 1.26 for
+// Llama-3.1-405B at 8k, whose MLP is four fifths of a layer's FLOPs,
+// between three quarters (x 1.25) and all (x 1.33); x 1.16 at 128k, where
+// attention's s x s work, which it does not repeat, is half. So the first
+// choice that fits is the cheapest; at most six estimates, so the search
+// stays bounded.
 //
 // As the micro-batch grows at one global batch a stage's peak hardly falls
 // (what it holds is b times its micro-batches in flight, min(b x in
@@ -720,12 +744,14 @@ StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
 // in increasing micro-batch sizes `probe` carries what the smaller ones
 // found by more than that fall (FarOver): once even every layer does not
 // fit, no larger one is tried, nor a quarter below the least not ruled
-// out, nor the cheap modules, nor the schedule as given. Under Megatron's
-// own attention (Layout::unfused_attention) nothing is carried: a larger
-// micro-batch can bring its fused softmax kernel in, a third less.
+// out, nor selective modules that did not fit, nor the schedule as given.
+// Under Megatron's own attention (Layout::unfused_attention) nothing is
+// carried: a larger micro-batch can bring its fused softmax kernel in, a
+// third less.
 struct RecomputeProbe {
   bool hopeless = false;   // every layer recomputed did not fit
   bool cheap_failed = false;  // the cheap modules did not fit
+  bool mlp_failed = false;    // nor those and the MLP
   // The schedule as given did not fit; `model_states` what that probe
   // found of the weights, gradients and optimizer states (which do not
   // depend on the micro-batch): a lower bound, as a probe's are.
@@ -753,6 +779,11 @@ uint32_t ChunkLayers(const StageSplit& split, uint32_t v) {
   return std::max(split.middle, split.first) / std::max(1u, v);
 }
 
+// FitByRecomputing's `worth` that tries every recomputation that competes
+// (costs at most kMaxCompetingRecomputeCost), and nothing costlier.
+const double kCompetingRecomputeWorth =
+    std::nextafter(kMaxCompetingRecomputeCost, 2.0);
+
 // FitByRecomputing's `worth`: recomputation that costs this or more is
 // not tried (for a caller that wants the entry only where it beats a
 // speed). True where every recomputation was tried and none fits (nor
@@ -773,35 +804,46 @@ bool FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
     probe.hopeless = true;
     return true;
   }
-  // (Full recomputation of every layer keeps less than the cheap modules:
-  // once it does not fit, neither do they.)
-  bool cheap_untried = false;
-  if (s.cheap.any() && !probe.cheap_failed) {
-    if (s.cheap_cost < worth) {
-      const StagePeak peak =
-          PeakOf(s, WithCheapModules(l, s.cheap), split, chunks, kept.cheap,
-                 /*probe=*/true);
-      if (IsGreen(s, peak)) {
-        entry.peak_bytes = peak.admission;
-        entry.zone = v1::ZONE_GREEN;
-        entry.cheap_modules = true;
-        entry.recompute_cost = s.cheap_cost;
-        entry.speed /= entry.recompute_cost;
-        return false;
-      }
-      probe.cheap_failed = FarOver(s, peak);
-    } else {
-      cheap_untried = true;
+  // (Full recomputation of every layer keeps less than any selective
+  // modules: once it does not fit, neither do they.)
+  bool untried = false;  // a choice not tried for its price
+  auto fits_by = [&](const ModuleChoice& choice, ModuleSet set,
+                     LayoutLayerFigures& figures, bool& failed) {
+    if (!choice.modules.any() || failed) return false;
+    if (choice.cost >= worth) {
+      untried = true;
+      return false;
     }
+    const StagePeak peak = PeakOf(s, WithSelectiveModules(l, choice.modules),
+                                  split, chunks, figures, /*probe=*/true);
+    if (!IsGreen(s, peak)) {
+      failed = FarOver(s, peak);
+      return false;
+    }
+    entry.peak_bytes = peak.admission;
+    entry.zone = v1::ZONE_GREEN;
+    entry.modules = set;
+    entry.recompute_cost = choice.cost;
+    entry.speed /= entry.recompute_cost;
+    return true;
+  };
+  if (fits_by(s.cheap, ModuleSet::kCheap, kept.cheap, probe.cheap_failed)) {
+    return false;
   }
+  bool mlp_tried = false;
+  auto fits_by_mlp = [&] {
+    mlp_tried = true;
+    return fits_by(s.mlp, ModuleSet::kWithMlp, kept.mlp, probe.mlp_failed);
+  };
   // Full recomputation under full recomputation's rules only: the
   // Megatron-LM EP overlap refuses it (validation.cc).
-  if (!s.allow_full_recompute) return !cheap_untried;
-  UseFullRecomputation(l);
+  if (!s.allow_full_recompute) return !fits_by_mlp() && !untried;
+  Layout full = l;
+  UseFullRecomputation(full);
   StagePeak peak;
   auto fits = [&](uint32_t n) {
-    l.recompute_layers = n;
-    peak = PeakOf(s, l, split, chunks, kept.full, /*probe=*/true);
+    full.recompute_layers = n;
+    peak = PeakOf(s, full, split, chunks, kept.full, /*probe=*/true);
     return IsGreen(s, peak);
   };
   // Smallest first: a peak never rises as more layers are recomputed
@@ -815,8 +857,11 @@ bool FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   bool ruled_out = true;  // every quarter tried so far, by FarOver
   for (uint32_t quarter = 1; quarter <= 4; ++quarter) {
     const uint32_t n = (stage_layers * quarter + 3) / 4;
+    const double cost = 1 + n / (3.0 * stage_layers);
+    // The MLP first where it costs no more.
+    if (!mlp_tried && s.mlp.cost <= cost && fits_by_mlp()) return false;
     if (n == previous || n < probe.least) continue;
-    if (1 + n / (3.0 * stage_layers) >= worth) {
+    if (cost >= worth) {
       tried_all = false;
       break;
     }
@@ -1018,12 +1063,13 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           return entry;
         };
         // A cut shallower than the fastest, where the best so far fits
-        // only by recomputing, to beat that best's speed `beat`: as it is,
-        // then by the recomputation that could beat it (FitByRecomputing's
-        // `worth`: below its speed as it is over `beat`). Its entry,
-        // ZONE_UNSPECIFIED where none of those fits (not worked out);
-        // `none_fits` where no recomputation at all does.
-        auto evaluate_shallower = [&](size_t i, double beat,
+        // only by recomputing, to rank before that best: as it is, then by
+        // the recomputation that could beat its speed (FitByRecomputing's
+        // `worth`: below its speed as it is over the best's) or, where the
+        // best does not compete (ScheduleBefore), any that competes. Its
+        // entry, ZONE_UNSPECIFIED where none of those fits (not worked
+        // out); `none_fits` where no recomputation at all does.
+        auto evaluate_shallower = [&](size_t i, const Layout4D& best,
                                       bool& none_fits) {
           none_fits = false;
           ++estimated;
@@ -1034,9 +1080,13 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
             try_as_given(i, /*probe=*/true, entry);
             if (entry.zone == v1::ZONE_GREEN) return entry;
           }
+          double worth = entry.speed / best.speed;
+          if (!Competes(best)) {
+            worth = std::max(worth, kCompetingRecomputeWorth);
+          }
           none_fits = FitByRecomputing(s, l, split, chunking.chunks,
                                        probe.model_states, entry, probe, kept,
-                                       entry.speed / beat);
+                                       worth);
           return entry;
         };
         bool fits = false;  // some schedule of this layout
@@ -1044,8 +1094,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
         uint64_t fit_group = std::numeric_limits<uint64_t>::max();
         auto emit = [&](const Layout4D& entry) {
           fits = fits || entry.zone == v1::ZONE_GREEN;
-          if (entry.zone == v1::ZONE_GREEN && entry.recompute == 0 &&
-              !entry.cheap_modules) {
+          if (entry.zone == v1::ZONE_GREEN && !entry.recomputes()) {
             fit_group = std::min(fit_group, RuleGroupOf(entry, ranking));
           }
           out.push_back(entry);
@@ -1074,8 +1123,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           size_t best_index = fastest;
           std::optional<Layout4D> at_deepest;  // where the walk reached it
           auto fits_as_is = [](const Layout4D& e) {
-            return e.zone == v1::ZONE_GREEN && e.recompute == 0 &&
-                   !e.cheap_modules;
+            return e.zone == v1::ZONE_GREEN && !e.recomputes();
           };
           const size_t last_tried =
               std::min(deepest, fastest + kDeeperInterleavingsTried);
@@ -1085,12 +1133,14 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
             if (i == deepest) at_deepest = e;
             const bool green = e.zone == v1::ZONE_GREEN;
             if (green &&
-                (best.zone != v1::ZONE_GREEN || e.speed > best.speed)) {
+                (best.zone != v1::ZONE_GREEN || ScheduleBefore(e, best))) {
               best = e;
               best_index = i;
             }
-            // Its speed before any recomputation bounds every deeper one's.
-            if (best.zone == v1::ZONE_GREEN &&
+            // Its speed before any recomputation bounds every deeper one's
+            // (where the best competes: a slower one that competes ranks
+            // before one that does not).
+            if (best.zone == v1::ZONE_GREEN && Competes(best) &&
                 e.speed * e.recompute_cost <= best.speed) {
               break;
             }
@@ -1124,12 +1174,12 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
                i >= shallowest_tried && best.zone == v1::ZONE_GREEN &&
                !fits_as_is(best);
                --i) {
-            if (speed_of(i).speed() <= best.speed) break;
+            if (Competes(best) && speed_of(i).speed() <= best.speed) break;
             bool none_fits = false;
-            const Layout4D e = evaluate_shallower(i, best.speed, none_fits);
+            const Layout4D e = evaluate_shallower(i, best, none_fits);
             if (none_fits) break;  // nor, as a rule, a shallower one
             if (e.zone != v1::ZONE_GREEN) continue;
-            if (e.speed > best.speed) {
+            if (ScheduleBefore(e, best)) {
               best = e;
               best_index = i;
             }
@@ -1203,11 +1253,8 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request,
   // Over a launch's full recomputation no candidate can say selective
   // modules (LaunchSplit.full_recompute).
   if (s.allow_recompute && !request.launch_split().full_recompute()) {
-    s.cheap = CheapModulesFor(s.shape, s.base);
-    s.cheap_cost = SelectiveRecomputeCost(
-        s.shape, s.weights, s.cheap, s.seq,
-        s.base.precision == v1::PRECISION_FP32 ? 4 : 2, s.cost);
-    s.cheap_modules = ModulesOf(WithCheapModules(s.base, s.cheap));
+    s.cheap = ModuleChoiceOf(s, CheapModulesFor(s.shape, s.base));
+    s.mlp = ModuleChoiceOf(s, MlpModulesFor(s.shape, s.base));
   }
   s.allow_interleave = !request.no_interleave();
   // Megatron's rules for the forms together (arguments.py): a layout
@@ -1372,8 +1419,7 @@ void SaySequenceLengthAsTheLaunch(const Search& s, std::string& args) {
 // says so in its form: block recomputation of 0 layers a stage.
 void SayNoRecomputationAsTheLaunch(const Search& s, const Layout4D& l,
                                    std::string& args) {
-  if (s.launch_split.full_recompute() && l.recompute == 0 &&
-      !l.cheap_modules) {
+  if (s.launch_split.full_recompute() && !l.recomputes()) {
     args +=
         " --recompute-granularity full --recompute-method block "
         "--recompute-num-layers 0";
@@ -1445,8 +1491,10 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
   }
   c.set_data_parallel_sharding(s.sharding);
   c.set_recompute_num_layers(l.recompute);
-  if (l.cheap_modules) {
-    for (v1::Recompute::Module module : s.cheap_modules) {
+  if (l.modules != ModuleSet::kNone) {
+    const ModuleChoice& choice =
+        l.modules == ModuleSet::kCheap ? s.cheap : s.mlp;
+    for (v1::Recompute::Module module : choice.arguments) {
       c.add_recompute_modules(module);
     }
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "estimator/catalog.h"
 #include "planner/plan_ranking.h"
 #include "estimator/deepep_buffers.h"
@@ -17,6 +18,8 @@
 #include "estimator/validation.h"
 #include "gtest/gtest.h"
 #include "planner/cheap_recompute.h"
+#include "planner/cost_model.h"
+#include "planner/gpu_datasheets.h"
 #include "tests/paper_tables.h"
 #include "tests/test_util.h"
 
@@ -203,6 +206,29 @@ double RecomputedShare(const v1::Candidate& c, uint32_t layers) {
   return c.recompute_num_layers() / static_cast<double>(stage / v);
 }
 
+// The candidate's recomputation price (cost_model.h (7), planner.cc
+// FitByRecomputing): its selective modules' for `request`'s model and
+// sequence, or one more forward of its share of a chunk's layers.
+double RecomputeCostOf(const v1::Candidate& c, const v1::PlanRequest& request,
+                       uint32_t layers) {
+  if (c.recompute_modules_size() == 0) {
+    return 1 + RecomputedShare(c, layers) / 3;
+  }
+  SelectiveModules modules;
+  for (int module : c.recompute_modules()) {
+    modules.mlp |= module == v1::Recompute::MODULE_MLP;
+    modules.moe_act |= module == v1::Recompute::MODULE_MOE_ACT;
+    modules.layernorm |= module == v1::Recompute::MODULE_LAYERNORM;
+    modules.mla_up_proj |= module == v1::Recompute::MODULE_MLA_UP_PROJ;
+  }
+  const ModelShape shape = ShapeOf(*LookupModel(request.model().name()));
+  return SelectiveRecomputeCost(shape, ActiveWeightsPerToken(shape), modules,
+                                request.seq_length(), 2,
+                                WithDatasheetRatios(CostModel(),
+                                                    request.accelerator()
+                                                        .name()));
+}
+
 uint64_t GroupOf(const v1::Candidate& c) {
   return uint64_t{c.tensor_parallel()} * c.context_parallel() *
          c.pipeline_parallel();
@@ -235,15 +261,15 @@ TEST(PlannerTest, RankingPutsAdmittedFirstSmallestGroupThenFastest) {
       }
       EXPECT_FALSE(left_green) << "GREEN after a non-GREEN at rank " << i + 1;
       EXPECT_LE(c.relative_speed(), 1.0);
-      const double share = RecomputedShare(c, 32);
-      const bool fallback = 1 + share / 3 > kMaxCompetingRecomputeCost;
+      const double cost = RecomputeCostOf(c, r, 32);
+      const bool fallback = cost > kMaxCompetingRecomputeCost;
       if (fallback) {
         saw_fallback = true;
       } else {
         EXPECT_FALSE(saw_fallback)
             << "rank " << i + 1 << " after a fallback recomputation";
       }
-      if (share == 0) {
+      if (cost == 1) {
         if (last_plain != nullptr) {
           EXPECT_GE(GroupOf(c), GroupOf(*last_plain));
           if (GroupOf(c) == GroupOf(*last_plain)) {
@@ -257,7 +283,7 @@ TEST(PlannerTest, RankingPutsAdmittedFirstSmallestGroupThenFastest) {
         for (int j = i + 1; j < plan->candidates_size(); ++j) {
           const v1::Candidate& later = plan->candidates(j);
           if (later.zone() == v1::ZONE_GREEN &&
-              later.recompute_num_layers() == 0) {
+              RecomputeCostOf(later, r, 32) == 1) {
             EXPECT_GT(GroupOf(later), GroupOf(c))
                 << "rank " << i + 1 << " before rank " << j + 1;
           }
@@ -1269,15 +1295,66 @@ TEST(PlannerTest, CheapSelectiveModulesComeBeforeFullRecomputation) {
     EXPECT_EQ(c.recompute_modules_size(), 0);
     EXPECT_EQ(c.recompute_num_layers(), 0u);
   }
+}
 
-  v1::PlanRequest dense =
-      Request("llama-3.1-405b", "h100-80gb", 8192, 8192, 2048);
-  dense.set_top_k(0);
-  plan = PlanLayouts(dense);
+// A dense model's MLP recomputed selectively (Megatron's "mlp") is tried
+// among full recomputation's counts at its own price (cost_model.h (7):
+// x 1.26 for Llama-3.1-405B at 8k), before the first count that costs as
+// much or more: every candidate that recomputes it fits with it (as its
+// job, to the byte), not without, and pastes back as Megatron's
+// arguments; every candidate that recomputes whole layers at a price at
+// least the MLP's does not fit with the MLP instead (it was tried first).
+// An MoE model is offered no "mlp" (CheapSelectiveModulesComeBefore-
+// FullRecomputation: exactly its cheap modules).
+TEST(PlannerTest, DenseMlpRecomputationIsTriedAtItsPrice) {
+  v1::PlanRequest r = Request("llama-3.1-405b", "h100-80gb", 8192, 8192, 2048);
+  r.set_top_k(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
   ASSERT_TRUE(plan.ok()) << plan.status();
+  v1::Candidate priced;
+  priced.add_recompute_modules(v1::Recompute::MODULE_MLP);
+  const double mlp_cost = RecomputeCostOf(priced, r, 126);
+  EXPECT_GT(mlp_cost, 1.25);
+  EXPECT_LT(mlp_cost, 4.0 / 3);
+  auto zone_of = [](const v1::Job& job) {
+    absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? e->zone() : v1::ZONE_UNSPECIFIED;
+  };
+  int by_mlp = 0, costlier_full = 0;
   for (const v1::Candidate& c : plan->candidates()) {
-    EXPECT_EQ(c.recompute_modules_size(), 0);
+    if (c.zone() != v1::ZONE_GREEN) continue;
+    v1::Job job = JobForCandidate(r, c);
+    if (c.recompute_modules_size() > 0) {
+      ++by_mlp;
+      ASSERT_EQ(c.recompute_modules_size(), 1) << c.ShortDebugString();
+      EXPECT_EQ(c.recompute_modules(0), v1::Recompute::MODULE_MLP);
+      EXPECT_EQ(c.recompute_num_layers(), 0u);
+      EXPECT_NE(c.megatron_arguments().find(
+                    "--recompute-granularity selective --recompute-modules "
+                    "mlp"),
+                std::string::npos)
+          << c.megatron_arguments();
+      EXPECT_NE(c.why().find(absl::StrFormat("recomputation x%.2f",
+                                             1 / mlp_cost)),
+                std::string::npos)
+          << c.why();
+      absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+      ASSERT_TRUE(e.ok()) << e.status();
+      EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
+      EXPECT_DOUBLE_EQ(e->peak().total_bytes(), c.peak_bytes());
+      job.mutable_training()->clear_recompute();
+      EXPECT_NE(zone_of(job), v1::ZONE_GREEN) << c.ShortDebugString();
+    } else if (c.recompute_num_layers() > 0 &&
+               RecomputeCostOf(c, r, 126) >= mlp_cost) {
+      ++costlier_full;
+      SetSelectiveRecompute(std::vector<int>{v1::Recompute::MODULE_MLP},
+                            *job.mutable_training()->mutable_recompute());
+      EXPECT_NE(zone_of(job), v1::ZONE_GREEN) << c.ShortDebugString();
+    }
   }
+  EXPECT_GT(by_mlp, 5);
+  EXPECT_GT(costlier_full, 0);
 }
 
 // TransformerEngine's fused grouped MLP (the op fuser's experts) runs

@@ -129,7 +129,7 @@ std::vector<v1::Recompute::Module> CheapModulesThatFit(const v1::Job& job,
       !(layout.recompute == RecomputeKind::kSelective &&
         layout.recompute_core_attn);
   if (!cheap.any() && !scores) return {};
-  Layout with = WithCheapModules(layout, cheap);
+  Layout with = WithSelectiveModules(layout, cheap);
   with.recompute_core_attn |= scores;
   const std::vector<v1::Recompute::Module> modules = ModulesOf(with);
   v1::Job probe = job;
