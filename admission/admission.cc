@@ -101,10 +101,11 @@ absl::Status AdmitJobInto(const v1::Job& job, const AdmissionPolicy& policy,
     }
     decision.set_min_gpus_that_fit(
         SmallestGpuCountThatFits(estimate.job(), policy.threshold));
-    decision.set_min_recompute_layers_that_fit(
-        LeastRecomputeThatFits(estimate.job(), policy.threshold));
-    for (v1::Recompute::Module m :
-         CheapModulesThatFit(estimate.job(), policy.threshold)) {
+    const uint32_t least_layers =
+        LeastRecomputeThatFits(estimate.job(), policy.threshold);
+    decision.set_min_recompute_layers_that_fit(least_layers);
+    for (v1::Recompute::Module m : ModulesThatFit(
+             estimate.job(), policy.threshold, least_layers)) {
       decision.add_fits_with_recompute_modules(m);
     }
     if (estimate.job().training().dataloader_attention_mask()) {

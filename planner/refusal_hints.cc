@@ -10,6 +10,8 @@
 #include "estimator/memory_model.h"
 #include "estimator/validation.h"
 #include "planner/cheap_recompute.h"
+#include "planner/cost_model.h"
+#include "planner/gpu_datasheets.h"
 #include "planner/divisors.h"
 #include "planner/planner.h"
 
@@ -80,23 +82,46 @@ std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
   return out;
 }
 
+namespace {
+
+// The layers of the job's largest (virtual) stage, which Megatron's block
+// method's --recompute-num-layers counts in; 0 past kMaxRecomputeProbeStages
+// stages or where no stage has a layer.
+uint64_t LargestStageLayers(const v1::Job& job) {
+  const v1::ParallelConfig& par = job.parallel();
+  const uint64_t stages = uint64_t{par.pipeline_parallel()} *
+                          std::max(1u, par.virtual_pipeline_stages());
+  if (stages == 0 || stages > kMaxRecomputeProbeStages) return 0;
+  uint64_t largest = 0;
+  for (uint32_t n : par.layers_per_stage()) {
+    largest = std::max<uint64_t>(largest, n);
+  }
+  if (par.layers_per_stage_size() == 0) {
+    largest = (uint64_t{job.model().num_layers()} + stages - 1) / stages;
+  }
+  return largest <= UINT32_MAX ? largest : 0;
+}
+
+// Whether `job` recomputing exactly `modules` fits (one estimate).
+bool FitsWith(const std::vector<v1::Recompute::Module>& modules,
+              const v1::Job& job, double threshold) {
+  v1::Job probe = job;
+  RecomputeModulesIn(modules, probe);
+  absl::StatusOr<v1::Estimate> e = EstimateJob(probe, threshold);
+  return e.ok() && e->zone() == v1::ZONE_GREEN;
+}
+
+}  // namespace
+
 uint32_t LeastRecomputeThatFits(const v1::Job& job, double threshold) {
   if (job.training().recompute().granularity() ==
       v1::Recompute::GRANULARITY_FULL) {
     return 0;
   }
-  const v1::ParallelConfig& par = job.parallel();
-  const uint64_t stages = uint64_t{par.pipeline_parallel()} *
-                          std::max(1u, par.virtual_pipeline_stages());
-  if (stages == 0 || stages > kMaxRecomputeProbeStages) return 0;
   // Megatron's block method recomputes the first N layers of every
   // (virtual) stage, so N need not exceed the largest stage's layers.
-  uint64_t largest = 0;
-  for (uint32_t n : par.layers_per_stage()) largest = std::max<uint64_t>(largest, n);
-  if (par.layers_per_stage_size() == 0) {
-    largest = (uint64_t{job.model().num_layers()} + stages - 1) / stages;
-  }
-  if (largest == 0 || largest > UINT32_MAX) return 0;
+  const uint64_t largest = LargestStageLayers(job);
+  if (largest == 0) return 0;
   v1::Job probe = job;
   auto fits = [&](uint64_t n) {
     v1::Recompute& r = *probe.mutable_training()->mutable_recompute();
@@ -117,10 +142,12 @@ uint32_t LeastRecomputeThatFits(const v1::Job& job, double threshold) {
   return static_cast<uint32_t>(lo);
 }
 
-std::vector<v1::Recompute::Module> CheapModulesThatFit(const v1::Job& job,
-                                                       double threshold) {
+std::vector<v1::Recompute::Module> ModulesThatFit(const v1::Job& job,
+                                                  double threshold,
+                                                  uint32_t least_layers) {
+  const ModelShape shape = ShapeOf(job.model());
   const Layout layout = LayoutOf(job);
-  const SelectiveModules cheap = CheapModulesFor(ShapeOf(job.model()), layout);
+  const SelectiveModules cheap = CheapModulesFor(shape, layout);
   const bool full = layout.recompute == RecomputeKind::kFullUniform ||
                     layout.recompute == RecomputeKind::kFullBlock;
   // Unfused attention's scores, unless already recomputed.
@@ -128,14 +155,33 @@ std::vector<v1::Recompute::Module> CheapModulesThatFit(const v1::Job& job,
       !full && layout.unfused_attention &&
       !(layout.recompute == RecomputeKind::kSelective &&
         layout.recompute_core_attn);
-  if (!cheap.any() && !scores) return {};
-  Layout with = WithSelectiveModules(layout, cheap);
-  with.recompute_core_attn |= scores;
-  const std::vector<v1::Recompute::Module> modules = ModulesOf(with);
-  v1::Job probe = job;
-  RecomputeModulesIn(modules, probe);
-  absl::StatusOr<v1::Estimate> e = EstimateJob(probe, threshold);
-  if (!e.ok() || e->zone() != v1::ZONE_GREEN) return {};
+  auto modules_of = [&](const SelectiveModules& added) {
+    Layout with = WithSelectiveModules(layout, added);
+    with.recompute_core_attn |= scores;
+    return ModulesOf(with);
+  };
+  if (cheap.any() || scores) {
+    std::vector<v1::Recompute::Module> modules = modules_of(cheap);
+    if (FitsWith(modules, job, threshold)) return modules;
+  }
+  const SelectiveModules mlp = MlpModulesFor(shape, layout);
+  if (!mlp.any()) return {};
+  // Named only where it is the cheaper change (cost_model.h (7) against
+  // one more forward of the recomputed share of a stage: planner.cc).
+  if (least_layers > 0) {
+    const uint64_t stage_layers = LargestStageLayers(job);
+    const CostModel cost =
+        WithDatasheetRatios(CostModel(), job.accelerator().name());
+    const double mlp_cost = SelectiveRecomputeCost(
+        shape, ActiveWeightsPerToken(shape), mlp, layout.seq_length,
+        layout.precision == v1::PRECISION_FP32 ? 4 : 2, cost);
+    if (stage_layers == 0 ||
+        mlp_cost >= 1 + least_layers / (3.0 * stage_layers)) {
+      return {};
+    }
+  }
+  std::vector<v1::Recompute::Module> modules = modules_of(mlp);
+  if (!FitsWith(modules, job, threshold)) return {};
   return modules;
 }
 

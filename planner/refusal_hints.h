@@ -47,9 +47,15 @@ uint32_t LeastRecomputeThatFits(const v1::Job& resolved_job, double threshold);
 // modules and the cheap ones (cheap_recompute.h), and core attention where
 // it runs unfused (Megatron's default selective recomputation, which drops
 // the s x s scores [K 5]), when with them the same job fits under
-// `threshold` (one estimate); empty otherwise.
-std::vector<v1::Recompute::Module> CheapModulesThatFit(
-    const v1::Job& resolved_job, double threshold);
+// `threshold` (one estimate). Where they do not (or there are none), a
+// dense model's MLP beside them (MlpModulesFor) when the job then fits and
+// the MLP costs less (cost_model.h (7)) than the full recomputation of
+// `least_layers` a stage (LeastRecomputeThatFits's answer; 0: none fits or
+// none was looked for), as a plan picks it (one more estimate). Empty
+// otherwise.
+std::vector<v1::Recompute::Module> ModulesThatFit(const v1::Job& resolved_job,
+                                                  double threshold,
+                                                  uint32_t least_layers);
 
 }  // namespace memgate
 

@@ -252,7 +252,8 @@ TEST(RefusalHintsTest, RefusalsNameTheLeastRecomputationThatFits) {
 // A refused MoE job is told when the cheap selective modules make it fit,
 // as the planner fits the same layout: a DeepSeek-V3 candidate that fits by
 // them, run without, is refused naming them, and fits with them. A dense
-// model has none to add; a job recomputing whole layers gets none (one
+// model has none of them to add (its MLP: RefusalsNameTheMlpWhere-
+// ItIsTheCheaperChange); a job recomputing whole layers gets none (one
 // granularity).
 TEST(RefusalHintsTest, RefusalsNameTheCheapModulesThatFit) {
   v1::PlanRequest r;
@@ -297,7 +298,7 @@ TEST(RefusalHintsTest, RefusalsNameTheCheapModulesThatFit) {
   absl::StatusOr<v1::Estimate> resolved = EstimateJob(full);
   ASSERT_TRUE(resolved.ok()) << resolved.status();
   EXPECT_TRUE(
-      CheapModulesThatFit(resolved->job(), kDefaultThreshold).empty());
+      ModulesThatFit(resolved->job(), kDefaultThreshold, 0).empty());
 
   d = AdmitJob(
       testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192),
@@ -305,6 +306,55 @@ TEST(RefusalHintsTest, RefusalsNameTheCheapModulesThatFit) {
   ASSERT_TRUE(d.ok()) << d.status();
   ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
   EXPECT_EQ(d->fits_with_recompute_modules_size(), 0);
+}
+
+// A dense job is told its MLP recomputed selectively (--recompute-modules
+// mlp) where that fits and costs less than the least full recomputation
+// that fits, as a plan picks it: Llama-3.1-405B at TP 8, PP 16 on 8,192
+// H100s with 4 chunks of 2 layers a rank (one fewer on the first and last
+// stages) fits by recomputing both layers of each chunk (x 4/3) or its
+// MLPs (x 1.26): the MLP is named, and fits. Plain 1F1B fits by half of a
+// stage's 8 layers (x 7/6), cheaper than the MLP: only the layers are.
+TEST(RefusalHintsTest, RefusalsNameTheMlpWhereItIsTheCheaperChange) {
+  v1::Job job = testing::PaperJob("llama-3.1-405b", "h100-80gb", 8, 1, 16, 1,
+                                  8192, 8192);
+  job.mutable_training()->set_global_batch_size(2048);
+  v1::Job interleaved = job;
+  v1::ParallelConfig& par = *interleaved.mutable_parallel();
+  par.set_virtual_pipeline_stages(4);
+  for (int stage = 0; stage < 64; ++stage) {
+    par.add_layers_per_stage(stage == 0 || stage == 63 ? 1 : 2);
+  }
+  absl::StatusOr<v1::Decision> d = AdmitJob(interleaved, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE) << d->reason();
+  EXPECT_EQ(d->min_recompute_layers_that_fit(), 2u);
+  EXPECT_EQ(std::vector<int>(d->fits_with_recompute_modules().begin(),
+                             d->fits_with_recompute_modules().end()),
+            std::vector<int>{v1::Recompute::MODULE_MLP});
+  v1::Job with = interleaved;
+  v1::Recompute& r = *with.mutable_training()->mutable_recompute();
+  r.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+  r.add_modules(v1::Recompute::MODULE_MLP);
+  absl::StatusOr<v1::Decision> again = AdmitJob(with, AdmissionPolicy());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->verdict(), v1::VERDICT_ADMIT) << again->reason();
+
+  v1::Job plain = job;
+  for (int stage = 0; stage < 16; ++stage) {
+    plain.mutable_parallel()->add_layers_per_stage(
+        stage == 0 || stage == 15 ? 7 : 8);
+  }
+  d = AdmitJob(plain, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE) << d->reason();
+  EXPECT_EQ(d->min_recompute_layers_that_fit(), 4u);
+  EXPECT_EQ(d->fits_with_recompute_modules_size(), 0);
+  // Without the full recomputation's count to beat, the MLP that fits.
+  absl::StatusOr<v1::Estimate> resolved = EstimateJob(plain);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(ModulesThatFit(resolved->job(), kDefaultThreshold, 0),
+            std::vector<v1::Recompute::Module>{v1::Recompute::MODULE_MLP});
 }
 
 // Where attention runs unfused, Megatron's default selective recomputation
@@ -332,7 +382,7 @@ TEST(RefusalHintsTest, UnfusedAttentionIsToldCoreAttentionRecomputation) {
   absl::StatusOr<v1::Estimate> flash = EstimateJob(
       testing::PaperJob("llama-3.1-8b", "h100-80gb", 4, 1, 1, 1, 4, 8192));
   ASSERT_TRUE(flash.ok()) << flash.status();
-  EXPECT_TRUE(CheapModulesThatFit(flash->job(), 0.01).empty());
+  EXPECT_TRUE(ModulesThatFit(flash->job(), 0.01, 0).empty());
 }
 
 // The search costs whole estimates on the Admit path: a job with more
