@@ -11,8 +11,8 @@
 #include "estimator/validation.h"
 #include "planner/cheap_recompute.h"
 #include "planner/cost_model.h"
-#include "planner/gpu_datasheets.h"
 #include "planner/divisors.h"
+#include "planner/gpu_datasheets.h"
 #include "planner/planner.h"
 
 namespace memgate {
