@@ -130,8 +130,10 @@ struct PlanOptions {
 // whole layers of a chunk): two cover chunks of one layer growing to four,
 // where quarters of a chunk can be recomputed. A layout (TP, CP, PP, EP,
 // ETP, MBS) costs at most kVariantsPerTier + kDeeperInterleavingsTried +
-// kShallowerInterleavingsTried schedules' estimates, whatever its split,
-// so kMaxPlanLayouts bounds a plan's work.
+// kShallowerInterleavingsTried schedules' estimates, whatever its split
+// (each one estimate and, where it does not fit, at most six probes: the
+// cheap selective modules, a dense MLP, four counts of full
+// recomputation), so kMaxPlanLayouts bounds a plan's work.
 inline constexpr uint32_t kDeeperInterleavingsTried = 4;
 inline constexpr uint32_t kShallowerInterleavingsTried = 2;
 
