@@ -76,17 +76,6 @@ absl::Status ApplyLaunchToPlan(const MegatronLaunch& launch,
         "plan it, or check the launch with `memgate check`");
   }
   const v1::TrainingConfig& training = job.training();
-  if (training.optimizer() == v1::OPTIMIZER_LION ||
-      training.optimizer() == v1::OPTIMIZER_MUON) {
-    // The planner does not plan them (planner.cc: the layer-wise
-    // optimizer's buffers are packed a layout at a time).
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--optimizer ",
-        training.optimizer() == v1::OPTIMIZER_LION ? "lion" : "muon",
-        ": not planned (plans run the distributed optimizer, which Megatron "
-        "makes layer-wise under it, packed a layout at a time); check the "
-        "launch with `memgate check`"));
-  }
   if (launch.global_batch_rule == GlobalBatchRule::kScheduled &&
       request.global_batch_size() == 0) {
     return absl::InvalidArgumentError(

@@ -252,6 +252,32 @@ LayerWiseFigures LayerWiseFiguresOf(const ModelShape& m, const Layout& l,
   return f;
 }
 
+const LayerWiseFigures& LayerWiseMemo::FiguresOf(
+    const ModelShape& m, const Layout& l, const LayerWiseStage& stage) {
+  // What LayerWiseFiguresOf reads of the layout (and of the helpers it
+  // calls: CountsOf, ChunkOf, ExpertShards), then of the stage.
+  std::vector<double> key = {l.tensor,
+                             l.context,
+                             l.data,
+                             l.expert_parallel,
+                             l.expert_tensor,
+                             l.ddp_bucket_size,
+                             l.ddp_num_buckets,
+                             double(l.pad_buckets_for_high_busbw),
+                             double(l.layer_wise_by_elements),
+                             double(l.layer_wise_by_cost),
+                             double(stage.first_rank),
+                             double(stage.mtp),
+                             stage.rank_parameters};
+  for (const LayerSpan& span : stage.chunks) {
+    key.push_back(span.first);
+    key.push_back(span.count);
+  }
+  auto [it, added] = figures_.try_emplace(std::move(key));
+  if (added) it->second = LayerWiseFiguresOf(m, l, stage);
+  return it->second;
+}
+
 double LayerWisePackingWork(const ModelShape& m, const Layout& l) {
   const MatrixCounts c = CountsOf(m, l);
   const double moe = MoeLayersIn(m, 0, m.layers);
@@ -270,6 +296,30 @@ double LayerWisePackingWork(const ModelShape& m, const Layout& l) {
   return 2 * packings *
          (LayerWisePackingSteps(dense_matrices, l.data * l.context) +
           LayerWisePackingSteps(expert_matrices, ExpertShards(l)));
+}
+
+double LayerWiseRankPackingWork(const ModelShape& m, const Layout& l,
+                                double rank_layers) {
+  const MatrixCounts c = CountsOf(m, l);
+  const double layers = std::min(rank_layers, double(m.layers));
+  const double moe = std::min(layers, MoeLayersIn(m, 0, m.layers));
+  const double mtp = MtpBuiltLayers(m);
+  const bool mtp_moe = MtpLayerIsMoe(m);
+  const double per_layer = std::max(c.dense_layer, moe > 0 ? c.moe_layer : 0);
+  const double dense_matrices =
+      layers * per_layer +
+      mtp * (1 + (mtp_moe ? c.moe_layer : c.dense_layer)) +
+      (m.learned_positions > 0 ? 1 : 0);
+  const double expert_matrices = (moe + (mtp_moe ? mtp : 0)) * c.moe_expert;
+  const double packings =
+      double(l.layer_wise_by_elements) + double(l.layer_wise_by_cost);
+  auto listed_and_packed = [](double matrices, double shards) {
+    return LayerWisePackingSteps(matrices, shards) +
+           kListingStepsPerMatrix * matrices;
+  };
+  return 2 * packings *
+         (listed_and_packed(dense_matrices, l.data * l.context) +
+          listed_and_packed(expert_matrices, ExpertShards(l)));
 }
 
 }  // namespace memgate

@@ -56,6 +56,70 @@ TEST(LayerWiseTermsTest, FewLargeMatricesPadEveryShardToTheLargest) {
   EXPECT_DOUBLE_EQ(s.optimizer_bytes, 8 * 218103808.0 + 12 * norms / 64);
 }
 
+// A memo answers as the packing does, once a stage: every input the
+// packing reads is in its key (a layout differing in any of them, or a
+// stage differing in its chunks or flags, is packed anew), and asking
+// again adds nothing. Layouts alike in those but for the rest (micro-
+// batch, recomputation, pipeline depth) share an entry.
+TEST(LayerWiseTermsTest, AMemoAnswersAsThePackingDoes) {
+  const ModelShape m = Catalog("llama-3.1-8b");
+  const Layout l = LayerWise(2, 1, 8);
+  LayerWiseMemo memo;  // one model's
+  auto expect_same = [&](const ModelShape& shape, const Layout& layout,
+                         const LayerWiseStage& stage) {
+    const LayerWiseFigures want = LayerWiseFiguresOf(shape, layout, stage);
+    const size_t before = memo.size();
+    const LayerWiseFigures& got = memo.FiguresOf(shape, layout, stage);
+    EXPECT_EQ(memo.size(), before + 1);
+    EXPECT_DOUBLE_EQ(got.buffer_elements, want.buffer_elements);
+    EXPECT_DOUBLE_EQ(got.owned_elements, want.owned_elements);
+    EXPECT_DOUBLE_EQ(got.matrix_elements, want.matrix_elements);
+    EXPECT_DOUBLE_EQ(got.expert_matrix_elements,
+                     want.expert_matrix_elements);
+    memo.FiguresOf(shape, layout, stage);
+    EXPECT_EQ(memo.size(), before + 1);
+  };
+  LayerWiseStage stage;
+  stage.chunks = {{0, 32}};
+  stage.rank_parameters = 8e9;
+  expect_same(m, l, stage);
+  // Alike but for what the packing does not read: the same entry.
+  Layout alike = l;
+  alike.micro_batch = 4;
+  alike.pipeline = 2;
+  alike.recompute = RecomputeKind::kFullBlock;
+  const size_t entries = memo.size();
+  memo.FiguresOf(m, alike, stage);
+  EXPECT_EQ(memo.size(), entries);
+  // Each input the packing reads, changed: a new entry, as packed.
+  for (int field = 0; field < 10; ++field) {
+    Layout x = l;
+    switch (field) {
+      case 0: x.tensor = 4; break;
+      case 1: x.context = 2; break;
+      case 2: x.data = 16; break;
+      case 3: x.expert_parallel = 2; break;
+      case 4: x.expert_tensor = 2; break;
+      case 5: x.ddp_bucket_size = 1e6; break;
+      case 6: x.ddp_num_buckets = 3; break;
+      case 7: x.pad_buckets_for_high_busbw = true; break;
+      case 8: x.layer_wise_by_elements = false;
+              x.layer_wise_by_cost = true; break;
+      case 9: x.layer_wise_by_cost = true; break;
+    }
+    LayerWiseStage first = stage;
+    first.first_rank = true;  // DDP's buckets read the bucket settings
+    expect_same(m, x, first);
+  }
+  LayerWiseStage other = stage;
+  other.chunks = {{0, 16}, {16, 16}};
+  expect_same(m, l, other);
+  other.mtp = true;
+  expect_same(m, l, other);
+  other.rank_parameters = 4e9;
+  expect_same(m, l, other);
+}
+
 // Llama-3.1-8B at TP 2 on one stage, DP 8: 128 matrices pack evenly in
 // one bucket (436,207,616 elements a rank, no padding); in DDP's buckets
 // of 4e7 (--overlap-grad-reduce, the first rank's first chunk) core

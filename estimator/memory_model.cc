@@ -2306,8 +2306,11 @@ StageFigures StageFiguresOf(LayerCache& base, LayerCache* loaded,
   const bool layer_wise = l.layer_wise();
   LayerWiseFigures lw;
   if (layer_wise) {
-    lw = LayerWiseFiguresOf(m, l, {spans, first, mtp_here,
-                                   params + expert_params});
+    const LayerWiseStage lw_stage{spans, first, mtp_here,
+                                  params + expert_params};
+    lw = base.figures.layer_wise != nullptr
+             ? base.figures.layer_wise->FiguresOf(m, l, lw_stage)
+             : LayerWiseFiguresOf(m, l, lw_stage);
   }
   const double plain_buffer =
       layer_wise ? std::max(0.0, params - lw.matrix_elements) : 0;

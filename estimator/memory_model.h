@@ -554,10 +554,16 @@ struct LayerKindFigures {
 
 // What every stage of one layout counts alike under one expert load:
 // each kind of layer and, MoE, the token dispatch's working set.
+class LayerWiseMemo;  // layer_wise_terms.h
+
 struct LayoutLaneFigures {
   LayerKindFigures kinds[2];  // dense, MoE
   bool dispatch_known = false;
   double dispatch_working_set = 0;  // DispatchWorkingSet
+  // [LW] Where set (the routed lane's), the layer-wise optimizer's stage
+  // figures are looked up there, each packed once (its owner's: it must
+  // outlive the LayoutStages); null: packed for each stage.
+  LayerWiseMemo* layer_wise = nullptr;
 };
 
 // A layout's layer figures under both expert loads, as LayoutStages keeps

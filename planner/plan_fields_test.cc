@@ -81,10 +81,6 @@ TEST_P(PlanFieldTest, EveryCandidateIsItsJobsEstimate) {
     GTEST_SKIP() << "the planner searches or the request sets " << c.field;
   }
   if (c.effect == Effect::kRefused) GTEST_SKIP() << "refused as a job";
-  if (StartsWith(c.field, "training.muon.")) {
-    GTEST_SKIP() << "Muon runs without the distributed optimizer, which "
-                    "every plan runs (the planner refuses it)";
-  }
   v1::Job job = c.base();
   c.setup(job);
   c.change(job);

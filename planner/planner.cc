@@ -16,6 +16,8 @@
 #include "estimator/deepep_buffers.h"
 #include "estimator/estimate.h"
 #include "estimator/job_resolver.h"
+#include "estimator/layer_wise_layout.h"
+#include "estimator/layer_wise_terms.h"
 #include "estimator/megatron_names.h"
 #include "estimator/memory_model.h"
 #include "estimator/pipeline_layout.h"
@@ -79,19 +81,6 @@ absl::Status CheckTrainingTemplate(const v1::PlanRequest& request) {
         "training.precision: ", v1::Precision_Name(t.precision()),
         " disagrees with the request's precision (",
         v1::Precision_Name(request.precision()), "); leave it unset or equal"));
-  }
-  if (t.optimizer() == v1::OPTIMIZER_LION ||
-      t.optimizer() == v1::OPTIMIZER_MUON) {
-    // Megatron runs them with its layer-wise distributed optimizer, whose
-    // buffers are packed matrix by matrix over the data-parallel ranks
-    // (memory_model.cc [LW]): work a layout the planner's budget does not
-    // hold for thousands of them.
-    return absl::InvalidArgumentError(absl::StrCat(
-        "training.optimizer: ",
-        t.optimizer() == v1::OPTIMIZER_LION ? "Lion" : "Muon",
-        " is not planned (every layout runs the distributed optimizer, which "
-        "Megatron makes layer-wise under it: its buffers are packed a layout "
-        "at a time); check a layout with memgate check"));
   }
   if (t.recompute().granularity() == v1::Recompute::GRANULARITY_FULL) {
     return absl::InvalidArgumentError(
@@ -250,6 +239,12 @@ absl::StatusOr<v1::Job> TemplateJob(const v1::PlanRequest& request) {
   }
   // The overlap needs TP > 1, the layouts' (ForEachGroup).
   probe.mutable_training()->clear_tp_comm_overlap();
+  if (LayoutOf(probe).layer_wise()) {
+    // Lion's and Muon's packing is bounded a layout at a time (Enumerate
+    // proposes none past it): over every GPU, 1-way, it would pack more
+    // than any layout with experts or a pipeline.
+    probe.set_num_gpus(1);
+  }
   if (absl::Status s = ValidateJob(probe); !s.ok()) return s;
   return resolved;
 }
@@ -380,6 +375,17 @@ Layout LayoutFor(const Search& s, uint32_t t, uint32_t c, uint32_t p,
   // Micro-batches per step cap those a stage holds (memory_model.h).
   l.microbatches = s.gbs == 0 ? 0 : static_cast<double>(s.gbs) / (b * d);
   return l;
+}
+
+// [LW] Whether Lion's or Muon's layer-wise packing of the layout (t, c, p,
+// d, ep, etp) is within what validation allows a job (always, under any
+// other optimizer).
+bool LayerWisePackingWithinBound(const Search& s, uint32_t t, uint32_t c,
+                                 uint32_t p, uint32_t d, uint32_t ep,
+                                 uint32_t etp) {
+  if (!s.base.layer_wise()) return true;
+  const Layout l = LayoutFor(s, t, c, p, d, 1, ep, etp);
+  return LayerWisePackingWork(s.shape, l) <= double(kMaxLayerWisePackingWork);
 }
 
 // Whether a launch that gives its split in PlanRequest.launch_split's forms
@@ -958,6 +964,11 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
     const StageSplit& split = choices.split;
     const std::vector<Chunking>& chunkings = choices.chunkings;
     ForEachExpertLayout(s, t, p, [&](uint32_t ep, uint32_t etp) {
+      // [LW] A layout Megatron packs past what memgate bounds is one
+      // validation refuses: not proposed. Those it packs, it packs once a
+      // schedule and rank, whatever the micro-batch and recomputation.
+      if (!LayerWisePackingWithinBound(s, t, c, p, d, ep, etp)) return;
+      LayerWiseMemo layer_wise;
       // Per schedule: micro-batch sizes come in increasing order.
       RecomputeProbe probes[kMaxPlanVirtualStages];
       for (uint32_t b = 1; b <= s.max_mbs && stop.ok(); ++b) {
@@ -965,6 +976,10 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
         const uint32_t m = s.gbs / b / d;
         Layout l = LayoutFor(s, t, c, p, d, b, ep, etp);
         KeptLayerFigures& kept = shelf.For(t, c, ep, etp, b);
+        for (LayoutLayerFigures* figures :
+             {&kept.as_given, &kept.cheap, &kept.mlp, &kept.full}) {
+          figures->routed.layer_wise = l.layer_wise() ? &layer_wise : nullptr;
+        }
         const StageLayers stages{double(split.first), double(split.last)};
         const SpeedFactors plain = SpeedOf(s.shape, s.weights, l, m,
                                            s.gpus_per_node, cost, stages);
@@ -1605,6 +1620,63 @@ absl::Status CheckPlacementWork(const Search& s,
       "layers follow its dense ones)"));
 }
 
+// [LW] Lion's and Muon's packing over every layout the plan may estimate
+// (kMaxPlanLayerWiseWork): each layout within the estimator's bound (the
+// others are not proposed) once for each schedule it may estimate (the
+// layout's LayerWiseMemo packs a schedule's ranks once, whatever the
+// micro-batch and recomputation), a schedule at most the packing of the
+// ranks PeakOf estimates (a chunking's listed ranks; else the first and
+// last and at most three middle ones: memory_model.h PeakRanks), each of
+// a rank of the split's most layers (LayerWiseRankPackingWork), and at
+// most the whole model's (the ranks' steps together are at most the
+// whole's: steps grow faster than their sum).
+absl::Status CheckLayerWiseWork(const Search& s,
+                                const std::vector<uint32_t>& gpu_divisors,
+                                const std::vector<PipelineChoices>& pipelines,
+                                uint64_t max_work) {
+  if (!s.base.layer_wise()) return absl::OkStatus();
+  double work = 0;
+  ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t c, uint32_t p) {
+    const uint32_t d = s.gpus / t / c / p;
+    const PipelineChoices& choices = ChoicesFor(pipelines, gpu_divisors, p);
+    const StageSplit& split = choices.split;
+    const double schedules =
+        s.allow_interleave
+            ? std::min<double>(kSchedulesEstimatedPerLayout,
+                               choices.chunkings.size())
+            : 1;
+    double ranks_estimated = std::min(p, 5u);
+    for (const Chunking& chunking : choices.chunkings) {
+      ranks_estimated =
+          std::max<double>(ranks_estimated, chunking.chunks.size());
+    }
+    const double rank_layers =
+        split.first == 0
+            ? std::ceil(double(s.layers) / p)
+            : double(std::max({split.first, split.middle, split.last}));
+    ForEachExpertLayout(s, t, p, [&](uint32_t ep, uint32_t etp) {
+      const Layout l = LayoutFor(s, t, c, p, d, 1, ep, etp);
+      // Not proposed past the estimator's bound (Enumerate).
+      if (LayerWisePackingWork(s.shape, l) > double(kMaxLayerWisePackingWork)) {
+        return;
+      }
+      const double whole = LayerWiseRankPackingWork(s.shape, l, s.layers);
+      const double ranks =
+          ranks_estimated * LayerWiseRankPackingWork(s.shape, l, rank_layers);
+      work += schedules * std::min(whole, ranks);
+    });
+  });
+  if (work <= double(max_work)) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "training.optimizer: ",
+      v1::Optimizer_Name(s.base.optimizer),
+      "'s layer-wise distributed optimizer packs every layout's matrices "
+      "over its data-parallel ranks: up to ", work, " steps (matrix-rank "
+      "steps and ", kListingStepsPerMatrix, " a matrix listed) over the "
+      "layouts of ", s.gpus, " GPUs, where a plan takes at most ", max_work,
+      " (fewer GPUs, or check a layout with memgate check)"));
+}
+
 }  // namespace
 
 absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request) {
@@ -1614,8 +1686,14 @@ absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request) {
   if (absl::Status s = CheckPlacementWork(*search, gpu_divisors); !s.ok()) {
     return s;
   }
-  return CountLayouts(*search, gpu_divisors,
-                      PipelinesOf(*search, gpu_divisors));
+  const std::vector<PipelineChoices> pipelines =
+      PipelinesOf(*search, gpu_divisors);
+  if (absl::Status s = CheckLayerWiseWork(*search, gpu_divisors, pipelines,
+                                          kMaxPlanLayerWiseWork);
+      !s.ok()) {
+    return s;
+  }
+  return CountLayouts(*search, gpu_divisors, pipelines);
 }
 
 absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
@@ -1629,6 +1707,11 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
   }
   const std::vector<PipelineChoices> pipelines =
       PipelinesOf(*search, gpu_divisors);
+  if (absl::Status s = CheckLayerWiseWork(*search, gpu_divisors, pipelines,
+                                          options.max_layer_wise_work);
+      !s.ok()) {
+    return s;
+  }
   const uint64_t bound = CountLayouts(*search, gpu_divisors, pipelines);
   if (bound > kMaxPlanLayouts) {
     return absl::ResourceExhaustedError(absl::StrCat(

@@ -112,6 +112,20 @@ inline constexpr double kLargestMeasuredBubble = 3.0 / 32;
 inline constexpr double kBubbleThatDoubles =
     (1 + kLargestMeasuredBubble) / kWorstMeasuredDoubling - 1;
 
+// Lion and Muon plans (Megatron's layer-wise distributed optimizer, [LW]):
+// every layout packs its matrices into buffers over its data-parallel
+// ranks, once a schedule and pipeline rank (a LayerWiseMemo a layout
+// keeps it across micro-batch sizes and recomputation probes). The plan's
+// packing is counted before any layout is estimated (each schedule a
+// layout may estimate, at most its estimated ranks' listing and packing:
+// LayerWiseRankPackingWork, planner.cc CheckLayerWiseWork) and is
+// RESOURCE_EXHAUSTED above this many steps: at most 0.23 ns a step in the
+// plans measured, about 0.1 s (the bound above). Llama-3.1-405B on 16,384
+// GPUs counts 7.3e7 and plans in 8 ms; Qwen3-30B-A3B on 64, 1.8e9, is
+// refused (it would take 0.2 s). A layout whose own packing is past the
+// estimator's bound is not proposed, as validation refuses such a job.
+inline constexpr uint64_t kMaxPlanLayerWiseWork = uint64_t{1} << 29;
+
 struct PlanOptions {
   Ranking ranking = Ranking::kRuleThenCost;
   // Its datasheet ratios are replaced by those of a catalog GPU
@@ -121,6 +135,9 @@ struct PlanOptions {
   // estimate of a layout's peak and, where it does not fit, its
   // recomputation's bounded probe): the tests of the bound below read it.
   uint64_t* schedules_estimated = nullptr;
+  // The layer-wise packing a plan may do (kMaxPlanLayerWiseWork; a
+  // refusal's suggestions, on the Admit path, allow less).
+  uint64_t max_layer_wise_work = kMaxPlanLayerWiseWork;
 };
 
 // Interleavings deeper than the one the cost model finds fastest that a
@@ -136,6 +153,10 @@ struct PlanOptions {
 // recomputation), so kMaxPlanLayouts bounds a plan's work.
 inline constexpr uint32_t kDeeperInterleavingsTried = 4;
 inline constexpr uint32_t kShallowerInterleavingsTried = 2;
+// Plain, the fastest interleaving, the deeper and shallower ones tried,
+// the deepest.
+inline constexpr uint32_t kSchedulesEstimatedPerLayout =
+    3 + kDeeperInterleavingsTried + kShallowerInterleavingsTried;
 
 // INVALID_ARGUMENT names the request field that is missing or invalid
 // (model, accelerator, num_gpus, seq_length, global_batch_size, threshold,

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "estimator/catalog.h"
 #include "planner/plan_ranking.h"
+#include "planner/refusal_hints.h"
 #include "estimator/deepep_buffers.h"
 #include "estimator/estimate.h"
 #include "estimator/job_resolver.h"
@@ -2101,14 +2102,6 @@ TEST(PlannerTest, TheTrainingTemplateLeavesThePlansChoicesAlone) {
   r = base;
   r.mutable_training()->set_optimizer_offload_fraction(1.5);
   cases.push_back({r, "optimizer_offload_fraction"});
-  // Every layout runs the distributed optimizer, which Lion and Muon turn
-  // into Megatron's layer-wise one, packed a layout at a time: not planned.
-  r = base;
-  r.mutable_training()->set_optimizer(v1::OPTIMIZER_LION);
-  cases.push_back({r, "training.optimizer"});
-  r = base;
-  r.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
-  cases.push_back({r, "training.optimizer"});
   ExpectEachRefusedNaming(cases);
   // Equal values, and a precision only the template gives, are fine: the
   // template's precision is the plan's.
@@ -2656,3 +2649,168 @@ TEST(PlannerTest, FirstMeasuredCandidateIsWithinFivePercentOfThePapersBest) {
 
 }  // namespace
 }  // namespace memgate
+
+namespace memgate {
+namespace {
+
+// [LW] Lion and Muon are planned as Megatron runs them with the
+// distributed optimizer every candidate uses: its layer-wise optimizer
+// from core 0.18.0 (before, Megatron asserts: the plan is refused naming
+// parallel.distributed_optimizer). Every candidate is its job's estimate,
+// to the byte (each layout packs a schedule's ranks once, LayerWiseMemo,
+// and answers as a job's own packing does), passes validation, and pads:
+// Muon's peaks are not Adam's. Without a release, both packings count,
+// the larger; Lion too.
+TEST(PlannerTest, LionAndMuonArePlannedWithTheLayerWiseOptimizer) {
+  v1::PlanRequest adam = Request("llama-3.1-8b", "h100-80gb", 64, 8192, 256);
+  adam.set_top_k(0);
+  for (const v1::Optimizer optimizer :
+       {v1::OPTIMIZER_MUON, v1::OPTIMIZER_LION}) {
+    for (const char* release : {"0.19.0", ""}) {
+      v1::PlanRequest r = adam;
+      r.mutable_training()->set_optimizer(optimizer);
+      r.mutable_training()->set_megatron_core_version(release);
+      absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      ASSERT_GT(plan->candidates_size(), 10);
+      int green = 0;
+      for (const v1::Candidate& c : plan->candidates()) {
+        const v1::Job job = JobForCandidate(r, c);
+        EXPECT_EQ(job.training().optimizer(), optimizer);
+        // Validated as it is estimated.
+        absl::StatusOr<v1::Estimate> e = EstimateJob(job);
+        ASSERT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
+        if (c.zone() != v1::ZONE_GREEN) continue;
+        ++green;
+        EXPECT_DOUBLE_EQ(e->peak().total_bytes(), c.peak_bytes())
+            << c.ShortDebugString();
+        EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
+      }
+      EXPECT_GT(green, 10);
+    }
+  }
+  // Muon's buffers pad: the same layout peaks higher than under Adam.
+  v1::PlanRequest muon = adam;
+  muon.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+  muon.mutable_training()->set_megatron_core_version("0.19.0");
+  absl::StatusOr<v1::PlanResponse> with_muon = PlanLayouts(muon);
+  absl::StatusOr<v1::PlanResponse> with_adam = PlanLayouts(adam);
+  ASSERT_TRUE(with_muon.ok() && with_adam.ok());
+  const v1::Candidate* muon_dp8 = nullptr;
+  for (const v1::Candidate& c : with_muon->candidates()) {
+    if (c.tensor_parallel() == 8 && c.context_parallel() == 1 &&
+        c.pipeline_parallel() == 1 && c.micro_batch_size() == 1) {
+      muon_dp8 = &c;
+    }
+  }
+  ASSERT_NE(muon_dp8, nullptr);
+  const v1::Candidate* adam_dp8 = FirstWithGroup(*with_adam, 8, 1, 1);
+  ASSERT_NE(adam_dp8, nullptr);
+  v1::Job as_adam = JobForCandidate(adam, *muon_dp8);
+  absl::StatusOr<v1::Estimate> adam_estimate = EstimateJob(as_adam);
+  ASSERT_TRUE(adam_estimate.ok()) << adam_estimate.status();
+  EXPECT_NE(adam_estimate->peak().total_bytes(), muon_dp8->peak_bytes());
+
+  // Before core 0.18.0 Megatron asserts against Muon with the distributed
+  // optimizer, which every candidate runs.
+  v1::PlanRequest old = muon;
+  old.mutable_training()->set_megatron_core_version("0.17.0");
+  ExpectEachRefusedNaming({{old, "parallel.distributed_optimizer"}});
+}
+
+// The plan's packing is counted before any layout is estimated
+// (planner.h kMaxPlanLayerWiseWork): Muon on Qwen3-30B-A3B over 64 H100s
+// (its 6,144 expert matrices a layer group listed for every rank and
+// schedule: about 1.8e9 steps, 0.2 s) is refused at once, naming the
+// optimizer, by the plan and by the count alike, with no schedule
+// estimated; Adam's plan of it is not counted. Llama-3.1-405B over 16,384
+// GPUs (7.3e7) is planned, within the plan's bound but past a refusal's
+// suggestions' (RefusalHintsTest.LayerWiseSuggestionsAreBoundedOnThe-
+// AdmitPath).
+TEST(PlannerTest, LayerWisePackingIsBoundedBeforeThePlanStarts) {
+  v1::PlanRequest r = Request("qwen3-30b-a3b", "h100-80gb", 64, 4096, 256);
+  r.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+  r.mutable_training()->set_megatron_core_version("0.19.0");
+  r.set_top_k(5);
+  uint64_t estimated = 0;
+  PlanOptions counted;
+  counted.schedules_estimated = &estimated;
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r, nullptr, counted);
+  ASSERT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted)
+      << plan.status();
+  EXPECT_NE(plan.status().message().find("training.optimizer"),
+            std::string::npos);
+  EXPECT_EQ(estimated, 0u);
+  EXPECT_EQ(CountPlanLayouts(r).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  v1::PlanRequest adam = r;
+  adam.mutable_training()->clear_optimizer();
+  EXPECT_TRUE(PlanLayouts(adam).ok());
+
+  v1::PlanRequest dense =
+      Request("llama-3.1-405b", "h100-80gb", 16384, 8192, 2048);
+  dense.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+  dense.mutable_training()->set_megatron_core_version("0.19.0");
+  dense.set_top_k(5);
+  plan = PlanLayouts(dense);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_GT(plan->candidates_size(), 0);
+  EXPECT_EQ(plan->candidates(0).zone(), v1::ZONE_GREEN);
+  const absl::StatusOr<v1::Estimate> e =
+      EstimateJob(JobForCandidate(dense, plan->candidates(0)));
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_DOUBLE_EQ(e->peak().total_bytes(), plan->candidates(0).peak_bytes());
+  // The Admit path's own bound.
+  PlanOptions suggesting;
+  suggesting.max_layer_wise_work = kMaxSuggestionLayerWiseWork;
+  EXPECT_EQ(PlanLayouts(dense, nullptr, suggesting).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+// A layout whose own packing is past the estimator's bound is one
+// validation refuses as a job: a plan does not propose it, nor count it.
+// Qwen3-30B-A3B's 12,288 expert matrices without expert parallelism over
+// 64 ranks are within it under one packing (core 0.19) and past it under
+// both (no release: 3.1e6 steps over 2^21): the plan without a release
+// considers fewer layouts, by those, and such a job is refused naming the
+// bound. (The plans' own bound is lifted: PlanOptions.)
+TEST(PlannerTest, LayoutsPackedPastTheBoundAreNotProposed) {
+  v1::PlanRequest r = Request("qwen3-30b-a3b", "h100-80gb", 64, 4096, 256);
+  r.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+  r.set_max_micro_batch_size(1);
+  r.set_top_k(3);
+  PlanOptions unbounded;
+  unbounded.max_layer_wise_work = ~uint64_t{0};
+  v1::PlanRequest released = r;
+  released.mutable_training()->set_megatron_core_version("0.19.0");
+  absl::StatusOr<v1::PlanResponse> both = PlanLayouts(r, nullptr, unbounded);
+  absl::StatusOr<v1::PlanResponse> one =
+      PlanLayouts(released, nullptr, unbounded);
+  ASSERT_TRUE(both.ok()) << both.status();
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_LT(both->considered(), one->considered());
+  for (const v1::Candidate& c : both->candidates()) {
+    // Validated as it is estimated.
+    const absl::StatusOr<v1::Estimate> e = EstimateJob(JobForCandidate(r, c));
+    EXPECT_TRUE(e.ok()) << c.ShortDebugString() << ": " << e.status();
+    EXPECT_GT(c.expert_parallel(), 1u);
+  }
+  v1::Job ep1 = JobForCandidate(r, both->candidates(0));
+  v1::ParallelConfig& par = *ep1.mutable_parallel();
+  par.set_expert_parallel(1);
+  par.set_tensor_parallel(1);
+  par.set_pipeline_parallel(1);
+  par.set_context_parallel(1);
+  par.clear_expert_tensor_parallel();
+  par.clear_layers_per_stage();
+  par.clear_virtual_pipeline_stages();
+  const absl::Status refused = EstimateJob(ep1).status();
+  EXPECT_NE(refused.message().find("matrix-rank steps"), std::string::npos)
+      << refused;
+  ep1.mutable_training()->set_megatron_core_version("0.19.0");
+  EXPECT_TRUE(EstimateJob(ep1).ok());
+}
+
+}  // namespace
+}  // namespace memgate
+

@@ -64,7 +64,10 @@ std::vector<v1::Candidate> SuggestLayouts(const v1::Job& job, double threshold,
   // one estimate per layout in the common case.
   for (bool no_recompute : {true, false}) {
     request.set_no_recompute(no_recompute);
-    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(request);
+    PlanOptions options;
+    options.max_layer_wise_work = kMaxSuggestionLayerWiseWork;
+    absl::StatusOr<v1::PlanResponse> plan =
+        PlanLayouts(request, nullptr, options);
     if (!plan.ok()) return out;
     using Key = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
                            uint32_t>;

@@ -17,6 +17,9 @@ namespace memgate {
 // whatever the job: a search over more layouts than this gets none (a
 // 16,384-GPU cluster has about 10,000).
 inline constexpr uint64_t kMaxSuggestionLayouts = 1u << 15;
+// And, for Lion and Muon, more layer-wise packing than this (planner.h
+// kMaxPlanLayerWiseWork: a sixteenth of a plan's, under 10 ms).
+inline constexpr uint64_t kMaxSuggestionLayerWiseWork = uint64_t{1} << 25;
 
 // For a refused job: the best `count` admitted layouts on the same GPUs
 // (same model, GPU, sequence and global batch), each layout once. The

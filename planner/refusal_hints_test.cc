@@ -357,6 +357,41 @@ TEST(RefusalHintsTest, RefusalsNameTheMlpWhereItIsTheCheaperChange) {
             std::vector<v1::Recompute::Module>{v1::Recompute::MODULE_MLP});
 }
 
+// [LW] A refused Lion or Muon job is told the layouts that fit when their
+// plan packs within the Admit path's bound (kMaxSuggestionLayerWiseWork, a
+// sixteenth of a plan's): Llama-3.1-8B on 64 H100s is; Llama-3.1-405B on
+// 1,024, which a plan takes (6e7 steps), is not, and gets no suggestion
+// (its other hints still come).
+TEST(RefusalHintsTest, LayerWiseSuggestionsAreBoundedOnTheAdmitPath) {
+  v1::Job small = testing::PaperJob("llama-3.1-8b", "h100-80gb", 2, 1, 1, 8,
+                                    64, 8192);
+  small.mutable_training()->set_global_batch_size(256);
+  small.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+  small.mutable_training()->set_megatron_core_version("0.19.0");
+  absl::StatusOr<v1::Decision> d = AdmitJob(small, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE) << d->reason();
+  ASSERT_GT(d->suggestions_size(), 0);
+  for (const v1::Candidate& c : d->suggestions()) {
+    EXPECT_EQ(c.zone(), v1::ZONE_GREEN);
+  }
+
+  v1::Job large = testing::PaperJob("llama-3.1-405b", "h100-80gb", 8, 1, 16,
+                                    4, 1024, 8192);
+  large.mutable_training()->set_global_batch_size(512);
+  large.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+  large.mutable_training()->set_megatron_core_version("0.19.0");
+  for (int stage = 0; stage < 16; ++stage) {
+    large.mutable_parallel()->add_layers_per_stage(
+        stage == 0 || stage == 15 ? 7 : 8);
+  }
+  d = AdmitJob(large, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE) << d->reason();
+  EXPECT_EQ(d->suggestions_size(), 0);
+  EXPECT_GT(d->min_recompute_layers_that_fit(), 0u);
+}
+
 // Where attention runs unfused, Megatron's default selective recomputation
 // (core_attn) drops the s x s scores [K 5]: a refusal names it when it
 // makes the job fit, as for Gemma 2's soft-capped scores at 8k (TP 4 on an
