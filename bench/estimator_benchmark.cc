@@ -189,6 +189,39 @@ BENCHMARK(BM_Plan405BOn16384H100)
     ->Args({131072, 0})
     ->Unit(benchmark::kMicrosecond);
 
+// [LW] Muon plans: every layout packs Megatron's layer-wise buffers, once
+// a schedule and rank (planner.h kMaxPlanLayerWiseWork). Llama-3.1-405B
+// over 16,384 H100s (7.3e7 counted steps); Mixtral-8x22B over 1,024
+// (3.7e8, 0.69 of the bound: its experts listed for every rank), every
+// candidate (top_k 0). Arg: top_k.
+v1::PlanRequest MuonPlan(const char* model, uint32_t gpus, uint32_t seq,
+                         uint32_t gbs, uint32_t top_k) {
+  v1::PlanRequest request = PlanOn16384H100(model, seq, top_k);
+  request.set_num_gpus(gpus);
+  request.set_global_batch_size(gbs);
+  request.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+  request.mutable_training()->set_megatron_core_version("0.19.0");
+  return request;
+}
+void BM_PlanMuon405BOn16384H100(benchmark::State& state) {
+  const v1::PlanRequest request =
+      MuonPlan("llama-3.1-405b", 16384, 8192, 2048,
+               static_cast<uint32_t>(state.range(0)));
+  if (!PlanLayouts(request).ok()) state.SkipWithError("refused");
+  RunPlans(state, request);
+}
+BENCHMARK(BM_PlanMuon405BOn16384H100)
+    ->Arg(10)
+    ->Arg(0)
+    ->Unit(benchmark::kMillisecond);
+void BM_PlanMuonNearItsBound(benchmark::State& state) {
+  const v1::PlanRequest request =
+      MuonPlan("mixtral-8x22b", 1024, 4096, 1024, 0);
+  if (!PlanLayouts(request).ok()) state.SkipWithError("refused");
+  RunPlans(state, request);
+}
+BENCHMARK(BM_PlanMuonNearItsBound)->Unit(benchmark::kMillisecond);
+
 // The hardening bounds (planner/planner.h), on tests/test_util.h's
 // worst-case request.
 v1::PlanRequest WorstCasePlan(uint32_t max_micro_batch) {

@@ -128,9 +128,11 @@ TEST(CliPlanTest, AStarvedFirstLayoutIsNotedWithTheBatchThatFeedsIt) {
 
 // A candidate pasted back as Megatron arguments is the same job: memgate
 // check reads the launch (`model` + the candidate's line) on `gpu` x `gpus`
-// and gives the candidate's own peak and verdict. Returns the lines checked.
+// (and `flags`, memgate's own, before the launch) and gives the candidate's
+// own peak and verdict. Returns the lines checked.
 int ExpectArgumentsRoundTrip(const RunResult& plan, const std::string& model,
-                             const std::string& gpu, const std::string& gpus) {
+                             const std::string& gpu, const std::string& gpus,
+                             const std::vector<std::string>& flags = {}) {
   int checked = 0;
   std::string header;
   for (absl::string_view line : absl::StrSplit(plan.out, '\n')) {
@@ -141,7 +143,9 @@ int ExpectArgumentsRoundTrip(const RunResult& plan, const std::string& model,
     if (line.empty() || absl::StartsWith(line, "#")) continue;
     std::vector<std::string> args = {testing::RunfilePath("client/memgate"),
                                      "check", "--gpu=" + gpu,
-                                     "--gpus=" + gpus, "--"};
+                                     "--gpus=" + gpus};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("--");
     for (absl::string_view w :
          absl::StrSplit(model + std::string(line), ' ', absl::SkipEmpty())) {
       args.emplace_back(w);
@@ -769,6 +773,32 @@ TEST(CliPlanTest, EveryCandidateAppendedToItsLaunchIsTheCandidate) {
                           "launch's forms"),
             std::string::npos)
       << none.err;
+}
+
+// [LW] A Muon launch with the distributed optimizer is planned as Megatron
+// runs it (core 0.19's layer-wise optimizer, --megatron-core), and every
+// candidate appended to it checks to its own peak; under a release before
+// 0.18 the plan is refused naming the rule (Megatron asserts).
+TEST(CliPlanTest, AMuonLaunchIsPlannedWithTheLayerWiseOptimizer) {
+  const std::string launch =
+      "pretrain_gpt.py " + Llama3Dims() +
+      "--micro-batch-size 1 --use-distributed-optimizer --sequence-parallel "
+      "--no-create-attention-mask-in-dataloader --tensor-model-parallel-size "
+      "2 --optimizer muon ";
+  const RunResult r =
+      PlanLaunch({"--gpu=a100-40gb", "--gpus=64", "--top=4",
+                  "--megatron-core=0.19.0", "--format=megatron-args"},
+                 launch);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ExpectArgumentsRoundTrip(r, launch, "a100-40gb", "64",
+                                     {"--megatron-core=0.19.0"}),
+            4);
+  const RunResult old =
+      PlanLaunch({"--gpu=a100-40gb", "--gpus=64", "--megatron-core=0.17.0"},
+                 launch);
+  EXPECT_EQ(old.exit_code, 2) << old.out;
+  EXPECT_NE(old.err.find("parallel.distributed_optimizer"), std::string::npos)
+      << old.err;
 }
 
 // A launch whose softmax runs in cuDNN's fused attention (--softmax-type
