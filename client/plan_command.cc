@@ -35,10 +35,10 @@ constexpr char kUsage[] =
     "columns GPU counts, cells GiB.\n\n"
     "After `--`, a torchrun/Megatron-LM launch is planned as that job runs: "
     "its\nmodel, precision, --seq-length, --global-batch-size and training "
-    "settings\n(fp8, precision-aware optimizer, optimizer offload, dropout, "
-    "selective\nrecomputation, Megatron-FSDP) apply to every layout; its TP, "
-    "CP, PP, EP,\nVP, MBS and full recomputation are what the plan "
-    "searches.";
+    "settings\n(fp8, the optimizer: Adam, SGD, Lion or Muon, precision-aware "
+    "optimizer,\noptimizer offload, dropout, selective recomputation, "
+    "Megatron-FSDP) apply\nto every layout; its TP, CP, PP, EP, VP, MBS "
+    "and full recomputation are\nwhat the plan searches.";
 
 struct PlanFlags {
   JobFlags model;  // only the model and GPU flags are registered
