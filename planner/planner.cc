@@ -1642,8 +1642,8 @@ absl::Status CheckLayerWiseWork(const Search& s,
     const StageSplit& split = choices.split;
     const double schedules =
         s.allow_interleave
-            ? std::min<double>(kSchedulesEstimatedPerLayout,
-                               choices.chunkings.size())
+            ? std::clamp<double>(choices.chunkings.size(), 1,
+                                 kSchedulesEstimatedPerLayout)
             : 1;
     double ranks_estimated = std::min(p, 5u);
     for (const Chunking& chunking : choices.chunkings) {
