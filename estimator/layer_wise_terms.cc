@@ -278,48 +278,65 @@ const LayerWiseFigures& LayerWiseMemo::FiguresOf(
   return it->second;
 }
 
-double LayerWisePackingWork(const ModelShape& m, const Layout& l) {
-  const MatrixCounts c = CountsOf(m, l);
+namespace {
+
+// A part of the model's matrices: dense ones (over DP x CP) and routed
+// experts' (over the expert data-parallel group).
+struct MatrixTotals {
+  double dense = 0, expert = 0;
+};
+
+// The whole model's matrices, each layer as it is.
+MatrixTotals WholeModel(const ModelShape& m, const MatrixCounts& c) {
   const double moe = MoeLayersIn(m, 0, m.layers);
   const double mtp = MtpBuiltLayers(m);
   const bool mtp_moe = MtpLayerIsMoe(m);
-  const double dense_matrices =
-      (m.layers - moe) * c.dense_layer + moe * c.moe_layer +
-      mtp * (1 + (mtp_moe ? c.moe_layer : c.dense_layer)) +
-      (m.learned_positions > 0 ? 1 : 0);
-  const double expert_matrices = (moe + (mtp_moe ? mtp : 0)) * c.moe_expert;
-  const double packings =
-      double(l.layer_wise_by_elements) + double(l.layer_wise_by_cost);
-  // The first chunk of the first rank is packed twice (bucketed or not);
-  // a chunk's steps are at most the whole model's (LayerWisePackingSteps
-  // grows faster than its sum).
-  return 2 * packings *
-         (LayerWisePackingSteps(dense_matrices, l.data * l.context) +
-          LayerWisePackingSteps(expert_matrices, ExpertShards(l)));
+  return {(m.layers - moe) * c.dense_layer + moe * c.moe_layer +
+              mtp * (1 + (mtp_moe ? c.moe_layer : c.dense_layer)) +
+              (m.learned_positions > 0 ? 1 : 0),
+          (moe + (mtp_moe ? mtp : 0)) * c.moe_expert};
 }
 
-double LayerWiseRankPackingWork(const ModelShape& m, const Layout& l,
-                                double rank_layers) {
-  const MatrixCounts c = CountsOf(m, l);
+// A rank of at most `rank_layers` layers, each the kind with more
+// matrices, with the MTP layers and a learned position embedding.
+MatrixTotals RankOf(const ModelShape& m, const MatrixCounts& c,
+                    double rank_layers) {
   const double layers = std::min(rank_layers, double(m.layers));
   const double moe = std::min(layers, MoeLayersIn(m, 0, m.layers));
   const double mtp = MtpBuiltLayers(m);
   const bool mtp_moe = MtpLayerIsMoe(m);
   const double per_layer = std::max(c.dense_layer, moe > 0 ? c.moe_layer : 0);
-  const double dense_matrices =
-      layers * per_layer +
-      mtp * (1 + (mtp_moe ? c.moe_layer : c.dense_layer)) +
-      (m.learned_positions > 0 ? 1 : 0);
-  const double expert_matrices = (moe + (mtp_moe ? mtp : 0)) * c.moe_expert;
+  return {layers * per_layer +
+              mtp * (1 + (mtp_moe ? c.moe_layer : c.dense_layer)) +
+              (m.learned_positions > 0 ? 1 : 0),
+          (moe + (mtp_moe ? mtp : 0)) * c.moe_expert};
+}
+
+// Steps of packing `t` under each packing `l` names, the first chunk of
+// the first rank twice (bucketed or not), and `listing` steps a matrix.
+double StepsOf(const Layout& l, const MatrixTotals& t, double listing) {
   const double packings =
       double(l.layer_wise_by_elements) + double(l.layer_wise_by_cost);
-  auto listed_and_packed = [](double matrices, double shards) {
-    return LayerWisePackingSteps(matrices, shards) +
-           kListingStepsPerMatrix * matrices;
-  };
   return 2 * packings *
-         (listed_and_packed(dense_matrices, l.data * l.context) +
-          listed_and_packed(expert_matrices, ExpertShards(l)));
+         (LayerWisePackingSteps(t.dense, l.data * l.context) +
+          LayerWisePackingSteps(t.expert, ExpertShards(l)) +
+          listing * (t.dense + t.expert));
+}
+
+}  // namespace
+
+// A chunk's steps are at most the whole model's (LayerWisePackingSteps
+// grows faster than its sum).
+double LayerWisePackingWork(const ModelShape& m, const Layout& l) {
+  return StepsOf(l, WholeModel(m, CountsOf(m, l)), 0);
+}
+
+LayerWisePlanWork LayerWisePlanWorkOf(const ModelShape& m, const Layout& l,
+                                      double rank_layers) {
+  const MatrixCounts c = CountsOf(m, l);
+  return {StepsOf(l, WholeModel(m, c), 0),
+          StepsOf(l, RankOf(m, c, rank_layers), kListingStepsPerMatrix),
+          StepsOf(l, RankOf(m, c, m.layers), kListingStepsPerMatrix)};
 }
 
 }  // namespace memgate

@@ -73,19 +73,25 @@ class LayerWiseMemo {
 // above kMaxLayerWisePackingWork.
 double LayerWisePackingWork(const ModelShape& m, const Layout& l);
 
-// The work of one pipeline rank's figures of at most `rank_layers` decoder
-// layers (each counted as the layer kind with more matrices, the MTP
-// layers and a learned position embedding beside them): its packing
-// steps, and kListingStepsPerMatrix for each matrix listed and sorted,
-// which is most of the time where the shards are few (a profile of
-// Qwen3-30B-A3B's plan on 8 GPUs: listing and the stable sort two thirds;
-// at 128 the measured plans take 0.10 to 0.23 ns a counted step, dense or
-// MoE, bench/RESULTS.md). An upper bound of any rank's under any split
-// whose ranks hold at most that many layers; `rank_layers` >= L is the
-// whole model on one rank.
+// A plan's count of one layout's work (the planner counts every layout's
+// before it plans), its matrices counted once: `validated`, Layer-
+// WisePackingWork (what validation bounds a job at); `rank`, the figures
+// of one pipeline rank of at most `rank_layers` decoder layers (each
+// counted as the layer kind with more matrices, the MTP layers and a
+// learned position embedding beside them), its packing steps and
+// kListingStepsPerMatrix for each matrix listed and sorted, an upper
+// bound of any rank's under any split whose ranks hold at most that many
+// layers; `whole`, the same for every layer on one rank. Listing is most
+// of the time where the shards are few (a profile of Qwen3-30B-A3B's plan
+// on 8 GPUs: listing and the stable sort two thirds); at 128 the measured
+// plans take 0.10 to 0.23 ns a counted step, dense or MoE
+// (bench/RESULTS.md).
 inline constexpr double kListingStepsPerMatrix = 128;
-double LayerWiseRankPackingWork(const ModelShape& m, const Layout& l,
-                                double rank_layers);
+struct LayerWisePlanWork {
+  double validated = 0, rank = 0, whole = 0;
+};
+LayerWisePlanWork LayerWisePlanWorkOf(const ModelShape& m, const Layout& l,
+                                      double rank_layers);
 
 }  // namespace memgate
 

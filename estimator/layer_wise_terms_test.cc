@@ -120,6 +120,25 @@ TEST(LayerWiseTermsTest, AMemoAnswersAsThePackingDoes) {
   expect_same(m, l, other);
 }
 
+// A plan's count of a layout (LayerWisePlanWorkOf): what validation
+// bounds, as LayerWisePackingWork; a rank's listing and packing, growing
+// with its layers up to the whole model's. Llama-3.1-8B at TP 2 over DP 8
+// (one packing, the first rank's twice): 32 layers of 4 matrices, 128 x 8
+// steps and 128 a matrix listed, x 2; a rank of 8 layers, 32 x 8 and 32 x
+// 128, x 2.
+TEST(LayerWiseTermsTest, APlanCountsARanksListingAndPacking) {
+  const ModelShape m = Catalog("llama-3.1-8b");
+  const Layout l = LayerWise(2, 4, 8);
+  const LayerWisePlanWork w = LayerWisePlanWorkOf(m, l, 8);
+  EXPECT_DOUBLE_EQ(w.validated, LayerWisePackingWork(m, l));
+  EXPECT_DOUBLE_EQ(w.validated, 2 * 128.0 * 8);
+  EXPECT_DOUBLE_EQ(w.whole, 2 * (128.0 * 8 + 128 * kListingStepsPerMatrix));
+  EXPECT_DOUBLE_EQ(w.rank, 2 * (32.0 * 8 + 32 * kListingStepsPerMatrix));
+  EXPECT_DOUBLE_EQ(LayerWisePlanWorkOf(m, l, 32).rank, w.whole);
+  EXPECT_DOUBLE_EQ(LayerWisePlanWorkOf(m, l, 1000).rank, w.whole);
+  EXPECT_LT(LayerWisePlanWorkOf(m, l, 4).rank, w.rank);
+}
+
 // Llama-3.1-8B at TP 2 on one stage, DP 8: 128 matrices pack evenly in
 // one bucket (436,207,616 elements a rank, no padding); in DDP's buckets
 // of 4e7 (--overlap-grad-reduce, the first rank's first chunk) core

@@ -1627,7 +1627,7 @@ absl::Status CheckPlacementWork(const Search& s,
 // micro-batch and recomputation), a schedule at most the packing of the
 // ranks PeakOf estimates (a chunking's listed ranks; else the first and
 // last and at most three middle ones: memory_model.h PeakRanks), each of
-// a rank of the split's most layers (LayerWiseRankPackingWork), and at
+// a rank of the split's most layers (LayerWisePlanWork::rank), and at
 // most the whole model's (the ranks' steps together are at most the
 // whole's: steps grow faster than their sum).
 absl::Status CheckLayerWiseWork(const Search& s,
@@ -1655,15 +1655,11 @@ absl::Status CheckLayerWiseWork(const Search& s,
             ? std::ceil(double(s.layers) / p)
             : double(std::max({split.first, split.middle, split.last}));
     ForEachExpertLayout(s, t, p, [&](uint32_t ep, uint32_t etp) {
-      const Layout l = LayoutFor(s, t, c, p, d, 1, ep, etp);
+      const LayerWisePlanWork w = LayerWisePlanWorkOf(
+          s.shape, LayoutFor(s, t, c, p, d, 1, ep, etp), rank_layers);
       // Not proposed past the estimator's bound (Enumerate).
-      if (LayerWisePackingWork(s.shape, l) > double(kMaxLayerWisePackingWork)) {
-        return;
-      }
-      const double whole = LayerWiseRankPackingWork(s.shape, l, s.layers);
-      const double ranks =
-          ranks_estimated * LayerWiseRankPackingWork(s.shape, l, rank_layers);
-      work += schedules * std::min(whole, ranks);
+      if (w.validated > double(kMaxLayerWisePackingWork)) return;
+      work += schedules * std::min(w.whole, ranks_estimated * w.rank);
     });
   });
   if (work <= double(max_work)) return absl::OkStatus();
@@ -1688,12 +1684,16 @@ absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request) {
   }
   const std::vector<PipelineChoices> pipelines =
       PipelinesOf(*search, gpu_divisors);
+  const uint64_t count = CountLayouts(*search, gpu_divisors, pipelines);
+  // A search past the layouts' bound is refused on its count (the caller
+  // compares it), before the packing is counted.
+  if (count > kMaxPlanLayouts) return count;
   if (absl::Status s = CheckLayerWiseWork(*search, gpu_divisors, pipelines,
                                           kMaxPlanLayerWiseWork);
       !s.ok()) {
     return s;
   }
-  return CountLayouts(*search, gpu_divisors, pipelines);
+  return count;
 }
 
 absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
@@ -1707,11 +1707,6 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
   }
   const std::vector<PipelineChoices> pipelines =
       PipelinesOf(*search, gpu_divisors);
-  if (absl::Status s = CheckLayerWiseWork(*search, gpu_divisors, pipelines,
-                                          options.max_layer_wise_work);
-      !s.ok()) {
-    return s;
-  }
   const uint64_t bound = CountLayouts(*search, gpu_divisors, pipelines);
   if (bound > kMaxPlanLayouts) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -1719,6 +1714,12 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
         " GPUs and micro-batch sizes up to ", search->max_mbs,
         "; a plan estimates at most ", kMaxPlanLayouts,
         " (lower max_micro_batch_size)"));
+  }
+  // Over at most kMaxPlanLayouts layouts: the count is bounded too.
+  if (absl::Status s = CheckLayerWiseWork(*search, gpu_divisors, pipelines,
+                                          options.max_layer_wise_work);
+      !s.ok()) {
+    return s;
   }
   uint64_t estimated = 0;
   uint64_t valid_layouts = 0;

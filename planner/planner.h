@@ -118,7 +118,7 @@ inline constexpr double kBubbleThatDoubles =
 // keeps it across micro-batch sizes and recomputation probes). The plan's
 // packing is counted before any layout is estimated (each schedule a
 // layout may estimate, at most its estimated ranks' listing and packing:
-// LayerWiseRankPackingWork, planner.cc CheckLayerWiseWork) and is
+// LayerWisePlanWorkOf, planner.cc CheckLayerWiseWork) and is
 // RESOURCE_EXHAUSTED above this many steps: at most 0.23 ns a step in the
 // plans measured, about 0.1 s (the bound above). Llama-3.1-405B on 16,384
 // GPUs counts 7.3e7 and plans in 8 ms; Qwen3-30B-A3B on 64, 1.8e9, is
@@ -183,7 +183,9 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
 v1::TrainingConfig PlanTemplateOf(const v1::TrainingConfig& training);
 
 // An upper bound on the layouts PlanLayouts(request) would estimate, counted
-// without estimating any; errors as PlanLayouts' for the request's fields.
+// without estimating any; errors as PlanLayouts' for the request's fields
+// (and, within kMaxPlanLayouts, for a Lion or Muon plan past
+// kMaxPlanLayerWiseWork).
 absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request);
 
 }  // namespace memgate

@@ -2746,6 +2746,15 @@ TEST(PlannerTest, LayerWisePackingIsBoundedBeforeThePlanStarts) {
   v1::PlanRequest adam = r;
   adam.mutable_training()->clear_optimizer();
   EXPECT_TRUE(PlanLayouts(adam).ok());
+  // The hardening issue's worst request (720,720 layers, GPUs and heads),
+  // with Muon: refused before any schedule is estimated.
+  v1::PlanRequest worst = WorstCaseRequest();
+  worst.set_max_micro_batch_size(1);
+  worst.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+  worst.mutable_training()->set_megatron_core_version("0.19.0");
+  estimated = 0;
+  EXPECT_FALSE(PlanLayouts(worst, nullptr, counted).ok());
+  EXPECT_EQ(estimated, 0u);
 
   v1::PlanRequest dense =
       Request("llama-3.1-405b", "h100-80gb", 16384, 8192, 2048);
