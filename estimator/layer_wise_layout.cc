@@ -7,7 +7,9 @@
 #include "estimator/layer_wise_layout.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -76,9 +78,21 @@ class Packer {
       std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
         return Elements(chunk[x]) > Elements(chunk[y]);
       });
+      // The emptiest shard is FirstSmallest's (the lowest index among
+      // equals) kept in a heap of (cursor, shard): log(shards) a matrix
+      // where a scan took shards (cursors only grow, so each placement
+      // pops its shard and pushes it back further on).
+      using Emptiest = std::pair<uint64_t, size_t>;
+      std::vector<Emptiest> heap(width_);
+      for (size_t s = 0; s < width_; ++s) heap[s] = {0, s};
+      const std::greater<Emptiest> later;
+      std::make_heap(heap.begin(), heap.end(), later);
       for (size_t i : order) {
-        const size_t shard = FirstSmallest(cursors);
+        std::pop_heap(heap.begin(), heap.end(), later);
+        const size_t shard = heap.back().second;
         Place(cursors, shard, Elements(chunk[i]));
+        heap.back().first = cursors[shard];
+        std::push_heap(heap.begin(), heap.end(), later);
       }
     } else {
       // sorted(chunk, key=-cost), stable; to the least-cost shard it fits
