@@ -121,7 +121,7 @@ inline constexpr double kBubbleThatDoubles =
 // LayerWisePlanWorkOf, planner.cc CheckLayerWiseWork) and is
 // RESOURCE_EXHAUSTED above this many steps: at most 0.23 ns a step in the
 // plans measured, about 0.1 s (the bound above). Llama-3.1-405B on 16,384
-// GPUs counts 7.3e7 and plans in 8 ms; Qwen3-30B-A3B on 64, 1.8e9, is
+// GPUs counts 7.3e7 and plans in 3 ms; Qwen3-30B-A3B on 64, 1.8e9, is
 // refused (it would take 0.2 s). A layout whose own packing is past the
 // estimator's bound is not proposed, as validation refuses such a job.
 inline constexpr uint64_t kMaxPlanLayerWiseWork = uint64_t{1} << 29;
