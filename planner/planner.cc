@@ -1665,7 +1665,7 @@ absl::Status CheckLayerWiseWork(const Search& s,
   if (work <= double(max_work)) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       "training.optimizer: ",
-      v1::Optimizer_Name(s.base.optimizer),
+      s.base.optimizer == v1::OPTIMIZER_MUON ? "Muon" : "Lion",
       "'s layer-wise distributed optimizer packs every layout's matrices "
       "over its data-parallel ranks: up to ", work, " steps (matrix-rank "
       "steps and ", kListingStepsPerMatrix, " a matrix listed) over the "
@@ -1757,6 +1757,17 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
   if (std::optional<std::string> starved =
           StarvedPipelineNote(request, response)) {
     response.add_notes(*std::move(starved));
+  }
+  if (search->base.layer_wise_by_elements && search->base.layer_wise_by_cost) {
+    // [LW] What every candidate assumes where the release is not given
+    // (as `check` says among its assumptions).
+    response.add_notes(absl::StrCat(
+        search->base.optimizer == v1::OPTIMIZER_MUON ? "Muon" : "Lion",
+        " runs Megatron's layer-wise distributed optimizer, whose buffers "
+        "core 0.18 and 0.19 pack by elements and later releases by "
+        "Newton-Schulz cost: with no release given "
+        "(training.megatron_core_version, --megatron-core) every layout "
+        "counts the larger"));
   }
   return response;
 }

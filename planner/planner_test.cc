@@ -2673,6 +2673,13 @@ TEST(PlannerTest, LionAndMuonArePlannedWithTheLayerWiseOptimizer) {
       absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
       ASSERT_TRUE(plan.ok()) << plan.status();
       ASSERT_GT(plan->candidates_size(), 10);
+      // Without a release the plan says both packings count.
+      const bool noted = std::any_of(
+          plan->notes().begin(), plan->notes().end(),
+          [](const std::string& n) {
+            return n.find("counts the larger") != std::string::npos;
+          });
+      EXPECT_EQ(noted, std::string(release).empty()) << release;
       int green = 0;
       for (const v1::Candidate& c : plan->candidates()) {
         const v1::Job job = JobForCandidate(r, c);
