@@ -186,6 +186,13 @@ double SelectiveRecomputeCost(const ModelShape& m, const LayerWeights& weights,
                               double seq_length, double element_bytes,
                               const CostModel& cost = {});
 
+// 1 + the share of a chunk's forward and backward that full recomputation
+// (method block) of `layers` of its `chunk_layers` adds: one more forward
+// of them, a third of forward and backward.
+inline double FullRecomputeCost(double layers, double chunk_layers) {
+  return 1 + layers / (3 * chunk_layers);
+}
+
 // `microbatches` per step (m = global batch / (b * d)); `gpus_per_node` 0
 // means unknown (no cross-node penalty).
 SpeedFactors SpeedOf(const ModelShape& m, const LayerWeights& weights,

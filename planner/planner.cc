@@ -863,7 +863,7 @@ bool FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   bool ruled_out = true;  // every quarter tried so far, by FarOver
   for (uint32_t quarter = 1; quarter <= 4; ++quarter) {
     const uint32_t n = (stage_layers * quarter + 3) / 4;
-    const double cost = 1 + n / (3.0 * stage_layers);
+    const double cost = FullRecomputeCost(n, stage_layers);
     // The MLP first where it costs no more.
     if (!mlp_tried && s.mlp.cost <= cost && fits_by_mlp()) return false;
     if (n == previous || n < probe.least) continue;
@@ -891,7 +891,7 @@ bool FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   entry.peak_bytes = peak.admission;
   entry.zone = v1::ZONE_GREEN;
   entry.recompute = least;
-  entry.recompute_cost = 1 + least / (3.0 * stage_layers);
+  entry.recompute_cost = FullRecomputeCost(least, stage_layers);
   entry.speed /= entry.recompute_cost;
   return false;
 }

@@ -179,7 +179,7 @@ std::vector<v1::Recompute::Module> ModulesThatFit(const v1::Job& job,
         shape, ActiveWeightsPerToken(shape), mlp, layout.seq_length,
         layout.precision == v1::PRECISION_FP32 ? 4 : 2, cost);
     if (stage_layers == 0 ||
-        mlp_cost >= 1 + least_layers / (3.0 * stage_layers)) {
+        mlp_cost >= FullRecomputeCost(least_layers, stage_layers)) {
       return {};
     }
   }
