@@ -2696,7 +2696,9 @@ TEST(PlannerTest, LionAndMuonArePlannedWithTheLayerWiseOptimizer) {
       EXPECT_GT(green, 10);
     }
   }
-  // Muon's buffers pad: the same layout peaks higher than under Adam.
+  // Muon's buffers pad: the same layout holds more bf16 weights than under
+  // Adam's distributed optimizer (its matrices' buffer, padded to DP x the
+  // fullest shard, where Adam's holds the parameters and [BP]'s padding).
   v1::PlanRequest muon = adam;
   muon.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
   muon.mutable_training()->set_megatron_core_version("0.19.0");
@@ -2717,6 +2719,12 @@ TEST(PlannerTest, LionAndMuonArePlannedWithTheLayerWiseOptimizer) {
   absl::StatusOr<v1::Estimate> adam_estimate = EstimateJob(as_adam);
   ASSERT_TRUE(adam_estimate.ok()) << adam_estimate.status();
   EXPECT_NE(adam_estimate->peak().total_bytes(), muon_dp8->peak_bytes());
+  absl::StatusOr<v1::Estimate> muon_estimate =
+      EstimateJob(JobForCandidate(muon, *muon_dp8));
+  ASSERT_TRUE(muon_estimate.ok()) << muon_estimate.status();
+  ASSERT_EQ(muon_estimate->stages_size(), 1);
+  EXPECT_GT(muon_estimate->stages(0).weight_bytes(),
+            adam_estimate->stages(0).weight_bytes());
 
   // Before core 0.18.0 Megatron asserts against Muon with the distributed
   // optimizer, which every candidate runs.

@@ -389,6 +389,19 @@ TEST(RefusalHintsTest, LayerWiseSuggestionsAreBoundedOnTheAdmitPath) {
   ASSERT_TRUE(d.ok()) << d.status();
   ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE) << d->reason();
   EXPECT_EQ(d->suggestions_size(), 0);
+  // Not for want of a layout that fits: a plan of the same finds them.
+  v1::PlanRequest same;
+  *same.mutable_model() = large.model();
+  *same.mutable_accelerator() = large.accelerator();
+  same.set_num_gpus(1024);
+  same.set_seq_length(8192);
+  same.set_global_batch_size(512);
+  *same.mutable_training() = PlanTemplateOf(large.training());
+  same.set_top_k(1);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(same);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_GT(plan->candidates_size(), 0);
+  EXPECT_EQ(plan->candidates(0).zone(), v1::ZONE_GREEN);
   EXPECT_GT(d->min_recompute_layers_that_fit(), 0u);
 }
 
