@@ -221,6 +221,31 @@ void BM_PlanMuonNearItsBound(benchmark::State& state) {
   RunPlans(state, request);
 }
 BENCHMARK(BM_PlanMuonNearItsBound)->Unit(benchmark::kMillisecond);
+// MoE Muon plans with the plan's bound lifted (PlanOptions), each
+// candidate: what their work costs, against the count that bounds them.
+// 0: Qwen3-30B-A3B on 8 GPUs (12,288 expert matrices a layout without
+// expert parallelism); 1: the same on 64; 2: DeepSeek-V3 on 1,024.
+void BM_PlanMuonMoePastTheBound(benchmark::State& state) {
+  const v1::PlanRequest request =
+      state.range(0) == 0   ? MuonPlan("qwen3-30b-a3b", 8, 4096, 512, 0)
+      : state.range(0) == 1 ? MuonPlan("qwen3-30b-a3b", 64, 4096, 512, 0)
+                            : MuonPlan("deepseek-v3", 1024, 4096, 8192, 0);
+  PlanOptions lifted;
+  lifted.max_layer_wise_work = uint64_t{1} << 40;
+  if (!PlanLayouts(request, nullptr, lifted).ok()) {
+    state.SkipWithError("refused");
+  }
+  for (auto _ : state) {
+    absl::StatusOr<v1::PlanResponse> plan =
+        PlanLayouts(request, nullptr, lifted);
+    benchmark::DoNotOptimize(plan);
+  }
+}
+BENCHMARK(BM_PlanMuonMoePastTheBound)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond);
 
 // The hardening bounds (planner/planner.h), on tests/test_util.h's
 // worst-case request.

@@ -7,6 +7,7 @@
 #include "estimator/layer_wise_layout.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <numeric>
 #include <utility>
@@ -52,6 +53,155 @@ size_t FirstSmallest(const std::vector<T>& values) {
       std::min_element(values.begin(), values.end()) - values.begin());
 }
 
+// Identical matrices in a row of the sorted order, as the packing sees
+// them: each placement reads a matrix's elements and, by cost, its
+// Newton-Schulz cost, nothing else.
+struct Run {
+  uint64_t numel = 0;
+  Cost cost = 0;
+  uint64_t count = 0;
+};
+
+// A run before the sort, with its sort key.
+struct Keyed {
+  Cost key = 0;
+  Run run;
+};
+
+Keyed KeyedOf(const LayerWiseMatrix& w, LayerWisePacking packing) {
+  const uint64_t numel = Elements(w);
+  const Cost cost = NewtonSchulzCost(w);
+  return {packing == LayerWisePacking::kByElements ? Cost{numel} : cost,
+          {numel, cost, 1}};
+}
+
+bool LargerKey(const Keyed& x, const Keyed& y) { return x.key > y.key; }
+
+// Appends one block's matrices, in backprop order when `backwards`, to
+// `out`: each matrix once if the block is not repeated; otherwise the
+// block's matrices of each key (in order) as one run where they are of one
+// size, else each repetition's: the same order after a stable sort by key
+// as the block's every matrix.
+void AppendBlock(const LayerWiseBlock& block, bool backwards,
+                 LayerWisePacking packing, std::vector<Keyed>& out) {
+  const size_t start = out.size();
+  if (backwards) {
+    for (auto w = block.pattern.rbegin(); w != block.pattern.rend(); ++w) {
+      out.push_back(KeyedOf(*w, packing));
+    }
+  } else {
+    for (const LayerWiseMatrix& w : block.pattern) {
+      out.push_back(KeyedOf(w, packing));
+    }
+  }
+  if (block.repeat == 1) return;
+  std::stable_sort(out.begin() + start, out.end(), LargerKey);
+  const std::vector<Keyed> once(out.begin() + start, out.end());
+  out.resize(start);
+  for (size_t i = 0, j = 0; i < once.size(); i = j) {
+    bool one_size = true;
+    for (j = i; j < once.size() && once[j].key == once[i].key; ++j) {
+      one_size &= once[j].run.numel == once[i].run.numel;
+    }
+    if (one_size) {
+      out.push_back(once[i]);
+      out.back().run.count = (j - i) * block.repeat;
+      continue;
+    }
+    for (uint64_t r = 0; r < block.repeat; ++r) {
+      out.insert(out.end(), once.begin() + i, once.begin() + j);
+    }
+  }
+}
+
+// sorted(chunk, key=...) in runs, of the blocks' matrices in backprop
+// order (`blocks` in forward order when `backwards`, else already in
+// backprop order): Python's sort is stable, so each key's matrices keep
+// their order, keys from the largest; identical neighbours then merge
+// (by elements the key is all a placement reads; by cost, matrices of one
+// cost may differ in elements). Its work is the blocks' patterns, not
+// their repetitions (but for blocks whose matrices of one key differ in
+// size, at most their matrices).
+std::vector<Run> SortedRuns(absl::Span<const LayerWiseBlock> blocks,
+                            bool backwards, LayerWisePacking packing) {
+  std::vector<Keyed> keyed;
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const LayerWiseBlock& block =
+        blocks[backwards ? blocks.size() - 1 - b : b];
+    if (block.repeat > 0) AppendBlock(block, backwards, packing, keyed);
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), LargerKey);
+  std::vector<Run> runs;
+  for (const Keyed& k : keyed) {
+    if (!runs.empty() && runs.back().numel == k.run.numel &&
+        runs.back().cost == k.run.cost) {
+      runs.back().count += k.run.count;
+    } else {
+      runs.push_back(k.run);
+    }
+  }
+  return runs;
+}
+
+// Bits of the largest value a bulk selection searches.
+int BitWidth(Cost x) {
+  int bits = 0;
+  for (; x != 0; x >>= 1) ++bits;
+  return bits;
+}
+
+// Where `k` placements go when each takes the first shard (lowest index
+// among equals) whose next value is smallest, the shards' values strictly
+// increasing with each placement: the k smallest (value, shard) pairs of
+// the shards' sequences, as merging them would take them. `at_most(s,
+// v)`: how many of shard s's values are at most v; below `lo` they sum to
+// less than k, at `hi` to at least k. A bisection of [lo, hi]: at most
+// BitWidth(hi) passes over the shards.
+template <typename Value, typename AtMost>
+std::vector<uint64_t> TakeSmallest(size_t width, uint64_t k, Value lo,
+                                   Value hi, AtMost at_most) {
+  auto reaches_k = [&](Value v) {
+    Cost n = 0;
+    for (size_t s = 0; s < width && n < k; ++s) n += at_most(s, v);
+    return n >= k;
+  };
+  // The least value whose count reaches k is in [lo, hi].
+  while (lo < hi) {
+    const Value mid = lo + (hi - lo) / 2;
+    if (reaches_k(mid)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  // Every value below lo, then those equal to it (one a shard at most) in
+  // shard order until k.
+  std::vector<uint64_t> taken(width, 0);
+  uint64_t n = 0;
+  for (size_t s = 0; s < width; ++s) {
+    taken[s] = lo == 0 ? 0 : at_most(s, lo - 1);
+    n += taken[s];
+  }
+  for (size_t s = 0; s < width && n < k; ++s) {
+    if (at_most(s, lo) > taken[s]) {
+      ++taken[s];
+      ++n;
+    }
+  }
+  return taken;
+}
+
+// Bulk placement searching [lo, hi] pays BitWidth(hi - lo) passes over
+// the shards, and one to find the range; it is taken where placing one at
+// a time would cost more, and where every value stays below 2^62 (one at a
+// time is then exact in uint64 as Megatron's ints).
+bool BulkPays(uint64_t count, double steps_each, size_t width, Cost lo,
+              Cost hi) {
+  return hi < (Cost{1} << 62) &&
+         double(count) * steps_each >
+             double(BitWidth(hi - lo) + 2) * double(width);
+}
+
 // Shards [0, width) are the ones used (layer_wise_layout.h): the others
 // hold nothing and cost nothing, so each first-smallest choice over all of
 // them is the same over these.
@@ -62,65 +212,39 @@ class Packer {
       : o_(o),
         divisor_(ShardDivisor(o)),
         width_(width),
+        log_width_(std::log2(double(width) + 1)),
         owned_(owned),
         cost_loads_(width, 0) {
     if (owned_.size() < width_) owned_.resize(width_, 0);
   }
 
-  // _emit_bucket: `chunk` in backprop order.
-  void Emit(const std::vector<LayerWiseMatrix>& chunk) {
-    if (chunk.empty()) return;
-    std::vector<uint64_t> cursors(width_, 0);
-    std::vector<size_t> order(chunk.size());
-    std::iota(order.begin(), order.end(), 0);
-    if (o_.packing == LayerWisePacking::kByElements) {
-      // sorted(chunk, key=-numel), stable; to the emptiest shard.
-      std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-        return Elements(chunk[x]) > Elements(chunk[y]);
-      });
-      // The emptiest shard is FirstSmallest's (the lowest index among
-      // equals) kept in a heap of (cursor, shard): log(shards) a matrix
-      // where a scan took shards (cursors only grow, so each placement
-      // pops its shard and pushes it back further on).
-      using Emptiest = std::pair<uint64_t, size_t>;
-      std::vector<Emptiest> heap(width_);
-      for (size_t s = 0; s < width_; ++s) heap[s] = {0, s};
-      const std::greater<Emptiest> later;
-      std::make_heap(heap.begin(), heap.end(), later);
-      for (size_t i : order) {
-        std::pop_heap(heap.begin(), heap.end(), later);
-        const size_t shard = heap.back().second;
-        Place(cursors, shard, Elements(chunk[i]));
-        heap.back().first = cursors[shard];
-        std::push_heap(heap.begin(), heap.end(), later);
-      }
-    } else {
-      // sorted(chunk, key=-cost), stable; to the least-cost shard it fits
-      // in below max_shard_numel, else to the emptiest.
-      std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-        return NewtonSchulzCost(chunk[x]) > NewtonSchulzCost(chunk[y]);
-      });
-      uint64_t total = 0;
-      for (const LayerWiseMatrix& w : chunk) total += Elements(w);
-      // total_chunk_numel / dp_size * (1 + _NUMEL_EPSILON), a float.
-      const double cap = static_cast<double>(total) /
-                         static_cast<double>(o_.shards) * (1 + 0.3);
-      for (size_t i : order) {
-        const uint64_t numel = Elements(chunk[i]);
-        size_t shard = width_;  // none yet
-        for (size_t s = 0; s < width_; ++s) {
-          if (static_cast<double>(PadStart(cursors[s]) + numel) <= cap &&
-              (shard == width_ || cost_loads_[s] < cost_loads_[shard])) {
-            shard = s;
-          }
-        }
-        if (shard == width_) shard = FirstSmallest(cursors);
-        Place(cursors, shard, numel);
-        cost_loads_[shard] += NewtonSchulzCost(chunk[i]);
+  // _emit_bucket: the blocks' matrices (SortedRuns' order), placed a run
+  // of identical matrices at a time (one by one, or in bulk where that is
+  // cheaper: the same choices, LayerWiseLayoutTest.BlocksPackAsOneMatrix
+  // AtATime).
+  void Emit(absl::Span<const LayerWiseBlock> blocks, bool backwards) {
+    const std::vector<Run> runs = SortedRuns(blocks, backwards, o_.packing);
+    if (runs.empty()) return;
+    cursors_.assign(width_, 0);
+    heap_valid_ = false;
+    uint64_t total = 0;
+    for (const Run& run : runs) total += run.numel * run.count;
+    // max_shard_numel: total_chunk_numel / dp_size * (1 + _NUMEL_EPSILON),
+    // a float.
+    cap_ = static_cast<double>(total) / static_cast<double>(o_.shards) *
+           (1 + 0.3);
+    for (const Run& run : runs) {
+      if (o_.packing == LayerWisePacking::kByElements) {
+        // sorted(chunk, key=-numel), stable; to the emptiest shard.
+        PlaceInEmptiest(run.numel, 0, run.count);
+      } else {
+        // sorted(chunk, key=-cost), stable; to the least-cost shard it
+        // fits in below max_shard_numel, else to the emptiest.
+        PlaceByCost(run);
       }
     }
     const uint64_t padded_shard =
-        PadTo(*std::max_element(cursors.begin(), cursors.end()), divisor_);
+        PadTo(*std::max_element(cursors_.begin(), cursors_.end()), divisor_);
     buffer_.padded_elements += o_.shards * padded_shard;
     ++buffer_.buckets;
   }
@@ -129,17 +253,162 @@ class Packer {
   const LayerWiseBuffer& buffer() const { return buffer_; }
 
  private:
-  void Place(std::vector<uint64_t>& cursors, size_t shard, uint64_t numel) {
-    cursors[shard] = PadStart(cursors[shard]) + numel;
+  using Emptiest = std::pair<uint64_t, size_t>;  // (cursor, shard)
+
+  void Place(size_t shard, uint64_t numel) {
+    cursors_[shard] = PadStart(cursors_[shard]) + numel;
     owned_[shard] += numel;
+  }
+
+  // `taken[s]` placements of `numel` on each shard s at once.
+  void PlaceTaken(const std::vector<uint64_t>& taken, uint64_t numel) {
+    const uint64_t step = PadStart(numel);  // a placement after the first
+    for (size_t s = 0; s < width_; ++s) {
+      if (taken[s] == 0) continue;
+      cursors_[s] = PadStart(cursors_[s]) + numel + (taken[s] - 1) * step;
+      owned_[s] += taken[s] * numel;
+    }
+    heap_valid_ = false;
+  }
+
+  // `count` matrices of `numel` (and Newton-Schulz `cost`), each to the
+  // emptiest shard (the first among equals): one at a time through a heap
+  // of (cursor, shard) (log(shards) a matrix; cursors only grow, so each
+  // placement moves its shard down from the top), or in bulk.
+  void PlaceInEmptiest(uint64_t numel, Cost cost, uint64_t count) {
+    // A shard's cursors as it takes matrices: its own, then PadStart(it)
+    // + numel, then PadStart(numel) further each time; its j-th:
+    const uint64_t step = PadStart(numel);
+    auto nth = [&](size_t s, uint64_t j) {
+      return j == 0 ? Cost{cursors_[s]}
+                    : Cost{PadStart(cursors_[s])} + numel + Cost{j - 1} * step;
+    };
+    // Below the least of each shard's (count / shards - 1)-th cursor every
+    // shard has fewer than count / shards; at the largest of their
+    // (ceil(count / shards) - 1)-th, each has ceil(count / shards).
+    const uint64_t fewest = count / width_;
+    const uint64_t most = (count + width_ - 1) / width_;
+    Cost lo = nth(0, fewest > 0 ? fewest - 1 : 0), hi = nth(0, most - 1);
+    for (size_t s = 1; s < width_; ++s) {
+      lo = std::min(lo, nth(s, fewest > 0 ? fewest - 1 : 0));
+      hi = std::max(hi, nth(s, most - 1));
+    }
+    if (BulkPays(count, 2 * log_width_, width_, lo, hi)) {
+      // Below 2^62 (BulkPays): in 64 bits.
+      const std::vector<uint64_t> taken = TakeSmallest(
+          width_, count, static_cast<uint64_t>(lo),
+          static_cast<uint64_t>(hi),
+          [&](size_t s, uint64_t v) -> uint64_t {
+            if (v < cursors_[s]) return 0;
+            const uint64_t second = PadStart(cursors_[s]) + numel;
+            if (v < second) return 1;
+            return 2 + (v - second) / step;
+          });
+      PlaceTaken(taken, numel);
+      AddCosts(taken, cost);
+      return;
+    }
+    if (!heap_valid_) {
+      heap_.resize(width_);
+      for (size_t s = 0; s < width_; ++s) heap_[s] = {cursors_[s], s};
+      std::make_heap(heap_.begin(), heap_.end(), std::greater<Emptiest>());
+      heap_valid_ = true;
+    }
+    for (uint64_t i = 0; i < count; ++i) {
+      const size_t shard = heap_[0].second;
+      Place(shard, numel);
+      cost_loads_[shard] += cost;
+      heap_[0].first = cursors_[shard];
+      SiftDownTop();
+    }
+  }
+
+  // The heap's top grew: down to where it belongs (a pop and a push in
+  // one pass).
+  void SiftDownTop() {
+    const size_t n = heap_.size();
+    size_t at = 0;
+    const Emptiest moved = heap_[0];
+    for (;;) {
+      size_t child = 2 * at + 1;
+      if (child >= n) break;
+      if (child + 1 < n && heap_[child + 1] < heap_[child]) ++child;
+      if (!(heap_[child] < moved)) break;
+      heap_[at] = heap_[child];
+      at = child;
+    }
+    heap_[at] = moved;
+  }
+  void PlaceByCost(const Run& run) {
+    const uint64_t numel = run.numel;
+    const uint64_t step = PadStart(numel);
+    // Below 2^53 a whole number is below the cap as a double exactly when
+    // it is at most floor(cap).
+    if (cap_ < 9007199254740992.0) {
+      const uint64_t most = static_cast<uint64_t>(std::floor(cap_));
+      // How many more each shard fits: its j-th starts at PadStart(cursor)
+      // + j x step.
+      std::vector<uint64_t> fits(width_, 0);
+      Cost fitting = 0, hi = 0;
+      for (size_t s = 0; s < width_; ++s) {
+        const uint64_t start = PadStart(cursors_[s]);
+        if (start > most || most - start < numel) continue;
+        fits[s] = (most - start - numel) / step + 1;
+        fitting += fits[s];
+        hi = std::max(hi, cost_loads_[s] + Cost{fits[s] - 1} * run.cost);
+      }
+      const uint64_t first = static_cast<uint64_t>(
+          std::min<Cost>(fitting, run.count));
+      if (first == 0 || BulkPays(first, double(width_), width_, 0, hi)) {
+        if (first > 0) {
+          // The least cost among the shards that still fit: each shard's
+          // costs rise by run.cost a matrix, for fits[s] matrices.
+          const std::vector<uint64_t> taken = TakeSmallest(
+              width_, first, Cost{0}, hi, [&](size_t s, Cost v) -> uint64_t {
+                if (fits[s] == 0 || v < cost_loads_[s]) return 0;
+                const Cost n = (v - cost_loads_[s]) / run.cost + 1;
+                return static_cast<uint64_t>(std::min<Cost>(n, fits[s]));
+              });
+          AddCosts(taken, run.cost);
+          PlaceTaken(taken, numel);
+        }
+        // No shard fits another: the rest to the emptiest.
+        if (run.count > first) {
+          PlaceInEmptiest(numel, run.cost, run.count - first);
+        }
+        return;
+      }
+    }
+    for (uint64_t i = 0; i < run.count; ++i) {
+      size_t shard = width_;  // none yet
+      for (size_t s = 0; s < width_; ++s) {
+        if (static_cast<double>(PadStart(cursors_[s]) + numel) <= cap_ &&
+            (shard == width_ || cost_loads_[s] < cost_loads_[shard])) {
+          shard = s;
+        }
+      }
+      if (shard == width_) shard = FirstSmallest(cursors_);
+      Place(shard, numel);
+      cost_loads_[shard] += run.cost;
+    }
+    heap_valid_ = false;
+  }
+
+  void AddCosts(const std::vector<uint64_t>& taken, Cost cost) {
+    for (size_t s = 0; s < width_; ++s) cost_loads_[s] += Cost{taken[s]} * cost;
   }
 
   const LayerWisePackingOptions& o_;
   const uint64_t divisor_;
   const size_t width_;
+  const double log_width_;  // a heap placement's steps, halved
   std::vector<uint64_t>& owned_;
   std::vector<Cost> cost_loads_;  // shard_compute_loads, across buckets
   LayerWiseBuffer buffer_;
+  std::vector<uint64_t> cursors_;  // this bucket's shards
+  std::vector<Emptiest> heap_;     // cursors_ as a heap, when valid
+  bool heap_valid_ = false;
+  double cap_ = 0;  // this bucket's max_shard_numel
 };
 
 }  // namespace
@@ -147,32 +416,53 @@ class Packer {
 absl::StatusOr<LayerWiseBuffer> PackLayerWiseBuffer(
     absl::Span<const LayerWiseMatrix> forward,
     const LayerWisePackingOptions& options, std::vector<uint64_t>& owned) {
+  const LayerWiseBlock all = {{forward.begin(), forward.end()}, 1};
+  return PackLayerWiseBlocks({&all, 1}, options, owned);
+}
+
+absl::StatusOr<LayerWiseBuffer> PackLayerWiseBlocks(
+    absl::Span<const LayerWiseBlock> forward,
+    const LayerWisePackingOptions& options, std::vector<uint64_t>& owned) {
   if (options.shards == 0) {
     return absl::InvalidArgumentError(
         "layer-wise layout: the shard count must be positive");
   }
   // A few passes over the shards used a matrix (placing it; the main
   // walk's estimate of the bucket), bounded before any is made.
-  if (LayerWisePackingSteps(double(forward.size()), double(options.shards)) >
+  double matrices = 0;
+  for (const LayerWiseBlock& block : forward) {
+    matrices += double(block.pattern.size()) * double(block.repeat);
+  }
+  if (LayerWisePackingSteps(matrices, double(options.shards)) >
       double(kMaxLayerWisePackingWork)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "layer-wise layout: ", forward.size(), " matrices over ",
-        options.shards, " data-parallel ranks is more packing than memgate "
-        "bounds (", kMaxLayerWisePackingWork, " matrix-rank steps)"));
+        "layer-wise layout: ",
+        matrices < 1e18 ? absl::StrCat(uint64_t(matrices))
+                        : absl::StrCat(matrices),
+        " matrices over ", options.shards,
+        " data-parallel ranks is more packing than memgate bounds (",
+        kMaxLayerWisePackingWork, " matrix-rank steps)"));
   }
-  for (const LayerWiseMatrix& w : forward) {
-    // Dimensions below 2^32 keep the Newton-Schulz costs in 128 bits.
-    if (w.rows == 0 || w.cols == 0 || w.rows >> 32 || w.cols >> 32) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "layer-wise layout: a matrix of ", w.rows, " x ", w.cols,
-          " elements (each dimension must be 1 to 2^32 - 1)"));
+  for (const LayerWiseBlock& block : forward) {
+    for (const LayerWiseMatrix& w : block.pattern) {
+      // Dimensions below 2^32 keep the Newton-Schulz costs in 128 bits.
+      if (w.rows == 0 || w.cols == 0 || w.rows >> 32 || w.cols >> 32) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "layer-wise layout: a matrix of ", w.rows, " x ", w.cols,
+            " elements (each dimension must be 1 to 2^32 - 1)"));
+      }
     }
   }
   const uint64_t dp = options.shards;
-  const size_t width =
-      static_cast<size_t>(std::min<uint64_t>(forward.size(), dp));
+  const size_t width = static_cast<size_t>(
+      std::min<double>(matrices, static_cast<double>(dp)));
   Packer packer(options, width, owned);
-  std::vector<LayerWiseMatrix> chunk;
+  if (options.bucket_size == 0) {  // one bucket: every block at once
+    packer.Emit(forward, /*backwards=*/true);
+    return packer.buffer();
+  }
+  // Buckets close between any two matrices: the walk reads each.
+  LayerWiseBlock chunk;
   uint64_t chunk_numel = 0;
   uint64_t chunk_max = 0;
   // int(dp_size * chunk_max_param * PADDING_FLOOR), a float truncated.
@@ -182,8 +472,8 @@ absl::StatusOr<LayerWiseBuffer> PackLayerWiseBuffer(
     return std::max(options.bucket_size, static_cast<uint64_t>(floor));
   };
   auto close = [&] {
-    packer.Emit(chunk);
-    chunk.clear();
+    packer.Emit({&chunk, 1}, /*backwards=*/false);  // walked backwards
+    chunk.pattern.clear();
     chunk_numel = 0;
     chunk_max = 0;
   };
@@ -192,30 +482,36 @@ absl::StatusOr<LayerWiseBuffer> PackLayerWiseBuffer(
   std::vector<uint64_t> loads(width, 0);
   const bool absorbing =
       options.packing == LayerWisePacking::kByNewtonSchulzCost;
-  for (size_t i = forward.size(); i-- > 0;) {
-    const uint64_t numel = Elements(forward[i]);
-    if (absorbing) {
-      if (options.bucket_size > 0 && !chunk.empty() &&
-          chunk_numel >= threshold()) {
-        const uint64_t target = PadTo(
-            *std::max_element(loads.begin(), loads.end()), packer.divisor());
-        // The shards past the used ones are empty.
-        const uint64_t least =
-            width < dp ? 0 : *std::min_element(loads.begin(), loads.end());
-        const bool absorbs = PadStart(least) + numel <= target;
-        if (!absorbs) {
-          close();
-          std::fill(loads.begin(), loads.end(), 0);
+  for (size_t b = forward.size(); b-- > 0;) {
+    const LayerWiseBlock& block = forward[b];
+    for (uint64_t r = 0; r < block.repeat; ++r) {
+      for (auto it = block.pattern.rbegin(); it != block.pattern.rend();
+           ++it) {
+        const LayerWiseMatrix& w = *it;
+        const uint64_t numel = Elements(w);
+        if (absorbing) {
+          if (!chunk.pattern.empty() && chunk_numel >= threshold()) {
+            const uint64_t target =
+                PadTo(*std::max_element(loads.begin(), loads.end()),
+                      packer.divisor());
+            // The shards past the used ones are empty.
+            const uint64_t least =
+                width < dp ? 0
+                           : *std::min_element(loads.begin(), loads.end());
+            const bool absorbs = PadStart(least) + numel <= target;
+            if (!absorbs) {
+              close();
+              std::fill(loads.begin(), loads.end(), 0);
+            }
+          }
+          const size_t shard = FirstSmallest(loads);
+          loads[shard] = PadStart(loads[shard]) + numel;
         }
+        chunk.pattern.push_back(w);
+        chunk_numel += numel;
+        chunk_max = std::max(chunk_max, numel);
+        if (!absorbing && chunk_numel >= threshold()) close();
       }
-      const size_t shard = FirstSmallest(loads);
-      loads[shard] = PadStart(loads[shard]) + numel;
-    }
-    chunk.push_back(forward[i]);
-    chunk_numel += numel;
-    chunk_max = std::max(chunk_max, numel);
-    if (!absorbing && options.bucket_size > 0 && chunk_numel >= threshold()) {
-      close();
     }
   }
   close();

@@ -86,6 +86,21 @@ absl::StatusOr<LayerWiseBuffer> PackLayerWiseBuffer(
     absl::Span<const LayerWiseMatrix> forward,
     const LayerWisePackingOptions& options, std::vector<uint64_t>& owned);
 
+// `repeat` copies of `pattern` in a row: a model lists its matrices so
+// (equal layers, an MoE layer's experts), and without buckets the
+// packing reads each block once, not each matrix (its identical matrices
+// are placed together: LayerWiseLayoutTest.BlocksPackAsOneMatrixAtATime).
+struct LayerWiseBlock {
+  std::vector<LayerWiseMatrix> pattern;
+  uint64_t repeat = 1;
+};
+
+// PackLayerWiseBuffer of the blocks' matrices in order; the bound counts
+// every matrix.
+absl::StatusOr<LayerWiseBuffer> PackLayerWiseBlocks(
+    absl::Span<const LayerWiseBlock> forward,
+    const LayerWisePackingOptions& options, std::vector<uint64_t>& owned);
+
 }  // namespace memgate
 
 #endif  // MEMGATE_ESTIMATOR_LAYER_WISE_LAYOUT_H_

@@ -8,7 +8,10 @@
 
 #include "estimator/layer_wise_layout.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <numeric>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -181,6 +184,187 @@ TEST(LayerWiseLayoutTest, WorkIsMatricesTimesTheShardsUsedAndBounded) {
   EXPECT_TRUE(PackLayerWiseBuffer(fits, o, owned).ok());
   EXPECT_EQ(LayerWisePackingSteps(1448, 1 << 20), 1448.0 * 1448);
   EXPECT_EQ(LayerWisePackingSteps(1448, 8), 1448.0 * 8);
+}
+
+// _compute_per_buffer_param_layout one matrix at a time, as Megatron's
+// loops run (a scan of every shard a matrix, Python's stable sort): what
+// PackLayerWiseBuffer's placements of identical matrices in bulk must
+// equal.
+Packed OneAtATime(const Matrices& forward, const LayerWisePackingOptions& o) {
+  using Cost = unsigned __int128;
+  auto pad_to = [](uint64_t v, uint64_t d) { return (v + d - 1) / d * d; };
+  auto pad_start = [&](uint64_t v) { return pad_to(v, 64); };
+  auto numel = [](const LayerWiseMatrix& w) { return w.rows * w.cols; };
+  auto cost = [](const LayerWiseMatrix& w) {
+    const Cost big = std::max(w.rows, w.cols), small = std::min(w.rows, w.cols);
+    return big * small * small;
+  };
+  auto first_smallest = [](const auto& v) {
+    return size_t(std::min_element(v.begin(), v.end()) - v.begin());
+  };
+  uint64_t divisor = std::lcm(o.shards, uint64_t{128});
+  if (o.pad_for_high_nccl_busbw) {
+    divisor = std::lcm(divisor, uint64_t{1} << 16);
+  }
+  divisor = std::lcm(uint64_t{64}, divisor / o.shards);
+  const bool by_cost = o.packing == LayerWisePacking::kByNewtonSchulzCost;
+  Packed p;
+  p.owned.assign(o.shards, 0);
+  std::vector<Cost> cost_loads(o.shards, 0);
+  auto emit = [&](Matrices chunk) {
+    if (chunk.empty()) return;
+    std::vector<uint64_t> cursors(o.shards, 0);
+    std::stable_sort(chunk.begin(), chunk.end(), [&](auto& x, auto& y) {
+      return by_cost ? cost(x) > cost(y) : numel(x) > numel(y);
+    });
+    uint64_t total = 0;
+    for (const LayerWiseMatrix& w : chunk) total += numel(w);
+    const double cap = double(total) / double(o.shards) * 1.3;
+    for (const LayerWiseMatrix& w : chunk) {
+      size_t shard = o.shards;
+      for (size_t s = 0; by_cost && s < o.shards; ++s) {
+        if (double(pad_start(cursors[s]) + numel(w)) <= cap &&
+            (shard == o.shards || cost_loads[s] < cost_loads[shard])) {
+          shard = s;
+        }
+      }
+      if (shard == o.shards) shard = first_smallest(cursors);
+      cursors[shard] = pad_start(cursors[shard]) + numel(w);
+      p.owned[shard] += numel(w);
+      cost_loads[shard] += cost(w);
+    }
+    p.buffer.padded_elements +=
+        o.shards * pad_to(*std::max_element(cursors.begin(), cursors.end()),
+                          divisor);
+    ++p.buffer.buckets;
+  };
+  Matrices chunk;
+  uint64_t chunk_numel = 0, chunk_max = 0;
+  std::vector<uint64_t> loads(o.shards, 0);
+  auto threshold = [&] {
+    return std::max(o.bucket_size,
+                    uint64_t(double(o.shards * chunk_max) * 0.9));
+  };
+  for (size_t i = forward.size(); i-- > 0;) {
+    const uint64_t n = numel(forward[i]);
+    if (by_cost) {
+      if (o.bucket_size > 0 && !chunk.empty() && chunk_numel >= threshold()) {
+        const uint64_t target =
+            pad_to(*std::max_element(loads.begin(), loads.end()), divisor);
+        const uint64_t least = *std::min_element(loads.begin(), loads.end());
+        if (pad_start(least) + n > target) {
+          emit(chunk);
+          chunk.clear();
+          chunk_numel = chunk_max = 0;
+          std::fill(loads.begin(), loads.end(), 0);
+        }
+      }
+      const size_t shard = first_smallest(loads);
+      loads[shard] = pad_start(loads[shard]) + n;
+    }
+    chunk.push_back(forward[i]);
+    chunk_numel += n;
+    chunk_max = std::max(chunk_max, n);
+    if (!by_cost && o.bucket_size > 0 && chunk_numel >= threshold()) {
+      emit(chunk);
+      chunk.clear();
+      chunk_numel = chunk_max = 0;
+    }
+  }
+  emit(chunk);
+  return p;
+}
+
+// Blocks of a few shapes repeated (equal layers, an MoE layer's experts),
+// whose identical matrices PackLayerWiseBlocks places together, in bulk
+// where long runs make that cheaper: every buffer, bucket and shard as
+// one matrix at a time has them, under both packings, with and without
+// buckets, over few and many ranks; the blocks' matrices listed one by
+// one (PackLayerWiseBuffer) too. Random shapes, a fixed seed.
+TEST(LayerWiseLayoutTest, BlocksPackAsOneMatrixAtATime) {
+  std::mt19937_64 random(20261129);
+  auto pick = [&](uint64_t lo, uint64_t hi) {
+    return std::uniform_int_distribution<uint64_t>(lo, hi)(random);
+  };
+  int long_runs = 0, patterns = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    Matrices shapes;
+    for (uint64_t k = pick(1, 5); k > 0; --k) {
+      // Multiples of 64 and not, as real shards are and fused ones are
+      // not; now and then a shape and its transpose (one cost, one size).
+      shapes.push_back({pick(1, 3000), pick(1, 3000)});
+      if (pick(0, 5) == 0) {
+        shapes.push_back({shapes.back().cols, shapes.back().rows});
+      }
+    }
+    // Now and then two shapes of one Newton-Schulz cost and different
+    // sizes (16 x 1 and 4 x 2: max x min^2 = 16), in a pattern of their
+    // own too: repeated, a run each.
+    const bool one_cost = pick(0, 3) == 0;
+    if (one_cost) {
+      shapes.push_back({16, 1});
+      shapes.push_back({4, 2});
+    }
+    std::vector<LayerWiseBlock> blocks;
+    Matrices forward;
+    for (uint64_t count = pick(1, 6); count > 0; --count) {
+      LayerWiseBlock block;
+      for (uint64_t k = pick(0, 2) == 0 ? pick(2, 4) : 1; k > 0; --k) {
+        block.pattern.push_back(shapes[pick(0, shapes.size() - 1)]);
+      }
+      if (one_cost && count == 1) block.pattern = {{16, 1}, {4, 2}};
+      block.repeat = pick(0, 3) == 0 ? pick(1, 4) : pick(1, 600);
+      long_runs += block.repeat >= 200;
+      patterns += block.pattern.size() > 1;
+      for (uint64_t r = 0; r < block.repeat; ++r) {
+        forward.insert(forward.end(), block.pattern.begin(),
+                       block.pattern.end());
+      }
+      blocks.push_back(block);
+    }
+    LayerWisePackingOptions o;
+    o.shards = pick(0, 2) == 0 ? pick(1, 4) : pick(1, 300);
+    o.pad_for_high_nccl_busbw = pick(0, 4) == 0;
+    uint64_t total = 0;
+    for (const LayerWiseMatrix& w : forward) total += w.rows * w.cols;
+    o.bucket_size = pick(0, 1) == 0 ? 0 : pick(1, total);
+    for (LayerWisePacking packing : kBoth) {
+      o.packing = packing;
+      const Packed want = OneAtATime(forward, o);
+      for (bool as_blocks : {true, false}) {
+        std::vector<uint64_t> owned(o.shards, 0);
+        const absl::StatusOr<LayerWiseBuffer> got =
+            as_blocks ? PackLayerWiseBlocks(blocks, o, owned)
+                      : PackLayerWiseBuffer(forward, o, owned);
+        ASSERT_TRUE(got.ok()) << got.status();
+        ASSERT_EQ(got->padded_elements, want.buffer.padded_elements)
+            << "trial " << trial << " blocks " << as_blocks;
+        ASSERT_EQ(got->buckets, want.buffer.buckets) << "trial " << trial;
+        ASSERT_EQ(owned, want.owned) << "trial " << trial;
+      }
+    }
+  }
+  // The bulk placements and the patterns were exercised.
+  EXPECT_GT(long_runs, 100);
+  EXPECT_GT(patterns, 100);
+}
+
+// Blocks are bounded by every matrix they repeat, before any is placed.
+TEST(LayerWiseLayoutTest, BlocksAreBoundedByTheirMatrices) {
+  LayerWisePackingOptions o;
+  o.shards = 1 << 20;
+  std::vector<uint64_t> owned;
+  const LayerWiseBlock many = {{{8, 8}}, 1449};  // 1449^2 > 2^21
+  const absl::StatusOr<LayerWiseBuffer> b =
+      PackLayerWiseBlocks({&many, 1}, o, owned);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("1449 matrices"), std::string::npos)
+      << b.status();
+  const LayerWiseBlock huge = {{{8, 8}, {8, 8}}, uint64_t{1} << 63};
+  EXPECT_FALSE(PackLayerWiseBlocks({&huge, 1}, o, owned).ok());
+  const LayerWiseBlock fits = {{{8, 8}}, 1448};
+  EXPECT_TRUE(PackLayerWiseBlocks({&fits, 1}, o, owned).ok());
+  EXPECT_EQ(owned.size(), 1448u);  // untouched by the refusal
 }
 
 TEST(LayerWiseLayoutTest, RefusesEmptyMatricesAndNoShards) {

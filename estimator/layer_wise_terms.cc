@@ -48,11 +48,32 @@ namespace memgate {
 namespace {
 
 using Matrices = std::vector<LayerWiseMatrix>;
+// A buffer's matrices as blocks of a repeated pattern: a chunk's equal
+// layers, an MoE layer's experts, each listed once (layer_wise_layout.h).
+using Blocks = std::vector<LayerWiseBlock>;
 
 uint64_t Whole(double x) { return static_cast<uint64_t>(std::llround(x)); }
 
 void Add(Matrices& out, double rows, double cols) {
   out.push_back({Whole(rows), Whole(cols)});
+}
+
+bool SamePattern(const Matrices& x, const Matrices& y) {
+  return std::equal(x.begin(), x.end(), y.begin(), y.end(),
+                    [](const LayerWiseMatrix& a, const LayerWiseMatrix& b) {
+                      return a.rows == b.rows && a.cols == b.cols;
+                    });
+}
+
+// `repeat` copies of `pattern` after `out`: one more repetition of its
+// last block where that is the same pattern.
+void AddBlock(Blocks& out, const Matrices& pattern, uint64_t repeat) {
+  if (pattern.empty() || repeat == 0) return;
+  if (!out.empty() && SamePattern(out.back().pattern, pattern)) {
+    out.back().repeat += repeat;
+  } else {
+    out.push_back({pattern, repeat});
+  }
 }
 
 void AppendAttention(const ModelShape& m, const Layout& l, Matrices& out) {
@@ -87,26 +108,25 @@ void AppendMlp(const ModelShape& m, double ffn, double group,
   Add(out, m.hidden, ffn / group);
 }
 
+// A layer's matrices after `dense` (a pattern begun by the caller, which
+// adds it) and, for an MoE layer, its routed experts' blocks.
 void AppendLayer(const ModelShape& m, const Layout& l, bool moe,
-                 Matrices& dense, Matrices& expert) {
+                 Matrices& dense, Blocks& expert) {
   AppendAttention(m, l, dense);
   if (!moe) {
     AppendMlp(m, m.ffn_hidden, l.tensor, dense);
     return;
   }
   Add(dense, m.experts, m.hidden);  // the router
-  const double local = m.experts / l.expert_parallel;
+  const uint64_t local = Whole(m.experts / l.expert_parallel);
   const double ffn = ExpertFfn(m) / l.expert_tensor;
+  const LayerWiseMatrix fc1 = {Whole((Gated(m) - 1) * ffn), Whole(m.hidden)};
+  const LayerWiseMatrix fc2 = {Whole(m.hidden), Whole(ffn)};
   if (m.grouped_experts) {
-    for (double e = 0; e < local; ++e) {
-      Add(expert, (Gated(m) - 1) * ffn, m.hidden);
-    }
-    for (double e = 0; e < local; ++e) Add(expert, m.hidden, ffn);
+    AddBlock(expert, {fc1}, local);
+    AddBlock(expert, {fc2}, local);
   } else {
-    for (double e = 0; e < local; ++e) {
-      Add(expert, (Gated(m) - 1) * ffn, m.hidden);
-      Add(expert, m.hidden, ffn);
-    }
+    AddBlock(expert, {fc1, fc2}, local);
   }
   if (m.shared_ffn > 0) {
     if (m.shared_gate) Add(dense, 1, m.hidden);
@@ -115,31 +135,49 @@ void AppendLayer(const ModelShape& m, const Layout& l, bool moe,
 }
 
 struct ChunkMatrices {
-  Matrices dense, expert;
+  Blocks dense, expert;
 };
 
 ChunkMatrices ChunkOf(const ModelShape& m, const Layout& l,
                       const LayerSpan& span, bool positions, bool mtp) {
   ChunkMatrices c;
+  Matrices layer;  // each layer's dense matrices, then a block's
   if (positions && m.learned_positions > 0) {
-    Add(c.dense, m.learned_positions, m.hidden);
+    Add(layer, m.learned_positions, m.hidden);
+    AddBlock(c.dense, layer, 1);
   }
   const double end = span.first + span.count;
   for (double i = span.first; i < end; ++i) {
-    AppendLayer(m, l, MoeLayersIn(m, i, 1) > 0, c.dense, c.expert);
+    layer.clear();
+    AppendLayer(m, l, MoeLayersIn(m, i, 1) > 0, layer, c.expert);
+    AddBlock(c.dense, layer, 1);
   }
   if (mtp) {
     for (double k = 0; k < MtpBuiltLayers(m); ++k) {
-      Add(c.dense, m.hidden / l.tensor, 2 * m.hidden);
-      AppendLayer(m, l, MtpLayerIsMoe(m), c.dense, c.expert);
+      layer.clear();
+      Add(layer, m.hidden / l.tensor, 2 * m.hidden);  // eh_proj
+      AppendLayer(m, l, MtpLayerIsMoe(m), layer, c.expert);
+      AddBlock(c.dense, layer, 1);
     }
   }
   return c;
 }
 
-double Sum(const Matrices& w) {
+double Sum(const Blocks& blocks) {
   double n = 0;
-  for (const LayerWiseMatrix& x : w) n += double(x.rows) * double(x.cols);
+  for (const LayerWiseBlock& b : blocks) {
+    for (const LayerWiseMatrix& x : b.pattern) {
+      n += double(x.rows) * double(x.cols) * double(b.repeat);
+    }
+  }
+  return n;
+}
+
+double MatricesIn(const Blocks& blocks) {
+  double n = 0;
+  for (const LayerWiseBlock& b : blocks) {
+    n += double(b.pattern.size()) * double(b.repeat);
+  }
   return n;
 }
 
@@ -156,7 +194,7 @@ struct Packed {
 
 // One buffer kind (dense or expert) of every chunk under one packing, the
 // first rank's first chunk with `bucket_size` (0: one bucket).
-Packed PackChunks(const std::vector<const Matrices*>& chunks,
+Packed PackChunks(const std::vector<const Blocks*>& chunks,
                   LayerWisePackingOptions o, uint64_t first_chunk_bucket) {
   std::vector<uint64_t> owned;  // grown to the shards used
   Packed p;
@@ -166,7 +204,7 @@ Packed PackChunks(const std::vector<const Matrices*>& chunks,
     // packing refused anyway counts as no memory there is (the estimate
     // then refuses its non-finite peak), never as none.
     const absl::StatusOr<LayerWiseBuffer> b =
-        PackLayerWiseBuffer(*chunks[j], o, owned);
+        PackLayerWiseBlocks(*chunks[j], o, owned);
     p.buffer += b.ok() ? double(b->padded_elements)
                        : std::numeric_limits<double>::infinity();
   }
@@ -184,14 +222,15 @@ struct MatrixCounts {
 MatrixCounts CountsOf(const ModelShape& m, const Layout& l) {
   ModelShape one_local = m;
   one_local.experts = l.expert_parallel;
-  Matrices dense, expert;
+  Matrices dense;
+  Blocks expert;
   MatrixCounts c;
   AppendLayer(one_local, l, false, dense, expert);
   c.dense_layer = double(dense.size());
   dense.clear();
   AppendLayer(one_local, l, true, dense, expert);
   c.moe_layer = double(dense.size());
-  c.moe_expert = double(expert.size()) * m.experts / l.expert_parallel;
+  c.moe_expert = MatricesIn(expert) * m.experts / l.expert_parallel;
   return c;
 }
 
@@ -211,7 +250,7 @@ LayerWiseFigures LayerWiseFiguresOf(const ModelShape& m, const Layout& l,
                              stage.mtp && j + 1 == stage.chunks.size()));
   }
   LayerWiseFigures f;
-  std::vector<const Matrices*> dense, expert;
+  std::vector<const Blocks*> dense, expert;
   for (const ChunkMatrices& c : chunks) {
     f.matrix_elements += Sum(c.dense);
     f.expert_matrix_elements += Sum(c.expert);
