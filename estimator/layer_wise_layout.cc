@@ -62,41 +62,44 @@ struct Run {
   uint64_t count = 0;
 };
 
-// A run before the sort, with its sort key.
+// A run before the sort, with its sort key and its place in the
+// listing (ties keep it: Python's stable sort).
 struct Keyed {
   Cost key = 0;
+  size_t order = 0;
   Run run;
 };
 
-Keyed KeyedOf(const LayerWiseMatrix& w, LayerWisePacking packing) {
+Keyed KeyedOf(const LayerWiseMatrix& w, LayerWisePacking packing,
+              size_t order) {
   const uint64_t numel = Elements(w);
   const Cost cost = NewtonSchulzCost(w);
   return {packing == LayerWisePacking::kByElements ? Cost{numel} : cost,
+          order,
           {numel, cost, 1}};
 }
 
-bool LargerKey(const Keyed& x, const Keyed& y) { return x.key > y.key; }
+bool SortsBefore(const Keyed& x, const Keyed& y) {
+  return x.key != y.key ? x.key > y.key : x.order < y.order;
+}
 
 // Appends one block's matrices, in backprop order when `backwards`, to
 // `out`: each matrix once if the block is not repeated; otherwise the
 // block's matrices of each key (in order) as one run where they are of one
-// size, else each repetition's: the same order after a stable sort by key
-// as the block's every matrix.
+// size, else each repetition's: the same order after the sort by key as
+// the block's every matrix. `once`: scratch.
 void AppendBlock(const LayerWiseBlock& block, bool backwards,
-                 LayerWisePacking packing, std::vector<Keyed>& out) {
+                 LayerWisePacking packing, std::vector<Keyed>& out,
+                 std::vector<Keyed>& once) {
   const size_t start = out.size();
-  if (backwards) {
-    for (auto w = block.pattern.rbegin(); w != block.pattern.rend(); ++w) {
-      out.push_back(KeyedOf(*w, packing));
-    }
-  } else {
-    for (const LayerWiseMatrix& w : block.pattern) {
-      out.push_back(KeyedOf(w, packing));
-    }
+  const size_t n = block.pattern.size();
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(KeyedOf(block.pattern[backwards ? n - 1 - i : i], packing,
+                          out.size()));
   }
   if (block.repeat == 1) return;
-  std::stable_sort(out.begin() + start, out.end(), LargerKey);
-  const std::vector<Keyed> once(out.begin() + start, out.end());
+  std::sort(out.begin() + start, out.end(), SortsBefore);
+  once.assign(out.begin() + start, out.end());
   out.resize(start);
   for (size_t i = 0, j = 0; i < once.size(); i = j) {
     bool one_size = true;
@@ -105,11 +108,15 @@ void AppendBlock(const LayerWiseBlock& block, bool backwards,
     }
     if (one_size) {
       out.push_back(once[i]);
+      out.back().order = out.size() - 1;
       out.back().run.count = (j - i) * block.repeat;
       continue;
     }
     for (uint64_t r = 0; r < block.repeat; ++r) {
-      out.insert(out.end(), once.begin() + i, once.begin() + j);
+      for (size_t k = i; k < j; ++k) {
+        out.push_back(once[k]);
+        out.back().order = out.size() - 1;
+      }
     }
   }
 }
@@ -122,16 +129,21 @@ void AppendBlock(const LayerWiseBlock& block, bool backwards,
 // cost may differ in elements). Its work is the blocks' patterns, not
 // their repetitions (but for blocks whose matrices of one key differ in
 // size, at most their matrices).
-std::vector<Run> SortedRuns(absl::Span<const LayerWiseBlock> blocks,
-                            bool backwards, LayerWisePacking packing) {
-  std::vector<Keyed> keyed;
+// `runs` gets them; `keyed` and `once` are scratch (a caller's, kept
+// across its buckets).
+void SortedRuns(absl::Span<const LayerWiseBlock> blocks, bool backwards,
+                LayerWisePacking packing, std::vector<Keyed>& keyed,
+                std::vector<Keyed>& once, std::vector<Run>& runs) {
+  keyed.clear();
+  runs.clear();
   for (size_t b = 0; b < blocks.size(); ++b) {
     const LayerWiseBlock& block =
         blocks[backwards ? blocks.size() - 1 - b : b];
-    if (block.repeat > 0) AppendBlock(block, backwards, packing, keyed);
+    if (block.repeat > 0) {
+      AppendBlock(block, backwards, packing, keyed, once);
+    }
   }
-  std::stable_sort(keyed.begin(), keyed.end(), LargerKey);
-  std::vector<Run> runs;
+  std::sort(keyed.begin(), keyed.end(), SortsBefore);
   for (const Keyed& k : keyed) {
     if (!runs.empty() && runs.back().numel == k.run.numel &&
         runs.back().cost == k.run.cost) {
@@ -140,7 +152,6 @@ std::vector<Run> SortedRuns(absl::Span<const LayerWiseBlock> blocks,
       runs.push_back(k.run);
     }
   }
-  return runs;
 }
 
 // Bits of the largest value a bulk selection searches.
@@ -223,17 +234,17 @@ class Packer {
   // cheaper: the same choices, LayerWiseLayoutTest.BlocksPackAsOneMatrix
   // AtATime).
   void Emit(absl::Span<const LayerWiseBlock> blocks, bool backwards) {
-    const std::vector<Run> runs = SortedRuns(blocks, backwards, o_.packing);
-    if (runs.empty()) return;
+    SortedRuns(blocks, backwards, o_.packing, keyed_, once_, runs_);
+    if (runs_.empty()) return;
     cursors_.assign(width_, 0);
     heap_valid_ = false;
     uint64_t total = 0;
-    for (const Run& run : runs) total += run.numel * run.count;
+    for (const Run& run : runs_) total += run.numel * run.count;
     // max_shard_numel: total_chunk_numel / dp_size * (1 + _NUMEL_EPSILON),
     // a float.
     cap_ = static_cast<double>(total) / static_cast<double>(o_.shards) *
            (1 + 0.3);
-    for (const Run& run : runs) {
+    for (const Run& run : runs_) {
       if (o_.packing == LayerWisePacking::kByElements) {
         // sorted(chunk, key=-numel), stable; to the emptiest shard.
         PlaceInEmptiest(run.numel, 0, run.count);
@@ -409,6 +420,8 @@ class Packer {
   std::vector<Emptiest> heap_;     // cursors_ as a heap, when valid
   bool heap_valid_ = false;
   double cap_ = 0;  // this bucket's max_shard_numel
+  std::vector<Keyed> keyed_, once_;  // SortedRuns' scratch
+  std::vector<Run> runs_;            // this bucket's, sorted
 };
 
 }  // namespace
