@@ -3,6 +3,11 @@
 //
 //   bazel run -c opt //bench:estimator_benchmark
 
+#include <cstdlib>
+#include <iterator>
+#include <string>
+
+#include "absl/strings/str_cat.h"
 #include "admission/admission.h"
 #include "benchmark/benchmark.h"
 #include "estimator/estimate.h"
@@ -221,17 +226,39 @@ void BM_PlanMuonNearItsBound(benchmark::State& state) {
   RunPlans(state, request);
 }
 BENCHMARK(BM_PlanMuonNearItsBound)->Unit(benchmark::kMillisecond);
-// MoE Muon plans with the plan's bound lifted (PlanOptions), each
-// candidate: what their work costs, against the count that bounds them.
-// 0: Qwen3-30B-A3B on 8 GPUs (12,288 expert matrices a layout without
-// expert parallelism); 1: the same on 64; 2: DeepSeek-V3 on 1,024.
-void BM_PlanMuonMoePastTheBound(benchmark::State& state) {
-  const v1::PlanRequest request =
-      state.range(0) == 0   ? MuonPlan("qwen3-30b-a3b", 8, 4096, 512, 0)
-      : state.range(0) == 1 ? MuonPlan("qwen3-30b-a3b", 64, 4096, 512, 0)
-                            : MuonPlan("deepseek-v3", 1024, 4096, 8192, 0);
+// Lion and Muon plans with the plan's bound lifted (PlanOptions), each
+// candidate, against the steps the plan's count charges them
+// (CheckLayerWiseWork, read from its refusal under a bound of 0):
+// `ns_per_step` calibrates kListingStepsPerMatrix and the bound
+// (kMaxPlanLayerWiseWork), bench/RESULTS.md.
+struct LayerWisePlanCase {
+  const char* model;
+  uint32_t gpus, seq, gbs;
+};
+constexpr LayerWisePlanCase kLayerWisePlans[] = {
+    {"qwen3-30b-a3b", 8, 4096, 512},     {"qwen3-30b-a3b", 16, 4096, 512},
+    {"qwen3-30b-a3b", 64, 4096, 512},    {"mixtral-8x7b", 64, 4096, 1024},
+    {"mixtral-8x22b", 256, 4096, 1024},  {"llama-3.1-70b", 16384, 8192, 2048},
+    {"llama-3.1-405b", 1024, 8192, 2048},
+    {"llama-3.1-405b", 16384, 8192, 2048},
+    {"deepseek-v3", 1024, 4096, 8192}};
+
+double CountedLayerWiseSteps(const v1::PlanRequest& request) {
+  PlanOptions none;
+  none.max_layer_wise_work = 0;
+  const absl::Status refused = PlanLayouts(request, nullptr, none).status();
+  const std::string message(refused.message());
+  const size_t at = message.find("up to ");
+  return at == std::string::npos
+             ? 0
+             : std::strtod(message.c_str() + at + 6, nullptr);
+}
+
+void BM_PlanLayerWisePastTheBound(benchmark::State& state) {
+  const LayerWisePlanCase& c = kLayerWisePlans[state.range(0)];
+  const v1::PlanRequest request = MuonPlan(c.model, c.gpus, c.seq, c.gbs, 0);
   PlanOptions lifted;
-  lifted.max_layer_wise_work = uint64_t{1} << 40;
+  lifted.max_layer_wise_work = uint64_t{1} << 50;
   if (!PlanLayouts(request, nullptr, lifted).ok()) {
     state.SkipWithError("refused");
   }
@@ -240,11 +267,16 @@ void BM_PlanMuonMoePastTheBound(benchmark::State& state) {
         PlanLayouts(request, nullptr, lifted);
     benchmark::DoNotOptimize(plan);
   }
+  const double steps = CountedLayerWiseSteps(request);
+  state.SetLabel(absl::StrCat(c.model, " on ", c.gpus));
+  state.counters["counted_steps"] = steps;
+  // Seconds a step (the iteration-average rate's inverse), in ns.
+  state.counters["ns_per_step"] = benchmark::Counter(
+      steps * 1e-9, benchmark::Counter::kIsIterationInvariantRate |
+                        benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_PlanMuonMoePastTheBound)
-    ->Arg(0)
-    ->Arg(1)
-    ->Arg(2)
+BENCHMARK(BM_PlanLayerWisePastTheBound)
+    ->DenseRange(0, std::size(kLayerWisePlans) - 1)
     ->Unit(benchmark::kMillisecond);
 
 // The hardening bounds (planner/planner.h), on tests/test_util.h's

@@ -214,9 +214,11 @@ Packed PackChunks(const std::vector<const Blocks*>& chunks,
 
 // Matrices of a dense and of an MoE layer in each buffer: counted on a
 // layer of one local expert (the job is not yet bounded, its experts may
-// be any number), two a local expert.
+// be any number), two a local expert; and the matrices an MoE layer's
+// expert blocks list (their patterns: two, whatever the experts).
 struct MatrixCounts {
   double dense_layer = 0, moe_layer = 0, moe_expert = 0;
+  double moe_expert_listed = 0;
 };
 
 MatrixCounts CountsOf(const ModelShape& m, const Layout& l) {
@@ -231,6 +233,9 @@ MatrixCounts CountsOf(const ModelShape& m, const Layout& l) {
   AppendLayer(one_local, l, true, dense, expert);
   c.moe_layer = double(dense.size());
   c.moe_expert = MatricesIn(expert) * m.experts / l.expert_parallel;
+  for (const LayerWiseBlock& b : expert) {
+    c.moe_expert_listed += double(b.pattern.size());
+  }
   return c;
 }
 
@@ -320,9 +325,10 @@ const LayerWiseFigures& LayerWiseMemo::FiguresOf(
 namespace {
 
 // A part of the model's matrices: dense ones (over DP x CP) and routed
-// experts' (over the expert data-parallel group).
+// experts' (over the expert data-parallel group), and of these the
+// matrices their blocks list.
 struct MatrixTotals {
-  double dense = 0, expert = 0;
+  double dense = 0, expert = 0, expert_listed = 0;
 };
 
 // The whole model's matrices, each layer as it is.
@@ -330,10 +336,11 @@ MatrixTotals WholeModel(const ModelShape& m, const MatrixCounts& c) {
   const double moe = MoeLayersIn(m, 0, m.layers);
   const double mtp = MtpBuiltLayers(m);
   const bool mtp_moe = MtpLayerIsMoe(m);
+  const double moe_layers = moe + (mtp_moe ? mtp : 0);
   return {(m.layers - moe) * c.dense_layer + moe * c.moe_layer +
               mtp * (1 + (mtp_moe ? c.moe_layer : c.dense_layer)) +
               (m.learned_positions > 0 ? 1 : 0),
-          (moe + (mtp_moe ? mtp : 0)) * c.moe_expert};
+          moe_layers * c.moe_expert, moe_layers * c.moe_expert_listed};
 }
 
 // A rank of at most `rank_layers` layers, each the kind with more
@@ -345,37 +352,53 @@ MatrixTotals RankOf(const ModelShape& m, const MatrixCounts& c,
   const double mtp = MtpBuiltLayers(m);
   const bool mtp_moe = MtpLayerIsMoe(m);
   const double per_layer = std::max(c.dense_layer, moe > 0 ? c.moe_layer : 0);
+  const double moe_layers = moe + (mtp_moe ? mtp : 0);
   return {layers * per_layer +
               mtp * (1 + (mtp_moe ? c.moe_layer : c.dense_layer)) +
               (m.learned_positions > 0 ? 1 : 0),
-          (moe + (mtp_moe ? mtp : 0)) * c.moe_expert};
+          moe_layers * c.moe_expert, moe_layers * c.moe_expert_listed};
 }
 
-// Steps of packing `t` under each packing `l` names, the first chunk of
-// the first rank twice (bucketed or not), and `listing` steps a matrix.
-double StepsOf(const Layout& l, const MatrixTotals& t, double listing) {
-  const double packings =
-      double(l.layer_wise_by_elements) + double(l.layer_wise_by_cost);
-  return 2 * packings *
+double Packings(const Layout& l) {
+  return double(l.layer_wise_by_elements) + double(l.layer_wise_by_cost);
+}
+
+// Placement steps of `t` under each packing `l` names: a scan of the
+// shards used a matrix (one at a time or in bulk, layer_wise_layout.cc
+// takes the cheaper, within twice this).
+double PlacingSteps(const Layout& l, const MatrixTotals& t) {
+  return Packings(l) *
          (LayerWisePackingSteps(t.dense, l.data * l.context) +
-          LayerWisePackingSteps(t.expert, ExpertShards(l)) +
-          listing * (t.dense + t.expert));
+          LayerWisePackingSteps(t.expert, ExpertShards(l)));
+}
+
+// Without buckets a packing lists and sorts its blocks' patterns; with
+// them (the first rank's first chunk) it also walks every matrix.
+double OneBucketSteps(const Layout& l, const MatrixTotals& t) {
+  return PlacingSteps(l, t) + Packings(l) * kListingStepsPerMatrix *
+                                  (t.dense + t.expert_listed);
+}
+double BucketedSteps(const Layout& l, const MatrixTotals& t) {
+  return OneBucketSteps(l, t) +
+         Packings(l) * kWalkingStepsPerMatrix * (t.dense + t.expert);
 }
 
 }  // namespace
 
 // A chunk's steps are at most the whole model's (LayerWisePackingSteps
-// grows faster than its sum).
+// grows faster than its sum); each packing bucketed and not.
 double LayerWisePackingWork(const ModelShape& m, const Layout& l) {
-  return StepsOf(l, WholeModel(m, CountsOf(m, l)), 0);
+  return 2 * PlacingSteps(l, WholeModel(m, CountsOf(m, l)));
 }
 
 LayerWisePlanWork LayerWisePlanWorkOf(const ModelShape& m, const Layout& l,
                                       double rank_layers) {
   const MatrixCounts c = CountsOf(m, l);
-  return {StepsOf(l, WholeModel(m, c), 0),
-          StepsOf(l, RankOf(m, c, rank_layers), kListingStepsPerMatrix),
-          StepsOf(l, RankOf(m, c, m.layers), kListingStepsPerMatrix)};
+  const MatrixTotals rank = RankOf(m, c, rank_layers);
+  const MatrixTotals whole = RankOf(m, c, m.layers);
+  return {LayerWisePackingWork(m, l), OneBucketSteps(l, rank),
+          BucketedSteps(l, rank),
+          OneBucketSteps(l, whole) + BucketedSteps(l, whole)};
 }
 
 }  // namespace memgate

@@ -78,17 +78,23 @@ double LayerWisePackingWork(const ModelShape& m, const Layout& l);
 // WisePackingWork (what validation bounds a job at); `rank`, the figures
 // of one pipeline rank of at most `rank_layers` decoder layers (each
 // counted as the layer kind with more matrices, the MTP layers and a
-// learned position embedding beside them), its packing steps and
-// kListingStepsPerMatrix for each matrix listed and sorted, an upper
-// bound of any rank's under any split whose ranks hold at most that many
-// layers; `whole`, the same for every layer on one rank. Listing is most
-// of the time where the shards are few (a profile of Qwen3-30B-A3B's plan
-// on 8 GPUs: listing and the stable sort two thirds); at 128 the measured
-// plans take 0.10 to 0.23 ns a counted step, dense or MoE
-// (bench/RESULTS.md).
-inline constexpr double kListingStepsPerMatrix = 128;
+// learned position embedding beside them) in one bucket: its placement
+// steps and kListingStepsPerMatrix for each matrix its blocks list and
+// sort (an MoE layer's experts two blocks' patterns, whatever their
+// number); `first_rank`, what the first pipeline rank adds, its first
+// chunk in DDP's buckets (counted as the whole rank): the same and
+// kWalkingStepsPerMatrix for each matrix the buckets' walk reads;
+// `whole`, both for every layer on one rank. Upper bounds of any rank's
+// under any split whose ranks hold at most that many layers. The two
+// constants are a calibration on this project's 2-core VM
+// (BM_PlanLayerWisePastTheBound, bench/RESULTS.md): the plans measured
+// take at most 0.22 ns a counted step (listing stands for a chunk's fixed
+// costs too, which Mixtral's many small chunks showed), so the plan's
+// bound of 2^29 steps is about 0.12 s.
+inline constexpr double kListingStepsPerMatrix = 512;
+inline constexpr double kWalkingStepsPerMatrix = 32;
 struct LayerWisePlanWork {
-  double validated = 0, rank = 0, whole = 0;
+  double validated = 0, rank = 0, first_rank = 0, whole = 0;
 };
 LayerWisePlanWork LayerWisePlanWorkOf(const ModelShape& m, const Layout& l,
                                       double rank_layers);

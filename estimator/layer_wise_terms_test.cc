@@ -121,22 +121,46 @@ TEST(LayerWiseTermsTest, AMemoAnswersAsThePackingDoes) {
 }
 
 // A plan's count of a layout (LayerWisePlanWorkOf): what validation
-// bounds, as LayerWisePackingWork; a rank's listing and packing, growing
-// with its layers up to the whole model's. Llama-3.1-8B at TP 2 over DP 8
-// (one packing, the first rank's twice): 32 layers of 4 matrices, 128 x 8
-// steps and 128 a matrix listed, x 2; a rank of 8 layers, 32 x 8 and 32 x
-// 128, x 2.
+// bounds, as LayerWisePackingWork; a rank's listing and packing in one
+// bucket, and what the first rank's bucketed chunk adds, growing with its
+// layers up to the whole model's. Llama-3.1-8B at TP 2 over DP 8 (one
+// packing): 32 layers of 4 matrices, 128 x 8 steps bucketed and not for
+// validation; a rank of 8 layers, 32 x 8 steps and its 32 matrices
+// listed, and walked in the first rank's buckets.
 TEST(LayerWiseTermsTest, APlanCountsARanksListingAndPacking) {
   const ModelShape m = Catalog("llama-3.1-8b");
   const Layout l = LayerWise(2, 4, 8);
   const LayerWisePlanWork w = LayerWisePlanWorkOf(m, l, 8);
   EXPECT_DOUBLE_EQ(w.validated, LayerWisePackingWork(m, l));
   EXPECT_DOUBLE_EQ(w.validated, 2 * 128.0 * 8);
-  EXPECT_DOUBLE_EQ(w.whole, 2 * (128.0 * 8 + 128 * kListingStepsPerMatrix));
-  EXPECT_DOUBLE_EQ(w.rank, 2 * (32.0 * 8 + 32 * kListingStepsPerMatrix));
-  EXPECT_DOUBLE_EQ(LayerWisePlanWorkOf(m, l, 32).rank, w.whole);
-  EXPECT_DOUBLE_EQ(LayerWisePlanWorkOf(m, l, 1000).rank, w.whole);
+  EXPECT_DOUBLE_EQ(w.rank, 32.0 * 8 + 32 * kListingStepsPerMatrix);
+  EXPECT_DOUBLE_EQ(w.first_rank, w.rank + 32 * kWalkingStepsPerMatrix);
+  EXPECT_DOUBLE_EQ(w.whole, 2 * (128.0 * 8 + 128 * kListingStepsPerMatrix) +
+                                128 * kWalkingStepsPerMatrix);
+  const LayerWisePlanWork all = LayerWisePlanWorkOf(m, l, 32);
+  EXPECT_DOUBLE_EQ(all.rank + all.first_rank, w.whole);
+  EXPECT_DOUBLE_EQ(LayerWisePlanWorkOf(m, l, 1000).rank, all.rank);
   EXPECT_LT(LayerWisePlanWorkOf(m, l, 4).rank, w.rank);
+}
+
+// An MoE layer's experts are listed as two blocks' patterns in one bucket
+// (layer_wise_terms.cc ChunkOf), each matrix in the first rank's buckets.
+// Qwen3-30B-A3B at TP 1, EP 1 over DP 8: 48 layers of 3 dense matrices
+// (attention's two, the router) and 256 expert ones, every matrix placed
+// over 8 ranks; a rank's layers are counted as the kind with more dense
+// matrices (a dense layer's 4).
+TEST(LayerWiseTermsTest, APlanListsExpertsAsBlocksButWalksEachInBuckets) {
+  const ModelShape m = Catalog("qwen3-30b-a3b");
+  Layout l = LayerWise(1, 1, 8);
+  l.expert_parallel = 1;
+  l.expert_tensor = 1;
+  const LayerWisePlanWork w = LayerWisePlanWorkOf(m, l, 48);
+  EXPECT_DOUBLE_EQ(w.validated, 2 * (144.0 * 8 + 12288.0 * 8));
+  const double placing = 192.0 * 8 + 12288.0 * 8;
+  EXPECT_DOUBLE_EQ(w.rank, placing + kListingStepsPerMatrix * (192 + 96));
+  EXPECT_DOUBLE_EQ(w.first_rank,
+                   w.rank + kWalkingStepsPerMatrix * (192 + 12288));
+  EXPECT_DOUBLE_EQ(w.whole, w.rank + w.first_rank);
 }
 
 // Llama-3.1-8B at TP 2 on one stage, DP 8: 128 matrices pack evenly in

@@ -1659,7 +1659,8 @@ absl::Status CheckLayerWiseWork(const Search& s,
           s.shape, LayoutFor(s, t, c, p, d, 1, ep, etp), rank_layers);
       // Not proposed past the estimator's bound (Enumerate).
       if (w.validated > double(kMaxLayerWisePackingWork)) return;
-      work += schedules * std::min(w.whole, ranks_estimated * w.rank);
+      work += schedules *
+              std::min(w.whole, ranks_estimated * w.rank + w.first_rank);
     });
   });
   if (work <= double(max_work)) return absl::OkStatus();
@@ -1668,7 +1669,8 @@ absl::Status CheckLayerWiseWork(const Search& s,
       s.base.optimizer == v1::OPTIMIZER_MUON ? "Muon" : "Lion",
       "'s layer-wise distributed optimizer packs every layout's matrices "
       "over its data-parallel ranks: up to ", work, " steps (matrix-rank "
-      "steps and ", kListingStepsPerMatrix, " a matrix listed) over the "
+      "steps, ", kListingStepsPerMatrix, " a matrix listed, ",
+      kWalkingStepsPerMatrix, " a matrix walked in buckets) over the "
       "layouts of ", s.gpus, " GPUs, where a plan takes at most ", max_work,
       " (fewer GPUs, or check a layout with memgate check)"));
 }

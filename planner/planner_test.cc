@@ -2734,16 +2734,17 @@ TEST(PlannerTest, LionAndMuonArePlannedWithTheLayerWiseOptimizer) {
 }
 
 // The plan's packing is counted before any layout is estimated
-// (planner.h kMaxPlanLayerWiseWork): Muon on Qwen3-30B-A3B over 64 H100s
-// (its 6,144 expert matrices a layer group listed for every rank and
-// schedule: about 1.8e9 steps, 0.2 s) is refused at once, naming the
+// (planner.h kMaxPlanLayerWiseWork): Muon on DeepSeek-V3 over 1,024 H100s
+// (its experts' walk in the first ranks' buckets and its layouts' packing:
+// about 6.9e8 steps, 0.06 s measured) is refused at once, naming the
 // optimizer, by the plan and by the count alike, with no schedule
-// estimated; Adam's plan of it is not counted. Llama-3.1-405B over 16,384
-// GPUs (7.3e7) is planned, within the plan's bound but past a refusal's
-// suggestions' (RefusalHintsTest.LayerWiseSuggestionsAreBoundedOnThe-
-// AdmitPath).
+// estimated; Adam's plan of it is not counted. Qwen3-30B-A3B over 64
+// H100s (4e8: its experts listed as blocks) and Llama-3.1-405B over
+// 16,384 GPUs (1e8) are planned, within the plan's bound but past a
+// refusal's suggestions' (RefusalHintsTest.LayerWiseSuggestionsAre-
+// BoundedOnTheAdmitPath).
 TEST(PlannerTest, LayerWisePackingIsBoundedBeforeThePlanStarts) {
-  v1::PlanRequest r = Request("qwen3-30b-a3b", "h100-80gb", 64, 4096, 256);
+  v1::PlanRequest r = Request("deepseek-v3", "h100-80gb", 1024, 4096, 8192);
   r.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
   r.mutable_training()->set_megatron_core_version("0.19.0");
   r.set_top_k(5);
@@ -2771,19 +2772,23 @@ TEST(PlannerTest, LayerWisePackingIsBoundedBeforeThePlanStarts) {
   EXPECT_FALSE(PlanLayouts(worst, nullptr, counted).ok());
   EXPECT_EQ(estimated, 0u);
 
+  v1::PlanRequest moe = Request("qwen3-30b-a3b", "h100-80gb", 64, 4096, 256);
+  moe.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+  moe.mutable_training()->set_megatron_core_version("0.19.0");
+  moe.set_top_k(5);
   v1::PlanRequest dense =
       Request("llama-3.1-405b", "h100-80gb", 16384, 8192, 2048);
   dense.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
   dense.mutable_training()->set_megatron_core_version("0.19.0");
   dense.set_top_k(5);
-  plan = PlanLayouts(dense);
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  ASSERT_GT(plan->candidates_size(), 0);
-  EXPECT_EQ(plan->candidates(0).zone(), v1::ZONE_GREEN);
-  const absl::StatusOr<v1::Estimate> e =
-      EstimateJob(JobForCandidate(dense, plan->candidates(0)));
-  ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_DOUBLE_EQ(e->peak().total_bytes(), plan->candidates(0).peak_bytes());
+  for (const v1::PlanRequest& planned : {moe, dense}) {
+    plan = PlanLayouts(planned);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_GT(plan->candidates_size(), 0);
+    EXPECT_EQ(plan->candidates(0).zone(), v1::ZONE_GREEN);
+    // Its peak (with an MoE job's expert load margin) is its job's.
+    EXPECT_TRUE(EstimatedAsItsJob(planned, plan->candidates(0)).ok());
+  }
   // The Admit path's own bound.
   PlanOptions suggesting;
   suggesting.max_layer_wise_work = kMaxSuggestionLayerWiseWork;
