@@ -299,8 +299,11 @@ LayerWiseFigures LayerWiseFiguresOf(const ModelShape& m, const Layout& l,
 const LayerWiseFigures& LayerWiseMemo::FiguresOf(
     const ModelShape& m, const Layout& l, const LayerWiseStage& stage) {
   // What LayerWiseFiguresOf reads of the layout (and of the helpers it
-  // calls: CountsOf, ChunkOf, ExpertShards), then of the stage.
-  std::vector<double> key = {l.tensor,
+  // calls: CountsOf, ChunkOf, ExpertShards), then of the stage, and the
+  // one model setting a plan changes between a layout's estimates (a
+  // candidate recomputing moe_act runs grouped GEMMs).
+  std::vector<double> key = {double(m.grouped_experts),
+                             l.tensor,
                              l.context,
                              l.data,
                              l.expert_parallel,

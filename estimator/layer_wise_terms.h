@@ -54,7 +54,8 @@ LayerWiseFigures LayerWiseFiguresOf(const ModelShape& m, const Layout& l,
 // (the planner: one layout's micro-batch sizes and recomputation probes)
 // hands one to their LayoutLayerFigures (LayoutLaneFigures::layer_wise).
 // Keyed by every input the packing reads (the layout's TP, CP, DP, EP,
-// ETP, DDP buckets and packings, the stage's chunks and flags), so a
+// ETP, DDP buckets and packings, the stage's chunks and flags, and whether
+// the experts run grouped GEMMs, which a plan turns on for moe_act), so a
 // figure is the same, to the bit, as LayerWiseFiguresOf's
 // (LayerWiseTermsTest.AMemoAnswersAsThePackingDoes). Grows by one entry a
 // distinct stage: its owner bounds its life.

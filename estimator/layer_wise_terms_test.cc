@@ -118,6 +118,23 @@ TEST(LayerWiseTermsTest, AMemoAnswersAsThePackingDoes) {
   expect_same(m, l, other);
   other.rank_parameters = 4e9;
   expect_same(m, l, other);
+  // A plan's candidates that recompute moe_act run grouped GEMMs, which
+  // list each layer's experts' FC1s before their FC2s: in the first
+  // rank's buckets another buffer (Mixtral-8x7B's first of 4 stages, EP
+  // 4 over DP 16), a memo entry of its own.
+  ModelShape sequential = Catalog("mixtral-8x7b");
+  ModelShape grouped = sequential;
+  grouped.grouped_experts = true;
+  Layout moe = LayerWise(1, 4, 16);
+  moe.expert_parallel = 4;
+  LayerWiseStage first_rank;
+  first_rank.chunks = {{0, 8}};
+  first_rank.first_rank = true;
+  first_rank.rank_parameters = 3.3e9;
+  expect_same(sequential, moe, first_rank);
+  expect_same(grouped, moe, first_rank);
+  EXPECT_NE(LayerWiseFiguresOf(grouped, moe, first_rank).buffer_elements,
+            LayerWiseFiguresOf(sequential, moe, first_rank).buffer_elements);
 }
 
 // A plan's count of a layout (LayerWisePlanWorkOf): what validation

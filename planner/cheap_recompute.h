@@ -57,7 +57,9 @@ void SetSelectiveRecompute(const Modules& modules, v1::Recompute& r) {
 
 // `job` recomputing exactly `modules` (SetSelectiveRecompute), with the
 // grouped GEMMs Megatron needs for moe_act (transformer_config.py raises
-// without them; they change no memory term): how a plan candidate and a
+// without them; they change no memory term but the order of the experts'
+// matrices in [LW]'s buffers, which the planner estimates such candidates
+// with: planner.cc Search::moe_act_shape): how a plan candidate and a
 // refusal's hint turn the cheap modules on.
 template <typename Modules>
 void RecomputeModulesIn(const Modules& modules, v1::Job& job) {

@@ -295,6 +295,11 @@ struct ModuleChoice {
 
 struct Search {
   ModelShape shape;
+  // The model of a candidate that recomputes moe_act: its arguments turn
+  // grouped GEMMs on (RecomputeModulesIn), which lists its experts' FC1s
+  // before their FC2s in [LW]'s buffers (layer_wise_terms.cc), so DDP's
+  // buckets on the first rank differ.
+  ModelShape moe_act_shape;
   LayerWeights weights;  // ActiveWeightsPerToken(shape), for the cost model
   Layout base;
   double capacity = 0;
@@ -698,7 +703,9 @@ StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
     return probe && !IsGreen(s, peak);
   };
   StagePeak peak;
-  LayoutStages stages(s.shape, l, kept);
+  // The model as the candidate's job has it.
+  const ModelShape& shape = l.recompute_moe_act ? s.moe_act_shape : s.shape;
+  LayoutStages stages(shape, l, kept);
   if (!chunks.empty()) {
     for (const RankChunks& rank : chunks) {
       // One chunk a rank is plain 1F1B: a stage, as the estimate has it.
@@ -709,7 +716,7 @@ StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
     }
     return peak;
   }
-  if (split.first == 0) return PeakOfEvenStages(s.shape, l, kept, enough);
+  if (split.first == 0) return PeakOfEvenStages(shape, l, kept, enough);
   const uint32_t p = static_cast<uint32_t>(l.pipeline);
   peak.Add(stages.Stage(0, split.first, 0));
   if (enough(peak)) return peak;
@@ -1225,6 +1232,8 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request,
   if (absl::Status st = ValidateThreshold(threshold); !st.ok()) return st;
   Search s;
   s.shape = ShapeOf(job->model());
+  s.moe_act_shape = s.shape;
+  s.moe_act_shape.grouped_experts = true;
   s.weights = ActiveWeightsPerToken(s.shape);
   s.base = LayoutOf(*job);
   s.capacity = static_cast<double>(job->accelerator().memory_bytes());

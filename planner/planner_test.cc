@@ -2733,6 +2733,41 @@ TEST(PlannerTest, LionAndMuonArePlannedWithTheLayerWiseOptimizer) {
   ExpectEachRefusedNaming({{old, "parallel.distributed_optimizer"}});
 }
 
+// MoE layouts under Muon (their experts' blocks packed a layout's
+// schedule and rank at a time, through its LayerWiseMemo): each of the
+// first 150 candidates, each packing, estimates as its job to the
+// candidate's peak, those that recompute moe_act too (their arguments
+// turn grouped GEMMs on, which orders the experts' matrices in DDP's
+// buckets: the plan counted them in the model's own order, up to 9 GB
+// apart, 2 of 36 below their jobs). Qwen3-30B-A3B on 8 H100s (128 experts
+// a layer: long runs, placed in bulk) and Mixtral-8x7B on 64 (8: short
+// ones).
+TEST(PlannerTest, MoeLayoutsUnderMuonEstimateAsTheirJobs) {
+  v1::PlanRequest qwen = Request("qwen3-30b-a3b", "h100-80gb", 8, 4096, 64);
+  v1::PlanRequest mixtral = Request("mixtral-8x7b", "h100-80gb", 64, 4096,
+                                    512);
+  int moe_act = 0;
+  for (v1::PlanRequest r : {qwen, mixtral}) {
+    r.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+    r.set_top_k(150);
+    for (const char* release : {"0.19.0", ""}) {
+      r.mutable_training()->set_megatron_core_version(release);
+      const absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      ASSERT_GT(plan->candidates_size(), 3) << r.model().name();
+      EXPECT_EQ(plan->candidates(0).zone(), v1::ZONE_GREEN)
+          << r.model().name() << " " << release;
+      for (const v1::Candidate& c : plan->candidates()) {
+        EstimatedAsItsJob(r, c).IgnoreError();
+        moe_act += std::count(c.recompute_modules().begin(),
+                              c.recompute_modules().end(),
+                              v1::Recompute::MODULE_MOE_ACT);
+      }
+    }
+  }
+  EXPECT_GT(moe_act, 20);
+}
+
 // The plan's packing is counted before any layout is estimated
 // (planner.h kMaxPlanLayerWiseWork): Muon on DeepSeek-V3 over 1,024 H100s
 // (its experts' walk in the first ranks' buckets and its layouts' packing:
