@@ -91,9 +91,9 @@ double LayerWisePackingWork(const ModelShape& m, const Layout& l);
 // (BM_PlanLayerWisePastTheBound, bench/RESULTS.md): the plans measured
 // take at most 0.22 ns a counted step (listing stands for a chunk's fixed
 // costs too, which Mixtral's many small chunks showed), so the plan's
-// bound of 2^29 steps is about 0.12 s.
-inline constexpr double kListingStepsPerMatrix = 512;
-inline constexpr double kWalkingStepsPerMatrix = 32;
+// bound of 2^29 steps is about 0.12 s of packing.
+inline constexpr double kListingStepsPerMatrix = 256;
+inline constexpr double kWalkingStepsPerMatrix = 16;
 struct LayerWisePlanWork {
   double validated = 0, rank = 0, first_rank = 0, whole = 0;
 };

@@ -1633,7 +1633,8 @@ absl::Status CheckPlacementWork(const Search& s,
 // (kMaxPlanLayerWiseWork): each layout within the estimator's bound (the
 // others are not proposed) once for each schedule it may estimate (the
 // layout's LayerWiseMemo packs a schedule's ranks once, whatever the
-// micro-batch and recomputation), a schedule at most the packing of the
+// micro-batch and recomputation, twice where moe_act's probe groups the
+// experts the model does not), a schedule at most the packing of the
 // ranks PeakOf estimates (a chunking's listed ranks; else the first and
 // last and at most three middle ones: memory_model.h PeakRanks), each of
 // a rank of the split's most layers (LayerWisePlanWork::rank), and at
@@ -1644,6 +1645,10 @@ absl::Status CheckLayerWiseWork(const Search& s,
                                 const std::vector<PipelineChoices>& pipelines,
                                 uint64_t max_work) {
   if (!s.base.layer_wise()) return absl::OkStatus();
+  // A layout probed with moe_act packs its ranks again with grouped
+  // experts (Search::moe_act_shape), where the model's are not.
+  const double groupings =
+      s.cheap.modules.moe_act && !s.shape.grouped_experts ? 2 : 1;
   double work = 0;
   ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t c, uint32_t p) {
     const uint32_t d = s.gpus / t / c / p;
@@ -1668,7 +1673,7 @@ absl::Status CheckLayerWiseWork(const Search& s,
           s.shape, LayoutFor(s, t, c, p, d, 1, ep, etp), rank_layers);
       // Not proposed past the estimator's bound (Enumerate).
       if (w.validated > double(kMaxLayerWisePackingWork)) return;
-      work += schedules *
+      work += groupings * schedules *
               std::min(w.whole, ranks_estimated * w.rank + w.first_rank);
     });
   });

@@ -2770,12 +2770,12 @@ TEST(PlannerTest, MoeLayoutsUnderMuonEstimateAsTheirJobs) {
 
 // The plan's packing is counted before any layout is estimated
 // (planner.h kMaxPlanLayerWiseWork): Muon on DeepSeek-V3 over 1,024 H100s
-// (its experts' walk in the first ranks' buckets and its layouts' packing:
-// about 6.9e8 steps, 0.06 s measured) is refused at once, naming the
+// (its layouts' packing, twice where moe_act groups the experts: about
+// 1.1e9 steps, 0.07 s measured) is refused at once, naming the
 // optimizer, by the plan and by the count alike, with no schedule
-// estimated; Adam's plan of it is not counted. Qwen3-30B-A3B over 64
-// H100s (4e8: its experts listed as blocks) and Llama-3.1-405B over
-// 16,384 GPUs (1e8) are planned, within the plan's bound but past a
+// estimated; Adam's plan of it is not counted. Qwen3-30B-A3B over 16
+// H100s (2.4e8: its experts listed as blocks) and Llama-3.1-405B over
+// 16,384 GPUs (7.5e7) are planned, within the plan's bound but past a
 // refusal's suggestions' (RefusalHintsTest.LayerWiseSuggestionsAre-
 // BoundedOnTheAdmitPath).
 TEST(PlannerTest, LayerWisePackingIsBoundedBeforeThePlanStarts) {
@@ -2807,7 +2807,7 @@ TEST(PlannerTest, LayerWisePackingIsBoundedBeforeThePlanStarts) {
   EXPECT_FALSE(PlanLayouts(worst, nullptr, counted).ok());
   EXPECT_EQ(estimated, 0u);
 
-  v1::PlanRequest moe = Request("qwen3-30b-a3b", "h100-80gb", 64, 4096, 256);
+  v1::PlanRequest moe = Request("qwen3-30b-a3b", "h100-80gb", 16, 4096, 256);
   moe.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
   moe.mutable_training()->set_megatron_core_version("0.19.0");
   moe.set_top_k(5);
