@@ -304,8 +304,10 @@ class Packer {
       lo = std::min(lo, nth(s, fewest > 0 ? fewest - 1 : 0));
       hi = std::max(hi, nth(s, most - 1));
     }
-    if (BulkPays(count, 2 * log_width_, width_, lo, hi)) {
-      // Below 2^62 (BulkPays): in 64 bits.
+    // The cursors searched below 2^62 (BulkPays) and a matrix below 2^61:
+    // each shard's second cursor too, in 64 bits.
+    if (numel < (uint64_t{1} << 61) &&
+        BulkPays(count, 2 * log_width_, width_, lo, hi)) {
       const std::vector<uint64_t> taken = TakeSmallest(
           width_, count, static_cast<uint64_t>(lo),
           static_cast<uint64_t>(hi),
@@ -350,6 +352,13 @@ class Packer {
     }
     heap_[at] = moved;
   }
+
+  // A run by Newton-Schulz cost: while a shard fits another below the cap,
+  // to the least-cost one of those (the first among equals), then to the
+  // emptiest. Once none fits, none will (cursors only grow), so the run's
+  // first matrices are the k smallest of the fitting shards' costs (each
+  // rising by the run's cost, for as many as the shard fits) and the rest
+  // PlaceInEmptiest's.
   void PlaceByCost(const Run& run) {
     const uint64_t numel = run.numel;
     const uint64_t step = PadStart(numel);
