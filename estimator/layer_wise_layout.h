@@ -65,14 +65,17 @@ struct LayerWiseBuffer {
 // Megatron makes (the emptiest shard, the least-cost one that fits, the
 // least-loaded in its walk: the first such) falls on the first shard no
 // matrix has reached while one is left, whose count and cost are 0,
-// below any shard's that holds one. So the work is matrices x
-// min(matrices, shards) steps; above this it is refused before it starts
-// (validation checks a job's total, LayerWisePackingWork: an estimate at
-// it takes about as long as the largest MoE estimate, ~4 ms:
-// bench/RESULTS.md, session 53).
+// below any shard's that holds one. So the work is at most matrices x
+// min(matrices, shards) steps (a scan of the shards used a matrix; runs of
+// identical matrices cost less, placed together); above this it is
+// refused before it starts (validation checks a job's total,
+// LayerWisePackingWork: an estimate at it took about as long as the
+// largest MoE estimate, ~4 ms, bench/RESULTS.md session 53; 1.7 ms since
+// blocks, session 55).
 inline constexpr uint64_t kMaxLayerWisePackingWork = uint64_t{1} << 21;
 
-// Steps PackLayerWiseBuffer takes for `matrices` over `shards`.
+// At most the steps PackLayerWiseBuffer takes for `matrices` over
+// `shards`.
 inline double LayerWisePackingSteps(double matrices, double shards) {
   return matrices * (matrices < shards ? matrices : shards);
 }
