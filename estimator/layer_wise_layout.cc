@@ -300,13 +300,16 @@ class Packer {
     const uint64_t fewest = count / width_;
     const uint64_t most = (count + width_ - 1) / width_;
     Cost lo = nth(0, fewest > 0 ? fewest - 1 : 0), hi = nth(0, most - 1);
-    for (size_t s = 1; s < width_; ++s) {
+    // Bulk never pays below two passes (BulkPays): the range, a pass over
+    // the shards, is found only where it might.
+    const bool might = double(count) * 2 * log_width_ > 2.0 * double(width_);
+    for (size_t s = 1; might && s < width_; ++s) {
       lo = std::min(lo, nth(s, fewest > 0 ? fewest - 1 : 0));
       hi = std::max(hi, nth(s, most - 1));
     }
     // The cursors searched below 2^62 (BulkPays) and a matrix below 2^61:
     // each shard's second cursor too, in 64 bits.
-    if (numel < (uint64_t{1} << 61) &&
+    if (might && numel < (uint64_t{1} << 61) &&
         BulkPays(count, 2 * log_width_, width_, lo, hi)) {
       const std::vector<uint64_t> taken = TakeSmallest(
           width_, count, static_cast<uint64_t>(lo),
