@@ -46,13 +46,6 @@ Cost NewtonSchulzCost(const LayerWiseMatrix& w) {
   return big * small * small;
 }
 
-// The first index of the smallest value (Python's min(range(n), key=...)).
-template <typename T>
-size_t FirstSmallest(const std::vector<T>& values) {
-  return static_cast<size_t>(
-      std::min_element(values.begin(), values.end()) - values.begin());
-}
-
 // Identical matrices in a row of the sorted order, as the packing sees
 // them: each placement reads a matrix's elements and, by cost, its
 // Newton-Schulz cost, nothing else.
@@ -213,6 +206,31 @@ bool BulkPays(uint64_t count, double steps_each, size_t width, Cost lo,
              double(BitWidth(hi - lo) + 2) * double(width);
 }
 
+// A min-heap of (value, shard): its top is the first shard (the lowest
+// index) among those of the smallest value, as Python's
+// min(range(n), key=...) finds it.
+template <typename Value>
+using ShardHeap = std::vector<std::pair<Value, size_t>>;
+using Emptiest = std::pair<uint64_t, size_t>;  // (cursor, shard)
+
+// The heap's top grew: down to where it belongs (a pop and a push in one
+// pass).
+template <typename Value>
+void SiftDownTop(ShardHeap<Value>& heap) {
+  const size_t n = heap.size();
+  size_t at = 0;
+  const std::pair<Value, size_t> moved = heap[0];
+  for (;;) {
+    size_t child = 2 * at + 1;
+    if (child >= n) break;
+    if (child + 1 < n && heap[child + 1] < heap[child]) ++child;
+    if (!(heap[child] < moved)) break;
+    heap[at] = heap[child];
+    at = child;
+  }
+  heap[at] = moved;
+}
+
 // Shards [0, width) are the ones used (layer_wise_layout.h): the others
 // hold nothing and cost nothing, so each first-smallest choice over all of
 // them is the same over these.
@@ -264,8 +282,6 @@ class Packer {
   const LayerWiseBuffer& buffer() const { return buffer_; }
 
  private:
-  using Emptiest = std::pair<uint64_t, size_t>;  // (cursor, shard)
-
   void Place(size_t shard, uint64_t numel) {
     cursors_[shard] = PadStart(cursors_[shard]) + numel;
     owned_[shard] += numel;
@@ -335,25 +351,8 @@ class Packer {
       Place(shard, numel);
       cost_loads_[shard] += cost;
       heap_[0].first = cursors_[shard];
-      SiftDownTop();
+      SiftDownTop(heap_);
     }
-  }
-
-  // The heap's top grew: down to where it belongs (a pop and a push in
-  // one pass).
-  void SiftDownTop() {
-    const size_t n = heap_.size();
-    size_t at = 0;
-    const Emptiest moved = heap_[0];
-    for (;;) {
-      size_t child = 2 * at + 1;
-      if (child >= n) break;
-      if (child + 1 < n && heap_[child + 1] < heap_[child]) ++child;
-      if (!(heap_[child] < moved)) break;
-      heap_[at] = heap_[child];
-      at = child;
-    }
-    heap_[at] = moved;
   }
 
   // A run by Newton-Schulz cost: while a shard fits another below the cap,
@@ -382,7 +381,8 @@ class Packer {
       }
       const uint64_t first = static_cast<uint64_t>(
           std::min<Cost>(fitting, run.count));
-      if (first == 0 || BulkPays(first, double(width_), width_, 0, hi)) {
+      if (first == 0 ||
+          BulkPays(first, 2 * log_width_, width_, 0, hi)) {
         if (first > 0) {
           // The least cost among the shards that still fit: each shard's
           // costs rise by run.cost a matrix, for fits[s] matrices.
@@ -402,19 +402,34 @@ class Packer {
         return;
       }
     }
-    for (uint64_t i = 0; i < run.count; ++i) {
-      size_t shard = width_;  // none yet
-      for (size_t s = 0; s < width_; ++s) {
-        if (static_cast<double>(PadStart(cursors_[s]) + numel) <= cap_ &&
-            (shard == width_ || cost_loads_[s] < cost_loads_[shard])) {
-          shard = s;
-        }
+    // One at a time: to the least-cost shard of those that fit, from a
+    // heap of them (one that no longer fits never will again: cursors
+    // only grow), then the rest to the emptiest.
+    auto fits = [&](size_t s) {
+      return static_cast<double>(PadStart(cursors_[s]) + numel) <= cap_;
+    };
+    fitting_.clear();
+    for (size_t s = 0; s < width_; ++s) {
+      if (fits(s)) fitting_.push_back({cost_loads_[s], s});
+    }
+    std::make_heap(fitting_.begin(), fitting_.end(), std::greater<>());
+    heap_valid_ = false;
+    uint64_t placed = 0;
+    for (; placed < run.count; ++placed) {
+      while (!fitting_.empty() && !fits(fitting_[0].second)) {
+        std::pop_heap(fitting_.begin(), fitting_.end(), std::greater<>());
+        fitting_.pop_back();
       }
-      if (shard == width_) shard = FirstSmallest(cursors_);
+      if (fitting_.empty()) break;
+      const size_t shard = fitting_[0].second;
       Place(shard, numel);
       cost_loads_[shard] += run.cost;
+      fitting_[0].first = cost_loads_[shard];
+      SiftDownTop(fitting_);
     }
-    heap_valid_ = false;
+    if (run.count > placed) {
+      PlaceInEmptiest(numel, run.cost, run.count - placed);
+    }
   }
 
   void AddCosts(const std::vector<uint64_t>& taken, Cost cost) {
@@ -429,14 +444,154 @@ class Packer {
   std::vector<Cost> cost_loads_;  // shard_compute_loads, across buckets
   LayerWiseBuffer buffer_;
   std::vector<uint64_t> cursors_;  // this bucket's shards
-  std::vector<Emptiest> heap_;     // cursors_ as a heap, when valid
+  ShardHeap<uint64_t> heap_;       // cursors_ as a heap, when valid
+  ShardHeap<Cost> fitting_;  // PlaceByCost's fitting shards, by cost
   bool heap_valid_ = false;
   double cap_ = 0;  // this bucket's max_shard_numel
   std::vector<Keyed> keyed_, once_;  // SortedRuns' scratch
   std::vector<Run> runs_;            // this bucket's, sorted
 };
 
+// DDP's buckets over the blocks, in backprop order (the main walk of
+// _compute_per_buffer_param_layout): a bucket closes between any two
+// matrices, so the walk reads each, but for repetitions of a block that no
+// bucket can close within (by elements: the bucket stays below its
+// threshold as it is, which a larger matrix only raises). A bucket's
+// matrices go to the packer as blocks: a block's repetitions the bucket
+// holds whole as one, the rest as they came.
+class BucketWalk {
+ public:
+  BucketWalk(const LayerWisePackingOptions& o, size_t width, Packer& packer)
+      : o_(o),
+        width_(width),
+        absorbing_(o.packing == LayerWisePacking::kByNewtonSchulzCost),
+        packer_(packer) {
+    ResetLoads();
+  }
+
+  LayerWiseBuffer Walk(absl::Span<const LayerWiseBlock> forward) {
+    for (size_t b = forward.size(); b-- > 0;) {
+      const LayerWiseBlock& block = forward[b];
+      if (block.repeat == 0 || block.pattern.empty()) continue;
+      backward_.assign(block.pattern.rbegin(), block.pattern.rend());
+      Cost sum = 0;
+      uint64_t largest = 0;
+      for (const LayerWiseMatrix& w : backward_) {
+        sum += Elements(w);
+        largest = std::max(largest, Elements(w));
+      }
+      for (uint64_t r = 0; r < block.repeat;) {
+        const uint64_t whole = WholeRepetitions(sum, block.repeat - r);
+        if (whole > 0) {
+          AppendLayerWiseBlock(chunk_, backward_, whole);
+          chunk_numel_ += static_cast<uint64_t>(whole * sum);
+          chunk_max_ = std::max(chunk_max_, largest);
+          chunk_matrices_ += whole * backward_.size();
+          r += whole;
+          continue;
+        }
+        for (const LayerWiseMatrix& w : backward_) AddMatrix(w);
+        FlushRepetition();
+        ++r;
+      }
+    }
+    Close();
+    return packer_.buffer();
+  }
+
+ private:
+  // int(dp_size * chunk_max_param * PADDING_FLOOR), a float truncated.
+  uint64_t Threshold() const {
+    const double floor = static_cast<double>(o_.shards * chunk_max_) * 0.9;
+    return std::max(o_.bucket_size, static_cast<uint64_t>(floor));
+  }
+
+  // Repetitions of `sum` elements the bucket takes whole, up to `left`: by
+  // elements, while it stays below its threshold (each check after a
+  // matrix reads a threshold at least this one); by cost none (each matrix
+  // moves the walk's estimate).
+  uint64_t WholeRepetitions(Cost sum, uint64_t left) const {
+    if (absorbing_) return 0;
+    const uint64_t threshold = Threshold();
+    if (chunk_numel_ >= threshold) return 0;
+    return static_cast<uint64_t>(
+        std::min<Cost>(left, (threshold - 1 - chunk_numel_) / sum));
+  }
+
+  void AddMatrix(const LayerWiseMatrix& w) {
+    const uint64_t numel = Elements(w);
+    if (absorbing_) {
+      // _place, _absorbs: the walk's estimate of the bucket's shards.
+      if (chunk_matrices_ > 0 && chunk_numel_ >= Threshold()) {
+        const uint64_t target = PadTo(most_loaded_, packer_.divisor());
+        // The shards past the used ones are empty.
+        const uint64_t least = width_ < o_.shards ? 0 : loads_[0].first;
+        if (PadStart(least) + numel > target) Close();
+      }
+      loads_[0].first = PadStart(loads_[0].first) + numel;
+      most_loaded_ = std::max(most_loaded_, loads_[0].first);
+      SiftDownTop(loads_);
+    }
+    repetition_.push_back(w);
+    chunk_numel_ += numel;
+    chunk_max_ = std::max(chunk_max_, numel);
+    ++chunk_matrices_;
+    if (!absorbing_ && chunk_numel_ >= Threshold()) Close();
+  }
+
+  // The matrices of a repetition since it began or a bucket closed in it.
+  void FlushRepetition() {
+    if (repetition_.empty()) return;
+    AppendLayerWiseBlock(chunk_, repetition_, 1);
+    repetition_.clear();
+  }
+
+  void Close() {
+    FlushRepetition();
+    packer_.Emit(chunk_, /*backwards=*/false);  // walked backwards
+    chunk_.clear();
+    chunk_numel_ = 0;
+    chunk_max_ = 0;
+    chunk_matrices_ = 0;
+    if (absorbing_) ResetLoads();
+  }
+
+  // Every shard empty: in shard order, a heap.
+  void ResetLoads() {
+    if (!absorbing_) return;
+    loads_.resize(width_);
+    for (size_t s = 0; s < width_; ++s) loads_[s] = {0, s};
+    most_loaded_ = 0;
+  }
+
+  const LayerWisePackingOptions& o_;
+  const size_t width_;
+  const bool absorbing_;  // by cost: a bucket closes on the walk's estimate
+  Packer& packer_;
+  std::vector<LayerWiseBlock> chunk_;  // the bucket's, in backprop order
+  std::vector<LayerWiseMatrix> repetition_, backward_;
+  uint64_t chunk_numel_ = 0, chunk_max_ = 0, chunk_matrices_ = 0;
+  ShardHeap<uint64_t> loads_;  // the walk's estimate, by cost
+  uint64_t most_loaded_ = 0;
+};
+
 }  // namespace
+
+void AppendLayerWiseBlock(std::vector<LayerWiseBlock>& blocks,
+                          const std::vector<LayerWiseMatrix>& pattern,
+                          uint64_t repeat) {
+  if (pattern.empty() || repeat == 0) return;
+  if (!blocks.empty() && blocks.back().pattern.size() == pattern.size() &&
+      std::equal(pattern.begin(), pattern.end(),
+                 blocks.back().pattern.begin(),
+                 [](const LayerWiseMatrix& a, const LayerWiseMatrix& b) {
+                   return a.rows == b.rows && a.cols == b.cols;
+                 })) {
+    blocks.back().repeat += repeat;
+  } else {
+    blocks.push_back({pattern, repeat});
+  }
+}
 
 absl::StatusOr<LayerWiseBuffer> PackLayerWiseBuffer(
     absl::Span<const LayerWiseMatrix> forward,
@@ -452,8 +607,9 @@ absl::StatusOr<LayerWiseBuffer> PackLayerWiseBlocks(
     return absl::InvalidArgumentError(
         "layer-wise layout: the shard count must be positive");
   }
-  // A few passes over the shards used a matrix (placing it; the main
-  // walk's estimate of the bucket), bounded before any is made.
+  // At most a pass over the shards used a matrix (Megatron's own loops;
+  // runs of identical matrices and heaps cost less), bounded before any
+  // is made.
   double matrices = 0;
   for (const LayerWiseBlock& block : forward) {
     matrices += double(block.pattern.size()) * double(block.repeat);
@@ -486,61 +642,7 @@ absl::StatusOr<LayerWiseBuffer> PackLayerWiseBlocks(
     packer.Emit(forward, /*backwards=*/true);
     return packer.buffer();
   }
-  // Buckets close between any two matrices: the walk reads each.
-  LayerWiseBlock chunk;
-  uint64_t chunk_numel = 0;
-  uint64_t chunk_max = 0;
-  // int(dp_size * chunk_max_param * PADDING_FLOOR), a float truncated.
-  auto threshold = [&] {
-    const double floor =
-        static_cast<double>(dp * chunk_max) * 0.9;
-    return std::max(options.bucket_size, static_cast<uint64_t>(floor));
-  };
-  auto close = [&] {
-    packer.Emit({&chunk, 1}, /*backwards=*/false);  // walked backwards
-    chunk.pattern.clear();
-    chunk_numel = 0;
-    chunk_max = 0;
-  };
-  // The main walk's estimate of the bucket's shards (_place, _absorbs),
-  // numel only and in backprop order.
-  std::vector<uint64_t> loads(width, 0);
-  const bool absorbing =
-      options.packing == LayerWisePacking::kByNewtonSchulzCost;
-  for (size_t b = forward.size(); b-- > 0;) {
-    const LayerWiseBlock& block = forward[b];
-    for (uint64_t r = 0; r < block.repeat; ++r) {
-      for (auto it = block.pattern.rbegin(); it != block.pattern.rend();
-           ++it) {
-        const LayerWiseMatrix& w = *it;
-        const uint64_t numel = Elements(w);
-        if (absorbing) {
-          if (!chunk.pattern.empty() && chunk_numel >= threshold()) {
-            const uint64_t target =
-                PadTo(*std::max_element(loads.begin(), loads.end()),
-                      packer.divisor());
-            // The shards past the used ones are empty.
-            const uint64_t least =
-                width < dp ? 0
-                           : *std::min_element(loads.begin(), loads.end());
-            const bool absorbs = PadStart(least) + numel <= target;
-            if (!absorbs) {
-              close();
-              std::fill(loads.begin(), loads.end(), 0);
-            }
-          }
-          const size_t shard = FirstSmallest(loads);
-          loads[shard] = PadStart(loads[shard]) + numel;
-        }
-        chunk.pattern.push_back(w);
-        chunk_numel += numel;
-        chunk_max = std::max(chunk_max, numel);
-        if (!absorbing && chunk_numel >= threshold()) close();
-      }
-    }
-  }
-  close();
-  return packer.buffer();
+  return BucketWalk(options, width, packer).Walk(forward);
 }
 
 }  // namespace memgate

@@ -66,8 +66,10 @@ struct LayerWiseBuffer {
 // least-loaded in its walk: the first such) falls on the first shard no
 // matrix has reached while one is left, whose count and cost are 0,
 // below any shard's that holds one. So the work is at most matrices x
-// min(matrices, shards) steps (a scan of the shards used a matrix; runs of
-// identical matrices cost less, placed together); above this it is
+// min(matrices, shards) steps (a scan of the shards used a matrix, as
+// Megatron's loops run; memgate's heaps and runs of identical matrices,
+// placed together, cost less: layer_wise_terms.h counts those for a
+// plan); above this it is
 // refused before it starts (validation checks a job's total,
 // LayerWisePackingWork: an estimate at it took about as long as the
 // largest MoE estimate, ~4 ms, bench/RESULTS.md session 53; 1.7 ms since
@@ -97,6 +99,12 @@ struct LayerWiseBlock {
   std::vector<LayerWiseMatrix> pattern;
   uint64_t repeat = 1;
 };
+
+// Appends `repeat` copies of `pattern` to `blocks`: one more repetition
+// of the last block where that is the same pattern.
+void AppendLayerWiseBlock(std::vector<LayerWiseBlock>& blocks,
+                          const std::vector<LayerWiseMatrix>& pattern,
+                          uint64_t repeat);
 
 // PackLayerWiseBuffer of the blocks' matrices in order; the bound counts
 // every matrix.
