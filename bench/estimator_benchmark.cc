@@ -217,8 +217,8 @@ BENCHMARK(BM_PlanMuon405BOn16384H100)
     ->Arg(10)
     ->Arg(0)
     ->Unit(benchmark::kMillisecond);
-// A plan at two thirds of the plan's bound (Mixtral-8x22B on 256 H100s:
-// 3.6e8 counted steps of 2^29), every candidate.
+// A plan at about half the plan's bound (Mixtral-8x22B on 256 H100s:
+// 5.6e8 counted steps of 2^30), every candidate.
 void BM_PlanMuonNearItsBound(benchmark::State& state) {
   const v1::PlanRequest request =
       MuonPlan("mixtral-8x22b", 256, 4096, 1024, 0);
@@ -229,7 +229,7 @@ BENCHMARK(BM_PlanMuonNearItsBound)->Unit(benchmark::kMillisecond);
 // Lion and Muon plans with the plan's bound lifted (PlanOptions), each
 // candidate, against the steps the plan's count charges them
 // (CheckLayerWiseWork, read from its refusal under a bound of 0):
-// `ns_per_step` calibrates kListingStepsPerMatrix and the bound
+// `ns_per_step` calibrates layer_wise_terms.h's constants and the bound
 // (kMaxPlanLayerWiseWork), bench/RESULTS.md.
 struct LayerWisePlanCase {
   const char* model;
@@ -241,7 +241,8 @@ constexpr LayerWisePlanCase kLayerWisePlans[] = {
     {"mixtral-8x22b", 256, 4096, 1024},  {"llama-3.1-70b", 16384, 8192, 2048},
     {"llama-3.1-405b", 1024, 8192, 2048},
     {"llama-3.1-405b", 16384, 8192, 2048},
-    {"deepseek-v3", 1024, 4096, 8192}};
+    {"deepseek-v3", 1024, 4096, 8192},   {"deepseek-v3", 64, 4096, 256},
+    {"qwen3-235b-a22b", 64, 4096, 256}};
 
 double CountedLayerWiseSteps(const v1::PlanRequest& request) {
   PlanOptions none;

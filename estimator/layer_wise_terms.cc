@@ -58,24 +58,6 @@ void Add(Matrices& out, double rows, double cols) {
   out.push_back({Whole(rows), Whole(cols)});
 }
 
-bool SamePattern(const Matrices& x, const Matrices& y) {
-  return std::equal(x.begin(), x.end(), y.begin(), y.end(),
-                    [](const LayerWiseMatrix& a, const LayerWiseMatrix& b) {
-                      return a.rows == b.rows && a.cols == b.cols;
-                    });
-}
-
-// `repeat` copies of `pattern` after `out`: one more repetition of its
-// last block where that is the same pattern.
-void AddBlock(Blocks& out, const Matrices& pattern, uint64_t repeat) {
-  if (pattern.empty() || repeat == 0) return;
-  if (!out.empty() && SamePattern(out.back().pattern, pattern)) {
-    out.back().repeat += repeat;
-  } else {
-    out.push_back({pattern, repeat});
-  }
-}
-
 void AppendAttention(const ModelShape& m, const Layout& l, Matrices& out) {
   const double h = m.hidden, a = m.heads, t = l.tensor;
   if (!m.mla) {
@@ -123,10 +105,10 @@ void AppendLayer(const ModelShape& m, const Layout& l, bool moe,
   const LayerWiseMatrix fc1 = {Whole((Gated(m) - 1) * ffn), Whole(m.hidden)};
   const LayerWiseMatrix fc2 = {Whole(m.hidden), Whole(ffn)};
   if (m.grouped_experts) {
-    AddBlock(expert, {fc1}, local);
-    AddBlock(expert, {fc2}, local);
+    AppendLayerWiseBlock(expert, {fc1}, local);
+    AppendLayerWiseBlock(expert, {fc2}, local);
   } else {
-    AddBlock(expert, {fc1, fc2}, local);
+    AppendLayerWiseBlock(expert, {fc1, fc2}, local);
   }
   if (m.shared_ffn > 0) {
     if (m.shared_gate) Add(dense, 1, m.hidden);
@@ -144,20 +126,20 @@ ChunkMatrices ChunkOf(const ModelShape& m, const Layout& l,
   Matrices layer;  // each layer's dense matrices, then a block's
   if (positions && m.learned_positions > 0) {
     Add(layer, m.learned_positions, m.hidden);
-    AddBlock(c.dense, layer, 1);
+    AppendLayerWiseBlock(c.dense, layer, 1);
   }
   const double end = span.first + span.count;
   for (double i = span.first; i < end; ++i) {
     layer.clear();
     AppendLayer(m, l, MoeLayersIn(m, i, 1) > 0, layer, c.expert);
-    AddBlock(c.dense, layer, 1);
+    AppendLayerWiseBlock(c.dense, layer, 1);
   }
   if (mtp) {
     for (double k = 0; k < MtpBuiltLayers(m); ++k) {
       layer.clear();
       Add(layer, m.hidden / l.tensor, 2 * m.hidden);  // eh_proj
       AppendLayer(m, l, MtpLayerIsMoe(m), layer, c.expert);
-      AddBlock(c.dense, layer, 1);
+      AppendLayerWiseBlock(c.dense, layer, 1);
     }
   }
   return c;
@@ -212,14 +194,55 @@ Packed PackChunks(const std::vector<const Blocks*>& chunks,
   return p;
 }
 
+// Two matrices of a pattern with one Newton-Schulz cost and different
+// sizes: sorted by cost, a repeated block of them is listed repetition by
+// repetition (layer_wise_layout.cc AppendBlock), its runs as many as its
+// matrices.
+bool OneCostTwoSizes(const Matrices& pattern) {
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    for (size_t j = i + 1; j < pattern.size(); ++j) {
+      const LayerWiseMatrix& x = pattern[i];
+      const LayerWiseMatrix& y = pattern[j];
+      const double big_x = std::max(x.rows, x.cols);
+      const double small_x = std::min(x.rows, x.cols);
+      const double big_y = std::max(y.rows, y.cols);
+      const double small_y = std::min(y.rows, y.cols);
+      if (big_x * small_x * small_x == big_y * small_y * small_y &&
+          x.rows * x.cols != y.rows * y.cols) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 // Matrices of a dense and of an MoE layer in each buffer: counted on a
 // layer of one local expert (the job is not yet bounded, its experts may
 // be any number), two a local expert; and the matrices an MoE layer's
-// expert blocks list (their patterns: two, whatever the experts).
+// expert blocks list (their patterns: two, whatever the experts), the
+// most in one pattern, and whether each buffer's patterns list every
+// matrix apart under the packing by cost (OneCostTwoSizes).
 struct MatrixCounts {
   double dense_layer = 0, moe_layer = 0, moe_expert = 0;
   double moe_expert_listed = 0;
+  double dense_pattern = 0;
+  // Distinct shapes in each buffer: a chunk's runs are at most these.
+  double dense_shapes = 0, expert_shapes = 0;
+  bool dense_apart = false, expert_apart = false;
 };
+
+double DistinctShapes(Matrices shapes) {
+  std::sort(shapes.begin(), shapes.end(),
+            [](const LayerWiseMatrix& a, const LayerWiseMatrix& b) {
+              return a.rows != b.rows ? a.rows < b.rows : a.cols < b.cols;
+            });
+  return double(std::unique(shapes.begin(), shapes.end(),
+                            [](const LayerWiseMatrix& a,
+                               const LayerWiseMatrix& b) {
+                              return a.rows == b.rows && a.cols == b.cols;
+                            }) -
+                shapes.begin());
+}
 
 MatrixCounts CountsOf(const ModelShape& m, const Layout& l) {
   ModelShape one_local = m;
@@ -229,13 +252,26 @@ MatrixCounts CountsOf(const ModelShape& m, const Layout& l) {
   MatrixCounts c;
   AppendLayer(one_local, l, false, dense, expert);
   c.dense_layer = double(dense.size());
+  c.dense_apart = OneCostTwoSizes(dense);
+  Matrices every_dense = dense;
   dense.clear();
   AppendLayer(one_local, l, true, dense, expert);
   c.moe_layer = double(dense.size());
+  c.dense_apart |= OneCostTwoSizes(dense);
+  every_dense.insert(every_dense.end(), dense.begin(), dense.end());
+  // MTP's eh_proj and a learned position embedding, of shapes apart.
+  c.dense_shapes = DistinctShapes(every_dense) + 2;
+  // A layer's dense matrices, and MTP's eh_proj before them.
+  c.dense_pattern = std::max(c.dense_layer, c.moe_layer) + 1;
   c.moe_expert = MatricesIn(expert) * m.experts / l.expert_parallel;
+  Matrices experts_listed;
   for (const LayerWiseBlock& b : expert) {
     c.moe_expert_listed += double(b.pattern.size());
+    experts_listed.insert(experts_listed.end(), b.pattern.begin(),
+                          b.pattern.end());
   }
+  c.expert_apart = OneCostTwoSizes(experts_listed);
+  c.expert_shapes = DistinctShapes(experts_listed);
   return c;
 }
 
@@ -327,78 +363,136 @@ const LayerWiseFigures& LayerWiseMemo::FiguresOf(
 
 namespace {
 
-// A part of the model's matrices: dense ones (over DP x CP) and routed
-// experts' (over the expert data-parallel group), and of these the
-// matrices their blocks list.
-struct MatrixTotals {
-  double dense = 0, expert = 0, expert_listed = 0;
+// One buffer's matrices on a rank (or the whole model): how many, how many
+// its blocks list apart (runs of identical matrices are at most these),
+// the most in one block's pattern, and the ranks it shards over.
+struct BufferTotals {
+  double matrices = 0, listed = 0, pattern = 0, shards = 1;
+  double shapes = 0;  // a chunk's runs at most (all its matrices: apart)
 };
 
-// The whole model's matrices, each layer as it is.
-MatrixTotals WholeModel(const ModelShape& m, const MatrixCounts& c) {
-  const double moe = MoeLayersIn(m, 0, m.layers);
-  const double mtp = MtpBuiltLayers(m);
-  const bool mtp_moe = MtpLayerIsMoe(m);
-  const double moe_layers = moe + (mtp_moe ? mtp : 0);
-  return {(m.layers - moe) * c.dense_layer + moe * c.moe_layer +
-              mtp * (1 + (mtp_moe ? c.moe_layer : c.dense_layer)) +
-              (m.learned_positions > 0 ? 1 : 0),
-          moe_layers * c.moe_expert, moe_layers * c.moe_expert_listed};
-}
+// A part of the model: its dense matrices (over DP x CP) and its routed
+// experts' (over the expert data-parallel group).
+struct MatrixTotals {
+  BufferTotals dense, expert;
+};
 
 // A rank of at most `rank_layers` layers, each the kind with more
 // matrices, with the MTP layers and a learned position embedding.
-MatrixTotals RankOf(const ModelShape& m, const MatrixCounts& c,
-                    double rank_layers) {
+MatrixTotals RankOf(const ModelShape& m, const Layout& l,
+                    const MatrixCounts& c, double rank_layers) {
   const double layers = std::min(rank_layers, double(m.layers));
   const double moe = std::min(layers, MoeLayersIn(m, 0, m.layers));
   const double mtp = MtpBuiltLayers(m);
   const bool mtp_moe = MtpLayerIsMoe(m);
   const double per_layer = std::max(c.dense_layer, moe > 0 ? c.moe_layer : 0);
   const double moe_layers = moe + (mtp_moe ? mtp : 0);
-  return {layers * per_layer +
-              mtp * (1 + (mtp_moe ? c.moe_layer : c.dense_layer)) +
-              (m.learned_positions > 0 ? 1 : 0),
-          moe_layers * c.moe_expert, moe_layers * c.moe_expert_listed};
+  MatrixTotals t;
+  t.dense.matrices = layers * per_layer +
+                     mtp * (1 + (mtp_moe ? c.moe_layer : c.dense_layer)) +
+                     (m.learned_positions > 0 ? 1 : 0);
+  t.dense.listed = t.dense.matrices;  // equal layers listed once or not
+  t.dense.pattern = c.dense_pattern;
+  t.dense.shards = l.data * l.context;
+  t.dense.shapes = c.dense_shapes;
+  t.expert.matrices = moe_layers * c.moe_expert;
+  t.expert.listed = moe_layers * c.moe_expert_listed;
+  t.expert.pattern = 2;  // {FC1, FC2}, or FC1 and FC2 apart
+  t.expert.shards = ExpertShards(l);
+  t.expert.shapes = c.expert_shapes;
+  const double inf = std::numeric_limits<double>::infinity();
+  if (l.layer_wise_by_cost) {
+    if (c.dense_apart) t.dense.shapes = inf;
+    if (c.expert_apart) {
+      t.expert.listed = t.expert.matrices;
+      t.expert.shapes = inf;
+    }
+  }
+  return t;
 }
 
 double Packings(const Layout& l) {
   return double(l.layer_wise_by_elements) + double(l.layer_wise_by_cost);
 }
 
-// Placement steps of `t` under each packing `l` names: a scan of the
-// shards used a matrix (one at a time or in bulk, layer_wise_layout.cc
-// takes the cheaper, within twice this).
-double PlacingSteps(const Layout& l, const MatrixTotals& t) {
-  return Packings(l) *
-         (LayerWisePackingSteps(t.dense, l.data * l.context) +
-          LayerWisePackingSteps(t.expert, ExpertShards(l)));
+// Placing `b`'s matrices over its shards in at most `runs` runs
+// (layer_wise_layout.cc Packer, either packing): a few heap steps a
+// matrix (log2 of the shards used, one at a time or, where cheaper, in
+// bulk) and a few passes over the shards used a run (its cursors' range,
+// the shards it fits, a heap built, the bulk's totals). A chunk's runs
+// are at most its distinct shapes, over at most its matrices' shards, so
+// the passes are also at most shapes x matrices.
+double PlacingSteps(const BufferTotals& b, double runs) {
+  const double used = std::min(b.matrices, b.shards);
+  return b.matrices * (3 * std::log2(used + 1) + 2) +
+         8 * std::min(std::min(runs, b.matrices) * used,
+                      b.shapes * b.matrices);
 }
 
-// Without buckets a packing lists and sorts its blocks' patterns; with
-// them (the first rank's first chunk) it also walks every matrix.
+// Without buckets a packing lists its blocks' patterns and places their
+// runs.
+double OneBucketSteps(const BufferTotals& b) {
+  return PlacingSteps(b, b.listed) +
+         kListingStepsPerMatrix * std::min(b.listed, b.matrices);
+}
+
+// With DDP's buckets (the first rank's first chunk) the walk reads every
+// matrix (by cost a heap step each: its estimate of the bucket), and a
+// bucket lists its blocks again: a block a bucket boundary cuts is listed
+// in both and its cut repetition apart, at most twice the longest pattern
+// more a bucket. A bucket holds at least 0.9 x DP of its largest matrix,
+// so at least floor(0.9 x DP) matrices (one at least), but the last.
+double BucketedSteps(const BufferTotals& b) {
+  const double buckets =
+      std::min(b.matrices,
+               std::ceil(b.matrices /
+                         std::max(1.0, std::floor(0.9 * b.shards))) +
+                   1);
+  const double runs = b.listed + 2 * b.pattern * buckets;
+  const double used = std::min(b.matrices, b.shards);
+  return PlacingSteps(b, runs) +
+         kRelistingStepsPerMatrix * std::min(runs, b.matrices) +
+         b.matrices * (kWalkingStepsPerMatrix + 3 * std::log2(used + 1));
+}
+
 double OneBucketSteps(const Layout& l, const MatrixTotals& t) {
-  return PlacingSteps(l, t) + Packings(l) * kListingStepsPerMatrix *
-                                  (t.dense + t.expert_listed);
+  return Packings(l) * (OneBucketSteps(t.dense) + OneBucketSteps(t.expert));
 }
 double BucketedSteps(const Layout& l, const MatrixTotals& t) {
-  return OneBucketSteps(l, t) +
-         Packings(l) * kWalkingStepsPerMatrix * (t.dense + t.expert);
+  return Packings(l) * (BucketedSteps(t.dense) + BucketedSteps(t.expert));
+}
+
+// The whole model's matrices, each layer as it is.
+double WholeModelMatrices(const ModelShape& m, const MatrixCounts& c,
+                          double& expert) {
+  const double moe = MoeLayersIn(m, 0, m.layers);
+  const double mtp = MtpBuiltLayers(m);
+  const bool mtp_moe = MtpLayerIsMoe(m);
+  expert = (moe + (mtp_moe ? mtp : 0)) * c.moe_expert;
+  return (m.layers - moe) * c.dense_layer + moe * c.moe_layer +
+         mtp * (1 + (mtp_moe ? c.moe_layer : c.dense_layer)) +
+         (m.learned_positions > 0 ? 1 : 0);
 }
 
 }  // namespace
 
-// A chunk's steps are at most the whole model's (LayerWisePackingSteps
-// grows faster than its sum); each packing bucketed and not.
+// Validation's bound: a scan of the shards used a matrix (the most any
+// placement costs, Megatron's own loop), over the whole model (a chunk's
+// steps are at most the whole model's: LayerWisePackingSteps grows faster
+// than its sum); each packing bucketed and not.
 double LayerWisePackingWork(const ModelShape& m, const Layout& l) {
-  return 2 * PlacingSteps(l, WholeModel(m, CountsOf(m, l)));
+  double expert = 0;
+  const double dense = WholeModelMatrices(m, CountsOf(m, l), expert);
+  return 2 * Packings(l) *
+         (LayerWisePackingSteps(dense, l.data * l.context) +
+          LayerWisePackingSteps(expert, ExpertShards(l)));
 }
 
 LayerWisePlanWork LayerWisePlanWorkOf(const ModelShape& m, const Layout& l,
                                       double rank_layers) {
   const MatrixCounts c = CountsOf(m, l);
-  const MatrixTotals rank = RankOf(m, c, rank_layers);
-  const MatrixTotals whole = RankOf(m, c, m.layers);
+  const MatrixTotals rank = RankOf(m, l, c, rank_layers);
+  const MatrixTotals whole = RankOf(m, l, c, m.layers);
   return {LayerWisePackingWork(m, l), OneBucketSteps(l, rank),
           BucketedSteps(l, rank),
           OneBucketSteps(l, whole) + BucketedSteps(l, whole)};

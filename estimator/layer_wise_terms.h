@@ -79,20 +79,28 @@ double LayerWisePackingWork(const ModelShape& m, const Layout& l);
 // WisePackingWork (what validation bounds a job at); `rank`, the figures
 // of one pipeline rank of at most `rank_layers` decoder layers (each
 // counted as the layer kind with more matrices, the MTP layers and a
-// learned position embedding beside them) in one bucket: its placement
-// steps and kListingStepsPerMatrix for each matrix its blocks list and
-// sort (an MoE layer's experts two blocks' patterns, whatever their
-// number); `first_rank`, what the first pipeline rank adds, its first
-// chunk in DDP's buckets (counted as the whole rank): the same and
-// kWalkingStepsPerMatrix for each matrix the buckets' walk reads;
-// `whole`, both for every layer on one rank. Upper bounds of any rank's
-// under any split whose ranks hold at most that many layers. The two
-// constants are a calibration on this project's 2-core VM
-// (BM_PlanLayerWisePastTheBound, bench/RESULTS.md): the plans measured
-// take at most 0.22 ns a counted step (listing stands for a chunk's fixed
-// costs too, which Mixtral's many small chunks showed), so the plan's
-// bound of 2^29 steps is about 0.12 s of packing.
-inline constexpr double kListingStepsPerMatrix = 256;
+// learned position embedding beside them) in one bucket; `first_rank`,
+// what the first pipeline rank adds, its first chunk in DDP's buckets
+// (counted as the whole rank); `whole`, both for every layer on one
+// rank. Upper bounds of any rank's under any split whose ranks hold at
+// most that many layers. In each buffer (dense, experts), as
+// layer_wise_layout.cc works: placing, 3 log2(shards used + 1) + 2 steps
+// a matrix (a heap step, or less in bulk) and 8 passes over the shards
+// used a run of identical matrices (runs at most the matrices the blocks
+// list, and a chunk's at most its distinct shapes); listing,
+// kListingStepsPerMatrix a matrix the blocks list (building and sorting
+// a chunk's blocks: an MoE layer's experts two patterns, whatever their
+// number); in DDP's buckets, the runs again (a bucket cut from its
+// neighbour lists a block's pattern twice more, a bucket holds at least
+// floor(0.9 x DP) matrices), kRelistingStepsPerMatrix each, and
+// kWalkingStepsPerMatrix + 3 log2(shards used + 1) a matrix the walk
+// reads. The constants are a calibration on this project's 2-core VM
+// (BM_PlanLayerWisePastTheBound, bench/RESULTS.md session 56): the plans
+// measured take at most 0.11 ns a counted step (Mixtral-8x7B's many small
+// chunks the most), so the plan's bound of 2^30 steps is about 0.12 s of
+// packing.
+inline constexpr double kListingStepsPerMatrix = 640;
+inline constexpr double kRelistingStepsPerMatrix = 32;
 inline constexpr double kWalkingStepsPerMatrix = 16;
 struct LayerWisePlanWork {
   double validated = 0, rank = 0, first_rank = 0, whole = 0;

@@ -7,6 +7,7 @@
 #include "estimator/layer_wise_terms.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "estimator/catalog.h"
@@ -137,23 +138,49 @@ TEST(LayerWiseTermsTest, AMemoAnswersAsThePackingDoes) {
             LayerWiseFiguresOf(sequential, moe, first_rank).buffer_elements);
 }
 
+// The plan's count of one buffer's packing, as layer_wise_terms.h states
+// it: `m` matrices over `shards`, `listed` apart, of `shapes` distinct
+// shapes, patterns of at most `pattern`; one bucket, then DDP's buckets.
+struct CountedBuffer {
+  double m, shards, listed, shapes, pattern;
+  double Placing(double runs) const {
+    const double used = std::min(m, shards);
+    return m * (3 * std::log2(used + 1) + 2) +
+           8 * std::min(std::min(runs, m) * used, shapes * m);
+  }
+  double OneBucket() const {
+    return Placing(listed) + kListingStepsPerMatrix * std::min(listed, m);
+  }
+  double Bucketed() const {
+    const double buckets = std::min(
+        m, std::ceil(m / std::max(1.0, std::floor(0.9 * shards))) + 1);
+    const double runs = listed + 2 * pattern * buckets;
+    return Placing(runs) + kRelistingStepsPerMatrix * std::min(runs, m) +
+           m * (kWalkingStepsPerMatrix +
+                3 * std::log2(std::min(m, shards) + 1));
+  }
+};
+
 // A plan's count of a layout (LayerWisePlanWorkOf): what validation
-// bounds, as LayerWisePackingWork; a rank's listing and packing in one
-// bucket, and what the first rank's bucketed chunk adds, growing with its
-// layers up to the whole model's. Llama-3.1-8B at TP 2 over DP 8 (one
-// packing): 32 layers of 4 matrices, 128 x 8 steps bucketed and not for
-// validation; a rank of 8 layers, 32 x 8 steps and its 32 matrices
-// listed, and walked in the first rank's buckets.
+// bounds (a scan of the shards a matrix, bucketed and not), as
+// LayerWisePackingWork; a rank's packing in one bucket, and what the
+// first rank's bucketed chunk adds, growing with its layers up to the
+// whole model's. Llama-3.1-8B at TP 2 over DP 8 (one packing): 32 layers
+// of 4 matrices (4 shapes; with an MoE layer's router, MTP's eh_proj and a
+// position embedding, 7 counted), every one listed (equal layers are
+// listed once only where they are neighbours in a chunk); a rank of 8
+// layers is 32 of them.
 TEST(LayerWiseTermsTest, APlanCountsARanksListingAndPacking) {
   const ModelShape m = Catalog("llama-3.1-8b");
   const Layout l = LayerWise(2, 4, 8);
   const LayerWisePlanWork w = LayerWisePlanWorkOf(m, l, 8);
   EXPECT_DOUBLE_EQ(w.validated, LayerWisePackingWork(m, l));
   EXPECT_DOUBLE_EQ(w.validated, 2 * 128.0 * 8);
-  EXPECT_DOUBLE_EQ(w.rank, 32.0 * 8 + 32 * kListingStepsPerMatrix);
-  EXPECT_DOUBLE_EQ(w.first_rank, w.rank + 32 * kWalkingStepsPerMatrix);
-  EXPECT_DOUBLE_EQ(w.whole, 2 * (128.0 * 8 + 128 * kListingStepsPerMatrix) +
-                                128 * kWalkingStepsPerMatrix);
+  const CountedBuffer rank = {32, 8, 32, 7, 5};
+  EXPECT_DOUBLE_EQ(w.rank, rank.OneBucket());
+  EXPECT_DOUBLE_EQ(w.first_rank, rank.Bucketed());
+  const CountedBuffer whole = {128, 8, 128, 7, 5};
+  EXPECT_DOUBLE_EQ(w.whole, whole.OneBucket() + whole.Bucketed());
   const LayerWisePlanWork all = LayerWisePlanWorkOf(m, l, 32);
   EXPECT_DOUBLE_EQ(all.rank + all.first_rank, w.whole);
   EXPECT_DOUBLE_EQ(LayerWisePlanWorkOf(m, l, 1000).rank, all.rank);
@@ -165,7 +192,9 @@ TEST(LayerWiseTermsTest, APlanCountsARanksListingAndPacking) {
 // Qwen3-30B-A3B at TP 1, EP 1 over DP 8: 48 layers of 3 dense matrices
 // (attention's two, the router) and 256 expert ones, every matrix placed
 // over 8 ranks; a rank's layers are counted as the kind with more dense
-// matrices (a dense layer's 4).
+// matrices (a dense layer's 4). The experts' 12,288 matrices are of two
+// shapes, so their runs cost two passes over the shards a matrix at most,
+// not a pass for each (validation's bound still charges that).
 TEST(LayerWiseTermsTest, APlanListsExpertsAsBlocksButWalksEachInBuckets) {
   const ModelShape m = Catalog("qwen3-30b-a3b");
   Layout l = LayerWise(1, 1, 8);
@@ -173,11 +202,50 @@ TEST(LayerWiseTermsTest, APlanListsExpertsAsBlocksButWalksEachInBuckets) {
   l.expert_tensor = 1;
   const LayerWisePlanWork w = LayerWisePlanWorkOf(m, l, 48);
   EXPECT_DOUBLE_EQ(w.validated, 2 * (144.0 * 8 + 12288.0 * 8));
-  const double placing = 192.0 * 8 + 12288.0 * 8;
-  EXPECT_DOUBLE_EQ(w.rank, placing + kListingStepsPerMatrix * (192 + 96));
-  EXPECT_DOUBLE_EQ(w.first_rank,
-                   w.rank + kWalkingStepsPerMatrix * (192 + 12288));
+  const CountedBuffer dense = {192, 8, 192, 7, 5};
+  const CountedBuffer experts = {12288, 8, 96, 2, 2};
+  EXPECT_DOUBLE_EQ(w.rank, dense.OneBucket() + experts.OneBucket());
+  EXPECT_DOUBLE_EQ(w.first_rank, dense.Bucketed() + experts.Bucketed());
   EXPECT_DOUBLE_EQ(w.whole, w.rank + w.first_rank);
+  // Placing the experts: 12,288 heap steps of 3 log2(9) + 2, and 8 passes
+  // over the 8 shards for each of their 96 listed runs.
+  EXPECT_DOUBLE_EQ(experts.Placing(96),
+                   12288 * (3 * std::log2(9.0) + 2) + 8 * 96 * 8);
+}
+
+// Under the packing by cost, two matrices of a pattern with one
+// Newton-Schulz cost and different sizes are listed apart, repetition by
+// repetition (layer_wise_layout.cc AppendBlock): the count then charges
+// every such buffer's matrix a run of its own (a pass over the shards).
+// A small multi-latent attention does it: linear_proj 8 x 1 (cost 8, 8
+// elements) and linear_q_up_proj 2 x 2 (cost 8, 4 elements); 7 matrices
+// a layer (5 of attention, FC1, FC2), 8 layers on the rank, DP 64.
+TEST(LayerWiseTermsTest, OneCostTwoSizesCountsEachMatrixAsItsOwnRun) {
+  ModelShape m = Catalog("llama-3.1-8b");
+  m.layers = 8;
+  m.hidden = 8;
+  m.heads = 1;
+  m.kv_heads = 1;
+  m.ffn_hidden = 32;
+  m.mla = true;
+  m.q_lora = 2;
+  m.qk_nope = 1;
+  m.qk_rope = 1;
+  m.v_head = 1;
+  m.kv_lora = 2;
+  Layout by_cost = LayerWise(1, 1, 64);
+  by_cost.layer_wise_by_elements = false;
+  by_cost.layer_wise_by_cost = true;
+  const double apart = LayerWisePlanWorkOf(m, by_cost, 8).rank;
+  const CountedBuffer each = {56, 64, 56,
+                              std::numeric_limits<double>::infinity(), 8};
+  EXPECT_DOUBLE_EQ(apart, each.OneBucket());
+  EXPECT_DOUBLE_EQ(each.Placing(56),
+                   56 * (3 * std::log2(57.0) + 2) + 8 * 56 * 56);
+  // By elements the same matrices run together by shape: a pass over the
+  // shards for each of its 9 shapes a matrix at most.
+  Layout by_elements = LayerWise(1, 1, 64);
+  EXPECT_LT(LayerWisePlanWorkOf(m, by_elements, 8).rank, apart);
 }
 
 // Llama-3.1-8B at TP 2 on one stage, DP 8: 128 matrices pack evenly in

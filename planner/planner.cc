@@ -1682,10 +1682,10 @@ absl::Status CheckLayerWiseWork(const Search& s,
       "training.optimizer: ",
       s.base.optimizer == v1::OPTIMIZER_MUON ? "Muon" : "Lion",
       "'s layer-wise distributed optimizer packs every layout's matrices "
-      "over its data-parallel ranks: up to ", work, " steps (matrix-rank "
-      "steps, ", kListingStepsPerMatrix, " a matrix listed, ",
-      kWalkingStepsPerMatrix, " a matrix walked in buckets) over the "
-      "layouts of ", s.gpus, " GPUs, where a plan takes at most ", max_work,
+      "over its data-parallel ranks: up to ", work, " steps (placing, "
+      "listing and walking the matrices: estimator/layer_wise_terms.h) "
+      "over the layouts of ", s.gpus, " GPUs, where a plan takes at most ",
+      max_work,
       " (fewer GPUs, or check a layout with memgate check)"));
 }
 

@@ -119,14 +119,14 @@ inline constexpr double kBubbleThatDoubles =
 // packing is counted before any layout is estimated (each schedule a
 // layout may estimate, at most its estimated ranks' listing and packing:
 // LayerWisePlanWorkOf, planner.cc CheckLayerWiseWork) and is
-// RESOURCE_EXHAUSTED above this many steps: at most 0.22 ns a step in the
+// RESOURCE_EXHAUSTED above this many steps: at most 0.11 ns a step in the
 // plans measured, about 0.12 s (BM_PlanLayerWisePastTheBound). Llama-
-// 3.1-405B on 16,384 GPUs counts 7.5e7 and plans in 4 ms, Qwen3-30B-A3B
-// on 16 GPUs 2.4e8 (56 ms); on 64, 6.0e8, and DeepSeek-V3 on 1,024, 1.1e9,
-// are refused (0.1 s and 0.08 s of work). A layout whose own packing is
+// 3.1-405B on 16,384 GPUs counts 9.4e7 and plans in 3 ms, Qwen3-30B-A3B
+// on 64 GPUs 1.04e9 (73 ms); DeepSeek-V3 on 64 (1.08e9, 40 ms of work)
+// and on 1,024 (1.5e9, 65 ms) are refused. A layout whose own packing is
 // past the estimator's bound is not proposed, as validation refuses such
 // a job.
-inline constexpr uint64_t kMaxPlanLayerWiseWork = uint64_t{1} << 29;
+inline constexpr uint64_t kMaxPlanLayerWiseWork = uint64_t{1} << 30;
 
 struct PlanOptions {
   Ranking ranking = Ranking::kRuleThenCost;
