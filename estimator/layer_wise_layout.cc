@@ -10,6 +10,7 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -149,9 +150,10 @@ void SortedRuns(absl::Span<const LayerWiseBlock> blocks, bool backwards,
 
 // Bits of the largest value a bulk selection searches.
 int BitWidth(Cost x) {
-  int bits = 0;
-  for (; x != 0; x >>= 1) ++bits;
-  return bits;
+  const uint64_t high = static_cast<uint64_t>(x >> 64);
+  const uint64_t low = static_cast<uint64_t>(x);
+  if (high != 0) return 128 - __builtin_clzll(high);
+  return low == 0 ? 0 : 64 - __builtin_clzll(low);
 }
 
 // Where `k` placements go when each takes the first shard (lowest index
@@ -191,6 +193,83 @@ std::vector<uint64_t> TakeSmallest(size_t width, uint64_t k, Value lo,
       ++taken[s];
       ++n;
     }
+  }
+  return taken;
+}
+
+// TakeSmallest of the costs of the shards that still fit, shard s's
+// rising by `cost` a matrix from loads[s] for fits[s] matrices, found by
+// level: with loads[s] = q x cost + r (r < cost), a shard's j-th cost is
+// (q + j) x cost + r, so the costs order by their level q + j, then by r,
+// then by shard. One division a shard, then a bisection over the levels
+// in 64 bits (against one a shard a step over the costs' 128); nullopt
+// where a level would reach 2^62 (then TakeSmallest over the costs).
+// `scratch`: the caller's, kept across calls.
+struct CheapestScratch {
+  std::vector<uint64_t> level;
+  std::vector<Cost> rest;
+  std::vector<size_t> at_lo;
+};
+std::optional<std::vector<uint64_t>> TakeCheapest(
+    const std::vector<Cost>& loads, const std::vector<uint64_t>& fits,
+    uint64_t k, Cost cost, CheapestScratch& scratch) {
+  const size_t width = loads.size();
+  constexpr uint64_t kLevels = uint64_t{1} << 62;
+  std::vector<uint64_t>& level = scratch.level;
+  std::vector<Cost>& rest = scratch.rest;
+  level.assign(width, 0);
+  rest.assign(width, 0);
+  uint64_t lo = kLevels, hi = 0;
+  for (size_t s = 0; s < width; ++s) {
+    if (fits[s] == 0) continue;
+    // In 64 bits where both are (a 128-bit division is several times
+    // slower).
+    const Cost q = (loads[s] >> 64) == 0 && (cost >> 64) == 0
+                       ? Cost{static_cast<uint64_t>(loads[s]) /
+                              static_cast<uint64_t>(cost)}
+                       : loads[s] / cost;
+    if (q >= kLevels || fits[s] >= kLevels) return std::nullopt;
+    level[s] = static_cast<uint64_t>(q);
+    rest[s] = loads[s] - q * cost;
+    lo = std::min(lo, level[s]);
+    hi = std::max(hi, level[s] + fits[s] - 1);
+  }
+  // A shard's costs at levels up to `at`.
+  auto at_most = [&](size_t s, uint64_t at) -> uint64_t {
+    if (fits[s] == 0 || at < level[s]) return 0;
+    return std::min(at - level[s] + 1, fits[s]);
+  };
+  auto reaches_k = [&](uint64_t at) {
+    uint64_t n = 0;
+    for (size_t s = 0; s < width && n < k; ++s) n += at_most(s, at);
+    return n >= k;
+  };
+  // The least level whose count reaches k is in [lo, hi] (k is at most
+  // the shards' fits together).
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (reaches_k(mid)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  // Every cost below level lo, then those at it by r, then by shard.
+  std::vector<uint64_t> taken(width, 0);
+  uint64_t n = 0;
+  std::vector<size_t>& at_lo = scratch.at_lo;
+  at_lo.clear();
+  for (size_t s = 0; s < width; ++s) {
+    taken[s] = lo == 0 ? 0 : at_most(s, lo - 1);
+    n += taken[s];
+    if (at_most(s, lo) > taken[s]) at_lo.push_back(s);
+  }
+  std::sort(at_lo.begin(), at_lo.end(), [&](size_t x, size_t y) {
+    return rest[x] != rest[y] ? rest[x] < rest[y] : x < y;
+  });
+  for (size_t i = 0; i < at_lo.size() && n < k; ++i) {
+    ++taken[at_lo[i]];
+    ++n;
   }
   return taken;
 }
@@ -365,12 +444,16 @@ class Packer {
     const uint64_t numel = run.numel;
     const uint64_t step = PadStart(numel);
     // Below 2^53 a whole number is below the cap as a double exactly when
-    // it is at most floor(cap).
-    if (cap_ < 9007199254740992.0) {
+    // it is at most floor(cap). Bulk never pays below three passes
+    // (BulkPays: a bisection's and two over the shards), so a shorter run
+    // goes one at a time at once.
+    if (cap_ < 9007199254740992.0 &&
+        double(run.count) * 2 * log_width_ > 3.0 * double(width_)) {
       const uint64_t most = static_cast<uint64_t>(std::floor(cap_));
       // How many more each shard fits: its j-th starts at PadStart(cursor)
       // + j x step.
-      std::vector<uint64_t> fits(width_, 0);
+      std::vector<uint64_t>& fits = fits_;
+      fits.assign(width_, 0);
       Cost fitting = 0, hi = 0;
       for (size_t s = 0; s < width_; ++s) {
         const uint64_t start = PadStart(cursors_[s]);
@@ -386,14 +469,19 @@ class Packer {
         if (first > 0) {
           // The least cost among the shards that still fit: each shard's
           // costs rise by run.cost a matrix, for fits[s] matrices.
-          const std::vector<uint64_t> taken = TakeSmallest(
-              width_, first, Cost{0}, hi, [&](size_t s, Cost v) -> uint64_t {
-                if (fits[s] == 0 || v < cost_loads_[s]) return 0;
-                const Cost n = (v - cost_loads_[s]) / run.cost + 1;
-                return static_cast<uint64_t>(std::min<Cost>(n, fits[s]));
-              });
-          AddCosts(taken, run.cost);
-          PlaceTaken(taken, numel);
+          std::optional<std::vector<uint64_t>> taken =
+              TakeCheapest(cost_loads_, fits, first, run.cost, cheapest_);
+          if (!taken) {
+            taken = TakeSmallest(
+                width_, first, Cost{0}, hi,
+                [&](size_t s, Cost v) -> uint64_t {
+                  if (fits[s] == 0 || v < cost_loads_[s]) return 0;
+                  const Cost n = (v - cost_loads_[s]) / run.cost + 1;
+                  return static_cast<uint64_t>(std::min<Cost>(n, fits[s]));
+                });
+          }
+          AddCosts(*taken, run.cost);
+          PlaceTaken(*taken, numel);
         }
         // No shard fits another: the rest to the emptiest.
         if (run.count > first) {
@@ -446,6 +534,8 @@ class Packer {
   std::vector<uint64_t> cursors_;  // this bucket's shards
   ShardHeap<uint64_t> heap_;       // cursors_ as a heap, when valid
   ShardHeap<Cost> fitting_;  // PlaceByCost's fitting shards, by cost
+  std::vector<uint64_t> fits_;  // PlaceByCost's matrices each shard fits
+  CheapestScratch cheapest_;    // TakeCheapest's
   bool heap_valid_ = false;
   double cap_ = 0;  // this bucket's max_shard_numel
   std::vector<Keyed> keyed_, once_;  // SortedRuns' scratch

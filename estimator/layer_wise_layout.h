@@ -92,9 +92,11 @@ absl::StatusOr<LayerWiseBuffer> PackLayerWiseBuffer(
     const LayerWisePackingOptions& options, std::vector<uint64_t>& owned);
 
 // `repeat` copies of `pattern` in a row: a model lists its matrices so
-// (equal layers, an MoE layer's experts), and without buckets the
-// packing reads each block once, not each matrix (its identical matrices
-// are placed together: LayerWiseLayoutTest.BlocksPackAsOneMatrixAtATime).
+// (equal layers, an MoE layer's experts), and the packing reads each block
+// once, not each matrix (its identical matrices are placed together), but
+// in DDP's buckets the repetitions a bucket may close in (by cost, every
+// one: its walk estimates the bucket matrix by matrix):
+// LayerWiseLayoutTest.BlocksPackAsOneMatrixAtATime.
 struct LayerWiseBlock {
   std::vector<LayerWiseMatrix> pattern;
   uint64_t repeat = 1;
