@@ -218,7 +218,7 @@ BENCHMARK(BM_PlanMuon405BOn16384H100)
     ->Arg(0)
     ->Unit(benchmark::kMillisecond);
 // A plan at about half the plan's bound (Mixtral-8x22B on 256 H100s:
-// 5.6e8 counted steps of 2^30), every candidate.
+// 5.3e8 counted steps of 2^30), every candidate.
 void BM_PlanMuonNearItsBound(benchmark::State& state) {
   const v1::PlanRequest request =
       MuonPlan("mixtral-8x22b", 256, 4096, 1024, 0);
@@ -255,9 +255,15 @@ double CountedLayerWiseSteps(const v1::PlanRequest& request) {
              : std::strtod(message.c_str() + at + 6, nullptr);
 }
 
+// Second argument: the release, 0 for core 0.19.0 (packing by elements),
+// 1 for 0.20.0 (by Newton-Schulz cost, as main after 0.19).
 void BM_PlanLayerWisePastTheBound(benchmark::State& state) {
   const LayerWisePlanCase& c = kLayerWisePlans[state.range(0)];
-  const v1::PlanRequest request = MuonPlan(c.model, c.gpus, c.seq, c.gbs, 0);
+  const bool by_cost = state.range(1) == 1;
+  v1::PlanRequest request = MuonPlan(c.model, c.gpus, c.seq, c.gbs, 0);
+  if (by_cost) {
+    request.mutable_training()->set_megatron_core_version("0.20.0");
+  }
   PlanOptions lifted;
   lifted.max_layer_wise_work = uint64_t{1} << 50;
   if (!PlanLayouts(request, nullptr, lifted).ok()) {
@@ -269,7 +275,8 @@ void BM_PlanLayerWisePastTheBound(benchmark::State& state) {
     benchmark::DoNotOptimize(plan);
   }
   const double steps = CountedLayerWiseSteps(request);
-  state.SetLabel(absl::StrCat(c.model, " on ", c.gpus));
+  state.SetLabel(absl::StrCat(c.model, " on ", c.gpus,
+                              by_cost ? " by cost" : " by elements"));
   state.counters["counted_steps"] = steps;
   // Seconds a step (the iteration-average rate's inverse), in ns.
   state.counters["ns_per_step"] = benchmark::Counter(
@@ -277,7 +284,9 @@ void BM_PlanLayerWisePastTheBound(benchmark::State& state) {
                         benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_PlanLayerWisePastTheBound)
-    ->DenseRange(0, std::size(kLayerWisePlans) - 1)
+    ->ArgsProduct({benchmark::CreateDenseRange(
+                       0, std::size(kLayerWisePlans) - 1, 1),
+                   {0, 1}})
     ->Unit(benchmark::kMillisecond);
 
 // The hardening bounds (planner/planner.h), on tests/test_util.h's

@@ -198,17 +198,22 @@ Packed PackChunks(const std::vector<const Blocks*>& chunks,
 // sizes: sorted by cost, a repeated block of them is listed repetition by
 // repetition (layer_wise_layout.cc AppendBlock), its runs as many as its
 // matrices.
+// Exact, as the packing compares them (dimensions past 2^32, which the
+// packing refuses, count as apart).
 bool OneCostTwoSizes(const Matrices& pattern) {
+  using Wide = unsigned __int128;
+  auto cost = [](const LayerWiseMatrix& w) {
+    const Wide big = std::max(w.rows, w.cols);
+    const Wide small = std::min(w.rows, w.cols);
+    return big * small * small;
+  };
   for (size_t i = 0; i < pattern.size(); ++i) {
+    const LayerWiseMatrix& x = pattern[i];
+    if (x.rows >> 32 || x.cols >> 32) return true;
     for (size_t j = i + 1; j < pattern.size(); ++j) {
-      const LayerWiseMatrix& x = pattern[i];
       const LayerWiseMatrix& y = pattern[j];
-      const double big_x = std::max(x.rows, x.cols);
-      const double small_x = std::min(x.rows, x.cols);
-      const double big_y = std::max(y.rows, y.cols);
-      const double small_y = std::min(y.rows, y.cols);
-      if (big_x * small_x * small_x == big_y * small_y * small_y &&
-          x.rows * x.cols != y.rows * y.cols) {
+      if (y.rows >> 32 || y.cols >> 32) return true;
+      if (cost(x) == cost(y) && x.rows * x.cols != y.rows * y.cols) {
         return true;
       }
     }
@@ -418,31 +423,37 @@ double Packings(const Layout& l) {
 // Placing `b`'s matrices over its shards in at most `runs` runs
 // (layer_wise_layout.cc Packer, either packing): a few heap steps a
 // matrix (log2 of the shards used, one at a time or, where cheaper, in
-// bulk) and a few passes over the shards used a run (its cursors' range,
-// the shards it fits, a heap built, the bulk's totals). A chunk's runs
-// are at most its distinct shapes, over at most its matrices' shards, so
-// the passes are also at most shapes x matrices.
-double PlacingSteps(const BufferTotals& b, double runs) {
+// bulk) and a few passes over the shards a call packs over (min(its
+// matrices, DP)) a run: its cursors' range, the shards it fits, a heap
+// built, the bulk's totals: by elements 4 (a run's cursors' range, the
+// heap built or the bulk's totals; a bucket's cursors set and their
+// largest), by cost 8 (the shards it fits and the heap of those too). A
+// bucket's runs are at most its distinct shapes, so the passes are also at
+// most shapes x the buckets' widths (`widths`: a chunk in one bucket is at
+// most as wide as its matrices).
+double PlacingSteps(const BufferTotals& b, bool by_cost, double runs,
+                    double widths) {
   const double used = std::min(b.matrices, b.shards);
+  const double passes = by_cost ? 8 : 4;
   return b.matrices * (3 * std::log2(used + 1) + 2) +
-         8 * std::min(std::min(runs, b.matrices) * used,
-                      b.shapes * b.matrices);
+         passes *
+             std::min(std::min(runs, b.matrices) * used, b.shapes * widths);
 }
 
 // Without buckets a packing lists its blocks' patterns and places their
 // runs.
-double OneBucketSteps(const BufferTotals& b) {
-  return PlacingSteps(b, b.listed) +
+double OneBucketSteps(const BufferTotals& b, bool by_cost) {
+  return PlacingSteps(b, by_cost, b.listed, b.matrices) +
          kListingStepsPerMatrix * std::min(b.listed, b.matrices);
 }
 
 // With DDP's buckets (the first rank's first chunk) the walk reads every
-// matrix (by cost a heap step each: its estimate of the bucket), and a
+// matrix (by cost also a heap step each: its estimate of the bucket), and a
 // bucket lists its blocks again: a block a bucket boundary cuts is listed
 // in both and its cut repetition apart, at most twice the longest pattern
 // more a bucket. A bucket holds at least 0.9 x DP of its largest matrix,
 // so at least floor(0.9 x DP) matrices (one at least), but the last.
-double BucketedSteps(const BufferTotals& b) {
+double BucketedSteps(const BufferTotals& b, bool by_cost) {
   const double buckets =
       std::min(b.matrices,
                std::ceil(b.matrices /
@@ -450,16 +461,34 @@ double BucketedSteps(const BufferTotals& b) {
                    1);
   const double runs = b.listed + 2 * b.pattern * buckets;
   const double used = std::min(b.matrices, b.shards);
-  return PlacingSteps(b, runs) +
+  // The first chunk's buckets, each as wide as the shards used, and the
+  // rank's other chunks in one bucket each.
+  return PlacingSteps(b, by_cost, runs, buckets * used + b.matrices) +
          kRelistingStepsPerMatrix * std::min(runs, b.matrices) +
-         b.matrices * (kWalkingStepsPerMatrix + 3 * std::log2(used + 1));
+         b.matrices * (kWalkingStepsPerMatrix +
+                       (by_cost ? 3 * std::log2(used + 1) : 0));
 }
 
+// Each packing the layout runs.
+template <typename Steps>
+double EachPacking(const Layout& l, const MatrixTotals& t, Steps steps) {
+  double sum = 0;
+  for (bool by_cost : {false, true}) {
+    if (by_cost ? l.layer_wise_by_cost : l.layer_wise_by_elements) {
+      sum += steps(t.dense, by_cost) + steps(t.expert, by_cost);
+    }
+  }
+  return sum;
+}
 double OneBucketSteps(const Layout& l, const MatrixTotals& t) {
-  return Packings(l) * (OneBucketSteps(t.dense) + OneBucketSteps(t.expert));
+  return EachPacking(l, t, [](const BufferTotals& b, bool by_cost) {
+    return OneBucketSteps(b, by_cost);
+  });
 }
 double BucketedSteps(const Layout& l, const MatrixTotals& t) {
-  return Packings(l) * (BucketedSteps(t.dense) + BucketedSteps(t.expert));
+  return EachPacking(l, t, [](const BufferTotals& b, bool by_cost) {
+    return BucketedSteps(b, by_cost);
+  });
 }
 
 // The whole model's matrices, each layer as it is.

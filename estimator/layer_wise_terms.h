@@ -85,20 +85,21 @@ double LayerWisePackingWork(const ModelShape& m, const Layout& l);
 // rank. Upper bounds of any rank's under any split whose ranks hold at
 // most that many layers. In each buffer (dense, experts), as
 // layer_wise_layout.cc works: placing, 3 log2(shards used + 1) + 2 steps
-// a matrix (a heap step, or less in bulk) and 8 passes over the shards
-// used a run of identical matrices (runs at most the matrices the blocks
-// list, and a chunk's at most its distinct shapes); listing,
-// kListingStepsPerMatrix a matrix the blocks list (building and sorting
-// a chunk's blocks: an MoE layer's experts two patterns, whatever their
-// number); in DDP's buckets, the runs again (a bucket cut from its
-// neighbour lists a block's pattern twice more, a bucket holds at least
-// floor(0.9 x DP) matrices), kRelistingStepsPerMatrix each, and
-// kWalkingStepsPerMatrix + 3 log2(shards used + 1) a matrix the walk
-// reads. The constants are a calibration on this project's 2-core VM
-// (BM_PlanLayerWisePastTheBound, bench/RESULTS.md session 56): the plans
-// measured take at most 0.11 ns a counted step (Mixtral-8x7B's many small
-// chunks the most), so the plan's bound of 2^30 steps is about 0.12 s of
-// packing.
+// a matrix (a heap step, or less in bulk) and 4 passes over the shards
+// used a run of identical matrices, 8 by cost (runs at most the matrices
+// the blocks list, and a bucket's at most its distinct shapes, each pass
+// as wide as its call's matrices at most); listing, kListingStepsPerMatrix a
+// matrix the blocks list (building and sorting a chunk's blocks: an MoE
+// layer's experts two patterns, whatever their number); in DDP's
+// buckets, the runs again (a bucket cut from its neighbour lists a
+// block's pattern twice more, a bucket holds at least floor(0.9 x DP)
+// matrices), kRelistingStepsPerMatrix each, and kWalkingStepsPerMatrix a
+// matrix the walk reads (by cost 3 log2(shards used + 1) more: its
+// estimate of the bucket is a heap). The constants are a calibration on
+// this project's 2-core VM (BM_PlanLayerWisePastTheBound, both packings,
+// bench/RESULTS.md session 56): the plans measured take at most 0.14 ns
+// a counted step (Mixtral-8x7B's many small chunks by cost the most), so
+// the plan's bound of 2^30 steps is about 0.15 s of packing.
 inline constexpr double kListingStepsPerMatrix = 640;
 inline constexpr double kRelistingStepsPerMatrix = 32;
 inline constexpr double kWalkingStepsPerMatrix = 16;

@@ -143,21 +143,26 @@ TEST(LayerWiseTermsTest, AMemoAnswersAsThePackingDoes) {
 // shapes, patterns of at most `pattern`; one bucket, then DDP's buckets.
 struct CountedBuffer {
   double m, shards, listed, shapes, pattern;
-  double Placing(double runs) const {
+  // Passes over the shards a run: 4 by elements, 8 by cost.
+  double Placing(double runs, double widths, bool by_cost = false) const {
     const double used = std::min(m, shards);
     return m * (3 * std::log2(used + 1) + 2) +
-           8 * std::min(std::min(runs, m) * used, shapes * m);
+           (by_cost ? 8 : 4) *
+               std::min(std::min(runs, m) * used, shapes * widths);
   }
-  double OneBucket() const {
-    return Placing(listed) + kListingStepsPerMatrix * std::min(listed, m);
+  double OneBucket(bool by_cost = false) const {
+    return Placing(listed, m, by_cost) +
+           kListingStepsPerMatrix * std::min(listed, m);
   }
-  double Bucketed() const {
+  double Bucketed(bool by_cost = false) const {
     const double buckets = std::min(
         m, std::ceil(m / std::max(1.0, std::floor(0.9 * shards))) + 1);
     const double runs = listed + 2 * pattern * buckets;
-    return Placing(runs) + kRelistingStepsPerMatrix * std::min(runs, m) +
+    const double used = std::min(m, shards);
+    return Placing(runs, buckets * used + m, by_cost) +
+           kRelistingStepsPerMatrix * std::min(runs, m) +
            m * (kWalkingStepsPerMatrix +
-                3 * std::log2(std::min(m, shards) + 1));
+                (by_cost ? 3 * std::log2(std::min(m, shards) + 1) : 0));
   }
 };
 
@@ -207,10 +212,10 @@ TEST(LayerWiseTermsTest, APlanListsExpertsAsBlocksButWalksEachInBuckets) {
   EXPECT_DOUBLE_EQ(w.rank, dense.OneBucket() + experts.OneBucket());
   EXPECT_DOUBLE_EQ(w.first_rank, dense.Bucketed() + experts.Bucketed());
   EXPECT_DOUBLE_EQ(w.whole, w.rank + w.first_rank);
-  // Placing the experts: 12,288 heap steps of 3 log2(9) + 2, and 8 passes
+  // Placing the experts: 12,288 heap steps of 3 log2(9) + 2, and 4 passes
   // over the 8 shards for each of their 96 listed runs.
-  EXPECT_DOUBLE_EQ(experts.Placing(96),
-                   12288 * (3 * std::log2(9.0) + 2) + 8 * 96 * 8);
+  EXPECT_DOUBLE_EQ(experts.Placing(96, 12288),
+                   12288 * (3 * std::log2(9.0) + 2) + 4 * 96 * 8);
 }
 
 // Under the packing by cost, two matrices of a pattern with one
@@ -239,8 +244,11 @@ TEST(LayerWiseTermsTest, OneCostTwoSizesCountsEachMatrixAsItsOwnRun) {
   const double apart = LayerWisePlanWorkOf(m, by_cost, 8).rank;
   const CountedBuffer each = {56, 64, 56,
                               std::numeric_limits<double>::infinity(), 8};
-  EXPECT_DOUBLE_EQ(apart, each.OneBucket());
-  EXPECT_DOUBLE_EQ(each.Placing(56),
+  EXPECT_DOUBLE_EQ(apart, each.OneBucket(/*by_cost=*/true));
+  // The first rank's buckets walk each matrix through the estimate's heap.
+  EXPECT_DOUBLE_EQ(LayerWisePlanWorkOf(m, by_cost, 8).first_rank,
+                   each.Bucketed(/*by_cost=*/true));
+  EXPECT_DOUBLE_EQ(each.Placing(56, 56, /*by_cost=*/true),
                    56 * (3 * std::log2(57.0) + 2) + 8 * 56 * 56);
   // By elements the same matrices run together by shape: a pass over the
   // shards for each of its 9 shapes a matrix at most.
