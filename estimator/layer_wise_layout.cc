@@ -156,16 +156,13 @@ int BitWidth(Cost x) {
   return low == 0 ? 0 : 64 - __builtin_clzll(low);
 }
 
-// Where `k` placements go when each takes the first shard (lowest index
-// among equals) whose next value is smallest, the shards' values strictly
-// increasing with each placement: the k smallest (value, shard) pairs of
-// the shards' sequences, as merging them would take them. `at_most(s,
-// v)`: how many of shard s's values are at most v; below `lo` they sum to
-// less than k, at `hi` to at least k. A bisection of [lo, hi]: at most
-// BitWidth(hi) passes over the shards.
+// The least value in [lo, hi] at or below which the shards hold at least
+// k values, `at_most(s, v)` counting shard s's: below `lo` they sum to
+// less than k, at `hi` to at least k. A bisection: at most BitWidth(hi -
+// lo) + 1 passes over the shards.
 template <typename Value, typename AtMost>
-std::vector<uint64_t> TakeSmallest(size_t width, uint64_t k, Value lo,
-                                   Value hi, AtMost at_most) {
+Value LeastReaching(size_t width, uint64_t k, Value lo, Value hi,
+                    AtMost at_most) {
   auto reaches_k = [&](Value v) {
     Cost n = 0;
     for (size_t s = 0; s < width && n < k; ++s) n += at_most(s, v);
@@ -180,6 +177,18 @@ std::vector<uint64_t> TakeSmallest(size_t width, uint64_t k, Value lo,
       lo = mid + 1;
     }
   }
+  return lo;
+}
+
+// Where `k` placements go when each takes the first shard (lowest index
+// among equals) whose next value is smallest, the shards' values strictly
+// increasing with each placement: the k smallest (value, shard) pairs of
+// the shards' sequences, as merging them would take them (LeastReaching's
+// `at_most`, `lo` and `hi`).
+template <typename Value, typename AtMost>
+std::vector<uint64_t> TakeSmallest(size_t width, uint64_t k, Value lo,
+                                   Value hi, AtMost at_most) {
+  lo = LeastReaching(width, k, lo, hi, at_most);
   // Every value below lo, then those equal to it (one a shard at most) in
   // shard order until k.
   std::vector<uint64_t> taken(width, 0);
@@ -239,21 +248,9 @@ std::optional<std::vector<uint64_t>> TakeCheapest(
     if (fits[s] == 0 || at < level[s]) return 0;
     return std::min(at - level[s] + 1, fits[s]);
   };
-  auto reaches_k = [&](uint64_t at) {
-    uint64_t n = 0;
-    for (size_t s = 0; s < width && n < k; ++s) n += at_most(s, at);
-    return n >= k;
-  };
   // The least level whose count reaches k is in [lo, hi] (k is at most
   // the shards' fits together).
-  while (lo < hi) {
-    const uint64_t mid = lo + (hi - lo) / 2;
-    if (reaches_k(mid)) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
-    }
-  }
+  lo = LeastReaching(width, k, lo, hi, at_most);
   // Every cost below level lo, then those at it by r, then by shard.
   std::vector<uint64_t> taken(width, 0);
   uint64_t n = 0;
