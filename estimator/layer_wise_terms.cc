@@ -197,9 +197,8 @@ Packed PackChunks(const std::vector<const Blocks*>& chunks,
 // Two matrices of a pattern with one Newton-Schulz cost and different
 // sizes: sorted by cost, a repeated block of them is listed repetition by
 // repetition (layer_wise_layout.cc AppendBlock), its runs as many as its
-// matrices.
-// Exact, as the packing compares them (dimensions past 2^32, which the
-// packing refuses, count as apart).
+// matrices. Exact, as the packing compares them (dimensions past 2^32,
+// which the packing refuses, count as apart).
 bool OneCostTwoSizes(const Matrices& pattern) {
   using Wide = unsigned __int128;
   auto cost = [](const LayerWiseMatrix& w) {
@@ -255,15 +254,21 @@ MatrixCounts CountsOf(const ModelShape& m, const Layout& l) {
   Matrices dense;
   Blocks expert;
   MatrixCounts c;
+  // A layer's pattern, with MTP's eh_proj (a repeated MTP layer's), each
+  // kind.
+  const LayerWiseMatrix eh_proj = {Whole(m.hidden / l.tensor),
+                                   Whole(2 * m.hidden)};
   AppendLayer(one_local, l, false, dense, expert);
   c.dense_layer = double(dense.size());
-  c.dense_apart = OneCostTwoSizes(dense);
   Matrices every_dense = dense;
+  dense.push_back(eh_proj);
+  c.dense_apart = OneCostTwoSizes(dense);
   dense.clear();
   AppendLayer(one_local, l, true, dense, expert);
   c.moe_layer = double(dense.size());
-  c.dense_apart |= OneCostTwoSizes(dense);
   every_dense.insert(every_dense.end(), dense.begin(), dense.end());
+  dense.push_back(eh_proj);
+  c.dense_apart |= OneCostTwoSizes(dense);
   // MTP's eh_proj and a learned position embedding, of shapes apart.
   c.dense_shapes = DistinctShapes(every_dense) + 2;
   // A layer's dense matrices, and MTP's eh_proj before them.
