@@ -667,9 +667,12 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "--quick-geglu; and with --swiglu under --transformer-impl local, "
        "whose spec has no TE module (the MLP fails on the shape)"},
       {"moe-grouped-gemm", false, M, "off",
-       "grouped GEMMs for the local experts (no memory term changes); "
-       "--recompute-modules moe_act needs it (Megatron refuses it "
-       "without)"},
+       "grouped GEMMs for the local experts (their activations as "
+       "sequential experts'); under Lion or Muon with "
+       "--use-distributed-optimizer each layer's expert FC1s register "
+       "before their FC2s, which moves the first rank's DDP buckets and "
+       "the layer-wise buffers' padding; --recompute-modules moe_act "
+       "needs it (Megatron refuses it without)"},
       {"moe-use-grouped-tensor", false, M, "off",
        "TransformerEngine's GroupedTensor experts: each local expert's "
        "tokens padded to a multiple of 256 rows in any precision (up to 255 "
