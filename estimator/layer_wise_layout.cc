@@ -212,7 +212,7 @@ std::vector<uint64_t> TakeSmallest(size_t width, uint64_t k, Value lo,
 // (q + j) x cost + r, so the costs order by their level q + j, then by r,
 // then by shard. One division a shard, then a bisection over the levels
 // in 64 bits (against one a shard a step over the costs' 128); nullopt
-// where a level would reach 2^62 (then TakeSmallest over the costs).
+// where a level would reach 2^62.
 // `scratch`: the caller's, kept across calls.
 struct CheapestScratch {
   std::vector<uint64_t> level;
@@ -461,22 +461,16 @@ class Packer {
       }
       const uint64_t first = static_cast<uint64_t>(
           std::min<Cost>(fitting, run.count));
-      if (first == 0 ||
-          BulkPays(first, 2 * log_width_, width_, 0, hi)) {
-        if (first > 0) {
-          // The least cost among the shards that still fit: each shard's
-          // costs rise by run.cost a matrix, for fits[s] matrices.
-          std::optional<std::vector<uint64_t>> taken =
-              TakeCheapest(cost_loads_, fits, first, run.cost, cheapest_);
-          if (!taken) {
-            taken = TakeSmallest(
-                width_, first, Cost{0}, hi,
-                [&](size_t s, Cost v) -> uint64_t {
-                  if (fits[s] == 0 || v < cost_loads_[s]) return 0;
-                  const Cost n = (v - cost_loads_[s]) / run.cost + 1;
-                  return static_cast<uint64_t>(std::min<Cost>(n, fits[s]));
-                });
-          }
+      // The least cost among the shards that still fit: each shard's costs
+      // rise by run.cost a matrix, for fits[s] matrices. Below BulkPays's
+      // 2^62 every level is too, so TakeCheapest always answers there;
+      // were it not to, one at a time (below) is as exact.
+      std::optional<std::vector<uint64_t>> taken;
+      if (first > 0 && BulkPays(first, 2 * log_width_, width_, 0, hi)) {
+        taken = TakeCheapest(cost_loads_, fits, first, run.cost, cheapest_);
+      }
+      if (first == 0 || taken) {
+        if (taken) {
           AddCosts(*taken, run.cost);
           PlaceTaken(*taken, numel);
         }
