@@ -508,6 +508,16 @@ double WholeModelMatrices(const ModelShape& m, const MatrixCounts& c,
          (m.learned_positions > 0 ? 1 : 0);
 }
 
+// Validation's bound on `c`'s layout (LayerWisePackingWork).
+double PackingWorkOf(const ModelShape& m, const Layout& l,
+                     const MatrixCounts& c) {
+  double expert = 0;
+  const double dense = WholeModelMatrices(m, c, expert);
+  return 2 * Packings(l) *
+         (LayerWisePackingSteps(dense, l.data * l.context) +
+          LayerWisePackingSteps(expert, ExpertShards(l)));
+}
+
 }  // namespace
 
 // Validation's bound: a scan of the shards used a matrix (the most any
@@ -515,19 +525,17 @@ double WholeModelMatrices(const ModelShape& m, const MatrixCounts& c,
 // steps are at most the whole model's: LayerWisePackingSteps grows faster
 // than its sum); each packing bucketed and not.
 double LayerWisePackingWork(const ModelShape& m, const Layout& l) {
-  double expert = 0;
-  const double dense = WholeModelMatrices(m, CountsOf(m, l), expert);
-  return 2 * Packings(l) *
-         (LayerWisePackingSteps(dense, l.data * l.context) +
-          LayerWisePackingSteps(expert, ExpertShards(l)));
+  return PackingWorkOf(m, l, CountsOf(m, l));
 }
 
 LayerWisePlanWork LayerWisePlanWorkOf(const ModelShape& m, const Layout& l,
                                       double rank_layers) {
+  // One count of the layout's matrices for all four figures (the plan
+  // counts every layout).
   const MatrixCounts c = CountsOf(m, l);
   const MatrixTotals rank = RankOf(m, l, c, rank_layers);
   const MatrixTotals whole = RankOf(m, l, c, m.layers);
-  return {LayerWisePackingWork(m, l), OneBucketSteps(l, rank),
+  return {PackingWorkOf(m, l, c), OneBucketSteps(l, rank),
           BucketedSteps(l, rank),
           OneBucketSteps(l, whole) + BucketedSteps(l, whole)};
 }

@@ -212,10 +212,12 @@ TEST(LayerWiseTermsTest, APlanListsExpertsAsBlocksButWalksEachInBuckets) {
   EXPECT_DOUBLE_EQ(w.rank, dense.OneBucket() + experts.OneBucket());
   EXPECT_DOUBLE_EQ(w.first_rank, dense.Bucketed() + experts.Bucketed());
   EXPECT_DOUBLE_EQ(w.whole, w.rank + w.first_rank);
-  // Placing the experts: 12,288 heap steps of 3 log2(9) + 2, and 4 passes
-  // over the 8 shards for each of their 96 listed runs.
-  EXPECT_DOUBLE_EQ(experts.Placing(96, 12288),
-                   12288 * (3 * std::log2(9.0) + 2) + 4 * 96 * 8);
+  // The experts in one bucket: 12,288 heap steps of 3 log2(9) + 2, 4
+  // passes over the 8 shards for each of their 96 listed runs, and 96
+  // listed.
+  EXPECT_DOUBLE_EQ(w.rank - dense.OneBucket(),
+                   12288 * (3 * std::log2(9.0) + 2) + 4 * 96 * 8 +
+                       kListingStepsPerMatrix * 96);
 }
 
 // Under the packing by cost, two matrices of a pattern with one
@@ -248,8 +250,10 @@ TEST(LayerWiseTermsTest, OneCostTwoSizesCountsEachMatrixAsItsOwnRun) {
   // The first rank's buckets walk each matrix through the estimate's heap.
   EXPECT_DOUBLE_EQ(LayerWisePlanWorkOf(m, by_cost, 8).first_rank,
                    each.Bucketed(/*by_cost=*/true));
-  EXPECT_DOUBLE_EQ(each.Placing(56, 56, /*by_cost=*/true),
-                   56 * (3 * std::log2(57.0) + 2) + 8 * 56 * 56);
+  // 56 heap steps of 3 log2(57) + 2, 8 passes over the 56 shards used
+  // for each of 56 runs, 56 listed.
+  EXPECT_DOUBLE_EQ(apart, 56 * (3 * std::log2(57.0) + 2) + 8 * 56 * 56 +
+                              kListingStepsPerMatrix * 56);
   // By elements the same matrices run together by shape: a pass over the
   // shards for each of its 9 shapes a matrix at most.
   Layout by_elements = LayerWise(1, 1, 64);
