@@ -48,6 +48,29 @@ std::string Cell(const v1::Candidate* c, TableFormat format) {
   }
 }
 
+// The rows RenderPlanTable leaves out, as a line under the table ("" when
+// none): `listed` of `plain` plain 1F1B layouts are shown, the others RED
+// at every GPU count.
+std::string LeftOutNote(size_t plain, size_t listed) {
+  constexpr const char* kListView =
+      "; without --table the plan also searches uneven stages, interleaving "
+      "and recomputation.\n";
+  if (plain == 0) {
+    return absl::StrCat(
+        "No plain 1F1B layout (even stages, no interleaving or "
+        "recomputation) is valid at the GPU counts given", kListView);
+  }
+  if (listed == 0) {
+    return absl::StrCat("Every plain 1F1B layout (even stages, no "
+                        "interleaving or recomputation) is RED at every GPU "
+                        "count given (", plain, " of them)", kListView);
+  }
+  if (listed == plain) return "";
+  return absl::StrCat(plain - listed, " more plain layout",
+                      plain - listed == 1 ? "" : "s",
+                      ", RED at every GPU count, not shown.\n");
+}
+
 }  // namespace
 
 std::string RenderPlanTable(const std::vector<uint32_t>& gpu_counts,
@@ -75,6 +98,11 @@ std::string RenderPlanTable(const std::vector<uint32_t>& gpu_counts,
     });
     if (any_fits) keys.push_back(key);
   }
+  // What the rows leave out, said under the table: an empty table must not
+  // read as "nothing to say" when every plain layout is RED (Llama-3.1-
+  // 405B's 126 layers split evenly only over 1 or 2 stages on a power of
+  // two of GPUs).
+  const std::string left_out = LeftOutNote(rows.size(), keys.size());
   std::sort(keys.begin(), keys.end(), RowBefore);
 
   std::vector<std::string> header = {"(TP, CP, PP, MBS)"};
@@ -116,7 +144,8 @@ std::string RenderPlanTable(const std::vector<uint32_t>& gpu_counts,
       absl::StrAppend(&out, "| ", absl::StrJoin(line, " | "), " |\n");
     }
     absl::StrAppend(&out, "\nG: GREEN (fits), Y: YELLOW (may OOM), R: RED "
-                          "(will OOM); GiB per GPU, peak stage.\n");
+                          "(will OOM); GiB per GPU, peak stage.\n",
+                    left_out);
     return out;
   }
   // Text: fixed-width columns; ANSI escapes take no width on a terminal.
@@ -140,6 +169,7 @@ std::string RenderPlanTable(const std::vector<uint32_t>& gpu_counts,
     absl::StrAppend(&out, "\nG: GREEN (fits), Y: YELLOW (may OOM), R: RED "
                           "(will OOM); GiB per GPU, peak stage.\n");
   }
+  absl::StrAppend(&out, left_out);
   return out;
 }
 

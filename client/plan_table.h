@@ -15,8 +15,10 @@ enum class TableFormat { kText, kAnsi, kCsv, kMarkdown };
 
 // One plan per GPU count (the column heading is its first candidate's
 // num_gpus, or `gpu_counts`). Rows are every layout that is not RED in at
-// least one column, smallest TP x CP x PP first. Text and markdown mark the
-// zone after the number (G / Y / R); ANSI colours the cell instead.
+// least one column, smallest TP x CP x PP first; under them (not in CSV) a
+// line says how many were left out, and why an empty table is empty. Text
+// and markdown mark the zone after the number (G / Y / R); ANSI colours the
+// cell instead.
 std::string RenderPlanTable(const std::vector<uint32_t>& gpu_counts,
                             const std::vector<v1::PlanResponse>& plans,
                             TableFormat format);

@@ -1187,6 +1187,44 @@ TEST(CliPlanTest, PaperTableInTextCsvAndMarkdown) {
             std::string::npos);
 }
 
+// The table shows the layouts that are not RED at some GPU count, and says
+// what it left out: a count of the others, or, where every plain layout is
+// RED (Llama-3.1-405B's 126 layers split evenly only over 1 or 2 stages on
+// 8,192 GPUs), that the table is empty for that reason and where to look.
+TEST(CliPlanTest, PaperTableSaysWhatItLeftOut) {
+  RunResult r = Plan({"--model=llama-3.1-70b", "--gpu=h100-80gb",
+                      "--gpus=64,128", "--seq=8192", "--gbs=512", "--table"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(8, 1, 2, 1)           62.40 G     56.24 G"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(" more plain layouts, RED at every GPU count, not "
+                       "shown.\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("Every plain 1F1B layout"), std::string::npos);
+
+  for (const char* format : {"--format=text", "--format=markdown"}) {
+    r = Plan({"--model=llama-3.1-405b", "--gpu=h100-80gb", "--gpus=8192",
+              "--seq=8192", "--gbs=2048", "--table", format});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find(" G "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("Every plain 1F1B layout (even stages, no "
+                         "interleaving or recomputation) is RED at every GPU "
+                         "count given ("),
+              std::string::npos)
+        << format << "\n" << r.out;
+    EXPECT_NE(r.out.find("without --table the plan also searches uneven "
+                         "stages, interleaving and recomputation.\n"),
+              std::string::npos);
+  }
+  // CSV stays data: its header and no rows.
+  r = Plan({"--model=llama-3.1-405b", "--gpu=h100-80gb", "--gpus=8192",
+            "--seq=8192", "--gbs=2048", "--table", "--format=csv"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "tp,cp,pp,mbs,8192_gpus_gib,8192_gpus_zone\n");
+}
+
 TEST(CliPlanTest, BadInputExitsTwo) {
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{
