@@ -1,5 +1,6 @@
 #include "client/plan_command.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -9,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "client/exit_codes.h"
 #include "client/flags.h"
+#include "client/gpus_to_fit.h"
 #include "client/job_flags.h"
 #include "client/json_output.h"
 #include "client/plan_launch.h"
@@ -32,7 +34,9 @@ constexpr char kUsage[] =
     "(GREEN) first,\nthen by expected speed (GEMM efficiency, TP/CP "
     "communication, pipeline\nbubble and stage imbalance). With several GPU "
     "counts and --table, prints\nthe paper's table: rows (TP, CP, PP, MBS), "
-    "columns GPU counts, cells GiB.\n\n"
+    "columns GPU counts, cells GiB.\nWhere nothing is GREEN, a note names "
+    "the first doubling of the GPU count\nat which a layout is (same global "
+    "batch).\n\n"
     "After `--`, a torchrun/Megatron-LM launch is planned as that job runs: "
     "its\nmodel, precision, --seq-length, --global-batch-size and training "
     "settings\n(fp8, the optimizer: Adam, SGD, Lion or Muon, precision-aware "
@@ -358,6 +362,20 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
     }
     plans.push_back(*std::move(plan));
     requests.push_back(std::move(one));
+  }
+
+  // Where nothing is GREEN at any count asked: how many GPUs would do.
+  if (std::none_of(plans.begin(), plans.end(), HasGreen)) {
+    const auto largest = std::max_element(
+        requests.begin(), requests.end(), [](const auto& x, const auto& y) {
+          return x.num_gpus() < y.num_gpus();
+        });
+    err << "memgate plan: note: "
+        << GpusToFitNote(*largest, [&](const v1::PlanRequest& r) {
+             return remote.server.empty() ? PlanLayouts(r)
+                                          : PlanRemotely(r, remote);
+           })
+        << "\n";
   }
 
   if (table) {

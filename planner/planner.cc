@@ -1689,6 +1689,46 @@ absl::Status CheckLayerWiseWork(const Search& s,
       " (fewer GPUs, or check a layout with memgate check)"));
 }
 
+// Why a plan has no layout at all, where the data-parallel rule says it:
+// every (TP, CP, PP) group Megatron's rules allow on these GPUs leaves a
+// data-parallel size that does not divide the global batch (each rank
+// takes whole micro-batches), or there is no such group. The same loop as
+// the search's (ForEachGroup), so bounded as it is. nullopt where groups
+// with a dividing DP exist (the experts' or the optimizer's rules, or a
+// launch's split forms, left none: the CLI names the latter).
+std::optional<std::string> NoLayoutNote(const Search& s,
+                                        const std::vector<uint32_t>& divisors) {
+  uint64_t groups = 0;
+  bool some_divide = false;
+  uint32_t least_dp = 0, at_t = 0, at_c = 0, at_p = 0;
+  ForEachGroup(s, divisors, [&](uint32_t t, uint32_t c, uint32_t p) {
+    ++groups;
+    const uint32_t d = s.gpus / t / c / p;
+    if (s.gbs % d == 0) some_divide = true;
+    if (least_dp == 0 || d < least_dp) {
+      least_dp = d;
+      at_t = t, at_c = c, at_p = p;
+    }
+  });
+  if (some_divide) return std::nullopt;
+  if (groups == 0) {
+    return absl::StrCat(
+        "no layout of ", s.gpus, " GPUs: no (TP, CP, PP) split of them "
+        "passes the rules validation enforces for this job and the plan's "
+        "bound of at least ", kMinTokensPerContextRank, " tokens a CP rank "
+        "(memgate check of one layout names the rule it breaks)");
+  }
+  return absl::StrCat(
+      "no layout of ", s.gpus, " GPUs: ",
+      groups == 1 ? "the one (TP, CP, PP) group"
+                  : absl::StrCat("each of the ", groups, " (TP, CP, PP) groups"),
+      " Megatron's rules allow on them leaves a data-parallel size that does "
+      "not divide the global batch ", s.gbs,
+      " (each rank takes whole micro-batches); the smallest is DP ", least_dp,
+      ", at (", at_t, ", ", at_c, ", ", at_p,
+      "): a global batch that DP divides, or another GPU count, plans");
+}
+
 }  // namespace
 
 absl::StatusOr<uint64_t> CountPlanLayouts(const v1::PlanRequest& request) {
@@ -1769,6 +1809,11 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
     v1::Candidate* c = response.add_candidates();
     *c = ToCandidate(*search, ranked[i], best);
     c->set_rank(static_cast<uint32_t>(i + 1));
+  }
+  if (valid_layouts == 0) {
+    if (std::optional<std::string> none = NoLayoutNote(*search, gpu_divisors)) {
+      response.add_notes(*std::move(none));
+    }
   }
   if (std::optional<std::string> starved =
           StarvedPipelineNote(request, response)) {

@@ -603,6 +603,56 @@ TEST(PlannerTest, NvidiaQwen3MoePresetRanksInTheFirstFive) {
   }
 }
 
+// A plan with no layout at all says why (PlanResponse.notes), where the
+// data-parallel rule is the reason: Llama-3.1-8B on a prime 1,000,003 GPUs
+// has one group, (1, 1, 1), whose DP does not divide the global batch;
+// 405B on 2^20 GPUs with a global batch of 64 leaves DP 256 at the least.
+// Where no group passes validation's rules at all (--tp-comm-overlap needs
+// TP 2 or more: none on one GPU) it says that, and how to find the rule.
+// A plan with layouts has no such note.
+TEST(PlannerTest, AnEmptyPlanSaysWhy) {
+  struct Case {
+    v1::PlanRequest request;
+    const char* note;
+  };
+  v1::PlanRequest overlap = Request("llama-3.1-8b", "h100-80gb", 1, 8192, 64);
+  overlap.mutable_training()->set_tp_comm_overlap(
+      v1::TrainingConfig::TP_COMM_OVERLAP_DEFAULT);
+  for (const Case& c :
+       {Case{Request("llama-3.1-8b", "h100-80gb", 1000003, 8192, 64),
+             "no layout of 1000003 GPUs: the one (TP, CP, PP) group "
+             "Megatron's rules allow on them leaves a data-parallel size "
+             "that does not divide the global batch 64 (each rank takes "
+             "whole micro-batches); the smallest is DP 1000003, at (1, 1, "
+             "1): a global batch that DP divides, or another GPU count, "
+             "plans"},
+        Case{Request("llama-3.1-405b", "h100-80gb", 1u << 20, 8192, 64),
+             "no layout of 1048576 GPUs: each of the 112 (TP, CP, PP) "
+             "groups Megatron's rules allow on them leaves a data-parallel "
+             "size that does not divide the global batch 64 (each rank "
+             "takes whole micro-batches); the smallest is DP 256, at (8, 8, "
+             "64): a global batch that DP divides, or another GPU count, "
+             "plans"},
+        Case{overlap,
+             "no layout of 1 GPUs: no (TP, CP, PP) split of them passes the "
+             "rules validation enforces for this job and the plan's bound "
+             "of at least 1024 tokens a CP rank (memgate check of one "
+             "layout names the rule it breaks)"}}) {
+    absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(c.request);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->candidates_size(), 0);
+    EXPECT_EQ(plan->considered(), 0u);
+    ASSERT_EQ(plan->notes_size(), 1) << plan->DebugString();
+    EXPECT_EQ(plan->notes(0), c.note);
+  }
+  // 1,000,003 GPUs with a global batch they divide: one layout, no note.
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(
+      Request("llama-3.1-8b", "h100-80gb", 1000003, 8192, 1000003));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_GT(plan->candidates_size(), 0);
+  EXPECT_EQ(plan->notes_size(), 0) << plan->DebugString();
+}
+
 // The depth of interleaving tried is bounded by kMaxPlanVirtualStages,
 // whatever the layers a stage: a small model of 2,048 layers over 2 stages
 // with 2 micro-batches a step (a 50% plain bubble, sends over NVLink that

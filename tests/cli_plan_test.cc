@@ -1225,6 +1225,49 @@ TEST(CliPlanTest, PaperTableSaysWhatItLeftOut) {
   EXPECT_EQ(r.out, "tp,cp,pp,mbs,8192_gpus_gib,8192_gpus_zone\n");
 }
 
+// Where nothing is GREEN, a note says how many GPUs would do: the first
+// doubling of the count at which the plan's first layout is GREEN (the
+// same global batch). Llama-3.1-405B on 8 A100s (40 GB) at global batch
+// 64: the count it names ranks a GREEN layout first, half of it does not,
+// and a plan with a GREEN layout has no such note.
+TEST(CliPlanTest, NothingGreenSaysHowManyGpusWould) {
+  const std::vector<std::string> base = {"--model=llama-3.1-405b",
+                                         "--gpu=a100-40gb", "--seq=8192",
+                                         "--gbs=64", "--top=1"};
+  RunResult r = Plan(With(base, {"--gpus=8"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(" RED "), std::string::npos) << r.out;
+  const std::string lead =
+      "memgate plan: note: nothing is GREEN on 8 GPUs; at global batch 64 "
+      "the first doubling where a layout is GREEN is ";
+  const size_t at = r.err.find(lead);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  uint32_t gpus = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(
+      r.err.substr(at + lead.size(),
+                   r.err.find(' ', at + lead.size()) - at - lead.size()),
+      &gpus))
+      << r.err;
+  EXPECT_NE(r.err.find(absl::StrCat("(memgate plan --gpus=", gpus,
+                                    " ranks them)\n")),
+            std::string::npos)
+      << r.err;
+  ASSERT_GT(gpus, 16u);
+  RunResult there = Plan(With(base, {absl::StrCat("--gpus=", gpus)}));
+  ASSERT_EQ(there.exit_code, 0) << there.err;
+  EXPECT_NE(there.out.find(" GREEN "), std::string::npos) << there.out;
+  EXPECT_EQ(there.err.find("nothing is GREEN"), std::string::npos);
+  RunResult half = Plan(With(base, {absl::StrCat("--gpus=", gpus / 2)}));
+  ASSERT_EQ(half.exit_code, 0) << half.err;
+  EXPECT_EQ(half.out.find(" GREEN "), std::string::npos) << half.out;
+  EXPECT_NE(half.err.find(absl::StrCat("nothing is GREEN on ", gpus / 2,
+                                       " GPUs; at global batch 64 the first "
+                                       "doubling where a layout is GREEN is ",
+                                       gpus, " GPUs")),
+            std::string::npos)
+      << half.err;
+}
+
 TEST(CliPlanTest, BadInputExitsTwo) {
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{
