@@ -418,6 +418,16 @@ absl::string_view OutsideArgumentRefusal(absl::string_view name) {
   return "";
 }
 
+bool ActsOnlyUnderModelOpt(absl::string_view name) {
+  for (absl::string_view builder :
+       {"export-force-local-attention", "export-model-type", "export-quant-cfg",
+        "export-real-quant-cfg", "export-qk-l2-norm",
+        "export-moe-apply-probs-on-input", "enable-gpt-oss"}) {
+    if (name == builder) return true;
+  }
+  return false;
+}
+
 absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
   // Words before the script are the launcher's (torchrun, python -m), and
   // the commands' before it, whose assignments the launch may run with.
@@ -523,10 +533,12 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
                           : kAny;
         values_of = name;
       }
-      if (among_arguments && refused_outside_.empty() &&
-          !OutsideArgumentRefusal(name).empty()) {
-        refused_outside_ = name;
+      if (among_arguments && !OutsideArgumentRefusal(name).empty() &&
+          std::find(refused_outside_.begin(), refused_outside_.end(),
+                    name) == refused_outside_.end()) {
+        refused_outside_.push_back(name);
       }
+      if (among_arguments && name == "load") loads_checkpoint_ = true;
       if (among_arguments && !IsMegatronArgumentName(name) &&
           std::find(unreviewed_.begin(), unreviewed_.end(), name) ==
               unreviewed_.end()) {

@@ -99,11 +99,18 @@ class Arguments {
     return environment_;
   }
 
-  // The first argument after the script, outside Megatron-LM's own
-  // parser, that changes memory in a way memgate does not model
+  // The arguments after the script, outside Megatron-LM's own parser,
+  // that change memory in a way memgate does not model
   // (OutsideArgumentRefusal: Megatron-DeepSpeed's --deepspeed, ModelOpt's
-  // --export-kd-teacher-load, ...), or "".
-  const std::string& refused_outside() const { return refused_outside_; }
+  // --export-kd-teacher-load, ...), each once, in order: at most the
+  // table's few names.
+  const std::vector<std::string>& refused_outside() const {
+    return refused_outside_;
+  }
+
+  // Whether the launch names a checkpoint to --load (ModelOpt's layer
+  // spec comes with one that holds ModelOpt's state).
+  bool loads_checkpoint() const { return loads_checkpoint_; }
 
   // Arguments given more than once with different values (the last
   // taken): the first kMaxUnreviewedNamed, in order, and how many.
@@ -119,7 +126,8 @@ class Arguments {
   size_t overridden_count_ = 0;
   std::string after_core_0_12_0_;
   std::string script_;
-  std::string refused_outside_;
+  std::vector<std::string> refused_outside_;
+  bool loads_checkpoint_ = false;
 };
 
 // Why `name`, an argument outside Megatron-LM's own parser (a fork's, or
@@ -127,6 +135,16 @@ class Arguments {
 // is refused: what it changes that memgate does not model; "" for one
 // memgate has no reason to refuse.
 absl::string_view OutsideArgumentRefusal(absl::string_view name);
+
+// Whether `name` is one of ModelOpt's arguments that only ModelOpt's model
+// builder reads (megatron/post_training/model_builder.py: its layer spec,
+// attention, quantized layers, GPT-OSS mode) or nothing in pretrain_gpt.py
+// reads (--export-quant-cfg, the quantize and finetune examples'):
+// pretrain_gpt.py builds that model only when ModelOpt is enabled
+// (--modelopt-enabled, --export-kd-teacher-load, or a --load checkpoint
+// with ModelOpt's state: post_training/utils.py maybe_enable_modelopt),
+// and without it such an argument changes nothing.
+bool ActsOnlyUnderModelOpt(absl::string_view name);
 
 // The environment variables of TransformerEngine's that change memory, in
 // the order they are reported: its attention kernel and softmax

@@ -2119,6 +2119,55 @@ absl::Status RefuseUnmodelled(const Arguments& args) {
   return absl::OkStatus();
 }
 
+// The file name of the script `script` names: `torchrun pretrain_mamba
+// ...` runs pretrain_mamba.py, ${MEGATRON}/pretrain_gpt.py pretrain_gpt.py;
+// a name the shell makes ($SCRIPT) as it is.
+std::string ScriptFileName(const std::string& script) {
+  std::string base = script.substr(script.rfind('/') + 1);
+  if (!ExpandsAtRunTime(base) && base.find('.') == std::string::npos) {
+    base += ".py";
+  }
+  return base;
+}
+
+// Arguments outside Megatron-LM's parser that change memory
+// (OutsideArgumentRefusal) are refused by name; ModelOpt's that only its
+// model builder reads (ActsOnlyUnderModelOpt) act only where pretrain_gpt.py
+// enables ModelOpt, and where nothing in the launch can (no --load, and
+// the enabling arguments are refused by name themselves) they are noted
+// as changing nothing. NVIDIA's GPT-OSS example (examples/gptoss/
+// 02_train.sh) trains from scratch with --export-force-local-attention
+// and --enable-gpt-oss.
+absl::Status RefuseOutsideArguments(const Arguments& args,
+                                    MegatronLaunch& launch) {
+  const bool pretrain_gpt = ScriptFileName(args.script()) == "pretrain_gpt.py";
+  std::vector<std::string> inert;
+  for (const std::string& name : args.refused_outside()) {
+    const bool modelopt_builder = ActsOnlyUnderModelOpt(name);
+    if (modelopt_builder && pretrain_gpt && !args.loads_checkpoint()) {
+      inert.push_back(name);
+      continue;
+    }
+    std::string why(OutsideArgumentRefusal(name));
+    if (modelopt_builder && pretrain_gpt) {
+      absl::StrAppend(&why, " (with --load, a checkpoint that holds "
+                            "ModelOpt's state builds ModelOpt's model, which "
+                            "the launch does not say)");
+    }
+    return Bad(name, why);
+  }
+  if (!inert.empty()) {
+    launch.notes.push_back(absl::StrCat(
+        "--", absl::StrJoin(inert, ", --"),
+        ": ModelOpt's, read only by its model builder, which pretrain_gpt.py "
+        "uses only with ModelOpt enabled (--modelopt-enabled, "
+        "--export-kd-teacher-load, or a --load checkpoint that holds "
+        "ModelOpt's state: post_training/utils.py maybe_enable_modelopt); "
+        "this launch enables none: no effect"));
+  }
+  return absl::OkStatus();
+}
+
 // The script the launch runs. memgate models what Megatron-LM's
 // pretrain_gpt.py builds (gpt_builders.py: its GPT model). Megatron-LM's
 // other entry points build other models and are refused by name; a
@@ -2133,9 +2182,9 @@ absl::Status CheckScript(const Arguments& args, MegatronLaunch& launch) {
       script.find('.', script.rfind('/') + 1) == std::string::npos) {
     script += ".py";
   }
-  const absl::string_view base =
-      absl::string_view(script).substr(script.rfind('/') + 1);
-  if (base == "pretrain_gpt.py") return absl::OkStatus();
+  if (ScriptFileName(args.script()) == "pretrain_gpt.py") {
+    return absl::OkStatus();
+  }
   constexpr absl::string_view kVision =
       "a vision-language model (its vision encoder and projector beside the "
       "language model)";
@@ -2249,11 +2298,10 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
         "--seq-length, --tensor-model-parallel-size, ...)");
   }
   if (absl::Status s = RefuseUnmodelled(args); !s.ok()) return s;
-  if (!args.refused_outside().empty()) {
-    return Bad(args.refused_outside(),
-               OutsideArgumentRefusal(args.refused_outside()));
-  }
   MegatronLaunch launch;
+  if (absl::Status s = RefuseOutsideArguments(args, launch); !s.ok()) {
+    return s;
+  }
   if (absl::Status s = CheckScript(args, launch); !s.ok()) return s;
   if (absl::Status s = FillModel(args, fill_model, launch); !s.ok()) return s;
   for (auto fill : {FillArchitecture, FillParallel, FillContextParallelComm,

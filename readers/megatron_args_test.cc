@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "estimator/catalog.h"
 #include "estimator/estimate.h"
@@ -1359,11 +1360,9 @@ TEST(MegatronArgsTest, DeepSpeedsEngineAndModelOptsChangesAreRefusedByName) {
   // ModelOpt's arguments, which pretrain_gpt.py adds when nvidia-modelopt
   // is installed: a distillation teacher on the same GPUs, Megatron's
   // local attention, quantization-aware training, ... were noted as
-  // unknown and admitted.
+  // unknown and admitted. Those that enable ModelOpt are refused by name.
   for (const char* modelopt :
-       {"--export-kd-teacher-load /ckpt/teacher", "--export-force-local-attention",
-        "--export-quant-cfg fp8", "--export-model-type HybridModel",
-        "--enable-gpt-oss", "--modelopt-enabled"}) {
+       {"--export-kd-teacher-load /ckpt/teacher", "--modelopt-enabled"}) {
     const absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
         Words(std::string(kLlama31_8B) + " " + modelopt), nullptr);
     ASSERT_FALSE(l.ok()) << modelopt;
@@ -1374,6 +1373,68 @@ TEST(MegatronArgsTest, DeepSpeedsEngineAndModelOptsChangesAreRefusedByName) {
     EXPECT_NE(l.status().message().find("not modelled"), std::string::npos)
         << l.status();
   }
+  // Those only ModelOpt's model builder reads act only where ModelOpt is
+  // enabled: refused where a --load checkpoint may enable it, an enabling
+  // argument does, or the script is not pretrain_gpt.py (which may build
+  // ModelOpt's model: examples/post_training/modelopt/finetune.py); where
+  // pretrain_gpt.py trains without any (NVIDIA's GPT-OSS example), noted
+  // as changing nothing, all of them in one note.
+  const std::string own_script = absl::StrReplaceAll(
+      kLlama31_8B, {{"pretrain_gpt.py", "examples/post_training/modelopt/"
+                                        "finetune.py"}});
+  for (const char* modelopt :
+       {"--export-force-local-attention", "--export-quant-cfg fp8",
+        "--export-model-type HybridModel", "--enable-gpt-oss",
+        "--export-real-quant-cfg fp8_real_quant", "--export-qk-l2-norm",
+        "--export-moe-apply-probs-on-input"}) {
+    const std::string name =
+        std::string(modelopt).substr(0, std::string(modelopt).find(' '));
+    for (const std::string& refused :
+         {std::string(kLlama31_8B) + " " + modelopt + " --load /ckpt",
+          std::string(kLlama31_8B) + " --load=/ckpt " + modelopt,
+          std::string(kLlama31_8B) + " " + modelopt + " --modelopt-enabled",
+          own_script + " " + modelopt}) {
+      const absl::StatusOr<MegatronLaunch> l =
+          ParseMegatronLaunch(Words(refused), nullptr);
+      ASSERT_FALSE(l.ok()) << refused;
+      EXPECT_TRUE(absl::StartsWith(l.status().message(),
+                                   refused.find("finetune.py") !=
+                                               std::string::npos ||
+                                           refused.find("--load") !=
+                                               std::string::npos
+                                       ? name
+                                       : std::string("--")))
+          << l.status();
+    }
+    const absl::StatusOr<MegatronLaunch> with_load =
+        ParseMegatronLaunch(Words(std::string(kLlama31_8B) + " " + modelopt +
+                                  " --load /ckpt"),
+                            nullptr);
+    EXPECT_NE(with_load.status().message().find(
+                  "with --load, a checkpoint that holds ModelOpt's state "
+                  "builds ModelOpt's model"),
+              std::string::npos)
+        << with_load.status();
+    const absl::StatusOr<MegatronLaunch> inert = ParseMegatronLaunch(
+        Words(std::string(kLlama31_8B) + " " + modelopt), nullptr);
+    ASSERT_TRUE(inert.ok()) << modelopt << ": " << inert.status();
+    EXPECT_NE(AllNotes(*inert).find(
+                  name + ": ModelOpt's, read only by its model builder, which "
+                         "pretrain_gpt.py uses only with ModelOpt enabled"),
+              std::string::npos)
+        << AllNotes(*inert);
+    EXPECT_NE(AllNotes(*inert).find("this launch enables none: no effect"),
+              std::string::npos);
+  }
+  const absl::StatusOr<MegatronLaunch> both = ParseMegatronLaunch(
+      Words(std::string(kLlama31_8B) +
+            " --export-force-local-attention --enable-gpt-oss"),
+      nullptr);
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_NE(AllNotes(*both).find(
+                "--export-force-local-attention, --enable-gpt-oss: ModelOpt's"),
+            std::string::npos)
+      << AllNotes(*both);
   const absl::StatusOr<MegatronLaunch> teacher = ParseMegatronLaunch(
       Words(std::string(kLlama31_8B) + " --export-kd-teacher-load /t"),
       nullptr);
