@@ -26,8 +26,10 @@ struct GreenAt {
 // its GPU count, up to the planner's kMaxPlanGpus, at which `plan` ranks a
 // GREEN layout first, with the global batch and every other setting kept;
 // nullopt when none does. At most log2(kMaxPlanGpus) = 20 plans, each
-// bounded by the planner's own limits; the first that fails (a plan past
-// its bound, an unreachable server) ends the search with its status.
+// bounded by the planner's own limits (through a server, `memgate plan`
+// keeps the whole search to one --timeout); the first that fails (a plan
+// past its bound, an unreachable server, the time up) ends the search with
+// its status.
 absl::StatusOr<std::optional<GreenAt>> FirstDoublingWithGreen(
     const v1::PlanRequest& request, const PlanFunction& plan);
 

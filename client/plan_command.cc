@@ -370,11 +370,23 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
         requests.begin(), requests.end(), [](const auto& x, const auto& y) {
           return x.num_gpus() < y.num_gpus();
         });
+    // Through a server the whole search keeps to one --timeout (its
+    // plans each a share of what is left), not one a plan.
+    const absl::Time deadline = absl::Now() + remote.timeout;
     err << "memgate plan: note: "
-        << GpusToFitNote(*largest, [&](const v1::PlanRequest& r) {
-             return remote.server.empty() ? PlanLayouts(r)
-                                          : PlanRemotely(r, remote);
-           })
+        << GpusToFitNote(
+               *largest,
+               [&](const v1::PlanRequest& r)
+                   -> absl::StatusOr<v1::PlanResponse> {
+                 if (remote.server.empty()) return PlanLayouts(r);
+                 RemoteOptions left = remote;
+                 left.timeout = deadline - absl::Now();
+                 if (left.timeout <= absl::ZeroDuration()) {
+                   return absl::DeadlineExceededError(
+                       "--timeout: the search's time is up");
+                 }
+                 return PlanRemotely(r, left);
+               })
         << "\n";
   }
 

@@ -147,6 +147,34 @@ TEST(ServerProcessTest, PlanThroughTheServer) {
   EXPECT_NE(r.out.find("\"rank\": 2"), std::string::npos) << r.out;
 }
 
+// Where nothing is GREEN, the note that says how many GPUs would do comes
+// through the server too, the same as the embedded plan's, its doublings
+// planned by the server within one --timeout.
+TEST(ServerProcessTest, HowManyGpusWouldDoThroughTheServer) {
+  ServerProcess server(ServerArgs());
+  ASSERT_GT(server.port(), 0);
+  const std::vector<std::string> plan = {
+      RunfilePath("client/memgate"), "plan", "--model=llama-3.1-405b",
+      "--gpu=a100-40gb", "--gpus=8", "--seq=8192", "--gbs=64", "--top=1"};
+  std::vector<std::string> remote = plan;
+  remote.push_back("--server=" + server.address());
+  remote.push_back("--timeout=30");
+  const RunResult through = testing::Run(remote);
+  const RunResult embedded = testing::Run(plan);
+  ASSERT_EQ(through.exit_code, 0) << through.err;
+  ASSERT_EQ(embedded.exit_code, 0) << embedded.err;
+  const std::string lead = "memgate plan: note: nothing is GREEN on 8 GPUs; ";
+  const size_t at = through.err.find(lead);
+  ASSERT_NE(at, std::string::npos) << through.err;
+  const std::string note =
+      through.err.substr(at, through.err.find('\n', at) - at);
+  EXPECT_NE(note.find("the first doubling where a layout is GREEN is "),
+            std::string::npos)
+      << note;
+  EXPECT_NE(embedded.err.find(note), std::string::npos)
+      << embedded.err << "\n" << note;
+}
+
 TEST(ServerProcessTest, NothingListeningIsExitThreeOrThePolicy) {
   int port = 0;
   {
