@@ -89,7 +89,8 @@ struct PlanFlags {
     f.Bool("interleave",
            "try interleaved 1F1B (virtual pipeline stages) at the depth the "
            "cost model finds fastest and the deepest (default on; "
-           "--no-interleave: plain 1F1B only)",
+           "--no-interleave: plain 1F1B only, even where the pipeline "
+           "divides the layers)",
            &interleave);
     f.Bool("table", "the paper-style table over the GPU counts (plain 1F1B "
            "layouts, no recomputation)", &table);

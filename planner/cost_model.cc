@@ -178,6 +178,12 @@ SpeedFactors SpeedOf(const ModelShape& m, const Layout& l, double microbatches,
                  cost, stages);
 }
 
+double HeadInLayers(const ModelShape& m, const LayerWeights& weights,
+                    double tensor, double seq_length) {
+  return 2.0 * m.hidden * VocabRows(m, tensor) /
+         LayerFlops(m, weights, seq_length);
+}
+
 SpeedFactors SpeedOf(const ModelShape& m, const LayerWeights& weights,
                      const Layout& l, double microbatches,
                      double gpus_per_node, const CostModel& cost,
@@ -233,9 +239,9 @@ SpeedFactors SpeedOf(const ModelShape& m, const LayerWeights& weights,
   if (l.pipeline > 1) {
     // Interleaving v chunks a rank divides the bubble by v [MT].
     f.bubble = (l.pipeline - 1) / (microbatches * l.virtual_stages);
-    // The LM head's per-token forward FLOPs, 2hv, in layers.
     const double h = m.hidden;
-    const double head_in_layers = 2 * h * VocabRows(m, l.tensor) / layer_flops;
+    const double head_in_layers =
+        HeadInLayers(m, weights, l.tensor, l.seq_length);
     const double per_stage = m.layers / l.pipeline;
     double slowest = per_stage + head_in_layers;  // the last stage
     if (stages.first > 0 && l.pipeline > 2) {

@@ -30,7 +30,8 @@
 //     step, and stage imbalance: the last stage also computes the LM head
 //     (2hv FLOPs a token, ~2 transformer layers for Llama-3's vocabulary),
 //     and the pipeline runs at the pace of its slowest stage (uneven first
-//     and last stages exist to even that out).
+//     and last stages exist to even that out: HeadInLayers, and the
+//     planner's stage_split.h HeadBalancedSplit).
 //  5. Interleaving's point-to-point sends: each micro-batch leaves each of
 //     a rank's v model chunks twice (its activations forward, their
 //     gradient backward), s*b/c x h elements (split over TP under sequence
@@ -192,6 +193,12 @@ double SelectiveRecomputeCost(const ModelShape& m, const LayerWeights& weights,
 inline double FullRecomputeCost(double layers, double chunk_layers) {
   return 1 + layers / (3 * chunk_layers);
 }
+
+// (4) The LM head's per-token forward FLOPs, 2hv (v the vocabulary's rows
+// as padded at TP `tensor`), in layers of the model's average forward at
+// `seq_length`: what the last stage computes beside its layers.
+double HeadInLayers(const ModelShape& m, const LayerWeights& weights,
+                    double tensor, double seq_length);
 
 // `microbatches` per step (m = global batch / (b * d)); `gpus_per_node` 0
 // means unknown (no cross-node penalty).

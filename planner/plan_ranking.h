@@ -78,8 +78,10 @@ uint64_t RuleGroupOf(const Layout4D& l, Ranking ranking);
 // A layout's schedule variants (interleaving, recomputation) share its
 // TP, CP, PP, EP, ETP and MBS: at most this many in each tier of the
 // ranking, one a schedule the planner lists (plain, the fastest
-// interleaving that fits, the deepest).
-inline constexpr size_t kVariantsPerTier = 3;
+// interleaving that fits, the deepest) for each split of its layers it
+// tries (planner.cc kSplitsPerDepth: its own, and one that evens out the
+// LM head).
+inline constexpr size_t kVariantsPerTier = 6;
 
 // Whether a GREEN schedule fits as it is or by recomputation that costs
 // at most kMaxCompetingRecomputeCost: it then competes with the layouts

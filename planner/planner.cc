@@ -309,6 +309,10 @@ struct Search {
   bool cross_node_tp = false;
   uint32_t heads = 0, kv_heads = 0, layers = 0, vocab = 0;
   uint32_t mtp = 0;  // MTP layers, on the last stage
+  // The LM head in layers (cost_model.h HeadInLayers, at TP 1): where it
+  // outweighs a layer, depths that divide the layers also try the split
+  // that evens it out (HeadBalancedSplit).
+  double head_in_layers = 0;
   std::vector<uint32_t> expert_divisors;  // of E; empty for dense models
   // Megatron-FSDP's strategy every layout shards with (the request's);
   // unspecified: the distributed optimizer.
@@ -601,20 +605,48 @@ struct Chunking {
   std::vector<RankChunks> chunks;  // PeakRankChunksOf(split, p, v, ...)
 };
 
-struct PipelineChoices {
+// One split of the layers over p stages and its chunkings.
+struct PipelineSplit {
   StageSplit split;
-  // v increasing, v = 1 first; empty: p is not tried.
+  // v increasing, v = 1 first; empty: the split is not tried.
   std::vector<Chunking> chunkings;
 };
 
-// Schedules a layout is listed with: plain, the fastest interleaving that
-// fits and the deepest.
+// The splits a depth p is tried with: SplitFor's, and where p divides the
+// layers and the LM head outweighs a layer, HeadBalancedSplit's (most
+// kSplitsPerDepth); empty: p is not tried.
+struct PipelineChoices {
+  std::vector<PipelineSplit> splits;
+};
+constexpr size_t kSplitsPerDepth = 2;
+
+// Schedules a layout is listed with, for each of its splits: plain, the
+// fastest interleaving that fits and the deepest.
 constexpr size_t kSchedulesPerLayout = 3;
-static_assert(kSchedulesPerLayout == kVariantsPerTier,
-              "one variant of a layout per schedule in each tier");
+static_assert(kSchedulesPerLayout * kSplitsPerDepth == kVariantsPerTier,
+              "one variant of a layout per split and schedule in each tier");
+
+// `split` over p stages with the chunkings Megatron and the launch's forms
+// allow it (LaunchCanSay), v increasing from 1.
+PipelineSplit ChunkingsOf(const Search& s, const StageSplit& split,
+                          uint32_t p) {
+  PipelineSplit out{split, {}};
+  const uint32_t deepest =
+      std::min(kMaxPlanVirtualStages, std::max(1u, split.middle));
+  for (uint32_t v = 1; v <= deepest; ++v) {
+    const ChunkForm form = ChunkFormOf(split, p, v);
+    if (form == ChunkForm::kNone) continue;
+    if (!LaunchCanSay(s.launch_split, split, s.layers, p, v, form)) continue;
+    out.chunkings.push_back(
+        Chunking{v, form, PeakRankChunksOf(split, p, v, s.shape,
+                                           Bf16EndsOf(s))});
+  }
+  return out;
+}
 
 // One entry per divisor of the GPU count (the p's ForEachGroup can visit),
-// built once a plan: O(|divisors| x kMaxPlanVirtualStages^2).
+// built once a plan: O(|divisors| x kSplitsPerDepth x
+// kMaxPlanVirtualStages^2).
 std::vector<PipelineChoices> PipelinesOf(
     const Search& s, const std::vector<uint32_t>& gpu_divisors) {
   std::vector<PipelineChoices> out(gpu_divisors.size());
@@ -629,20 +661,21 @@ std::vector<PipelineChoices> PipelinesOf(
         s.layers / p) {
       continue;
     }
-    choices.split = SplitFor(s, p);
-    if (!choices.split.ok) continue;
-    const uint32_t deepest = std::min(kMaxPlanVirtualStages,
-                                      std::max(1u, choices.split.middle));
-    for (uint32_t v = 1; v <= deepest; ++v) {
-      const ChunkForm form = ChunkFormOf(choices.split, p, v);
-      if (form == ChunkForm::kNone) continue;
-      if (!LaunchCanSay(s.launch_split, choices.split, s.layers, p, v,
-                        form)) {
-        continue;
+    const StageSplit split = SplitFor(s, p);
+    if (!split.ok) continue;
+    choices.splits.push_back(ChunkingsOf(s, split, p));
+    // The LM head evened out (not with MTP layers, which the last stage
+    // holds in a form of their own, nor fp8's bf16 layers at either end;
+    // nor where the plan keeps to the paper's plain, even pipelines:
+    // PlanRequest.no_interleave).
+    if (split.first == 0 && s.mtp == 0 && !HasBf16Layers(s.base) &&
+        s.allow_interleave) {
+      const StageSplit balanced =
+          HeadBalancedSplit(s.layers, p, s.head_in_layers);
+      if (balanced.ok) {
+        PipelineSplit tried = ChunkingsOf(s, balanced, p);
+        if (!tried.chunkings.empty()) choices.splits.push_back(tried);
       }
-      choices.chunkings.push_back(Chunking{
-          v, form,
-          PeakRankChunksOf(choices.split, p, v, s.shape, Bf16EndsOf(s))});
     }
   }
   return out;
@@ -663,15 +696,17 @@ uint64_t CountLayouts(const Search& s,
   uint64_t groups = 0;
   ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t, uint32_t p) {
     const PipelineChoices& choices = ChoicesFor(pipelines, gpu_divisors, p);
-    const size_t schedules =
-        s.allow_interleave
-            ? std::min(kSchedulesPerLayout, choices.chunkings.size())
-            : 1;
+    size_t schedules = 0;
     // With MoE layers among dense ones a schedule evaluates up to p ranks
     // (DistinctRanksOf): each counts.
     uint64_t ranks = 1;
-    if (s.shape.moe_irregular) {
-      for (const Chunking& chunking : choices.chunkings) {
+    for (const PipelineSplit& tried : choices.splits) {
+      schedules +=
+          s.allow_interleave
+              ? std::min(kSchedulesPerLayout, tried.chunkings.size())
+              : 1;
+      if (!s.shape.moe_irregular) continue;
+      for (const Chunking& chunking : tried.chunkings) {
         ranks = std::max<uint64_t>(ranks, chunking.chunks.size());
       }
     }
@@ -968,16 +1003,14 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
     if (!stop.ok()) return;
     const uint32_t d = s.gpus / t / c / p;
     const PipelineChoices& choices = ChoicesFor(pipelines, gpu_divisors, p);
-    const StageSplit& split = choices.split;
-    const std::vector<Chunking>& chunkings = choices.chunkings;
     ForEachExpertLayout(s, t, p, [&](uint32_t ep, uint32_t etp) {
       // [LW] A layout Megatron packs past what memgate bounds is one
       // validation refuses: not proposed. Those it packs, it packs once a
       // schedule and rank, whatever the micro-batch and recomputation.
       if (!LayerWisePackingWithinBound(s, t, c, p, d, ep, etp)) return;
       LayerWiseMemo layer_wise;
-      // Per schedule: micro-batch sizes come in increasing order.
-      RecomputeProbe probes[kMaxPlanVirtualStages];
+      // Per split and schedule: micro-batch sizes come in increasing order.
+      RecomputeProbe probe_table[kSplitsPerDepth][kMaxPlanVirtualStages];
       for (uint32_t b = 1; b <= s.max_mbs && stop.ok(); ++b) {
         if (s.gbs % b || (s.gbs / b) % d) continue;
         const uint32_t m = s.gbs / b / d;
@@ -987,27 +1020,57 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
              {&kept.as_given, &kept.cheap, &kept.mlp, &kept.full}) {
           figures->routed.layer_wise = l.layer_wise() ? &layer_wise : nullptr;
         }
-        const StageLayers stages{double(split.first), double(split.last)};
-        const SpeedFactors plain = SpeedOf(s.shape, s.weights, l, m,
-                                           s.gpus_per_node, cost, stages);
         ++layouts;
         // Megatron's interleaving rule, at its default group of p
         // micro-batches: m a multiple of p.
-        const bool interleaves = s.allow_interleave && chunkings.size() > 1 &&
-                                 InterleavedGroupsRun(p, p, m);
+        auto interleaves_of = [&](const std::vector<Chunking>& chunkings) {
+          return s.allow_interleave && chunkings.size() > 1 &&
+                 InterleavedGroupsRun(p, p, m);
+        };
         if (by_group && fitting_groups.size() >= shown) {
           // Its smallest group: its exchange, and the smallest bubble of
-          // its schedules (the deepest interleaving's, the group growing
-          // with the bubble).
+          // its schedules (the deepest interleaving's of any split, the
+          // group growing with the bubble; neither depends on the split).
+          const SpeedFactors plain =
+              SpeedOf(s.shape, s.weights, l, m, s.gpus_per_node, cost);
           Layout4D smallest{};
           smallest.t = t;
           smallest.c = c;
           smallest.p = p;
           smallest.exchange = plain.expert;
-          smallest.bubble =
-              interleaves ? plain.bubble / chunkings.back().v : plain.bubble;
+          smallest.bubble = plain.bubble;
+          for (const PipelineSplit& tried : choices.splits) {
+            if (!interleaves_of(tried.chunkings)) continue;
+            smallest.bubble = std::min(
+                smallest.bubble, plain.bubble / tried.chunkings.back().v);
+          }
           if (RuleGroupOf(smallest, ranking) > fitting_groups.top()) continue;
         }
+        bool fits = false;  // some schedule of this layout
+        // The smallest group of its schedules that fit as given.
+        uint64_t fit_group = std::numeric_limits<uint64_t>::max();
+        auto emit = [&](const Layout4D& entry) {
+          fits = fits || entry.zone == v1::ZONE_GREEN;
+          if (entry.zone == v1::ZONE_GREEN && !entry.recomputes()) {
+            fit_group = std::min(fit_group, RuleGroupOf(entry, ranking));
+          }
+          out.push_back(entry);
+          if (interrupt && out.size() % kInterruptEvery == 0) {
+            stop = interrupt();
+          }
+        };
+        // Each split the depth is tried with, its schedules listed apart:
+        // a layout's variants are ranked together (plan_ranking.h).
+        const uint32_t given_v = l.virtual_stages;
+        for (size_t k = 0; k < choices.splits.size() && stop.ok(); ++k) {
+        const StageSplit& split = choices.splits[k].split;
+        const std::vector<Chunking>& chunkings = choices.splits[k].chunkings;
+        RecomputeProbe* probes = probe_table[k];
+        l.virtual_stages = given_v;
+        const StageLayers stages{double(split.first), double(split.last)};
+        const SpeedFactors plain = SpeedOf(s.shape, s.weights, l, m,
+                                           s.gpus_per_node, cost, stages);
+        const bool interleaves = interleaves_of(chunkings);
         // One schedule of the layout (chunkings[i]; 0 is plain 1F1B),
         // estimated, with the least recomputation that makes it fit.
         auto speed_of = [&](size_t i) {
@@ -1111,19 +1174,6 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
                                        worth);
           return entry;
         };
-        bool fits = false;  // some schedule of this layout
-        // The smallest group of its schedules that fit as given.
-        uint64_t fit_group = std::numeric_limits<uint64_t>::max();
-        auto emit = [&](const Layout4D& entry) {
-          fits = fits || entry.zone == v1::ZONE_GREEN;
-          if (entry.zone == v1::ZONE_GREEN && !entry.recomputes()) {
-            fit_group = std::min(fit_group, RuleGroupOf(entry, ranking));
-          }
-          out.push_back(entry);
-          if (interrupt && out.size() % kInterruptEvery == 0) {
-            stop = interrupt();
-          }
-        };
         // Plain (not with the EP overlap: Megatron then pipelines only
         // interleaved), then the fastest interleaving that fits and the
         // deepest.
@@ -1211,6 +1261,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
             emit(at_deepest ? *at_deepest : evaluate(deepest));
           }
         }
+        }  // each split
         if (fits) ++fitting_layouts;
         if (by_group && fit_group != std::numeric_limits<uint64_t>::max()) {
           fitting_groups.push(fit_group);
@@ -1244,6 +1295,7 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request,
   s.seq = request.seq_length();
   s.max_mbs = request.max_micro_batch_size() ? request.max_micro_batch_size()
                                              : kDefaultMaxMicroBatch;
+  s.head_in_layers = HeadInLayers(s.shape, s.weights, 1, s.seq);
   if (s.max_mbs > kMaxPlanMicroBatch) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_micro_batch_size: must be at most ",
@@ -1312,15 +1364,19 @@ struct CandidateSplit {
   ChunkForm form;
 };
 
-CandidateSplit CandidateSplitOf(const v1::Candidate& c, uint32_t layers,
-                                uint32_t mtp) {
+CandidateSplit CandidateSplitOf(const v1::Candidate& c, uint32_t layers) {
   const uint32_t p = c.pipeline_parallel();
   CandidateSplit out;
-  // Two stages have no middle one: an accounted split's is the longer.
-  out.split.middle = p > 2   ? SplitLayers(layers, p, mtp).middle
-                     : p == 2 ? std::max(c.first_stage_layers(),
-                                         c.last_stage_layers())
-                              : 0;
+  // The middle stages share what the first and last leave (SplitLayers',
+  // the accounted, MTP-counting and head-balanced splits alike). Two
+  // stages have no middle one: an accounted split's is the longer.
+  const uint64_t ends =
+      uint64_t{c.first_stage_layers()} + c.last_stage_layers();
+  out.split.middle =
+      p > 2    ? static_cast<uint32_t>((layers > ends ? layers - ends : 0) /
+                                       (p - 2))
+      : p == 2 ? std::max(c.first_stage_layers(), c.last_stage_layers())
+               : 0;
   out.split.first = c.first_stage_layers();
   out.split.last = c.last_stage_layers();
   out.form = c.account_for_embedding() || c.account_for_loss()
@@ -1330,10 +1386,10 @@ CandidateSplit CandidateSplitOf(const v1::Candidate& c, uint32_t layers,
 }
 
 std::vector<uint32_t> UnevenChunkLayers(const v1::Candidate& c,
-                                        uint32_t layers, uint32_t mtp) {
+                                        uint32_t layers) {
   const uint32_t p = c.pipeline_parallel();
   const uint32_t v = std::max(1u, c.virtual_pipeline_stages());
-  const auto [split, form] = CandidateSplitOf(c, layers, mtp);
+  const auto [split, form] = CandidateSplitOf(c, layers);
   std::vector<uint32_t> chunks;
   chunks.reserve(uint64_t{p} * v);
   for (uint32_t j = 0; j < v; ++j) {
@@ -1349,8 +1405,7 @@ std::vector<uint32_t> UnevenChunkLayers(const v1::Candidate& c,
 // of virtual stages the middle ranks' chunks are alike (ChunkLayers), so
 // the work is bounded by kMaxPlanVirtualStages, not by p x v.
 std::vector<std::pair<uint32_t, uint64_t>> ChunkRuns(const v1::Candidate& c,
-                                                     uint32_t layers,
-                                                     uint32_t mtp) {
+                                                     uint32_t layers) {
   const uint32_t p = c.pipeline_parallel();
   const uint32_t v = std::max(1u, c.virtual_pipeline_stages());
   std::vector<std::pair<uint32_t, uint64_t>> runs;
@@ -1366,7 +1421,7 @@ std::vector<std::pair<uint32_t, uint64_t>> ChunkRuns(const v1::Candidate& c,
     add(layers / (p * v), uint64_t{p} * v);
     return runs;
   }
-  const auto [split, form] = CandidateSplitOf(c, layers, mtp);
+  const auto [split, form] = CandidateSplitOf(c, layers);
   for (uint32_t j = 0; j < v; ++j) {
     add(ChunkLayers(form, split, p, v, 0, j), 1);
     if (p > 2) add(ChunkLayers(form, split, p, v, 1, j), p - 2);
@@ -1499,7 +1554,7 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
   } else if (s.launch_split.layout()) {
     // Every split as a layout (PlanRequest.launch_split): uneven ones as
     // planned, even ones L / (p v) a chunk.
-    c.set_pipeline_layout(LayoutTextOf(ChunkRuns(c, s.layers, s.mtp), s.mtp));
+    c.set_pipeline_layout(LayoutTextOf(ChunkRuns(c, s.layers), s.mtp));
   }
   if (s.launch_split.account_for_embedding() ||
       s.launch_split.account_for_loss()) {
@@ -1580,7 +1635,7 @@ v1::Job JobForCandidate(const v1::PlanRequest& request,
     if (layout.ok()) ApplyPipelineLayout(*layout, par);
   } else if (c.first_stage_layers() > 0) {
     for (uint32_t n :
-         UnevenChunkLayers(c, model.num_layers(), model.mtp_num_layers())) {
+         UnevenChunkLayers(c, model.num_layers())) {
       par.add_layers_per_stage(n);
     }
   }
@@ -1653,29 +1708,31 @@ absl::Status CheckLayerWiseWork(const Search& s,
   ForEachGroup(s, gpu_divisors, [&](uint32_t t, uint32_t c, uint32_t p) {
     const uint32_t d = s.gpus / t / c / p;
     const PipelineChoices& choices = ChoicesFor(pipelines, gpu_divisors, p);
-    const StageSplit& split = choices.split;
-    const double schedules =
-        s.allow_interleave
-            ? std::clamp<double>(choices.chunkings.size(), 1,
-                                 kSchedulesEstimatedPerLayout)
-            : 1;
-    double ranks_estimated = std::min(p, 5u);
-    for (const Chunking& chunking : choices.chunkings) {
-      ranks_estimated =
-          std::max<double>(ranks_estimated, chunking.chunks.size());
+    for (const PipelineSplit& tried : choices.splits) {
+      const StageSplit& split = tried.split;
+      const double schedules =
+          s.allow_interleave
+              ? std::clamp<double>(tried.chunkings.size(), 1,
+                                   kSchedulesEstimatedPerLayout)
+              : 1;
+      double ranks_estimated = std::min(p, 5u);
+      for (const Chunking& chunking : tried.chunkings) {
+        ranks_estimated =
+            std::max<double>(ranks_estimated, chunking.chunks.size());
+      }
+      const double rank_layers =
+          split.first == 0
+              ? std::ceil(double(s.layers) / p)
+              : double(std::max({split.first, split.middle, split.last}));
+      ForEachExpertLayout(s, t, p, [&](uint32_t ep, uint32_t etp) {
+        const LayerWisePlanWork w = LayerWisePlanWorkOf(
+            s.shape, LayoutFor(s, t, c, p, d, 1, ep, etp), rank_layers);
+        // Not proposed past the estimator's bound (Enumerate).
+        if (w.validated > double(kMaxLayerWisePackingWork)) return;
+        work += groupings * schedules *
+                std::min(w.whole, ranks_estimated * w.rank + w.first_rank);
+      });
     }
-    const double rank_layers =
-        split.first == 0
-            ? std::ceil(double(s.layers) / p)
-            : double(std::max({split.first, split.middle, split.last}));
-    ForEachExpertLayout(s, t, p, [&](uint32_t ep, uint32_t etp) {
-      const LayerWisePlanWork w = LayerWisePlanWorkOf(
-          s.shape, LayoutFor(s, t, c, p, d, 1, ep, etp), rank_layers);
-      // Not proposed past the estimator's bound (Enumerate).
-      if (w.validated > double(kMaxLayerWisePackingWork)) return;
-      work += groupings * schedules *
-              std::min(w.whole, ranks_estimated * w.rank + w.first_rank);
-    });
   });
   if (work <= double(max_work)) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(

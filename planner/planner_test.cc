@@ -1,6 +1,7 @@
 #include "planner/planner.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -126,9 +127,12 @@ std::map<Key, double> BruteForce(const v1::PlanRequest& r, uint32_t max_tp) {
 
 // The even-stage layouts (recomputation off) are exactly the brute
 // force's, each listed once with its best schedule: plain, with the
-// estimate's peak, or interleaved, which holds more (the planner adds
-// uneven ones too).
-void ExpectCompleteAndExact(v1::PlanRequest r, uint32_t max_tp) {
+// estimate's peak, interleaved, which holds more, or over the split that
+// evens out the LM head (HeadBalancedSplit: first and last stage counts
+// where p divides the layers), at its own job's peak (the planner adds
+// uneven ones too, where p does not divide the layers).
+void ExpectCompleteAndExact(v1::PlanRequest r, uint32_t max_tp,
+                            uint32_t layers) {
   r.set_no_recompute(true);
   absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -140,7 +144,7 @@ void ExpectCompleteAndExact(v1::PlanRequest r, uint32_t max_tp) {
                   c.pipeline_parallel(),
               r.num_gpus());
     EXPECT_EQ(c.recompute_num_layers(), 0u);
-    if (c.first_stage_layers() > 0) continue;
+    if (layers % c.pipeline_parallel() != 0) continue;
     EXPECT_TRUE(got.emplace(KeyOf(c), &c).second) << "duplicate";
   }
   EXPECT_GE(plan->considered(), expected.size());
@@ -148,7 +152,12 @@ void ExpectCompleteAndExact(v1::PlanRequest r, uint32_t max_tp) {
   for (const auto& [key, peak] : expected) {
     ASSERT_TRUE(got.count(key));
     const v1::Candidate& c = *got[key];
-    if (c.virtual_pipeline_stages() > 1) {
+    if (c.first_stage_layers() > 0) {
+      const absl::StatusOr<v1::Estimate> e =
+          EstimateJob(JobForCandidate(r, c));
+      ASSERT_TRUE(e.ok()) << e.status();
+      EXPECT_DOUBLE_EQ(c.peak_bytes(), e->peak().total_bytes());
+    } else if (c.virtual_pipeline_stages() > 1) {
       EXPECT_GT(c.peak_bytes(), peak);
     } else {
       EXPECT_DOUBLE_EQ(c.peak_bytes(), peak);  // the estimate's peak
@@ -159,7 +168,7 @@ void ExpectCompleteAndExact(v1::PlanRequest r, uint32_t max_tp) {
 TEST(PlannerTest, EnumeratesExactlyTheValidLayoutsOfLlama8B) {
   v1::PlanRequest r = Request("llama-3.1-8b", "a100-40gb", 16, 8192, 64);
   r.set_max_micro_batch_size(4);
-  ExpectCompleteAndExact(r, /*max_tp=*/8);  // TP within an 8-GPU node
+  ExpectCompleteAndExact(r, /*max_tp=*/8, 32);  // TP within an 8-GPU node
 }
 
 TEST(PlannerTest, EnumeratesExactlyOnAnOddShapedModelAndCluster) {
@@ -173,7 +182,7 @@ TEST(PlannerTest, EnumeratesExactlyOnAnOddShapedModelAndCluster) {
   m.set_vocab_size(32000);
   r.mutable_accelerator()->set_memory_bytes(24ull << 30);  // no node size
   r.set_max_micro_batch_size(3);
-  ExpectCompleteAndExact(r, /*max_tp=*/12);
+  ExpectCompleteAndExact(r, /*max_tp=*/12, 6);
 }
 
 TEST(PlannerTest, CrossNodeTensorParallelOnlyWhenAllowed) {
@@ -601,6 +610,56 @@ TEST(PlannerTest, NvidiaQwen3MoePresetRanksInTheFirstFive) {
     ASSERT_TRUE(e.ok()) << e.status();
     EXPECT_EQ(e->zone(), v1::ZONE_GREEN);
   }
+}
+
+// The factor the cost model priced a candidate's stage imbalance at, from
+// its why ("stage imbalance x0.93"); 1 where it names none.
+double ImbalanceOf(const v1::Candidate& c) {
+  const std::string key = "stage imbalance x";
+  const size_t at = c.why().find(key);
+  if (at == std::string::npos) return 1;
+  return std::atof(c.why().c_str() + at + key.size());
+}
+
+// Where p divides the layers, the last stage also runs the LM head: for
+// Qwen3-30B-A3B (a 151,936-token vocabulary over a 2,048-wide model, a
+// head of about 4.5 of its layers' FLOPs) four even stages of 12 run at
+// the last one's 16.5, x0.80 (cost_model.h (4)). The plan also tries
+// HeadBalancedSplit's 12, 14, 14, 8 (--decoder-first/last-pipeline-num-
+// layers 12 and 8), priced x0.93: every candidate so split says it in its
+// arguments, estimates as its job to its peak, and is priced above any
+// even split of the same depth.
+TEST(PlannerTest, DepthsThatDivideTheLayersAlsoEvenOutTheHead) {
+  v1::PlanRequest r = Request("qwen3-30b-a3b", "h100-80gb", 64, 4096, 512);
+  r.set_top_k(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int balanced = 0;
+  double best_even = 0, worst_balanced = 1;
+  for (const v1::Candidate& c : plan->candidates()) {
+    if (c.pipeline_parallel() != 4) continue;
+    if (c.first_stage_layers() == 0) {
+      best_even = std::max(best_even, ImbalanceOf(c));
+      continue;
+    }
+    ++balanced;
+    EXPECT_EQ(c.first_stage_layers(), 12u);
+    EXPECT_EQ(c.last_stage_layers(), 8u);
+    EXPECT_FALSE(c.account_for_embedding() || c.account_for_loss());
+    EXPECT_NE(c.megatron_arguments().find(
+                  "--decoder-first-pipeline-num-layers 12 "
+                  "--decoder-last-pipeline-num-layers 8"),
+              std::string::npos)
+        << c.megatron_arguments();
+    worst_balanced = std::min(worst_balanced, ImbalanceOf(c));
+    const absl::StatusOr<v1::Estimate> e = EstimatedAsItsJob(r, c);
+    ASSERT_TRUE(e.ok());
+    EXPECT_EQ(e->zone(), c.zone());
+  }
+  EXPECT_GT(balanced, 0);
+  EXPECT_GE(worst_balanced, 0.9);
+  EXPECT_GT(best_even, 0);
+  EXPECT_LE(best_even, 0.81);
 }
 
 // A plan with no layout at all says why (PlanResponse.notes), where the

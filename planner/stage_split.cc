@@ -1,6 +1,7 @@
 #include "planner/stage_split.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <utility>
 
@@ -206,6 +207,33 @@ StageSplit SplitLayers(uint32_t layers, uint32_t p, uint32_t mtp) {
   split.first = rest / 2;
   split.last = rest - split.first;
   split.ok = split.first >= 1 && split.last <= split.middle;
+  return split;
+}
+
+StageSplit HeadBalancedSplit(uint32_t layers, uint32_t p, double head) {
+  StageSplit split;
+  if (p < 3 || layers % p != 0 || !(head > 0)) return split;
+  const double share = layers / p;
+  // Layers the last stage can give up, (p - 2) at a time, keeping one.
+  const uint32_t most = (layers / p - 1) / (p - 2);
+  auto slowest = [&](uint32_t j) {
+    return std::max(share + j, share - double(j) * (p - 2) + head);
+  };
+  const double even = share + head;
+  uint32_t best = 0;
+  // The two stages' paces cross at j = head / (p - 1): the best whole j is
+  // on either side of it.
+  const double crossing = std::min(head / (p - 1), double(most));
+  for (const double j : {std::floor(crossing), std::ceil(crossing)}) {
+    const uint32_t whole = static_cast<uint32_t>(j);
+    if (whole < 1 || whole > most) continue;
+    if (slowest(whole) < (best == 0 ? even : slowest(best))) best = whole;
+  }
+  if (best == 0) return split;
+  split.ok = true;
+  split.first = layers / p;
+  split.middle = layers / p + best;
+  split.last = layers / p - best * (p - 2);
   return split;
 }
 

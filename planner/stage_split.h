@@ -30,6 +30,22 @@ struct StageSplit {
 
 StageSplit SplitLayers(uint32_t layers, uint32_t p, uint32_t mtp = 0);
 
+// Where p divides L, the split that evens out the LM head: the last stage
+// also runs it (and the loss), `head` layers' worth of forward FLOPs
+// (cost_model.h HeadInLayers: 4.6 for gpt-oss-120b's 201,088-token
+// vocabulary, 0.7 for Llama-3.1-405B's), and the pipeline runs at its
+// slowest stage's pace (cost_model.h (4)). Layers move off the last stage
+// onto the middle ones, the first keeping its L / p: it holds the most
+// micro-batches in flight (p; rank r holds p - r), so the peak's stage
+// keeps its layers. First L/p, middle L/p + j, last L/p - j (p - 2), as
+// Megatron's --decoder-first/last-pipeline-num-layers give it (the middle
+// layers divide evenly over the p - 2 middle stages), with the j >= 1
+// that makes the slowest of L/p + j and L/p - j (p - 2) + head the least
+// (j near head / (p - 1)). Not ok where no such split is faster than the
+// even one (a head of about a layer or less), p < 3 or p does not divide
+// L. O(1).
+StageSplit HeadBalancedSplit(uint32_t layers, uint32_t p, double head);
+
 // How each rank's layers go over its v chunks, as Megatron allows
 // (transformer_config.py, "Uneven PP" and the accounted split):
 //  kEven        an even split, L / (p v) a chunk;

@@ -1,0 +1,92 @@
+#include "planner/stage_split.h"
+
+#include <algorithm>
+#include <limits>
+#include <random>
+
+#include "gtest/gtest.h"
+
+namespace memgate {
+namespace {
+
+// The pace of the slowest stage, in layers: the last stage also runs the
+// LM head (`head` layers' worth), the first and the middle ones their
+// layers (cost_model.h (4)).
+double Slowest(const StageSplit& s, double head) {
+  return std::max({double(s.first), double(s.middle), s.last + head});
+}
+
+// gpt-oss-120b's 36 layers over 4 stages: its 201,088-token head is 4.6
+// layers' worth. Two layers off the last stage each way (j = 2): 9, 11,
+// 11, 5, whose slowest is a middle stage's 11 where the even split's last
+// stage ran 13.6.
+TEST(StageSplitTest, TheHeadBalancedSplitMovesLayersOffTheLastStage) {
+  const StageSplit s = HeadBalancedSplit(36, 4, 4.6);
+  ASSERT_TRUE(s.ok);
+  EXPECT_EQ(s.first, 9u);
+  EXPECT_EQ(s.middle, 11u);
+  EXPECT_EQ(s.last, 5u);
+  EXPECT_DOUBLE_EQ(Slowest(s, 4.6), 11);
+  // Qwen3-30B-A3B's 48 over 4 (a head of 4.5 layers): 12, 14, 14, 8.
+  const StageSplit q = HeadBalancedSplit(48, 4, 4.5);
+  ASSERT_TRUE(q.ok);
+  EXPECT_EQ(q.first, 12u);
+  EXPECT_EQ(q.middle, 14u);
+  EXPECT_EQ(q.last, 8u);
+}
+
+// None where it would not be faster (Llama-3.1-405B's head is 0.7 of a
+// layer: moving one off the last stage of 42 makes a middle one 43), for
+// fewer than three stages, an uneven division (SplitLayers' own), or no
+// head; and never a last stage of no layers.
+TEST(StageSplitTest, NoHeadBalancedSplitWhereItCannotHelp) {
+  EXPECT_FALSE(HeadBalancedSplit(126, 3, 0.66).ok);
+  EXPECT_FALSE(HeadBalancedSplit(32, 2, 4).ok);
+  EXPECT_FALSE(HeadBalancedSplit(32, 1, 4).ok);
+  EXPECT_FALSE(HeadBalancedSplit(30, 4, 4).ok);
+  EXPECT_FALSE(HeadBalancedSplit(32, 4, 0).ok);
+  EXPECT_FALSE(HeadBalancedSplit(32, 4,
+                                 std::numeric_limits<double>::quiet_NaN())
+                   .ok);
+  // Two layers a stage over 4: the last can give up none (one each way
+  // would leave it none).
+  EXPECT_FALSE(HeadBalancedSplit(8, 4, 100).ok);
+  // A head as large as the model: the last keeps one layer.
+  const StageSplit s = HeadBalancedSplit(12, 3, 50);
+  ASSERT_TRUE(s.ok);
+  EXPECT_EQ(s.last, 1u);
+  EXPECT_EQ(s.middle, 7u);
+}
+
+// Against every split of the form (first L/p, middle L/p + j, last
+// L/p - j (p - 2)) Megatron's first/last counts give: the layers add up,
+// the first keeps its even share, the last keeps a layer, and no j is
+// faster; where none is returned, no j beats the even split.
+TEST(StageSplitTest, TheHeadBalancedSplitIsTheFastestOfItsForm) {
+  std::mt19937 random(20261129);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const uint32_t p = 3 + random() % 14;
+    const uint32_t share = 1 + random() % 20;
+    const uint32_t layers = p * share;
+    const double head = (random() % 2000) / 100.0;
+    const StageSplit s = HeadBalancedSplit(layers, p, head);
+    double best = share + head;  // the even split's last stage
+    for (uint32_t j = 1; share > j * (p - 2); ++j) {
+      best = std::min(best, std::max(double(share + j),
+                                     double(share - j * (p - 2)) + head));
+    }
+    if (!s.ok) {
+      EXPECT_DOUBLE_EQ(best, share + head) << layers << " " << p << " " << head;
+      continue;
+    }
+    EXPECT_EQ(s.first, share);
+    EXPECT_GE(s.last, 1u);
+    EXPECT_EQ(s.first + s.middle * (p - 2) + s.last, layers);
+    EXPECT_LT(Slowest(s, head), share + head);
+    EXPECT_DOUBLE_EQ(Slowest(s, head), best)
+        << layers << " " << p << " " << head;
+  }
+}
+
+}  // namespace
+}  // namespace memgate
