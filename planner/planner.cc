@@ -1063,204 +1063,204 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
         // a layout's variants are ranked together (plan_ranking.h).
         const uint32_t given_v = l.virtual_stages;
         for (size_t k = 0; k < choices.splits.size() && stop.ok(); ++k) {
-        const StageSplit& split = choices.splits[k].split;
-        const std::vector<Chunking>& chunkings = choices.splits[k].chunkings;
-        RecomputeProbe* probes = probe_table[k];
-        l.virtual_stages = given_v;
-        const StageLayers stages{double(split.first), double(split.last)};
-        const SpeedFactors plain = SpeedOf(s.shape, s.weights, l, m,
-                                           s.gpus_per_node, cost, stages);
-        const bool interleaves = interleaves_of(chunkings);
-        // One schedule of the layout (chunkings[i]; 0 is plain 1F1B),
-        // estimated, with the least recomputation that makes it fit.
-        auto speed_of = [&](size_t i) {
-          l.virtual_stages = chunkings[i].v;
-          return i == 0 ? plain
-                        : SpeedOf(s.shape, s.weights, l, m, s.gpus_per_node,
-                                  cost, stages);
-        };
-        // Its entry, before any estimate (ZONE_UNSPECIFIED).
-        auto entry_of = [&](size_t i) {
-          const Chunking& chunking = chunkings[i];
-          const bool accounted = chunking.form == ChunkForm::kAccounted;
-          const SpeedFactors f = speed_of(i);
-          Layout4D entry{t, c, p, b, d, ep, etp, split.first, split.last,
-                         chunking.v, accounted && split.first < split.middle,
-                         accounted && split.last < split.middle,
-                         0, 1, 0, f.speed(), f.bubble, v1::ZONE_UNSPECIFIED};
-          entry.exchange = f.expert;
-          entry.mtp_layout = chunking.form == ChunkForm::kMtpLayout;
-          return entry;
-        };
-        // The schedule as given: GREEN into `entry`; otherwise what its
-        // probe found is kept for larger micro-batches (RecomputeProbe).
-        auto try_as_given = [&](size_t i, bool probe, Layout4D& entry) {
-          const StagePeak peak = PeakOf(s, l, split, chunkings[i].chunks,
-                                        kept.as_given, probe);
-          if (IsGreen(s, peak)) {
-            entry.peak_bytes = peak.admission;
-            entry.zone = v1::ZONE_GREEN;
-          } else {
-            probes[i].over_as_given = FarOver(s, peak);
-            probes[i].model_states = peak.model_states;
-          }
-          return peak;
-        };
-        auto evaluate = [&](size_t i) {
-          ++estimated;
-          const Chunking& chunking = chunkings[i];
-          Layout4D entry = entry_of(i);
-          // Where recomputation may yet make it fit (a smaller micro-batch
-          // of this schedule did not prove it hopeless), or where a miss
-          // is left unresolved, the layout as given is first a probe: if
-          // it does not fit, its figures are read only when no
-          // recomputation fits either, and are then worked out whole
-          // unless left unresolved. (A probe that fits estimated every
-          // rank, as whole. The probe's model states are a lower bound:
-          // the floor check may pass where the whole one would not, and
-          // the probes that follow then fail, as the floor would have
-          // said.)
-          // (Where a smaller micro-batch's probe missed by more than a
-          // larger one can fall, it is not made again: RecomputeProbe.)
-          const bool may_recompute = s.allow_recompute && !probes[i].hopeless;
-          const bool leave_miss = fitting_layouts >= shown;
-          const bool probe = may_recompute || leave_miss;
-          const bool known_over = may_recompute && probes[i].over_as_given;
-          StagePeak peak;
-          if (!known_over) {
-            peak = try_as_given(i, probe, entry);
-            if (entry.zone == v1::ZONE_GREEN) return entry;
-          }
-          if (may_recompute) {
-            FitByRecomputing(s, l, split, chunking.chunks,
-                             probes[i].model_states, entry, probes[i], kept);
-            if (entry.zone == v1::ZONE_GREEN) return entry;
-          }
-          if (leave_miss) {
-            entry.unresolved_chunking = static_cast<uint32_t>(i + 1);
-            return entry;
-          }
-          const StagePeak whole =
-              probe ? PeakOf(s, l, split, chunking.chunks, kept.as_given)
-                    : peak;
-          entry.peak_bytes = whole.admission;
-          entry.zone = AdmissionZone(whole, s.capacity, s.threshold);
-          return entry;
-        };
-        // A cut shallower than the fastest, where the best so far fits
-        // only by recomputing, to rank before that best: as it is, then by
-        // the recomputation that could beat its speed (FitByRecomputing's
-        // `worth`: below its speed as it is over the best's) or, where the
-        // best does not compete (ScheduleBefore), any that competes. Its
-        // entry, ZONE_UNSPECIFIED where none of those fits (not worked
-        // out); `none_fits` where no recomputation at all does.
-        auto evaluate_shallower = [&](size_t i, const Layout4D& best,
-                                      bool& none_fits) {
-          none_fits = false;
-          ++estimated;
-          const Chunking& chunking = chunkings[i];
-          Layout4D entry = entry_of(i);
-          RecomputeProbe& probe = probes[i];
-          if (!probe.over_as_given) {
-            try_as_given(i, /*probe=*/true, entry);
-            if (entry.zone == v1::ZONE_GREEN) return entry;
-          }
-          double worth = entry.speed / best.speed;
-          if (!Competes(best)) {
-            worth = std::max(worth, kCompetingRecomputeWorth);
-          }
-          none_fits = FitByRecomputing(s, l, split, chunking.chunks,
-                                       probe.model_states, entry, probe, kept,
-                                       worth);
-          return entry;
-        };
-        // Plain (not with the EP overlap: Megatron then pipelines only
-        // interleaved), then the fastest interleaving that fits and the
-        // deepest.
-        if (!(p > 1 && s.base.ep_overlap)) emit(evaluate(0));
-        if (interleaves) {
-          const size_t deepest = chunkings.size() - 1;
-          const size_t fastest = FastestInterleaving(chunkings, plain);
-          // Past the fastest a deeper cut is slower (its sends cost more
-          // than its bubble saves) and holds less: where the fastest needs
-          // recomputation to fit, a deeper one may need less and be faster
-          // for it (Llama-3.1-70B's (8, 1, 2) on 64 H100s, 4 micro-batches
-          // a step: its fastest cut does not fit as it is, 10 chunks a rank
-          // do, at a 0.3% bubble). Deeper, until one fits without
-          // recomputing or could not be faster even so, at most
-          // kDeeperInterleavingsTried of them (planner.h): each deeper cut
-          // adds sends, so those far past the fastest are rarely faster
-          // after any recomputation.
-          Layout4D best = evaluate(fastest);
-          size_t best_index = fastest;
-          std::optional<Layout4D> at_deepest;  // where the walk reached it
-          auto fits_as_is = [](const Layout4D& e) {
-            return e.zone == v1::ZONE_GREEN && !e.recomputes();
+          const StageSplit& split = choices.splits[k].split;
+          const std::vector<Chunking>& chunkings = choices.splits[k].chunkings;
+          RecomputeProbe* probes = probe_table[k];
+          l.virtual_stages = given_v;
+          const StageLayers stages{double(split.first), double(split.last)};
+          const SpeedFactors plain = SpeedOf(s.shape, s.weights, l, m,
+                                             s.gpus_per_node, cost, stages);
+          const bool interleaves = interleaves_of(chunkings);
+          // One schedule of the layout (chunkings[i]; 0 is plain 1F1B),
+          // estimated, with the least recomputation that makes it fit.
+          auto speed_of = [&](size_t i) {
+            l.virtual_stages = chunkings[i].v;
+            return i == 0 ? plain
+                          : SpeedOf(s.shape, s.weights, l, m, s.gpus_per_node,
+                                    cost, stages);
           };
-          const size_t last_tried =
-              std::min(deepest, fastest + kDeeperInterleavingsTried);
-          for (size_t i = fastest + 1; i <= last_tried && !fits_as_is(best);
-               ++i) {
-            const Layout4D e = evaluate(i);
-            if (i == deepest) at_deepest = e;
-            const bool green = e.zone == v1::ZONE_GREEN;
-            if (green &&
-                (best.zone != v1::ZONE_GREEN || ScheduleBefore(e, best))) {
-              best = e;
-              best_index = i;
+          // Its entry, before any estimate (ZONE_UNSPECIFIED).
+          auto entry_of = [&](size_t i) {
+            const Chunking& chunking = chunkings[i];
+            const bool accounted = chunking.form == ChunkForm::kAccounted;
+            const SpeedFactors f = speed_of(i);
+            Layout4D entry{t, c, p, b, d, ep, etp, split.first, split.last,
+                           chunking.v, accounted && split.first < split.middle,
+                           accounted && split.last < split.middle,
+                           0, 1, 0, f.speed(), f.bubble, v1::ZONE_UNSPECIFIED};
+            entry.exchange = f.expert;
+            entry.mtp_layout = chunking.form == ChunkForm::kMtpLayout;
+            return entry;
+          };
+          // The schedule as given: GREEN into `entry`; otherwise what its
+          // probe found is kept for larger micro-batches (RecomputeProbe).
+          auto try_as_given = [&](size_t i, bool probe, Layout4D& entry) {
+            const StagePeak peak = PeakOf(s, l, split, chunkings[i].chunks,
+                                          kept.as_given, probe);
+            if (IsGreen(s, peak)) {
+              entry.peak_bytes = peak.admission;
+              entry.zone = v1::ZONE_GREEN;
+            } else {
+              probes[i].over_as_given = FarOver(s, peak);
+              probes[i].model_states = peak.model_states;
             }
-            // Its speed before any recomputation bounds every deeper one's
-            // (where the best competes: a slower one that competes ranks
-            // before one that does not).
-            if (best.zone == v1::ZONE_GREEN && Competes(best) &&
-                e.speed * e.recompute_cost <= best.speed) {
-              break;
+            return peak;
+          };
+          auto evaluate = [&](size_t i) {
+            ++estimated;
+            const Chunking& chunking = chunkings[i];
+            Layout4D entry = entry_of(i);
+            // Where recomputation may yet make it fit (a smaller micro-batch
+            // of this schedule did not prove it hopeless), or where a miss
+            // is left unresolved, the layout as given is first a probe: if
+            // it does not fit, its figures are read only when no
+            // recomputation fits either, and are then worked out whole
+            // unless left unresolved. (A probe that fits estimated every
+            // rank, as whole. The probe's model states are a lower bound:
+            // the floor check may pass where the whole one would not, and
+            // the probes that follow then fail, as the floor would have
+            // said.)
+            // (Where a smaller micro-batch's probe missed by more than a
+            // larger one can fall, it is not made again: RecomputeProbe.)
+            const bool may_recompute = s.allow_recompute && !probes[i].hopeless;
+            const bool leave_miss = fitting_layouts >= shown;
+            const bool probe = may_recompute || leave_miss;
+            const bool known_over = may_recompute && probes[i].over_as_given;
+            StagePeak peak;
+            if (!known_over) {
+              peak = try_as_given(i, probe, entry);
+              if (entry.zone == v1::ZONE_GREEN) return entry;
+            }
+            if (may_recompute) {
+              FitByRecomputing(s, l, split, chunking.chunks,
+                               probes[i].model_states, entry, probes[i], kept);
+              if (entry.zone == v1::ZONE_GREEN) return entry;
+            }
+            if (leave_miss) {
+              entry.unresolved_chunking = static_cast<uint32_t>(i + 1);
+              return entry;
+            }
+            const StagePeak whole =
+                probe ? PeakOf(s, l, split, chunking.chunks, kept.as_given)
+                      : peak;
+            entry.peak_bytes = whole.admission;
+            entry.zone = AdmissionZone(whole, s.capacity, s.threshold);
+            return entry;
+          };
+          // A cut shallower than the fastest, where the best so far fits
+          // only by recomputing, to rank before that best: as it is, then by
+          // the recomputation that could beat its speed (FitByRecomputing's
+          // `worth`: below its speed as it is over the best's) or, where the
+          // best does not compete (ScheduleBefore), any that competes. Its
+          // entry, ZONE_UNSPECIFIED where none of those fits (not worked
+          // out); `none_fits` where no recomputation at all does.
+          auto evaluate_shallower = [&](size_t i, const Layout4D& best,
+                                        bool& none_fits) {
+            none_fits = false;
+            ++estimated;
+            const Chunking& chunking = chunkings[i];
+            Layout4D entry = entry_of(i);
+            RecomputeProbe& probe = probes[i];
+            if (!probe.over_as_given) {
+              try_as_given(i, /*probe=*/true, entry);
+              if (entry.zone == v1::ZONE_GREEN) return entry;
+            }
+            double worth = entry.speed / best.speed;
+            if (!Competes(best)) {
+              worth = std::max(worth, kCompetingRecomputeWorth);
+            }
+            none_fits = FitByRecomputing(s, l, split, chunking.chunks,
+                                         probe.model_states, entry, probe, kept,
+                                         worth);
+            return entry;
+          };
+          // Plain (not with the EP overlap: Megatron then pipelines only
+          // interleaved), then the fastest interleaving that fits and the
+          // deepest.
+          if (!(p > 1 && s.base.ep_overlap)) emit(evaluate(0));
+          if (interleaves) {
+            const size_t deepest = chunkings.size() - 1;
+            const size_t fastest = FastestInterleaving(chunkings, plain);
+            // Past the fastest a deeper cut is slower (its sends cost more
+            // than its bubble saves) and holds less: where the fastest needs
+            // recomputation to fit, a deeper one may need less and be faster
+            // for it (Llama-3.1-70B's (8, 1, 2) on 64 H100s, 4 micro-batches
+            // a step: its fastest cut does not fit as it is, 10 chunks a rank
+            // do, at a 0.3% bubble). Deeper, until one fits without
+            // recomputing or could not be faster even so, at most
+            // kDeeperInterleavingsTried of them (planner.h): each deeper cut
+            // adds sends, so those far past the fastest are rarely faster
+            // after any recomputation.
+            Layout4D best = evaluate(fastest);
+            size_t best_index = fastest;
+            std::optional<Layout4D> at_deepest;  // where the walk reached it
+            auto fits_as_is = [](const Layout4D& e) {
+              return e.zone == v1::ZONE_GREEN && !e.recomputes();
+            };
+            const size_t last_tried =
+                std::min(deepest, fastest + kDeeperInterleavingsTried);
+            for (size_t i = fastest + 1; i <= last_tried && !fits_as_is(best);
+                 ++i) {
+              const Layout4D e = evaluate(i);
+              if (i == deepest) at_deepest = e;
+              const bool green = e.zone == v1::ZONE_GREEN;
+              if (green &&
+                  (best.zone != v1::ZONE_GREEN || ScheduleBefore(e, best))) {
+                best = e;
+                best_index = i;
+              }
+              // Its speed before any recomputation bounds every deeper one's
+              // (where the best competes: a slower one that competes ranks
+              // before one that does not).
+              if (best.zone == v1::ZONE_GREEN && Competes(best) &&
+                  e.speed * e.recompute_cost <= best.speed) {
+                break;
+              }
+            }
+            // Shallower: Megatron recomputes whole layers of each chunk
+            // (--recompute-num-layers a chunk), so a cut of one-layer chunks
+            // recomputes all of a stage or none, one of two-layer chunks
+            // half. Where the best so far fits only by recomputing, a
+            // shallower cut, slower as it stands (a larger bubble) and
+            // holding more, may fit by recomputing a smaller share and be
+            // faster for it (Nemotron-4 340B's (8, 4, 8) on 16,384 H100s at
+            // 32k, 16 micro-batches a step: its fastest cut, 12 one-layer
+            // chunks, fits only recomputing every layer, x 4/3; 4 chunks of
+            // three layers fit recomputing two of each, x 11/9, at a 10.9%
+            // bubble where plain 1F1B, recomputing half, idles 43.8%; before
+            // this walk the plain one was listed). Shallower while one could be
+            // faster (its speed before recomputation bounds it, and the
+            // recomputation that could make it faster than the best is all
+            // it tries: evaluate_shallower; past the fastest, each shallower
+            // cut is slower as it stands) and until one fits by no
+            // recomputation at all (a heuristic stop: a shallower cut holds
+            // more on the first ranks, where activations peak, rank r
+            // L_r (p + (p - 2r - 1) / v) layers' worth in flight, if less on
+            // the last ones), at most kShallowerInterleavingsTried of them
+            // (planner.h).
+            const size_t shallowest_tried =
+                fastest > kShallowerInterleavingsTried
+                    ? fastest - kShallowerInterleavingsTried
+                    : 1;
+            for (size_t i = fastest - 1;
+                 i >= shallowest_tried && best.zone == v1::ZONE_GREEN &&
+                 !fits_as_is(best);
+                 --i) {
+              if (Competes(best) && speed_of(i).speed() <= best.speed) break;
+              bool none_fits = false;
+              const Layout4D e = evaluate_shallower(i, best, none_fits);
+              if (none_fits) break;  // nor, as a rule, a shallower one
+              if (e.zone != v1::ZONE_GREEN) continue;
+              if (ScheduleBefore(e, best)) {
+                best = e;
+                best_index = i;
+              }
+            }
+            emit(best);
+            if (best_index != deepest) {
+              emit(at_deepest ? *at_deepest : evaluate(deepest));
             }
           }
-          // Shallower: Megatron recomputes whole layers of each chunk
-          // (--recompute-num-layers a chunk), so a cut of one-layer chunks
-          // recomputes all of a stage or none, one of two-layer chunks
-          // half. Where the best so far fits only by recomputing, a
-          // shallower cut, slower as it stands (a larger bubble) and
-          // holding more, may fit by recomputing a smaller share and be
-          // faster for it (Nemotron-4 340B's (8, 4, 8) on 16,384 H100s at
-          // 32k, 16 micro-batches a step: its fastest cut, 12 one-layer
-          // chunks, fits only recomputing every layer, x 4/3; 4 chunks of
-          // three layers fit recomputing two of each, x 11/9, at a 10.9%
-          // bubble where plain 1F1B, recomputing half, idles 43.8%; before
-          // this walk the plain one was listed). Shallower while one could be
-          // faster (its speed before recomputation bounds it, and the
-          // recomputation that could make it faster than the best is all
-          // it tries: evaluate_shallower; past the fastest, each shallower
-          // cut is slower as it stands) and until one fits by no
-          // recomputation at all (a heuristic stop: a shallower cut holds
-          // more on the first ranks, where activations peak, rank r
-          // L_r (p + (p - 2r - 1) / v) layers' worth in flight, if less on
-          // the last ones), at most kShallowerInterleavingsTried of them
-          // (planner.h).
-          const size_t shallowest_tried =
-              fastest > kShallowerInterleavingsTried
-                  ? fastest - kShallowerInterleavingsTried
-                  : 1;
-          for (size_t i = fastest - 1;
-               i >= shallowest_tried && best.zone == v1::ZONE_GREEN &&
-               !fits_as_is(best);
-               --i) {
-            if (Competes(best) && speed_of(i).speed() <= best.speed) break;
-            bool none_fits = false;
-            const Layout4D e = evaluate_shallower(i, best, none_fits);
-            if (none_fits) break;  // nor, as a rule, a shallower one
-            if (e.zone != v1::ZONE_GREEN) continue;
-            if (ScheduleBefore(e, best)) {
-              best = e;
-              best_index = i;
-            }
-          }
-          emit(best);
-          if (best_index != deepest) {
-            emit(at_deepest ? *at_deepest : evaluate(deepest));
-          }
-        }
         }  // each split
         if (fits) ++fitting_layouts;
         if (by_group && fit_group != std::numeric_limits<uint64_t>::max()) {
