@@ -269,8 +269,9 @@ uint64_t PlacementWork(const ModelShape& m, uint32_t layers,
   uint64_t work = 0;
   for (uint32_t p : gpu_divisors) {
     if (p > kMaxPipelineStages || p > layers) break;
-    work +=
-        uint64_t{p} * kMaxPlanVirtualStages * (kMaxPlanVirtualStages + 1) / 2;
+    const uint64_t splits = p >= 3 && layers % p == 0 ? 2 : 1;
+    work += splits * uint64_t{p} * kMaxPlanVirtualStages *
+            (kMaxPlanVirtualStages + 1) / 2;
   }
   return work;
 }
