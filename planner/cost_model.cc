@@ -248,6 +248,8 @@ SpeedFactors SpeedOf(const ModelShape& m, const LayerWeights& weights,
       const double middle =
           (m.layers - stages.first - stages.last) / (l.pipeline - 2);
       slowest = std::max({stages.first, middle, stages.last + head_in_layers});
+    } else if (stages.first > 0) {  // two stages, no middle one
+      slowest = std::max(stages.first, stages.last + head_in_layers);
     }
     f.imbalance = (per_stage + head_in_layers / l.pipeline) / slowest;
     // (5) [NA21] Interleaving's sends: v chunks a rank send 2v times a

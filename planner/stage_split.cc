@@ -212,7 +212,29 @@ StageSplit SplitLayers(uint32_t layers, uint32_t p, uint32_t mtp) {
 
 StageSplit HeadBalancedSplit(uint32_t layers, uint32_t p, double head) {
   StageSplit split;
-  if (p < 3 || layers % p != 0 || !(head > 0)) return split;
+  if (p < 2 || layers % p != 0 || !(head > 0)) return split;
+  if (p == 2) {
+    // No middle stage to take them: x layers move onto the first, which
+    // stands for the middle as in SplitLayers' two stages.
+    const double half = layers / 2;
+    auto slowest = [&](uint32_t x) {
+      return std::max(half + x, half - x + head);
+    };
+    uint32_t best = 0;
+    const double crossing = std::min(head / 2, half - 1);
+    for (const double x : {std::floor(crossing), std::ceil(crossing)}) {
+      const uint32_t whole = static_cast<uint32_t>(x);
+      if (whole < 1 || whole + 1 > layers / 2) continue;
+      if (slowest(whole) < (best == 0 ? half + head : slowest(best))) {
+        best = whole;
+      }
+    }
+    if (best == 0) return split;
+    split.ok = true;
+    split.first = split.middle = layers / 2 + best;
+    split.last = layers / 2 - best;
+    return split;
+  }
   const double share = layers / p;
   // Layers the last stage can give up, (p - 2) at a time, keeping one.
   const uint32_t most = (layers / p - 1) / (p - 2);

@@ -41,9 +41,11 @@ StageSplit SplitLayers(uint32_t layers, uint32_t p, uint32_t mtp = 0);
 // Megatron's --decoder-first/last-pipeline-num-layers give it (the middle
 // layers divide evenly over the p - 2 middle stages), with the j >= 1
 // that makes the slowest of L/p + j and L/p - j (p - 2) + head the least
-// (j near head / (p - 1)). Not ok where no such split is faster than the
-// even one (a head of about a layer or less), p < 3 or p does not divide
-// L. O(1).
+// (j near head / (p - 1)). Two stages have no middle one: the first takes
+// the x layers (L/2 + x and L/2 - x, x near head / 2), and its peak rises
+// with them (the planner estimates both splits). Not ok where no such
+// split is faster than the even one (a head of about a layer or less),
+// p < 2 or p does not divide L. O(1).
 StageSplit HeadBalancedSplit(uint32_t layers, uint32_t p, double head);
 
 // How each rank's layers go over its v chunks, as Megatron allows

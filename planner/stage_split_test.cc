@@ -41,8 +41,9 @@ TEST(StageSplitTest, TheHeadBalancedSplitMovesLayersOffTheLastStage) {
 // head; and never a last stage of no layers.
 TEST(StageSplitTest, NoHeadBalancedSplitWhereItCannotHelp) {
   EXPECT_FALSE(HeadBalancedSplit(126, 3, 0.66).ok);
-  EXPECT_FALSE(HeadBalancedSplit(32, 2, 4).ok);
+  EXPECT_FALSE(HeadBalancedSplit(126, 2, 0.66).ok);
   EXPECT_FALSE(HeadBalancedSplit(32, 1, 4).ok);
+  EXPECT_FALSE(HeadBalancedSplit(2, 2, 4).ok);  // one layer each
   EXPECT_FALSE(HeadBalancedSplit(30, 4, 4).ok);
   EXPECT_FALSE(HeadBalancedSplit(32, 4, 0).ok);
   EXPECT_FALSE(HeadBalancedSplit(32, 4,
@@ -56,6 +57,40 @@ TEST(StageSplitTest, NoHeadBalancedSplitWhereItCannotHelp) {
   ASSERT_TRUE(s.ok);
   EXPECT_EQ(s.last, 1u);
   EXPECT_EQ(s.middle, 7u);
+}
+
+// Two stages: the first takes the layers, standing for the middle one as
+// SplitLayers' two stages do. Qwen3-30B-A3B's 48 (a head of 4.5): 26 and
+// 22, the last stage's 26.5 against the even split's 28.5; a huge head
+// leaves the last stage one layer.
+TEST(StageSplitTest, TwoStagesBalanceOntoTheFirst) {
+  const StageSplit s = HeadBalancedSplit(48, 2, 4.5);
+  ASSERT_TRUE(s.ok);
+  EXPECT_EQ(s.first, 26u);
+  EXPECT_EQ(s.middle, 26u);
+  EXPECT_EQ(s.last, 22u);
+  const StageSplit huge = HeadBalancedSplit(10, 2, 1000);
+  ASSERT_TRUE(huge.ok);
+  EXPECT_EQ(huge.first, 9u);
+  EXPECT_EQ(huge.last, 1u);
+  for (uint32_t half = 1; half <= 40; ++half) {
+    for (double head = 0; head < 30; head += 0.25) {
+      const StageSplit t = HeadBalancedSplit(2 * half, 2, head);
+      double best = half + head;
+      for (uint32_t x = 1; x < half; ++x) {
+        best = std::min(best, std::max(double(half + x), half - x + head));
+      }
+      if (!t.ok) {
+        EXPECT_DOUBLE_EQ(best, half + head) << half << " " << head;
+        continue;
+      }
+      EXPECT_EQ(t.first + t.last, 2 * half);
+      EXPECT_GE(t.last, 1u);
+      EXPECT_EQ(t.middle, t.first);
+      EXPECT_DOUBLE_EQ(std::max(double(t.first), t.last + head), best)
+          << half << " " << head;
+    }
+  }
 }
 
 // Against every split of the form (first L/p, middle L/p + j, last
