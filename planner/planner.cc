@@ -756,7 +756,7 @@ StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
   peak.Add(stages.Stage(0, split.first, 0));
   if (enough(peak)) return peak;
   peak.Add(stages.Stage(p - 1, split.last, s.layers - split.last));
-  // An uneven split has p >= 3 (SplitLayers): rank 1 at least.
+  // The middle ranks that can peak (none of two stages).
   const PeakRanks middle = MiddlePeakRanks(
       p, RankHoldingLayer(s.shape.leading_dense, split.first, split.middle, 0,
                           p));

@@ -291,7 +291,7 @@ uint64_t PlacementWork(const ModelShape& m, uint32_t layers,
   uint64_t work = 0;
   for (uint32_t p : gpu_divisors) {
     if (p > kMaxPipelineStages || p > layers) break;
-    const uint64_t splits = p >= 3 && layers % p == 0 ? 2 : 1;
+    const uint64_t splits = p >= 2 && layers % p == 0 ? 2 : 1;
     work += splits * uint64_t{p} * kMaxPlanVirtualStages *
             (kMaxPlanVirtualStages + 1) / 2;
   }
@@ -317,7 +317,7 @@ std::vector<RankChunks> RanksToEstimate(const StageSplit& split, uint32_t p,
   // One chunk a rank: the planner's PeakOf takes the first, middle and
   // last ranks itself, unless bf16 layers spill past the first and last.
   if (v <= 1 && bf16_ranks.empty()) return ranks;
-  // An uneven split has p >= 3 (SplitLayers): the work is O(v), whatever p.
+  // O(v) whatever p (the middle ranks alike; two stages have none).
   auto chunk = [&](uint32_t i, uint32_t j) {
     return ChunkSize(split, form, p, v, i, j);
   };

@@ -96,7 +96,7 @@ struct RankChunks {
 
 // An upper bound on DistinctRanksOf's work over a plan, O(1) a pipeline
 // depth: p x (1 + 2 + ... + 32) for every depth p it can try, twice where
-// p may also be tried with HeadBalancedSplit's split (p >= 3 dividing the
+// p may also be tried with HeadBalancedSplit's split (p >= 2 dividing the
 // layers).
 uint64_t PlacementWork(const ModelShape& m, uint32_t layers,
                        const std::vector<uint32_t>& gpu_divisors);
