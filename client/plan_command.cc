@@ -366,7 +366,7 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
   }
 
   // Where nothing is GREEN at any count asked: how many GPUs would do.
-  if (std::none_of(plans.begin(), plans.end(), HasGreen)) {
+  if (!requests.empty() && std::none_of(plans.begin(), plans.end(), HasGreen)) {
     const auto largest = std::max_element(
         requests.begin(), requests.end(), [](const auto& x, const auto& y) {
           return x.num_gpus() < y.num_gpus();
