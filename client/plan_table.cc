@@ -235,7 +235,15 @@ std::string RenderMegatronArguments(const v1::PlanRequest& request,
   const std::optional<std::string> whole =
       by_name ? ByNameLaunchArguments(request, precision) : std::nullopt;
   std::string out =
-      whole ? std::string(
+      whole && request.training().fused_swiglu()
+          ? std::string(
+                "# every line is a launch's arguments for the model by "
+                "name, after the script (the plan counts Megatron's fused "
+                "SwiGLU as the launch runs it: a line checks at its "
+                "candidate's peak, or below where the launch's arguments "
+                "settle what the plan by name counts at the larger, such "
+                "as an MoE model's Megatron-Core release)\n")
+      : whole ? std::string(
                   "# every line is a launch's arguments for the model by "
                   "name, after the script (with --swiglu Megatron runs its "
                   "fused kernel, 6 B a unit of FFN width where the plan by "

@@ -702,6 +702,11 @@ TEST(CliPlanTest, ByNameEveryLineIsAWholeLaunch) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(absl::StartsWith(r.out, "# every line is a launch's arguments"))
         << r.out;
+    // The header says what the lines' peaks are to the candidates'.
+    EXPECT_EQ(r.out.find("the plan by name counts the paper's 8") !=
+                  std::string::npos,
+              !fused)
+        << r.out;
     int checked = 0;
     double planned = 0;
     for (absl::string_view line : absl::StrSplit(r.out, '\n')) {
