@@ -76,12 +76,14 @@ struct Layout4D {
 uint64_t RuleGroupOf(const Layout4D& l, Ranking ranking);
 
 // A layout's schedule variants (interleaving, recomputation) share its
-// TP, CP, PP, EP, ETP and MBS: at most this many in each tier of the
-// ranking, one a schedule the planner lists (plain, the fastest
-// interleaving that fits, the deepest) for each split of its layers it
-// tries (planner.cc kSplitsPerDepth: its own, and one that evens out the
-// LM head).
-inline constexpr size_t kVariantsPerTier = 6;
+// TP, CP, PP, EP, ETP and MBS: at most kVariantsPerTier in each tier of
+// the ranking, one a schedule the planner lists (plain, the fastest
+// interleaving that fits, the deepest: kSchedulesPerSplit) for each split
+// of its layers it tries (kSplitsPerDepth: its own, and two that even out
+// the LM head, stage_split.h).
+inline constexpr size_t kSchedulesPerSplit = 3;
+inline constexpr size_t kSplitsPerDepth = 3;
+inline constexpr size_t kVariantsPerTier = kSchedulesPerSplit * kSplitsPerDepth;
 
 // Whether a GREEN schedule fits as it is or by recomputation that costs
 // at most kMaxCompetingRecomputeCost: it then competes with the layouts

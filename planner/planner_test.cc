@@ -626,15 +626,16 @@ double ImbalanceOf(const v1::Candidate& c) {
 // head of about 4.5 of its layers' FLOPs) four even stages of 12 run at
 // the last one's 16.5, x0.80 (cost_model.h (4)). The plan also tries
 // HeadBalancedSplit's 12, 14, 14, 8 (--decoder-first/last-pipeline-num-
-// layers 12 and 8), priced x0.93: every candidate so split says it in its
-// arguments, estimates as its job to its peak, and is priced above any
-// even split of the same depth.
+// layers 12 and 8), priced x0.93, and the step toward even, 12, 13, 13,
+// 10 (TowardEven): every candidate so split says it in its arguments,
+// estimates as its job to its peak, and is priced above any even split of
+// the same depth.
 TEST(PlannerTest, DepthsThatDivideTheLayersAlsoEvenOutTheHead) {
   v1::PlanRequest r = Request("qwen3-30b-a3b", "h100-80gb", 64, 4096, 512);
   r.set_top_k(0);
   absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  int balanced = 0;
+  int balanced = 0, fastest = 0;
   double best_even = 0, worst_balanced = 1;
   for (const v1::Candidate& c : plan->candidates()) {
     if (c.pipeline_parallel() != 4) continue;
@@ -644,11 +645,14 @@ TEST(PlannerTest, DepthsThatDivideTheLayersAlsoEvenOutTheHead) {
     }
     ++balanced;
     EXPECT_EQ(c.first_stage_layers(), 12u);
-    EXPECT_EQ(c.last_stage_layers(), 8u);
+    ASSERT_TRUE(c.last_stage_layers() == 8 || c.last_stage_layers() == 10)
+        << c.ShortDebugString();
+    fastest += c.last_stage_layers() == 8;
     EXPECT_FALSE(c.account_for_embedding() || c.account_for_loss());
-    EXPECT_NE(c.megatron_arguments().find(
+    EXPECT_NE(c.megatron_arguments().find(absl::StrCat(
                   "--decoder-first-pipeline-num-layers 12 "
-                  "--decoder-last-pipeline-num-layers 8"),
+                  "--decoder-last-pipeline-num-layers ",
+                  c.last_stage_layers())),
               std::string::npos)
         << c.megatron_arguments();
     worst_balanced = std::min(worst_balanced, ImbalanceOf(c));
@@ -656,8 +660,8 @@ TEST(PlannerTest, DepthsThatDivideTheLayersAlsoEvenOutTheHead) {
     ASSERT_TRUE(e.ok());
     EXPECT_EQ(e->zone(), c.zone());
   }
-  EXPECT_GT(balanced, 0);
-  EXPECT_GE(worst_balanced, 0.9);
+  EXPECT_GT(fastest, 0);
+  EXPECT_GE(worst_balanced, 0.88);
   EXPECT_GT(best_even, 0);
   EXPECT_LE(best_even, 0.81);
 }
@@ -993,11 +997,11 @@ TEST(PlannerTest, TheSearchForAnInterleavingThatFitsIsBounded) {
     options.schedules_estimated = &estimated;
     absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r, nullptr, options);
     ASSERT_TRUE(plan.ok()) << plan.status();
-    // A layout lists up to kVariantsPerTier schedules (CountPlanLayouts)
-    // and estimates up to kDeeperInterleavingsTried +
-    // kShallowerInterleavingsTried more.
-    EXPECT_LE(estimated * kVariantsPerTier,
-              *listed * (kVariantsPerTier + kDeeperInterleavingsTried +
+    // A layout lists up to kSchedulesPerSplit schedules a split
+    // (CountPlanLayouts counts each) and estimates up to
+    // kDeeperInterleavingsTried + kShallowerInterleavingsTried more.
+    EXPECT_LE(estimated * kSchedulesPerSplit,
+              *listed * (kSchedulesPerSplit + kDeeperInterleavingsTried +
                          kShallowerInterleavingsTried))
         << r.model().name() << " on " << r.num_gpus() << " GPUs";
     EXPECT_GE(estimated, plan->considered());

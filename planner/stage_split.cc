@@ -259,6 +259,20 @@ StageSplit HeadBalancedSplit(uint32_t layers, uint32_t p, double head) {
   return split;
 }
 
+StageSplit TowardEven(const StageSplit& split, uint32_t layers, uint32_t p) {
+  StageSplit out;
+  if (!split.ok || p < 2 || layers % p != 0) return out;
+  const uint32_t share = layers / p;
+  // The layers moved: j a middle stage (x onto the first of two).
+  const uint32_t moved = split.middle > share ? split.middle - share : 0;
+  if (moved <= 1) return out;
+  out.ok = true;
+  out.first = p == 2 ? share + moved - 1 : share;
+  out.middle = share + moved - 1;
+  out.last = share - (moved - 1) * (p == 2 ? 1 : p - 2);
+  return out;
+}
+
 uint32_t ChunkLayers(ChunkForm form, const StageSplit& split, uint32_t p,
                      uint32_t v, uint32_t i, uint32_t j) {
   if (form == ChunkForm::kAccounted || form == ChunkForm::kMtpLayout) {
@@ -291,7 +305,7 @@ uint64_t PlacementWork(const ModelShape& m, uint32_t layers,
   uint64_t work = 0;
   for (uint32_t p : gpu_divisors) {
     if (p > kMaxPipelineStages || p > layers) break;
-    const uint64_t splits = p >= 2 && layers % p == 0 ? 2 : 1;
+    const uint64_t splits = p >= 2 && layers % p == 0 ? 3 : 1;
     work += splits * uint64_t{p} * kMaxPlanVirtualStages *
             (kMaxPlanVirtualStages + 1) / 2;
   }

@@ -93,6 +93,49 @@ TEST(StageSplitTest, TwoStagesBalanceOntoTheFirst) {
   }
 }
 
+// A step back toward even: j - 1 (x - 1 of two stages), none where that
+// is the even split. gpt-oss-120b over 4: 9, 11, 11, 5 -> 9, 10, 10, 7.
+TEST(StageSplitTest, AStepTowardEven) {
+  const StageSplit s = TowardEven(HeadBalancedSplit(36, 4, 4.6), 36, 4);
+  ASSERT_TRUE(s.ok);
+  EXPECT_EQ(s.first, 9u);
+  EXPECT_EQ(s.middle, 10u);
+  EXPECT_EQ(s.last, 7u);
+  const StageSplit two = TowardEven(HeadBalancedSplit(48, 2, 4.5), 48, 2);
+  ASSERT_TRUE(two.ok);  // 26, 22 -> 25, 23
+  EXPECT_EQ(two.first, 25u);
+  EXPECT_EQ(two.middle, 25u);
+  EXPECT_EQ(two.last, 23u);
+  // One layer moved: the step back is even.
+  EXPECT_FALSE(TowardEven(HeadBalancedSplit(80, 4, 1.2), 80, 4).ok);
+  EXPECT_FALSE(TowardEven(StageSplit{}, 36, 4).ok);
+  // Every step back adds up, keeps the first's share (three stages or
+  // more), and is slower than the split it steps from but faster than
+  // even.
+  for (uint32_t p = 2; p <= 8; ++p) {
+    for (uint32_t share = 2; share <= 20; ++share) {
+      for (double head = 0.5; head < 20; head += 0.5) {
+        const uint32_t layers = p * share;
+        const StageSplit from = HeadBalancedSplit(layers, p, head);
+        const StageSplit back = TowardEven(from, layers, p);
+        if (!back.ok) continue;
+        EXPECT_EQ(back.first + back.middle * (p > 2 ? p - 2 : 0) + back.last,
+                  layers);
+        if (p > 2) {
+          EXPECT_EQ(back.first, share);
+        }
+        EXPECT_GE(back.last, 1u);
+        auto slowest = [&](const StageSplit& x) {
+          return std::max({double(x.first), double(x.middle),
+                           x.last + head});
+        };
+        EXPECT_GE(slowest(back), slowest(from));
+        EXPECT_LT(slowest(back), share + head);
+      }
+    }
+  }
+}
+
 // Against every split of the form (first L/p, middle L/p + j, last
 // L/p - j (p - 2)) Megatron's first/last counts give: the layers add up,
 // the first keeps its even share, the last keeps a layer, and no j is

@@ -1065,7 +1065,8 @@ TEST(CliPlanTest, TheReleaseFlagPlansAsThatReleaseRuns) {
         c.tensor_parallel(),        c.context_parallel(),
         c.pipeline_parallel(),      c.expert_parallel(),
         c.expert_tensor_parallel(), c.micro_batch_size(),
-        c.virtual_pipeline_stages(), c.recompute_num_layers()};
+        c.virtual_pipeline_stages(), c.recompute_num_layers(),
+        c.first_stage_layers(),     c.last_stage_layers()};
   };
   int compared = 0, lower = 0;
   for (const v1::Candidate& c : later.candidates()) {
