@@ -21,8 +21,7 @@ absl::StatusOr<std::optional<GreenAt>> FirstDoublingWithGreen(
                           absl::StrCat(gpus, " GPUs: ",
                                        response.status().message()));
     }
-    if (response->candidates_size() > 0 &&
-        response->candidates(0).zone() == v1::ZONE_GREEN) {
+    if (HasGreen(*response)) {
       return GreenAt{static_cast<uint32_t>(gpus), response->candidates(0)};
     }
   }

@@ -620,11 +620,6 @@ struct PipelineChoices {
   std::vector<PipelineSplit> splits;
 };
 
-// Schedules a layout is listed with, for each of its splits: plain, the
-// fastest interleaving that fits and the deepest (plan_ranking.h
-// kSchedulesPerSplit, a layout's variants in a tier counted by them).
-constexpr size_t kSchedulesPerLayout = kSchedulesPerSplit;
-
 // `split` over p stages with the chunkings Megatron and the launch's forms
 // allow it (LaunchCanSay), v increasing from 1.
 PipelineSplit ChunkingsOf(const Search& s, const StageSplit& split,
@@ -709,7 +704,7 @@ uint64_t CountLayouts(const Search& s,
     for (const PipelineSplit& tried : choices.splits) {
       schedules +=
           s.allow_interleave
-              ? std::min(kSchedulesPerLayout, tried.chunkings.size())
+              ? std::min(kSchedulesPerSplit, tried.chunkings.size())
               : 1;
       if (!s.shape.moe_irregular) continue;
       for (const Chunking& chunking : tried.chunkings) {
@@ -1009,6 +1004,8 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
     if (!stop.ok()) return;
     const uint32_t d = s.gpus / t / c / p;
     const PipelineChoices& choices = ChoicesFor(pipelines, gpu_divisors, p);
+    // ForEachGroup visits only depths whose own split PipelinesOf tried.
+    if (choices.splits.empty()) return;
     ForEachExpertLayout(s, t, p, [&](uint32_t ep, uint32_t etp) {
       // [LW] A layout Megatron packs past what memgate bounds is one
       // validation refuses: not proposed. Those it packs, it packs once a
@@ -1033,12 +1030,20 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           return s.allow_interleave && chunkings.size() > 1 &&
                  InterleavedGroupsRun(p, p, m);
         };
+        // Plain 1F1B's factors over a split (the first split's also give
+        // the pruning below its exchange and bubble, which no split
+        // changes).
+        auto plain_of = [&](const StageSplit& split) {
+          return SpeedOf(s.shape, s.weights, l, m, s.gpus_per_node, cost,
+                         StageLayers{double(split.first),
+                                     double(split.last)});
+        };
+        const SpeedFactors first_plain = plain_of(choices.splits[0].split);
         if (by_group && fitting_groups.size() >= shown) {
           // Its smallest group: its exchange, and the smallest bubble of
           // its schedules (the deepest interleaving's of any split, the
-          // group growing with the bubble; neither depends on the split).
-          const SpeedFactors plain =
-              SpeedOf(s.shape, s.weights, l, m, s.gpus_per_node, cost);
+          // group growing with the bubble).
+          const SpeedFactors& plain = first_plain;
           Layout4D smallest{};
           smallest.t = t;
           smallest.c = c;
@@ -1077,8 +1082,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
           RecomputeProbe* probes = probe_table[k];
           l.virtual_stages = given_v;
           const StageLayers stages{double(split.first), double(split.last)};
-          const SpeedFactors plain = SpeedOf(s.shape, s.weights, l, m,
-                                             s.gpus_per_node, cost, stages);
+          const SpeedFactors plain = k == 0 ? first_plain : plain_of(split);
           const bool interleaves = interleaves_of(chunkings);
           // One schedule of the layout (chunkings[i]; 0 is plain 1F1B),
           // estimated, with the least recomputation that makes it fit.

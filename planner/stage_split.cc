@@ -210,67 +210,57 @@ StageSplit SplitLayers(uint32_t layers, uint32_t p, uint32_t mtp) {
   return split;
 }
 
-StageSplit HeadBalancedSplit(uint32_t layers, uint32_t p, double head) {
+namespace {
+
+// Layers the last stage gives up for each one a stage that takes them
+// gains: the p - 2 middle stages' each, or the first of two stages' one.
+uint32_t GivenUpPerStep(uint32_t p) { return p == 2 ? 1 : p - 2; }
+
+// The head-balanced split of `layers` over p stages that moves j steps:
+// the stages that take layers (the middle ones; the first of two, which
+// stands for the middle as in SplitLayers' two stages) L/p + j, the last
+// L/p - j GivenUpPerStep(p).
+StageSplit MovedSplit(uint32_t layers, uint32_t p, uint32_t j) {
   StageSplit split;
-  if (p < 2 || layers % p != 0 || !(head > 0)) return split;
-  if (p == 2) {
-    // No middle stage to take them: x layers move onto the first, which
-    // stands for the middle as in SplitLayers' two stages.
-    const double half = layers / 2;
-    auto slowest = [&](uint32_t x) {
-      return std::max(half + x, half - x + head);
-    };
-    uint32_t best = 0;
-    const double crossing = std::min(head / 2, half - 1);
-    for (const double x : {std::floor(crossing), std::ceil(crossing)}) {
-      const uint32_t whole = static_cast<uint32_t>(x);
-      if (whole < 1 || whole + 1 > layers / 2) continue;
-      if (slowest(whole) < (best == 0 ? half + head : slowest(best))) {
-        best = whole;
-      }
-    }
-    if (best == 0) return split;
-    split.ok = true;
-    split.first = split.middle = layers / 2 + best;
-    split.last = layers / 2 - best;
-    return split;
-  }
-  const double share = layers / p;
-  // Layers the last stage can give up, (p - 2) at a time, keeping one.
-  const uint32_t most = (layers / p - 1) / (p - 2);
-  auto slowest = [&](uint32_t j) {
-    return std::max(share + j, share - double(j) * (p - 2) + head);
-  };
-  const double even = share + head;
-  uint32_t best = 0;
-  // The two stages' paces cross at j = head / (p - 1): the best whole j is
-  // on either side of it.
-  const double crossing = std::min(head / (p - 1), double(most));
-  for (const double j : {std::floor(crossing), std::ceil(crossing)}) {
-    const uint32_t whole = static_cast<uint32_t>(j);
-    if (whole < 1 || whole > most) continue;
-    if (slowest(whole) < (best == 0 ? even : slowest(best))) best = whole;
-  }
-  if (best == 0) return split;
   split.ok = true;
-  split.first = layers / p;
-  split.middle = layers / p + best;
-  split.last = layers / p - best * (p - 2);
+  split.middle = layers / p + j;
+  split.first = p == 2 ? split.middle : layers / p;
+  split.last = layers / p - j * GivenUpPerStep(p);
   return split;
 }
 
+}  // namespace
+
+StageSplit HeadBalancedSplit(uint32_t layers, uint32_t p, double head) {
+  if (p < 2 || layers % p != 0 || !(head > 0)) return StageSplit{};
+  const double share = layers / p;
+  const uint32_t step = GivenUpPerStep(p);
+  // Steps the last stage can give, keeping one layer.
+  const uint32_t most = (layers / p - 1) / step;
+  auto slowest = [&](uint32_t j) {
+    return std::max(share + j, share - double(j) * step + head);
+  };
+  uint32_t best = 0;
+  // The two paces cross at j = head / (1 + step): the best whole j is on
+  // either side of it.
+  const double crossing = std::min(head / (1 + step), double(most));
+  for (const double j : {std::floor(crossing), std::ceil(crossing)}) {
+    const uint32_t whole = static_cast<uint32_t>(j);
+    if (whole < 1 || whole > most) continue;
+    if (slowest(whole) < (best == 0 ? share + head : slowest(best))) {
+      best = whole;
+    }
+  }
+  return best == 0 ? StageSplit{} : MovedSplit(layers, p, best);
+}
+
 StageSplit TowardEven(const StageSplit& split, uint32_t layers, uint32_t p) {
-  StageSplit out;
-  if (!split.ok || p < 2 || layers % p != 0) return out;
-  const uint32_t share = layers / p;
-  // The layers moved: j a middle stage (x onto the first of two).
-  const uint32_t moved = split.middle > share ? split.middle - share : 0;
-  if (moved <= 1) return out;
-  out.ok = true;
-  out.first = p == 2 ? share + moved - 1 : share;
-  out.middle = share + moved - 1;
-  out.last = share - (moved - 1) * (p == 2 ? 1 : p - 2);
-  return out;
+  if (!split.ok || p < 2 || layers % p != 0) return StageSplit{};
+  // The steps moved: what a stage that took layers gained.
+  const uint32_t moved =
+      split.middle > layers / p ? split.middle - layers / p : 0;
+  if (moved <= 1) return StageSplit{};
+  return MovedSplit(layers, p, moved - 1);
 }
 
 uint32_t ChunkLayers(ChunkForm form, const StageSplit& split, uint32_t p,

@@ -268,7 +268,13 @@ constexpr absl::string_view kDeepSpeedEngine =
     "buckets and offloads, its optimizer, activation partitioning, "
     "Ulysses): not modelled (memgate models Megatron-LM's distributed "
     "optimizer and DDP)";
-constexpr std::pair<absl::string_view, absl::string_view> kOutsideRefused[] = {
+// `modelopt_builder`: read only by ModelOpt's model builder, or by nothing
+// pretrain_gpt.py runs (ActsOnlyUnderModelOpt).
+struct OutsideRefusal {
+  absl::string_view name, why;
+  bool modelopt_builder = false;
+};
+constexpr OutsideRefusal kOutsideRefused[] = {
     {"deepspeed", kDeepSpeedEngine},
     {"deepspeed-config", kDeepSpeedEngine},
     {"deepscale", kDeepSpeedEngine},
@@ -281,23 +287,30 @@ constexpr std::pair<absl::string_view, absl::string_view> kOutsideRefused[] = {
     {"export-force-local-attention",
      "ModelOpt's switch to Megatron's local attention, which keeps the s x "
      "s scores: not modelled here (the same attention under "
-     "--transformer-impl local is)"},
+     "--transformer-impl local is)",
+     true},
     {"export-model-type",
      "ModelOpt's model type (HybridModel builds Mamba layers): not "
-     "modelled"},
+     "modelled",
+     true},
     {"export-quant-cfg",
      "ModelOpt's quantization-aware training (fake-quantized linear layers "
-     "and their quantizers): not modelled"},
+     "and their quantizers): not modelled",
+     true},
     {"export-real-quant-cfg",
-     "ModelOpt's real quantization of the weights: not modelled"},
+     "ModelOpt's real quantization of the weights: not modelled",
+     true},
     {"export-qk-l2-norm",
      "ModelOpt's Llama 4 L2 norm on Q and K: not modelled here (Megatron's "
-     "--qk-l2-norm is)"},
+     "--qk-l2-norm is)",
+     true},
     {"export-moe-apply-probs-on-input",
-     "ModelOpt's Llama 4 expert scaling on the input: not modelled"},
+     "ModelOpt's Llama 4 expert scaling on the input: not modelled",
+     true},
     {"enable-gpt-oss",
      "ModelOpt's GPT-OSS mode (attention sinks, sliding windows, YaRN): not "
-     "modelled"},
+     "modelled",
+     true},
     {"modelopt-enabled",
      "a ModelOpt model (its own layer spec and state): not modelled"},
 };
@@ -412,18 +425,15 @@ std::string ScriptWord(const std::vector<std::string>& argv, size_t begin,
 }  // namespace
 
 absl::string_view OutsideArgumentRefusal(absl::string_view name) {
-  for (const auto& [argument, why] : kOutsideRefused) {
-    if (name == argument) return why;
+  for (const OutsideRefusal& refusal : kOutsideRefused) {
+    if (name == refusal.name) return refusal.why;
   }
   return "";
 }
 
 bool ActsOnlyUnderModelOpt(absl::string_view name) {
-  for (absl::string_view builder :
-       {"export-force-local-attention", "export-model-type", "export-quant-cfg",
-        "export-real-quant-cfg", "export-qk-l2-norm",
-        "export-moe-apply-probs-on-input", "enable-gpt-oss"}) {
-    if (name == builder) return true;
+  for (const OutsideRefusal& refusal : kOutsideRefused) {
+    if (name == refusal.name) return refusal.modelopt_builder;
   }
   return false;
 }
