@@ -89,7 +89,8 @@ struct CheckFlags {
            "refuse a launch with arguments memgate has not reviewed (not "
            "Megatron-LM's at the reviewed revision: a newer release's, a "
            "fork's, a script's own) or run by a script other than "
-           "Megatron-LM's, or a --model-config with keys it has not, as "
+           "Megatron-LM's, or a --model-config with keys it has not (or "
+           "another family's that its model_type does not read), as "
            "invalid (exit 2): one may change memory (default: read past "
            "them, with a note)",
            &refuse_unreviewed);

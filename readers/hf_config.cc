@@ -737,6 +737,96 @@ std::vector<std::string> UnreviewedKeysOf(ConfigTree& tree) {
   return out;
 }
 
+// Keys memgate reads for some families that transformers' modeling of
+// this config's family does not read: another family's experts, latent
+// attention, next-token layers or router (FillExperts reads each only for
+// the families below). Such a key is read past as the family's model reads
+// past it, and named: a config that gives a Llama experts describes a
+// model that is not the Llama memgate estimates (nor the one transformers
+// would build). A null, false, zero or empty value says "none" and is not
+// named.
+std::vector<std::string> KeysTheFamilyDoesNotReadOf(ConfigTree& tree) {
+  using E = Family::Experts;
+  struct ReadBy {
+    const char* key;
+    std::vector<E> experts;  // the families that read it, by their experts
+  };
+  static const auto* keys = new std::vector<ReadBy>{
+      {"num_local_experts", {E::kMixtral, E::kGptOss}},
+      {"num_experts", {E::kQwenMoe, E::kGptOss}},
+      {"n_routed_experts", {E::kDeepseek, E::kGlm}},
+      {"num_experts_per_tok",
+       {E::kMixtral, E::kQwenMoe, E::kDeepseek, E::kGlm, E::kGptOss}},
+      {"moe_intermediate_size", {E::kQwenMoe, E::kDeepseek, E::kGlm}},
+      {"n_shared_experts", {E::kDeepseek, E::kGlm}},
+      {"first_k_dense_replace", {E::kDeepseek, E::kGlm}},
+      {"num_nextn_predict_layers", {E::kDeepseek, E::kGlm}},
+      {"scoring_func", {E::kDeepseek, E::kGlm}},
+      {"n_group", {E::kDeepseek, E::kGlm}},
+      {"topk_group", {E::kDeepseek, E::kGlm}},
+      {"moe_layer_freq", {E::kDeepseek}},
+      {"decoder_sparse_step", {E::kQwenMoe}},
+      {"mlp_only_layers", {E::kQwenMoe}},
+      {"q_lora_rank", {E::kDeepseek}},
+      {"kv_lora_rank", {E::kDeepseek}},
+      {"qk_nope_head_dim", {E::kDeepseek}},
+      {"qk_rope_head_dim", {E::kDeepseek}},
+      {"v_head_dim", {E::kDeepseek}},
+      {"router_jitter_noise", {E::kMixtral}},
+      {"use_qk_norm", {E::kGlm}},
+  };
+  std::vector<std::string> out;
+  const google::protobuf::Struct* top = tree.top();
+  if (top == nullptr) return out;
+  const auto type = top->fields().find("model_type");
+  if (type == top->fields().end()) return out;
+  const Family* family = nullptr;
+  for (const Family& f : Families()) {
+    if (type->second.string_value() == f.model_type) family = &f;
+  }
+  if (family == nullptr) return out;
+  auto says_none = [](const google::protobuf::Value& v) {
+    using google::protobuf::Value;
+    switch (v.kind_case()) {
+      case Value::kNullValue: return true;
+      case Value::kBoolValue: return !v.bool_value();
+      case Value::kNumberValue: return v.number_value() == 0;
+      case Value::kListValue: return v.list_value().values_size() == 0;
+      default: return false;
+    }
+  };
+  // Qwen2-MoE's shared expert: Qwen3-MoE has none (FillExperts).
+  const bool qwen2_moe = family->model_type == absl::string_view("qwen2_moe");
+  for (const auto& [key, value] : top->fields()) {
+    if (says_none(value)) continue;
+    if (key == "shared_expert_intermediate_size") {
+      if (!qwen2_moe) out.push_back(key);
+      continue;
+    }
+    for (const ReadBy& k : *keys) {
+      if (key != k.key) continue;
+      if (std::find(k.experts.begin(), k.experts.end(), family->experts) ==
+          k.experts.end()) {
+        out.push_back(key);
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// At most the first ten of `keys` (a file may hold thousands), joined.
+std::string NamedKeys(const std::vector<std::string>& keys) {
+  constexpr size_t kNamed = 10;
+  std::vector<std::string> named(
+      keys.begin(), keys.begin() + std::min(kNamed, keys.size()));
+  std::string list = absl::StrJoin(named, ", ");
+  if (keys.size() > kNamed) {
+    absl::StrAppend(&list, " and ", keys.size() - kNamed, " more");
+  }
+  return list;
+}
+
 }  // namespace
 
 absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
@@ -748,6 +838,12 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
 std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json) {
   ConfigTree tree(json);
   return UnreviewedKeysOf(tree);
+}
+
+std::vector<std::string> HuggingFaceKeysTheFamilyDoesNotRead(
+    absl::string_view json) {
+  ConfigTree tree(json);
+  return KeysTheFamilyDoesNotReadOf(tree);
 }
 
 absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
@@ -766,26 +862,39 @@ absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
   // The untyped tree (parsed here, or already for the model), only when
   // asked for.
   const std::vector<std::string> unreviewed = UnreviewedKeysOf(tree);
-  if (unreviewed.empty()) return model;
-  // A file may hold thousands of keys: the first few are named.
-  constexpr size_t kNamed = 10;
-  std::vector<std::string> named(
-      unreviewed.begin(),
-      unreviewed.begin() + std::min(kNamed, unreviewed.size()));
-  std::string list = absl::StrJoin(named, ", ");
-  if (unreviewed.size() > kNamed) {
-    absl::StrAppend(&list, " and ", unreviewed.size() - kNamed, " more");
+  const std::vector<std::string> not_read = KeysTheFamilyDoesNotReadOf(tree);
+  if (!unreviewed.empty()) {
+    const std::string list = NamedKeys(unreviewed);
+    if (refuse_unreviewed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": keys memgate has not reviewed: ", list,
+          ": refused, as this site asks (--refuse-unreviewed): memgate cannot "
+          "tell whether one changes the model's shape or memory"));
+    }
+    notes->push_back(absl::StrCat(
+        path, ": keys memgate has not reviewed, read past: ", list,
+        " (if one changes the model's shape or memory, the estimate does not "
+        "count it)"));
   }
-  if (refuse_unreviewed) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": keys memgate has not reviewed: ", list,
-        ": refused, as this site asks (--refuse-unreviewed): memgate cannot "
-        "tell whether one changes the model's shape or memory"));
+  if (!not_read.empty()) {
+    // (The family was found from model_type: the tree has it.)
+    const std::string type =
+        tree.top()->fields().at("model_type").string_value();
+    const std::string list = NamedKeys(not_read);
+    const std::string why = absl::StrCat(
+        "other families' experts, latent attention, next-token layers or "
+        "router, which transformers' ", type, " model does not build: a "
+        "model that has them is not the one estimated; give its own "
+        "model_type");
+    if (refuse_unreviewed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": keys model_type '", type, "' does not read: ", list,
+          ": refused, as this site asks (--refuse-unreviewed): ", why));
+    }
+    notes->push_back(absl::StrCat(
+        path, ": keys model_type '", type, "' does not read, read past as "
+        "transformers does: ", list, " (", why, ")"));
   }
-  notes->push_back(absl::StrCat(
-      path, ": keys memgate has not reviewed, read past: ", list,
-      " (if one changes the model's shape or memory, the estimate does not "
-      "count it)"));
   return model;
 }
 

@@ -24,9 +24,10 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
 
 // Reads `path` and parses it as above; the model is named after the path.
 // With `notes`, appends one naming the top-level keys memgate neither reads
-// nor has reviewed (UnreviewedHuggingFaceKeys); with `refuse_unreviewed`
-// (a site that refuses what memgate cannot judge), such keys are an
-// INVALID_ARGUMENT naming them instead.
+// nor has reviewed (UnreviewedHuggingFaceKeys), and one naming the keys
+// its family does not read (HuggingFaceKeysTheFamilyDoesNotRead); with
+// `refuse_unreviewed` (a site that refuses what memgate cannot judge),
+// such keys are an INVALID_ARGUMENT naming them instead.
 absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
     const std::string& path, std::vector<std::string>* notes = nullptr,
     bool refuse_unreviewed = false);
@@ -36,6 +37,15 @@ absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
 // object. A newer family feature shows up here instead of being read past
 // unsaid.
 std::vector<std::string> UnreviewedHuggingFaceKeys(absl::string_view json);
+
+// The top-level keys of `json` that memgate reads for other families but
+// transformers' model of its model_type does not (a Llama's
+// num_local_experts), sorted; read past as transformers reads past them,
+// and named by ReadHuggingFaceConfig's notes (refused with
+// `refuse_unreviewed`). Empty where `json` is not an object of a family
+// memgate models, and for keys whose value says none (null, 0, false, []).
+std::vector<std::string> HuggingFaceKeysTheFamilyDoesNotRead(
+    absl::string_view json);
 
 }  // namespace memgate
 

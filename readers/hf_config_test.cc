@@ -250,6 +250,97 @@ TEST(HfConfigTest, UnreviewedKeysAreNamed) {
   EXPECT_NE(notes[0].find("k19 and 2 more"), std::string::npos) << notes[0];
 }
 
+// Writes `json` to a fresh file under the test's temporary directory.
+std::string ConfigFile(const std::string& name, const std::string& json) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  FILE* f = fopen(path.c_str(), "w");
+  if (f == nullptr) return path;
+  fputs(json.c_str(), f);
+  fclose(f);
+  return path;
+}
+
+// Keys memgate reads for some families, in a config of a family whose
+// transformers model does not read them (a Llama given experts), are read
+// past as transformers reads past them, and named in a note; a site that
+// refuses what it has not reviewed refuses them. "None" values (null,
+// zero, false, empty) are not named, nor a family's own keys.
+TEST(HfConfigTest, OtherFamiliesKeysAreNamedNotReadPastUnsaid) {
+  std::string llama(kLlama31_8B);
+  llama.replace(llama.find("\"vocab_size\""), 0,
+                "\"num_local_experts\": 8, \"num_experts_per_tok\": 2, "
+                "\"kv_lora_rank\": null, \"use_qk_norm\": false, ");
+  const std::string path = ConfigFile("llama_with_experts.json", llama);
+  std::vector<std::string> notes;
+  absl::StatusOr<v1::ModelConfig> with = ReadHuggingFaceConfig(path, &notes);
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_FALSE(with->has_moe());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("model_type 'llama' does not read, read past as "
+                          "transformers does: num_experts_per_tok, "
+                          "num_local_experts ("),
+            std::string::npos)
+      << notes[0];
+  EXPECT_EQ(notes[0].find("kv_lora_rank"), std::string::npos) << notes[0];
+  EXPECT_EQ(notes[0].find("use_qk_norm"), std::string::npos) << notes[0];
+  EXPECT_EQ(HuggingFaceKeysTheFamilyDoesNotRead(llama),
+            (std::vector<std::string>{"num_experts_per_tok",
+                                      "num_local_experts"}));
+  EXPECT_TRUE(HuggingFaceKeysTheFamilyDoesNotRead("[1, 2]").empty());
+  EXPECT_TRUE(HuggingFaceKeysTheFamilyDoesNotRead(
+                  R"({"model_type": "falcon", "num_local_experts": 8})")
+                  .empty());
+  // The estimate is the dense Llama's, as transformers would build it.
+  absl::StatusOr<v1::ModelConfig> without =
+      ModelFromHuggingFaceJson(kLlama31_8B, with->name());
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(with->SerializeAsString(), without->SerializeAsString());
+  absl::StatusOr<v1::ModelConfig> strict =
+      ReadHuggingFaceConfig(path, nullptr, /*refuse_unreviewed=*/true);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(strict.status().message().find(
+                "does not read: num_experts_per_tok, num_local_experts"),
+            std::string::npos)
+      << strict.status();
+
+  // Per family: Qwen3-MoE has no shared expert (Qwen2-MoE's key), GLM no
+  // latent attention (DeepSeek's); their own keys pass unnamed (the
+  // published configs above).
+  struct Case {
+    const char* file;
+    const char* added;
+    const char* named;
+  };
+  for (const Case& c :
+       {Case{"qwen3-30b-a3b.json",
+             "\"shared_expert_intermediate_size\": 4096, ",
+             "shared_expert_intermediate_size"},
+        Case{"glm-4.5.json", "\"kv_lora_rank\": 512, ", "kv_lora_rank"},
+        Case{"mixtral-8x7b-v0.1.json", "\"first_k_dense_replace\": 1, ",
+             "first_k_dense_replace"},
+        Case{"qwen3-8b.json", "\"router_jitter_noise\": 0.1, ",
+             "router_jitter_noise"}}) {
+    std::ifstream in(std::string("tests/testdata/hf/") + c.file);
+    std::stringstream whole;
+    whole << in.rdbuf();
+    std::string json = whole.str();
+    const size_t brace = json.find('{');
+    ASSERT_NE(brace, std::string::npos) << c.file;
+    json.insert(brace + 1, c.added);
+    std::vector<std::string> family_notes;
+    ASSERT_TRUE(ReadHuggingFaceConfig(ConfigFile(c.file, json), &family_notes)
+                    .ok())
+        << c.file;
+    ASSERT_EQ(family_notes.size(), 1u) << c.file;
+    EXPECT_NE(family_notes[0].find(std::string("does not read, read past as "
+                                               "transformers does: ") +
+                                   c.named + " ("),
+              std::string::npos)
+        << family_notes[0];
+  }
+}
+
 // The file is read whole and parsed twice (the model, then its keys), so
 // its size is bounded before either: a 16 MiB + 1 file (a mistaken path to
 // weights, or a hostile one) is refused by size, unparsed.

@@ -12,6 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The key review reads any input and names at most its keys.
   memgate::fuzz::Require(memgate::UnreviewedHuggingFaceKeys(json).size() <=
                          size);
+  memgate::fuzz::Require(
+      memgate::HuggingFaceKeysTheFamilyDoesNotRead(json).size() <= size);
   absl::StatusOr<memgate::v1::ModelConfig> model =
       memgate::ModelFromHuggingFaceJson(json, "fuzz");
   if (!model.ok()) {
