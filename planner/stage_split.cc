@@ -167,8 +167,7 @@ ChunkForm ChunkFormOf(const StageSplit& split, uint32_t p, uint32_t v) {
   const bool first_short = split.first + 1 == split.middle;
   const bool last_short = split.last + 1 == split.middle;
   if ((first_short || split.first == split.middle) &&
-      (last_short || split.last == split.middle) && split.middle % v == 0 &&
-      split.middle / v >= 2) {
+      (last_short || split.last == split.middle) && split.middle % v == 0) {
     return ChunkForm::kAccounted;
   }
   if (split.first % v == 0 && split.middle % v == 0 && split.last % v == 0) {

@@ -63,7 +63,9 @@ StageSplit TowardEven(const StageSplit& split, uint32_t layers, uint32_t p);
 //  kAccounted   --account-for-embedding/loss-in-pipeline-split: the first
 //               and/or last stage one layer short of the middle's, every
 //               chunk middle / v except rank 0's first and the last rank's
-//               last, one fewer (Llama-3.1-405B: 7, 8 x 14, 7);
+//               last, one fewer (Llama-3.1-405B: 7, 8 x 14, 7), down to
+//               none (one-layer chunks: the embedding or the loss alone,
+//               as Megatron builds it);
 //  kFirstLast   --decoder-first/last-pipeline-num-layers with every rank's
 //               layers a multiple of v, a rank's layers / v a chunk;
 //  kMtpLayout   --pipeline-model-parallel-layout: as kAccounted, the last

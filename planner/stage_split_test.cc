@@ -166,5 +166,30 @@ TEST(StageSplitTest, TheHeadBalancedSplitIsTheFastestOfItsForm) {
   }
 }
 
+// Megatron's accounted split (--account-for-embedding/loss-in-pipeline-
+// split) interleaves down to one layer a chunk: rank 0's first chunk then
+// holds the embedding alone and the last rank's last the loss alone
+// (transformer_block.py get_num_layers_to_build asserts only that none is
+// negative; pipeline_parallel_layout.md: "Empty stages are allowed"), as
+// in Llama 3's own 16-stage schedule (Llama 3 paper, section 3.3.2: "the
+// first model chunk on the first stage has only the embedding").
+TEST(StageSplitTest, TheAccountedSplitInterleavesDownToOneLayerAChunk) {
+  StageSplit split;
+  split.ok = true;
+  split.first = 7;
+  split.middle = 8;
+  split.last = 7;  // Llama-3.1-405B's 126 layers over 16 stages
+  for (uint32_t v : {2u, 4u, 8u}) {
+    EXPECT_EQ(ChunkFormOf(split, 16, v), ChunkForm::kAccounted) << v;
+    EXPECT_EQ(ChunkLayers(ChunkForm::kAccounted, split, 16, v, 0, 0),
+              8 / v - 1);
+    EXPECT_EQ(ChunkLayers(ChunkForm::kAccounted, split, 16, v, 15, v - 1),
+              8 / v - 1);
+    EXPECT_EQ(ChunkLayers(ChunkForm::kAccounted, split, 16, v, 1, 0), 8 / v);
+  }
+  EXPECT_EQ(ChunkFormOf(split, 16, 3), ChunkForm::kNone);
+  EXPECT_EQ(ChunkFormOf(split, 16, 16), ChunkForm::kNone);
+}
+
 }  // namespace
 }  // namespace memgate
