@@ -159,7 +159,18 @@ std::vector<Layout4D> RankLayouts(std::vector<Layout4D>& layouts, size_t keep,
     std::partial_sort(bounds[k], bounds[k] + n, bounds[k + 1], before);
     return std::vector<Layout4D>(bounds[k], bounds[k] + n);
   };
-  const std::vector<Layout4D> fits = best_of(0, FitsBefore{ranking});
+  // Each layout once, with its best schedule: a slower schedule of a
+  // layout already listed is not a slower layout for a recomputation to go
+  // before (PositionsAmong).
+  std::vector<Layout4D> fits = best_of(0, FitsBefore{ranking});
+  {
+    std::set<LayoutKey> seen;
+    fits.erase(std::remove_if(fits.begin(), fits.end(),
+                              [&](const Layout4D& l) {
+                                return !seen.insert(KeyOf(l)).second;
+                              }),
+               fits.end());
+  }
   // Every competing recomputation gets its place first: a slower one of a
   // smaller product can go before a faster one of a larger product, so the
   // fastest `enough` alone would not do.

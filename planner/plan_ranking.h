@@ -100,8 +100,8 @@ bool ScheduleBefore(const Layout4D& x, const Layout4D& y);
 // recomputation in the rule's order, each that fits by a competing
 // recomputation (at most kMaxCompetingRecomputeCost) placed before the
 // first of them that has a larger TP x CP x PP and is slower under the
-// cost model (never before one of the same or a smaller product: the rule
-// already prefers it); then the costlier recomputations, fastest first;
+// cost model, each by its best schedule (never before one of the same or
+// a smaller product: the rule already prefers it); then the costlier recomputations, fastest first;
 // then those that do not fit, closest first. A layout appears once, with
 // its best schedule: its other variants (plain, other depths, more
 // recomputation) would crowd the list with the same GPUs and groups (an

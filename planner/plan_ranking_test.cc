@@ -57,6 +57,21 @@ TEST(PlanRankingTest, ASlowSmallRecomputationIsNotCutByFastLargeOnes) {
   EXPECT_EQ(order[2], (std::pair<uint32_t, double>{1, 0.75}));
 }
 
+// A slower schedule of a layout already listed (its plain 1F1B beside its
+// interleaving) is not a slower layout: a recomputation does not go before
+// the faster layouts after it.
+TEST(PlanRankingTest, ASlowerScheduleOfAListedLayoutIsNoSlowerLayout) {
+  Layout4D interleaved = Green(4, 1, 0.9);
+  interleaved.v = 2;
+  const std::vector<Layout4D> layouts = {
+      interleaved, Green(4, 1, 0.5),  // (4, 1): its plain schedule, slow
+      Green(8, 1, 0.8),
+      Green(2, 1, 0.7, 2)};  // competes: slower than (8, 1), faster than 0.5
+  EXPECT_EQ(Order(layouts, 3),
+            (std::vector<std::pair<uint32_t, double>>{
+                {4, 0.9}, {8, 0.8}, {2, 0.7}}));
+}
+
 // A layout shows once, with its best schedule.
 TEST(PlanRankingTest, ALayoutShowsOnceWithItsBestSchedule) {
   Layout4D interleaved = Green(2, 1, 0.95);
