@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "planner/planner.h"
+#include "planner/stage_split.h"
 #include "proto/memgate.pb.h"
 
 namespace memgate {
@@ -79,10 +80,9 @@ uint64_t RuleGroupOf(const Layout4D& l, Ranking ranking);
 // TP, CP, PP, EP, ETP and MBS: at most kVariantsPerTier in each tier of
 // the ranking, one a schedule the planner lists (plain, the fastest
 // interleaving that fits, the deepest: kSchedulesPerSplit) for each split
-// of its layers it tries (kSplitsPerDepth: its own, and two that even out
-// the LM head, stage_split.h).
+// of its layers it tries (stage_split.h kSplitsPerDepth: its own, and two
+// that even out the LM head).
 inline constexpr size_t kSchedulesPerSplit = 3;
-inline constexpr size_t kSplitsPerDepth = 3;
 inline constexpr size_t kVariantsPerTier = kSchedulesPerSplit * kSplitsPerDepth;
 
 // Whether a GREEN schedule fits as it is or by recomputation that costs
@@ -101,8 +101,9 @@ bool ScheduleBefore(const Layout4D& x, const Layout4D& y);
 // recomputation (at most kMaxCompetingRecomputeCost) placed before the
 // first of them that has a larger TP x CP x PP and is slower under the
 // cost model, each by its best schedule (never before one of the same or
-// a smaller product: the rule already prefers it); then the costlier recomputations, fastest first;
-// then those that do not fit, closest first. A layout appears once, with
+// a smaller product: the rule already prefers it); then the costlier
+// recomputations, fastest first; then those that do not fit, closest
+// first. A layout appears once, with
 // its best schedule: its other variants (plain, other depths, more
 // recomputation) would crowd the list with the same GPUs and groups (an
 // interleaved one without recomputation implies the plain one fits too).

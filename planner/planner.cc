@@ -500,7 +500,8 @@ void ForEachGroup(const Search& s, const std::vector<uint32_t>& gpu_divisors,
       // Megatron's CP needs TransformerEngine's fused attention; Gemma 2's
       // own attention (soft-capped scores), flex or not, raises at CP > 1
       // (ValidateJob).
-      if (c > 1 && (s.base.unfused_attention || s.shape.attention_softcapping)) {
+      if (c > 1 &&
+          (s.base.unfused_attention || s.shape.attention_softcapping)) {
         continue;
       }
       // An all-to-all exchange scatters the TP rank's heads (ValidateJob).
@@ -615,7 +616,7 @@ struct PipelineSplit {
 // The splits a depth p is tried with: SplitFor's, and where p divides the
 // layers and the LM head outweighs a layer, HeadBalancedSplit's and the
 // one a step toward even (TowardEven); empty: p is not tried.
-// (At most kSplitsPerDepth, plan_ranking.h.)
+// (At most kSplitsPerDepth, stage_split.h.)
 struct PipelineChoices {
   std::vector<PipelineSplit> splits;
 };
@@ -1790,8 +1791,9 @@ std::optional<std::string> NoLayoutNote(const Search& s,
   }
   return absl::StrCat(
       "no layout of ", s.gpus, " GPUs: ",
-      groups == 1 ? "the one (TP, CP, PP) group"
-                  : absl::StrCat("each of the ", groups, " (TP, CP, PP) groups"),
+      groups == 1
+          ? "the one (TP, CP, PP) group"
+          : absl::StrCat("each of the ", groups, " (TP, CP, PP) groups"),
       " Megatron's rules allow on them leaves a data-parallel size that does "
       "not divide the global batch ", s.gbs,
       " (each rank takes whole micro-batches); the smallest is DP ", least_dp,

@@ -294,7 +294,7 @@ uint64_t PlacementWork(const ModelShape& m, uint32_t layers,
   uint64_t work = 0;
   for (uint32_t p : gpu_divisors) {
     if (p > kMaxPipelineStages || p > layers) break;
-    const uint64_t splits = p >= 2 && layers % p == 0 ? 3 : 1;
+    const uint64_t splits = p >= 2 && layers % p == 0 ? kSplitsPerDepth : 1;
     work += splits * uint64_t{p} * kMaxPlanVirtualStages *
             (kMaxPlanVirtualStages + 1) / 2;
   }

@@ -5,6 +5,7 @@
 // stage's chunks (interleaved 1F1B), as Megatron allows, and which ranks'
 // chunks to estimate for a pipeline's peak. Internal to the planner.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -57,6 +58,11 @@ StageSplit HeadBalancedSplit(uint32_t layers, uint32_t p, double head);
 // back is the even split. O(1).
 StageSplit TowardEven(const StageSplit& split, uint32_t layers, uint32_t p);
 
+// The splits of its layers a pipeline depth is tried with, at most: its
+// own (SplitLayers), and where p divides L HeadBalancedSplit's and the one
+// a step TowardEven.
+inline constexpr size_t kSplitsPerDepth = 3;
+
 // How each rank's layers go over its v chunks, as Megatron allows
 // (transformer_config.py, "Uneven PP" and the accounted split):
 //  kEven        an even split, L / (p v) a chunk;
@@ -106,9 +112,10 @@ struct RankChunks {
 };
 
 // An upper bound on DistinctRanksOf's work over a plan, O(1) a pipeline
-// depth: p x (1 + 2 + ... + 32) for every depth p it can try, twice where
-// p may also be tried with HeadBalancedSplit's split and the one a step
-// toward even (p >= 2 dividing the layers).
+// depth: p x (1 + 2 + ... + 32) for every depth p it can try, once for
+// each of the kSplitsPerDepth splits where p may also be tried with
+// HeadBalancedSplit's split and the one a step toward even (p >= 2
+// dividing the layers).
 uint64_t PlacementWork(const ModelShape& m, uint32_t layers,
                        const std::vector<uint32_t>& gpu_divisors);
 
