@@ -809,6 +809,7 @@ std::vector<std::string> KeysTheFamilyDoesNotReadOf(ConfigTree& tree) {
           k.experts.end()) {
         out.push_back(key);
       }
+      break;
     }
   }
   std::sort(out.begin(), out.end());
