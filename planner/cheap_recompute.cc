@@ -20,14 +20,22 @@ SelectiveModules CheapModulesFor(const ModelShape& m, const Layout& base) {
   return cheap;
 }
 
-SelectiveModules MlpModulesFor(const ModelShape& m, const Layout& base) {
+SelectiveModules FfnModulesFor(const ModelShape& m, const Layout& base) {
   const bool selective = base.recompute == RecomputeKind::kSelective;
-  if (m.experts > 0 || base.recompute == RecomputeKind::kFullUniform ||
-      base.recompute == RecomputeKind::kFullBlock ||
-      (selective && base.recompute_mlp)) {
+  if (base.recompute == RecomputeKind::kFullUniform ||
+      base.recompute == RecomputeKind::kFullBlock) {
     return {};
   }
   SelectiveModules modules = CheapModulesFor(m, base);
+  if (m.experts > 0) {
+    // Megatron-LM's EP overlap refuses "moe" (validation.cc), and an MoE
+    // layer recomputed whole repeats its activation: moe_act is not added.
+    if (base.ep_overlap || (selective && base.recompute_moe)) return {};
+    modules.moe_act = false;
+    modules.moe = true;
+    return modules;
+  }
+  if (selective && base.recompute_mlp) return {};
   modules.mlp = true;
   return modules;
 }
@@ -41,6 +49,7 @@ Layout WithSelectiveModules(Layout l, const SelectiveModules& modules) {
   l.recompute_layernorm |= modules.layernorm;
   l.recompute_mla_up_proj |= modules.mla_up_proj;
   l.recompute_mlp |= modules.mlp;
+  l.recompute_moe |= modules.moe;
   return l;
 }
 

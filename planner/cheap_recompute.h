@@ -3,9 +3,9 @@
 
 // Megatron's selective recomputation as a plan tries it: the cheap modules
 // (experts' activation, norms, MLA's up projections) before full
-// recomputation, a dense MLP between full recomputation's counts
-// (planner.cc), and what a refusal names when they make the job fit
-// (refusal_hints.cc). Their price is cost_model.h's (7).
+// recomputation, a layer's MLP or MoE part between full recomputation's
+// counts (planner.cc), and what a refusal names when they make the job
+// fit (refusal_hints.cc). Their price is cost_model.h's (7).
 
 #include <vector>
 
@@ -24,14 +24,18 @@ namespace memgate {
 // models get none. None under full recomputation (one granularity).
 SelectiveModules CheapModulesFor(const ModelShape& m, const Layout& base);
 
-// The cheap modules (CheapModulesFor) and a dense layer's whole MLP
-// (Megatron's "mlp": transformer_layer.py checkpoints self.mlp where the
-// layer is not an MoE layer), which the planner tries between full
-// recomputation's counts at its price: for dense models whose MLP `base`
-// does not already recompute, none under full recomputation; none (any()
-// false) otherwise. An MoE model's dense layers are few (DeepSeek-V3's
-// three of 61): "mlp" is not tried for them.
-SelectiveModules MlpModulesFor(const ModelShape& m, const Layout& base);
+// The cheap modules (CheapModulesFor) and a layer's whole feed-forward
+// part, which the planner tries between full recomputation's counts at its
+// price: a dense model's MLP (Megatron's "mlp": transformer_layer.py
+// checkpoints self.mlp where the layer is not an MoE layer), an MoE
+// model's MoE layers (Megatron's "moe": moe_layer.py checkpoints the
+// router, the experts, the shared experts and the token exchange; not
+// beside moe_act, which it covers, nor under the EP overlap, which
+// Megatron-LM refuses with it). None (any() false) under full
+// recomputation, or where `base` already recomputes that part. An MoE
+// model's dense layers are few (DeepSeek-V3's three of 61): "mlp" is not
+// tried for them.
+SelectiveModules FfnModulesFor(const ModelShape& m, const Layout& base);
 
 // `l` recomputing `modules` (the cheap ones, perhaps the MLP) beside its
 // own selective ones:

@@ -167,6 +167,19 @@ double SelectiveRecomputeCost(const ModelShape& m, const LayerWeights& weights,
     bytes += (1 - moe_share) * (2 * m.hidden + units * m.ffn_hidden) *
              element_bytes;
   }
+  if (modules.moe && m.experts > 0) {
+    // An MoE layer whole [MR] (moe_layer.py checkpoints it): the router,
+    // the k routed experts' and the shared experts' GEMMs again, 2 FLOPs a
+    // weight, and their activations (SwiGLU reads two halves and writes
+    // one). Its exchange's forward passes are the layout's
+    // (MoeRecomputeExchange).
+    const double units = Gated(m) == 3 ? 3 : 2;
+    flops += moe_share * 2 *
+             (m.topk * Gated(m) * m.hidden * ExpertFfn(m) +
+              Gated(m) * m.hidden * m.shared_ffn + m.hidden * m.experts);
+    bytes += moe_share * units * (m.topk * ExpertFfn(m) + m.shared_ffn) *
+             element_bytes;
+  }
   const double extra = flops + bytes * cost.peak_flops_per_hbm_byte;
   return 1 + extra / (3 * LayerFlops(m, weights, seq_length));
 }

@@ -170,13 +170,18 @@ LayerWeights ActiveWeightsPerToken(const ModelShape& m);
 // function (moe_act), the norms (layernorm), MLA's up projections and
 // RoPE (mla_up_proj); at a GEMM's price a dense layer's whole MLP (mlp),
 // which at long sequences costs less than the layers it would otherwise
-// take to fit (attention's s x s work is not repeated).
+// take to fit (attention's s x s work is not repeated), or an MoE layer
+// whole (moe: its router, routed and shared experts, and its token
+// exchange's forward, which MoeRecomputeExchange prices).
 struct SelectiveModules {
   bool moe_act = false;
   bool layernorm = false;
   bool mla_up_proj = false;
   bool mlp = false;
-  bool any() const { return moe_act || layernorm || mla_up_proj || mlp; }
+  bool moe = false;
+  bool any() const {
+    return moe_act || layernorm || mla_up_proj || mlp || moe;
+  }
 };
 
 // (7) 1 + the share of a layer's forward and backward that one more
@@ -186,6 +191,17 @@ double SelectiveRecomputeCost(const ModelShape& m, const LayerWeights& weights,
                               const SelectiveModules& modules,
                               double seq_length, double element_bytes,
                               const CostModel& cost = {});
+
+// (7), (6) The expert exchange's share again where an MoE layer is
+// recomputed whole (moe): its dispatch and combine run forward once more,
+// two of the four passes (6) prices. `expert` is a layout's factor (6),
+// 1 / (1 + x); the factor that recomputing it adds is (1 + x) / (1 + 3x/2):
+// 1 without an exchange.
+inline double MoeRecomputeExchange(double expert) {
+  if (!(expert > 0 && expert < 1)) return 1;
+  const double x = 1 / expert - 1;
+  return (1 + x) / (1 + 1.5 * x);
+}
 
 // 1 + the share of a chunk's forward and backward that full recomputation
 // (method block) of `layers` of its `chunk_layers` adds: one more forward

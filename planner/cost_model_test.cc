@@ -329,6 +329,45 @@ TEST(CostModelTest, MlpRecomputationPaysItsGemmsAgain) {
       1 + 3.0 / 61 * 2 * 3 * 7168 * 18432 / (3 * v3_layer), 1e-12);
 }
 
+// (7) An MoE layer recomputed whole ("moe") pays its router's, its k
+// routed experts' and its shared experts' GEMMs again, 2 FLOPs a weight:
+// DeepSeek-V3's 8 x 3 x 7,168 x 2,048 routed, 3 x 7,168 x 2,048 shared and
+// 7,168 x 256 router weights on its 58 MoE layers of 61, against 3 x the
+// layer's forward. Its activations' bytes add a little; its exchange is
+// the layout's: (6)'s four passes become six, (1 + x) / (1 + 3x/2) with x
+// the exchange's share (1 without one). Below every layer recomputed (x
+// 4/3), above the cheap modules, which it covers.
+TEST(CostModelTest, MoeLayerRecomputationPaysItsGemmsAndExchangeAgain) {
+  const ModelShape v3 = CatalogShape("deepseek-v3");
+  const LayerWeights w = ActiveWeightsPerToken(v3);
+  const double h = 7168, expert = 2048, seq = 4096;
+  const double layer = 2 * (w.dense + w.experts) + 2 * seq * 128 * 320 / 2;
+  const double moe_flops =
+      58.0 / 61 * 2 * (8 * 3 * h * expert + 3 * h * expert + h * 256);
+  CostModel no_bytes;
+  no_bytes.peak_flops_per_hbm_byte = 0;
+  SelectiveModules moe;
+  moe.moe = true;
+  EXPECT_NEAR(SelectiveRecomputeCost(v3, w, moe, seq, 2, no_bytes),
+              1 + moe_flops / (3 * layer), 1e-12);
+  const double with_bytes = SelectiveRecomputeCost(v3, w, moe, seq, 2);
+  EXPECT_GT(with_bytes, 1 + moe_flops / (3 * layer));
+  EXPECT_LT(with_bytes, 4.0 / 3);
+  SelectiveModules cheap;
+  cheap.moe_act = cheap.layernorm = cheap.mla_up_proj = true;
+  EXPECT_GT(with_bytes, SelectiveRecomputeCost(v3, w, cheap, seq, 2));
+  // A dense model has no MoE layer to repeat.
+  const ModelShape llama = CatalogShape("llama-3.1-8b");
+  EXPECT_EQ(SelectiveRecomputeCost(llama, ActiveWeightsPerToken(llama), moe,
+                                   8192, 2),
+            1);
+
+  EXPECT_EQ(MoeRecomputeExchange(1), 1);
+  EXPECT_EQ(MoeRecomputeExchange(0), 1);  // not a factor: no price
+  EXPECT_NEAR(MoeRecomputeExchange(0.5), 2.0 / 2.5, 1e-12);  // x = 1
+  EXPECT_NEAR(MoeRecomputeExchange(0.8), 1.25 / 1.375, 1e-12);  // x = 1/4
+}
+
 }  // namespace
 }  // namespace memgate
 

@@ -16,10 +16,11 @@
 namespace memgate {
 
 // One (TP, CP, EP, ETP, micro-batch)'s figures: as the search gives the
-// layout, with the cheap selective modules, with those and the MLP, and
+// layout, with the cheap selective modules, with those and the MLP or MoE
+// part (cheap_recompute.h FfnModulesFor), and
 // under full recomputation (whatever the count recomputed).
 struct KeptLayerFigures {
-  LayoutLayerFigures as_given, cheap, mlp, full;
+  LayoutLayerFigures as_given, cheap, ffn, full;
 };
 
 // KeptLayerFigures for one TP x CP at a time (the planner visits every

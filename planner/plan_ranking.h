@@ -16,7 +16,7 @@
 namespace memgate {
 
 // The selective modules a layout recomputes to fit (Layout4D::modules).
-enum class ModuleSet : uint8_t { kNone, kCheap, kWithMlp };
+enum class ModuleSet : uint8_t { kNone, kCheap, kWithFfn };
 
 // One layout in the search. Plain data: the inner loop fills a reserved
 // vector of these and allocates nothing per candidate.
@@ -42,7 +42,7 @@ struct Layout4D {
   bool mtp_layout = false;
   // Fits by selective recomputation at recompute_cost (recompute is then
   // 0): the planner's cheap modules (cheap_recompute.h CheapModulesFor),
-  // or those and a dense layer's MLP (MlpModulesFor).
+  // or those and a layer's MLP or MoE part (FfnModulesFor).
   ModuleSet modules = ModuleSet::kNone;
   bool recomputes() const {
     return recompute > 0 || modules != ModuleSet::kNone;

@@ -327,7 +327,7 @@ struct Search {
   // The selective recomputation tried: the cheap modules before full
   // recomputation, those and a dense MLP between its counts (FitBy-
   // Recomputing). Each none (modules.any() false) where not tried.
-  ModuleChoice cheap, mlp;
+  ModuleChoice cheap, ffn;
   // The cost model with the GPU's datasheet ratios (gpu_datasheets.h).
   CostModel cost;
 };
@@ -779,13 +779,17 @@ StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
 // all of them last (most layouts that fit by recomputing fit by a quarter
 // or two), each paying one more forward of the recomputed layers (a
 // forward is about a third of forward plus backward). A dense model's MLP
-// recomputed selectively (MlpModulesFor) is tried among those quarters at
+// recomputed selectively (FfnModulesFor) is tried among those quarters at
 // its own price, before the first that costs as much or more: x 1.26 for
 // Llama-3.1-405B at 8k, whose MLP is four fifths of a layer's FLOPs,
 // between three quarters (x 1.25) and all (x 1.33); x 1.16 at 128k, where
-// attention's s x s work, which it does not repeat, is half. So the first
-// choice that fits is the cheapest; at most six estimates, so the search
-// stays bounded.
+// attention's s x s work, which it does not repeat, is half. An MoE
+// model's MoE layers recomputed whole (Megatron's "moe") take the MLP's
+// place, at their GEMMs' price and their exchange's forward again (the
+// layout's: cost_model.h MoeRecomputeExchange): DeepSeek-V3 over 2-layer
+// chunks fits by them at about x 1.28 where it would recompute both layers
+// (x 4/3). So the first choice that fits is the cheapest; at most six
+// estimates, so the search stays bounded.
 //
 // As the micro-batch grows at one global batch a stage's peak hardly falls
 // (what it holds is b times its micro-batches in flight, min(b x in
@@ -801,7 +805,7 @@ StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
 struct RecomputeProbe {
   bool hopeless = false;   // every layer recomputed did not fit
   bool cheap_failed = false;  // the cheap modules did not fit
-  bool mlp_failed = false;    // nor those and the MLP
+  bool ffn_failed = false;    // nor those and the MLP or MoE part
   // The schedule as given did not fit; `model_states` what that probe
   // found of the weights, gradients and optimizer states (which do not
   // depend on the micro-batch): a lower bound, as a probe's are.
@@ -857,10 +861,18 @@ bool FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   // (Full recomputation of every layer keeps less than any selective
   // modules: once it does not fit, neither do they.)
   bool untried = false;  // a choice not tried for its price
+  // An MoE layer recomputed whole also runs its exchange forward again,
+  // a price of the layout's (cost_model.h MoeRecomputeExchange).
+  auto cost_of = [&](const ModuleChoice& choice) {
+    return choice.modules.moe
+               ? choice.cost / MoeRecomputeExchange(entry.exchange)
+               : choice.cost;
+  };
   auto fits_by = [&](const ModuleChoice& choice, ModuleSet set,
                      LayoutLayerFigures& figures, bool& failed) {
     if (!choice.modules.any() || failed) return false;
-    if (choice.cost >= worth) {
+    const double cost = cost_of(choice);
+    if (cost >= worth) {
       untried = true;
       return false;
     }
@@ -873,21 +885,21 @@ bool FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
     entry.peak_bytes = peak.admission;
     entry.zone = v1::ZONE_GREEN;
     entry.modules = set;
-    entry.recompute_cost = choice.cost;
+    entry.recompute_cost = cost;
     entry.speed /= entry.recompute_cost;
     return true;
   };
   if (fits_by(s.cheap, ModuleSet::kCheap, kept.cheap, probe.cheap_failed)) {
     return false;
   }
-  bool mlp_tried = false;
-  auto fits_by_mlp = [&] {
-    mlp_tried = true;
-    return fits_by(s.mlp, ModuleSet::kWithMlp, kept.mlp, probe.mlp_failed);
+  bool ffn_tried = false;
+  auto fits_by_ffn = [&] {
+    ffn_tried = true;
+    return fits_by(s.ffn, ModuleSet::kWithFfn, kept.ffn, probe.ffn_failed);
   };
   // Full recomputation under full recomputation's rules only: the
   // Megatron-LM EP overlap refuses it (validation.cc).
-  if (!s.allow_full_recompute) return !fits_by_mlp() && !untried;
+  if (!s.allow_full_recompute) return !fits_by_ffn() && !untried;
   Layout full = l;
   UseFullRecomputation(full);
   StagePeak peak;
@@ -908,8 +920,8 @@ bool FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   for (uint32_t quarter = 1; quarter <= 4; ++quarter) {
     const uint32_t n = (stage_layers * quarter + 3) / 4;
     const double cost = FullRecomputeCost(n, stage_layers);
-    // The MLP first where it costs no more.
-    if (!mlp_tried && s.mlp.cost <= cost && fits_by_mlp()) return false;
+    // The MLP or MoE part first where it costs no more.
+    if (!ffn_tried && cost_of(s.ffn) <= cost && fits_by_ffn()) return false;
     if (n == previous || n < probe.least) continue;
     if (cost >= worth) {
       tried_all = false;
@@ -1021,7 +1033,7 @@ absl::StatusOr<std::vector<Layout4D>> Enumerate(
         Layout l = LayoutFor(s, t, c, p, d, b, ep, etp);
         KeptLayerFigures& kept = shelf.For(t, c, ep, etp, b);
         for (LayoutLayerFigures* figures :
-             {&kept.as_given, &kept.cheap, &kept.mlp, &kept.full}) {
+             {&kept.as_given, &kept.cheap, &kept.ffn, &kept.full}) {
           figures->routed.layer_wise = l.layer_wise() ? &layer_wise : nullptr;
         }
         ++layouts;
@@ -1344,7 +1356,7 @@ absl::StatusOr<Search> SearchFor(const v1::PlanRequest& request,
   // modules (LaunchSplit.full_recompute).
   if (s.allow_recompute && !request.launch_split().full_recompute()) {
     s.cheap = ModuleChoiceOf(s, CheapModulesFor(s.shape, s.base));
-    s.mlp = ModuleChoiceOf(s, MlpModulesFor(s.shape, s.base));
+    s.ffn = ModuleChoiceOf(s, FfnModulesFor(s.shape, s.base));
   }
   s.allow_interleave = !request.no_interleave();
   // Megatron's rules for the forms together (arguments.py): a layout
@@ -1586,7 +1598,7 @@ v1::Candidate ToCandidate(const Search& s, const Layout4D& l, double best) {
   c.set_recompute_num_layers(l.recompute);
   if (l.modules != ModuleSet::kNone) {
     const ModuleChoice& choice =
-        l.modules == ModuleSet::kCheap ? s.cheap : s.mlp;
+        l.modules == ModuleSet::kCheap ? s.cheap : s.ffn;
     for (v1::Recompute::Module module : choice.arguments) {
       c.add_recompute_modules(module);
     }

@@ -429,9 +429,9 @@ TEST(PlannerTest, AStarvedPipelineDoesNotLeadThePlan) {
 // with Megatron's fused SwiGLU (TrainingConfig.fused_swiglu, `memgate plan
 // --fused-swiglu`); under the paper's unfused count (by name) it needs
 // three of 4 layers a chunk recomputed, or the MLP of one-layer chunks,
-// each past the competing bound: 11th, bench/RESULTS.md. Nemotron-4 340B (squared ReLU, LayerNorm; added to
-// the catalog after the ranking was settled, never fitted to) ranks there
-// in both its published layouts.
+// each past the competing bound: 11th, bench/RESULTS.md. Nemotron-4 340B
+// (squared ReLU, LayerNorm; added to the catalog after the ranking was
+// settled, never fitted to) ranks there in both its published layouts.
 TEST(PlannerTest, PublishedLayoutsRankInTheFirstFive) {
   struct Published {
     const char* model;
@@ -1335,13 +1335,14 @@ TEST(PlannerTest, MtpModelsInterleaveWithMegatronsLayout) {
 
 // A layout that does not fit is first tried with the cheap selective
 // modules (the experts' activation, the norms, MLA's up projections), and
-// only then with full recomputation: every candidate that recomputes them
-// does not fit without, fits with them (as its job, to the byte), is priced
-// below any full recomputation and pastes back as Megatron's arguments;
-// every candidate that recomputes whole layers does not fit with the cheap
-// modules. Dense models have none to offer, fp8 keeps only mla_up_proj
-// (Megatron refuses moe_act and layernorm under the delayed recipe), and
-// --no-recompute turns them off with the rest.
+// only then with its MoE layers whole or full recomputation: every
+// candidate that recomputes them does not fit without, fits with them (as
+// its job, to the byte), is priced below any full recomputation and pastes
+// back as Megatron's arguments; every candidate that recomputes its MoE
+// layers or whole layers does not fit with the cheap modules. Dense models
+// have none to offer, fp8 keeps only mla_up_proj (Megatron refuses moe_act
+// and layernorm under the delayed recipe), and --no-recompute turns them
+// off with the rest.
 TEST(PlannerTest, CheapSelectiveModulesComeBeforeFullRecomputation) {
   v1::PlanRequest r = Request("deepseek-v3", "h100-80gb", 1024, 4096, 8192);
   r.set_top_k(0);
@@ -1355,11 +1356,34 @@ TEST(PlannerTest, CheapSelectiveModulesComeBeforeFullRecomputation) {
     EXPECT_TRUE(e.ok()) << e.status();
     return e.ok() ? e->zone() : v1::ZONE_UNSPECIFIED;
   };
-  int selective = 0, full = 0;
+  // Where the cheap ones do not fit, the MoE layers whole (Megatron's
+  // "moe", covering moe_act) with the norms and MLA's up projections.
+  const std::vector<int> moe = {v1::Recompute::MODULE_LAYERNORM,
+                                v1::Recompute::MODULE_MLA_UP_PROJ,
+                                v1::Recompute::MODULE_MOE};
+  int selective = 0, full = 0, moe_layers = 0;
   for (const v1::Candidate& c : plan->candidates()) {
     if (c.zone() != v1::ZONE_GREEN) continue;
     v1::Job job = JobForCandidate(r, c);
-    if (c.recompute_modules_size() > 0) {
+    const std::vector<int> modules(c.recompute_modules().begin(),
+                                   c.recompute_modules().end());
+    if (modules == moe) {
+      ++moe_layers;
+      EXPECT_EQ(c.recompute_num_layers(), 0u);
+      EXPECT_NE(c.megatron_arguments().find(
+                    "--recompute-granularity selective --recompute-modules "
+                    "layernorm mla_up_proj moe"),
+                std::string::npos)
+          << c.megatron_arguments();
+      EXPECT_EQ(zone_of(job), v1::ZONE_GREEN) << c.ShortDebugString();
+      v1::Job cheap_only = job;
+      SetSelectiveRecompute(
+          cheap, *cheap_only.mutable_training()->mutable_recompute());
+      cheap_only.mutable_model()->mutable_moe()->set_grouped_gemm(true);
+      EXPECT_NE(zone_of(cheap_only), v1::ZONE_GREEN) << c.ShortDebugString();
+      job.mutable_training()->clear_recompute();
+      EXPECT_NE(zone_of(job), v1::ZONE_GREEN) << c.ShortDebugString();
+    } else if (c.recompute_modules_size() > 0) {
       ++selective;
       EXPECT_EQ(c.recompute_num_layers(), 0u);
       EXPECT_EQ(std::vector<int>(c.recompute_modules().begin(),
@@ -1384,6 +1408,7 @@ TEST(PlannerTest, CheapSelectiveModulesComeBeforeFullRecomputation) {
   }
   EXPECT_GT(selective, 10);
   EXPECT_GT(full, 10);
+  EXPECT_GT(moe_layers, 10);
 
   v1::PlanRequest fp8 = r;
   fp8.mutable_training()->mutable_fp8()->set_recipe(v1::Fp8::RECIPE_DELAYED);
@@ -1413,9 +1438,13 @@ TEST(PlannerTest, CheapSelectiveModulesComeBeforeFullRecomputation) {
     ++joined;
     std::vector<int> with_mlp = cheap;
     with_mlp.push_back(v1::Recompute::MODULE_MLP);
-    EXPECT_EQ(std::vector<int>(c.recompute_modules().begin(),
-                               c.recompute_modules().end()),
-              with_mlp);
+    const std::vector<int> moe_with_mlp = {
+        v1::Recompute::MODULE_LAYERNORM, v1::Recompute::MODULE_MLA_UP_PROJ,
+        v1::Recompute::MODULE_MLP, v1::Recompute::MODULE_MOE};
+    const std::vector<int> modules(c.recompute_modules().begin(),
+                                   c.recompute_modules().end());
+    EXPECT_TRUE(modules == with_mlp || modules == moe_with_mlp)
+        << c.ShortDebugString();
   }
   EXPECT_GT(joined, 0);
 
@@ -1436,7 +1465,7 @@ TEST(PlannerTest, CheapSelectiveModulesComeBeforeFullRecomputation) {
 // arguments; every candidate that recomputes whole layers at a price at
 // least the MLP's does not fit with the MLP instead (it was tried first).
 // An MoE model is offered no "mlp" (CheapSelectiveModulesComeBefore-
-// FullRecomputation: exactly its cheap modules).
+// FullRecomputation: its cheap modules, or its MoE layers whole).
 TEST(PlannerTest, DenseMlpRecomputationIsTriedAtItsPrice) {
   v1::PlanRequest r = Request("llama-3.1-405b", "h100-80gb", 8192, 8192, 2048);
   r.set_top_k(0);
@@ -2099,6 +2128,9 @@ TEST(PlannerTest, TheExpertOverlapPlansOnlyLayoutsMegatronRuns) {
       EXPECT_GT(c.virtual_pipeline_stages(), 1u) << c.ShortDebugString();
     }
     EXPECT_EQ(c.recompute_num_layers(), 0u) << c.ShortDebugString();
+    for (int m : c.recompute_modules()) {  // nor "moe" (validation.cc)
+      EXPECT_NE(m, v1::Recompute::MODULE_MOE) << c.ShortDebugString();
+    }
     ASSERT_TRUE(EstimatedAsItsJob(r, c).ok());
     for (const v1::Candidate& w : without->candidates()) {
       if (w.tensor_parallel() == c.tensor_parallel() &&

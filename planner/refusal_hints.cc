@@ -167,10 +167,12 @@ std::vector<v1::Recompute::Module> ModulesThatFit(const v1::Job& job,
     std::vector<v1::Recompute::Module> modules = modules_of(cheap);
     if (FitsWith(modules, job, threshold)) return modules;
   }
-  const SelectiveModules mlp = MlpModulesFor(shape, layout);
+  const SelectiveModules mlp = FfnModulesFor(shape, layout);
   if (!mlp.any()) return {};
   // Named only where it is the cheaper change (cost_model.h (7) against
-  // one more forward of the recomputed share of a stage: planner.cc).
+  // one more forward of the recomputed share of a stage: planner.cc; an
+  // MoE layer's exchange, which the plan also prices, is left out here:
+  // the job's speed factors are the plan's, not a hint's).
   if (least_layers > 0) {
     const uint64_t stage_layers = LargestStageLayers(job);
     const CostModel cost =

@@ -52,8 +52,9 @@ uint32_t LeastRecomputeThatFits(const v1::Job& resolved_job, double threshold);
 // it runs unfused (Megatron's default selective recomputation, which drops
 // the s x s scores [K 5]), when with them the same job fits under
 // `threshold` (one estimate). Where they do not (or there are none), a
-// dense model's MLP beside them (MlpModulesFor) when the job then fits and
-// the MLP costs less (cost_model.h (7)) than the full recomputation of
+// dense model's MLP or an MoE model's MoE layers beside them
+// (FfnModulesFor) when the job then fits and that costs less
+// (cost_model.h (7)) than the full recomputation of
 // `least_layers` a stage (LeastRecomputeThatFits's answer; 0: none fits or
 // none was looked for), as a plan picks it (one more estimate). Empty
 // otherwise.

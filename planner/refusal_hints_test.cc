@@ -333,6 +333,48 @@ TEST(RefusalHintsTest, RefusalsNameTheCheapModulesThatFit) {
   EXPECT_EQ(d->fits_with_recompute_modules_size(), 0);
 }
 
+// An MoE job the cheap modules do not fit is told its MoE layers
+// recomputed whole (--recompute-modules ... moe) where that fits and costs
+// less than the least full recomputation that fits, as a plan picks it:
+// DeepSeek-V3 over 16 stages of 2-layer chunks on 1,024 H100s fits only
+// recomputing both layers of a chunk (x 4/3) or its MoE layers.
+TEST(RefusalHintsTest, RefusalsNameTheMoeLayersWhereTheyAreTheCheaperChange) {
+  v1::PlanRequest r;
+  r.mutable_model()->set_name("deepseek-v3");
+  r.mutable_accelerator()->set_name("h100-80gb");
+  r.set_num_gpus(1024);
+  r.set_seq_length(4096);
+  r.set_global_batch_size(8192);
+  r.set_top_k(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const v1::Candidate* fitting = nullptr;
+  for (const v1::Candidate& c : plan->candidates()) {
+    for (int m : c.recompute_modules()) {
+      if (m == v1::Recompute::MODULE_MOE) fitting = &c;
+    }
+    if (fitting != nullptr) break;
+  }
+  ASSERT_NE(fitting, nullptr);
+  v1::Job job = JobForCandidate(r, *fitting);
+  job.mutable_training()->clear_recompute();
+  absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  EXPECT_EQ(std::vector<int>(d->fits_with_recompute_modules().begin(),
+                             d->fits_with_recompute_modules().end()),
+            std::vector<int>(fitting->recompute_modules().begin(),
+                             fitting->recompute_modules().end()))
+      << fitting->ShortDebugString();
+  v1::Job with = job;
+  v1::Recompute& modules = *with.mutable_training()->mutable_recompute();
+  modules.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
+  *modules.mutable_modules() = d->fits_with_recompute_modules();
+  absl::StatusOr<v1::Decision> again = AdmitJob(with, AdmissionPolicy());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->verdict(), v1::VERDICT_ADMIT) << again->reason();
+}
+
 // A dense job is told its MLP recomputed selectively (--recompute-modules
 // mlp) where that fits and costs less than the least full recomputation
 // that fits, as a plan picks it: Llama-3.1-405B at TP 8, PP 16 on 8,192
