@@ -1,5 +1,7 @@
 #include "planner/refusal_hints.h"
 
+#include <algorithm>
+#include <functional>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -274,71 +276,12 @@ TEST(RefusalHintsTest, RefusalsNameTheLeastRecomputationThatFits) {
             0u);
 }
 
-// A refused MoE job is told when the cheap selective modules make it fit,
-// as the planner fits the same layout: a DeepSeek-V3 candidate that fits by
-// them, run without, is refused naming them, and fits with them. A dense
-// model has none of them to add (its MLP: RefusalsNameTheMlpWhere-
-// ItIsTheCheaperChange); a job recomputing whole layers gets none (one
-// granularity).
-TEST(RefusalHintsTest, RefusalsNameTheCheapModulesThatFit) {
-  v1::PlanRequest r;
-  r.mutable_model()->set_name("deepseek-v3");
-  r.mutable_accelerator()->set_name("h100-80gb");
-  r.set_num_gpus(1024);
-  r.set_seq_length(4096);
-  r.set_global_batch_size(8192);
-  r.set_top_k(200);
-  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  const v1::Candidate* fitting = nullptr;
-  for (const v1::Candidate& c : plan->candidates()) {
-    if (c.recompute_modules_size() > 0) {
-      fitting = &c;
-      break;
-    }
-  }
-  ASSERT_NE(fitting, nullptr);
-  v1::Job job = JobForCandidate(r, *fitting);
-  job.mutable_training()->clear_recompute();
-  absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
-  ASSERT_TRUE(d.ok()) << d.status();
-  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
-  EXPECT_EQ(std::vector<int>(d->fits_with_recompute_modules().begin(),
-                             d->fits_with_recompute_modules().end()),
-            std::vector<int>(fitting->recompute_modules().begin(),
-                             fitting->recompute_modules().end()));
-  v1::Job with = job;
-  v1::Recompute& modules = *with.mutable_training()->mutable_recompute();
-  modules.set_granularity(v1::Recompute::GRANULARITY_SELECTIVE);
-  *modules.mutable_modules() = d->fits_with_recompute_modules();
-  absl::StatusOr<v1::Decision> again = AdmitJob(with, AdmissionPolicy());
-  ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(again->verdict(), v1::VERDICT_ADMIT);
-
-  v1::Job full = job;
-  v1::Recompute& layers = *full.mutable_training()->mutable_recompute();
-  layers.set_granularity(v1::Recompute::GRANULARITY_FULL);
-  layers.set_method(v1::Recompute::METHOD_BLOCK);
-  layers.set_num_layers(1);
-  absl::StatusOr<v1::Estimate> resolved = EstimateJob(full);
-  ASSERT_TRUE(resolved.ok()) << resolved.status();
-  EXPECT_TRUE(
-      ModulesThatFit(resolved->job(), kDefaultThreshold, 0).empty());
-
-  d = AdmitJob(
-      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192),
-      AdmissionPolicy());
-  ASSERT_TRUE(d.ok()) << d.status();
-  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
-  EXPECT_EQ(d->fits_with_recompute_modules_size(), 0);
-}
-
-// An MoE job the cheap modules do not fit is told its MoE layers
-// recomputed whole (--recompute-modules ... moe) where that fits and costs
-// less than the least full recomputation that fits, as a plan picks it:
-// DeepSeek-V3 over 16 stages of 2-layer chunks on 1,024 H100s fits only
-// recomputing both layers of a chunk (x 4/3) or its MoE layers.
-TEST(RefusalHintsTest, RefusalsNameTheMoeLayersWhereTheyAreTheCheaperChange) {
+// The first candidate of DeepSeek-V3's plan on 1,024 H100s (4k, global
+// batch 8,192) whose modules `wanted` takes, as a job without its
+// recomputation (`job`): refused, told exactly the candidate's modules,
+// and admitted with them.
+void ExpectRefusalNamesACandidatesModules(
+    const std::function<bool(const v1::Candidate&)>& wanted, v1::Job& job) {
   v1::PlanRequest r;
   r.mutable_model()->set_name("deepseek-v3");
   r.mutable_accelerator()->set_name("h100-80gb");
@@ -350,13 +293,13 @@ TEST(RefusalHintsTest, RefusalsNameTheMoeLayersWhereTheyAreTheCheaperChange) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   const v1::Candidate* fitting = nullptr;
   for (const v1::Candidate& c : plan->candidates()) {
-    for (int m : c.recompute_modules()) {
-      if (m == v1::Recompute::MODULE_MOE) fitting = &c;
+    if (wanted(c)) {
+      fitting = &c;
+      break;
     }
-    if (fitting != nullptr) break;
   }
   ASSERT_NE(fitting, nullptr);
-  v1::Job job = JobForCandidate(r, *fitting);
+  job = JobForCandidate(r, *fitting);
   job.mutable_training()->clear_recompute();
   absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
   ASSERT_TRUE(d.ok()) << d.status();
@@ -373,6 +316,53 @@ TEST(RefusalHintsTest, RefusalsNameTheMoeLayersWhereTheyAreTheCheaperChange) {
   absl::StatusOr<v1::Decision> again = AdmitJob(with, AdmissionPolicy());
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->verdict(), v1::VERDICT_ADMIT) << again->reason();
+}
+
+// A refused MoE job is told when the cheap selective modules make it fit,
+// as the planner fits the same layout: a DeepSeek-V3 candidate that fits by
+// them, run without, is refused naming them, and fits with them. A dense
+// model has none of them to add (its MLP: RefusalsNameTheMlpWhere-
+// ItIsTheCheaperChange); a job recomputing whole layers gets none (one
+// granularity).
+TEST(RefusalHintsTest, RefusalsNameTheCheapModulesThatFit) {
+  v1::Job job;
+  ExpectRefusalNamesACandidatesModules(
+      [](const v1::Candidate& c) { return c.recompute_modules_size() > 0; },
+      job);
+  ASSERT_TRUE(job.has_model());
+  v1::Job full = job;
+  v1::Recompute& layers = *full.mutable_training()->mutable_recompute();
+  layers.set_granularity(v1::Recompute::GRANULARITY_FULL);
+  layers.set_method(v1::Recompute::METHOD_BLOCK);
+  layers.set_num_layers(1);
+  absl::StatusOr<v1::Estimate> resolved = EstimateJob(full);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_TRUE(
+      ModulesThatFit(resolved->job(), kDefaultThreshold, 0).empty());
+
+  absl::StatusOr<v1::Decision> d = AdmitJob(
+      testing::PaperJob("llama-3.1-8b", "a100-40gb", 4, 1, 2, 2, 8, 8192),
+      AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE);
+  EXPECT_EQ(d->fits_with_recompute_modules_size(), 0);
+}
+
+// An MoE job the cheap modules do not fit is told its MoE layers
+// recomputed whole (--recompute-modules ... moe) where that fits and costs
+// less than the least full recomputation that fits, as a plan picks it:
+// DeepSeek-V3 over 16 stages of 2-layer chunks on 1,024 H100s fits only
+// recomputing both layers of a chunk (x 4/3) or its MoE layers.
+TEST(RefusalHintsTest, RefusalsNameTheMoeLayersWhereTheyAreTheCheaperChange) {
+  v1::Job job;
+  ExpectRefusalNamesACandidatesModules(
+      [](const v1::Candidate& c) {
+        return std::find(c.recompute_modules().begin(),
+                         c.recompute_modules().end(),
+                         v1::Recompute::MODULE_MOE) !=
+               c.recompute_modules().end();
+      },
+      job);
 }
 
 // A dense job is told its MLP recomputed selectively (--recompute-modules
