@@ -740,18 +740,28 @@ std::vector<std::string> UnreviewedKeysOf(ConfigTree& tree) {
 // Keys memgate reads for some families that transformers' modeling of
 // this config's family does not read: another family's experts, latent
 // attention, next-token layers or router (FillExperts reads each only for
-// the families below). Such a key is read past as the family's model reads
-// past it, and named: a config that gives a Llama experts describes a
-// model that is not the Llama memgate estimates (nor the one transformers
-// would build). A null, false, zero or empty value says "none" and is not
-// named.
+// the families below), or a sliding window where the family's attention
+// has none (SlidingWindowApplies). Such a key is read past as the
+// family's model reads past it, and named: a config that gives a Llama
+// experts describes a model that is not the Llama memgate estimates (nor
+// the one transformers would build). A null, false, zero or empty value
+// says "none" and is not named.
 std::vector<std::string> KeysTheFamilyDoesNotReadOf(ConfigTree& tree) {
   using E = Family::Experts;
   struct ReadBy {
     const char* key;
     std::vector<E> experts;  // the families that read it, by their experts
+    std::vector<absl::string_view> types = {};  // or by their model_type
   };
+  static const auto* windowed = new std::vector<absl::string_view>{
+      "mistral", "mixtral", "phi3", "gemma2", "gemma3_text", "qwen2",
+      "qwen3", "qwen2_moe", "qwen3_moe", "gpt_oss"};
+  static const auto* qwen = new std::vector<absl::string_view>{
+      "qwen2", "qwen3", "qwen2_moe", "qwen3_moe"};
   static const auto* keys = new std::vector<ReadBy>{
+      {"sliding_window", {}, *windowed},
+      {"use_sliding_window", {}, *qwen},
+      {"max_window_layers", {}, *qwen},
       {"num_local_experts", {E::kMixtral, E::kGptOss}},
       {"num_experts", {E::kQwenMoe, E::kGptOss}},
       {"n_routed_experts", {E::kDeepseek, E::kGlm}},
@@ -805,10 +815,12 @@ std::vector<std::string> KeysTheFamilyDoesNotReadOf(ConfigTree& tree) {
     }
     for (const ReadBy& k : *keys) {
       if (key != k.key) continue;
-      if (std::find(k.experts.begin(), k.experts.end(), family->experts) ==
-          k.experts.end()) {
-        out.push_back(key);
-      }
+      const bool read =
+          std::find(k.experts.begin(), k.experts.end(), family->experts) !=
+              k.experts.end() ||
+          std::find(k.types.begin(), k.types.end(), family->model_type) !=
+              k.types.end();
+      if (!read) out.push_back(key);
       break;
     }
   }
@@ -883,10 +895,10 @@ absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
         tree.top()->fields().at("model_type").string_value();
     const std::string list = NamedKeys(not_read);
     const std::string why = absl::StrCat(
-        "other families' experts, latent attention, next-token layers or "
-        "router, which transformers' ", type, " model does not build: a "
-        "model that has them is not the one estimated; give its own "
-        "model_type");
+        "other families' experts, latent attention, next-token layers, "
+        "router or sliding window, which transformers' ", type,
+        " model does not build: a model that has them is not the one "
+        "estimated; give its own model_type");
     if (refuse_unreviewed) {
       return absl::InvalidArgumentError(absl::StrCat(
           path, ": keys model_type '", type, "' does not read: ", list,

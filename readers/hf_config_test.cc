@@ -287,6 +287,18 @@ TEST(HfConfigTest, OtherFamiliesKeysAreNamedNotReadPastUnsaid) {
             (std::vector<std::string>{"num_experts_per_tok",
                                       "num_local_experts"}));
   EXPECT_TRUE(HuggingFaceKeysTheFamilyDoesNotRead("[1, 2]").empty());
+  // transformers' Llama attends without a window, whatever the key says
+  // (Mistral's reads it: its published config is named nothing above).
+  std::string windowed(kLlama31_8B);
+  windowed.replace(windowed.find("\"vocab_size\""), 0,
+                   "\"sliding_window\": 4096, \"use_sliding_window\": "
+                   "false, ");
+  EXPECT_EQ(HuggingFaceKeysTheFamilyDoesNotRead(windowed),
+            std::vector<std::string>{"sliding_window"});
+  absl::StatusOr<v1::ModelConfig> unwindowed =
+      ModelFromHuggingFaceJson(windowed, "x");
+  ASSERT_TRUE(unwindowed.ok()) << unwindowed.status();
+  EXPECT_FALSE(unwindowed->sliding_window());
   EXPECT_TRUE(HuggingFaceKeysTheFamilyDoesNotRead(
                   R"({"model_type": "falcon", "num_local_experts": 8})")
                   .empty());
@@ -320,7 +332,9 @@ TEST(HfConfigTest, OtherFamiliesKeysAreNamedNotReadPastUnsaid) {
         Case{"mixtral-8x7b-v0.1.json", "\"first_k_dense_replace\": 1, ",
              "first_k_dense_replace"},
         Case{"qwen3-8b.json", "\"router_jitter_noise\": 0.1, ",
-             "router_jitter_noise"}}) {
+             "router_jitter_noise"},
+        Case{"deepseek-v3.json", "\"max_window_layers\": 28, ",
+             "max_window_layers"}}) {
     std::ifstream in(std::string("tests/testdata/hf/") + c.file);
     std::stringstream whole;
     whole << in.rdbuf();
