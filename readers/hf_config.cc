@@ -564,6 +564,19 @@ bool SlidingWindowApplies(ConfigTree& tree, const v1::HuggingFaceConfig& hf,
   return true;
 }
 
+// The families whose transformers modeling soft-caps logits or attention
+// scores (modeling_gemma2.py, modeling_gemma3.py).
+const std::vector<absl::string_view>& SoftcappingFamilies() {
+  static const auto* types =
+      new std::vector<absl::string_view>{"gemma2", "gemma3_text"};
+  return *types;
+}
+
+bool IsSoftcappingFamily(const Family& f) {
+  const auto& types = SoftcappingFamilies();
+  return std::find(types.begin(), types.end(), f.model_type) != types.end();
+}
+
 // A soft-cap: the config's value; where the key is absent, the family's
 // default; where it is null, none.
 float SoftcapOf(ConfigTree& tree, absl::string_view key, bool has,
@@ -630,14 +643,19 @@ absl::StatusOr<v1::ModelConfig> ModelFromTree(absl::string_view json,
   model.set_qkv_bias((*family)->qkv_bias || hf.attention_bias());
   model.set_qk_norm((*family)->qk_norm);
   model.set_sandwich_norms((*family)->sandwich_norms);
-  // Gemma 2 caps its logits and its attention scores (validation refuses
-  // negative and non-finite caps).
-  model.set_final_logit_softcapping(SoftcapOf(
-      tree, "final_logit_softcapping", hf.has_final_logit_softcapping(),
-      hf.final_logit_softcapping(), (*family)->final_cap_default));
-  model.set_attention_logit_softcapping(SoftcapOf(
-      tree, "attn_logit_softcapping", hf.has_attn_logit_softcapping(),
-      hf.attn_logit_softcapping(), (*family)->attention_cap_default));
+  // Gemma 2 caps its logits and its attention scores, Gemma 3 where its
+  // config gives them (validation refuses negative and non-finite caps).
+  // No other family's transformers model reads the keys (a Llama config's
+  // are named: KeysTheFamilyDoesNotReadOf), and counting caps it never
+  // applies would add the logits' tanh and refuse context parallelism.
+  if (IsSoftcappingFamily(**family)) {
+    model.set_final_logit_softcapping(SoftcapOf(
+        tree, "final_logit_softcapping", hf.has_final_logit_softcapping(),
+        hf.final_logit_softcapping(), (*family)->final_cap_default));
+    model.set_attention_logit_softcapping(SoftcapOf(
+        tree, "attn_logit_softcapping", hf.has_attn_logit_softcapping(),
+        hf.attn_logit_softcapping(), (*family)->attention_cap_default));
+  }
   // The paper's Llama otherwise: gated MLP, RMSNorm, rotary positions.
   absl::StatusOr<v1::MlpActivation> activation = ActivationOf(hf, **family);
   if (!activation.ok()) return activation.status();
@@ -740,8 +758,8 @@ std::vector<std::string> UnreviewedKeysOf(ConfigTree& tree) {
 // Keys memgate reads for some families that transformers' modeling of
 // this config's family does not read: another family's experts, latent
 // attention, next-token layers or router (FillExperts reads each only for
-// the families below), or a sliding window where the family's attention
-// has none (SlidingWindowApplies). Such a key is read past as the
+// the families below), a sliding window where the family's attention has
+// none (SlidingWindowApplies), or Gemma's soft-caps. Such a key is read past as the
 // family's model reads past it, and named: a config that gives a Llama
 // experts describes a model that is not the Llama memgate estimates (nor
 // the one transformers would build). A null, false, zero or empty value
@@ -762,6 +780,8 @@ std::vector<std::string> KeysTheFamilyDoesNotReadOf(ConfigTree& tree) {
       {"sliding_window", {}, *windowed},
       {"use_sliding_window", {}, *qwen},
       {"max_window_layers", {}, *qwen},
+      {"final_logit_softcapping", {}, SoftcappingFamilies()},
+      {"attn_logit_softcapping", {}, SoftcappingFamilies()},
       {"num_local_experts", {E::kMixtral, E::kGptOss}},
       {"num_experts", {E::kQwenMoe, E::kGptOss}},
       {"n_routed_experts", {E::kDeepseek, E::kGlm}},
@@ -896,7 +916,7 @@ absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
     const std::string list = NamedKeys(not_read);
     const std::string why = absl::StrCat(
         "other families' experts, latent attention, next-token layers, "
-        "router or sliding window, which transformers' ", type,
+        "router, sliding window or soft-caps, which transformers' ", type,
         " model does not build: a model that has them is not the one "
         "estimated; give its own model_type");
     if (refuse_unreviewed) {

@@ -299,6 +299,21 @@ TEST(HfConfigTest, OtherFamiliesKeysAreNamedNotReadPastUnsaid) {
       ModelFromHuggingFaceJson(windowed, "x");
   ASSERT_TRUE(unwindowed.ok()) << unwindowed.status();
   EXPECT_FALSE(unwindowed->sliding_window());
+  // Nor does it soft-cap (only Gemma 2's and 3's modeling does): the caps
+  // are named and not counted (they would add the logits' tanh and rule
+  // context parallelism out).
+  std::string capped(kLlama31_8B);
+  capped.replace(capped.find("\"vocab_size\""), 0,
+                 "\"final_logit_softcapping\": 30.0, "
+                 "\"attn_logit_softcapping\": 50.0, ");
+  EXPECT_EQ(HuggingFaceKeysTheFamilyDoesNotRead(capped),
+            (std::vector<std::string>{"attn_logit_softcapping",
+                                      "final_logit_softcapping"}));
+  absl::StatusOr<v1::ModelConfig> uncapped =
+      ModelFromHuggingFaceJson(capped, "x");
+  ASSERT_TRUE(uncapped.ok()) << uncapped.status();
+  EXPECT_EQ(uncapped->final_logit_softcapping(), 0);
+  EXPECT_EQ(uncapped->attention_logit_softcapping(), 0);
   EXPECT_TRUE(HuggingFaceKeysTheFamilyDoesNotRead(
                   R"({"model_type": "falcon", "num_local_experts": 8})")
                   .empty());
