@@ -759,7 +759,7 @@ std::vector<std::string> UnreviewedKeysOf(ConfigTree& tree) {
 // this config's family does not read: another family's experts, latent
 // attention, next-token layers or router (FillExperts reads each only for
 // the families below), a sliding window where the family's attention has
-// none (SlidingWindowApplies), or Gemma's soft-caps. Such a key is read past as the
+// none (SlidingWindowApplies), or Gemma's activation and soft-caps. Such a key is read past as the
 // family's model reads past it, and named: a config that gives a Llama
 // experts describes a model that is not the Llama memgate estimates (nor
 // the one transformers would build). A null, false, zero or empty value
@@ -780,6 +780,8 @@ std::vector<std::string> KeysTheFamilyDoesNotReadOf(ConfigTree& tree) {
       {"sliding_window", {}, *windowed},
       {"use_sliding_window", {}, *qwen},
       {"max_window_layers", {}, *qwen},
+      // Gemma's MLP activation (ActivationOf); the others read hidden_act.
+      {"hidden_activation", {}, {"gemma", "gemma2", "gemma3_text"}},
       {"final_logit_softcapping", {}, SoftcappingFamilies()},
       {"attn_logit_softcapping", {}, SoftcappingFamilies()},
       {"num_local_experts", {E::kMixtral, E::kGptOss}},
@@ -916,7 +918,8 @@ absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
     const std::string list = NamedKeys(not_read);
     const std::string why = absl::StrCat(
         "other families' experts, latent attention, next-token layers, "
-        "router, sliding window or soft-caps, which transformers' ", type,
+        "router, sliding window, Gemma's activation or soft-caps, which "
+        "transformers' ", type,
         " model does not build: a model that has them is not the one "
         "estimated; give its own model_type");
     if (refuse_unreviewed) {

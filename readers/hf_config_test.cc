@@ -305,15 +305,18 @@ TEST(HfConfigTest, OtherFamiliesKeysAreNamedNotReadPastUnsaid) {
   std::string capped(kLlama31_8B);
   capped.replace(capped.find("\"vocab_size\""), 0,
                  "\"final_logit_softcapping\": 30.0, "
-                 "\"attn_logit_softcapping\": 50.0, ");
+                 "\"attn_logit_softcapping\": 50.0, "
+                 "\"hidden_activation\": \"gelu_pytorch_tanh\", ");
   EXPECT_EQ(HuggingFaceKeysTheFamilyDoesNotRead(capped),
             (std::vector<std::string>{"attn_logit_softcapping",
-                                      "final_logit_softcapping"}));
+                                      "final_logit_softcapping",
+                                      "hidden_activation"}));
   absl::StatusOr<v1::ModelConfig> uncapped =
       ModelFromHuggingFaceJson(capped, "x");
   ASSERT_TRUE(uncapped.ok()) << uncapped.status();
   EXPECT_EQ(uncapped->final_logit_softcapping(), 0);
   EXPECT_EQ(uncapped->attention_logit_softcapping(), 0);
+  EXPECT_EQ(uncapped->mlp_activation(), v1::MLP_ACTIVATION_SWIGLU);
   EXPECT_TRUE(HuggingFaceKeysTheFamilyDoesNotRead(
                   R"({"model_type": "falcon", "num_local_experts": 8})")
                   .empty());
