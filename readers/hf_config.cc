@@ -209,6 +209,14 @@ absl::Status MissingMoe(absl::string_view key) {
                    "model"));
 }
 
+// A size or step the family reads given as 0: transformers' model would
+// divide by it or build nothing, and in a MoeConfig or MlaConfig a zero
+// reads as "not given" (a default), so it is refused naming the key.
+absl::Status ZeroRefused(absl::string_view key) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("config.json: ", key, ": must be positive (got 0)"));
+}
+
 // DeepSeek's and GLM's shared experts: n_shared_experts MLPs of the
 // routed width, one MLP of their summed width. The product is checked, so
 // that hostile sizes cannot wrap around to a small model.
@@ -344,6 +352,12 @@ absl::Status FillExperts(ConfigTree& tree,
       if (!hf.has_moe_intermediate_size()) {
         return MissingMoe("moe_intermediate_size");
       }
+      if (hf.moe_intermediate_size() == 0) {
+        return ZeroRefused("moe_intermediate_size");
+      }
+      if (hf.has_decoder_sparse_step() && hf.decoder_sparse_step() == 0) {
+        return ZeroRefused("decoder_sparse_step");
+      }
       moe.set_num_experts(hf.num_experts());
       moe.set_expert_ffn_hidden_size(hf.moe_intermediate_size());
       // Qwen2-MoE has a gated shared expert (Qwen2MoeConfig: 5632 wide
@@ -401,6 +415,13 @@ absl::Status FillExperts(ConfigTree& tree,
             "default it to 3, 0 or 1, DeepSeek's own configuration_deepseek.py "
             "to 0)");
       }
+      if (hf.moe_intermediate_size() == 0) {
+        return ZeroRefused("moe_intermediate_size");
+      }
+      if (f.experts == Family::kDeepseek && hf.has_moe_layer_freq() &&
+          hf.moe_layer_freq() == 0) {
+        return ZeroRefused("moe_layer_freq");
+      }
       moe.set_num_experts(hf.n_routed_experts());
       moe.set_expert_ffn_hidden_size(hf.moe_intermediate_size());
       if (absl::Status st = SetSharedWidth(hf, moe); !st.ok()) return st;
@@ -422,6 +443,8 @@ absl::Status FillExperts(ConfigTree& tree,
             "config.json: kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, "
             "v_head_dim: required for multi-latent attention");
       }
+      if (hf.qk_nope_head_dim() == 0) return ZeroRefused("qk_nope_head_dim");
+      if (hf.qk_rope_head_dim() == 0) return ZeroRefused("qk_rope_head_dim");
       v1::MlaConfig& mla = *model.mutable_mla();
       // Null: no Q LoRA (DeepSeek-V2-Lite's linear_q_proj); left out, the
       // config classes' 1536 (DeepseekV2Config, DeepseekV3Config, and
@@ -618,6 +641,23 @@ absl::StatusOr<v1::ModelConfig> ModelFromTree(absl::string_view json,
   if (!hf.has_num_attention_heads()) return Missing("num_attention_heads");
   if (!hf.has_intermediate_size()) return Missing("intermediate_size");
   if (!hf.has_vocab_size()) return Missing("vocab_size");
+  // A zero size builds no model (transformers' would fail on it); in a
+  // ModelConfig it would read as "not given" and be taken from a catalog
+  // model of the file's name, an error that names the wrong field. Given
+  // explicitly, head_dim and num_key_value_heads must be positive too
+  // (null takes the default: CountOf).
+  const std::pair<const char*, bool> zero[] = {
+      {"hidden_size", hf.hidden_size() == 0},
+      {"num_hidden_layers", hf.num_hidden_layers() == 0},
+      {"num_attention_heads", hf.num_attention_heads() == 0},
+      {"intermediate_size", hf.intermediate_size() == 0},
+      {"vocab_size", hf.vocab_size() == 0},
+      {"head_dim", hf.has_head_dim() && hf.head_dim() == 0},
+      {"num_key_value_heads",
+       hf.has_num_key_value_heads() && hf.num_key_value_heads() == 0}};
+  for (const auto& [key, is_zero] : zero) {
+    if (is_zero) return ZeroRefused(key);
+  }
 
   v1::ModelConfig model;
   model.set_name(std::string(name));
@@ -759,11 +799,11 @@ std::vector<std::string> UnreviewedKeysOf(ConfigTree& tree) {
 // this config's family does not read: another family's experts, latent
 // attention, next-token layers or router (FillExperts reads each only for
 // the families below), a sliding window where the family's attention has
-// none (SlidingWindowApplies), or Gemma's activation and soft-caps. Such a key is read past as the
-// family's model reads past it, and named: a config that gives a Llama
-// experts describes a model that is not the Llama memgate estimates (nor
-// the one transformers would build). A null, false, zero or empty value
-// says "none" and is not named.
+// none (SlidingWindowApplies), or Gemma's activation and soft-caps. Such a
+// key is read past as the family's model reads past it, and named: a
+// config that gives a Llama experts describes a model that is not the
+// Llama memgate estimates (nor the one transformers would build). A null,
+// false, zero or empty value says "none" and is not named.
 std::vector<std::string> KeysTheFamilyDoesNotReadOf(ConfigTree& tree) {
   using E = Family::Experts;
   struct ReadBy {

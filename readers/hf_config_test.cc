@@ -373,6 +373,75 @@ TEST(HfConfigTest, OtherFamiliesKeysAreNamedNotReadPastUnsaid) {
   }
 }
 
+// A zero size is refused naming its key (in a ModelConfig a zero reads as
+// "not given", which would send the model to the catalog by the file's
+// name and an error about model.name, or a default in place of an MoE or
+// MLA width); an explicit head_dim or num_key_value_heads of 0 too, while
+// null takes the family's default.
+TEST(HfConfigTest, AZeroSizeIsRefusedNamingItsKey) {
+  for (const char* key :
+       {"hidden_size", "num_hidden_layers", "num_attention_heads",
+        "intermediate_size", "vocab_size", "head_dim",
+        "num_key_value_heads"}) {
+    // The key set to 0 where the config has it, added where it has not.
+    std::string json(kLlama31_8B);
+    const std::string quoted = absl::StrCat("\"", key, "\":");
+    const size_t at = json.find(quoted);
+    if (at == std::string::npos) {
+      json.replace(json.find('{') + 1, 0, absl::StrCat(quoted, " 0, "));
+    } else {
+      json.replace(at, json.find_first_of(",}", at) - at,
+                   absl::StrCat(quoted, " 0"));
+    }
+    absl::StatusOr<v1::ModelConfig> m = ModelFromHuggingFaceJson(json, "x");
+    ASSERT_FALSE(m.ok()) << key;
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(m.status().message().find(
+                  absl::StrCat(key, ": must be positive (got 0)")),
+              std::string::npos)
+        << m.status();
+  }
+  // The families' own sizes and steps: an MoE width, Qwen's sparse step,
+  // DeepSeek's MoE frequency and MLA head widths.
+  struct FamilyKey {
+    const char* file;
+    const char* key;
+  };
+  for (const FamilyKey& k :
+       {FamilyKey{"qwen3-30b-a3b.json", "moe_intermediate_size"},
+        FamilyKey{"qwen3-30b-a3b.json", "decoder_sparse_step"},
+        FamilyKey{"deepseek-v3.json", "moe_intermediate_size"},
+        FamilyKey{"deepseek-v3.json", "moe_layer_freq"},
+        FamilyKey{"deepseek-v3.json", "qk_nope_head_dim"},
+        FamilyKey{"deepseek-v3.json", "qk_rope_head_dim"},
+        FamilyKey{"glm-4.5.json", "moe_intermediate_size"}}) {
+    std::ifstream in(std::string("tests/testdata/hf/") + k.file);
+    std::stringstream whole;
+    whole << in.rdbuf();
+    std::string json = whole.str();
+    const std::string quoted = absl::StrCat("\"", k.key, "\":");
+    const size_t at = json.find(quoted);
+    ASSERT_NE(at, std::string::npos) << k.file << " " << k.key;
+    json.replace(at, json.find_first_of(",}", at) - at,
+                 absl::StrCat(quoted, " 0"));
+    absl::StatusOr<v1::ModelConfig> m = ModelFromHuggingFaceJson(json, "x");
+    ASSERT_FALSE(m.ok()) << k.file << " " << k.key;
+    EXPECT_NE(m.status().message().find(
+                  absl::StrCat(k.key, ": must be positive (got 0)")),
+              std::string::npos)
+        << m.status();
+  }
+  std::string null_heads(kLlama31_8B);
+  const size_t at = null_heads.find("\"num_key_value_heads\":");
+  ASSERT_NE(at, std::string::npos);
+  const size_t end = null_heads.find_first_of(",}", at);
+  null_heads.replace(at, end - at, "\"num_key_value_heads\": null");
+  absl::StatusOr<v1::ModelConfig> mha =
+      ModelFromHuggingFaceJson(null_heads, "x");
+  ASSERT_TRUE(mha.ok()) << mha.status();
+  EXPECT_EQ(mha->num_query_groups(), mha->num_attention_heads());
+}
+
 // The file is read whole and parsed twice (the model, then its keys), so
 // its size is bounded before either: a 16 MiB + 1 file (a mistaken path to
 // weights, or a hostile one) is refused by size, unparsed.
