@@ -3,11 +3,17 @@
 #include <algorithm>
 #include <limits>
 #include <random>
+#include <tuple>
 
 #include "gtest/gtest.h"
 
 namespace memgate {
 namespace {
+
+// A split's (first, middle, last) layers, to compare at once.
+std::tuple<uint32_t, uint32_t, uint32_t> Stages(const StageSplit& s) {
+  return {s.first, s.middle, s.last};
+}
 
 // The pace of the slowest stage, in layers: the last stage also runs the
 // LM head (`head` layers' worth), the first and the middle ones their
@@ -23,16 +29,12 @@ double Slowest(const StageSplit& s, double head) {
 TEST(StageSplitTest, TheHeadBalancedSplitMovesLayersOffTheLastStage) {
   const StageSplit s = HeadBalancedSplit(36, 4, 4.6);
   ASSERT_TRUE(s.ok);
-  EXPECT_EQ(s.first, 9u);
-  EXPECT_EQ(s.middle, 11u);
-  EXPECT_EQ(s.last, 5u);
+  EXPECT_EQ(Stages(s), std::make_tuple(9u, 11u, 5u));
   EXPECT_DOUBLE_EQ(Slowest(s, 4.6), 11);
   // Qwen3-30B-A3B's 48 over 4 (a head of 4.5 layers): 12, 14, 14, 8.
   const StageSplit q = HeadBalancedSplit(48, 4, 4.5);
   ASSERT_TRUE(q.ok);
-  EXPECT_EQ(q.first, 12u);
-  EXPECT_EQ(q.middle, 14u);
-  EXPECT_EQ(q.last, 8u);
+  EXPECT_EQ(Stages(q), std::make_tuple(12u, 14u, 8u));
 }
 
 // None where it would not be faster (Llama-3.1-405B's head is 0.7 of a
@@ -66,9 +68,7 @@ TEST(StageSplitTest, NoHeadBalancedSplitWhereItCannotHelp) {
 TEST(StageSplitTest, TwoStagesBalanceOntoTheFirst) {
   const StageSplit s = HeadBalancedSplit(48, 2, 4.5);
   ASSERT_TRUE(s.ok);
-  EXPECT_EQ(s.first, 26u);
-  EXPECT_EQ(s.middle, 26u);
-  EXPECT_EQ(s.last, 22u);
+  EXPECT_EQ(Stages(s), std::make_tuple(26u, 26u, 22u));
   const StageSplit huge = HeadBalancedSplit(10, 2, 1000);
   ASSERT_TRUE(huge.ok);
   EXPECT_EQ(huge.first, 9u);
@@ -98,14 +98,10 @@ TEST(StageSplitTest, TwoStagesBalanceOntoTheFirst) {
 TEST(StageSplitTest, AStepTowardEven) {
   const StageSplit s = TowardEven(HeadBalancedSplit(36, 4, 4.6), 36, 4);
   ASSERT_TRUE(s.ok);
-  EXPECT_EQ(s.first, 9u);
-  EXPECT_EQ(s.middle, 10u);
-  EXPECT_EQ(s.last, 7u);
+  EXPECT_EQ(Stages(s), std::make_tuple(9u, 10u, 7u));
   const StageSplit two = TowardEven(HeadBalancedSplit(48, 2, 4.5), 48, 2);
   ASSERT_TRUE(two.ok);  // 26, 22 -> 25, 23
-  EXPECT_EQ(two.first, 25u);
-  EXPECT_EQ(two.middle, 25u);
-  EXPECT_EQ(two.last, 23u);
+  EXPECT_EQ(Stages(two), std::make_tuple(25u, 25u, 23u));
   // One layer moved: the step back is even.
   EXPECT_FALSE(TowardEven(HeadBalancedSplit(80, 4, 1.2), 80, 4).ok);
   EXPECT_FALSE(TowardEven(StageSplit{}, 36, 4).ok);

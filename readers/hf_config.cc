@@ -131,6 +131,14 @@ const char* WhyNotModelled(absl::string_view model_type) {
          "deepseek_v2, deepseek_v3, kimi_k2, nemotron, glm4_moe, gpt_oss)";
 }
 
+// The family of `model_type`; nullptr where memgate models none.
+const Family* FamilyNamed(absl::string_view model_type) {
+  for (const Family& f : Families()) {
+    if (model_type == f.model_type) return &f;
+  }
+  return nullptr;
+}
+
 absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
   if (hf.model_type().empty()) {
     return absl::InvalidArgumentError(
@@ -139,17 +147,16 @@ absl::StatusOr<const Family*> FamilyOf(const v1::HuggingFaceConfig& hf) {
         "qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2, nemotron, glm4_moe "
         "and gpt_oss configs)");
   }
-  for (const Family& f : Families()) {
-    if (hf.model_type() != f.model_type) continue;
+  if (const Family* f = FamilyNamed(hf.model_type())) {
     for (const std::string& a : hf.architectures()) {
-      if (std::find(f.architectures.begin(), f.architectures.end(), a) ==
-          f.architectures.end()) {
+      if (std::find(f->architectures.begin(), f->architectures.end(), a) ==
+          f->architectures.end()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "config.json: architectures: '", a, "' is not modelled for "
-            "model_type '", f.model_type, "'"));
+            "model_type '", f->model_type, "'"));
       }
     }
-    return &f;
+    return f;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("config.json: model_type: '", hf.model_type(), "': ",
@@ -830,6 +837,8 @@ std::vector<std::string> KeysTheFamilyDoesNotReadOf(ConfigTree& tree) {
       {"num_experts_per_tok",
        {E::kMixtral, E::kQwenMoe, E::kDeepseek, E::kGlm, E::kGptOss}},
       {"moe_intermediate_size", {E::kQwenMoe, E::kDeepseek, E::kGlm}},
+      // Qwen2-MoE's shared expert: Qwen3-MoE has none (FillExperts).
+      {"shared_expert_intermediate_size", {}, {"qwen2_moe"}},
       {"n_shared_experts", {E::kDeepseek, E::kGlm}},
       {"first_k_dense_replace", {E::kDeepseek, E::kGlm}},
       {"num_nextn_predict_layers", {E::kDeepseek, E::kGlm}},
@@ -852,10 +861,7 @@ std::vector<std::string> KeysTheFamilyDoesNotReadOf(ConfigTree& tree) {
   if (top == nullptr) return out;
   const auto type = top->fields().find("model_type");
   if (type == top->fields().end()) return out;
-  const Family* family = nullptr;
-  for (const Family& f : Families()) {
-    if (type->second.string_value() == f.model_type) family = &f;
-  }
+  const Family* family = FamilyNamed(type->second.string_value());
   if (family == nullptr) return out;
   auto says_none = [](const google::protobuf::Value& v) {
     using google::protobuf::Value;
@@ -867,14 +873,8 @@ std::vector<std::string> KeysTheFamilyDoesNotReadOf(ConfigTree& tree) {
       default: return false;
     }
   };
-  // Qwen2-MoE's shared expert: Qwen3-MoE has none (FillExperts).
-  const bool qwen2_moe = family->model_type == absl::string_view("qwen2_moe");
   for (const auto& [key, value] : top->fields()) {
     if (says_none(value)) continue;
-    if (key == "shared_expert_intermediate_size") {
-      if (!qwen2_moe) out.push_back(key);
-      continue;
-    }
     for (const ReadBy& k : *keys) {
       if (key != k.key) continue;
       const bool read =

@@ -2,8 +2,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "estimator/memory_model.h"
 #include "gtest/gtest.h"
+#include "readers/file_util.h"
 
 namespace memgate {
 namespace {
@@ -250,6 +249,29 @@ TEST(HfConfigTest, UnreviewedKeysAreNamed) {
   EXPECT_NE(notes[0].find("k19 and 2 more"), std::string::npos) << notes[0];
 }
 
+// A published config of tests/testdata/hf/, as text.
+std::string Published(const std::string& file) {
+  absl::StatusOr<std::string> text =
+      ReadSmallFile("tests/testdata/hf/" + file);
+  EXPECT_TRUE(text.ok()) << text.status();
+  return text.ok() ? *text : std::string();
+}
+
+// `json` with `key`'s value replaced by `value` where it has the key,
+// the key added first where it has not.
+std::string WithValue(std::string json, const std::string& key,
+                      const std::string& value) {
+  const std::string quoted = absl::StrCat("\"", key, "\":");
+  const size_t at = json.find(quoted);
+  if (at == std::string::npos) {
+    json.insert(json.find('{') + 1, absl::StrCat(quoted, " ", value, ", "));
+  } else {
+    json.replace(at, json.find_first_of(",}", at) - at,
+                 absl::StrCat(quoted, " ", value));
+  }
+  return json;
+}
+
 // Writes `json` to a fresh file under the test's temporary directory.
 std::string ConfigFile(const std::string& name, const std::string& json) {
   const std::string path = ::testing::TempDir() + "/" + name;
@@ -353,10 +375,7 @@ TEST(HfConfigTest, OtherFamiliesKeysAreNamedNotReadPastUnsaid) {
              "router_jitter_noise"},
         Case{"deepseek-v3.json", "\"max_window_layers\": 28, ",
              "max_window_layers"}}) {
-    std::ifstream in(std::string("tests/testdata/hf/") + c.file);
-    std::stringstream whole;
-    whole << in.rdbuf();
-    std::string json = whole.str();
+    std::string json = Published(c.file);
     const size_t brace = json.find('{');
     ASSERT_NE(brace, std::string::npos) << c.file;
     json.insert(brace + 1, c.added);
@@ -383,17 +402,8 @@ TEST(HfConfigTest, AZeroSizeIsRefusedNamingItsKey) {
        {"hidden_size", "num_hidden_layers", "num_attention_heads",
         "intermediate_size", "vocab_size", "head_dim",
         "num_key_value_heads"}) {
-    // The key set to 0 where the config has it, added where it has not.
-    std::string json(kLlama31_8B);
-    const std::string quoted = absl::StrCat("\"", key, "\":");
-    const size_t at = json.find(quoted);
-    if (at == std::string::npos) {
-      json.replace(json.find('{') + 1, 0, absl::StrCat(quoted, " 0, "));
-    } else {
-      json.replace(at, json.find_first_of(",}", at) - at,
-                   absl::StrCat(quoted, " 0"));
-    }
-    absl::StatusOr<v1::ModelConfig> m = ModelFromHuggingFaceJson(json, "x");
+    absl::StatusOr<v1::ModelConfig> m =
+        ModelFromHuggingFaceJson(WithValue(kLlama31_8B, key, "0"), "x");
     ASSERT_FALSE(m.ok()) << key;
     EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(m.status().message().find(
@@ -415,29 +425,21 @@ TEST(HfConfigTest, AZeroSizeIsRefusedNamingItsKey) {
         FamilyKey{"deepseek-v3.json", "qk_nope_head_dim"},
         FamilyKey{"deepseek-v3.json", "qk_rope_head_dim"},
         FamilyKey{"glm-4.5.json", "moe_intermediate_size"}}) {
-    std::ifstream in(std::string("tests/testdata/hf/") + k.file);
-    std::stringstream whole;
-    whole << in.rdbuf();
-    std::string json = whole.str();
-    const std::string quoted = absl::StrCat("\"", k.key, "\":");
-    const size_t at = json.find(quoted);
-    ASSERT_NE(at, std::string::npos) << k.file << " " << k.key;
-    json.replace(at, json.find_first_of(",}", at) - at,
-                 absl::StrCat(quoted, " 0"));
-    absl::StatusOr<v1::ModelConfig> m = ModelFromHuggingFaceJson(json, "x");
+    const std::string json = Published(k.file);
+    ASSERT_NE(json.find(absl::StrCat("\"", k.key, "\":")), std::string::npos)
+        << k.file << " " << k.key;
+    absl::StatusOr<v1::ModelConfig> m =
+        ModelFromHuggingFaceJson(WithValue(json, k.key, "0"), "x");
     ASSERT_FALSE(m.ok()) << k.file << " " << k.key;
     EXPECT_NE(m.status().message().find(
                   absl::StrCat(k.key, ": must be positive (got 0)")),
               std::string::npos)
         << m.status();
   }
-  std::string null_heads(kLlama31_8B);
-  const size_t at = null_heads.find("\"num_key_value_heads\":");
-  ASSERT_NE(at, std::string::npos);
-  const size_t end = null_heads.find_first_of(",}", at);
-  null_heads.replace(at, end - at, "\"num_key_value_heads\": null");
-  absl::StatusOr<v1::ModelConfig> mha =
-      ModelFromHuggingFaceJson(null_heads, "x");
+  ASSERT_NE(std::string(kLlama31_8B).find("\"num_key_value_heads\":"),
+            std::string::npos);
+  absl::StatusOr<v1::ModelConfig> mha = ModelFromHuggingFaceJson(
+      WithValue(kLlama31_8B, "num_key_value_heads", "null"), "x");
   ASSERT_TRUE(mha.ok()) << mha.status();
   EXPECT_EQ(mha->num_query_groups(), mha->num_attention_heads());
 }
@@ -803,10 +805,7 @@ TEST(HfConfigTest, MixtureOfExpertsConfigsGiveThePublishedTotals) {
 // (by hand: MLA 101,122,048 and norms a layer at 64 heads, one dense MLP,
 // 60 MoE MLPs of 385 experts and a 7168 x 384 router).
 TEST(HfConfigTest, KimiK2IsReadAsDeepSeekV3sArchitecture) {
-  std::ifstream in("tests/testdata/hf/deepseek-v3.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string json = text.str();
+  std::string json = Published("deepseek-v3.json");
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
            {"\"model_type\": \"deepseek_v3\"", "\"model_type\": \"kimi_k2\""},
            {"\"num_attention_heads\": 128", "\"num_attention_heads\": 64"},
