@@ -2242,30 +2242,64 @@ absl::Status CheckScript(const Arguments& args, MegatronLaunch& launch) {
   return absl::OkStatus();
 }
 
+// Why torchrun's `count` (--nproc-per-node or --nnodes) is settled only
+// when the command runs, or "" where the launch gives it as a number:
+// a word the shell expands (--nproc-per-node $GPUS_PER_NODE, as batch
+// scripts write it), the node's own GPUs (--nproc-per-node gpu or auto:
+// torch/distributed/run.py's determine_local_world_size counts
+// torch.cuda.device_count()), or an elastic range of nodes (--nnodes 1:4:
+// parse_min_max_nnodes; the rendezvous decides). The job's GPU count then
+// comes from memgate's --gpus (the Slurm hooks pass the request's).
+std::string SettledWhenRun(const Arguments& args, const char* count) {
+  const std::string text = args.Text(count);
+  if (ExpandsAtRunTime(text)) return "set when the command runs";
+  if (absl::string_view(count) == "nproc-per-node" &&
+      (text == "gpu" || text == "auto")) {
+    return "torchrun counts the node's GPUs when the command runs";
+  }
+  const std::vector<absl::string_view> range = absl::StrSplit(text, ':');
+  uint32_t least = 0, most = 0;
+  if (absl::string_view(count) == "nnodes" && range.size() == 2 &&
+      absl::SimpleAtoi(range[0], &least) &&
+      absl::SimpleAtoi(range[1], &most) && 0 < least && least < most) {
+    return "an elastic range of nodes, settled when the command runs";
+  }
+  return "";
+}
+
+// torchrun's --nnodes as a fixed count: N, or N:N (a range of one).
+absl::StatusOr<uint32_t> FixedNodeCount(const Arguments& args) {
+  if (!args.Has("nnodes")) return 1;
+  const std::vector<absl::string_view> range =
+      absl::StrSplit(args.Text("nnodes"), ':');
+  uint32_t nodes = 0;
+  if (range.size() > 2 || (range.size() == 2 && range[0] != range[1]) ||
+      !absl::SimpleAtoi(range[0], &nodes) || nodes == 0) {
+    return Bad("nnodes",
+               "must be a node count N or a range MIN:MAX with 0 < MIN <= "
+               "MAX");
+  }
+  return nodes;
+}
+
 absl::Status FillGpuCount(const Arguments& args, MegatronLaunch& launch) {
   if (!args.Has("nproc-per-node")) return absl::OkStatus();
-  // A count the shell supplies when the command runs (--nproc-per-node
-  // $GPUS_PER_NODE, as batch scripts write it): the job's GPU count must
-  // come from memgate's --gpus (the Slurm hooks pass the request's).
   for (const char* count : {"nproc-per-node", "nnodes"}) {
-    if (ExpandsAtRunTime(args.Text(count))) {
-      launch.notes.push_back(absl::StrCat(
-          "--", count, " ", args.Text(count).substr(0, 32),
-          ": set when the command runs; the GPU count is memgate's --gpus"));
+    if (std::string why = SettledWhenRun(args, count); !why.empty()) {
+      launch.notes.push_back(
+          absl::StrCat("--", count, " ", args.Text(count).substr(0, 32), ": ",
+                       why, "; the GPU count is memgate's --gpus"));
       return absl::OkStatus();
     }
   }
   auto per_node = args.Number("nproc-per-node", 0);
   if (!per_node.ok() || *per_node == 0) {
     return Bad("nproc-per-node",
-               "must be a number of GPUs (or give memgate --gpus)");
+               "must be a number of GPUs, gpu or auto (torchrun's cpu and "
+               "xpu do not train on the GPUs memgate checks)");
   }
-  auto nodes = args.Number("nnodes", 1);
-  if (!nodes.ok() || *nodes == 0) {
-    return Bad("nnodes",
-               "must be a fixed node count; elastic ranges like 1:4 are not "
-               "supported (or give memgate --gpus)");
-  }
+  absl::StatusOr<uint32_t> nodes = FixedNodeCount(args);
+  if (!nodes.ok()) return nodes.status();
   const uint64_t gpus = static_cast<uint64_t>(*nodes) * *per_node;
   if (gpus > UINT32_MAX) return Bad("nnodes", "too many GPUs");
   launch.job.set_num_gpus(static_cast<uint32_t>(gpus));

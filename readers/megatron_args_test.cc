@@ -242,10 +242,15 @@ TEST(MegatronArgsTest, MissingMalformedAndContradictoryValuesAreNamed) {
        "--num-query-groups"},
       {base + "--seq-length 4096 --num-layers-per-virtual-pipeline-stage 2",
        "--num-layers-per-virtual-pipeline-stage"},
-      {"torchrun --nnodes 1:4 --nproc-per-node 8 " + base +
+      {"torchrun --nnodes 4:1 --nproc-per-node 8 " + base +
            "--seq-length 4096",
        "--nnodes"},
-      {"torchrun --nproc-per-node gpu " + base + "--seq-length 4096",
+      {"torchrun --nnodes 1:4:8 --nproc-per-node 8 " + base +
+           "--seq-length 4096",
+       "--nnodes"},
+      {"torchrun --nnodes 0 --nproc-per-node 8 " + base + "--seq-length 4096",
+       "--nnodes"},
+      {"torchrun --nproc-per-node cpu " + base + "--seq-length 4096",
        "--nproc-per-node"},
       {"pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
        "--num-attention-heads 32 --swiglu --seq-length 4096",
@@ -1290,12 +1295,16 @@ TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
     EXPECT_EQ(l->job.training().micro_batch_size(), 1u) << line;
     EXPECT_EQ(l->job.model().num_layers(), 32u) << line;
   }
-  // torchrun's GPU count set at run time: the job's comes from memgate's
-  // --gpus (the launch leaves it 0, with a note), not a refusal.
+  // torchrun's GPU count set at run time (by the shell, by the node's
+  // GPUs, by an elastic rendezvous): the job's comes from memgate's --gpus
+  // (the launch leaves it 0, with a note), not a refusal.
   for (const auto& [given, count] :
        std::vector<std::pair<std::string, std::string>>{
            {"--nproc-per-node 8", "--nproc-per-node $GPUS"},
-           {"--nnodes 2", "--nnodes ${N}"}}) {
+           {"--nnodes 2", "--nnodes ${N}"},
+           {"--nproc-per-node 8", "--nproc-per-node gpu"},
+           {"--nproc-per-node 8", "--nproc-per-node auto"},
+           {"--nnodes 2", "--nnodes 1:4"}}) {
     std::string line = std::string(kLlama31_8B);
     line.replace(line.find(given), given.size(), count);
     const absl::StatusOr<MegatronLaunch> l =
@@ -1306,6 +1315,13 @@ TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
               std::string::npos)
         << AllNotes(*l);
   }
+  // A range of one node count is that count.
+  std::string fixed = std::string(kLlama31_8B);
+  fixed.replace(fixed.find("--nnodes 2"), 10, "--nnodes 2:2");
+  const absl::StatusOr<MegatronLaunch> two_nodes =
+      ParseMegatronLaunch(Words(fixed), nullptr);
+  ASSERT_TRUE(two_nodes.ok()) << two_nodes.status();
+  EXPECT_EQ(two_nodes->job.num_gpus(), 16u);
   // A hostile line of a hundred thousand commands (600,000 words) is one
   // pass over its words: the launch among them is found and read.
   std::vector<std::string> many;
