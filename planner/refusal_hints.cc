@@ -170,16 +170,24 @@ std::vector<v1::Recompute::Module> ModulesThatFit(const v1::Job& job,
   const SelectiveModules mlp = FfnModulesFor(shape, layout);
   if (!mlp.any()) return {};
   // Named only where it is the cheaper change (cost_model.h (7) against
-  // one more forward of the recomputed share of a stage: planner.cc; an
-  // MoE layer's exchange, which the plan also prices, is left out here:
-  // the job's speed factors are the plan's, not a hint's).
+  // one more forward of the recomputed share of a stage: planner.cc), with
+  // an MoE layer's exchange run forward again where it is recomputed whole,
+  // as the plan prices it (cost_model.h MoeRecomputeExchange of the job's
+  // factor (6), which depends on its EP, dispatcher and node size only).
   if (least_layers > 0) {
     const uint64_t stage_layers = LargestStageLayers(job);
     const CostModel cost =
         WithDatasheetRatios(CostModel(), job.accelerator().name());
-    const double mlp_cost = SelectiveRecomputeCost(
-        shape, ActiveWeightsPerToken(shape), mlp, layout.seq_length,
+    const LayerWeights weights = ActiveWeightsPerToken(shape);
+    double mlp_cost = SelectiveRecomputeCost(
+        shape, weights, mlp, layout.seq_length,
         layout.precision == v1::PRECISION_FP32 ? 4 : 2, cost);
+    if (mlp.moe) {
+      mlp_cost /= MoeRecomputeExchange(
+          SpeedOf(shape, weights, layout, /*microbatches=*/1,
+                  job.accelerator().gpus_per_node(), cost)
+              .expert);
+    }
     if (stage_layers == 0 ||
         mlp_cost >= FullRecomputeCost(least_layers, stage_layers)) {
       return {};

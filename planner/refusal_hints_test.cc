@@ -16,6 +16,12 @@
 namespace memgate {
 namespace {
 
+// Whether `modules` (a candidate's or a refusal's) holds `module`.
+template <typename Modules>
+bool HasModule(const Modules& modules, v1::Recompute::Module module) {
+  return std::find(modules.begin(), modules.end(), module) != modules.end();
+}
+
 // `job` with a suggestion's layout, micro-batch and recomputation: what the
 // user runs after taking it.
 v1::Job AsSuggested(const v1::Job& job, const v1::Candidate& c) {
@@ -357,12 +363,47 @@ TEST(RefusalHintsTest, RefusalsNameTheMoeLayersWhereTheyAreTheCheaperChange) {
   v1::Job job;
   ExpectRefusalNamesACandidatesModules(
       [](const v1::Candidate& c) {
-        return std::find(c.recompute_modules().begin(),
-                         c.recompute_modules().end(),
-                         v1::Recompute::MODULE_MOE) !=
-               c.recompute_modules().end();
+        return HasModule(c.recompute_modules(), v1::Recompute::MODULE_MOE);
       },
       job);
+}
+
+// The hint prices an MoE layer recomputed whole as the plan does, its
+// exchange run forward again (cost_model.h MoeRecomputeExchange): on 512
+// H100s, where DeepSeek-V3's expert exchange crosses nodes, the plan
+// recomputes whole layers instead for some layouts, and each of its first
+// 150 recomputing layouts, run without, is refused naming the MoE layers
+// exactly where the plan recomputes them (19 named them where the plan
+// did not while the hint left the exchange out).
+TEST(RefusalHintsTest, RefusalsNameTheMoeLayersOnlyWhereThePlanWould) {
+  v1::PlanRequest r;
+  r.mutable_model()->set_name("deepseek-v3");
+  r.mutable_accelerator()->set_name("h100-80gb");
+  r.set_num_gpus(512);
+  r.set_seq_length(4096);
+  r.set_global_batch_size(8192);
+  r.set_top_k(0);
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int checked = 0, by_moe = 0, by_layers = 0;
+  for (const v1::Candidate& c : plan->candidates()) {
+    const bool moe =
+        HasModule(c.recompute_modules(), v1::Recompute::MODULE_MOE);
+    if (!moe && c.recompute_num_layers() == 0) continue;
+    if (++checked > 150) break;
+    v1::Job job = JobForCandidate(r, c);
+    job.mutable_training()->clear_recompute();
+    absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
+    ASSERT_TRUE(d.ok()) << d.status();
+    ASSERT_EQ(d->verdict(), v1::VERDICT_REFUSE) << c.ShortDebugString();
+    EXPECT_EQ(HasModule(d->fits_with_recompute_modules(),
+                        v1::Recompute::MODULE_MOE),
+              moe)
+        << c.ShortDebugString();
+    ++(moe ? by_moe : by_layers);
+  }
+  EXPECT_GT(by_moe, 0);
+  EXPECT_GT(by_layers, 0);
 }
 
 // A dense job is told its MLP recomputed selectively (--recompute-modules
