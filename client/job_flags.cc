@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -318,6 +321,27 @@ absl::StatusOr<v1::Job> JobFlags::ToJob(
     return Required("model", "or --model-config, or the dimensions "
                              "--layers --hidden --ffn-hidden --heads "
                              "--kv-heads --vocab");
+  }
+  if (!model && !model_config) {
+    // A model by its dimensions alone: each one is the user's (no catalog
+    // fills a gap, and no default stands in for one), so a missing one is
+    // named as missing rather than refused by validation as 0.
+    const std::pair<const char*, bool> given[] = {
+        {"layers", layers.has_value()},     {"hidden", hidden.has_value()},
+        {"ffn-hidden", ffn_hidden.has_value()}, {"heads", heads.has_value()},
+        {"kv-heads", kv_heads.has_value()}, {"vocab", vocab.has_value()}};
+    std::vector<std::string> missing;
+    for (const auto& [flag, has] : given) {
+      if (!has) missing.push_back(absl::StrCat("--", flag));
+    }
+    if (!missing.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          absl::StrJoin(missing, ", "),
+          ": required without --model or --model-config (a model given by "
+          "its dimensions gives all of --layers --hidden --ffn-hidden "
+          "--heads --kv-heads --vocab; --kv-heads equal to --heads for "
+          "multi-head attention)"));
+    }
   }
   if (!gpu && !gpu_memory_gib) return Required("gpu", "or --gpu-memory-gib");
   if (!gpus) return Required("gpus", "the number of GPUs in the job");

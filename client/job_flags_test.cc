@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "estimator/estimate.h"
 #include "gtest/gtest.h"
 
@@ -344,6 +345,31 @@ TEST(JobFlagsTest, MissingRequiredFlagsAreNamed) {
   EXPECT_NE(job.status().message().find("--gpus"), std::string::npos);
 }
 
+// A model given by its dimensions alone names each one left out as
+// missing (it read "must be at least 1 (got 0)" for a value never given);
+// all six given, it builds.
+TEST(JobFlagsTest, AModelByDimensionsNamesTheDimensionsLeftOut) {
+  const std::vector<std::string> all = {
+      "--layers=32", "--hidden=4096", "--ffn-hidden=14336", "--heads=32",
+      "--kv-heads=8", "--vocab=128256", "--gpu=h100-80gb", "--gpus=8",
+      "--seq=8192"};
+  ASSERT_TRUE(Build(all).ok()) << Build(all).status();
+  for (size_t left_out = 0; left_out < 6; ++left_out) {
+    std::vector<std::string> args = all;
+    const std::string flag = args[left_out].substr(0, args[left_out].find('='));
+    args.erase(args.begin() + left_out);
+    absl::StatusOr<v1::Job> job = Build(args);
+    ASSERT_FALSE(job.ok()) << flag;
+    EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_TRUE(absl::StartsWith(job.status().message(), flag + ": required"))
+        << job.status();
+  }
+  // A named model fills what its dimensions leave out.
+  EXPECT_TRUE(Build({"--model=llama-3.1-8b", "--layers=16", "--gpu=h100-80gb",
+                     "--gpus=8", "--seq=8192"})
+                  .ok());
+}
+
 TEST(JobFlagsTest, FlagHintsForEstimatorFields) {
   EXPECT_EQ(WithFlagHint("parallel.tensor_parallel: must be at least 1"),
             "parallel.tensor_parallel (--tp): must be at least 1");
@@ -470,9 +496,15 @@ TEST(JobFlagsTest, ThePipelineLayoutFlagSaysUnevenStagesByName) {
                      "--pipeline-layout=Et|(tt|)*30tL"})
                 .rfind("--pipeline-layout: ", 0),
             0u);
-  EXPECT_NE(refusal({"--hidden=4096", "--ffn-hidden=11008", "--heads=32",
+  EXPECT_EQ(refusal({"--hidden=4096", "--ffn-hidden=11008", "--heads=32",
                      "--kv-heads=32", "--vocab=32000", "--gpu=h100-80gb",
                      "--gpus=8", "--pp=2", "--seq=4096",
+                     "--pipeline-layout=Et|tL"})
+                .rfind("--layers: required", 0),
+            0u);
+  EXPECT_NE(refusal({"--layers=0", "--hidden=4096", "--ffn-hidden=11008",
+                     "--heads=32", "--kv-heads=32", "--vocab=32000",
+                     "--gpu=h100-80gb", "--gpus=8", "--pp=2", "--seq=4096",
                      "--pipeline-layout=Et|tL"})
                 .find("needs the model's layer count"),
             std::string::npos);
