@@ -32,7 +32,7 @@ void FlagSet::String(const std::string& name, const std::string& value_hint,
 }
 
 void FlagSet::Uint32(const std::string& name, const std::string& help,
-                     std::optional<uint32_t>* target) {
+                     std::optional<uint32_t>* target, ZeroIs zero) {
   flags_.push_back({name, "N", help, [=](absl::string_view v) {
                       uint32_t n = 0;
                       // SimpleAtoi accepts "+5" and " 5"; flags want digits.
@@ -41,6 +41,9 @@ void FlagSet::Uint32(const std::string& name, const std::string& help,
                         return BadValue(
                             name, "must be a whole number from 0 to 4294967295",
                             v);
+                      }
+                      if (n == 0 && zero == ZeroIs::kRefused) {
+                        return BadValue(name, "must be at least 1", v);
                       }
                       *target = n;
                       return absl::OkStatus();

@@ -26,8 +26,12 @@ class FlagSet {
   // was given. `value_hint` names the value in the help ("N", "GIB", ...).
   void String(const std::string& name, const std::string& value_hint,
               const std::string& help, std::optional<std::string>* target);
+  // A count of 0 is refused naming the flag: memgate's requests read 0 as
+  // "unset" (a default), which a user who wrote --ep=0 did not ask for.
+  // kAllowed where 0 is documented (--top=0: every layout).
+  enum class ZeroIs { kRefused, kAllowed };
   void Uint32(const std::string& name, const std::string& help,
-              std::optional<uint32_t>* target);
+              std::optional<uint32_t>* target, ZeroIs zero = ZeroIs::kRefused);
   void Double(const std::string& name, const std::string& value_hint,
               const std::string& help, std::optional<double>* target);
   // `--name`, `--name=true|false`, `--no-name`.

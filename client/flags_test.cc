@@ -70,6 +70,23 @@ TEST(FlagsTest, ErrorsNameTheFlag) {
   }
 }
 
+// A count of 0 is refused by name: memgate's requests read 0 as unset, so
+// --ep=0 or --gbs=0 was a default the user never asked for. A flag that
+// documents 0 (plan's --top) allows it.
+TEST(FlagsTest, AZeroCountIsRefusedUnlessTheFlagAllowsIt) {
+  Parsed p;
+  FlagSet f = Flags(p);
+  const absl::Status zero = f.Parse({"--count=0"});
+  EXPECT_EQ(zero.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(zero.message(), "--count: must be at least 1 (got '0')");
+  EXPECT_FALSE(p.count);
+  std::optional<uint32_t> top;
+  FlagSet allowing("usage: test");
+  allowing.Uint32("top", "how many", &top, FlagSet::ZeroIs::kAllowed);
+  ASSERT_TRUE(allowing.Parse({"--top=0"}).ok());
+  EXPECT_EQ(top, 0u);
+}
+
 TEST(FlagsTest, RestAfterDoubleDash) {
   Parsed p;
   FlagSet f = Flags(p);

@@ -66,7 +66,8 @@ struct PlanFlags {
              &gpus);
     f.Uint32("seq", "sequence length (required)", &seq);
     f.Uint32("gbs", "global batch size (required)", &gbs);
-    f.Uint32("top", "show the best K layouts (default: all)", &top);
+    f.Uint32("top", "show the best K layouts (default or 0: all)", &top,
+             FlagSet::ZeroIs::kAllowed);
     f.Uint32("max-mbs", "largest micro-batch size to try (default 16)",
              &max_mbs);
     f.Bool("allow-cross-node-tp", "let TP span nodes", &cross_node_tp);

@@ -1285,11 +1285,16 @@ TEST(CliPlanTest, BadInputExitsTwo) {
            With(kA100, {"--gpus=16", "--format=csv"}),
            With(kA100, {"--gpus=16", "--format=xml"}),
            With(kA100, {"--gpus=16", "--threshold=3"}),
-           With(kA100, {"--gpus=16", "--model=gpt-2"})}) {
+           With(kA100, {"--gpus=16", "--model=gpt-2"}),
+           With(kA100, {"--gpus=16", "--max-mbs=0"})}) {
     const RunResult r = Plan(args);
     EXPECT_EQ(r.exit_code, 2) << args.back() << "\n" << r.out;
     EXPECT_FALSE(r.err.empty());
   }
+  // 0 is the request's unset micro-batch bound: refused, never read as 16.
+  EXPECT_NE(Plan(With(kA100, {"--gpus=16", "--max-mbs=0"}))
+                .err.find("--max-mbs: must be at least 1"),
+            std::string::npos);
 }
 
 TEST(CliPlanTest, RefusedCheckPrintsWhatFits) {
