@@ -2322,6 +2322,36 @@ std::string UnreviewedText(const MegatronLaunch& launch) {
 
 }  // namespace
 
+// Megatron's sizes and counts that build nothing at 0, given as 0: refused
+// by name before anything is read, where memgate's reading of them (0 as
+// "not given", then Megatron's default or a catalog model's) would
+// estimate a model other than the one Megatron fails to build. Megatron
+// raises for some (transformer_config.py: the first/last stage's layers
+// and the shared expert's width "must be larger than 0"; arguments.py:
+// max_position_embeddings >= seq_length); for the rest it keeps the 0
+// (arguments.py fills kv_channels, ffn_hidden_size and moe_ffn_hidden_size
+// only where None) and builds zero-width layers. Counts whose 0 Megatron
+// reads as none (--mtp-num-layers, --moe-router-num-groups, --ddp-bucket-
+// size, --eval-iters) are not here.
+absl::Status RefuseZeroSizes(const Arguments& args) {
+  static const auto* kPositive = new std::vector<std::string>{
+      "num-layers", "hidden-size", "ffn-hidden-size", "num-attention-heads",
+      "num-query-groups", "kv-channels", "seq-length", "micro-batch-size",
+      "max-position-embeddings", "vocab-size", "moe-ffn-hidden-size",
+      "moe-shared-expert-intermediate-size",
+      "decoder-first-pipeline-num-layers", "decoder-last-pipeline-num-layers",
+      "moe-router-topk", "q-lora-rank", "kv-lora-rank", "qk-head-dim",
+      "qk-pos-emb-head-dim", "v-head-dim"};
+  for (const std::string& name : *kPositive) {
+    uint64_t value = 1;
+    if (args.Has(name) && absl::SimpleAtoi(args.Text(name), &value) &&
+        value == 0) {
+      return Bad(name, "must be at least 1 (got 0)");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
     const std::vector<std::string>& argv, const v1::ModelConfig* fill_model) {
   Arguments args;
@@ -2332,6 +2362,7 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
         "--seq-length, --tensor-model-parallel-size, ...)");
   }
   if (absl::Status s = RefuseUnmodelled(args); !s.ok()) return s;
+  if (absl::Status s = RefuseZeroSizes(args); !s.ok()) return s;
   MegatronLaunch launch;
   if (absl::Status s = RefuseOutsideArguments(args, launch); !s.ok()) {
     return s;

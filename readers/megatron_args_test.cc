@@ -273,6 +273,36 @@ TEST(MegatronArgsTest, MissingMalformedAndContradictoryValuesAreNamed) {
   }
 }
 
+// A size or count Megatron cannot build at 0, given as 0 (here appended,
+// the last value winning), is refused naming it: each was read as "not
+// given" and estimated at Megatron's default or a catalog model's
+// (--kv-channels 0 as h / a, --vocab-size 0 as the tokenizer's,
+// --decoder-last-pipeline-num-layers 0 as an even split), or misnamed
+// (--micro-batch-size 0 as --eval-micro-batch-size, --ffn-hidden-size 0 as
+// an unknown model). Counts whose 0 Megatron reads as none still read.
+TEST(MegatronArgsTest, ASizeGivenAsZeroIsRefusedNamingIt) {
+  for (const char* name :
+       {"num-layers", "hidden-size", "ffn-hidden-size", "num-attention-heads",
+        "num-query-groups", "kv-channels", "seq-length", "micro-batch-size",
+        "max-position-embeddings", "vocab-size", "moe-ffn-hidden-size",
+        "moe-shared-expert-intermediate-size",
+        "decoder-first-pipeline-num-layers",
+        "decoder-last-pipeline-num-layers", "moe-router-topk", "q-lora-rank",
+        "kv-lora-rank", "qk-head-dim", "qk-pos-emb-head-dim", "v-head-dim"}) {
+    const absl::StatusOr<MegatronLaunch> l =
+        ReadLlamaLaunch(absl::StrCat("--", name, " 0"), "");
+    ASSERT_FALSE(l.ok()) << name;
+    EXPECT_EQ(l.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(l.status().message(),
+              absl::StrCat("--", name, ": must be at least 1 (got 0)"));
+  }
+  for (const char* none : {"--mtp-num-layers 0", "--eval-iters 0",
+                           "--ddp-bucket-size 0 --overlap-grad-reduce"}) {
+    const absl::StatusOr<MegatronLaunch> l = ReadLlamaLaunch(none, "");
+    EXPECT_TRUE(l.ok()) << none << ": " << l.status();
+  }
+}
+
 // An argument given again takes its last value, as argparse does for
 // Megatron: a plan's candidate arguments appended to the launch replace
 // its own. Each such argument is named in a note.
