@@ -282,19 +282,26 @@ TEST(RefusalHintsTest, RefusalsNameTheLeastRecomputationThatFits) {
             0u);
 }
 
+// DeepSeek-V3 on `gpus` H100s at 4,096 tokens a sequence and a global
+// batch of 8,192, every candidate listed.
+v1::PlanRequest DeepSeekV3Request(uint32_t gpus) {
+  v1::PlanRequest r;
+  r.mutable_model()->set_name("deepseek-v3");
+  r.mutable_accelerator()->set_name("h100-80gb");
+  r.set_num_gpus(gpus);
+  r.set_seq_length(4096);
+  r.set_global_batch_size(8192);
+  r.set_top_k(0);
+  return r;
+}
+
 // The first candidate of DeepSeek-V3's plan on 1,024 H100s (4k, global
 // batch 8,192) whose modules `wanted` takes, as a job without its
 // recomputation (`job`): refused, told exactly the candidate's modules,
 // and admitted with them.
 void ExpectRefusalNamesACandidatesModules(
     const std::function<bool(const v1::Candidate&)>& wanted, v1::Job& job) {
-  v1::PlanRequest r;
-  r.mutable_model()->set_name("deepseek-v3");
-  r.mutable_accelerator()->set_name("h100-80gb");
-  r.set_num_gpus(1024);
-  r.set_seq_length(4096);
-  r.set_global_batch_size(8192);
-  r.set_top_k(0);
+  const v1::PlanRequest r = DeepSeekV3Request(1024);
   absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
   ASSERT_TRUE(plan.ok()) << plan.status();
   const v1::Candidate* fitting = nullptr;
@@ -376,13 +383,7 @@ TEST(RefusalHintsTest, RefusalsNameTheMoeLayersWhereTheyAreTheCheaperChange) {
 // exactly where the plan recomputes them (19 named them where the plan
 // did not while the hint left the exchange out).
 TEST(RefusalHintsTest, RefusalsNameTheMoeLayersOnlyWhereThePlanWould) {
-  v1::PlanRequest r;
-  r.mutable_model()->set_name("deepseek-v3");
-  r.mutable_accelerator()->set_name("h100-80gb");
-  r.set_num_gpus(512);
-  r.set_seq_length(4096);
-  r.set_global_batch_size(8192);
-  r.set_top_k(0);
+  const v1::PlanRequest r = DeepSeekV3Request(512);
   absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
   ASSERT_TRUE(plan.ok()) << plan.status();
   int checked = 0, by_moe = 0, by_layers = 0;
