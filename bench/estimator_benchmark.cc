@@ -3,6 +3,7 @@
 //
 //   bazel run -c opt //bench:estimator_benchmark
 
+#include <algorithm>
 #include <cstdlib>
 #include <iterator>
 #include <string>
@@ -178,6 +179,42 @@ void BM_AdmitJobRefusedWithSuggestions(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_AdmitJobRefusedWithSuggestions);
+
+// An MoE refusal that also prices its hints: DeepSeek-V3's first plan
+// candidate on 1,024 H100s that fits by recomputing its MoE layers, run
+// without; the refusal names them after pricing them against whole layers
+// (refusal_hints.cc, the exchange's factor included).
+void BM_AdmitMoeJobRefusedWithHints(benchmark::State& state) {
+  v1::PlanRequest r;
+  r.mutable_model()->set_name("deepseek-v3");
+  r.mutable_accelerator()->set_name("h100-80gb");
+  r.set_num_gpus(1024);
+  r.set_seq_length(4096);
+  r.set_global_batch_size(8192);
+  const absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r);
+  if (!plan.ok()) {
+    state.SkipWithError(std::string(plan.status().message()).c_str());
+    return;
+  }
+  v1::Job job;
+  for (const v1::Candidate& c : plan->candidates()) {
+    if (std::find(c.recompute_modules().begin(), c.recompute_modules().end(),
+                  v1::Recompute::MODULE_MOE) != c.recompute_modules().end()) {
+      job = JobForCandidate(r, c);
+      break;
+    }
+  }
+  if (job.num_gpus() == 0) {
+    state.SkipWithError("no candidate recomputes its MoE layers");
+    return;
+  }
+  job.mutable_training()->clear_recompute();
+  for (auto _ : state) {
+    absl::StatusOr<v1::Decision> d = AdmitJob(job, AdmissionPolicy());
+    benchmark::DoNotOptimize(d);
+  }
+}
+BENCHMARK(BM_AdmitMoeJobRefusedWithHints)->Unit(benchmark::kMillisecond);
 
 // Args: sequence length, top_k (0: every candidate becomes a message).
 void BM_Plan405BOn16384H100(benchmark::State& state) {
