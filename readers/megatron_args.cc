@@ -2284,43 +2284,41 @@ absl::StatusOr<uint32_t> FixedNodeCount(const Arguments& args) {
 
 absl::Status FillGpuCount(const Arguments& args, MegatronLaunch& launch) {
   if (!args.Has("nproc-per-node")) return absl::OkStatus();
-  for (const char* count : {"nproc-per-node", "nnodes"}) {
-    if (std::string why = SettledWhenRun(args, count); !why.empty()) {
-      launch.notes.push_back(
-          absl::StrCat("--", count, " ", args.Text(count).substr(0, 32), ": ",
-                       why, "; the GPU count is memgate's --gpus"));
-      return absl::OkStatus();
+  // Each count is checked whether or not the other settles when the
+  // command runs: "--nproc-per-node cpu --nnodes $N" is refused, not
+  // read past.
+  const std::string per_node_when = SettledWhenRun(args, "nproc-per-node");
+  absl::StatusOr<uint32_t> per_node = 0;
+  if (per_node_when.empty()) {
+    per_node = args.Number("nproc-per-node", 0);
+    if (!per_node.ok() || *per_node == 0) {
+      return Bad("nproc-per-node",
+                 "must be a number of GPUs, gpu or auto (torchrun's cpu and "
+                 "xpu do not train on the GPUs memgate checks)");
     }
   }
-  auto per_node = args.Number("nproc-per-node", 0);
-  if (!per_node.ok() || *per_node == 0) {
-    return Bad("nproc-per-node",
-               "must be a number of GPUs, gpu or auto (torchrun's cpu and "
-               "xpu do not train on the GPUs memgate checks)");
+  const std::string nodes_when = SettledWhenRun(args, "nnodes");
+  absl::StatusOr<uint32_t> nodes = 1;
+  if (nodes_when.empty()) {
+    nodes = FixedNodeCount(args);
+    if (!nodes.ok()) return nodes.status();
   }
-  absl::StatusOr<uint32_t> nodes = FixedNodeCount(args);
-  if (!nodes.ok()) return nodes.status();
+  if (!per_node_when.empty() || !nodes_when.empty()) {
+    const std::pair<const char*, std::string> settled[] = {
+        {"nproc-per-node", per_node_when}, {"nnodes", nodes_when}};
+    for (const auto& [count, when] : settled) {
+      if (when.empty()) continue;
+      launch.notes.push_back(
+          absl::StrCat("--", count, " ", args.Text(count).substr(0, 32), ": ",
+                       when, "; the GPU count is memgate's --gpus"));
+    }
+    return absl::OkStatus();
+  }
   const uint64_t gpus = static_cast<uint64_t>(*nodes) * *per_node;
   if (gpus > UINT32_MAX) return Bad("nnodes", "too many GPUs");
   launch.job.set_num_gpus(static_cast<uint32_t>(gpus));
   return absl::OkStatus();
 }
-
-// "--a, --b and 3 more: not arguments of Megatron-LM d98e8a6": a launch's
-// unreviewed arguments, named as far as the launch kept them.
-std::string UnreviewedText(const MegatronLaunch& launch) {
-  const size_t named = launch.unreviewed.size();
-  return absl::StrCat(
-      "--", absl::StrJoin(launch.unreviewed, ", --"),
-      launch.unreviewed_count > named
-          ? absl::StrCat(" and ", launch.unreviewed_count - named, " more")
-          : "",
-      launch.unreviewed_count == 1 ? ": not an argument of "
-                                   : ": not arguments of ",
-      MegatronArgumentNamesRevision());
-}
-
-}  // namespace
 
 // Megatron's sizes and counts that build nothing at 0, given as 0: refused
 // by name before anything is read, where memgate's reading of them (0 as
@@ -2351,6 +2349,22 @@ absl::Status RefuseZeroSizes(const Arguments& args) {
   }
   return absl::OkStatus();
 }
+
+// "--a, --b and 3 more: not arguments of Megatron-LM d98e8a6": a launch's
+// unreviewed arguments, named as far as the launch kept them.
+std::string UnreviewedText(const MegatronLaunch& launch) {
+  const size_t named = launch.unreviewed.size();
+  return absl::StrCat(
+      "--", absl::StrJoin(launch.unreviewed, ", --"),
+      launch.unreviewed_count > named
+          ? absl::StrCat(" and ", launch.unreviewed_count - named, " more")
+          : "",
+      launch.unreviewed_count == 1 ? ": not an argument of "
+                                   : ": not arguments of ",
+      MegatronArgumentNamesRevision());
+}
+
+}  // namespace
 
 absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
     const std::vector<std::string>& argv, const v1::ModelConfig* fill_model) {

@@ -252,6 +252,12 @@ TEST(MegatronArgsTest, MissingMalformedAndContradictoryValuesAreNamed) {
        "--nnodes"},
       {"torchrun --nproc-per-node cpu " + base + "--seq-length 4096",
        "--nproc-per-node"},
+      {"torchrun --nproc-per-node cpu --nnodes $N " + base +
+           "--seq-length 4096",
+       "--nproc-per-node"},
+      {"torchrun --nproc-per-node gpu --nnodes 1:4:8 " + base +
+           "--seq-length 4096",
+       "--nnodes"},
       {"pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
        "--num-attention-heads 32 --swiglu --seq-length 4096",
        "--vocab-size"},
