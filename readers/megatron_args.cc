@@ -2270,8 +2270,8 @@ std::string SettledWhenRun(const Arguments& args, const char* count) {
 // torchrun's --nnodes as a fixed count: N, or N:N (a range of one).
 absl::StatusOr<uint32_t> FixedNodeCount(const Arguments& args) {
   if (!args.Has("nnodes")) return 1;
-  const std::vector<absl::string_view> range =
-      absl::StrSplit(args.Text("nnodes"), ':');
+  const std::string text = args.Text("nnodes");  // the views' storage
+  const std::vector<absl::string_view> range = absl::StrSplit(text, ':');
   uint32_t nodes = 0;
   if (range.size() > 2 || (range.size() == 2 && range[0] != range[1]) ||
       !absl::SimpleAtoi(range[0], &nodes) || nodes == 0) {
