@@ -200,8 +200,9 @@ absl::StatusOr<v1::Job> JobFromLaunchAndFlags(
   }
   if (job.num_gpus() == 0) {
     return absl::InvalidArgumentError(
-        "--gpus: required (the launch gives no torchrun --nproc-per-node "
-        "memgate can read)");
+        "--gpus: required (the launch has no torchrun count of GPUs "
+        "memgate can read: no --nproc-per-node, or one settled only when "
+        "the command runs)");
   }
   return job;
 }

@@ -319,8 +319,9 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
                                  " GPUs; --gpus plans other counts"));
   } else {
     return fail(absl::InvalidArgumentError(
-        "--gpus: required (the launch has no torchrun --nnodes and "
-        "--nproc-per-node)"));
+        "--gpus: required (the launch has no torchrun count of GPUs "
+        "memgate can read: no --nproc-per-node, or one settled only when "
+        "the command runs)"));
   }
   if (!counts.ok()) return fail(counts.status());
   // On stderr: stdout stays the plan (JSON, arguments) for a program.

@@ -524,6 +524,35 @@ TEST(CliCheckTest, AMicrobatchGroupAboveThePipelineIsCounted) {
       << grouped.out;
 }
 
+// torchrun's --nproc-per-node gpu is the node's GPU count, settled when
+// the command runs: the check takes the job's from --gpus (as the Slurm
+// hooks pass the request's), says so, and without it names what is
+// missing and why (it refused the count before and advised --gpus, which
+// did not help).
+TEST(CliCheckTest, ANodeCountedLaunchTakesItsGpuCountFromTheFlag) {
+  std::vector<std::string> launch = Launch({"--gpu=h100-80gb"});
+  const auto per_node =
+      std::find(launch.begin(), launch.end(), "--nproc-per-node");
+  ASSERT_NE(per_node, launch.end());
+  *(per_node + 1) = "gpu";
+  const RunResult without = Check(launch);
+  EXPECT_EQ(without.exit_code, 2) << without.out << without.err;
+  EXPECT_NE(without.err.find("--gpus: required (the launch has no torchrun "
+                             "count of GPUs memgate can read"),
+            std::string::npos)
+      << without.err;
+  launch.insert(launch.begin(), "--gpus=16");
+  const RunResult with = Check(launch);
+  EXPECT_TRUE(with.exit_code == 0 || with.exit_code == 1)
+      << with.out << with.err;
+  EXPECT_NE(with.out.find("on 16 x h100-80gb"), std::string::npos)
+      << with.out;
+  EXPECT_NE(with.out.find("--nproc-per-node gpu: torchrun counts the node's "
+                          "GPUs when the command runs"),
+            std::string::npos)
+      << with.out;
+}
+
 TEST(CliCheckTest, HelpListsTheCheckFlags) {
   const RunResult r = Check({"--help"});
   EXPECT_EQ(r.exit_code, 0);
