@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -2242,14 +2243,29 @@ absl::Status CheckScript(const Arguments& args, MegatronLaunch& launch) {
   return absl::OkStatus();
 }
 
+// torchrun's --nnodes as its least and most nodes (run.py's
+// parse_min_max_nnodes: "N" is N:N), 0 < MIN <= MAX.
+absl::StatusOr<std::pair<uint32_t, uint32_t>> NodeRange(
+    const std::string& text) {
+  const std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
+  uint32_t least = 0, most = 0;
+  if (parts.size() > 2 || !absl::SimpleAtoi(parts.front(), &least) ||
+      !absl::SimpleAtoi(parts.back(), &most) || least == 0 || least > most) {
+    return Bad("nnodes",
+               "must be a node count N or a range MIN:MAX with 0 < MIN <= "
+               "MAX");
+  }
+  return std::make_pair(least, most);
+}
+
 // Why torchrun's `count` (--nproc-per-node or --nnodes) is settled only
 // when the command runs, or "" where the launch gives it as a number:
 // a word the shell expands (--nproc-per-node $GPUS_PER_NODE, as batch
 // scripts write it), the node's own GPUs (--nproc-per-node gpu or auto:
 // torch/distributed/run.py's determine_local_world_size counts
 // torch.cuda.device_count()), or an elastic range of nodes (--nnodes 1:4:
-// parse_min_max_nnodes; the rendezvous decides). The job's GPU count then
-// comes from memgate's --gpus (the Slurm hooks pass the request's).
+// the rendezvous decides). The job's GPU count then comes from memgate's
+// --gpus (the Slurm hooks pass the request's).
 std::string SettledWhenRun(const Arguments& args, const char* count) {
   const std::string text = args.Text(count);
   if (ExpandsAtRunTime(text)) return "set when the command runs";
@@ -2257,29 +2273,13 @@ std::string SettledWhenRun(const Arguments& args, const char* count) {
       (text == "gpu" || text == "auto")) {
     return "torchrun counts the node's GPUs when the command runs";
   }
-  const std::vector<absl::string_view> range = absl::StrSplit(text, ':');
-  uint32_t least = 0, most = 0;
-  if (absl::string_view(count) == "nnodes" && range.size() == 2 &&
-      absl::SimpleAtoi(range[0], &least) &&
-      absl::SimpleAtoi(range[1], &most) && 0 < least && least < most) {
-    return "an elastic range of nodes, settled when the command runs";
+  if (absl::string_view(count) == "nnodes") {
+    const auto range = NodeRange(text);
+    if (range.ok() && range->first < range->second) {
+      return "an elastic range of nodes, settled when the command runs";
+    }
   }
   return "";
-}
-
-// torchrun's --nnodes as a fixed count: N, or N:N (a range of one).
-absl::StatusOr<uint32_t> FixedNodeCount(const Arguments& args) {
-  if (!args.Has("nnodes")) return 1;
-  const std::string text = args.Text("nnodes");  // the views' storage
-  const std::vector<absl::string_view> range = absl::StrSplit(text, ':');
-  uint32_t nodes = 0;
-  if (range.size() > 2 || (range.size() == 2 && range[0] != range[1]) ||
-      !absl::SimpleAtoi(range[0], &nodes) || nodes == 0) {
-    return Bad("nnodes",
-               "must be a node count N or a range MIN:MAX with 0 < MIN <= "
-               "MAX");
-  }
-  return nodes;
 }
 
 absl::Status FillGpuCount(const Arguments& args, MegatronLaunch& launch) {
@@ -2298,10 +2298,11 @@ absl::Status FillGpuCount(const Arguments& args, MegatronLaunch& launch) {
     }
   }
   const std::string nodes_when = SettledWhenRun(args, "nnodes");
-  absl::StatusOr<uint32_t> nodes = 1;
-  if (nodes_when.empty()) {
-    nodes = FixedNodeCount(args);
-    if (!nodes.ok()) return nodes.status();
+  uint32_t nodes = 1;
+  if (nodes_when.empty() && args.Has("nnodes")) {
+    const auto range = NodeRange(args.Text("nnodes"));
+    if (!range.ok()) return range.status();
+    nodes = range->first;  // MIN == MAX: not elastic
   }
   if (!per_node_when.empty() || !nodes_when.empty()) {
     const std::pair<const char*, std::string> settled[] = {
@@ -2314,7 +2315,7 @@ absl::Status FillGpuCount(const Arguments& args, MegatronLaunch& launch) {
     }
     return absl::OkStatus();
   }
-  const uint64_t gpus = static_cast<uint64_t>(*nodes) * *per_node;
+  const uint64_t gpus = static_cast<uint64_t>(nodes) * *per_node;
   if (gpus > UINT32_MAX) return Bad("nnodes", "too many GPUs");
   launch.job.set_num_gpus(static_cast<uint32_t>(gpus));
   return absl::OkStatus();
