@@ -251,6 +251,20 @@ TEST(CostModelTest, ExpertExchangeGrowsWithItsReach) {
   EXPECT_EQ(SpeedOf(CatalogShape("llama-3.1-8b"), l, 64, 8).expert, 1);
 }
 
+// A cost model that prices GEMMs only: elementwise bytes are free, so a
+// recomputation's price is its FLOPs' alone.
+CostModel ByteFreeCostModel() {
+  CostModel no_bytes;
+  no_bytes.peak_flops_per_hbm_byte = 0;
+  return no_bytes;
+}
+
+// DeepSeek-V3's average layer forward a token, by hand: 2 FLOPs an active
+// weight and causal attention's 2 s a (192 + 128) / 2 over 128 heads.
+double DeepSeekV3LayerForward(const LayerWeights& w, double seq) {
+  return 2 * (w.dense + w.experts) + 2 * seq * 128 * 320 / 2;
+}
+
 // (7) Selective recomputation pays one more forward of what it
 // recomputes. DeepSeek-V3's MLA up projections are GEMMs: 2 FLOPs a weight
 // (1,536 x 128 x 192 and 512 x 128 x 256), against 3 x the layer's forward
@@ -262,10 +276,9 @@ TEST(CostModelTest, SelectiveRecomputationPaysOneMoreForwardOfItsModules) {
   const ModelShape v3 = CatalogShape("deepseek-v3");
   const LayerWeights w = ActiveWeightsPerToken(v3);
   const double seq = 4096;
-  const double layer = 2 * (w.dense + w.experts) + 2 * seq * 128 * 320 / 2;
+  const double layer = DeepSeekV3LayerForward(w, seq);
   const double up = 2 * (1536.0 * 128 * 192 + 512.0 * 128 * 256);
-  CostModel no_bytes;
-  no_bytes.peak_flops_per_hbm_byte = 0;
+  const CostModel no_bytes = ByteFreeCostModel();
   SelectiveModules mla;
   mla.mla_up_proj = true;
   EXPECT_NEAR(SelectiveRecomputeCost(v3, w, mla, seq, 2, no_bytes),
@@ -299,8 +312,7 @@ TEST(CostModelTest, MlpRecomputationPaysItsGemmsAgain) {
   const double h = 16384, ffn = 53248;
   const double mlp = 2 * 3 * h * ffn;
   const double attention_weights = h * (h + 2 * 8 * 128) + h * h;
-  CostModel no_bytes;
-  no_bytes.peak_flops_per_hbm_byte = 0;
+  const CostModel no_bytes = ByteFreeCostModel();
   SelectiveModules modules;
   modules.mlp = true;
   for (const double seq : {8192.0, 131072.0}) {
@@ -322,8 +334,7 @@ TEST(CostModelTest, MlpRecomputationPaysItsGemmsAgain) {
 
   const ModelShape v3 = CatalogShape("deepseek-v3");
   const LayerWeights v3_weights = ActiveWeightsPerToken(v3);
-  const double v3_layer = 2 * (v3_weights.dense + v3_weights.experts) +
-                          2 * 4096.0 * 128 * 320 / 2;
+  const double v3_layer = DeepSeekV3LayerForward(v3_weights, 4096);
   EXPECT_NEAR(
       SelectiveRecomputeCost(v3, v3_weights, modules, 4096, 2, no_bytes),
       1 + 3.0 / 61 * 2 * 3 * 7168 * 18432 / (3 * v3_layer), 1e-12);
@@ -341,11 +352,10 @@ TEST(CostModelTest, MoeLayerRecomputationPaysItsGemmsAndExchangeAgain) {
   const ModelShape v3 = CatalogShape("deepseek-v3");
   const LayerWeights w = ActiveWeightsPerToken(v3);
   const double h = 7168, expert = 2048, seq = 4096;
-  const double layer = 2 * (w.dense + w.experts) + 2 * seq * 128 * 320 / 2;
+  const double layer = DeepSeekV3LayerForward(w, seq);
   const double moe_flops =
       58.0 / 61 * 2 * (8 * 3 * h * expert + 3 * h * expert + h * 256);
-  CostModel no_bytes;
-  no_bytes.peak_flops_per_hbm_byte = 0;
+  const CostModel no_bytes = ByteFreeCostModel();
   SelectiveModules moe;
   moe.moe = true;
   EXPECT_NEAR(SelectiveRecomputeCost(v3, w, moe, seq, 2, no_bytes),
