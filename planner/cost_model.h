@@ -203,6 +203,15 @@ inline double MoeRecomputeExchange(double expert) {
   return (1 + x) / (1 + 1.5 * x);
 }
 
+// (7) with (6): `cost`, SelectiveRecomputeCost of `modules`, at a layout
+// whose expert factor is `expert`: where an MoE layer is recomputed whole,
+// its exchange's forward runs again (the plan and a refusal's hint price
+// it alike).
+inline double SelectiveRecomputeCostAt(const SelectiveModules& modules,
+                                       double cost, double expert) {
+  return modules.moe ? cost / MoeRecomputeExchange(expert) : cost;
+}
+
 // 1 + the share of a chunk's forward and backward that full recomputation
 // (method block) of `layers` of its `chunk_layers` adds: one more forward
 // of them, a third of forward and backward.

@@ -862,11 +862,10 @@ bool FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   // modules: once it does not fit, neither do they.)
   bool untried = false;  // a choice not tried for its price
   // An MoE layer recomputed whole also runs its exchange forward again,
-  // a price of the layout's (cost_model.h MoeRecomputeExchange).
+  // a price of the layout's (cost_model.h SelectiveRecomputeCostAt).
   auto cost_of = [&](const ModuleChoice& choice) {
-    return choice.modules.moe
-               ? choice.cost / MoeRecomputeExchange(entry.exchange)
-               : choice.cost;
+    return SelectiveRecomputeCostAt(choice.modules, choice.cost,
+                                    entry.exchange);
   };
   auto fits_by = [&](const ModuleChoice& choice, ModuleSet set,
                      LayoutLayerFigures& figures, bool& failed) {

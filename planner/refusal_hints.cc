@@ -167,8 +167,8 @@ std::vector<v1::Recompute::Module> ModulesThatFit(const v1::Job& job,
     std::vector<v1::Recompute::Module> modules = modules_of(cheap);
     if (FitsWith(modules, job, threshold)) return modules;
   }
-  const SelectiveModules mlp = FfnModulesFor(shape, layout);
-  if (!mlp.any()) return {};
+  const SelectiveModules ffn = FfnModulesFor(shape, layout);
+  if (!ffn.any()) return {};
   // Named only where it is the cheaper change (cost_model.h (7) against
   // one more forward of the recomputed share of a stage: planner.cc), with
   // an MoE layer's exchange run forward again where it is recomputed whole,
@@ -179,21 +179,23 @@ std::vector<v1::Recompute::Module> ModulesThatFit(const v1::Job& job,
     const CostModel cost =
         WithDatasheetRatios(CostModel(), job.accelerator().name());
     const LayerWeights weights = ActiveWeightsPerToken(shape);
-    double mlp_cost = SelectiveRecomputeCost(
-        shape, weights, mlp, layout.seq_length,
-        layout.precision == v1::PRECISION_FP32 ? 4 : 2, cost);
-    if (mlp.moe) {
-      mlp_cost /= MoeRecomputeExchange(
-          SpeedOf(shape, weights, layout, /*microbatches=*/1,
-                  job.accelerator().gpus_per_node(), cost)
-              .expert);
-    }
+    const double expert =
+        ffn.moe ? SpeedOf(shape, weights, layout, /*microbatches=*/1,
+                          job.accelerator().gpus_per_node(), cost)
+                      .expert
+                : 1;
+    const double ffn_cost = SelectiveRecomputeCostAt(
+        ffn,
+        SelectiveRecomputeCost(shape, weights, ffn, layout.seq_length,
+                               layout.precision == v1::PRECISION_FP32 ? 4 : 2,
+                               cost),
+        expert);
     if (stage_layers == 0 ||
-        mlp_cost >= FullRecomputeCost(least_layers, stage_layers)) {
+        ffn_cost >= FullRecomputeCost(least_layers, stage_layers)) {
       return {};
     }
   }
-  std::vector<v1::Recompute::Module> modules = modules_of(mlp);
+  std::vector<v1::Recompute::Module> modules = modules_of(ffn);
   if (!FitsWith(modules, job, threshold)) return {};
   return modules;
 }
