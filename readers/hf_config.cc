@@ -290,11 +290,35 @@ absl::Status SetRouter(const v1::HuggingFaceConfig& hf, const Family& f,
   return absl::OkStatus();
 }
 
+// The key a family's routed experts are counted by (FillExperts).
+const char* ExpertCountKey(const v1::HuggingFaceConfig& hf, const Family& f) {
+  switch (f.experts) {
+    case Family::kMixtral:
+      return "num_local_experts";
+    case Family::kGptOss:
+      return hf.has_num_local_experts() ? "num_local_experts" : "num_experts";
+    case Family::kQwenMoe:
+      return "num_experts";
+    default:
+      return "n_routed_experts";
+  }
+}
+
 // Experts, MLA and MTP as the family's modeling file builds them.
 absl::Status FillExperts(ConfigTree& tree,
                          const v1::HuggingFaceConfig& hf, const Family& f,
                          v1::ModelConfig& model) {
   if (f.experts == Family::kDense) return absl::OkStatus();
+  // Qwen's MoE families build the sparse block only where num_experts > 0
+  // (transformers' Qwen2MoeDecoderLayer and Qwen3MoeDecoderLayer: "if
+  // (layer_idx not in config.mlp_only_layers) and (config.num_experts > 0
+  // and ...)"), a Qwen2MoeMLP / Qwen3MoeMLP of intermediate_size
+  // everywhere else: with none, a dense model, counted as one. (The other
+  // families have no such branch: their 0 is refused below.)
+  if (f.experts == Family::kQwenMoe && hf.has_num_experts() &&
+      hf.num_experts() == 0) {
+    return absl::OkStatus();
+  }
   v1::MoeConfig& moe = *model.mutable_moe();
   const uint32_t layers = model.num_layers();
   if (layers > (1u << 16)) {
@@ -471,6 +495,17 @@ absl::Status FillExperts(ConfigTree& tree,
     }
     default:
       break;
+  }
+  // Counts no family's router can route by, refused naming their keys: in
+  // a MoeConfig a 0 reads as "not given", and validation's errors would
+  // name model.moe's fields, which the file does not have.
+  const char* experts_key = ExpertCountKey(hf, f);
+  if (moe.num_experts() == 0) return ZeroRefused(experts_key);
+  if (moe.router_topk() == 0) return ZeroRefused("num_experts_per_tok");
+  if (moe.router_topk() > moe.num_experts()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.json: num_experts_per_tok: must be at most ", experts_key,
+        " = ", moe.num_experts(), " (got ", moe.router_topk(), ")"));
   }
   return absl::OkStatus();
 }
@@ -921,6 +956,21 @@ std::vector<std::string> HuggingFaceKeysTheFamilyDoesNotRead(
   return KeysTheFamilyDoesNotReadOf(tree);
 }
 
+namespace {
+
+// Whether the config's model_type is one of Qwen's MoE families, whose
+// num_experts 0 is a dense model (FillExperts).
+bool IsQwenMoeFamily(ConfigTree& tree) {
+  const google::protobuf::Struct* top = tree.top();
+  if (top == nullptr) return false;
+  const auto type = top->fields().find("model_type");
+  if (type == top->fields().end()) return false;
+  const Family* family = FamilyNamed(type->second.string_value());
+  return family != nullptr && family->experts == Family::kQwenMoe;
+}
+
+}  // namespace
+
 absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
     const std::string& path, std::vector<std::string>* notes,
     bool refuse_unreviewed) {
@@ -934,6 +984,12 @@ absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
         absl::StrCat(path, ": ", model.status().message()));
   }
   if (notes == nullptr && !refuse_unreviewed) return model;
+  if (notes != nullptr && !model->has_moe() && IsQwenMoeFamily(tree)) {
+    notes->push_back(absl::StrCat(
+        path, ": num_experts 0: transformers builds no sparse MoE block "
+        "and an MLP of intermediate_size on every layer; estimated as the "
+        "dense model it is"));
+  }
   // The untyped tree (parsed here, or already for the model), only when
   // asked for.
   const std::vector<std::string> unreviewed = UnreviewedKeysOf(tree);

@@ -424,7 +424,16 @@ TEST(HfConfigTest, AZeroSizeIsRefusedNamingItsKey) {
         FamilyKey{"deepseek-v3.json", "moe_layer_freq"},
         FamilyKey{"deepseek-v3.json", "qk_nope_head_dim"},
         FamilyKey{"deepseek-v3.json", "qk_rope_head_dim"},
-        FamilyKey{"glm-4.5.json", "moe_intermediate_size"}}) {
+        FamilyKey{"glm-4.5.json", "moe_intermediate_size"},
+        // The routed experts' counts (a Qwen MoE's 0 is a dense model:
+        // AQwenMoeWithoutExpertsIsTheDenseModelTransformersBuilds).
+        FamilyKey{"mixtral-8x7b-v0.1.json", "num_local_experts"},
+        FamilyKey{"gpt-oss-20b.json", "num_local_experts"},
+        FamilyKey{"deepseek-v3.json", "n_routed_experts"},
+        FamilyKey{"glm-4.5.json", "n_routed_experts"},
+        FamilyKey{"mixtral-8x7b-v0.1.json", "num_experts_per_tok"},
+        FamilyKey{"qwen3-30b-a3b.json", "num_experts_per_tok"},
+        FamilyKey{"deepseek-v3.json", "num_experts_per_tok"}}) {
     const std::string json = Published(k.file);
     ASSERT_NE(json.find(absl::StrCat("\"", k.key, "\":")), std::string::npos)
         << k.file << " " << k.key;
@@ -447,6 +456,60 @@ TEST(HfConfigTest, AZeroSizeIsRefusedNamingItsKey) {
 // The file is read whole and parsed twice (the model, then its keys), so
 // its size is bounded before either: a 16 MiB + 1 file (a mistaken path to
 // weights, or a hostile one) is refused by size, unparsed.
+// More experts routed to than the file has is refused naming both keys.
+TEST(HfConfigTest, RoutingToMoreExpertsThanThereAreIsRefusedNamingTheKeys) {
+  absl::StatusOr<v1::ModelConfig> m = ModelFromHuggingFaceJson(
+      WithValue(Published("mixtral-8x7b-v0.1.json"), "num_experts_per_tok",
+                "9"),
+      "x");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find(
+                "num_experts_per_tok: must be at most num_local_experts = 8 "
+                "(got 9)"),
+            std::string::npos)
+      << m.status();
+}
+
+// transformers' Qwen2-MoE and Qwen3-MoE build their sparse block only
+// where num_experts > 0: with 0, every layer has the dense MLP of
+// intermediate_size, as where mlp_only_layers lists every layer. Counted
+// so, and said.
+TEST(HfConfigTest, AQwenMoeWithoutExpertsIsTheDenseModelTransformersBuilds) {
+  for (const char* file : {"qwen3-30b-a3b.json", "qwen1.5-moe-a2.7b.json"}) {
+    const std::string json = WithValue(Published(file), "num_experts", "0");
+    absl::StatusOr<v1::ModelConfig> none = ModelFromHuggingFaceJson(json, "x");
+    ASSERT_TRUE(none.ok()) << file << " " << none.status();
+    EXPECT_FALSE(none->has_moe()) << file;
+    EXPECT_EQ(none->ffn_hidden_size(),
+              ModelFromHuggingFaceJson(Published(file), "x")->ffn_hidden_size())
+        << file;
+    std::vector<std::string> notes;
+    ASSERT_TRUE(
+        ReadHuggingFaceConfig(ConfigFile(file, json), &notes).ok());
+    bool said = false;
+    for (const std::string& note : notes) {
+      said = said || note.find("num_experts 0: transformers builds no "
+                               "sparse MoE block") != std::string::npos;
+    }
+    EXPECT_TRUE(said) << file;
+  }
+  // Every layer listed in mlp_only_layers: the same dense layers, the same
+  // estimate's parameters.
+  std::string all_dense = Published("qwen3-30b-a3b.json");
+  std::string layers = "[";
+  for (int i = 0; i < 48; ++i) absl::StrAppend(&layers, i ? "," : "", i);
+  layers += "]";
+  all_dense = WithValue(all_dense, "mlp_only_layers", layers);
+  absl::StatusOr<v1::ModelConfig> listed =
+      ModelFromHuggingFaceJson(all_dense, "x");
+  absl::StatusOr<v1::ModelConfig> none = ModelFromHuggingFaceJson(
+      WithValue(Published("qwen3-30b-a3b.json"), "num_experts", "0"), "x");
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_DOUBLE_EQ(TotalParameters(ShapeOf(*listed)),
+                   TotalParameters(ShapeOf(*none)));
+}
+
 TEST(HfConfigTest, AnOversizedConfigIsRefusedBeforeParsing) {
   const std::string path = ::testing::TempDir() + "/huge_config.json";
   FILE* f = fopen(path.c_str(), "w");
