@@ -382,7 +382,7 @@ int CheckOne(const CheckFlags& check, const std::vector<std::string>& launch,
   // A launch's job is named in the launch's own arguments, and what
   // reading it noted (a replaced argument, a default) is said too.
   auto hint = [&](absl::string_view message) {
-    std::string text = launch.empty() ? WithFlagHint(std::string(message))
+    std::string text = launch.empty() ? check.job.WithHint(std::string(message))
                                       : WithLaunchHint(std::string(message));
     for (const std::string& n : notes) absl::StrAppend(&text, "\n  note: ", n);
     return text;

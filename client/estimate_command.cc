@@ -58,7 +58,8 @@ int RunEstimate(const std::vector<std::string>& args, std::ostream& out,
                : absl::StatusOr<v1::Estimate>(job.status());
   if (!estimate.ok()) {
     err << "memgate estimate: "
-        << WithFlagHint(std::string(estimate.status().message())) << "\n";
+        << job_flags.WithHint(std::string(estimate.status().message()))
+        << "\n";
     return kExitInvalid;
   }
   out << (fmt == "json" ? ToJson(*estimate) : FormatEstimateTable(*estimate));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <utility>
@@ -631,6 +632,76 @@ std::string WithFlagHint(const std::string& message) {
                     "that fit as such arguments");
   }
   return out;
+}
+
+namespace {
+
+// The Hugging Face config key each model field is read from
+// (readers/hf_config.cc), and the flag that overrides it.
+struct ConfigKeyForField {
+  const char* field;
+  const char* key;
+  std::optional<uint32_t> JobFlags::*flag;
+};
+
+constexpr ConfigKeyForField kConfigKeyForField[] = {
+    {"model.num_layers", "num_hidden_layers", &JobFlags::layers},
+    {"model.hidden_size", "hidden_size", &JobFlags::hidden},
+    {"model.ffn_hidden_size", "intermediate_size", &JobFlags::ffn_hidden},
+    {"model.num_attention_heads", "num_attention_heads", &JobFlags::heads},
+    {"model.num_query_groups", "num_key_value_heads", &JobFlags::kv_heads},
+    {"model.vocab_size", "vocab_size", &JobFlags::vocab},
+};
+
+// `text` with each whole mention of a field in `keys` followed by its
+// config key: "model.num_query_groups (num_key_value_heads)".
+std::string WithConfigKeys(
+    absl::string_view text,
+    const std::vector<const ConfigKeyForField*>& keys) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    const ConfigKeyForField* found = nullptr;
+    for (const ConfigKeyForField* k : keys) {
+      const absl::string_view field = k->field;
+      const size_t end = i + field.size();
+      const bool whole =
+          end >= text.size() ||
+          !(absl::ascii_isalnum(text[end]) || text[end] == '_');
+      if (text.substr(i, field.size()) == field && whole) found = k;
+    }
+    if (found == nullptr) {
+      out.push_back(text[i++]);
+      continue;
+    }
+    absl::StrAppend(&out, found->field, " (", found->key, ")");
+    i += strlen(found->field);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string JobFlags::WithHint(const std::string& message) const {
+  const size_t colon = message.find(':');
+  if (!model_config || colon == std::string::npos) {
+    return WithFlagHint(message);
+  }
+  // The fields read from the file: those no flag overrides.
+  std::vector<const ConfigKeyForField*> from_file;
+  for (const ConfigKeyForField& f : kConfigKeyForField) {
+    if (!(this->*f.flag).has_value()) from_file.push_back(&f);
+  }
+  const std::string field = message.substr(0, colon);
+  const std::string rule =
+      WithConfigKeys(absl::string_view(message).substr(colon), from_file);
+  for (const ConfigKeyForField* f : from_file) {
+    if (field == f->field) {
+      return absl::StrCat(field, " (", f->key, " in ", *model_config, ")",
+                          rule);
+    }
+  }
+  return WithFlagHint(field + rule);
 }
 
 namespace {

@@ -392,6 +392,36 @@ TEST(JobFlagsTest, FlagHintsForEstimatorFields) {
             "--num-virtual-stages-per-pipeline-rank): x");
 }
 
+// A model read from --model-config is named by the config's keys, which
+// the user wrote (not by --heads, which the user did not give); a flag
+// that overrides a key keeps its own name.
+TEST(JobFlagsTest, AConfigsModelIsNamedByTheConfigsKeys) {
+  JobFlags from_file;
+  from_file.model_config = "config.json";
+  const std::string heads =
+      "model.num_attention_heads: must be a multiple of "
+      "model.num_query_groups = 5 (got 32)";
+  EXPECT_EQ(from_file.WithHint(heads),
+            "model.num_attention_heads (num_attention_heads in config.json): "
+            "must be a multiple of model.num_query_groups "
+            "(num_key_value_heads) = 5 (got 32)");
+  // Fields the file does not give keep their flags; a longer field name
+  // that starts like a key's field is not that field.
+  EXPECT_EQ(from_file.WithHint("parallel.tensor_parallel: must divide "
+                               "model.num_query_groups = 8"),
+            "parallel.tensor_parallel (--tp): must divide "
+            "model.num_query_groups (num_key_value_heads) = 8");
+  EXPECT_EQ(from_file.WithHint("model.vocab_size_divisible_by: x"),
+            "model.vocab_size_divisible_by: x");
+  JobFlags overridden = from_file;
+  overridden.heads = 7;
+  EXPECT_EQ(overridden.WithHint(heads),
+            "model.num_attention_heads (--heads): must be a multiple of "
+            "model.num_query_groups (num_key_value_heads) = 5 (got 32)");
+  // Without a config: WithFlagHint.
+  EXPECT_EQ(JobFlags().WithHint(heads), WithFlagHint(heads));
+}
+
 // A model whose layers do not divide over PP (DeepSeek-V3's 61 over 8) has
 // no flag for uneven stages: the error says where they come from.
 TEST(JobFlagsTest, UnevenStagesPointToTheLaunch) {

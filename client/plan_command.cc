@@ -281,7 +281,11 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
     return kExitAdmit;
   }
   auto fail = [&](const absl::Status& s) {
-    err << "memgate plan: " << WithFlagHint(std::string(s.message())) << "\n";
+    const std::string message(s.message());
+    err << "memgate plan: "
+        << (launch.empty() ? plan_flags.model.WithHint(message)
+                           : WithFlagHint(message))
+        << "\n";
     return ServiceDidNotAnswer(s) ? kExitUnavailable : kExitInvalid;
   };
   if (!status.ok()) return fail(status);

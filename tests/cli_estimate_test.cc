@@ -86,6 +86,26 @@ TEST(CliEstimateTest, HuggingFaceConfig) {
   EXPECT_NE(r.out.find("peak: 27.20 GiB"), std::string::npos) << r.out;
 }
 
+// A config's model that breaks a rule is named by the config's keys (the
+// user wrote the file, not --heads), the file's path beside them.
+TEST(CliEstimateTest, AConfigsBadModelNamesTheConfigsKeys) {
+  const std::string path = testing::WriteTempFile(
+      "bad_kv_heads.json",
+      R"({"model_type": "llama", "hidden_size": 4096,
+          "num_hidden_layers": 32, "num_attention_heads": 32,
+          "num_key_value_heads": 5, "intermediate_size": 14336,
+          "vocab_size": 128256})");
+  const RunResult r =
+      Memgate({"estimate", "--model-config=" + path, "--gpu=a100-40gb",
+               "--gpus=8", "--seq=8192"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("model.num_attention_heads (num_attention_heads in " +
+                       path + "): must be a multiple of "
+                       "model.num_query_groups (num_key_value_heads) = 5"),
+            std::string::npos)
+      << r.err;
+}
+
 struct BadInput {
   std::vector<std::string> args;
   std::string names;  // the flag or field the one-line error must name
