@@ -2348,6 +2348,17 @@ absl::Status RefuseZeroSizes(const Arguments& args) {
       return Bad(name, "must be at least 1 (got 0)");
     }
   }
+  // arguments.py asserts max_position_embeddings >= seq_length whatever
+  // the positions (the learned table's rows are memory: fewer would
+  // undercount a job Megatron does not start).
+  uint64_t rows = 0, seq = 0;
+  if (absl::SimpleAtoi(args.Text("max-position-embeddings"), &rows) &&
+      absl::SimpleAtoi(args.Text("seq-length"), &seq) && rows < seq) {
+    return Bad("max-position-embeddings",
+               absl::StrCat("must be at least --seq-length = ", seq,
+                            " (got ", rows, "; Megatron's arguments.py "
+                            "asserts it)"));
+  }
   return absl::OkStatus();
 }
 

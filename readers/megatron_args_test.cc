@@ -309,6 +309,23 @@ TEST(MegatronArgsTest, ASizeGivenAsZeroIsRefusedNamingIt) {
   }
 }
 
+// Megatron asserts max_position_embeddings >= seq_length (arguments.py),
+// whatever the positions: a shorter table is refused naming both, an
+// equal or longer one read.
+TEST(MegatronArgsTest, APositionTableShorterThanTheSequenceIsRefused) {
+  const absl::StatusOr<MegatronLaunch> short_table =
+      ReadLlamaLaunch("--max-position-embeddings 4096", "");
+  ASSERT_FALSE(short_table.ok());
+  EXPECT_EQ(short_table.status().message(),
+            "--max-position-embeddings: must be at least --seq-length = 8192 "
+            "(got 4096; Megatron's arguments.py asserts it)");
+  for (const char* rows : {"8192", "131072"}) {
+    const absl::StatusOr<MegatronLaunch> l =
+        ReadLlamaLaunch(absl::StrCat("--max-position-embeddings ", rows), "");
+    EXPECT_TRUE(l.ok()) << rows << ": " << l.status();
+  }
+}
+
 // An argument given again takes its last value, as argparse does for
 // Megatron: a plan's candidate arguments appended to the launch replace
 // its own. Each such argument is named in a note.

@@ -102,7 +102,8 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
        "with rope no effect; otherwise Megatron refuses it, and so does "
        "memgate"},
       {"max-position-embeddings", true, M, "seq-length",
-       "rows of the learned position embedding"},
+       "rows of the learned position embedding; below --seq-length "
+       "refused, as Megatron asserts"},
       {"seq-length", true, M, "", "s"},
       {"encoder-seq-length", true, M, "seq-length",
        "s when --seq-length is absent (Megatron's other spelling); refused "
