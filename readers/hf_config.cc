@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/struct.pb.h"
@@ -969,6 +970,26 @@ bool IsQwenMoeFamily(ConfigTree& tree) {
   return family != nullptr && family->experts == Family::kQwenMoe;
 }
 
+// A config's quantization_config, named for a note: its quant_method
+// (fp8, mxfp4, bitsandbytes, ...) where that is a short name, "given"
+// otherwise; empty where there is none (absent, null).
+std::string QuantizationOf(ConfigTree& tree) {
+  const google::protobuf::Struct* top = tree.top();
+  if (top == nullptr) return "";
+  const auto q = top->fields().find("quantization_config");
+  if (q == top->fields().end() || !q->second.has_struct_value()) return "";
+  const auto& fields = q->second.struct_value().fields();
+  const auto method = fields.find("quant_method");
+  if (method == fields.end()) return "given";
+  const std::string& name = method->second.string_value();
+  const bool short_name =
+      !name.empty() && name.size() <= 32 &&
+      std::all_of(name.begin(), name.end(), [](char ch) {
+        return absl::ascii_isalnum(ch) || ch == '_' || ch == '-';
+      });
+  return short_name ? name : "given";
+}
+
 }  // namespace
 
 absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
@@ -984,6 +1005,15 @@ absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
         absl::StrCat(path, ": ", model.status().message()));
   }
   if (notes == nullptr && !refuse_unreviewed) return model;
+  if (notes != nullptr) {
+    if (std::string quant = QuantizationOf(tree); !quant.empty()) {
+      notes->push_back(absl::StrCat(
+          path, ": quantization_config (", quant,
+          "): how the checkpoint's weights are stored; training keeps the "
+          "job's own precision (the weights converted to it, as "
+          "Megatron-Bridge imports them), which is what is estimated"));
+    }
+  }
   if (notes != nullptr && !model->has_moe() && IsQwenMoeFamily(tree)) {
     notes->push_back(absl::StrCat(
         path, ": num_experts 0: transformers builds no sparse MoE block "

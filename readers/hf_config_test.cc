@@ -1,5 +1,6 @@
 #include "readers/hf_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -205,6 +206,19 @@ TEST(HfConfigTest, TransformersBookkeepingKeysAreReviewed) {
             (std::vector<std::string>{"is_encoder_decoder", "pruned_heads"}));
 }
 
+// `notes` less the one on a checkpoint's quantization (the published
+// DeepSeek-V3 and gpt-oss configs have fp8 and mxfp4 weights): the notes
+// on keys.
+std::vector<std::string> KeyNotes(std::vector<std::string> notes) {
+  notes.erase(std::remove_if(notes.begin(), notes.end(),
+                             [](const std::string& note) {
+                               return note.find(": quantization_config (") !=
+                                      std::string::npos;
+                             }),
+              notes.end());
+  return notes;
+}
+
 // Every key of the published configs memgate models is either read or
 // reviewed; a key it has not seen (a newer family feature) is named, not
 // read past unsaid. The note names at most ten.
@@ -221,7 +235,7 @@ TEST(HfConfigTest, UnreviewedKeysAreNamed) {
         ReadHuggingFaceConfig(std::string("tests/testdata/hf/") + file, &notes)
             .ok())
         << file;
-    EXPECT_TRUE(notes.empty()) << file << ": " << notes[0];
+    EXPECT_TRUE(KeyNotes(notes).empty()) << file << ": " << notes[0];
   }
   EXPECT_TRUE(UnreviewedHuggingFaceKeys(kLlama31_8B).empty());
   std::string json(kLlama31_8B);
@@ -379,10 +393,11 @@ TEST(HfConfigTest, OtherFamiliesKeysAreNamedNotReadPastUnsaid) {
     const size_t brace = json.find('{');
     ASSERT_NE(brace, std::string::npos) << c.file;
     json.insert(brace + 1, c.added);
-    std::vector<std::string> family_notes;
-    ASSERT_TRUE(ReadHuggingFaceConfig(ConfigFile(c.file, json), &family_notes)
+    std::vector<std::string> read_notes;
+    ASSERT_TRUE(ReadHuggingFaceConfig(ConfigFile(c.file, json), &read_notes)
                     .ok())
         << c.file;
+    const std::vector<std::string> family_notes = KeyNotes(read_notes);
     ASSERT_EQ(family_notes.size(), 1u) << c.file;
     EXPECT_NE(family_notes[0].find(std::string("does not read, read past as "
                                                "transformers does: ") +
@@ -508,6 +523,55 @@ TEST(HfConfigTest, AQwenMoeWithoutExpertsIsTheDenseModelTransformersBuilds) {
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_DOUBLE_EQ(TotalParameters(ShapeOf(*listed)),
                    TotalParameters(ShapeOf(*none)));
+}
+
+// A checkpoint's quantization (DeepSeek-V3's fp8 blocks, gpt-oss's
+// mxfp4 experts) is how its weights are stored, not how they train: read
+// past, and said, naming the method where it is a plain name.
+TEST(HfConfigTest, AQuantizedCheckpointIsNotedAsStorageNotTraining) {
+  struct Case {
+    const char* value;
+    const char* named;  // in the note; nullptr: no note
+  };
+  for (const Case& c :
+       {Case{R"({"quant_method": "fp8", "fmt": "e4m3"})",
+             "quantization_config (fp8): how the checkpoint's weights are "
+             "stored; training keeps the job's own precision"},
+        Case{R"({"quant_method": "mxfp4"})", "quantization_config (mxfp4)"},
+        Case{R"({"bits": 4})", "quantization_config (given)"},
+        Case{R"({"quant_method": "x\ny"})", "quantization_config (given)"},
+        Case{"null", nullptr}}) {
+    const std::string json =
+        WithValue(kLlama31_8B, "quantization_config", c.value);
+    std::vector<std::string> notes;
+    absl::StatusOr<v1::ModelConfig> m =
+        ReadHuggingFaceConfig(ConfigFile("quantized.json", json), &notes);
+    ASSERT_TRUE(m.ok()) << c.value << " " << m.status();
+    // The model is the one without the key.
+    EXPECT_DOUBLE_EQ(
+        TotalParameters(ShapeOf(*m)),
+        TotalParameters(ShapeOf(*ModelFromHuggingFaceJson(kLlama31_8B, "x"))));
+    bool said = false, any = false;
+    for (const std::string& note : notes) {
+      any = any || note.find("quantization_config") != std::string::npos;
+      said = said || (c.named != nullptr &&
+                      note.find(c.named) != std::string::npos);
+    }
+    EXPECT_EQ(any, c.named != nullptr) << c.value;
+    EXPECT_EQ(said, c.named != nullptr) << c.value;
+  }
+  // The published ones say theirs.
+  for (const auto& [file, named] :
+       {std::pair<const char*, const char*>{"deepseek-v3.json",
+                                            "quantization_config (fp8)"},
+        {"gpt-oss-120b.json", "quantization_config (mxfp4)"}}) {
+    std::vector<std::string> notes;
+    ASSERT_TRUE(
+        ReadHuggingFaceConfig(std::string("tests/testdata/hf/") + file, &notes)
+            .ok());
+    ASSERT_EQ(notes.size(), 1u) << file;
+    EXPECT_NE(notes[0].find(named), std::string::npos) << notes[0];
+  }
 }
 
 TEST(HfConfigTest, AnOversizedConfigIsRefusedBeforeParsing) {
@@ -1179,7 +1243,7 @@ TEST(HfConfigTest, GptOssIsReadAsItsModelingFileBuildsIt) {
   ASSERT_TRUE(
       ReadHuggingFaceConfig("tests/testdata/hf/gpt-oss-120b.json", &notes)
           .ok());
-  EXPECT_TRUE(notes.empty()) << notes.front();
+  EXPECT_TRUE(KeyNotes(notes).empty()) << notes.front();
   // Without its experts' count it is refused, naming the key.
   const std::string json = R"({"model_type": "gpt_oss", "hidden_size": 64,
       "num_hidden_layers": 2, "num_attention_heads": 4,
