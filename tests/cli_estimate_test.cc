@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "estimator/units.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -72,13 +73,19 @@ TEST(CliEstimateTest, ExplicitDimensionsAndGpuMemory) {
   EXPECT_NE(r.out.find("peak: 27.20 GiB"), std::string::npos) << r.out;
 }
 
-TEST(CliEstimateTest, HuggingFaceConfig) {
-  const std::string path = testing::WriteTempFile(
-      "config.json",
-      R"({"model_type": "llama", "hidden_size": 4096,
+// Llama-3-8B's Hugging Face config.json with `kv_heads` key-value heads,
+// written to a temporary `file`; its path.
+std::string Llama8BConfigFile(const std::string& file, int kv_heads) {
+  return testing::WriteTempFile(
+      file, absl::StrCat(R"({"model_type": "llama", "hidden_size": 4096,
           "num_hidden_layers": 32, "num_attention_heads": 32,
-          "num_key_value_heads": 8, "intermediate_size": 14336,
-          "vocab_size": 128256, "rope_theta": 500000.0})");
+          "num_key_value_heads": )",
+                         kv_heads, R"(, "intermediate_size": 14336,
+          "vocab_size": 128256, "rope_theta": 500000.0})"));
+}
+
+TEST(CliEstimateTest, HuggingFaceConfig) {
+  const std::string path = Llama8BConfigFile("config.json", 8);
   const RunResult r =
       Memgate({"estimate", "--model-config=" + path, "--gpu=a100-40gb",
                "--gpus=8", "--tp=4", "--pp=2", "--seq=8192"});
@@ -89,12 +96,7 @@ TEST(CliEstimateTest, HuggingFaceConfig) {
 // A config's model that breaks a rule is named by the config's keys (the
 // user wrote the file, not --heads), the file's path beside them.
 TEST(CliEstimateTest, AConfigsBadModelNamesTheConfigsKeys) {
-  const std::string path = testing::WriteTempFile(
-      "bad_kv_heads.json",
-      R"({"model_type": "llama", "hidden_size": 4096,
-          "num_hidden_layers": 32, "num_attention_heads": 32,
-          "num_key_value_heads": 5, "intermediate_size": 14336,
-          "vocab_size": 128256})");
+  const std::string path = Llama8BConfigFile("bad_kv_heads.json", 5);
   const RunResult r =
       Memgate({"estimate", "--model-config=" + path, "--gpu=a100-40gb",
                "--gpus=8", "--seq=8192"});
