@@ -132,7 +132,9 @@ void JobFlags::Register(FlagSet& f) {
            "qwen3-30b-a3b/235b-a22b, deepseek-v3, gpt-oss-20b/120b)",
            &model);
   f.String("model-config", "FILE",
-           "Hugging Face config.json of the model", &model_config);
+           "Hugging Face config.json of the model (or the model's "
+           "directory, which holds it)",
+           &model_config);
   f.Uint32("layers", "transformer layers L (overrides --model)", &layers);
   f.Uint32("hidden", "hidden size h", &hidden);
   f.Uint32("ffn-hidden", "FFN hidden size h_ffn", &ffn_hidden);

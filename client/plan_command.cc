@@ -54,7 +54,8 @@ struct PlanFlags {
   void Register(FlagSet& f) {
     f.String("model", "NAME", "catalog model (see memgate estimate --help)",
              &model.model);
-    f.String("model-config", "FILE", "Hugging Face config.json",
+    f.String("model-config", "FILE",
+             "Hugging Face config.json (or its model's directory)",
              &model.model_config);
     f.String("gpu", "NAME", "catalog GPU (see memgate estimate --help)",
              &model.gpu);

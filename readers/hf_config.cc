@@ -1,5 +1,7 @@
 #include "readers/hf_config.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <set>
@@ -990,12 +992,26 @@ std::string QuantizationOf(ConfigTree& tree) {
   return short_name ? name : "given";
 }
 
+// The file a path names: a model's directory (what transformers'
+// from_pretrained takes, and what users pass) is read as its config.json;
+// anything else as itself (ReadSmallFile refuses what is not a regular
+// file). The model and its messages keep the path as given.
+std::string ConfigFileOf(const std::string& path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    return path;
+  }
+  absl::string_view dir = path;
+  while (dir.size() > 1 && dir.back() == '/') dir.remove_suffix(1);
+  return absl::StrCat(dir, dir == "/" ? "" : "/", "config.json");
+}
+
 }  // namespace
 
 absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
     const std::string& path, std::vector<std::string>* notes,
     bool refuse_unreviewed) {
-  absl::StatusOr<std::string> json = ReadSmallFile(path);
+  absl::StatusOr<std::string> json = ReadSmallFile(ConfigFileOf(path));
   if (!json.ok()) return json.status();
   // One untyped parse at most, shared by the model and the unreviewed keys.
   ConfigTree tree(*json);

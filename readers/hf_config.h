@@ -23,6 +23,8 @@ absl::StatusOr<v1::ModelConfig> ModelFromHuggingFaceJson(
     absl::string_view json, absl::string_view name);
 
 // Reads `path` and parses it as above; the model is named after the path.
+// A directory (a model's, as transformers' from_pretrained takes it) is
+// read as the config.json in it.
 // With `notes`, appends one naming the top-level keys memgate neither reads
 // nor has reviewed (UnreviewedHuggingFaceKeys), and one naming the keys
 // its family does not read (HuggingFaceKeysTheFamilyDoesNotRead); with

@@ -1,6 +1,9 @@
 #include "readers/hf_config.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -1278,6 +1281,33 @@ TEST(HfConfigTest, GptOssIsReadAsItsModelingFileBuildsIt) {
   ASSERT_TRUE(llama.ok()) << llama.status();
   EXPECT_EQ(llama->head_dim(), 0u);
   EXPECT_EQ(llama->num_query_groups(), 4u);
+}
+
+// A model's directory, as transformers' from_pretrained takes it (and as
+// users pass it), is read as its config.json, with or without a trailing
+// slash; one without a config.json is named with the file it lacks.
+TEST(HfConfigTest, AModelDirectoryIsReadAsItsConfig) {
+  const std::string dir = ::testing::TempDir() + "/Qwen3-8B";
+  ASSERT_TRUE(mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST);
+  ConfigFile("Qwen3-8B/config.json", Published("qwen3-8b.json"));
+  const absl::StatusOr<v1::ModelConfig> file =
+      ReadHuggingFaceConfig("tests/testdata/hf/qwen3-8b.json");
+  ASSERT_TRUE(file.ok()) << file.status();
+  for (const std::string& given : {dir, dir + "/", dir + "//"}) {
+    const absl::StatusOr<v1::ModelConfig> m = ReadHuggingFaceConfig(given);
+    ASSERT_TRUE(m.ok()) << given << ": " << m.status();
+    EXPECT_EQ(m->name(), given);
+    v1::ModelConfig named = *m;
+    named.set_name(file->name());
+    EXPECT_EQ(named.SerializeAsString(), file->SerializeAsString()) << given;
+  }
+  const std::string empty = ::testing::TempDir() + "/no-config";
+  ASSERT_TRUE(mkdir(empty.c_str(), 0700) == 0 || errno == EEXIST);
+  const absl::StatusOr<v1::ModelConfig> none = ReadHuggingFaceConfig(empty);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find(empty + "/config.json: cannot open"),
+            std::string::npos)
+      << none.status();
 }
 
 TEST(HfConfigTest, MissingFileIsNamed) {
