@@ -2348,14 +2348,21 @@ absl::Status RefuseZeroSizes(const Arguments& args) {
       return Bad(name, "must be at least 1 (got 0)");
     }
   }
-  // arguments.py asserts max_position_embeddings >= seq_length whatever
-  // the positions (the learned table's rows are memory: fewer would
-  // undercount a job Megatron does not start).
+  return absl::OkStatus();
+}
+
+// arguments.py asserts max_position_embeddings >= seq_length (taken from
+// --encoder-seq-length where --seq-length is absent) whatever the
+// positions: a shorter table, whose learned rows are memory, is refused
+// rather than counted for a job Megatron does not start.
+absl::Status RefuseShortPositionTable(const Arguments& args) {
+  const char* seq_name =
+      args.Has("seq-length") ? "seq-length" : "encoder-seq-length";
   uint64_t rows = 0, seq = 0;
   if (absl::SimpleAtoi(args.Text("max-position-embeddings"), &rows) &&
-      absl::SimpleAtoi(args.Text("seq-length"), &seq) && rows < seq) {
+      absl::SimpleAtoi(args.Text(seq_name), &seq) && rows < seq) {
     return Bad("max-position-embeddings",
-               absl::StrCat("must be at least --seq-length = ", seq,
+               absl::StrCat("must be at least --", seq_name, " = ", seq,
                             " (got ", rows, "; Megatron's arguments.py "
                             "asserts it)"));
   }
@@ -2389,6 +2396,7 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
   }
   if (absl::Status s = RefuseUnmodelled(args); !s.ok()) return s;
   if (absl::Status s = RefuseZeroSizes(args); !s.ok()) return s;
+  if (absl::Status s = RefuseShortPositionTable(args); !s.ok()) return s;
   MegatronLaunch launch;
   if (absl::Status s = RefuseOutsideArguments(args, launch); !s.ok()) {
     return s;

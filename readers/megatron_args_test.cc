@@ -319,6 +319,14 @@ TEST(MegatronArgsTest, APositionTableShorterThanTheSequenceIsRefused) {
   EXPECT_EQ(short_table.status().message(),
             "--max-position-embeddings: must be at least --seq-length = 8192 "
             "(got 4096; Megatron's arguments.py asserts it)");
+  // Megatron's other spelling of the sequence, where --seq-length is absent.
+  const absl::StatusOr<MegatronLaunch> encoder = ReadLlamaLaunch(
+      "--encoder-seq-length 8192 --max-position-embeddings 2048",
+      "--seq-length 8192");
+  ASSERT_FALSE(encoder.ok());
+  EXPECT_EQ(encoder.status().message(),
+            "--max-position-embeddings: must be at least --encoder-seq-length "
+            "= 8192 (got 2048; Megatron's arguments.py asserts it)");
   for (const char* rows : {"8192", "131072"}) {
     const absl::StatusOr<MegatronLaunch> l =
         ReadLlamaLaunch(absl::StrCat("--max-position-embeddings ", rows), "");
