@@ -317,7 +317,9 @@ absl::Status FillExperts(ConfigTree& tree,
   // (layer_idx not in config.mlp_only_layers) and (config.num_experts > 0
   // and ...)"), a Qwen2MoeMLP / Qwen3MoeMLP of intermediate_size
   // everywhere else: with none, a dense model, counted as one. (The other
-  // families have no such branch: their 0 is refused below.)
+  // families have no such branch: their 0 is refused below. Megatron's
+  // own num_moe_experts 0 raises, transformer_config.py: a converter that
+  // carries the 0 over fails at start, which is no OOM.)
   if (f.experts == Family::kQwenMoe && hf.has_num_experts() &&
       hf.num_experts() == 0) {
     return absl::OkStatus();
