@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "estimator/clipped_text.h"
 #include "estimator/units.h"
 
 namespace memgate {
@@ -253,7 +254,8 @@ GpuFamily FamilyOfAccelerator(absl::string_view name) {
 absl::StatusOr<v1::ModelConfig> FindModel(absl::string_view name) {
   if (const v1::ModelConfig* m = LookupModel(name)) return *m;
   return absl::NotFoundError(
-      absl::StrCat("model.name: unknown model '", name,
+      absl::StrCat("model.name: unknown model '",
+                   Clipped(name, kQuotedNameBytes),
                    "' (known: ", absl::StrJoin(ModelNames(), ", "), ")"));
 }
 
@@ -269,11 +271,12 @@ absl::StatusOr<v1::Accelerator> FindAccelerator(absl::string_view name) {
   }
   if (sizes.size() > 1) {
     return absl::NotFoundError(absl::StrCat(
-        "accelerator.name: GPU '", name, "' is ambiguous: ",
+        "accelerator.name: GPU '", Clipped(name, kQuotedNameBytes),
+        "' is ambiguous: ",
         absl::StrJoin(sizes, " or "), " (their memory differs)"));
   }
   return absl::NotFoundError(absl::StrCat(
-      "accelerator.name: unknown GPU '", name,
+      "accelerator.name: unknown GPU '", Clipped(name, kQuotedNameBytes),
       "' (known: ", absl::StrJoin(AcceleratorNames(), ", "), ")"));
 }
 

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "estimator/clipped_text.h"
 #include "proto/hf_config.pb.h"
 #include "readers/file_util.h"
 
@@ -933,8 +934,11 @@ std::vector<std::string> KeysTheFamilyDoesNotReadOf(ConfigTree& tree) {
 // At most the first ten of `keys` (a file may hold thousands), joined.
 std::string NamedKeys(const std::vector<std::string>& keys) {
   constexpr size_t kNamed = 10;
-  std::vector<std::string> named(
-      keys.begin(), keys.begin() + std::min(kNamed, keys.size()));
+  // Each by its first bytes: a key's length is the file's.
+  std::vector<std::string> named;
+  for (size_t i = 0; i < std::min(kNamed, keys.size()); ++i) {
+    named.push_back(Clipped(keys[i], kQuotedNameBytes));
+  }
   std::string list = absl::StrJoin(named, ", ");
   if (keys.size() > kNamed) {
     absl::StrAppend(&list, " and ", keys.size() - kNamed, " more");

@@ -264,6 +264,22 @@ TEST(HfConfigTest, UnreviewedKeysAreNamed) {
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("k10, k11"), std::string::npos) << notes[0];
   EXPECT_NE(notes[0].find("k19 and 2 more"), std::string::npos) << notes[0];
+
+  // A key's length is the file's: it is named by its first bytes.
+  std::string long_key(kLlama31_8B);
+  long_key.replace(long_key.find("\"vocab_size\""), 0,
+                   "\"" + std::string(100000, 'q') + "\": 1, ");
+  const std::string long_path = ::testing::TempDir() + "/long_key.json";
+  f = fopen(long_path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs(long_key.c_str(), f);
+  fclose(f);
+  notes.clear();
+  ASSERT_TRUE(ReadHuggingFaceConfig(long_path, &notes).ok());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_LT(notes[0].size(), 600u);
+  EXPECT_NE(notes[0].find(std::string(64, 'q') + "..."), std::string::npos)
+      << notes[0];
 }
 
 // A published config of tests/testdata/hf/, as text.

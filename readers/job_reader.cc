@@ -3,6 +3,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "estimator/clipped_text.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
@@ -11,13 +12,17 @@
 namespace memgate {
 namespace {
 
+// The most of a parser's message quoted (it quotes the file's names and
+// values, whose length is the file's).
+constexpr size_t kMaxJobParseMessageBytes = 512;
+
 // Keeps the first text-format error with its position.
 class FirstError : public google::protobuf::io::ErrorCollector {
  public:
   void AddError(int line, int column, const std::string& message) override {
     if (first_.empty()) {
       first_ = absl::StrCat("line ", line + 1, ", column ", column + 1, ": ",
-                            message);
+                            Clipped(message, kMaxJobParseMessageBytes));
     }
   }
   const std::string& first() const { return first_; }
@@ -38,8 +43,10 @@ absl::StatusOr<v1::Job> ParseJob(absl::string_view content) {
         google::protobuf::StringPiece(content.data(), content.size()), &job,
         options);
     if (!status.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("job JSON: ", std::string(status.message())));
+      // Protocol Buffers quotes the file's field names and values.
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job JSON: ", Clipped(std::string(status.message()),
+                                kMaxJobParseMessageBytes)));
     }
     return job;
   }

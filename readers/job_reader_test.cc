@@ -51,6 +51,20 @@ TEST(JobReaderTest, ErrorsSayWhereAndWhat) {
   EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// The parsers quote the file's names; a long one is quoted by its first
+// bytes, in JSON and in text format alike.
+TEST(JobReaderTest, ALongNameIsQuotedBounded) {
+  const std::string name(100000, 'k');
+  for (const std::string& content :
+       {"{\"" + name + "\": 1}", name + ": 1\n"}) {
+    const absl::StatusOr<v1::Job> job = ParseJob(content);
+    ASSERT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_LT(job.status().message().size(), 600u);
+    EXPECT_NE(job.status().message().find("kkkk"), std::string::npos)
+        << job.status().message().substr(0, 600);
+  }
+}
+
 TEST(JobReaderTest, MissingFileIsNamed) {
   absl::StatusOr<v1::Job> job = ReadJobFile("/nonexistent/job.json");
   ASSERT_FALSE(job.ok());

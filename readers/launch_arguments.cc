@@ -177,11 +177,6 @@ absl::Status Bad(absl::string_view arg, absl::string_view rule) {
   return absl::InvalidArgumentError(absl::StrCat("--", arg, ": ", rule));
 }
 
-std::string Clipped(absl::string_view text, size_t bytes) {
-  if (text.size() <= bytes) return std::string(text);
-  return absl::StrCat(text.substr(0, bytes), "...");
-}
-
 std::string Unquoted(absl::string_view text) {
   if (text.size() >= 2 && (text.front() == '"' || text.front() == '\'') &&
       text.back() == text.front()) {
@@ -549,11 +544,14 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
         refused_outside_.push_back(name);
       }
       if (among_arguments && name == "load") loads_checkpoint_ = true;
+      // Named as far as a message quotes a name (its length is the
+      // launch's).
+      const std::string shown = Clipped(name, kQuotedNameBytes);
       if (among_arguments && !IsMegatronArgumentName(name) &&
-          std::find(unreviewed_.begin(), unreviewed_.end(), name) ==
+          std::find(unreviewed_.begin(), unreviewed_.end(), shown) ==
               unreviewed_.end()) {
         if (unreviewed_.size() < kMaxUnreviewedNamed) {
-          unreviewed_.push_back(name);
+          unreviewed_.push_back(shown);
         }
         ++unreviewed_count_;
       }

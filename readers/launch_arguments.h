@@ -15,15 +15,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "estimator/clipped_text.h"
 
 namespace memgate {
 
 // INVALID_ARGUMENT "--arg: rule".
 absl::Status Bad(absl::string_view arg, absl::string_view rule);
 
-// At most `bytes` of `text`, "..." after a cut: a user's word (a path, an
-// argument) quoted in a message or note.
-std::string Clipped(absl::string_view text, size_t bytes);
+// Clipped (estimator/clipped_text.h) bounds a user's word quoted in a
+// message or note.
 
 // `text` without the one pair of quotes a batch script may leave around a
 // value ("'([0]*3+[1]*58)'" from a launch read out of the script).

@@ -267,8 +267,10 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
   } else if (norm == "RMSNorm") {
     m.set_normalization(v1::NORMALIZATION_RMSNORM);
   } else {
-    return Bad("normalization", absl::StrCat("'", norm, "' is not modelled "
-                                             "(LayerNorm or RMSNorm)"));
+    return Bad("normalization",
+               absl::StrCat("'", Clipped(norm, kQuotedNameBytes),
+                            "' is not modelled "
+                            "(LayerNorm or RMSNorm)"));
   }
   m.set_linear_bias(!args.Has("disable-bias-linear"));
   if (m.linear_bias()) {
@@ -341,7 +343,8 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
     m.set_position_embedding(v1::POSITION_EMBEDDING_NONE);
   } else {
     return Bad("position-embedding-type",
-               absl::StrCat("'", position, "' is not modelled "
+               absl::StrCat("'", Clipped(position, kQuotedNameBytes),
+                            "' is not modelled "
                             "(learned_absolute, rope, yarn, mrope or none)"));
   }
   return absl::OkStatus();
@@ -760,7 +763,7 @@ absl::Status FillContextParallelComm(const Arguments& args,
                  type == "allgather"
                      ? "'allgather' is Megatron's help text; TransformerEngine "
                        "runs 'all_gather' and raises on any other spelling"
-                     : absl::StrCat("'", type,
+                     : absl::StrCat("'", Clipped(type, kQuotedNameBytes),
                                     "' is not an exchange (p2p, all_gather, "
                                     "a2a, a2a+p2p)"));
     }
@@ -1144,14 +1147,16 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
                                : std::string("transformer_engine");
   if (impl != "transformer_engine" && impl != "local") {
     return Bad("transformer-impl",
-               absl::StrCat("'", impl, "' is not modelled"));
+               absl::StrCat("'", Clipped(impl, kQuotedNameBytes),
+                            "' is not modelled"));
   }
   bool unfused = impl == "local";
   if (backend == "unfused" || backend == "local") {
     unfused = true;
   } else if (backend != "auto" && backend != "flash" && backend != "fused") {
     return Bad("attention-backend",
-               absl::StrCat("'", backend, "' is not modelled (flash, fused, "
+               absl::StrCat("'", Clipped(backend, kQuotedNameBytes),
+                            "' is not modelled (flash, fused, "
                             "auto, unfused or local)"));
   }
   const bool local_attention = impl == "local" || backend == "local";
@@ -1277,7 +1282,8 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
           RecomputeModuleNamed(module);
       if (!known) {
         return Bad("recompute-modules",
-                   absl::StrCat("'", module, "' is not modelled (core_attn, "
+                   absl::StrCat("'", Clipped(module, kQuotedNameBytes),
+                                "' is not modelled (core_attn, "
                                 "mlp, moe, moe_act, shared_experts, "
                                 "layernorm, mla_up_proj)"));
       }
@@ -1438,8 +1444,10 @@ absl::Status FillOptimizer(const Arguments& args, MegatronLaunch& launch) {
                "--optimizer muon --use-distributed-optimizer, which is: "
                "launch it so");
   } else {
-    return Bad("optimizer", absl::StrCat("'", optimizer, "' is not modelled "
-                                         "(adam, sgd, lion or muon)"));
+    return Bad("optimizer",
+               absl::StrCat("'", Clipped(optimizer, kQuotedNameBytes),
+                            "' is not modelled "
+                            "(adam, sgd, lion or muon)"));
   }
   if (args.Has("rampup-batch-size")) {
     launch.notes.push_back(
@@ -1456,7 +1464,8 @@ absl::StatusOr<v1::DType> DTypeArgument(const Arguments& args,
   if (!args.Has(name)) return v1::DTYPE_UNSPECIFIED;
   const std::string text = args.Text(name);
   if (!allowed.count(text)) {
-    return Bad(name, absl::StrCat("'", text, "' is not one of Megatron's "
+    return Bad(name, absl::StrCat("'", Clipped(text, kQuotedNameBytes),
+                                  "' is not one of Megatron's "
                                   "choices (", absl::StrJoin(allowed, ", "),
                                   ")"));
   }
@@ -1542,7 +1551,8 @@ absl::Status FillOptimizerStorage(const Arguments& args,
 // rules on them (the recipe, at most L / p) are ValidateJob's.
 absl::Status FillBf16Layers(const Arguments& args, MegatronLaunch& launch) {
   if (!args.Has("first-last-layers-bf16")) return absl::OkStatus();
-  MEMGATE_ASSIGN_OR_RETURN(start, args.Number("num-layers-at-start-in-bf16", 1));
+  MEMGATE_ASSIGN_OR_RETURN(start,
+                           args.Number("num-layers-at-start-in-bf16", 1));
   MEMGATE_ASSIGN_OR_RETURN(end, args.Number("num-layers-at-end-in-bf16", 1));
   v1::Fp8& fp8 = *launch.job.mutable_training()->mutable_fp8();
   fp8.set_bf16_first_layers(start);
@@ -1576,8 +1586,10 @@ absl::Status FillFp4(const Arguments& args, const char* format_flag,
   const std::string recipe =
       args.Has("fp4-recipe") ? args.Text("fp4-recipe") : "nvfp4";
   if (recipe != "nvfp4") {
-    return Bad("fp4-recipe", absl::StrCat("'", recipe, "' is not modelled "
-                                          "(nvfp4)"));
+    return Bad("fp4-recipe",
+               absl::StrCat("'", Clipped(recipe, kQuotedNameBytes),
+                            "' is not modelled "
+                            "(nvfp4)"));
   }
   if (args.Has("fp4-param-gather")) {
     return Bad("fp4-param-gather",
@@ -1662,9 +1674,11 @@ absl::Status FillFp8(const Arguments& args, MegatronLaunch& launch) {
       {"mxfp8", v1::Fp8::RECIPE_MXFP8}};
   auto it = recipes->find(recipe);
   if (it == recipes->end()) {
-    return Bad("fp8-recipe", absl::StrCat("'", recipe, "' is not modelled "
-                                          "(delayed, tensorwise, blockwise, "
-                                          "mxfp8)"));
+    return Bad("fp8-recipe",
+               absl::StrCat("'", Clipped(recipe, kQuotedNameBytes),
+                            "' is not modelled "
+                            "(delayed, tensorwise, blockwise, "
+                            "mxfp8)"));
   }
   if (!args.Has("fp8-recipe")) {
     launch.notes.push_back("no --fp8-recipe: Megatron's default delayed");
@@ -1780,7 +1794,8 @@ absl::Status FillFsdpGradientDtypes(const Arguments& args,
     // 0.19 the bf16 buffer memgate counts at 4 B covers a bucket's copy.
     if (buffer.empty() || comm == buffer) return absl::OkStatus();
     return Bad("megatron-fsdp-grad-comm-dtype",
-               absl::StrCat("'", comm, "' with no_shard or optim allocates "
+               absl::StrCat("'", Clipped(comm, kQuotedNameBytes),
+                            "' with no_shard or optim allocates "
                             "an un-sharded copy of each gradient bucket "
                             "beside the ", buffer,
                             " gradient buffer: not modelled (leave it auto "
@@ -1821,7 +1836,8 @@ absl::Status FillFsdp(const Arguments& args, MegatronLaunch& launch) {
       ShardingStrategyNamed(strategy);
   if (!sharding) {
     return Bad("data-parallel-sharding-strategy",
-               absl::StrCat("'", strategy, "' is not one of no_shard, optim, "
+               absl::StrCat("'", Clipped(strategy, kQuotedNameBytes),
+                            "' is not one of no_shard, optim, "
                             "optim_grads, optim_grads_params"));
   }
   v1::ParallelConfig& par = *launch.job.mutable_parallel();
@@ -2098,16 +2114,32 @@ absl::Status RefuseUnmodelled(const Arguments& args) {
   const std::string grads = args.Text("megatron-fsdp-main-grads-dtype");
   if (!grads.empty() && grads != "auto" && grads != "fp32") {
     return Bad("megatron-fsdp-main-grads-dtype",
-               absl::StrCat("'", grads, "' is not modelled (auto or fp32)"));
+               absl::StrCat("'", Clipped(grads, kQuotedNameBytes),
+                            "' is not modelled (auto or fp32)"));
   }
-  for (const auto& [name, only] :
-       {std::pair<const char*, const char*>{"cuda-graph-impl", "none"},
-        {"outer-dp-sharding-strategy", "no_shard"},
-        {"megatron-fsdp-main-params-dtype", "fp32"},
-        {"megatron-fsdp-version", "1"}}) {
-    if (args.Has(name) && args.Text(name) != only) {
-      return Bad(name, absl::StrCat("'", args.Text(name), "' is not modelled "
-                                    "(", only, " only)"));
+  // The one value of each that is modelled, and what the others hold that
+  // memgate does not count.
+  struct OnlyValue {
+    const char* name;
+    const char* only;
+    const char* why;
+  };
+  for (const OnlyValue& o :
+       {OnlyValue{"cuda-graph-impl", "none",
+                  "CUDA graphs keep static input and output buffers and a "
+                  "private memory pool beside the activations memgate "
+                  "counts"},
+        OnlyValue{"outer-dp-sharding-strategy", "no_shard",
+                  "hybrid FSDP's outer sharding of the optimizer is not "
+                  "counted"},
+        OnlyValue{"megatron-fsdp-main-params-dtype", "fp32",
+                  "other master-weight dtypes are not counted"},
+        OnlyValue{"megatron-fsdp-version", "1",
+                  "version 2's own buffers are not counted"}}) {
+    if (args.Has(o.name) && args.Text(o.name) != o.only) {
+      return Bad(o.name, absl::StrCat(
+                             "'", Clipped(args.Text(o.name), kQuotedNameBytes),
+                             "' is not modelled (", o.only, " only): ", o.why));
     }
   }
   for (const auto& [name, value] : args.values()) {
@@ -2383,9 +2415,12 @@ std::string UnreviewedText(const MegatronLaunch& launch) {
       MegatronArgumentNamesRevision());
 }
 
-}  // namespace
+// The longest line of a launch's error or note (ParseMegatronLaunch):
+// memgate's own are a few hundred bytes; a quoted word makes the rest.
+constexpr size_t kMaxLaunchMessageLineBytes = 1024;
 
-absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
+// ParseMegatronLaunch, its messages and notes as they quote the launch.
+absl::StatusOr<MegatronLaunch> ReadLaunch(
     const std::vector<std::string>& argv, const v1::ModelConfig* fill_model) {
   Arguments args;
   if (absl::Status s = args.Parse(argv); !s.ok()) return s;
@@ -2437,6 +2472,26 @@ absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
         "against; ",
         one ? "if it changes memory, this estimate does not count it"
             : "one that changes memory is not counted in this estimate"));
+  }
+  return launch;
+}
+
+}  // namespace
+
+absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
+    const std::vector<std::string>& argv, const v1::ModelConfig* fill_model) {
+  // Errors and notes quote the launch's words (a value Megatron does not
+  // take, a path, a layout): each line is bounded whatever a word's
+  // length, so that what the Slurm hook relays from inside slurmctld, and
+  // what a check prints, is too.
+  absl::StatusOr<MegatronLaunch> launch = ReadLaunch(argv, fill_model);
+  if (!launch.ok()) {
+    return absl::Status(launch.status().code(),
+                        ClippedLines(launch.status().message(),
+                                     kMaxLaunchMessageLineBytes));
+  }
+  for (std::string& note : launch->notes) {
+    note = ClippedLines(note, kMaxLaunchMessageLineBytes);
   }
   return launch;
 }

@@ -309,6 +309,31 @@ TEST(MegatronArgsTest, ASizeGivenAsZeroIsRefusedNamingIt) {
   }
 }
 
+// A launch's words are quoted in its errors and notes, bounded whatever
+// their length (the Slurm hook relays them from inside slurmctld): a
+// value Megatron does not take keeps the rule after its quote, an unknown
+// argument's name is named by its first bytes.
+TEST(MegatronArgsTest, ALaunchsLongWordsAreQuotedBounded) {
+  const std::string word(100000, 'x');
+  const absl::StatusOr<MegatronLaunch> value =
+      ReadLlamaLaunch("--normalization " + word, "--normalization RMSNorm");
+  ASSERT_FALSE(value.ok());
+  EXPECT_LT(value.status().message().size(), 300u);
+  EXPECT_NE(value.status().message().find("...' is not modelled (LayerNorm "
+                                          "or RMSNorm)"),
+            std::string::npos)
+      << value.status().message().substr(0, 300);
+  const absl::StatusOr<MegatronLaunch> name =
+      ReadLlamaLaunch("--" + word + " 1", "");
+  ASSERT_TRUE(name.ok()) << name.status().message().substr(0, 300);
+  for (const std::string& note : name->notes) {
+    EXPECT_LT(note.size(), 1100u) << note.substr(0, 300);
+  }
+  EXPECT_NE(AllNotes(*name).find("not read: --" + word.substr(0, 64) +
+                                 "...: not an argument of"),
+            std::string::npos);
+}
+
 // Megatron asserts max_position_embeddings >= seq_length (arguments.py),
 // whatever the positions: a shorter table is refused naming both, an
 // equal or longer one read.

@@ -135,6 +135,20 @@ TEST(MegatronArgumentsTest, UnmodelledValuesAreRefusedByName) {
     }
     EXPECT_TRUE(named) << parsed.status();
   }
+  // A value modelled only as one setting says which and why, quoting at
+  // most 64 bytes of what the launch gave.
+  std::vector<std::string> graphs = LlamaLaunch();
+  graphs.insert(graphs.end(), {"--cuda-graph-impl", "transformer_engine"});
+  absl::StatusOr<MegatronLaunch> parsed = ParseMegatronLaunch(graphs, nullptr);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(),
+            "--cuda-graph-impl: 'transformer_engine' is not modelled (none "
+            "only): CUDA graphs keep static input and output buffers and a "
+            "private memory pool beside the activations memgate counts");
+  graphs.back() = std::string(100000, 'x');
+  parsed = ParseMegatronLaunch(graphs, nullptr);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_LT(parsed.status().message().size(), 300u);
 }
 
 }  // namespace

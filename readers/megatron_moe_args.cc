@@ -45,7 +45,7 @@ absl::Status FillFlexBackend(const Arguments& args, MegatronLaunch& launch,
                                   : std::string("deepep");
   if (backend != "deepep") {
     return Bad("moe-flex-dispatcher-backend",
-               absl::StrCat("'", backend,
+               absl::StrCat("'", Clipped(backend, kQuotedNameBytes),
                             "' holds communication buffers memgate does not "
                             "model (deepep is modelled)"));
   }
@@ -148,7 +148,8 @@ absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
     if (absl::Status s = FillFlexBackend(args, launch, moe); !s.ok()) return s;
   } else {
     return Bad("moe-token-dispatcher-type",
-               absl::StrCat("'", dispatcher, "' is not one of allgather, "
+               absl::StrCat("'", Clipped(dispatcher, kQuotedNameBytes),
+                            "' is not one of allgather, "
                             "alltoall, flex"));
   }
   MEMGATE_ASSIGN_OR_RETURN(capacity,
@@ -167,7 +168,8 @@ absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
   const std::string router = args.Text("moe-router-dtype");
   if (!router.empty() && router != "fp32") {
     return Bad("moe-router-dtype",
-               absl::StrCat("'", router, "' is not modelled (fp32)"));
+               absl::StrCat("'", Clipped(router, kQuotedNameBytes),
+                            "' is not modelled (fp32)"));
   }
   moe.set_router_dtype(v1::DTYPE_FP32);  // default: an upper bound
   moe.set_grouped_gemm(args.Has("moe-grouped-gemm"));
@@ -294,7 +296,7 @@ absl::StatusOr<LoadBalancing> ReadLoadBalancing(const Arguments& args) {
       }
     } else if (type != "none") {
       return Bad("moe-router-load-balancing-type",
-                 absl::StrCat("'", type,
+                 absl::StrCat("'", Clipped(type, kQuotedNameBytes),
                               "' is not one of aux_loss, seq_aux_loss, "
                               "global_aux_loss, sinkhorn, "
                               "quantile_balancing, none"));
@@ -333,7 +335,7 @@ absl::Status FillRouter(const Arguments& args, MegatronLaunch& launch,
     moe.set_router_score_function(S::ROUTER_SCORE_SQRTSOFTPLUS);
   } else {
     return Bad("moe-router-score-function",
-               absl::StrCat("'", function,
+               absl::StrCat("'", Clipped(function, kQuotedNameBytes),
                             "' is not one of softmax, sigmoid, "
                             "sqrtsoftplus"));
   }
@@ -470,8 +472,9 @@ absl::Status FillMla(const Arguments& args, MegatronLaunch& launch) {
   v1::ModelConfig& m = *launch.job.mutable_model();
   const std::string rope_type = args.Text("rope-type");
   if (!rope_type.empty() && rope_type != "rope" && rope_type != "yarn") {
-    return Bad("rope-type", absl::StrCat("'", rope_type,
-                                         "' is not Megatron's (rope or yarn)"));
+    return Bad("rope-type",
+               absl::StrCat("'", Clipped(rope_type, kQuotedNameBytes),
+                            "' is not Megatron's (rope or yarn)"));
   }
   if (!args.Has("multi-latent-attention")) {
     // argument_utils.py asserts rope_type rope outside MLA.

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "proto/decision_log.pb.h"
 #include "proto/memgate.grpc.pb.h"
+#include "service/status_conversion.h"
 #include "tests/subprocess.h"
 #include "tests/test_util.h"
 #include "third_party/grpc_protos/health.grpc.pb.h"
@@ -84,6 +85,21 @@ class ServerTest : public ::testing::Test {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::MemoryEstimator::Stub> stub_;
 };
+
+// Every status the service sends is bounded, whatever it quotes: a
+// message past a client's metadata limit would arrive as
+// RESOURCE_EXHAUSTED, not as the status.
+TEST(StatusConversionTest, MessagesAreBoundedAndCodesKept) {
+  const grpc::Status s =
+      ToGrpcStatus(absl::InvalidArgumentError(std::string(100000, 'y')));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message().size(), kMaxStatusMessageBytes + 3);
+  const grpc::Status short_one =
+      ToGrpcStatus(absl::NotFoundError("model.name: unknown"));
+  EXPECT_EQ(short_one.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(short_one.error_message(), "model.name: unknown");
+  EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok());
+}
 
 TEST_F(ServerTest, EstimateIsTheEmbeddedEstimate) {
   Start();
@@ -245,6 +261,28 @@ TEST_F(ServerTest, InvalidJobIsInvalidArgumentNamingTheField) {
             0u)
       << release.error_message();
   EXPECT_LT(release.error_message().size(), 200u);
+  ASSERT_TRUE(Admit(Green(), &d).ok());
+
+  // Any name from the wire (an unknown model's, GPU's): a long one still
+  // comes back as INVALID_ARGUMENT naming the field, its echo bounded.
+  for (const bool model : {true, false}) {
+    job = Green();
+    const std::string name(60000, 'y');
+    if (model) {
+      job.mutable_model()->set_name(name);
+    } else {
+      job.mutable_accelerator()->Clear();
+      job.mutable_accelerator()->set_name(name);
+    }
+    const grpc::Status long_name = Admit(job, &d);
+    EXPECT_EQ(long_name.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << long_name.error_message().substr(0, 200);
+    EXPECT_EQ(long_name.error_message().rfind(
+                  model ? "model.name:" : "accelerator.name:", 0),
+              0u)
+        << long_name.error_message().substr(0, 200);
+    EXPECT_LT(long_name.error_message().size(), 1000u);
+  }
   ASSERT_TRUE(Admit(Green(), &d).ok());
 }
 
