@@ -9,6 +9,7 @@
 #include "admission/admission.h"
 #include "client/remote_client.h"
 #include "estimator/catalog.h"
+#include "estimator/estimate.h"
 #include "readers/megatron_args.h"
 
 namespace memgate {
@@ -37,7 +38,19 @@ absl::StatusOr<v1::Decision> Decide(const v1::Job& job,
   remote.tls_ca_file = options.tls_ca_file;
   remote.tls_cert_file = options.tls_cert_file;
   remote.tls_key_file = options.tls_key_file;
-  return cli::AdmitRemotely(request, remote);
+  absl::StatusOr<v1::Decision> answer = cli::AdmitRemotely(request, remote);
+  if (answer.ok() ||
+      answer.status().code() == absl::StatusCode::kInvalidArgument) {
+    return answer;
+  }
+  // The service did not answer (unreachable, past its deadline, a request
+  // past its size limit): bad input is still bad input, classified here,
+  // as `memgate check` does, so that a launcher tells a broken job from a
+  // broken service (its policy for the second may admit).
+  if (absl::Status local = EstimateJob(job).status(); !local.ok()) {
+    return local;
+  }
+  return answer;
 }
 
 }  // namespace

@@ -53,8 +53,9 @@ struct PreflightOptions {
 };
 
 // The admission decision for `job`. INVALID_ARGUMENT: the job is invalid
-// (the message names the field); UNAVAILABLE / DEADLINE_EXCEEDED: the server
-// could not answer.
+// (the message names the field), whether or not a server answers; any
+// other error (UNAVAILABLE, DEADLINE_EXCEEDED, ...): the server could not
+// answer a valid job.
 absl::StatusOr<v1::Decision> PreflightCheck(const v1::Job& job,
                                             const PreflightOptions& options);
 

@@ -23,6 +23,30 @@ v1::Job Llama8bOnA100s() {
   return job;
 }
 
+// Against a service that does not answer, an invalid job is still
+// invalid (INVALID_ARGUMENT naming the field, as embedded), and only a
+// valid one is the service's failure: a launcher's policy for an
+// unavailable service (which may admit) never sees a broken job.
+TEST(PreflightTest, AnInvalidJobIsInvalidEvenWhenTheServiceDoesNotAnswer) {
+  PreflightOptions options;
+  options.server = "127.0.0.1:1";  // nothing listens there
+  options.timeout = absl::Milliseconds(300);
+  v1::Job invalid = Llama8bOnA100s();
+  invalid.mutable_parallel()->set_tensor_parallel(3);
+  invalid.set_num_gpus(6);
+  const absl::StatusOr<v1::Decision> broken = PreflightCheck(invalid, options);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(broken.status().message().find("parallel.tensor_parallel"),
+            std::string::npos)
+      << broken.status();
+  const absl::StatusOr<v1::Decision> unanswered =
+      PreflightCheck(Llama8bOnA100s(), options);
+  ASSERT_FALSE(unanswered.ok());
+  EXPECT_NE(unanswered.status().code(), absl::StatusCode::kInvalidArgument)
+      << unanswered.status();
+}
+
 // PreflightOptions.environment applies to a job given whole: the same job
 // admitted with FlashAttention is refused where its environment switches
 // FlashAttention and cuDNN's fused attention off (TE's unfused attention
