@@ -47,6 +47,27 @@ TEST(PreflightTest, AnInvalidJobIsInvalidEvenWhenTheServiceDoesNotAnswer) {
       << unanswered.status();
 }
 
+// A request larger than a memgate service reads (kMaxRequestBytes) is
+// refused by the client as invalid before it is sent: the service would
+// refuse it for its size as RESOURCE_EXHAUSTED, a failure to answer that a
+// launcher's policy may admit. Here a job valid in every field but its
+// 70,000-byte name; embedded, it is judged.
+TEST(PreflightTest, ARequestTooLargeForTheServiceIsInvalidBeforeItIsSent) {
+  v1::Job job = Llama8bOnA100s();
+  job.set_name(std::string(70000, 'n'));
+  PreflightOptions options;
+  options.server = "127.0.0.1:1";  // never reached
+  options.timeout = absl::Milliseconds(300);
+  const absl::StatusOr<v1::Decision> remote = PreflightCheck(job, options);
+  ASSERT_FALSE(remote.ok());
+  EXPECT_EQ(remote.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(remote.status().message().find(
+                "bytes, more than a memgate service reads (65536)"),
+            std::string::npos)
+      << remote.status();
+  EXPECT_TRUE(PreflightCheck(job, PreflightOptions()).ok());
+}
+
 // PreflightOptions.environment applies to a job given whole: the same job
 // admitted with FlashAttention is refused where its environment switches
 // FlashAttention and cuDNN's fused attention off (TE's unfused attention

@@ -7,6 +7,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "proto/memgate.grpc.pb.h"
+#include "proto/request_limits.h"
 #include "readers/file_util.h"
 
 namespace memgate::cli {
@@ -56,6 +57,16 @@ absl::StatusOr<Response> Call(const Request& request,
                               const RemoteOptions& options, Method method) {
   if (options.server.empty()) {
     return absl::InvalidArgumentError("--server: must be HOST:PORT");
+  }
+  // A request the server would refuse for its size comes back as
+  // RESOURCE_EXHAUSTED, a failure to answer: refused here, as the invalid
+  // job it is (request_limits.h).
+  if (const size_t bytes = request.ByteSizeLong(); bytes > kMaxRequestBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request: ", bytes, " bytes, more than a memgate service reads (",
+        kMaxRequestBytes, "): its lists (parallel.layers_per_stage, "
+        "model.moe.layer_pattern) or names are longer than any job memgate "
+        "judges"));
   }
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       Credentials(options);

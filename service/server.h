@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
+#include "proto/request_limits.h"
 #include "service/memory_estimator_service.h"
 
 namespace memgate {
@@ -34,8 +35,9 @@ struct ServerConfig {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;
-  // Larger requests are refused with RESOURCE_EXHAUSTED: a job is < 1 KiB.
-  int max_message_bytes = 64 * 1024;
+  // Larger requests are refused with RESOURCE_EXHAUSTED: a job is < 1 KiB,
+  // and clients send at most kMaxRequestBytes (proto/request_limits.h).
+  int max_message_bytes = static_cast<int>(kMaxRequestBytes);
   absl::Duration handshake_timeout = absl::Seconds(10);
   absl::Duration max_connection_idle = absl::Minutes(5);
   absl::Duration keepalive_time = absl::Minutes(1);

@@ -28,6 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "proto/request_limits.h"
 #include "service/decision_log.h"
 #include "service/diagnostics.h"
 #include "service/server.h"
@@ -59,8 +60,10 @@ ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate (turns on TLS)");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA that client certificates must chain to (mutual TLS)");
-ABSL_FLAG(int, max_message_bytes, 64 * 1024,
-          "largest request accepted; larger ones get RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, max_message_bytes,
+          static_cast<int>(memgate::kMaxRequestBytes),
+          "largest request accepted (at least what clients send, 65536); "
+          "larger ones get RESOURCE_EXHAUSTED");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
           "how long SIGTERM lets calls in flight finish and the decision log "
           "drain; the process is gone by then");
@@ -143,8 +146,13 @@ int main(int argc, char** argv) {
   if (yellow != "refuse" && yellow != "admit") {
     return Fail("--yellow: must be refuse or admit (got '" + yellow + "')");
   }
-  if (absl::GetFlag(FLAGS_max_message_bytes) < 1024) {
-    return Fail("--max_message_bytes: must be at least 1024");
+  // Below what clients send, a request a client sent could be refused for
+  // its size (request_limits.h).
+  if (absl::GetFlag(FLAGS_max_message_bytes) <
+      static_cast<int>(memgate::kMaxRequestBytes)) {
+    return Fail(absl::StrCat("--max_message_bytes: must be at least ",
+                             memgate::kMaxRequestBytes,
+                             " (what memgate's clients send at most)"));
   }
   const absl::Duration grace = absl::GetFlag(FLAGS_shutdown_grace);
   if (grace < absl::ZeroDuration() || grace > absl::Minutes(10)) {

@@ -241,11 +241,18 @@ TEST(ServerProcessTest, DecisionLogFile) {
 TEST(ServerProcessTest, BadFlagsFailFast) {
   for (const char* bad :
        {"--yellow=maybe", "--threshold=0.95", "--listen=256.1.1.1:1",
-        "--tls_cert=/nonexistent.pem"}) {
+        "--tls_cert=/nonexistent.pem", "--max_message_bytes=2048"}) {
     const RunResult r = testing::Run(ServerArgs({bad}), 30);
     EXPECT_NE(r.exit_code, 0) << bad;
     EXPECT_FALSE(r.err.empty()) << bad;
   }
+  // Below what clients send, a request could be refused for its size.
+  const RunResult small =
+      testing::Run(ServerArgs({"--max_message_bytes=65535"}), 30);
+  EXPECT_NE(small.exit_code, 0);
+  EXPECT_NE(small.err.find("--max_message_bytes: must be at least 65536"),
+            std::string::npos)
+      << small.err;
 }
 
 }  // namespace
