@@ -465,6 +465,13 @@ int CheckLaunchesFile(const CheckFlags& check, std::ostream& out,
     const int code = CheckOne(check, launches[i], one_out, one_err);
     outcomes.push_back({code, one_out.str(), one_err.str()});
     if (Severity(code) > Severity(outcomes[worst].code)) worst = i;
+    // A refusal decides the script whatever the rest say (no outcome is
+    // worse): the rest are not checked, so that a script's work, which
+    // the Slurm hook's time limit bounds, is not spent on launches that
+    // cannot change the verdict (each refusal also plans what would fit),
+    // and a script of many refused launches cannot run past that limit
+    // into the hook's policy for an unavailable memgate.
+    if (code == kExitRefuse) break;
   }
   const Outcome& decider = outcomes[worst];
   out << decider.out;
@@ -479,6 +486,11 @@ int CheckLaunchesFile(const CheckFlags& check, std::ostream& out,
           outcomes[i].out.empty() ? outcomes[i].err : outcomes[i].out;
       rest << "  launch " << i + 1 << ": "
            << text.substr(0, std::min(text.find('\n'), size_t{300})) << "\n";
+    }
+    if (outcomes.size() < launches.size()) {
+      rest << "  launches " << outcomes.size() + 1 << " to "
+           << launches.size()
+           << ": not checked (the refusal above decides the script)\n";
     }
   }
   return decider.code;

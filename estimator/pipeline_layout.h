@@ -18,10 +18,17 @@
 
 namespace memgate {
 
-// The most characters a layout may expand to: far beyond any real model
-// (a layer is one character), small enough that expanding is cheap.
-// Larger expansions are refused before any is built.
-inline constexpr uint64_t kMaxExpandedLayout = 1u << 20;
+// The most characters a layout may expand to, and the most (virtual)
+// stages a launch may list (megatron_args.cc): far beyond any real model
+// (a layer is one character; Llama-3.1-405B's 16 stages of 8 are 142,
+// a model of a thousand layers over 512 stages 1,512), small enough that
+// expanding it and estimating its stages is cheap, also for the 64
+// launches a batch script may hold (the Slurm hook's whole answer is
+// bounded by its time limit, 2 s by default: a launch of 2^20 stages took
+// 0.34 s to check, 64 of 2^14 stages 0.95 s, both on this project's
+// 2-core machine under load). Larger ones are refused before any is
+// built.
+inline constexpr uint64_t kMaxExpandedLayout = 1u << 13;
 
 struct PipelineLayout {
   uint32_t virtual_stages = 1;  // v = stages / p

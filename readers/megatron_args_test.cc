@@ -11,6 +11,7 @@
 #include "estimator/estimate.h"
 #include "estimator/job_resolver.h"
 #include "estimator/memory_model.h"
+#include "estimator/pipeline_layout.h"
 #include "gtest/gtest.h"
 #include "readers/hf_config.h"
 #include "tests/recipe_launches.h"
@@ -4555,10 +4556,41 @@ TEST(MegatronArgsTest, StageCountIsBoundedBeforeSplitting) {
         nullptr);
     return l.ok() ? std::string("accepted") : std::string(l.status().message());
   }();
-  EXPECT_NE(error.find("--pipeline-model-parallel-size: x virtual stages is "
-                       "2000000000; at most 1048576"),
+  EXPECT_NE(error.find(absl::StrCat(
+                "--pipeline-model-parallel-size: x virtual stages is "
+                "2000000000; at most ",
+                kMaxExpandedLayout, " stages are modelled")),
             std::string::npos)
       << error;
+}
+
+// The bound is also what keeps a batch script's work short (64 launches
+// under the Slurm hook's time limit): one over it is refused, one at it
+// is estimated (PP 4,096 of 2 chunks, 8,192 stages).
+TEST(MegatronArgsTest, AStageCountAtTheBoundIsEstimatedOneOverItRefused) {
+  const std::string launch =
+      "torchrun --nnodes 512 --nproc-per-node 8 pretrain_gpt.py "
+      "--num-layers 8192 --hidden-size 64 --num-attention-heads 4 "
+      "--seq-length 128 --max-position-embeddings 128 --micro-batch-size 1 "
+      "--global-batch-size 4096 --vocab-size 100 --bf16 "
+      "--pipeline-model-parallel-size 4096 "
+      "--decoder-first-pipeline-num-layers 2 "
+      "--decoder-last-pipeline-num-layers 2 ";
+  const absl::StatusOr<MegatronLaunch> at =
+      ParseMegatronLaunch(Words(launch + "--num-virtual-stages-per-pipeline-"
+                                         "rank 2"),
+                          nullptr);
+  ASSERT_TRUE(at.ok()) << at.status();
+  EXPECT_EQ(at->job.parallel().layers_per_stage_size(),
+            static_cast<int>(kMaxExpandedLayout));
+  const absl::StatusOr<MegatronLaunch> over =
+      ParseMegatronLaunch(Words(launch + "--num-virtual-stages-per-pipeline-"
+                                         "rank 4"),
+                          nullptr);
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("x virtual stages is 16384"),
+            std::string::npos)
+      << over.status();
 }
 
 // Arguments that are neither memory-relevant (the table) nor Megatron-LM's

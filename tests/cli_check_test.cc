@@ -39,6 +39,45 @@ std::vector<std::string> Launch(std::vector<std::string> check_flags,
   return args;
 }
 
+// A batch script's launches (--launches-file, as the Slurm hook passes
+// them): the worst decides. A refusal decides whatever the rest say, so
+// the rest are not checked (each refusal plans what would fit; a script
+// of many could otherwise run past the hook's time limit), and are named
+// as such; an invalid launch does not stop the check (a later refusal
+// would decide).
+TEST(CliCheckTest, ARefusedLaunchDecidesItsScriptAndEndsTheCheck) {
+  const std::string fits =
+      "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py --num-layers "
+      "32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads "
+      "32 --group-query-attention --num-query-groups 8 --vocab-size 128256 "
+      "--swiglu --normalization RMSNorm --disable-bias-linear "
+      "--position-embedding-type rope --hidden-dropout 0 --attention-dropout "
+      "0 --bf16 --tensor-model-parallel-size 8 --sequence-parallel "
+      "--use-distributed-optimizer --micro-batch-size 1 --global-batch-size "
+      "64 --seq-length 4096";
+  const std::string ooms = fits + " --micro-batch-size 64";
+  const std::string invalid = fits + " --tensor-model-parallel-size 3";
+  const std::string refused_first = testing::WriteTempFile(
+      "refused_first.txt", fits + "\n" + ooms + "\n" + invalid + "\n" +
+                               fits + "\n");
+  RunResult r = Check({"--gpu=h100-80gb", "--launches-file=" + refused_first});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("4 launches in the script; the one above (launch 2) "
+                       "decides"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("launches 3 to 4: not checked (the refusal above "
+                       "decides the script)"),
+            std::string::npos)
+      << r.err;
+  const std::string invalid_first = testing::WriteTempFile(
+      "invalid_first.txt", invalid + "\n" + fits + "\n" + ooms + "\n");
+  r = Check({"--gpu=h100-80gb", "--launches-file=" + invalid_first});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("(launch 3) decides"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("not checked"), std::string::npos) << r.err;
+}
+
 // Gemma 2 soft-caps its attention scores, which no TransformerEngine
 // kernel does: Megatron-Bridge runs it unfused, keeping a layer's scores,
 // their tanh and the fp32 softmax (s > 4096); its GeGLU runs unfused too

@@ -160,5 +160,19 @@ site lenient 'on_invalid = "refuse",' 'on_invalid = "admit",'
 expect script_shifted admit ""
 expect decoy refuse "REFUSE [RED] peak 51.58"  # readable launches: judged as before
 
+# A memgate that runs past the hook's time limit without a server (here
+# one that only sleeps: memgate's own work on a script is bounded far
+# below the limit) is the launches' doing, not a service that did not
+# answer: refused as an unreadable launch, even where the site admits
+# when memgate is unavailable.
+site slow 'on_unavailable = "refuse",' 'on_unavailable = "admit",'
+printf '#!/bin/sh\nexec sleep 30\n' > "$work/slow_memgate"
+chmod +x "$work/slow_memgate"
+sed -i -e "s|memgate = \"${memgate}\"|memgate = \"$work/slow_memgate\"|" \
+    -e "s|timeout_seconds = 2,|timeout_seconds = 0,|" "$hook_dir/job_submit.lua"
+grep -qF "$work/slow_memgate" "$hook_dir/job_submit.lua" || { echo "hook test: could not set the slow memgate"; exit 1; }
+limit_ms=3000
+expect decoy refuse "memgate did not finish checking the script's 2 launch(es) within 1 s"
+
 echo "hook test: ${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]

@@ -563,6 +563,18 @@ local function judge(script, settings, log)
     return invalid_launch(
         (output:gsub("^memgate check: ", ""):gsub("\n+$", "")), settings, log)
   end
+  -- Killed at the time limit without a server: memgate's own work on the
+  -- script ran past it, which only the script's launches can make long
+  -- (their work is bounded, kMaxExpandedLayout; a loaded host may add to
+  -- it). Not a service that did not answer: the site's policy for an
+  -- unreadable launch decides, never its policy for an unavailable
+  -- memgate (which may admit).
+  if code ~= 3 and (settings.server == nil or settings.server == "") then
+    return invalid_launch("memgate did not finish checking the script's " ..
+                          #launches .. " launch(es) within " ..
+                          (tonumber(settings.timeout_seconds) + 1) .. " s",
+                          settings, log)
+  end
   -- 3 (unavailable, already refused by --on-unavailable) or a timeout.
   if settings.on_unavailable == "admit" then
     log("memgate unavailable, admitted by site policy: " .. output)
