@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "estimator/attention_backend.h"
+#include "estimator/clipped_text.h"
 #include "estimator/estimate.h"
 #include "estimator/fixed_format.h"
 #include "estimator/report.h"
@@ -33,7 +34,12 @@ void AppendPeakVersusLimit(std::string& out, const v1::Estimate& e) {
   AppendFixed(out, 100 * e.threshold(), 0);
   out += "% of ";
   AppendFixed(out, capacity, 2);
-  absl::StrAppend(&out, " GiB ", e.job().accelerator().name(), ")");
+  out += " GiB";
+  // A GPU given by its memory alone has no name; a name from a request is
+  // quoted by its first bytes.
+  const std::string& gpu = e.job().accelerator().name();
+  if (!gpu.empty()) absl::StrAppend(&out, " ", Clipped(gpu, kQuotedNameBytes));
+  out += ")";
 }
 
 }  // namespace

@@ -30,6 +30,27 @@ TEST(AdmissionTest, AdmitsGreen) {
   EXPECT_TRUE(d->warnings().empty());
 }
 
+// The reason names the GPU as the job does: not at all where it is given
+// by its memory alone, by its first bytes where a request's name is long.
+TEST(AdmissionTest, TheReasonNamesTheGpuAsGiven) {
+  v1::Job unnamed = kGreen;
+  unnamed.mutable_accelerator()->clear_name();
+  unnamed.mutable_accelerator()->set_memory_bytes(40ull << 30);
+  unnamed.mutable_accelerator()->set_gpus_per_node(8);
+  absl::StatusOr<v1::Decision> d = AdmitJob(unnamed, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_NE(d->reason().find("(80% of 40.00 GiB)"), std::string::npos)
+      << d->reason();
+  v1::Job long_name = unnamed;
+  long_name.mutable_accelerator()->set_name(std::string(10000, 'g'));
+  d = AdmitJob(long_name, AdmissionPolicy());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_NE(d->reason().find("(80% of 40.00 GiB " + std::string(64, 'g') +
+                             "...)"),
+            std::string::npos)
+      << d->reason().substr(0, 300);
+}
+
 TEST(AdmissionTest, RefusesYellowByDefault) {
   absl::StatusOr<v1::Decision> d = AdmitJob(kYellow, AdmissionPolicy());
   ASSERT_TRUE(d.ok());
