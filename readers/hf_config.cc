@@ -194,6 +194,16 @@ class ConfigTree {
   google::protobuf::Struct top_;
 };
 
+// The family the config's model_type names, or nullptr (no object, no
+// model_type, a family memgate does not model).
+const Family* FamilyOfTree(ConfigTree& tree) {
+  const google::protobuf::Struct* top = tree.top();
+  if (top == nullptr) return nullptr;
+  const auto type = top->fields().find("model_type");
+  if (type == top->fields().end()) return nullptr;
+  return FamilyNamed(type->second.string_value());
+}
+
 // Whether the config gives `key` as null, which the typed parse cannot
 // tell from absent: asked only where a family's default for an absent key
 // differs from its fallback for a null one.
@@ -898,12 +908,9 @@ std::vector<std::string> KeysTheFamilyDoesNotReadOf(ConfigTree& tree) {
       {"use_qk_norm", {E::kGlm}},
   };
   std::vector<std::string> out;
-  const google::protobuf::Struct* top = tree.top();
-  if (top == nullptr) return out;
-  const auto type = top->fields().find("model_type");
-  if (type == top->fields().end()) return out;
-  const Family* family = FamilyNamed(type->second.string_value());
+  const Family* family = FamilyOfTree(tree);
   if (family == nullptr) return out;
+  const google::protobuf::Struct* top = tree.top();
   auto says_none = [](const google::protobuf::Value& v) {
     using google::protobuf::Value;
     switch (v.kind_case()) {
@@ -967,17 +974,6 @@ std::vector<std::string> HuggingFaceKeysTheFamilyDoesNotRead(
 
 namespace {
 
-// Whether the config's model_type is one of Qwen's MoE families, whose
-// num_experts 0 is a dense model (FillExperts).
-bool IsQwenMoeFamily(ConfigTree& tree) {
-  const google::protobuf::Struct* top = tree.top();
-  if (top == nullptr) return false;
-  const auto type = top->fields().find("model_type");
-  if (type == top->fields().end()) return false;
-  const Family* family = FamilyNamed(type->second.string_value());
-  return family != nullptr && family->experts == Family::kQwenMoe;
-}
-
 // A config's quantization_config, named for a note: its quant_method
 // (fp8, mxfp4, bitsandbytes, ...) where that is a short name, "given"
 // otherwise; empty where there is none (absent, null).
@@ -1036,7 +1032,10 @@ absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
           "Megatron-Bridge imports them), which is what is estimated"));
     }
   }
-  if (notes != nullptr && !model->has_moe() && IsQwenMoeFamily(tree)) {
+  // A Qwen MoE family's model without experts: num_experts 0 (FillExperts).
+  const Family* family = FamilyOfTree(tree);
+  if (notes != nullptr && !model->has_moe() && family != nullptr &&
+      family->experts == Family::kQwenMoe) {
     notes->push_back(absl::StrCat(
         path, ": num_experts 0: transformers builds no sparse MoE block "
         "and an MLP of intermediate_size on every layer; estimated as the "
@@ -1060,9 +1059,8 @@ absl::StatusOr<v1::ModelConfig> ReadHuggingFaceConfig(
         "count it)"));
   }
   if (!not_read.empty()) {
-    // (The family was found from model_type: the tree has it.)
-    const std::string type =
-        tree.top()->fields().at("model_type").string_value();
+    // (Keys are named only for a family memgate models: it is non-null.)
+    const std::string type(family->model_type);
     const std::string list = NamedKeys(not_read);
     const std::string why = absl::StrCat(
         "other families' experts, latent attention, next-token layers, "
