@@ -222,6 +222,16 @@ std::vector<std::string> KeyNotes(std::vector<std::string> notes) {
   return notes;
 }
 
+// Writes `json` to a fresh file under the test's temporary directory.
+std::string ConfigFile(const std::string& name, const std::string& json) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  FILE* f = fopen(path.c_str(), "w");
+  if (f == nullptr) return path;
+  fputs(json.c_str(), f);
+  fclose(f);
+  return path;
+}
+
 // Every key of the published configs memgate models is either read or
 // reviewed; a key it has not seen (a newer family feature) is named, not
 // read past unsaid. The note names at most ten.
@@ -254,13 +264,9 @@ TEST(HfConfigTest, UnreviewedKeysAreNamed) {
   std::string extra;
   for (int i = 0; i < 12; ++i) extra += "\"k" + std::to_string(10 + i) + "\": 1, ";
   many.replace(many.find("\"vocab_size\""), 0, extra);
-  const std::string path = ::testing::TempDir() + "/many_keys.json";
-  FILE* f = fopen(path.c_str(), "w");
-  ASSERT_NE(f, nullptr);
-  fputs(many.c_str(), f);
-  fclose(f);
   std::vector<std::string> notes;
-  ASSERT_TRUE(ReadHuggingFaceConfig(path, &notes).ok());
+  ASSERT_TRUE(
+      ReadHuggingFaceConfig(ConfigFile("many_keys.json", many), &notes).ok());
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("k10, k11"), std::string::npos) << notes[0];
   EXPECT_NE(notes[0].find("k19 and 2 more"), std::string::npos) << notes[0];
@@ -269,13 +275,10 @@ TEST(HfConfigTest, UnreviewedKeysAreNamed) {
   std::string long_key(kLlama31_8B);
   long_key.replace(long_key.find("\"vocab_size\""), 0,
                    "\"" + std::string(100000, 'q') + "\": 1, ");
-  const std::string long_path = ::testing::TempDir() + "/long_key.json";
-  f = fopen(long_path.c_str(), "w");
-  ASSERT_NE(f, nullptr);
-  fputs(long_key.c_str(), f);
-  fclose(f);
   notes.clear();
-  ASSERT_TRUE(ReadHuggingFaceConfig(long_path, &notes).ok());
+  ASSERT_TRUE(
+      ReadHuggingFaceConfig(ConfigFile("long_key.json", long_key), &notes)
+          .ok());
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_LT(notes[0].size(), 600u);
   EXPECT_NE(notes[0].find(std::string(64, 'q') + "..."), std::string::npos)
@@ -303,16 +306,6 @@ std::string WithValue(std::string json, const std::string& key,
                  absl::StrCat(quoted, " ", value));
   }
   return json;
-}
-
-// Writes `json` to a fresh file under the test's temporary directory.
-std::string ConfigFile(const std::string& name, const std::string& json) {
-  const std::string path = ::testing::TempDir() + "/" + name;
-  FILE* f = fopen(path.c_str(), "w");
-  if (f == nullptr) return path;
-  fputs(json.c_str(), f);
-  fclose(f);
-  return path;
 }
 
 // Keys memgate reads for some families, in a config of a family whose
