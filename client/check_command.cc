@@ -18,7 +18,6 @@
 #include "client/preflight.h"
 #include "client/remote_client.h"
 #include "client/user_path.h"
-#include "estimator/estimate.h"
 #include "estimator/report.h"
 #include "readers/file_util.h"
 #include "readers/job_reader.h"
@@ -394,15 +393,10 @@ int CheckOne(const CheckFlags& check, const std::vector<std::string>& launch,
       err << "memgate check: " << hint(s.message()) << "\n";
       return kExitInvalid;
     }
-    // The service could not answer. Bad input is still bad input: classify
-    // it locally so a hook tells a broken job from a broken service.
-    const absl::Status local =
-        job.ok() ? EstimateJob(*job).status() : job.status();
-    if (!local.ok()) {
-      err << "memgate check: " << hint(local.message()) << "\n";
-      return kExitInvalid;
-    }
-    // The site's policy decides.
+    // The service could not answer a job PreflightCheck found valid (it
+    // classifies the job locally when the service does not answer: an
+    // invalid one came back INVALID_ARGUMENT, above). The site's policy
+    // decides.
     if (on_unavailable == "admit") {
       err << "memgate check: WARNING: " << s.message()
           << "; admitting unchecked (--on-unavailable=admit)\n";

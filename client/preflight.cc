@@ -48,7 +48,7 @@ absl::StatusOr<v1::Decision> Decide(const v1::Job& job,
   // as `memgate check` does, so that a launcher tells a broken job from a
   // broken service (its policy for the second may admit).
   if (absl::Status local = EstimateJob(job).status(); !local.ok()) {
-    return local;
+    return absl::InvalidArgumentError(local.message());
   }
   return answer;
 }
