@@ -194,9 +194,14 @@ TEST(ServerProcessTest, NothingListeningIsExitThreeOrThePolicy) {
   EXPECT_EQ(admitted.exit_code, 0) << admitted.err;
   EXPECT_NE(admitted.err.find("admitting unchecked"), std::string::npos);
 
-  // Bad input is still bad input, whatever the service's state.
+  // Bad input is still bad input, whatever the service's state: a flag
+  // refused as it is read, and a job whose fields break a rule, which only
+  // the local classification of a job the service did not answer finds.
   const RunResult invalid = Check(address, PaperCell("0", "2", "1"));
   EXPECT_EQ(invalid.exit_code, 2);
+  const RunResult broken = Check(address, PaperCell("3", "2", "1"));
+  EXPECT_EQ(broken.exit_code, 2) << broken.err;
+  EXPECT_NE(broken.err.find("num_gpus"), std::string::npos) << broken.err;
 }
 
 TEST(ServerProcessTest, SigtermStopsCleanly) {
