@@ -293,4 +293,22 @@ SpeedFactors SpeedOf(const ModelShape& m, const LayerWeights& weights,
   return f;
 }
 
+uint32_t MostLayersRecomputedBelow(double worth, uint32_t chunk_layers,
+                                   double expert) {
+  if (FullRecomputeCost(chunk_layers, chunk_layers, expert) < worth) {
+    return chunk_layers;
+  }
+  // Bisection: O(log chunk_layers) whatever the model's depth.
+  uint32_t lo = 0, hi = chunk_layers;  // lo costs less (or is 0), hi not
+  while (hi - lo > 1) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    if (FullRecomputeCost(mid, chunk_layers, expert) < worth) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 }  // namespace memgate

@@ -192,15 +192,22 @@ double SelectiveRecomputeCost(const ModelShape& m, const LayerWeights& weights,
                               double seq_length, double element_bytes,
                               const CostModel& cost = {});
 
-// (7), (6) The expert exchange's share again where an MoE layer is
-// recomputed whole (moe): its dispatch and combine run forward once more,
-// two of the four passes (6) prices. `expert` is a layout's factor (6),
-// 1 / (1 + x); the factor that recomputing it adds is (1 + x) / (1 + 3x/2):
-// 1 without an exchange.
-inline double MoeRecomputeExchange(double expert) {
+// (7), (6) The step's time, relative to what it was, where a share
+// `recomputed` of the layers runs its expert exchange forward again (an
+// MoE layer recomputed whole, by Megatron's "moe" module or by full
+// recomputation): its dispatch and combine once more, two of the four
+// passes (6) prices. `expert` is a layout's factor (6), 1 / (1 + x), the
+// exchange x of the compute: 1 + recomputed x / (2 (1 + x)), which is
+// 1 + recomputed (1 - expert) / 2; 1 without an exchange.
+inline double ExchangeForwardAgain(double recomputed, double expert) {
   if (!(expert > 0 && expert < 1)) return 1;
-  const double x = 1 / expert - 1;
-  return (1 + x) / (1 + 1.5 * x);
+  return 1 + recomputed * (1 - expert) / 2;
+}
+
+// The factor that recomputing every MoE layer whole adds to a layout's
+// speed: (1 + x) / (1 + 3x/2).
+inline double MoeRecomputeExchange(double expert) {
+  return 1 / ExchangeForwardAgain(1, expert);
 }
 
 // (7) with (6): `cost`, SelectiveRecomputeCost of `modules`, at a layout
@@ -214,10 +221,21 @@ inline double SelectiveRecomputeCostAt(const SelectiveModules& modules,
 
 // 1 + the share of a chunk's forward and backward that full recomputation
 // (method block) of `layers` of its `chunk_layers` adds: one more forward
-// of them, a third of forward and backward.
-inline double FullRecomputeCost(double layers, double chunk_layers) {
-  return 1 + layers / (3 * chunk_layers);
+// of them, a third of forward and backward, and, in an MoE model, their
+// exchange's forward again, at a layout whose expert factor (6) is
+// `expert` (1: none), as Megatron's "moe" module is priced
+// (SelectiveRecomputeCostAt): recomputing a few whole MoE layers is not
+// cheaper than it is.
+inline double FullRecomputeCost(double layers, double chunk_layers,
+                                double expert) {
+  const double share = layers / chunk_layers;
+  return (1 + share / 3) * ExchangeForwardAgain(share, expert);
 }
+
+// The most of `chunk_layers` whose full recomputation costs less than
+// `worth` (FullRecomputeCost rises with the layers): 0 where none does.
+uint32_t MostLayersRecomputedBelow(double worth, uint32_t chunk_layers,
+                                   double expert);
 
 // (4) The LM head's per-token forward FLOPs, 2hv (v the vocabulary's rows
 // as padded at TP `tensor`), in layers of the model's average forward at

@@ -270,8 +270,8 @@ double DeepSeekV3LayerForward(const LayerWeights& w, double seq) {
 // (1,536 x 128 x 192 and 512 x 128 x 256), against 3 x the layer's forward
 // (2 per active weight and causal attention's 2 s a (192 + 128) / 2). The
 // elementwise modules (experts' activation, norms, RoPE) cost their bytes
-// at the HBM ratio: twice as much in fp32. Together under the cheapest
-// full recomputation (a quarter of a stage, x 13/12); none costs nothing.
+// at the HBM ratio: twice as much in fp32. Together under a quarter of a
+// stage recomputed whole (x 13/12); none costs nothing.
 TEST(CostModelTest, SelectiveRecomputationPaysOneMoreForwardOfItsModules) {
   const ModelShape v3 = CatalogShape("deepseek-v3");
   const LayerWeights w = ActiveWeightsPerToken(v3);
@@ -376,6 +376,38 @@ TEST(CostModelTest, MoeLayerRecomputationPaysItsGemmsAndExchangeAgain) {
   EXPECT_EQ(MoeRecomputeExchange(0), 1);  // not a factor: no price
   EXPECT_NEAR(MoeRecomputeExchange(0.5), 2.0 / 2.5, 1e-12);  // x = 1
   EXPECT_NEAR(MoeRecomputeExchange(0.8), 1.25 / 1.375, 1e-12);  // x = 1/4
+}
+
+// Full recomputation (method block) of n of a chunk's L layers: one more
+// forward of them, a third of their forward and backward, and in an MoE
+// model their exchange's forward again, two of its four passes, as the
+// "moe" module pays it (every MoE layer: MoeRecomputeExchange). The most
+// layers below a price are found by bisection, whatever the depth.
+TEST(CostModelTest, FullRecomputationPaysItsLayersForwardAndExchange) {
+  EXPECT_NEAR(FullRecomputeCost(1, 4, 1), 1 + 1.0 / 12, 1e-12);
+  EXPECT_NEAR(FullRecomputeCost(8, 8, 1), 4.0 / 3, 1e-12);
+  EXPECT_EQ(FullRecomputeCost(0, 8, 0.5), 1);
+  // x = 1 (expert 1/2): the exchange is as long as the compute; half of
+  // it again for half of the layers is an eighth of the step.
+  EXPECT_NEAR(FullRecomputeCost(4, 8, 0.5), (1 + 1.0 / 6) * (1 + 0.125),
+              1e-12);
+  EXPECT_NEAR(1 / ExchangeForwardAgain(1, 0.5), MoeRecomputeExchange(0.5),
+              1e-12);
+  EXPECT_EQ(ExchangeForwardAgain(0.5, 1), 1);
+  EXPECT_EQ(ExchangeForwardAgain(0.5, 0), 1);  // not a factor: no price
+
+  // Below x 1.25: 3 of 4 layers cost exactly that, 2 less.
+  EXPECT_EQ(MostLayersRecomputedBelow(1.25, 4, 1), 2u);
+  EXPECT_EQ(MostLayersRecomputedBelow(2, 4, 1), 4u);
+  EXPECT_EQ(MostLayersRecomputedBelow(1, 4, 1), 0u);
+  EXPECT_EQ(MostLayersRecomputedBelow(0.5, 4, 1), 0u);
+  // The exchange's share lowers it; a million-layer chunk is bisected.
+  EXPECT_LT(MostLayersRecomputedBelow(1.2, 1000, 0.5),
+            MostLayersRecomputedBelow(1.2, 1000, 1));
+  const uint32_t deep = 1u << 20;
+  const uint32_t most = MostLayersRecomputedBelow(1.2, deep, 1);
+  EXPECT_LT(FullRecomputeCost(most, deep, 1), 1.2);
+  EXPECT_GE(FullRecomputeCost(most + 1, deep, 1), 1.2);
 }
 
 }  // namespace

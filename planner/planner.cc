@@ -770,26 +770,25 @@ StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
   return peak;
 }
 
-// A layout that does not fit is first tried with the cheap selective
-// modules (CheapModulesFor), at their price (cost_model.h (7): x 1.04 for
-// DeepSeek-V3, mostly MLA's up projections), which is below any full
-// recomputation's (at least a quarter of a stage's layers, x 13/12).
-// Otherwise with the least full recomputation (method block) that makes
-// it fit, in quarters of the largest stage's layers, the smallest first,
-// all of them last (most layouts that fit by recomputing fit by a quarter
-// or two), each paying one more forward of the recomputed layers (a
-// forward is about a third of forward plus backward). A dense model's MLP
-// recomputed selectively (FfnModulesFor) is tried among those quarters at
-// its own price, before the first that costs as much or more: x 1.26 for
-// Llama-3.1-405B at 8k, whose MLP is four fifths of a layer's FLOPs,
-// between three quarters (x 1.25) and all (x 1.33); x 1.16 at 128k, where
-// attention's s x s work, which it does not repeat, is half. An MoE
-// model's MoE layers recomputed whole (Megatron's "moe") take the MLP's
-// place, at their GEMMs' price and their exchange's forward again (the
-// layout's: cost_model.h MoeRecomputeExchange): DeepSeek-V3 over 2-layer
-// chunks fits by them at about x 1.28 where it would recompute both layers
-// (x 4/3). So the first choice that fits is the cheapest; at most six
-// estimates, so the search stays bounded.
+// A layout that does not fit is made to fit by the cheapest recomputation
+// that does, each choice priced as one more forward of what it recomputes
+// (a forward is about a third of forward plus backward): full
+// recomputation (method block) of the least number of each chunk's layers
+// that fits, x (1 + n / 3L) for n of L; Megatron's cheap selective modules
+// (CheapModulesFor: x 1.04 for DeepSeek-V3, mostly MLA's up projections,
+// cost_model.h (7)); and a dense model's MLP recomputed selectively
+// (FfnModulesFor): x 1.26 for Llama-3.1-405B at 8k, whose MLP is four
+// fifths of a layer's FLOPs, between three quarters of a chunk (x 1.25)
+// and all (x 1.33); x 1.16 at 128k, where attention's s x s work, which it
+// does not repeat, is half. An MoE model's MoE layers recomputed whole
+// (Megatron's "moe") take the MLP's place, at their GEMMs' price and their
+// exchange's forward again (the layout's: cost_model.h
+// MoeRecomputeExchange): DeepSeek-V3 over 2-layer chunks fits by them at
+// about x 1.28 where it would recompute both layers (x 4/3). A selective
+// choice is tried once it costs no more than the least count of layers
+// not yet ruled out, so the first that fits is the cheapest. At most two
+// selective estimates and 4 + log2(L / 4) counts, so the search stays
+// bounded.
 //
 // As the micro-batch grows at one global batch a stage's peak hardly falls
 // (what it holds is b times its micro-batches in flight, min(b x in
@@ -797,8 +796,8 @@ StagePeak PeakOf(const Search& s, const Layout& l, const StageSplit& split,
 // than kMicroBatchFall where it falls: memory_model.h), so for one layout
 // in increasing micro-batch sizes `probe` carries what the smaller ones
 // found by more than that fall (FarOver): once even every layer does not
-// fit, no larger one is tried, nor a quarter below the least not ruled
-// out, nor selective modules that did not fit, nor the schedule as given.
+// fit, no larger one is tried, nor a count of layers ruled out, nor
+// selective modules that did not fit, nor the schedule as given.
 // Under Megatron's own attention (Layout::unfused_attention) nothing is
 // carried: a larger micro-batch can bring its fused softmax kernel in, a
 // third less.
@@ -810,7 +809,7 @@ struct RecomputeProbe {
   // found of the weights, gradients and optimizer states (which do not
   // depend on the micro-batch): a lower bound, as a probe's are.
   bool over_as_given = false;
-  uint32_t least = 0;      // no quarter below this fits
+  uint32_t least = 0;      // no count of layers below this fits
   double model_states = 0;
 };
 
@@ -888,17 +887,27 @@ bool FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
     entry.speed /= entry.recompute_cost;
     return true;
   };
-  if (fits_by(s.cheap, ModuleSet::kCheap, kept.cheap, probe.cheap_failed)) {
+  // The selective choices, each tried once it costs no more than `cost`
+  // (the least full recomputation not yet ruled out, or any): the cheap
+  // modules first, then those with the MLP or MoE part.
+  bool cheap_tried = false, ffn_tried = false;
+  auto selective_fits = [&](double cost) {
+    if (!cheap_tried && cost_of(s.cheap) <= cost) {
+      cheap_tried = true;
+      if (fits_by(s.cheap, ModuleSet::kCheap, kept.cheap, probe.cheap_failed)) {
+        return true;
+      }
+    }
+    if (!ffn_tried && cost_of(s.ffn) <= cost) {
+      ffn_tried = true;
+      return fits_by(s.ffn, ModuleSet::kWithFfn, kept.ffn, probe.ffn_failed);
+    }
     return false;
-  }
-  bool ffn_tried = false;
-  auto fits_by_ffn = [&] {
-    ffn_tried = true;
-    return fits_by(s.ffn, ModuleSet::kWithFfn, kept.ffn, probe.ffn_failed);
   };
+  const double any = std::numeric_limits<double>::infinity();
   // Full recomputation under full recomputation's rules only: the
   // Megatron-LM EP overlap refuses it (validation.cc).
-  if (!s.allow_full_recompute) return !fits_by_ffn() && !untried;
+  if (!s.allow_full_recompute) return !selective_fits(any) && !untried;
   Layout full = l;
   UseFullRecomputation(full);
   StagePeak peak;
@@ -907,46 +916,61 @@ bool FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
     peak = PeakOf(s, full, split, chunks, kept.full, /*probe=*/true);
     return IsGreen(s, peak);
   };
-  // Smallest first: a peak never rises as more layers are recomputed
-  // (monotonic_estimates_test, "block recomputation of one layer more"),
-  // so the first that fits is the least, and every layer, tried last, is
-  // the test of whether any fits. A larger micro-batch starts from the
-  // first quarter not ruled out by more than it could fall.
+  // A peak never rises as more layers are recomputed (monotonic_estimates_
+  // test, "block recomputation of one layer more"), so the counts that fit
+  // are those from the least up: quarters of the chunk, the smallest
+  // first, bracket it (most layouts that fit by recomputing fit by a
+  // quarter or two) and a bisection between the last quarter that missed
+  // and the first that fits finds it in layers, as Megatron counts them
+  // (--recompute-num-layers). The largest count tried is the largest that
+  // costs less than `worth`; every layer, where that is all of them, is
+  // the test of whether any fits. A count that misses by more than a
+  // larger micro-batch could lower the peak (FarOver) misses there too, as
+  // every smaller one does: `probe.least` starts that search above it.
+  const uint32_t affordable =
+      MostLayersRecomputedBelow(worth, stage_layers, entry.exchange);
+  uint32_t missed = std::min(affordable, probe.least > 0 ? probe.least - 1 : 0);
   uint32_t least = 0;
-  uint32_t previous = 0;
-  bool tried_all = true;  // up to every layer
-  bool ruled_out = true;  // every quarter tried so far, by FarOver
-  for (uint32_t quarter = 1; quarter <= 4; ++quarter) {
-    const uint32_t n = (stage_layers * quarter + 3) / 4;
-    const double cost = FullRecomputeCost(n, stage_layers);
-    // The MLP or MoE part first where it costs no more.
-    if (!ffn_tried && cost_of(s.ffn) <= cost && fits_by_ffn()) return false;
-    if (n == previous || n < probe.least) continue;
-    if (cost >= worth) {
-      tried_all = false;
-      break;
+  StagePeak least_peak;
+  // Tries `n` layers, after any selective choice that costs no more than
+  // the least count not ruled out; true where a choice that fits is found.
+  auto found_by = [&](uint32_t n) {
+    if (selective_fits(
+            FullRecomputeCost(missed + 1, stage_layers, entry.exchange))) {
+      return true;
     }
-    previous = n;
     if (fits(n)) {
       least = n;
-      break;
+      least_peak = peak;
+      return false;
     }
-    if (ruled_out && FarOver(s, peak)) {
-      probe.least = n + 1;
-    } else {
-      ruled_out = false;
-    }
+    missed = n;
+    if (FarOver(s, peak)) probe.least = std::max(probe.least, n + 1);
+    return false;
+  };
+  for (uint32_t quarter = 1; quarter <= 4 && least == 0; ++quarter) {
+    const uint32_t n = std::min(affordable, (stage_layers * quarter + 3) / 4);
+    if (n > missed && found_by(n)) return false;
+  }
+  while (least > missed + 1) {
+    if (found_by(missed + (least - missed) / 2)) return false;
   }
   if (least == 0) {
-    // Every layer did not fit, by more than a larger micro-batch's fall.
-    if (tried_all && ruled_out) probe.hopeless = true;
-    return tried_all;
+    // Every layer did not fit, by more than a larger micro-batch's fall;
+    // nor, then, do selective modules (they keep more).
+    if (probe.least > stage_layers) probe.hopeless = true;
+    if (affordable == stage_layers) return true;
+    // Not every count was tried (`worth`): a selective choice may cost
+    // less than the first left out.
+    selective_fits(any);
+    return false;
   }
-  if (ruled_out) probe.least = least;
-  entry.peak_bytes = peak.admission;
+  const double cost = FullRecomputeCost(least, stage_layers, entry.exchange);
+  if (selective_fits(cost)) return false;
+  entry.peak_bytes = least_peak.admission;
   entry.zone = v1::ZONE_GREEN;
   entry.recompute = least;
-  entry.recompute_cost = FullRecomputeCost(least, stage_layers);
+  entry.recompute_cost = cost;
   entry.speed /= entry.recompute_cost;
   return false;
 }

@@ -148,12 +148,14 @@ struct PlanOptions {
 // the deepest, always tried), and shallower ones, for one whose longer
 // chunks let it recompute a smaller share of them (recomputation counts
 // whole layers of a chunk): two cover chunks of one layer growing to four,
-// where quarters of a chunk can be recomputed. A layout (TP, CP, PP, EP,
-// ETP, MBS) costs at most kVariantsPerTier + kDeeperInterleavingsTried +
-// kShallowerInterleavingsTried schedules' estimates, whatever its split
-// (each one estimate and, where it does not fit, at most six probes: the
-// cheap selective modules, a dense MLP, four counts of full
-// recomputation), so kMaxPlanLayouts bounds a plan's work.
+// where a chunk's layers can be recomputed in a finer share. A layout
+// (TP, CP, PP, EP, ETP, MBS) costs at most kVariantsPerTier +
+// kDeeperInterleavingsTried + kShallowerInterleavingsTried schedules'
+// estimates, whatever its split (each one estimate and, where it does not
+// fit, at most two selective probes, the cheap modules and a dense MLP,
+// and 4 + log2(L / 4) counts of full recomputation of a chunk of L
+// layers: quarters, then a bisection), so kMaxPlanLayouts and the model's
+// layers bound a plan's work.
 inline constexpr uint32_t kDeeperInterleavingsTried = 4;
 inline constexpr uint32_t kShallowerInterleavingsTried = 2;
 // Plain, the fastest interleaving, the deeper and shallower ones tried,

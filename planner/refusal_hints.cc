@@ -180,10 +180,11 @@ std::vector<v1::Recompute::Module> ModulesThatFit(const v1::Job& job,
         WithDatasheetRatios(CostModel(), job.accelerator().name());
     const LayerWeights weights = ActiveWeightsPerToken(shape);
     const double expert =
-        ffn.moe ? SpeedOf(shape, weights, layout, /*microbatches=*/1,
-                          job.accelerator().gpus_per_node(), cost)
-                      .expert
-                : 1;
+        shape.experts > 0 ? SpeedOf(shape, weights, layout,
+                                    /*microbatches=*/1,
+                                    job.accelerator().gpus_per_node(), cost)
+                                .expert
+                          : 1;
     const double ffn_cost = SelectiveRecomputeCostAt(
         ffn,
         SelectiveRecomputeCost(shape, weights, ffn, layout.seq_length,
@@ -191,7 +192,7 @@ std::vector<v1::Recompute::Module> ModulesThatFit(const v1::Job& job,
                                cost),
         expert);
     if (stage_layers == 0 ||
-        ffn_cost >= FullRecomputeCost(least_layers, stage_layers)) {
+        ffn_cost >= FullRecomputeCost(least_layers, stage_layers, expert)) {
       return {};
     }
   }
