@@ -378,11 +378,11 @@ int CheckOne(const CheckFlags& check, const std::vector<std::string>& launch,
     decision = PreflightCheck(*job, *options);
   }
 
-  // A launch's job is named in the launch's own arguments, and what
-  // reading it noted (a replaced argument, a default) is said too.
+  // A launch's job is named in the launch's own arguments (a model field
+  // that --model-config fills, by the config's key), and what reading it
+  // noted (a replaced argument, a default) is said too.
   auto hint = [&](absl::string_view message) {
-    std::string text = launch.empty() ? check.job.WithHint(std::string(message))
-                                      : WithLaunchHint(std::string(message));
+    std::string text = check.job.WithHint(std::string(message), launch);
     for (const std::string& n : notes) absl::StrAppend(&text, "\n  note: ", n);
     return text;
   };

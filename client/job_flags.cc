@@ -684,28 +684,6 @@ std::string WithConfigKeys(
 
 }  // namespace
 
-std::string JobFlags::WithHint(const std::string& message) const {
-  const size_t colon = message.find(':');
-  if (!model_config || colon == std::string::npos) {
-    return WithFlagHint(message);
-  }
-  // The fields read from the file: those no flag overrides.
-  std::vector<const ConfigKeyForField*> from_file;
-  for (const ConfigKeyForField& f : kConfigKeyForField) {
-    if (!(this->*f.flag).has_value()) from_file.push_back(&f);
-  }
-  const std::string field = message.substr(0, colon);
-  const std::string rule =
-      WithConfigKeys(absl::string_view(message).substr(colon), from_file);
-  for (const ConfigKeyForField* f : from_file) {
-    if (field == f->field) {
-      return absl::StrCat(field, " (", f->key, " in ", *model_config, ")",
-                          rule);
-    }
-  }
-  return WithFlagHint(field + rule);
-}
-
 namespace {
 
 // The Megatron-LM argument that sets each field a launch gives
@@ -745,6 +723,22 @@ constexpr FlagForField kLaunchArgumentForField[] = {
     {"num_gpus", "torchrun --nnodes x --nproc-per-node, or --gpus"},
 };
 
+// Whether the launch's words give the argument that sets `field`
+// ("--num-layers 32" or "--num-layers=32"; Megatron's parser takes no
+// abbreviations).
+bool LaunchGivesArgument(const std::vector<std::string>& launch,
+                         absl::string_view field) {
+  for (const FlagForField& f : kLaunchArgumentForField) {
+    if (f.field != field) continue;
+    for (const std::string& word : launch) {
+      if (word == f.flag || absl::StartsWith(word, absl::StrCat(f.flag, "="))) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string WithLaunchHint(const std::string& message) {
@@ -763,6 +757,33 @@ std::string WithLaunchHint(const std::string& message) {
     return out;
   }
   return WithFlagHint(message);
+}
+
+std::string JobFlags::WithHint(const std::string& message,
+                               const std::vector<std::string>& launch) const {
+  auto plain = [&](const std::string& text) {
+    return launch.empty() ? WithFlagHint(text) : WithLaunchHint(text);
+  };
+  const size_t colon = message.find(':');
+  if (!model_config || colon == std::string::npos) return plain(message);
+  // The fields read from the file: those no flag overrides and the launch,
+  // if any, does not give.
+  std::vector<const ConfigKeyForField*> from_file;
+  for (const ConfigKeyForField& f : kConfigKeyForField) {
+    if (!(this->*f.flag).has_value() && !LaunchGivesArgument(launch, f.field)) {
+      from_file.push_back(&f);
+    }
+  }
+  const std::string field = message.substr(0, colon);
+  const std::string rule =
+      WithConfigKeys(absl::string_view(message).substr(colon), from_file);
+  for (const ConfigKeyForField* f : from_file) {
+    if (field == f->field) {
+      return absl::StrCat(field, " (", f->key, " in ", *model_config, ")",
+                          rule);
+    }
+  }
+  return plain(field + rule);
 }
 
 }  // namespace memgate::cli

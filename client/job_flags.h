@@ -109,11 +109,14 @@ struct JobFlags {
   // conflicts: --gpus is how a user overrides torchrun's.
   absl::Status ApplyTo(v1::Job& job, bool refuse_conflicts) const;
 
-  // WithFlagHint's message, except that a model field read from
-  // --model-config, and not overridden by its flag, is named by the
-  // config's key ("model.num_query_groups (num_key_value_heads in
-  // config.json): ..."): the user wrote the file, not the flag.
-  std::string WithHint(const std::string& message) const;
+  // WithFlagHint's message (WithLaunchHint's for a job read from
+  // `launch`, when not empty), except that a model field read from
+  // --model-config, which neither its flag nor the launch's argument
+  // gives, is named by the config's key ("model.num_query_groups
+  // (num_key_value_heads in config.json): ..."): the user wrote the file,
+  // not the flag or the argument.
+  std::string WithHint(const std::string& message,
+                       const std::vector<std::string>& launch = {}) const;
 
   // The model --model-config or --model names, if any: what a launch line
   // leaves out is filled from it.

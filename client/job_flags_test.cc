@@ -420,6 +420,32 @@ TEST(JobFlagsTest, AConfigsModelIsNamedByTheConfigsKeys) {
             "model.num_query_groups (num_key_value_heads) = 5 (got 32)");
   // Without a config: WithFlagHint.
   EXPECT_EQ(JobFlags().WithHint(heads), WithFlagHint(heads));
+
+  // A launch's job: the config names what the launch leaves it to fill,
+  // the launch's argument what the launch gives (either spelling).
+  const std::vector<std::string> without_heads = {
+      "pretrain_gpt.py", "--num-layers", "32", "--seq-length", "8192"};
+  EXPECT_EQ(from_file.WithHint(heads, without_heads),
+            "model.num_attention_heads (num_attention_heads in config.json): "
+            "must be a multiple of model.num_query_groups "
+            "(num_key_value_heads) = 5 (got 32)");
+  for (const std::vector<std::string>& launch :
+       {std::vector<std::string>{"pretrain_gpt.py", "--num-attention-heads",
+                                 "32"},
+        std::vector<std::string>{"pretrain_gpt.py",
+                                 "--num-attention-heads=32"}}) {
+    EXPECT_EQ(from_file.WithHint(heads, launch),
+              "model.num_attention_heads (--num-attention-heads): must be a "
+              "multiple of model.num_query_groups (num_key_value_heads) = 5 "
+              "(got 32)");
+  }
+  EXPECT_EQ(from_file.WithHint("model.num_layers: x", without_heads),
+            "model.num_layers (--num-layers): x");
+  // A field no config key gives: the launch's argument, as without one.
+  EXPECT_EQ(from_file.WithHint("training.recompute.num_layers: x",
+                               without_heads),
+            WithLaunchHint("training.recompute.num_layers: x"));
+  EXPECT_EQ(JobFlags().WithHint(heads, without_heads), WithLaunchHint(heads));
 }
 
 // A model whose layers do not divide over PP (DeepSeek-V3's 61 over 8) has

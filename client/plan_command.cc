@@ -284,8 +284,7 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
   auto fail = [&](const absl::Status& s) {
     const std::string message(s.message());
     err << "memgate plan: "
-        << (launch.empty() ? plan_flags.model.WithHint(message)
-                           : WithFlagHint(message))
+        << plan_flags.model.WithHint(message, launch)
         << "\n";
     return ServiceDidNotAnswer(s) ? kExitUnavailable : kExitInvalid;
   };

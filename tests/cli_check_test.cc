@@ -26,9 +26,10 @@ std::vector<std::string> Launch(std::vector<std::string> check_flags,
         "pretrain_gpt.py", "--num-layers", "32", "--hidden-size", "4096",
         "--ffn-hidden-size", "14336", "--num-attention-heads", "32",
         "--group-query-attention", "--num-query-groups", "8", "--vocab-size",
-        "128256", "--untie-embeddings-and-output-weights", "--swiglu", "--normalization", "RMSNorm", "--disable-bias-linear",
-          "--position-embedding-type", "rope", "--hidden-dropout", "0",
-          "--attention-dropout", "0", "--bf16", 
+        "128256", "--untie-embeddings-and-output-weights", "--swiglu",
+        "--normalization", "RMSNorm", "--disable-bias-linear",
+        "--position-embedding-type", "rope", "--hidden-dropout", "0",
+        "--attention-dropout", "0", "--bf16",
         "--tensor-model-parallel-size", "4", "--pipeline-model-parallel-size",
         "2", "--sequence-parallel", "--use-distributed-optimizer",
         "--micro-batch-size", "1", "--global-batch-size", "1024",
@@ -349,6 +350,48 @@ TEST(CliCheckTest, AnInvalidLaunchIsNamedInItsOwnArguments) {
       << r.err;
 }
 
+// A launch whose model --model-config fills: a field the config gives is
+// named by its key (the user wrote the file, not the launch's argument),
+// one the launch gives by its argument.
+TEST(CliCheckTest, WhatAConfigFillsIsNamedByItsKeys) {
+  const std::string path = testing::WriteTempFile(
+      "five_kv_heads.json",
+      R"({"model_type": "llama", "hidden_size": 4096,
+          "num_hidden_layers": 32, "num_attention_heads": 32,
+          "num_key_value_heads": 5, "intermediate_size": 14336,
+          "vocab_size": 128256})");
+  std::vector<std::string> args = {
+      "--model-config=" + path, "--gpu=h100-80gb", "--gpus=8", "--",
+      "pretrain_gpt.py", "--seq-length", "8192", "--micro-batch-size", "1",
+      "--bf16"};
+  RunResult r = Check(args);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(r.err.rfind("memgate check: model.num_attention_heads "
+                        "(num_attention_heads in " + path + "): must be a "
+                        "multiple of model.num_query_groups "
+                        "(num_key_value_heads) = 5 (got 32)",
+                        0),
+            0u)
+      << r.err;
+  args.push_back("--num-attention-heads=33");
+  r = Check(args);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(r.err.rfind("memgate check: model.hidden_size (hidden_size in " +
+                            path + "): must be a multiple of "
+                            "model.num_attention_heads = 33",
+                        0),
+            0u)
+      << r.err;
+  args.push_back("--hidden-size=4095");
+  r = Check(args);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(r.err.rfind("memgate check: model.hidden_size (--hidden-size): "
+                        "must be a multiple of model.num_attention_heads = 33",
+                        0),
+            0u)
+      << r.err;
+}
+
 // A refused job's suggestions are plans, which shard the optimizer and
 // split activations over TP: a job that does neither is told so (it holds
 // more than those layouts as it is written), and a job that does both is
@@ -472,7 +515,8 @@ TEST(CliCheckTest, JobFilesInJsonAndTextFormat) {
   EXPECT_NE(r.out.find("REFUSE [RED] peak 135.45 GiB"), std::string::npos)
       << r.out;
 
-  const std::string broken = testing::WriteTempFile("bad.json", "{\"num_gpus\": -4}");
+  const std::string broken =
+      testing::WriteTempFile("bad.json", "{\"num_gpus\": -4}");
   r = Check({"--job=" + broken});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--job"), std::string::npos) << r.err;
