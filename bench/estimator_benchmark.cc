@@ -279,7 +279,9 @@ constexpr LayerWisePlanCase kLayerWisePlans[] = {
     {"llama-3.1-405b", 1024, 8192, 2048},
     {"llama-3.1-405b", 16384, 8192, 2048},
     {"deepseek-v3", 1024, 4096, 8192},   {"deepseek-v3", 64, 4096, 256},
-    {"qwen3-235b-a22b", 64, 4096, 256}};
+    {"qwen3-235b-a22b", 64, 4096, 256},
+    // The largest counts of the catalog's MoE models, 64 to 16,384 GPUs.
+    {"deepseek-v3", 512, 4096, 8192},    {"qwen3-235b-a22b", 512, 4096, 8192}};
 
 double CountedLayerWiseSteps(const v1::PlanRequest& request) {
   PlanOptions none;

@@ -97,9 +97,9 @@ double LayerWisePackingWork(const ModelShape& m, const Layout& l);
 // matrix the walk reads (by cost 3 log2(shards used + 1) more: its
 // estimate of the bucket is a heap). The constants are a calibration on
 // this project's 2-core VM (BM_PlanLayerWisePastTheBound, both packings,
-// bench/RESULTS.md session 56): the plans measured take at most 0.14 ns
-// a counted step (Mixtral-8x7B's many small chunks by cost the most), so
-// the plan's bound of 2^30 steps is about 0.15 s of packing.
+// bench/RESULTS.md sessions 56 and 61): the plans measured take at most
+// 0.143 ns a counted step (Mixtral-8x7B's many small chunks by cost the
+// most), so the plan's bound of 2^31 steps is about 0.31 s of packing.
 inline constexpr double kListingStepsPerMatrix = 640;
 inline constexpr double kRelistingStepsPerMatrix = 32;
 inline constexpr double kWalkingStepsPerMatrix = 16;

@@ -665,8 +665,8 @@ std::vector<PipelineChoices> PipelinesOf(
     // PlanRequest.no_interleave; nor under Lion's and Muon's layer-wise
     // optimizer, whose packing of every split's ranks is most of such a
     // plan's work, and whose MoE plans sit near their bound,
-    // kMaxPlanLayerWiseWork: Qwen3-30B-A3B on 64 GPUs counts 0.97e9 of
-    // 1.07e9 steps with one split, 1.32e9 with three).
+    // kMaxPlanLayerWiseWork: Qwen3-30B-A3B on 64 GPUs counts 0.97e9
+    // steps with one split, 1.32e9 with three).
     if (split.first == 0 && s.mtp == 0 && !HasBf16Layers(s.base) &&
         s.allow_interleave && !s.base.layer_wise()) {
       // The fastest, and a step back toward even, lighter where it counts.
@@ -1791,8 +1791,13 @@ absl::Status CheckLayerWiseWork(const Search& s,
       "over its data-parallel ranks: up to ", work, " steps (placing, "
       "listing and walking the matrices: estimator/layer_wise_terms.h) "
       "over the layouts of ", s.gpus, " GPUs, where a plan takes at most ",
-      max_work,
-      " (fewer GPUs, or check a layout with memgate check)"));
+      max_work, " (fewer GPUs",
+      s.base.layer_wise_by_elements && s.base.layer_wise_by_cost
+          ? ", the Megatron-Core release the job runs "
+            "(training.megatron_core_version, memgate's --megatron-core): "
+            "without one both releases' packings are counted"
+          : "",
+      ", or check a layout with memgate check)"));
 }
 
 // Why a plan has no layout at all, where the data-parallel rule says it:

@@ -119,15 +119,17 @@ inline constexpr double kBubbleThatDoubles =
 // packing is counted before any layout is estimated (each schedule a
 // layout may estimate, at most its estimated ranks' listing and packing:
 // LayerWisePlanWorkOf, planner.cc CheckLayerWiseWork) and is
-// RESOURCE_EXHAUSTED above this many steps: at most 0.14 ns a step in the
-// plans measured, about 0.15 s (BM_PlanLayerWisePastTheBound, both
-// packings). Under core 0.19 (packing by elements) Llama-3.1-405B on
-// 16,384 GPUs counts 9.0e7 and plans in 3 ms, Qwen3-30B-A3B on 64 GPUs
-// 9.7e8 (72 ms), DeepSeek-V3 on 64 1.0e9 (39 ms); DeepSeek-V3 on 1,024
-// (1.4e9, 64 ms) is refused, and by cost (main) the last three (1.1e9 to
-// 1.6e9). A layout whose own packing is past the estimator's bound is not
-// proposed, as validation refuses such a job.
-inline constexpr uint64_t kMaxPlanLayerWiseWork = uint64_t{1} << 30;
+// RESOURCE_EXHAUSTED above this many steps: at most 0.143 ns a step in the
+// plans measured, about 0.31 s (BM_PlanLayerWisePastTheBound, both
+// packings). Every catalog MoE model over 64 to 16,384 GPUs counts at
+// most 1.8e9, and Kimi K2 (a Hugging Face config), the largest model
+// trained with Muon, 1.5e9: Qwen3-235B-A22B on 512 GPUs, the most, plans
+// in 97 ms by elements (core 0.19) and 161 ms by Newton-Schulz cost
+// (main), DeepSeek-V3 on 1,024 in 65 and 120 ms, Llama-3.1-405B on 16,384
+// GPUs (9.0e7) in 4 ms. Past it: models of four times DeepSeek-V3's depth
+// (2.5e9). A layout whose own packing is past the estimator's bound is
+// not proposed, as validation refuses such a job.
+inline constexpr uint64_t kMaxPlanLayerWiseWork = uint64_t{1} << 31;
 
 struct PlanOptions {
   Ranking ranking = Ranking::kRuleThenCost;

@@ -3034,16 +3034,28 @@ TEST(PlannerTest, MoeLayoutsUnderMuonEstimateAsTheirJobs) {
 }
 
 // The plan's packing is counted before any layout is estimated
-// (planner.h kMaxPlanLayerWiseWork): Muon on DeepSeek-V3 over 1,024 H100s
-// (its layouts' packing, twice where moe_act groups the experts: about
-// 1.4e9 steps, 0.06 s measured) is refused at once, naming the
-// optimizer, by the plan and by the count alike, with no schedule
-// estimated; Adam's plan of it is not counted. Qwen3-30B-A3B over 16
-// H100s (5.3e8) and Llama-3.1-405B over 16,384 GPUs (9.0e7) are
-// planned, within the plan's bound but past a refusal's suggestions'
+// (planner.h kMaxPlanLayerWiseWork): Muon on a model of DeepSeek-V3's
+// layers four times over, 244 of them, over 1,024 H100s (its layouts'
+// packing, twice where moe_act groups the experts: about 2.5e9 steps) is
+// refused at once, naming the optimizer, by the plan and by the count
+// alike, with no schedule estimated; Adam's plan of it is not counted.
+// DeepSeek-V3 itself there (1.4e9), the most of the catalog's MoE models
+// (Qwen3-235B-A22B on 512: 1.8e9 by cost), Qwen3-30B-A3B over 16 H100s
+// (5.3e8) and Llama-3.1-405B over 16,384 GPUs (9.0e7) are planned, within
+// the plan's bound but past a refusal's suggestions'
 // (RefusalHintsTest.LayerWiseSuggestionsAreBoundedOnTheAdmitPath).
 TEST(PlannerTest, LayerWisePackingIsBoundedBeforeThePlanStarts) {
   v1::PlanRequest r = Request("deepseek-v3", "h100-80gb", 1024, 4096, 8192);
+  {
+    v1::ModelConfig& deep = *r.mutable_model();
+    deep = *LookupModel("deepseek-v3");
+    deep.set_name("deepseek-v3-four-times-deep");
+    const int layers = deep.moe().layer_pattern_size();
+    for (int copy = 1; copy < 4; ++copy) {
+      for (int i = 0; i < layers; ++i) deep.mutable_moe()->add_layer_pattern(1);
+    }
+    deep.set_num_layers(4 * deep.num_layers());
+  }
   r.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
   r.mutable_training()->set_megatron_core_version("0.19.0");
   r.set_top_k(5);
@@ -3075,16 +3087,38 @@ TEST(PlannerTest, LayerWisePackingIsBoundedBeforeThePlanStarts) {
   moe.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
   moe.mutable_training()->set_megatron_core_version("0.19.0");
   moe.set_top_k(5);
+  v1::PlanRequest deepseek =
+      Request("deepseek-v3", "h100-80gb", 1024, 4096, 8192);
+  deepseek.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+  deepseek.mutable_training()->set_megatron_core_version("0.19.0");
+  deepseek.set_top_k(5);
+  v1::PlanRequest widest = Request("qwen3-235b-a22b", "h100-80gb", 512, 4096,
+                                   8192);
+  widest.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+  widest.mutable_training()->set_megatron_core_version("0.20.0");
+  widest.set_top_k(5);
+  // Without a release both packings are counted (2.8e9): the refusal says
+  // to name it.
+  v1::PlanRequest unknown = widest;
+  unknown.mutable_training()->clear_megatron_core_version();
+  plan = PlanLayouts(unknown);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(plan.status().message().find(
+                "the Megatron-Core release the job runs "
+                "(training.megatron_core_version"),
+            std::string::npos)
+      << plan.status();
   v1::PlanRequest dense =
       Request("llama-3.1-405b", "h100-80gb", 16384, 8192, 2048);
   dense.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
   dense.mutable_training()->set_megatron_core_version("0.19.0");
   dense.set_top_k(5);
-  for (const v1::PlanRequest& planned : {moe, dense}) {
+  for (const v1::PlanRequest& planned : {moe, dense, deepseek, widest}) {
     plan = PlanLayouts(planned);
     ASSERT_TRUE(plan.ok()) << plan.status();
     ASSERT_GT(plan->candidates_size(), 0);
-    EXPECT_EQ(plan->candidates(0).zone(), v1::ZONE_GREEN);
+    EXPECT_EQ(plan->candidates(0).zone(), v1::ZONE_GREEN)
+        << planned.model().name();
     // Its peak (with an MoE job's expert load margin) is its job's.
     EXPECT_TRUE(EstimatedAsItsJob(planned, plan->candidates(0)).ok());
   }

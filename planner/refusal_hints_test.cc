@@ -458,7 +458,7 @@ TEST(RefusalHintsTest, RefusalsNameTheMlpWhereItIsTheCheaperChange) {
 
 // [LW] A refused Lion or Muon job is told the layouts that fit when their
 // plan packs within the Admit path's bound (kMaxSuggestionLayerWiseWork, a
-// sixteenth of a plan's): Llama-3.1-8B on 64 H100s is; Llama-3.1-405B on
+// thirty-second of a plan's): Llama-3.1-8B on 64 H100s is; Llama-3.1-405B on
 // 1,024, which a plan takes (9.3e7 steps), is not, and gets no suggestion
 // (its other hints still come).
 TEST(RefusalHintsTest, LayerWiseSuggestionsAreBoundedOnTheAdmitPath) {
