@@ -3083,36 +3083,32 @@ TEST(PlannerTest, LayerWisePackingIsBoundedBeforeThePlanStarts) {
   EXPECT_FALSE(PlanLayouts(worst, nullptr, counted).ok());
   EXPECT_EQ(estimated, 0u);
 
-  v1::PlanRequest moe = Request("qwen3-30b-a3b", "h100-80gb", 16, 4096, 256);
-  moe.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
-  moe.mutable_training()->set_megatron_core_version("0.19.0");
-  moe.set_top_k(5);
-  v1::PlanRequest deepseek =
-      Request("deepseek-v3", "h100-80gb", 1024, 4096, 8192);
-  deepseek.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
-  deepseek.mutable_training()->set_megatron_core_version("0.19.0");
-  deepseek.set_top_k(5);
-  v1::PlanRequest widest = Request("qwen3-235b-a22b", "h100-80gb", 512, 4096,
-                                   8192);
-  widest.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
-  widest.mutable_training()->set_megatron_core_version("0.20.0");
-  widest.set_top_k(5);
+  // Muon plans on H100s under `release` ("": none), the best five.
+  auto muon_plan = [](const std::string& model, uint32_t gpus, uint32_t seq,
+                      uint32_t gbs, const std::string& release) {
+    v1::PlanRequest planned = Request(model, "h100-80gb", gpus, seq, gbs);
+    planned.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
+    planned.mutable_training()->set_megatron_core_version(release);
+    planned.set_top_k(5);
+    return planned;
+  };
+  const v1::PlanRequest moe = muon_plan("qwen3-30b-a3b", 16, 4096, 256,
+                                        "0.19.0");
+  const v1::PlanRequest deepseek =
+      muon_plan("deepseek-v3", 1024, 4096, 8192, "0.19.0");
+  const v1::PlanRequest widest =
+      muon_plan("qwen3-235b-a22b", 512, 4096, 8192, "0.20.0");
+  const v1::PlanRequest dense =
+      muon_plan("llama-3.1-405b", 16384, 8192, 2048, "0.19.0");
   // Without a release both packings are counted (2.8e9): the refusal says
   // to name it.
-  v1::PlanRequest unknown = widest;
-  unknown.mutable_training()->clear_megatron_core_version();
-  plan = PlanLayouts(unknown);
+  plan = PlanLayouts(muon_plan("qwen3-235b-a22b", 512, 4096, 8192, ""));
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(plan.status().message().find(
                 "the Megatron-Core release the job runs "
                 "(training.megatron_core_version"),
             std::string::npos)
       << plan.status();
-  v1::PlanRequest dense =
-      Request("llama-3.1-405b", "h100-80gb", 16384, 8192, 2048);
-  dense.mutable_training()->set_optimizer(v1::OPTIMIZER_MUON);
-  dense.mutable_training()->set_megatron_core_version("0.19.0");
-  dense.set_top_k(5);
   for (const v1::PlanRequest& planned : {moe, dense, deepseek, widest}) {
     plan = PlanLayouts(planned);
     ASSERT_TRUE(plan.ok()) << plan.status();

@@ -364,32 +364,22 @@ TEST(CliCheckTest, WhatAConfigFillsIsNamedByItsKeys) {
       "--model-config=" + path, "--gpu=h100-80gb", "--gpus=8", "--",
       "pretrain_gpt.py", "--seq-length", "8192", "--micro-batch-size", "1",
       "--bf16"};
-  RunResult r = Check(args);
-  EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_EQ(r.err.rfind("memgate check: model.num_attention_heads "
-                        "(num_attention_heads in " + path + "): must be a "
-                        "multiple of model.num_query_groups "
-                        "(num_key_value_heads) = 5 (got 32)",
-                        0),
-            0u)
-      << r.err;
+  // Invalid (exit 2), the one-line error starting with `error`.
+  auto expect_invalid = [&](const std::string& error) {
+    const RunResult r = Check(args);
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_EQ(r.err.rfind("memgate check: " + error, 0), 0u) << r.err;
+  };
+  expect_invalid("model.num_attention_heads (num_attention_heads in " + path +
+                 "): must be a multiple of model.num_query_groups "
+                 "(num_key_value_heads) = 5 (got 32)");
   args.push_back("--num-attention-heads=33");
-  r = Check(args);
-  EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_EQ(r.err.rfind("memgate check: model.hidden_size (hidden_size in " +
-                            path + "): must be a multiple of "
-                            "model.num_attention_heads = 33",
-                        0),
-            0u)
-      << r.err;
+  expect_invalid("model.hidden_size (hidden_size in " + path +
+                 "): must be a multiple of model.num_attention_heads = 33");
   args.push_back("--hidden-size=4095");
-  r = Check(args);
-  EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_EQ(r.err.rfind("memgate check: model.hidden_size (--hidden-size): "
-                        "must be a multiple of model.num_attention_heads = 33",
-                        0),
-            0u)
-      << r.err;
+  expect_invalid(
+      "model.hidden_size (--hidden-size): must be a multiple of "
+      "model.num_attention_heads = 33");
 }
 
 // A refused job's suggestions are plans, which shard the optimizer and
