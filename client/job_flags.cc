@@ -730,10 +730,9 @@ bool LaunchGivesArgument(const std::vector<std::string>& launch,
                          absl::string_view field) {
   for (const FlagForField& f : kLaunchArgumentForField) {
     if (f.field != field) continue;
+    const std::string with_value = absl::StrCat(f.flag, "=");
     for (const std::string& word : launch) {
-      if (word == f.flag || absl::StartsWith(word, absl::StrCat(f.flag, "="))) {
-        return true;
-      }
+      if (word == f.flag || absl::StartsWith(word, with_value)) return true;
     }
   }
   return false;
