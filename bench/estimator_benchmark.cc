@@ -13,6 +13,7 @@
 #include "benchmark/benchmark.h"
 #include "estimator/estimate.h"
 #include "planner/planner.h"
+#include "readers/megatron_args.h"
 #include "tests/test_util.h"
 
 namespace memgate {
@@ -326,6 +327,35 @@ BENCHMARK(BM_PlanLayerWisePastTheBound)
     ->ArgsProduct({benchmark::CreateDenseRange(
                        0, std::size(kLayerWisePlans) - 1, 1),
                    {0, 1}})
+    ->Unit(benchmark::kMillisecond);
+
+// A launch's reading, per word: a Llama-3.1-8B launch followed by
+// `state.range(0)` arguments, half of them Megatron-LM's own that change
+// no memory (--log-interval 5), half a fork's (--x<i>, noted), as a long
+// batch script holds them. The Slurm hook reads such scripts inside
+// slurmctld.
+void BM_ParseLongLaunch(benchmark::State& state) {
+  std::vector<std::string> launch = {
+      "torchrun", "--nproc-per-node", "8", "pretrain_gpt.py",
+      "--num-layers", "32", "--hidden-size", "4096", "--ffn-hidden-size",
+      "14336", "--num-attention-heads", "32", "--group-query-attention",
+      "--num-query-groups", "8", "--swiglu", "--normalization", "RMSNorm",
+      "--disable-bias-linear", "--position-embedding-type", "rope",
+      "--untie-embeddings-and-output-weights", "--vocab-size", "128256",
+      "--bf16", "--seq-length", "8192", "--micro-batch-size", "1",
+      "--global-batch-size", "64", "--use-distributed-optimizer"};
+  for (int64_t i = 0; i < state.range(0); i += 2) {
+    launch.push_back("--log-interval");
+    launch.push_back("5");
+    launch.push_back(absl::StrCat("--x", i));
+  }
+  for (auto _ : state) {
+    absl::StatusOr<MegatronLaunch> parsed = ParseMegatronLaunch(launch, nullptr);
+    benchmark::DoNotOptimize(parsed);
+  }
+  state.SetItemsProcessed(state.iterations() * int64_t(launch.size()));
+}
+BENCHMARK(BM_ParseLongLaunch)->Arg(0)->Arg(1000)->Arg(100000)
     ->Unit(benchmark::kMillisecond);
 
 // The hardening bounds (planner/planner.h), on tests/test_util.h's

@@ -1,5 +1,7 @@
 #include "readers/megatron_arguments.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 
@@ -867,11 +869,26 @@ const std::vector<MegatronArgument>& MegatronMemoryArguments() {
 }
 
 const MegatronArgument* FindMegatronArgument(absl::string_view name) {
+  // The table by name, sorted once: a launch's every word is looked up
+  // (several times), and a batch script may hold a hundred thousand.
+  static const auto* by_name = [] {
+    auto* sorted = new std::vector<const MegatronArgument*>();
+    for (const MegatronArgument& a : MegatronMemoryArguments()) {
+      sorted->push_back(&a);
+    }
+    std::sort(sorted->begin(), sorted->end(),
+              [](const MegatronArgument* x, const MegatronArgument* y) {
+                return absl::string_view(x->name) < absl::string_view(y->name);
+              });
+    return sorted;
+  }();
   const std::string dashed = absl::StrReplaceAll(name, {{"_", "-"}});
-  for (const MegatronArgument& a : MegatronMemoryArguments()) {
-    if (dashed == a.name) return &a;
-  }
-  return nullptr;
+  auto at = std::lower_bound(
+      by_name->begin(), by_name->end(), dashed,
+      [](const MegatronArgument* a, const std::string& key) {
+        return absl::string_view(a->name) < key;
+      });
+  return at != by_name->end() && dashed == (*at)->name ? *at : nullptr;
 }
 
 std::string MegatronArgumentsMarkdown() {
