@@ -350,7 +350,8 @@ void BM_ParseLongLaunch(benchmark::State& state) {
     launch.push_back(absl::StrCat("--x", i));
   }
   for (auto _ : state) {
-    absl::StatusOr<MegatronLaunch> parsed = ParseMegatronLaunch(launch, nullptr);
+    absl::StatusOr<MegatronLaunch> parsed =
+        ParseMegatronLaunch(launch, nullptr);
     benchmark::DoNotOptimize(parsed);
   }
   state.SetItemsProcessed(state.iterations() * int64_t(launch.size()));
