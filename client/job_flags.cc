@@ -381,6 +381,22 @@ absl::Status Set(const char* flag, const std::optional<uint32_t>& value,
   return absl::OkStatus();
 }
 
+// --precision's value for `p`, and the launch's arguments that give it.
+std::string PrecisionFlagValue(v1::Precision p) {
+  switch (p) {
+    case v1::PRECISION_BF16_FP32_GRADS:
+      return "bf16 (--bf16)";
+    case v1::PRECISION_BF16_BF16_GRADS:
+      return "bf16-bf16-grads (--bf16 with bf16 gradients)";
+    case v1::PRECISION_FP16:
+      return "fp16 (--fp16)";
+    case v1::PRECISION_FP32:
+      return "fp32 (no --bf16 or --fp16)";
+    default:
+      return v1::Precision_Name(p);
+  }
+}
+
 }  // namespace
 
 void SetTpCommOverlap(bool on, v1::TrainingConfig& t) {
@@ -470,6 +486,32 @@ absl::Status JobFlags::ApplyRecompute(bool refuse_conflicts,
   return absl::OkStatus();
 }
 
+absl::Status SwitchAgreesWithLaunch(absl::string_view name,
+                                    const std::optional<bool>& flag,
+                                    bool launch_says,
+                                    absl::string_view argument) {
+  if (!flag || *flag == launch_says) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--", *flag ? "" : "no-", name, " contradicts the launch command, ",
+      launch_says ? "which gives " : "which does not give ", argument));
+}
+
+absl::Status JobFlags::FusedSwigluAgreesWithLaunch(
+    const v1::TrainingConfig& launched) const {
+  return SwitchAgreesWithLaunch(
+      "fused-swiglu", fused_swiglu, launched.fused_swiglu(),
+      "--swiglu with Megatron's fused kernel (without "
+      "--no-bias-swiglu-fusion)");
+}
+
+absl::Status JobFlags::TpCommOverlapAgreesWithLaunch(
+    const v1::TrainingConfig& launched) const {
+  return SwitchAgreesWithLaunch(
+      "tp-comm-overlap", tp_comm_overlap,
+      launched.tp_comm_overlap() != v1::TrainingConfig::TP_COMM_OVERLAP_OFF,
+      "--tp-comm-overlap");
+}
+
 absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
   v1::ModelConfig& m = *job.mutable_model();
   if (model) m.set_name(*model);
@@ -531,6 +573,21 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
   }
   if (gpus_per_node) a.set_gpus_per_node(*gpus_per_node);
 
+  // A switch that says otherwise than the launch, which sets each of them
+  // (as given or by Megatron's default): the estimate would be of a job
+  // the launch does not run.
+  if (r) {
+    for (absl::Status s :
+         {SwitchAgreesWithLaunch("sequence-parallel", sequence_parallel,
+                                 p.sequence_parallel(), "--sequence-parallel"),
+          SwitchAgreesWithLaunch("distributed-optimizer",
+                                 distributed_optimizer,
+                                 p.distributed_optimizer(),
+                                 "--use-distributed-optimizer"),
+          FusedSwigluAgreesWithLaunch(t), TpCommOverlapAgreesWithLaunch(t)}) {
+      if (!s.ok()) return s;
+    }
+  }
   if (sequence_parallel) p.set_sequence_parallel(*sequence_parallel);
   if (distributed_optimizer) {
     p.set_distributed_optimizer(*distributed_optimizer);
@@ -538,6 +595,13 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
   if (precision) {
     absl::StatusOr<v1::Precision> parsed = ParsePrecision(*precision);
     if (!parsed.ok()) return parsed.status();
+    if (r && t.precision() != v1::PRECISION_UNSPECIFIED &&
+        t.precision() != *parsed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--precision=", *precision,
+          " contradicts the launch command, which trains in ",
+          PrecisionFlagValue(t.precision())));
+    }
     t.set_precision(*parsed);
   }
   if (absl::Status s = ApplyRecompute(r, *t.mutable_recompute()); !s.ok()) {

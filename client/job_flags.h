@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "client/flags.h"
 #include "proto/memgate.pb.h"
 
@@ -80,6 +82,14 @@ struct JobFlags {
   // one).
   void RegisterRelease(FlagSet& flags);
 
+  // --fused-swiglu and --tp-comm-overlap, where given, against a
+  // launch's `launched` settings: INVALID_ARGUMENT where one says
+  // otherwise (SwitchAgreesWithLaunch).
+  absl::Status FusedSwigluAgreesWithLaunch(
+      const v1::TrainingConfig& launched) const;
+  absl::Status TpCommOverlapAgreesWithLaunch(
+      const v1::TrainingConfig& launched) const;
+
   // --recompute, --recompute-method, --recompute-layers and
   // --recompute-modules into `out` (left as it is without them).
   // INVALID_ARGUMENT names the flag: an unknown kind, method or module, a
@@ -123,6 +133,15 @@ struct JobFlags {
   absl::StatusOr<std::optional<v1::ModelConfig>> ModelToFill(
       std::vector<std::string>* notes = nullptr) const;
 };
+
+// OK unless the switch --NAME (--no-NAME) is given as `flag` and says
+// otherwise than the launch, which runs with `argument` where
+// `launch_says`: INVALID_ARGUMENT "--no-NAME contradicts the launch
+// command, which gives ARGUMENT".
+absl::Status SwitchAgreesWithLaunch(absl::string_view name,
+                                    const std::optional<bool>& flag,
+                                    bool launch_says,
+                                    absl::string_view argument);
 
 // "parallel.tensor_parallel: ..." -> "parallel.tensor_parallel (--tp): ...",
 // so a CLI user sees the flag that sets the field the estimator names.

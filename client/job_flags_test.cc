@@ -338,6 +338,66 @@ TEST(JobFlagsTest, RecomputationAndInterleavingByFlag) {
   EXPECT_TRUE(jf.ApplyTo(launch, /*refuse_conflicts=*/true).ok());
 }
 
+// Beside a launch, which sets each of them (as given or by Megatron's
+// default), a switch or --precision that says otherwise is an error
+// naming the launch's argument: the estimate would be of a job the launch
+// does not run (an SP or fused-SwiGLU estimate of a launch without them
+// holds less). One that agrees is taken; a job file's are overridden.
+TEST(JobFlagsTest, SwitchesMayOnlyAgreeWithALaunch) {
+  v1::Job launch;
+  launch.mutable_parallel()->set_sequence_parallel(true);
+  launch.mutable_parallel()->set_distributed_optimizer(false);
+  launch.mutable_training()->set_fused_swiglu(true);
+  launch.mutable_training()->set_precision(v1::PRECISION_BF16_FP32_GRADS);
+  const struct {
+    std::string flag, error;
+  } cases[] = {
+      {"--no-sequence-parallel",
+       "--no-sequence-parallel contradicts the launch command, which gives "
+       "--sequence-parallel"},
+      {"--distributed-optimizer",
+       "--distributed-optimizer contradicts the launch command, which does "
+       "not give --use-distributed-optimizer"},
+      {"--no-fused-swiglu",
+       "--no-fused-swiglu contradicts the launch command, which gives "
+       "--swiglu with Megatron's fused kernel"},
+      {"--tp-comm-overlap",
+       "--tp-comm-overlap contradicts the launch command, which does not "
+       "give --tp-comm-overlap"},
+      {"--precision=fp32",
+       "--precision=fp32 contradicts the launch command, which trains in "
+       "bf16 (--bf16)"},
+  };
+  for (const auto& c : cases) {
+    JobFlags jf;
+    FlagSet flags("test");
+    jf.Register(flags);
+    ASSERT_TRUE(flags.Parse({c.flag}).ok()) << c.flag;
+    v1::Job job = launch;
+    const absl::Status conflict = jf.ApplyTo(job, /*refuse_conflicts=*/true);
+    EXPECT_EQ(conflict.code(), absl::StatusCode::kInvalidArgument) << c.flag;
+    EXPECT_EQ(conflict.message().rfind(c.error, 0), 0u) << conflict;
+    // A job file's setting is replaced.
+    job = launch;
+    EXPECT_TRUE(jf.ApplyTo(job, /*refuse_conflicts=*/false).ok()) << c.flag;
+  }
+  JobFlags agreeing;
+  FlagSet flags("test");
+  agreeing.Register(flags);
+  ASSERT_TRUE(flags.Parse({"--sequence-parallel", "--no-distributed-optimizer",
+                           "--fused-swiglu", "--no-tp-comm-overlap",
+                           "--precision=bf16"})
+                  .ok());
+  v1::Job job = launch;
+  EXPECT_TRUE(agreeing.ApplyTo(job, /*refuse_conflicts=*/true).ok());
+  EXPECT_TRUE(job.parallel().sequence_parallel());
+  EXPECT_FALSE(job.parallel().distributed_optimizer());
+  EXPECT_TRUE(job.training().fused_swiglu());
+  EXPECT_EQ(job.training().tp_comm_overlap(),
+            v1::TrainingConfig::TP_COMM_OVERLAP_OFF);
+  EXPECT_EQ(job.training().precision(), v1::PRECISION_BF16_FP32_GRADS);
+}
+
 TEST(JobFlagsTest, MissingRequiredFlagsAreNamed) {
   absl::StatusOr<v1::Job> job =
       Build({"--model=llama-3.1-8b", "--gpu=a100-40gb", "--seq=8192"});

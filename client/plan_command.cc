@@ -167,6 +167,14 @@ absl::StatusOr<v1::PlanRequest> RequestFrom(
     request.mutable_training()->set_megatron_core_version(
         *f.model.megatron_core);
   }
+  if (!launch.empty()) {
+    // The launch says both itself: a switch may only agree.
+    for (absl::Status s :
+         {f.model.FusedSwigluAgreesWithLaunch(request.training()),
+          f.model.TpCommOverlapAgreesWithLaunch(request.training())}) {
+      if (!s.ok()) return s;
+    }
+  }
   if (f.model.fused_swiglu) {
     request.mutable_training()->set_fused_swiglu(*f.model.fused_swiglu);
   }

@@ -281,6 +281,19 @@ TEST(CliCheckTest, FlagsFillOrContradictTheLaunch) {
   EXPECT_NE(r.err.find("--tp=2 contradicts the launch command, which says 4"),
             std::string::npos)
       << r.err;
+  // So does a switch (the launch runs with --sequence-parallel), and
+  // --precision (it trains in bf16).
+  r = Check(Launch({"--gpu=a100-40gb", "--no-sequence-parallel"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--no-sequence-parallel contradicts the launch "
+                       "command, which gives --sequence-parallel"),
+            std::string::npos)
+      << r.err;
+  r = Check(Launch({"--gpu=a100-40gb", "--precision=fp32"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--precision=fp32 contradicts the launch command"),
+            std::string::npos)
+      << r.err;
 
   r = Check(Launch({}));
   EXPECT_EQ(r.exit_code, 2);

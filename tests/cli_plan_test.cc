@@ -201,6 +201,35 @@ RunResult PlanLaunch(std::vector<std::string> flags,
   return Plan(WithWords(flags, launch));
 }
 
+// Over a launch, which says them itself, --fused-swiglu and
+// --tp-comm-overlap may only agree (a plan with the fused count of a launch
+// that runs the unfused glu() would hold less than it runs).
+TEST(CliPlanTest, SwitchesMayOnlyAgreeWithALaunch) {
+  const std::string launch =
+      "torchrun --nproc-per-node 8 pretrain_gpt.py --num-layers 4 "
+      "--hidden-size 1024 --num-attention-heads 8 --vocab-size 32000 "
+      "--seq-length 4096 --global-batch-size 32 --micro-batch-size 1 --bf16 "
+      "--swiglu --no-bias-swiglu-fusion";
+  RunResult r = PlanLaunch(
+      {"--gpu=h100-80gb", "--gpus=16", "--top=1", "--fused-swiglu"}, launch);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--fused-swiglu contradicts the launch command, which "
+                       "does not give --swiglu with Megatron's fused kernel"),
+            std::string::npos)
+      << r.err;
+  r = PlanLaunch(
+      {"--gpu=h100-80gb", "--gpus=16", "--top=1", "--tp-comm-overlap"},
+      launch);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--tp-comm-overlap contradicts the launch command"),
+            std::string::npos)
+      << r.err;
+  r = PlanLaunch({"--gpu=h100-80gb", "--gpus=16", "--top=1",
+                  "--no-fused-swiglu", "--no-tp-comm-overlap"},
+                 launch);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
 // A plan takes --attention as check does: over a launch it may only agree
 // with the launch's --attention-backend.
 TEST(CliPlanTest, TheAttentionFlagMayOnlyAgreeWithALaunch) {
