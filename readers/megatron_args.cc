@@ -98,8 +98,10 @@ absl::Status FillModel(const Arguments& args, const v1::ModelConfig* fill,
     m.set_num_query_groups(heads);  // Megatron: multi-head attention
   }
 
-  if (launch_defines_model) {
-    // Megatron ties the embedding and the output layer unless told not to.
+  if (launch_defines_model ||
+      args.Has("untie-embeddings-and-output-weights")) {
+    // Megatron ties the embedding and the output layer unless told not to;
+    // told, it unties them whatever a --model-config says.
     m.set_tie_word_embeddings(
         !args.Has("untie-embeddings-and-output-weights"));
   }

@@ -198,6 +198,24 @@ TEST(MegatronArgsTest, CatalogModelFillsWhatTheLaunchLeavesOut) {
   EXPECT_EQ(l->job.num_gpus(), 8u);
 }
 
+// A filled model's tied embedding and output layer are untied by the
+// launch's --untie-embeddings-and-output-weights, which Megatron obeys
+// whatever the model it fills from says (a tied config read as tied held
+// a vocabulary matrix less on a one-stage pipeline).
+TEST(MegatronArgsTest, TheLaunchUntiesAFilledModel) {
+  v1::ModelConfig tied = *FindModel("llama-3.1-8b");
+  tied.set_tie_word_embeddings(true);
+  const std::string launch =
+      "pretrain_gpt.py --tensor-model-parallel-size 2 --seq-length 4096";
+  absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(Words(launch), &tied);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_TRUE(l->job.model().tie_word_embeddings());
+  l = ParseMegatronLaunch(
+      Words(launch + " --untie-embeddings-and-output-weights"), &tied);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_FALSE(l->job.model().tie_word_embeddings());
+}
+
 TEST(MegatronArgsTest, MegatronDefaultsApply) {
   absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
       Words("pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
