@@ -79,8 +79,12 @@ absl::Status FillModel(const Arguments& args, const v1::ModelConfig* fill,
         "--ffn-hidden-size not given: Megatron's default ", ffn));
   }
   m.set_ffn_hidden_size(ffn);
-  MEMGATE_ASSIGN_OR_RETURN(head_dim, args.Number("kv-channels", 0));
-  m.set_head_dim(head_dim);
+  if (args.Has("kv-channels")) {
+    MEMGATE_ASSIGN_OR_RETURN(head_dim, args.Number("kv-channels", 0));
+    m.set_head_dim(head_dim);
+  } else if (launch_defines_model) {
+    m.set_head_dim(0);  // Megatron's h / a
+  }  // else the filled model's (Gemma's 256-wide heads over h = 3072)
 
   if (args.Has("group-query-attention")) {
     MEMGATE_ASSIGN_OR_RETURN(groups,

@@ -216,6 +216,24 @@ TEST(MegatronArgsTest, TheLaunchUntiesAFilledModel) {
   EXPECT_FALSE(l->job.model().tie_word_embeddings());
 }
 
+// A filled model's heads keep their width where the launch gives no
+// dimensions (Gemma-7B's 256 over h / a = 192: they were read as 192), and
+// take --kv-channels, or Megatron's h / a where the launch sets the model.
+TEST(MegatronArgsTest, AFilledModelKeepsItsHeadWidth) {
+  v1::ModelConfig wide = *FindModel("llama-3.1-8b");
+  wide.set_head_dim(256);
+  const std::string launch =
+      "pretrain_gpt.py --tensor-model-parallel-size 2 --seq-length 4096";
+  for (const auto& [extra, head_dim] :
+       std::vector<std::pair<std::string, uint32_t>>{
+           {"", 256}, {" --kv-channels 64", 64}, {" --num-layers 16", 0}}) {
+    absl::StatusOr<MegatronLaunch> l =
+        ParseMegatronLaunch(Words(launch + extra), &wide);
+    ASSERT_TRUE(l.ok()) << l.status();
+    EXPECT_EQ(l->job.model().head_dim(), head_dim) << extra;
+  }
+}
+
 TEST(MegatronArgsTest, MegatronDefaultsApply) {
   absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
       Words("pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
