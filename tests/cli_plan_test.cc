@@ -201,52 +201,53 @@ RunResult PlanLaunch(std::vector<std::string> flags,
   return Plan(WithWords(flags, launch));
 }
 
+// A small model's launch on 8 GPUs a node, with `extra` arguments.
+std::string SmallLaunch(const std::string& extra) {
+  return "torchrun --nproc-per-node 8 pretrain_gpt.py --num-layers 4 "
+         "--hidden-size 1024 --num-attention-heads 8 --vocab-size 32000 "
+         "--seq-length 4096 --global-batch-size 32 --micro-batch-size 1 "
+         "--bf16 " + extra;
+}
+
+// The best layout of `launch` on 16 H100s, with `flags` besides.
+RunResult PlanBestOnSixteen(std::vector<std::string> flags,
+                            const std::string& launch) {
+  flags.insert(flags.begin(), {"--gpu=h100-80gb", "--gpus=16", "--top=1"});
+  return PlanLaunch(flags, launch);
+}
+
 // Over a launch, which says them itself, --fused-swiglu and
 // --tp-comm-overlap may only agree (a plan with the fused count of a launch
 // that runs the unfused glu() would hold less than it runs).
 TEST(CliPlanTest, SwitchesMayOnlyAgreeWithALaunch) {
   const std::string launch =
-      "torchrun --nproc-per-node 8 pretrain_gpt.py --num-layers 4 "
-      "--hidden-size 1024 --num-attention-heads 8 --vocab-size 32000 "
-      "--seq-length 4096 --global-batch-size 32 --micro-batch-size 1 --bf16 "
-      "--swiglu --no-bias-swiglu-fusion";
-  RunResult r = PlanLaunch(
-      {"--gpu=h100-80gb", "--gpus=16", "--top=1", "--fused-swiglu"}, launch);
+      SmallLaunch("--swiglu --no-bias-swiglu-fusion");
+  RunResult r = PlanBestOnSixteen({"--fused-swiglu"}, launch);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("--fused-swiglu contradicts the launch command, which "
                        "does not give --swiglu with Megatron's fused kernel"),
             std::string::npos)
       << r.err;
-  r = PlanLaunch(
-      {"--gpu=h100-80gb", "--gpus=16", "--top=1", "--tp-comm-overlap"},
-      launch);
+  r = PlanBestOnSixteen({"--tp-comm-overlap"}, launch);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("--tp-comm-overlap contradicts the launch command"),
             std::string::npos)
       << r.err;
-  r = PlanLaunch({"--gpu=h100-80gb", "--gpus=16", "--top=1",
-                  "--no-fused-swiglu", "--no-tp-comm-overlap"},
-                 launch);
+  r = PlanBestOnSixteen({"--no-fused-swiglu", "--no-tp-comm-overlap"},
+                        launch);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
 // A plan takes --attention as check does: over a launch it may only agree
 // with the launch's --attention-backend.
 TEST(CliPlanTest, TheAttentionFlagMayOnlyAgreeWithALaunch) {
-  const std::string launch =
-      "torchrun --nproc-per-node 8 pretrain_gpt.py --num-layers 4 "
-      "--hidden-size 1024 --num-attention-heads 8 --vocab-size 32000 "
-      "--seq-length 4096 --global-batch-size 32 --micro-batch-size 1 --bf16 "
-      "--attention-backend unfused";
-  RunResult r = PlanLaunch(
-      {"--gpu=h100-80gb", "--gpus=16", "--top=1", "--attention=flash"}, launch);
+  const std::string launch = SmallLaunch("--attention-backend unfused");
+  RunResult r = PlanBestOnSixteen({"--attention=flash"}, launch);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("--attention=flash contradicts the launch command"),
             std::string::npos)
       << r.err;
-  r = PlanLaunch(
-      {"--gpu=h100-80gb", "--gpus=16", "--top=1", "--attention=unfused"},
-      launch);
+  r = PlanBestOnSixteen({"--attention=unfused"}, launch);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   // And by name it means what it means for check: fused turns
   // FlashAttention off, local is --transformer-impl local (its spec too).
