@@ -550,6 +550,16 @@ absl::Status JobFlags::ApplyTo(v1::Job& job, bool refuse_conflicts) const {
       return s;
     }
   }
+  if (r && tie_embeddings && *tie_embeddings != m.tie_word_embeddings()) {
+    // The launch ties them unless it gives
+    // --untie-embeddings-and-output-weights (or, giving no dimensions,
+    // as the model it fills from does).
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", *tie_embeddings ? "" : "no-",
+        "tie-embeddings contradicts the launch command, which runs its "
+        "embedding and output layer ",
+        m.tie_word_embeddings() ? "tied" : "untied"));
+  }
   if (tie_embeddings) m.set_tie_word_embeddings(*tie_embeddings);
   if (pipeline_layout) {
     if (absl::Status s = ApplyPipelineLayout(*pipeline_layout, r, job);

@@ -339,7 +339,8 @@ TEST(JobFlagsTest, RecomputationAndInterleavingByFlag) {
 }
 
 // Beside a launch, which sets each of them (as given or by Megatron's
-// default), a switch or --precision that says otherwise is an error
+// default), a switch, --precision or the embedding's tying (the launch
+// below unties it) that says otherwise is an error
 // naming the launch's argument: the estimate would be of a job the launch
 // does not run (an SP or fused-SwiGLU estimate of a launch without them
 // holds less). One that agrees is taken; a job file's are overridden.
@@ -367,6 +368,9 @@ TEST(JobFlagsTest, SwitchesMayOnlyAgreeWithALaunch) {
       {"--precision=fp32",
        "--precision=fp32 contradicts the launch command, which trains in "
        "bf16 (--bf16)"},
+      {"--tie-embeddings",
+       "--tie-embeddings contradicts the launch command, which runs its "
+       "embedding and output layer untied"},
   };
   for (const auto& c : cases) {
     JobFlags jf;
@@ -386,7 +390,7 @@ TEST(JobFlagsTest, SwitchesMayOnlyAgreeWithALaunch) {
   agreeing.Register(flags);
   ASSERT_TRUE(flags.Parse({"--sequence-parallel", "--no-distributed-optimizer",
                            "--fused-swiglu", "--no-tp-comm-overlap",
-                           "--precision=bf16"})
+                           "--precision=bf16", "--no-tie-embeddings"})
                   .ok());
   v1::Job job = launch;
   EXPECT_TRUE(agreeing.ApplyTo(job, /*refuse_conflicts=*/true).ok());
@@ -396,6 +400,7 @@ TEST(JobFlagsTest, SwitchesMayOnlyAgreeWithALaunch) {
   EXPECT_EQ(job.training().tp_comm_overlap(),
             v1::TrainingConfig::TP_COMM_OVERLAP_OFF);
   EXPECT_EQ(job.training().precision(), v1::PRECISION_BF16_FP32_GRADS);
+  EXPECT_FALSE(job.model().tie_word_embeddings());
 }
 
 TEST(JobFlagsTest, MissingRequiredFlagsAreNamed) {
