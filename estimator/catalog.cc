@@ -270,14 +270,13 @@ absl::StatusOr<v1::Accelerator> FindAccelerator(absl::string_view name) {
     }
   }
   if (sizes.size() > 1) {
-    return absl::NotFoundError(absl::StrCat(
-        "accelerator.name: GPU '", Clipped(name, kQuotedNameBytes),
-        "' is ambiguous: ",
-        absl::StrJoin(sizes, " or "), " (their memory differs)"));
+    return absl::NotFoundError(
+        absl::StrCat("accelerator.name: GPU ", Quoted(name), " is ambiguous: ",
+                     absl::StrJoin(sizes, " or "), " (their memory differs)"));
   }
-  return absl::NotFoundError(absl::StrCat(
-      "accelerator.name: unknown GPU '", Clipped(name, kQuotedNameBytes),
-      "' (known: ", absl::StrJoin(AcceleratorNames(), ", "), ")"));
+  return absl::NotFoundError(
+      absl::StrCat("accelerator.name: unknown GPU ", Quoted(name),
+                   " (known: ", absl::StrJoin(AcceleratorNames(), ", "), ")"));
 }
 
 std::vector<std::string> ModelNames() {

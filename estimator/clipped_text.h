@@ -39,6 +39,12 @@ inline std::string ClippedLines(absl::string_view text, size_t bytes) {
 // launch arguments).
 inline constexpr size_t kQuotedNameBytes = 64;
 
+// A name or value in single quotes, by its first kQuotedNameBytes: how a
+// message names what the user gave ("'x' is not modelled").
+inline std::string Quoted(absl::string_view text) {
+  return absl::StrCat("'", Clipped(text, kQuotedNameBytes), "'");
+}
+
 }  // namespace memgate
 
 #endif  // MEMGATE_ESTIMATOR_CLIPPED_TEXT_H_

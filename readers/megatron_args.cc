@@ -273,10 +273,9 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
   } else if (norm == "RMSNorm") {
     m.set_normalization(v1::NORMALIZATION_RMSNORM);
   } else {
-    return Bad("normalization",
-               absl::StrCat("'", Clipped(norm, kQuotedNameBytes),
-                            "' is not modelled "
-                            "(LayerNorm or RMSNorm)"));
+    return Bad("normalization", absl::StrCat(Quoted(norm),
+                                             " is not modelled "
+                                             "(LayerNorm or RMSNorm)"));
   }
   m.set_linear_bias(!args.Has("disable-bias-linear"));
   if (m.linear_bias()) {
@@ -349,8 +348,8 @@ absl::Status FillArchitecture(const Arguments& args, MegatronLaunch& launch) {
     m.set_position_embedding(v1::POSITION_EMBEDDING_NONE);
   } else {
     return Bad("position-embedding-type",
-               absl::StrCat("'", Clipped(position, kQuotedNameBytes),
-                            "' is not modelled "
+               absl::StrCat(Quoted(position),
+                            " is not modelled "
                             "(learned_absolute, rope, yarn, mrope or none)"));
   }
   return absl::OkStatus();
@@ -769,8 +768,8 @@ absl::Status FillContextParallelComm(const Arguments& args,
                  type == "allgather"
                      ? "'allgather' is Megatron's help text; TransformerEngine "
                        "runs 'all_gather' and raises on any other spelling"
-                     : absl::StrCat("'", Clipped(type, kQuotedNameBytes),
-                                    "' is not an exchange (p2p, all_gather, "
+                     : absl::StrCat(Quoted(type),
+                                    " is not an exchange (p2p, all_gather, "
                                     "a2a, a2a+p2p)"));
     }
     if (differs) {
@@ -1153,16 +1152,15 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
                                : std::string("transformer_engine");
   if (impl != "transformer_engine" && impl != "local") {
     return Bad("transformer-impl",
-               absl::StrCat("'", Clipped(impl, kQuotedNameBytes),
-                            "' is not modelled"));
+               absl::StrCat(Quoted(impl), " is not modelled"));
   }
   bool unfused = impl == "local";
   if (backend == "unfused" || backend == "local") {
     unfused = true;
   } else if (backend != "auto" && backend != "flash" && backend != "fused") {
     return Bad("attention-backend",
-               absl::StrCat("'", Clipped(backend, kQuotedNameBytes),
-                            "' is not modelled (flash, fused, "
+               absl::StrCat(Quoted(backend),
+                            " is not modelled (flash, fused, "
                             "auto, unfused or local)"));
   }
   const bool local_attention = impl == "local" || backend == "local";
@@ -1288,8 +1286,8 @@ absl::Status FillActivations(const Arguments& args, MegatronLaunch& launch) {
           RecomputeModuleNamed(module);
       if (!known) {
         return Bad("recompute-modules",
-                   absl::StrCat("'", Clipped(module, kQuotedNameBytes),
-                                "' is not modelled (core_attn, "
+                   absl::StrCat(Quoted(module),
+                                " is not modelled (core_attn, "
                                 "mlp, moe, moe_act, shared_experts, "
                                 "layernorm, mla_up_proj)"));
       }
@@ -1450,10 +1448,9 @@ absl::Status FillOptimizer(const Arguments& args, MegatronLaunch& launch) {
                "--optimizer muon --use-distributed-optimizer, which is: "
                "launch it so");
   } else {
-    return Bad("optimizer",
-               absl::StrCat("'", Clipped(optimizer, kQuotedNameBytes),
-                            "' is not modelled "
-                            "(adam, sgd, lion or muon)"));
+    return Bad("optimizer", absl::StrCat(Quoted(optimizer),
+                                         " is not modelled "
+                                         "(adam, sgd, lion or muon)"));
   }
   if (args.Has("rampup-batch-size")) {
     launch.notes.push_back(
@@ -1470,10 +1467,10 @@ absl::StatusOr<v1::DType> DTypeArgument(const Arguments& args,
   if (!args.Has(name)) return v1::DTYPE_UNSPECIFIED;
   const std::string text = args.Text(name);
   if (!allowed.count(text)) {
-    return Bad(name, absl::StrCat("'", Clipped(text, kQuotedNameBytes),
-                                  "' is not one of Megatron's "
-                                  "choices (", absl::StrJoin(allowed, ", "),
-                                  ")"));
+    return Bad(name, absl::StrCat(Quoted(text),
+                                  " is not one of Megatron's "
+                                  "choices (",
+                                  absl::StrJoin(allowed, ", "), ")"));
   }
   static const auto* dtypes = new std::map<std::string, v1::DType>{
       {"fp32", v1::DTYPE_FP32}, {"bf16", v1::DTYPE_BF16},
@@ -1592,10 +1589,9 @@ absl::Status FillFp4(const Arguments& args, const char* format_flag,
   const std::string recipe =
       args.Has("fp4-recipe") ? args.Text("fp4-recipe") : "nvfp4";
   if (recipe != "nvfp4") {
-    return Bad("fp4-recipe",
-               absl::StrCat("'", Clipped(recipe, kQuotedNameBytes),
-                            "' is not modelled "
-                            "(nvfp4)"));
+    return Bad("fp4-recipe", absl::StrCat(Quoted(recipe),
+                                          " is not modelled "
+                                          "(nvfp4)"));
   }
   if (args.Has("fp4-param-gather")) {
     return Bad("fp4-param-gather",
@@ -1680,11 +1676,10 @@ absl::Status FillFp8(const Arguments& args, MegatronLaunch& launch) {
       {"mxfp8", v1::Fp8::RECIPE_MXFP8}};
   auto it = recipes->find(recipe);
   if (it == recipes->end()) {
-    return Bad("fp8-recipe",
-               absl::StrCat("'", Clipped(recipe, kQuotedNameBytes),
-                            "' is not modelled "
-                            "(delayed, tensorwise, blockwise, "
-                            "mxfp8)"));
+    return Bad("fp8-recipe", absl::StrCat(Quoted(recipe),
+                                          " is not modelled "
+                                          "(delayed, tensorwise, blockwise, "
+                                          "mxfp8)"));
   }
   if (!args.Has("fp8-recipe")) {
     launch.notes.push_back("no --fp8-recipe: Megatron's default delayed");
@@ -1800,12 +1795,14 @@ absl::Status FillFsdpGradientDtypes(const Arguments& args,
     // 0.19 the bf16 buffer memgate counts at 4 B covers a bucket's copy.
     if (buffer.empty() || comm == buffer) return absl::OkStatus();
     return Bad("megatron-fsdp-grad-comm-dtype",
-               absl::StrCat("'", Clipped(comm, kQuotedNameBytes),
-                            "' with no_shard or optim allocates "
+               absl::StrCat(Quoted(comm),
+                            " with no_shard or optim allocates "
                             "an un-sharded copy of each gradient bucket "
-                            "beside the ", buffer,
+                            "beside the ",
+                            buffer,
                             " gradient buffer: not modelled (leave it auto "
-                            "or give ", buffer, ")"));
+                            "or give ",
+                            buffer, ")"));
   }
   if (comm == "fp32") {
     return CountFsdpGradientsInFp32(
@@ -1842,8 +1839,8 @@ absl::Status FillFsdp(const Arguments& args, MegatronLaunch& launch) {
       ShardingStrategyNamed(strategy);
   if (!sharding) {
     return Bad("data-parallel-sharding-strategy",
-               absl::StrCat("'", Clipped(strategy, kQuotedNameBytes),
-                            "' is not one of no_shard, optim, "
+               absl::StrCat(Quoted(strategy),
+                            " is not one of no_shard, optim, "
                             "optim_grads, optim_grads_params"));
   }
   v1::ParallelConfig& par = *launch.job.mutable_parallel();
@@ -2120,8 +2117,7 @@ absl::Status RefuseUnmodelled(const Arguments& args) {
   const std::string grads = args.Text("megatron-fsdp-main-grads-dtype");
   if (!grads.empty() && grads != "auto" && grads != "fp32") {
     return Bad("megatron-fsdp-main-grads-dtype",
-               absl::StrCat("'", Clipped(grads, kQuotedNameBytes),
-                            "' is not modelled (auto or fp32)"));
+               absl::StrCat(Quoted(grads), " is not modelled (auto or fp32)"));
   }
   // The one value of each that is modelled, and what the others hold that
   // memgate does not count.
@@ -2143,9 +2139,9 @@ absl::Status RefuseUnmodelled(const Arguments& args) {
         OnlyValue{"megatron-fsdp-version", "1",
                   "version 2's own buffers are not counted"}}) {
     if (args.Has(o.name) && args.Text(o.name) != o.only) {
-      return Bad(o.name, absl::StrCat(
-                             "'", Clipped(args.Text(o.name), kQuotedNameBytes),
-                             "' is not modelled (", o.only, " only): ", o.why));
+      return Bad(o.name,
+                 absl::StrCat(Quoted(args.Text(o.name)), " is not modelled (",
+                              o.only, " only): ", o.why));
     }
   }
   for (const auto& [name, value] : args.values()) {

@@ -45,8 +45,8 @@ absl::Status FillFlexBackend(const Arguments& args, MegatronLaunch& launch,
                                   : std::string("deepep");
   if (backend != "deepep") {
     return Bad("moe-flex-dispatcher-backend",
-               absl::StrCat("'", Clipped(backend, kQuotedNameBytes),
-                            "' holds communication buffers memgate does not "
+               absl::StrCat(Quoted(backend),
+                            " holds communication buffers memgate does not "
                             "model (deepep is modelled)"));
   }
   if (args.Has("moe-flex-dispatcher-num-sms") &&
@@ -148,8 +148,8 @@ absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
     if (absl::Status s = FillFlexBackend(args, launch, moe); !s.ok()) return s;
   } else {
     return Bad("moe-token-dispatcher-type",
-               absl::StrCat("'", Clipped(dispatcher, kQuotedNameBytes),
-                            "' is not one of allgather, "
+               absl::StrCat(Quoted(dispatcher),
+                            " is not one of allgather, "
                             "alltoall, flex"));
   }
   MEMGATE_ASSIGN_OR_RETURN(capacity,
@@ -168,8 +168,7 @@ absl::Status FillDispatch(const Arguments& args, MegatronLaunch& launch,
   const std::string router = args.Text("moe-router-dtype");
   if (!router.empty() && router != "fp32") {
     return Bad("moe-router-dtype",
-               absl::StrCat("'", Clipped(router, kQuotedNameBytes),
-                            "' is not modelled (fp32)"));
+               absl::StrCat(Quoted(router), " is not modelled (fp32)"));
   }
   moe.set_router_dtype(v1::DTYPE_FP32);  // default: an upper bound
   moe.set_grouped_gemm(args.Has("moe-grouped-gemm"));
@@ -296,8 +295,8 @@ absl::StatusOr<LoadBalancing> ReadLoadBalancing(const Arguments& args) {
       }
     } else if (type != "none") {
       return Bad("moe-router-load-balancing-type",
-                 absl::StrCat("'", Clipped(type, kQuotedNameBytes),
-                              "' is not one of aux_loss, seq_aux_loss, "
+                 absl::StrCat(Quoted(type),
+                              " is not one of aux_loss, seq_aux_loss, "
                               "global_aux_loss, sinkhorn, "
                               "quantile_balancing, none"));
     }
@@ -335,8 +334,8 @@ absl::Status FillRouter(const Arguments& args, MegatronLaunch& launch,
     moe.set_router_score_function(S::ROUTER_SCORE_SQRTSOFTPLUS);
   } else {
     return Bad("moe-router-score-function",
-               absl::StrCat("'", Clipped(function, kQuotedNameBytes),
-                            "' is not one of softmax, sigmoid, "
+               absl::StrCat(Quoted(function),
+                            " is not one of softmax, sigmoid, "
                             "sqrtsoftplus"));
   }
   if (args.Has("moe-router-enable-expert-bias") && function == "softmax") {
@@ -472,9 +471,8 @@ absl::Status FillMla(const Arguments& args, MegatronLaunch& launch) {
   v1::ModelConfig& m = *launch.job.mutable_model();
   const std::string rope_type = args.Text("rope-type");
   if (!rope_type.empty() && rope_type != "rope" && rope_type != "yarn") {
-    return Bad("rope-type",
-               absl::StrCat("'", Clipped(rope_type, kQuotedNameBytes),
-                            "' is not Megatron's (rope or yarn)"));
+    return Bad("rope-type", absl::StrCat(Quoted(rope_type),
+                                         " is not Megatron's (rope or yarn)"));
   }
   if (!args.Has("multi-latent-attention")) {
     // argument_utils.py asserts rope_type rope outside MLA.
