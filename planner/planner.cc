@@ -330,6 +330,8 @@ struct Search {
   ModuleChoice cheap, ffn;
   // The cost model with the GPU's datasheet ratios (gpu_datasheets.h).
   CostModel cost;
+  // PlanOptions::most_recompute_probes.
+  uint32_t* most_recompute_probes = nullptr;
 };
 
 // `modules` as the search tries them (none where not any()).
@@ -860,6 +862,15 @@ bool FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   // (Full recomputation of every layer keeps less than any selective
   // modules: once it does not fit, neither do they.)
   bool untried = false;  // a choice not tried for its price
+  // The estimates this search makes, the most kept for the bound's test.
+  uint32_t probes = 0;
+  struct KeepMost {
+    uint32_t* most;
+    const uint32_t& probes;
+    ~KeepMost() {
+      if (most != nullptr && probes > *most) *most = probes;
+    }
+  } keep_most{s.most_recompute_probes, probes};
   // An MoE layer recomputed whole also runs its exchange forward again,
   // a price of the layout's (cost_model.h SelectiveRecomputeCostAt).
   auto cost_of = [&](const ModuleChoice& choice) {
@@ -874,6 +885,7 @@ bool FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
       untried = true;
       return false;
     }
+    ++probes;
     const StagePeak peak = PeakOf(s, WithSelectiveModules(l, choice.modules),
                                   split, chunks, figures, /*probe=*/true);
     if (!IsGreen(s, peak)) {
@@ -913,6 +925,7 @@ bool FitByRecomputing(const Search& s, Layout l, const StageSplit& split,
   StagePeak peak;
   auto fits = [&](uint32_t n) {
     full.recompute_layers = n;
+    ++probes;
     peak = PeakOf(s, full, split, chunks, kept.full, /*probe=*/true);
     return IsGreen(s, peak);
   };
@@ -1868,6 +1881,9 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
                                              const PlanInterrupt& interrupt,
                                              const PlanOptions& options) {
   absl::StatusOr<Search> search = SearchFor(request, options.cost);
+  if (search.ok()) {
+    search->most_recompute_probes = options.most_recompute_probes;
+  }
   if (!search.ok()) return search.status();
   const std::vector<uint32_t> gpu_divisors = Divisors(search->gpus);
   if (absl::Status s = CheckPlacementWork(*search, gpu_divisors); !s.ok()) {

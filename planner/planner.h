@@ -140,6 +140,10 @@ struct PlanOptions {
   // estimate of a layout's peak and, where it does not fit, its
   // recomputation's bounded probe): the tests of the bound below read it.
   uint64_t* schedules_estimated = nullptr;
+  // Where set, raised to the most estimates one schedule's recomputation
+  // search made (at most two selective probes and 4 + log2(L / 4) counts
+  // of a chunk's L layers): the test of that bound reads it.
+  uint32_t* most_recompute_probes = nullptr;
   // The layer-wise packing a plan may do (kMaxPlanLayerWiseWork; a
   // refusal's suggestions, on the Admit path, allow less).
   uint64_t max_layer_wise_work = kMaxPlanLayerWiseWork;

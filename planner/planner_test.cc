@@ -1611,6 +1611,27 @@ TEST(PlannerTest, FullRecomputationIsTheLeastWholeLayersThatFit) {
   EXPECT_GT(cheaper, 5);
 }
 
+// The recomputation search is bounded by the chunk's layers: two
+// selective probes (the cheap modules, the MLP) and at most 4 + ceil(log2
+// ceil(L / 4)) counts, quarters then a bisection. Llama-3.1-70B on 32
+// H100s holds whole stages of up to 80 layers; a plan of it bisects (more
+// than the quarters' 6) and stays within the bound of its longest chunk.
+TEST(PlannerTest, TheRecomputationSearchIsBoundedByTheChunksLayers) {
+  v1::PlanRequest r = Request("llama-3.1-70b", "h100-80gb", 32, 8192, 64);
+  r.set_top_k(0);
+  uint32_t most = 0;
+  PlanOptions counted;
+  counted.most_recompute_probes = &most;
+  absl::StatusOr<v1::PlanResponse> plan = PlanLayouts(r, nullptr, counted);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const uint32_t longest = 80;
+  const uint32_t quarter = (longest + 3) / 4;
+  const uint32_t bisections =
+      static_cast<uint32_t>(std::ceil(std::log2(double(quarter))));
+  EXPECT_LE(most, 2 + 4 + bisections);
+  EXPECT_GT(most, 6u) << most;
+}
+
 // TransformerEngine's fused grouped MLP (the op fuser's experts) runs
 // without expert TP: every candidate keeps ETP 1, pads its experts to 256
 // rows (MoeConfig.grouped_tensor), and is the job it says.
