@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
@@ -21,53 +22,65 @@ double NowSeconds() {
 }
 
 // Forks and execs argv with stdout (and stderr, when err_fd >= 0) on the
-// given pipe ends; the child never returns.
-pid_t Spawn(const std::vector<std::string>& argv, int out_fd, int err_fd,
-            int close_fd_1, int close_fd_2) {
+// given pipe ends; the child never returns. Tests call this from several
+// threads at once, so everything the child needs is made before fork (the
+// child only dup2s and execs: async-signal-safe), and the pipes are
+// O_CLOEXEC: a child forked by one thread must not carry another thread's
+// pipe into its program, where it would hold that Run's EOF back.
+pid_t Spawn(const std::vector<std::string>& argv, int out_fd, int err_fd) {
+  std::vector<char*> args;
+  for (const std::string& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   const pid_t pid = fork();
   if (pid != 0) return pid;
+  // dup2 clears O_CLOEXEC on the copy; the originals close at exec.
   dup2(out_fd, STDOUT_FILENO);
   if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
-  for (int fd : {out_fd, err_fd, close_fd_1, close_fd_2}) {
-    if (fd > STDERR_FILENO) close(fd);
-  }
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
   execv(args[0], args.data());
   _exit(127);
 }
+
+double SecondsSince(double start) { return NowSeconds() - start; }
 
 }  // namespace
 
 RunResult Run(const std::vector<std::string>& argv, int timeout_seconds) {
   RunResult result;
+  const double start = NowSeconds();
   int out_pipe[2], err_pipe[2];
-  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) return result;
-  const pid_t pid =
-      Spawn(argv, out_pipe[1], err_pipe[1], out_pipe[0], err_pipe[0]);
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) return result;
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    return result;
+  }
+  const pid_t pid = Spawn(argv, out_pipe[1], err_pipe[1]);
   close(out_pipe[1]);
   close(err_pipe[1]);
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   std::string* sinks[2] = {&result.out, &result.err};
-  const double deadline = NowSeconds() + timeout_seconds;
+  const double deadline = start + timeout_seconds;
   int open_fds = 2;
-  bool killed = false;
   while (open_fds > 0) {
     const int wait_ms = static_cast<int>((deadline - NowSeconds()) * 1000);
     if (wait_ms <= 0) {
       kill(pid, SIGKILL);
-      killed = true;
+      result.timed_out = true;
       break;
     }
-    if (poll(fds, 2, wait_ms) < 0) break;
+    const int ready = poll(fds, 2, wait_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) break;
     for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
+      // Any event on a pipe (data, hang-up, error) is read; an error or
+      // end of file closes it, so poll never spins on a dead descriptor.
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
       char buffer[4096];
       const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
       if (n > 0) {
         sinks[i]->append(buffer, static_cast<size_t>(n));
-      } else {
+      } else if (n == 0 || errno != EINTR) {
         close(fds[i].fd);
         fds[i].fd = -1;
         --open_fds;
@@ -78,15 +91,30 @@ RunResult Run(const std::vector<std::string>& argv, int timeout_seconds) {
     if (f.fd >= 0) close(f.fd);
   }
   int status = 0;
-  waitpid(pid, &status, 0);
-  if (!killed && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.seconds = SecondsSince(start);
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  if (!result.timed_out && WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  }
   return result;
+}
+
+std::string Describe(const RunResult& r) {
+  std::string what = r.timed_out ? "killed at its time limit"
+                     : r.signal != 0
+                         ? "died of signal " + std::to_string(r.signal)
+                         : "exit " + std::to_string(r.exit_code);
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f", r.seconds);
+  return what + " after " + seconds + " s; stderr: " + r.err;
 }
 
 ServerProcess::ServerProcess(const std::vector<std::string>& argv) {
   int out_pipe[2];
-  if (pipe(out_pipe) != 0) return;
-  pid_ = Spawn(argv, out_pipe[1], -1, out_pipe[0], -1);
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) return;
+  pid_ = Spawn(argv, out_pipe[1], -1);
   close(out_pipe[1]);
   stdout_fd_ = out_pipe[0];
   std::string seen;

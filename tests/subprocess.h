@@ -13,6 +13,9 @@ namespace memgate::testing {
 
 struct RunResult {
   int exit_code = -1;  // -1: did not exit normally (signal, timeout)
+  bool timed_out = false;  // killed at Run's wall-clock limit
+  int signal = 0;          // the signal that ended it, if one did
+  double seconds = 0;      // wall time from spawn to reaping
   std::string out;
   std::string err;
 };
@@ -21,6 +24,10 @@ struct RunResult {
 // stderr; the child is killed at the limit so a hang fails the test.
 RunResult Run(const std::vector<std::string>& argv,
               int timeout_seconds = 60);
+
+// How a run ended, for a failing test's message: "exit 3 after 0.4 s;
+// stderr: ...", "killed at its time limit after 60.0 s; ...".
+std::string Describe(const RunResult& result);
 
 // Path of a binary in this test's runfiles, e.g. "client/memgate".
 std::string RunfilePath(const std::string& workspace_relative);
