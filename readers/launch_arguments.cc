@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "estimator/clipped_text.h"
 #include "readers/megatron_argument_names.h"
 #include "readers/megatron_arguments.h"
 
@@ -584,14 +585,35 @@ std::string Arguments::Text(const std::string& name) const {
   return it == values_.end() ? std::string() : it->second;
 }
 
+namespace {
+
+// Why a number memgate needs is a word the shell was to expand ($MBS,
+// ${TP}, `...`): empty where it is not. A Slurm hook substitutes a batch
+// script's variables only where the script sets them to one literal value
+// (memgate_launch.lua find_launches); any other stays as written.
+std::string ShellWordHint(absl::string_view value) {
+  if (value.find('$') == absl::string_view::npos &&
+      value.find('`') == absl::string_view::npos) {
+    return "";
+  }
+  return ": a shell expansion whose value is decided when the command "
+         "runs (a batch script's variable reads as a number only where "
+         "the script sets it to one literal value, not under a condition, "
+         "in a loop or from its arguments); give the number, or check the "
+         "launch where it runs (memgate exec)";
+}
+
+}  // namespace
+
 absl::StatusOr<double> Arguments::Decimal(const std::string& name,
                                           double fallback) const {
   auto it = values_.find(name);
   if (it == values_.end()) return fallback;
   double x = 0;
   if (!absl::SimpleAtod(it->second, &x) || !(x >= 0)) {
-    return Bad(name, absl::StrCat("must be a non-negative number (got '",
-                                  it->second, "')"));
+    return Bad(name, absl::StrCat("must be a non-negative number (got ",
+                                  Quoted(it->second), ")",
+                                  ShellWordHint(it->second)));
   }
   return x;
 }
@@ -612,7 +634,8 @@ absl::StatusOr<uint32_t> Arguments::Number(const std::string& name,
                                     });
     return Bad(name, absl::StrCat(digits ? "must be at most 4294967295"
                                          : "must be a whole number",
-                                  " (got '", it->second, "')"));
+                                  " (got ", Quoted(it->second), ")",
+                                  ShellWordHint(it->second)));
   }
   return n;
 }

@@ -183,6 +183,34 @@ TEST(MegatronArgsTest, ReadsTheLlama31_70BLaunchWithEqualsAndUnderscores) {
   EXPECT_EQ(VocabRows(ShapeOf(l->job.model()), 8), 129024);  // of 1024
 }
 
+// A number the shell was to expand (a batch script's variable a Slurm
+// hook could not read as one literal value) is refused naming the word
+// and why; a non-number is refused as before, and a hostile one is quoted
+// by its first 64 bytes only.
+TEST(MegatronArgsTest, ANumberLeftToTheShellIsRefusedSayingWhy) {
+  const std::string mbs = LaunchRefusal("--micro-batch-size $MBS",
+                                        "--micro-batch-size 1 ");
+  EXPECT_TRUE(absl::StrContains(
+      mbs, "--micro-batch-size: must be a whole number (got '$MBS'): a "
+           "shell expansion whose value is decided when the command runs"))
+      << mbs;
+  EXPECT_TRUE(absl::StrContains(mbs, "memgate exec")) << mbs;
+  const std::string ratio =
+      LaunchRefusal("--optimizer sgd --sgd-momentum ${MOMENTUM}", "");
+  EXPECT_TRUE(absl::StrContains(ratio, "--sgd-momentum: must be a non-"
+                                       "negative number (got '${MOMENTUM}'): "
+                                       "a shell expansion"))
+      << ratio;
+  const std::string word = LaunchRefusal("--micro-batch-size four",
+                                         "--micro-batch-size 1 ");
+  EXPECT_TRUE(absl::StrContains(word, "must be a whole number (got 'four')"))
+      << word;
+  EXPECT_FALSE(absl::StrContains(word, "shell expansion")) << word;
+  const std::string huge = LaunchRefusal(
+      "--micro-batch-size " + std::string(100000, 'x'), "--micro-batch-size 1 ");
+  EXPECT_LT(huge.size(), 400u) << huge.substr(0, 400);
+}
+
 TEST(MegatronArgsTest, CatalogModelFillsWhatTheLaunchLeavesOut) {
   const v1::ModelConfig model = *FindModel("llama-3.1-8b");
   absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
