@@ -103,8 +103,122 @@ end
 scripts.hidden_arguments = function()
   return header .. fits .. " $EXTRA_ARGS\n"
 end
-scripts.hidden_array = function()
+-- An array assigned once, of literal words, is read as bash expands it:
+-- its MBS 4 is the launch's.
+scripts.array_read = function()
   return header .. "ARGS=(--micro-batch-size 4)\n" .. fits .. " \"${ARGS[@]}\"\n"
+end
+-- The style of Megatron-LM's example scripts (examples/gpt3, mixtral):
+-- the arguments in arrays over several lines, with comments, quotes and
+-- variables, the launch made of their expansions. The lines inside an
+-- array are its words, not launches of their own (each was once checked
+-- alone and refused: "--hidden-size: missing").
+local function megatron_example(mbs)
+  -- The arguments after "torchrun ... pretrain_gpt.py", an argument (and
+  -- its value) a line; the model's in one array with backslashes, the
+  -- rest in another without.
+  local model, rest, list = {}, {}, nil
+  local past_script = false
+  for word in launch(32, mbs):gmatch("%S+") do
+    if word == "--tensor-model-parallel-size" then list = rest end
+    if past_script then
+      if word:sub(1, 2) == "--" or #list == 0 then
+        list[#list + 1] = word
+      else
+        list[#list] = list[#list] .. " " .. word
+      end
+    end
+    if word == "pretrain_gpt.py" then past_script, list = true, model end
+  end
+  return header .. "GPUS_PER_NODE=8\nMBS=" .. mbs .. "\n" ..
+         "DISTRIBUTED_ARGS=(\n    --nnodes 1\n" ..
+         "    --nproc-per-node $GPUS_PER_NODE  # one node\n)\n" ..
+         "MODEL_ARGS=(\n    " .. table.concat(model, " \\\n    ") .. "\n)\n" ..
+         "TRAINING_ARGS=( \"--seed 1234\" # a comment\n    " ..
+         table.concat(rest, "\n    "):gsub("%-%-micro%-batch%-size %d+",
+                                           "--micro-batch-size ${MBS}") ..
+         "\n)\n" ..
+         "torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \\\n" ..
+         "    ${MODEL_ARGS[@]} \\\n    \"${TRAINING_ARGS[@]}\"\n"
+end
+scripts.megatron_example_fits = function() return megatron_example(1) end
+scripts.megatron_example_ooms = function() return megatron_example(4) end
+-- An array and its launch on one line; an array whose words are computed
+-- (a substitution's parentheses do not close it: its lines stay its
+-- words), refused naming it where a launch uses it.
+scripts.array_then_launch_on_one_line = function()
+  return header .. "ARGS=(--micro-batch-size 4); " .. fits .. " ${ARGS[@]}\n"
+end
+scripts.array_computed = function()
+  return header ..
+         "ARGS=( $(cat extra_args)\n  --num-layers 32 $((2 * 2))\n)\n" ..
+         fits .. " ${ARGS[@]}\n"
+end
+-- An array appended to (under a condition here, as Megatron-LM's llama3
+-- example does with its fp8 arguments): which words it holds is decided
+-- at run time: refused naming it, never read as if every append ran or
+-- none did.
+scripts.array_appended = function()
+  return header .. "EXTRA=(--micro-batch-size 1)\n" ..
+         "if [ \"$BIG\" = 1 ]; then\n  EXTRA+=(--micro-batch-size 4)\nfi\n" ..
+         fits .. " ${EXTRA[@]}\n"
+end
+-- A variable the script sets under a condition, in an argument loop or
+-- after `&&` (or to two values) holds a value the hook cannot know: it
+-- stays as written, and memgate refuses it by name where it changes
+-- memory. Each of these ran the MBS 4 job where the hook read MBS 1.
+local mbs_launch = launch(32, "$MBS")
+scripts.variable_under_condition = function()
+  return header .. "MBS=4\nif [ \"$SMALL\" = 1 ]; then\n  MBS=1\nfi\n" ..
+         mbs_launch .. "\n"
+end
+scripts.variable_in_argument_loop = function()
+  return header .. "MBS=1\nwhile [[ $# -gt 0 ]]; do\n  case $1 in\n" ..
+         "    --mbs) MBS=\"$2\"; shift 2;;\n    *) shift;;\n  esac\ndone\n" ..
+         mbs_launch .. "\n"
+end
+scripts.variable_after_and = function()
+  return header .. "MBS=1\n[ -n \"$BIG\" ] && MBS=4\n" .. mbs_launch .. "\n"
+end
+scripts.variable_computed_later = function()
+  return header .. "MBS=1\nMBS=$((MBS * 4))\n" .. mbs_launch .. "\n"
+end
+-- Set twice to the same value, or once before a comment: read.
+scripts.variable_set_twice_alike = function()
+  return header .. "MBS=4\nexport MBS=4\n" .. mbs_launch .. "\n"
+end
+scripts.variable_before_comment = function()
+  return header .. "MBS=4  # micro-batch size\n" .. mbs_launch .. "\n"
+end
+-- TransformerEngine's switches set under a condition on one line, or to
+-- two values: unknown, refused by name ("?").
+scripts.te_under_condition = function()
+  return header .. "if [ -n \"$SLOW\" ]; then export NVTE_FLASH_ATTN=0; fi\n" ..
+         fits .. "\n"
+end
+scripts.te_set_twice = function()
+  return header .. "export NVTE_FLASH_ATTN=1\nif [ -n \"$SLOW\" ]; then\n" ..
+         "  export NVTE_FLASH_ATTN=0\nfi\n" .. fits .. "\n"
+end
+-- Bounds: an array that never closes is read a line's worth, then
+-- refused; 4 MiB of assignments the hook cannot follow (every form it
+-- looks for, on every line) is read in linear time.
+scripts.array_unclosed = function()
+  return header .. "ARGS=(\n" .. filler(4 * 1024 * 1024 - 4096) .. fits .. "\n"
+end
+scripts.assignments_4mb = function()
+  local line = "A=1; [ -n \"$B\" ] && C=2; for D in 1 2; do E+=3; done; " ..
+               "read F G; ((H++)); printf -v I x; : ${J:=4}\n"
+  local tail = fits .. "\n"
+  return header ..
+         string.rep(line,
+                    math.floor((4 * 1024 * 1024 - #header - #tail - 64) / #line)) ..
+         tail
+end
+scripts.assignment_names_huge = function()
+  return header .. "echo " .. string.rep("a", 200 * 1024) .. "=" ..
+         string.rep(" x=", 20 * 1024) .. string.rep("${", 20 * 1024) ..
+         string.rep(" for", 20 * 1024) .. "\n" .. fits .. "\n"
 end
 -- The shell's redirections and pipes on the launch line are not
 -- arguments: the fitting launch logged to a file is admitted.
@@ -287,6 +401,7 @@ local argvs = {
   script_set_arguments = { [0] = "train.sh", "--micro-batch-size", "4" },
   script_shifted_blanks = { [0] = "train.sh", "--micro-batch-size", "4" },
   script_argument_loop = { [0] = "train.sh", "--mbs", "4" },
+  variable_in_argument_loop = { [0] = "train.sh", "--mbs", "4" },
   script_no_arguments = { [0] = "train.sh" },
   script_arguments = { [0] = "train.sh", "--micro-batch-size", "4" },
   script_positional = { "train.sh", "4" },

@@ -181,6 +181,36 @@ if out=$(sbatch "$work/vars.sh" 2>&1); then fail "OOM job with variables accepte
 grep -q "memgate: REFUSE \[RED\]" <<< "$out" || fail "variables: $out"
 echo "ok: a launch written with variables is judged too"; passed=$((passed + 1))
 
+# A launch built from arrays, as Megatron-LM's example scripts write it
+# (examples/gpt3, examples/mixtral): the arrays are read, and no line
+# inside one is taken for a launch of its own. MBS 4: the OOM job.
+cat > "$work/arrays.sh" <<'JOB'
+#!/bin/bash
+#SBATCH --nodes=1 --gres=gpu:8 --output=/dev/null --partition=a100
+DISTRIBUTED_ARGS=(
+    --nnodes 1
+    --nproc-per-node 8
+)
+MODEL_ARGS=(
+    --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336
+    --num-attention-heads 32 --group-query-attention --num-query-groups 8
+    --vocab-size 128256 --untie-embeddings-and-output-weights --swiglu
+    --normalization RMSNorm --disable-bias-linear  # Llama's
+    --position-embedding-type rope --hidden-dropout 0 --attention-dropout 0
+)
+TRAINING_ARGS=(
+    --tensor-model-parallel-size 4 --pipeline-model-parallel-size 2
+    --sequence-parallel --use-distributed-optimizer
+    --micro-batch-size 4 --global-batch-size 1024 --seq-length 8192 --bf16
+)
+echo torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \
+    ${MODEL_ARGS[@]} \
+    ${TRAINING_ARGS[@]}
+JOB
+if out=$(sbatch "$work/arrays.sh" 2>&1); then fail "OOM job of arrays accepted: $out"; fi
+grep -q "memgate: REFUSE \[RED\] peak 51.58 GiB" <<< "$out" || fail "arrays: $out"
+echo "ok: a launch built from arrays is judged"; passed=$((passed + 1))
+
 # The script's own arguments: a launch that ends in "$@" is judged with
 # what sbatch passes the script (Slurm's job_desc.argv): none, the fitting
 # job; --micro-batch-size 4, the OOM one.

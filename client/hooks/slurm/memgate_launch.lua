@@ -21,11 +21,13 @@ substituted where the hook is given them (settings.script_arguments),
 until a line moves them (`shift`, `set --`): a launch after it that uses
 them is refused as unreadable (settings.on_invalid decides).
 Words of a launch it finds that it cannot expand ($EXTRA_ARGS from the
-submitting shell, "${ARGS[@]}", $(...)) reach memgate as written, which
-refuses them by name where they would supply arguments
-(readers/launch_arguments.h). Enforcement on the real command line
-belongs in the launcher: `memgate exec -- torchrun ...` (or the preflight
-API) in the site's launch wrapper, or a check at task launch. This hook is
+submitting shell, a variable the script sets under a condition, $(...))
+reach memgate as written, which refuses them by name where they would
+supply arguments or change memory (readers/launch_arguments.h); an array
+it cannot read is refused here, naming it (find_launches). Enforcement
+on the real command line belongs in the launcher: `memgate exec --
+torchrun ...` (or the preflight API) in the site's launch wrapper, or a
+check at task launch. This hook is
 the early, friendly check that catches honest mistakes before a job queues.
 ]]
 
@@ -77,6 +79,14 @@ local function expand(line, vars, budget, shifted)
     end
     parts[#parts + 1] = piece
   end
+  local function substitute(value)
+    budget.substitutions = budget.substitutions - 1
+    if budget.substitutions < 0 then
+      exceed(string.format("more than %d variable substitutions",
+                           budget.limits.substitutions))
+    end
+    add(value)
+  end
   while true do
     local dollar = line:find("$", pos, true)
     if dollar == nil then
@@ -84,11 +94,33 @@ local function expand(line, vars, budget, shifted)
       break
     end
     add(line:sub(pos, dollar - 1))
-    local name, stop = line:match("^{([%w_]+)}()", dollar + 1)
-    if name == nil then name, stop = line:match("^{([@*])}()", dollar + 1) end
-    if name == nil then name, stop = line:match("^([%w_]+)()", dollar + 1) end
-    if name == nil then name, stop = line:match("^([@*])()", dollar + 1) end
-    if name == nil then
+    -- ${NAME[@]} and ${NAME[*]}: the elements of an array find_launches
+    -- read (budget.arrays); any other array stays as written.
+    local array, stop = line:match("^{([%a_][%w_]*)%[[@*]%]}()", dollar + 1)
+    local name
+    if array == nil then
+      name, stop = line:match("^{([%w_]+)}()", dollar + 1)
+      if name == nil then name, stop = line:match("^{([@*])}()", dollar + 1) end
+      if name == nil then name, stop = line:match("^([%w_]+)()", dollar + 1) end
+      if name == nil then name, stop = line:match("^([@*])()", dollar + 1) end
+    end
+    if array ~= nil then
+      local value = budget.arrays and budget.arrays[array]
+      local why = budget.unread_arrays and budget.unread_arrays[array]
+      if value ~= nil then
+        substitute(value)
+      elseif why ~= nil then
+        unreadable(string.format(
+            "the launch uses %s, an array the script %s: which words " ..
+            "it holds when the launch runs is decided then (a condition " ..
+            "or a loop may choose); write them into one assignment " ..
+            "(%s=( ... )), or check the launch where it runs (memgate exec)",
+            line:sub(dollar, stop - 1), why, array))
+      else
+        add(line:sub(dollar, stop - 1))
+      end
+      pos = stop
+    elseif name == nil then
       add("$")
       pos = dollar + 1
     else
@@ -101,12 +133,7 @@ local function expand(line, vars, budget, shifted)
       end
       local value = vars[name]
       if value ~= nil then
-        budget.substitutions = budget.substitutions - 1
-        if budget.substitutions < 0 then
-          exceed(string.format("more than %d variable substitutions",
-                               budget.limits.substitutions))
-        end
-        add(value)
+        substitute(value)
       else
         add(line:sub(dollar, stop - 1))
       end
@@ -145,7 +172,9 @@ local function looks_like_launch(body)
   if body:sub(1, 1) == "#" then return false end
   -- Plain searches: every line of a 4 MiB script comes here.
   local script = body:find("pretrain_gpt.py", 1, true)
-  return (script ~= nil and body:find("%-%-[%a]", script) ~= nil) or
+  return (script ~= nil and (body:find("%-%-[%a]", script) ~= nil or
+                             body:find("[@]}", script, true) ~= nil or
+                             body:find("[*]}", script, true) ~= nil)) or
          body:find("--tensor-model-parallel-size", 1, true) ~= nil or
          body:find("--num-layers", 1, true) ~= nil
 end
@@ -292,15 +321,184 @@ local function moves_arguments(body)
          has_command(body, "set", double_dash)
 end
 
+-- Bytes of a shell variable's name.
+local function name_byte(b)
+  return b ~= nil and (b == 95 or (b >= 48 and b <= 57) or
+                       (b >= 65 and b <= 90) or (b >= 97 and b <= 122))
+end
+
+-- Bytes after which a word starts a command or an assignment: a blank,
+-- ; & | ( ) { (an argument loop's `--mbs) MBS=$2;;`).
+local ASSIGNMENT_START = { [32] = true, [9] = true, [59] = true, [38] = true,
+                           [124] = true, [40] = true, [41] = true,
+                           [123] = true }
+
+-- The name that ends just before byte `stop` + 1 of `body` (walking back
+-- over name bytes), if it is a whole word a command or assignment can
+-- start with; nil otherwise.
+local function name_before(body, stop)
+  local start = stop
+  while start >= 1 and name_byte(body:byte(start)) do start = start - 1 end
+  start = start + 1
+  if start > stop or (body:byte(start) >= 48 and body:byte(start) <= 57) then
+    return nil
+  end
+  if start > 1 and not ASSIGNMENT_START[body:byte(start - 1)] then
+    return nil
+  end
+  return body:sub(start, stop)
+end
+
+--[[
+Calls `f(name)` for every variable a line may set other than as a line of
+its own (NAME=value, which find_launches reads): NAME= or NAME+= after a
+blank or ; & | ( ) { (an argument loop's `--mbs) MBS=$2;;`, `[ -n "$BIG" ]
+&& MBS=4`, `export A=1 B=2`, `local`, `declare`, `let`), `for NAME in`,
+`printf -v NAME`, ${NAME:=value} and ${NAME=value}, and on a line that
+runs `read`, `mapfile` / `readarray` or arithmetic `((`, every name on
+it. Plain searches and one walk back over each name: linear in the line,
+which may be 256 KiB.
+]]
+local function other_assignments(body, f)
+  local pos = 1
+  while true do
+    local eq = body:find("=", pos, true)
+    if eq == nil then break end
+    local stop = eq - 1
+    if body:byte(stop) == 43 then stop = stop - 1 end  -- NAME+=
+    local name = name_before(body, stop)
+    if name ~= nil then f(name) end
+    pos = eq + 1
+  end
+  pos = 1
+  while true do
+    local at = body:find("${", pos, true)
+    if at == nil then break end
+    local name = body:match("^%${([%a_][%w_]*):?=", at)
+    if name ~= nil then f(name) end
+    pos = at + 2
+  end
+  pos = 1
+  while true do
+    local at = body:find("for", pos, true)
+    if at == nil then break end
+    if at == 1 or ASSIGNMENT_START[body:byte(at - 1)] then
+      local name = body:match("^for%s+([%a_][%w_]*)", at)
+      if name ~= nil then f(name) end
+    end
+    pos = at + 3
+  end
+  local printf = body:find("printf", 1, true)
+  if printf ~= nil then
+    local printf_name = body:match("printf%s+%-v%s+([%a_][%w_]*)", printf)
+    if printf_name ~= nil then f(printf_name) end
+  end
+  local arithmetic = body:find("((", 1, true)
+  local every_word = (arithmetic ~= nil and body:byte(arithmetic - 1) ~= 36)
+  if not every_word and body:find("read", 1, true) ~= nil then
+    every_word = has_command(body, "read", ends_word) or
+                 has_command(body, "readarray", ends_word)
+  end
+  if not every_word and body:find("mapfile", 1, true) ~= nil then
+    every_word = has_command(body, "mapfile", ends_word)
+  end
+  if every_word then
+    for word in body:gmatch("[%a_][%w_]*") do f(word) end
+  end
+end
+
+--[[
+Reads a bash array assignment's text (NAME=( ... ), over one line or
+several) into `array`: its words with quotes and comments removed, joined
+by blanks (a launch line's words are blank-separated), until the `)` that
+closes it. Returns true and the position after that `)` once closed.
+`array.computed` when it holds a substitution ($( ... ), $(( ... )),
+<( ... ), `...`), whose words are decided at run time; the parentheses
+it opens are counted, so that theirs does not close the array. Plain
+searches, one pass over the text; `limits.line_bytes` bounds it.
+]]
+local function read_array_text(array, text, limits)
+  local pos = 1
+  local function keep(piece)
+    array.size = array.size + #piece
+    if array.size > limits.line_bytes then
+      exceed(string.format("an array assignment (%s=( ... )) is longer " ..
+                           "than %d bytes", array.name, limits.line_bytes))
+    end
+    array.parts[#array.parts + 1] = piece
+  end
+  array.depth = array.depth or 0
+  while pos <= #text do
+    if array.quote ~= nil then
+      local close = text:find(array.quote, pos, true)
+      local piece = text:sub(pos, (close or #text + 1) - 1)
+      if array.quote == '"' and (piece:find("$(", 1, true) or
+                                 piece:find("`", 1, true)) then
+        array.computed = true
+      end
+      keep(piece)
+      if close == nil then break end
+      array.quote = nil
+      pos = close + 1
+    else
+      local special = text:find("[\"'#()`\\]", pos)
+      if special == nil then
+        keep(text:sub(pos))
+        break
+      end
+      keep(text:sub(pos, special - 1))
+      local c = text:sub(special, special)
+      local before = text:byte(special - 1)
+      pos = special + 1
+      if c == "(" then
+        -- Inside an array only a substitution opens one ($(, $((, <().
+        array.depth = array.depth + 1
+        array.computed = true
+        keep(c)
+      elseif c == ")" then
+        if array.depth == 0 then return true, pos end
+        array.depth = array.depth - 1
+        keep(c)
+      elseif c == "#" then
+        if special == 1 or before == 32 or before == 9 then break end
+        keep(c)
+      elseif c == "`" then
+        array.computed = true
+      elseif c == "\\" then
+        keep(text:sub(pos, pos))
+        pos = pos + 1
+      else
+        array.quote = c
+      end
+    end
+  end
+  keep(" ")
+  return false
+end
+
 --[[
 Every launch of Megatron-LM in a batch script, after joining backslash
-continuations, with plain assignments above each (NAME=value, export
-NAME=value; literal values only) and `known` values (e.g. SLURM_NNODES,
-which the request already fixes) substituted, and the TransformerEngine
-attention variables it runs with (from `environment`, the job's, then the
-script's export, assignment to an exported name and unset lines) in front.
-An empty list when there is none (the job is not ours). Raises
-LimitExceeded past M.LIMITS (or `limits`).
+continuations, with the script's variables above each substituted and the
+TransformerEngine attention variables it runs with (from `environment`,
+the job's, then the script's export, assignment to an exported name and
+unset lines) in front. An empty list when there is none (the job is not
+ours). Raises LimitExceeded past M.LIMITS (or `limits`).
+
+A variable is substituted only where the script sets it to one literal
+value: by lines of their own (NAME=value, export NAME=value) that all
+agree, or in `known` (e.g. SLURM_NNODES, which the request fixes). The
+hook reads the script as text, not as bash runs it: an assignment under a
+condition or in a loop (`if ...; then MBS=1; fi`), an argument loop's
+(`--mbs) MBS=$2;;`), a computed value or one it cannot see would leave it
+reading a value the job may not run with. A variable set so, or to
+different values, stays as written (`$MBS`), and memgate refuses it by
+name where it changes memory. Arrays (NAME=( ... ), the style of
+Megatron-LM's own example scripts) are read the same way: one assignment
+of literal words (and variables it knows) is substituted for
+${NAME[@]} and ${NAME[*]}; an array appended to (NAME+=( ... ), often
+under a condition), assigned twice or computed stays as written. A line
+inside an array assignment is never a launch of its own; a line that uses
+an array holding Megatron's arguments is.
 ]]
 function M.find_launches(script, known, limits, environment)
   limits = limits or M.LIMITS
@@ -309,40 +507,166 @@ function M.find_launches(script, known, limits, environment)
     exceed(string.format("the batch script is larger than %d bytes",
                          limits.script_bytes))
   end
-  local budget = { substitutions = limits.substitutions, limits = limits }
-  local vars, count = {}, 0
-  for k, v in pairs(known or {}) do vars[k] = tostring(v) end
+  local arrays = {}         -- NAME -> its words, where the hook reads them
+  local unread_arrays = {}  -- NAME -> why it does not read them
+  local launch_arrays = {}  -- NAME -> true: holds Megatron's arguments
+  local budget = { substitutions = limits.substitutions, limits = limits,
+                   arrays = arrays, unread_arrays = unread_arrays }
+  -- vars: the names substituted; seen: each name's first literal value,
+  -- or false where it was first set otherwise; conflicted: set otherwise
+  -- or to different values, never substituted again.
+  local vars, seen, conflicted, count = {}, {}, {}, 0
+  local function note(name)
+    if seen[name] == nil then
+      count = count + 1
+      if count > limits.variables then
+        exceed(string.format("more than %d variable assignments",
+                             limits.variables))
+      end
+    end
+  end
+  for k, v in pairs(known or {}) do
+    vars[k] = tostring(v)
+    seen[k] = vars[k]
+  end
   local exported = M.te_attention_environment(environment)
+  -- `value` a literal, or nil for one the hook cannot evaluate.
+  local function assign(name, value)
+    note(name)
+    if value ~= nil and not conflicted[name] and
+        (seen[name] == nil or seen[name] == value) then
+      seen[name] = value
+      vars[name] = value
+    else
+      if seen[name] ~= nil then conflicted[name] = true end
+      if seen[name] == nil then seen[name] = false end
+      vars[name] = nil
+    end
+  end
+  -- A name set in a form the hook cannot follow (other_assignments).
+  local function set_otherwise(name)
+    if te_variable[name] then
+      vars[name] = "?"
+      exported[name] = "?"
+      return
+    end
+    if conflicted[name] then return end  -- already unread
+    note(name)
+    if seen[name] == nil then seen[name] = false end
+    conflicted[name] = true
+    vars[name] = nil
+    if arrays[name] ~= nil or launch_arrays[name] then
+      arrays[name] = nil
+      unread_arrays[name] = unread_arrays[name] or
+          "sets otherwise than in one NAME=( ... ) line"
+    end
+  end
+  local function finish_array(array)
+    local name = array.name
+    local text = table.concat(array.parts)
+    if looks_like_launch(text) then launch_arrays[name] = true end
+    local ok, words = pcall(expand, text, vars, budget, nil)
+    if not ok then
+      if getmetatable(words) == LimitExceeded then error(words, 0) end
+      array.computed = true
+    end
+    note(name)
+    vars[name] = nil  -- $NAME of an array is its first word: not read
+    if array.computed or array.append or conflicted[name] or
+        (seen[name] ~= nil and seen[name] ~= words) then
+      if seen[name] == nil then seen[name] = false end
+      conflicted[name] = true
+      arrays[name] = nil
+      unread_arrays[name] = unread_arrays[name] or
+          (array.computed and "computes ($( ... ))" or
+           array.append and "appends to (" .. name .. "+=( ... ))" or
+           "assigns more than once")
+    else
+      seen[name] = words
+      arrays[name] = words
+    end
+  end
+  -- Whether a line expands an array that holds Megatron's arguments.
+  local function uses_launch_array(body)
+    for _, ending in ipairs({ "[@]}", "[*]}" }) do
+      local pos = 1
+      while true do
+        local at = body:find(ending, pos, true)
+        if at == nil then break end
+        local name = name_before(body, at - 1)
+        if name ~= nil and launch_arrays[name] then return true end
+        pos = at + 4
+      end
+    end
+    return false
+  end
   local launches = {}
   local shifted = nil  -- the line that moved the script's arguments
-  local joined = script:gsub("\\\r?\n", " ")
-  for line in joined:gmatch("[^\n]+") do
-    local first = line:find("%S")
-    local body = (first == 1 or first == nil) and line or line:sub(first)
+  local open_array = nil  -- the array assignment being read
+  -- One line, or what follows an array's `)` on it (`ARGS=(...);
+  -- torchrun ...`): returns that rest, to be read as a line of its own.
+  local function read_line(body)
+    local array_name, plus, array_text
+    if open_array == nil then
+      local declared = body:match("^declare%s+%-%a+%s+(.*)$") or
+                       body:match("^local%s+%-%a+%s+(.*)$") or
+                       body:match("^typeset%s+%-%a+%s+(.*)$") or body
+      array_name, plus, array_text =
+          declared:match("^([%a_][%w_]*)(%+?)=%((.*)$")
+    end
+    -- NAME=value alone on its line, or before a comment.
     local export, name, value = body:match("^(export%s+)([%a_][%w_]*)=(%S*)%s*$")
+    if name == nil then
+      export, name, value = body:match("^(export%s+)([%a_][%w_]*)=(%S*)%s+#")
+    end
     if name == nil then
       name, value = body:match("^([%a_][%w_]*)=(%S*)%s*$")
     end
+    if name == nil then
+      name, value = body:match("^([%a_][%w_]*)=(%S*)%s+#")
+    end
     local bare = body:match("^export%s+([%a_][%w_]*)%s*$")
     local unset = body:match("^unset%s+([%a_][%w_]*)%s*$")
-    local te_export, te_name, te_rest = te_assignment(body)
-    if te_name ~= nil then  -- one of TE_VARIABLES: not counted
-      vars[te_name] = te_resolve(te_rest, vars)
+    local te_export, te_name, te_rest
+    if open_array == nil and array_name == nil then
+      te_export, te_name, te_rest = te_assignment(body)
+    end
+    -- What follows an array's `)` on its line (`ARGS=(...); torchrun
+    -- ...`), read as a line of its own.
+    local after_array = nil
+    if open_array ~= nil then
+      -- A line inside an array assignment: its words, never a launch.
+      local closed, rest = read_array_text(open_array, body, limits)
+      if closed then
+        finish_array(open_array)
+        open_array = nil
+        after_array = body:sub(rest)
+      end
+    elseif array_name ~= nil then
+      local array = { name = array_name, append = plus == "+", parts = {},
+                      size = 0 }
+      local closed, rest = read_array_text(array, array_text, limits)
+      if closed then
+        finish_array(array)
+        after_array = array_text:sub(rest)
+      else
+        open_array = array
+      end
+    elseif te_name ~= nil then  -- one of TE_VARIABLES: not counted
+      local resolved = te_resolve(te_rest, vars)
+      -- Set twice to different values: which holds is decided at run
+      -- time (a condition may choose), and memgate refuses "?" by name.
+      if seen[te_name] ~= nil and seen[te_name] ~= resolved then
+        resolved = "?"
+      end
+      seen[te_name] = resolved
+      vars[te_name] = resolved
       if te_export or exported[te_name] ~= nil then
         exported[te_name] = vars[te_name]
       end
     elseif name ~= nil then
       value = value:gsub("^['\"]", ""):gsub("['\"]$", "")
-      if not value:find("[%$`(]") then
-        if vars[name] == nil then
-          count = count + 1
-          if count > limits.variables then
-            exceed(string.format("more than %d variable assignments",
-                                 limits.variables))
-          end
-        end
-        vars[name] = value
-      end
+      assign(name, (not value:find("[%$`(]")) and value or nil)
     elseif bare ~= nil then
       if te_variable[bare] and vars[bare] ~= nil then
         exported[bare] = te_value(vars[bare])
@@ -350,18 +674,35 @@ function M.find_launches(script, known, limits, environment)
     elseif unset ~= nil then
       vars[unset] = nil
       exported[unset] = nil
-    elseif shifted == nil and moves_arguments(body) and
-           not looks_like_launch(body) then
-      shifted = without_trailing_blanks(body:sub(1, 65))
-      if #shifted > 64 then shifted = shifted:sub(1, 64) .. "..." end
-    elseif looks_like_launch(body) then
+      if arrays[unset] ~= nil then
+        arrays[unset] = nil
+        unread_arrays[unset] = "unsets"
+      end
+    elseif looks_like_launch(body) or uses_launch_array(body) then
       if #launches >= limits.launches then
         exceed(string.format("more than %d Megatron launches",
                              limits.launches))
       end
       launches[#launches + 1] = expand(environment_words(exported) .. body,
                                        vars, budget, shifted)
+    else
+      if shifted == nil and moves_arguments(body) then
+        shifted = without_trailing_blanks(body:sub(1, 65))
+        if #shifted > 64 then shifted = shifted:sub(1, 64) .. "..." end
+      end
+      if body:sub(1, 1) ~= "#" then other_assignments(body, set_otherwise) end
     end
+    if after_array ~= nil then
+      after_array = after_array:match("^[%s;&|]*(.*)$")
+      if after_array ~= "" then return after_array end
+    end
+    return nil
+  end
+  local joined = script:gsub("\\\r?\n", " ")
+  for line in joined:gmatch("[^\n]+") do
+    local first = line:find("%S")
+    local pending = (first == 1 or first == nil) and line or line:sub(first)
+    while pending ~= nil do pending = read_line(pending) end
   end
   return launches
 end
