@@ -183,6 +183,29 @@ end
 scripts.variable_computed_later = function()
   return header .. "MBS=1\nMBS=$((MBS * 4))\n" .. mbs_launch .. "\n"
 end
+-- A loop on the launch's own line sets what it uses.
+scripts.variable_set_by_launch_loop = function()
+  return header .. "MBS=1\nfor MBS in 1 4; do " .. mbs_launch .. "; done\n"
+end
+-- The job's environment (sbatch exports the submitting shell's) holds
+-- MBS=4, which the script replaces only when it is empty: both are seen.
+scripts.variable_in_environment = function()
+  return header .. "if [ -z \"$MBS\" ]; then\n  MBS=1\nfi\n" ..
+         mbs_launch .. "\n"
+end
+-- A file the script sources may set again what it set before; what it
+-- sets after is its own.
+scripts.variable_before_source = function()
+  return header .. "MBS=1\nsource ./config.sh\n" .. mbs_launch .. "\n"
+end
+scripts.variable_after_source = function()
+  return header .. "source /etc/profile.d/modules.sh\nMBS=4\n" ..
+         mbs_launch .. "\n"
+end
+scripts.array_before_source = function()
+  return header .. "ARGS=(--micro-batch-size 1)\n. ./config.sh\n" ..
+         fits .. " ${ARGS[@]}\n"
+end
 -- Set twice to the same value, or once before a comment: read.
 scripts.variable_set_twice_alike = function()
   return header .. "MBS=4\nexport MBS=4\n" .. mbs_launch .. "\n"
@@ -335,6 +358,7 @@ local environments = {
   te_job_environment_overridden = { NVTE_FLASH_ATTN = "0", NVTE_FUSED_ATTN = "0" },
   te_job_environment_odd = { NVTE_FLASH_ATTN = "0 $HOME" },
   te_job_environment_huge = { NVTE_UNFUSED_ATTN = string.rep("1", 100 * 1024) },
+  variable_in_environment = { MBS = "4" },
 }
 
 -- The GPU the job asks for by type: mapped by the site (a100_80g, in the

@@ -214,19 +214,26 @@ local function te_value(value)
   return value
 end
 
--- The TE attention variables of `environment` (name -> value, or a
--- function of the name, as Slurm's job_desc.environment), as a table.
+-- The value of `name` in `environment` (name -> value, or a function of
+-- the name, as Slurm's job_desc.environment), or nil.
+local function environment_value(environment, name)
+  if environment == nil then return nil end
+  local ok, value
+  if type(environment) == "function" then
+    ok, value = pcall(environment, name)
+  else
+    ok, value = pcall(function() return environment[name] end)
+  end
+  if ok and type(value) == "string" then return value end
+  return nil
+end
+
+-- The TE attention variables of `environment`, as a table.
 function M.te_attention_environment(environment)
   local out = {}
-  if environment == nil then return out end
   for _, name in ipairs(M.TE_VARIABLES) do
-    local ok, value
-    if type(environment) == "function" then
-      ok, value = pcall(environment, name)
-    else
-      ok, value = pcall(function() return environment[name] end)
-    end
-    if ok and type(value) == "string" then out[name] = te_value(value) end
+    local value = environment_value(environment, name)
+    if value ~= nil then out[name] = te_value(value) end
   end
   return out
 end
@@ -516,6 +523,9 @@ function M.find_launches(script, known, limits, environment)
   -- or false where it was first set otherwise; conflicted: set otherwise
   -- or to different values, never substituted again.
   local vars, seen, conflicted, count = {}, {}, {}, 0
+  -- Names substituted since the last line that runs another file
+  -- (`source`, `.`, `eval`), which may set any of them again.
+  local trusted, trusted_arrays = {}, {}
   local function note(name)
     if seen[name] == nil then
       count = count + 1
@@ -523,11 +533,17 @@ function M.find_launches(script, known, limits, environment)
         exceed(string.format("more than %d variable assignments",
                              limits.variables))
       end
+      -- The job's environment (what sbatch exports) holds a value the
+      -- script's own may replace only under a condition: both are seen.
+      local outside = environment_value(environment, name)
+      if outside ~= nil then seen[name] = outside end
     end
   end
+  local known_names = {}
   for k, v in pairs(known or {}) do
     vars[k] = tostring(v)
     seen[k] = vars[k]
+    known_names[k] = true
   end
   local exported = M.te_attention_environment(environment)
   -- `value` a literal, or nil for one the hook cannot evaluate.
@@ -537,6 +553,7 @@ function M.find_launches(script, known, limits, environment)
         (seen[name] == nil or seen[name] == value) then
       seen[name] = value
       vars[name] = value
+      trusted[#trusted + 1] = name
     else
       if seen[name] ~= nil then conflicted[name] = true end
       if seen[name] == nil then seen[name] = false end
@@ -584,7 +601,33 @@ function M.find_launches(script, known, limits, environment)
     else
       seen[name] = words
       arrays[name] = words
+      trusted_arrays[#trusted_arrays + 1] = name
     end
+  end
+  -- A line that runs another file (`source config.sh`, `. env.sh`,
+  -- `eval "$SETUP"`): what the script set before it may be set again
+  -- there, unseen, so none of it is substituted from here on.
+  local function runs_another_file(body)
+    return body:find("^%.%s") ~= nil or
+           has_command(body, "source", ends_word) or
+           has_command(body, "eval", ends_word)
+  end
+  local function forget_trusted(line)
+    for _, name in ipairs(trusted) do
+      if vars[name] ~= nil and not known_names[name] then
+        vars[name] = nil
+        seen[name] = false
+      end
+    end
+    for _, name in ipairs(trusted_arrays) do
+      if arrays[name] ~= nil then
+        arrays[name] = nil
+        seen[name] = false
+        unread_arrays[name] = string.format(
+            "sets before '%s', which may set it again", line)
+      end
+    end
+    trusted, trusted_arrays = {}, {}
   end
   -- Whether a line expands an array that holds Megatron's arguments.
   local function uses_launch_array(body)
@@ -683,6 +726,12 @@ function M.find_launches(script, known, limits, environment)
         exceed(string.format("more than %d Megatron launches",
                              limits.launches))
       end
+      -- Its own line may set what it uses first (`for MBS in 1 4; do
+      -- torchrun ... $MBS; done`); its TransformerEngine words in front
+      -- are its own, which memgate reads.
+      other_assignments(body, function(set)
+        if not te_variable[set] then set_otherwise(set) end
+      end)
       launches[#launches + 1] = expand(environment_words(exported) .. body,
                                        vars, budget, shifted)
     else
@@ -690,7 +739,14 @@ function M.find_launches(script, known, limits, environment)
         shifted = without_trailing_blanks(body:sub(1, 65))
         if #shifted > 64 then shifted = shifted:sub(1, 64) .. "..." end
       end
-      if body:sub(1, 1) ~= "#" then other_assignments(body, set_otherwise) end
+      if body:sub(1, 1) ~= "#" then
+        other_assignments(body, set_otherwise)
+        if runs_another_file(body) then
+          local shown = without_trailing_blanks(body:sub(1, 65))
+          if #shown > 64 then shown = shown:sub(1, 64) .. "..." end
+          forget_trusted(shown)
+        end
+      end
     end
     if after_array ~= nil then
       after_array = after_array:match("^[%s;&|]*(.*)$")
