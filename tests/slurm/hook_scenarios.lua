@@ -202,6 +202,10 @@ scripts.variable_after_source = function()
   return header .. "source /etc/profile.d/modules.sh\nMBS=4\n" ..
          mbs_launch .. "\n"
 end
+scripts.variable_before_export_of_a_file = function()
+  return header .. "MBS=1\nexport $(grep -v '^#' .env | xargs)\n" ..
+         mbs_launch .. "\n"
+end
 scripts.array_before_source = function()
   return header .. "ARGS=(--micro-batch-size 1)\n. ./config.sh\n" ..
          fits .. " ${ARGS[@]}\n"
@@ -211,7 +215,10 @@ scripts.variable_set_twice_alike = function()
   return header .. "MBS=4\nexport MBS=4\n" .. mbs_launch .. "\n"
 end
 scripts.variable_before_comment = function()
-  return header .. "MBS=4  # micro-batch size\n" .. mbs_launch .. "\n"
+  local tp_launch = mbs_launch:gsub("tensor%-model%-parallel%-size 4",
+                                    "tensor-model-parallel-size $TP")
+  return header .. "MBS=4  # micro-batch size\nexport PATH=$PATH:/opt/bin\n" ..
+         "TP=4;\n" .. tp_launch .. "\n"
 end
 -- TransformerEngine's switches set under a condition on one line, or to
 -- two values: unknown, refused by name ("?").

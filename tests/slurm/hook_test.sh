@@ -119,6 +119,7 @@ expect variable_set_by_launch_loop refuse "--micro-batch-size: must be a whole n
 expect variable_in_environment refuse "--micro-batch-size: must be a whole number (got '\$MBS'): a shell expansion whose value is decided when the command runs"
 expect variable_before_source refuse "--micro-batch-size: must be a whole number (got '\$MBS'): a shell expansion whose value is decided when the command runs"
 expect variable_after_source refuse "REFUSE [RED] peak 51.58"
+expect variable_before_export_of_a_file refuse "--micro-batch-size: must be a whole number (got '\$MBS'): a shell expansion whose value is decided when the command runs"
 expect array_before_source refuse "the launch uses \${ARGS[@]}, an array the script sets before '. ./config.sh', which may set it again"
 expect variable_set_twice_alike refuse "REFUSE [RED] peak 51.58"
 expect variable_before_comment refuse "REFUSE [RED] peak 51.58"

@@ -608,9 +608,21 @@ function M.find_launches(script, known, limits, environment)
   -- `eval "$SETUP"`): what the script set before it may be set again
   -- there, unseen, so none of it is substituted from here on.
   local function runs_another_file(body)
-    return body:find("^%.%s") ~= nil or
-           has_command(body, "source", ends_word) or
-           has_command(body, "eval", ends_word)
+    if body:find("^%.%s") ~= nil or has_command(body, "source", ends_word) or
+        has_command(body, "eval", ends_word) then
+      return true
+    end
+    -- `export $(cat .env | xargs)`, `declare "$line"`: names the shell
+    -- computes (a $ or ` before any =).
+    local dollar = body:find("[%$`]")
+    if dollar == nil then return false end
+    local eq = body:find("=", 1, true)
+    if eq ~= nil and eq < dollar then return false end
+    for _, command in ipairs({ "export", "declare", "typeset", "readonly",
+                               "local" }) do
+      if has_command(body, command, ends_word) then return true end
+    end
+    return false
   end
   local function forget_trusted(line)
     for _, name in ipairs(trusted) do
@@ -708,7 +720,8 @@ function M.find_launches(script, known, limits, environment)
         exported[te_name] = vars[te_name]
       end
     elseif name ~= nil then
-      value = value:gsub("^['\"]", ""):gsub("['\"]$", "")
+      -- MBS=4; and MBS="4" set 4.
+      value = value:gsub(";$", ""):gsub("^['\"]", ""):gsub("['\"]$", "")
       assign(name, (not value:find("[%$`(]")) and value or nil)
     elseif bare ~= nil then
       if te_variable[bare] and vars[bare] ~= nil then
