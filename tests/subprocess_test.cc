@@ -64,8 +64,9 @@ TEST(SubprocessTest, ConcurrentRunsDoNotHoldEachOthersPipes) {
   }
   done = true;
   for (std::thread& t : sleepers) t.join();
-  // /bin/true ends in milliseconds; a held pipe lasts up to a second.
-  EXPECT_LT(slowest, 0.5) << "slowest of " << runs << " runs of /bin/true";
+  // /bin/true ends in milliseconds; a held pipe lasts about a second
+  // (the sleeper forked beside it is killed 1 s after it started).
+  EXPECT_LT(slowest, 0.8) << "slowest of " << runs << " runs of /bin/true";
 }
 
 }  // namespace
