@@ -493,13 +493,16 @@ ours). Raises LimitExceeded past M.LIMITS (or `limits`).
 
 A variable is substituted only where the script sets it to one literal
 value: by lines of their own (NAME=value, export NAME=value) that all
-agree, or in `known` (e.g. SLURM_NNODES, which the request fixes). The
-hook reads the script as text, not as bash runs it: an assignment under a
-condition or in a loop (`if ...; then MBS=1; fi`), an argument loop's
-(`--mbs) MBS=$2;;`), a computed value or one it cannot see would leave it
-reading a value the job may not run with. A variable set so, or to
-different values, stays as written (`$MBS`), and memgate refuses it by
-name where it changes memory. Arrays (NAME=( ... ), the style of
+agree, and with the job's `environment` if that holds it too, or in
+`known` (e.g. SLURM_NNODES, which the request fixes). The hook reads the
+script as text, not as bash runs it: an assignment under a condition or
+in a loop (`if ...; then MBS=1; fi`), an argument loop's (`--mbs)
+MBS=$2;;`), a computed value or one it cannot see would leave it reading
+a value the job may not run with. A variable set so, or to different
+values, or before a line that runs another file (`source`, `.`, `eval`,
+`export $(...)`), stays as written (`$MBS`), and memgate refuses it by
+name where it changes memory. (Not seen: a loop around a launch that
+sets a variable after it, for the launch's next run.) Arrays (NAME=( ... ), the style of
 Megatron-LM's own example scripts) are read the same way: one assignment
 of literal words (and variables it knows) is substituted for
 ${NAME[@]} and ${NAME[*]}; an array appended to (NAME+=( ... ), often
