@@ -154,6 +154,13 @@ scripts.array_computed = function()
          "ARGS=( $(cat extra_args)\n  --num-layers 32 $((2 * 2))\n)\n" ..
          fits .. " ${ARGS[@]}\n"
 end
+-- An array assigned after another command on its line, under a
+-- condition: its lines are its words (not a launch of their own), and it
+-- is refused naming it.
+scripts.array_after_and = function()
+  return header .. "[ -n \"$BIG\" ] && EXTRA=(\n  --num-layers 32 " ..
+         "--micro-batch-size 4\n)\n" .. fits .. " ${EXTRA[@]}\n"
+end
 -- An array appended to (under a condition here, as Megatron-LM's llama3
 -- example does with its fp8 arguments): which words it holds is decided
 -- at run time: refused naming it, never read as if every append ran or

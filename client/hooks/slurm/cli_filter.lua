@@ -47,28 +47,31 @@ local function batch_script(options)
   return nil
 end
 
--- The environment the job will run with, as far as TransformerEngine's
--- attention switches go: sbatch's own (exported by default, or with ALL
--- in --export), then NAME=value items of --export.
+-- The environment the job will run with, as a function of a variable's
+-- name (memgate_launch.lua reads TransformerEngine's attention switches
+-- and the values of variables the script sets from it): sbatch's own
+-- (exported by default, or with ALL in --export), then NAME=value items
+-- of --export.
 local function job_environment(options)
   local export = options["export"] or ""
-  local env = {}
+  local given = {}
   local all = export == ""
   for item in export:gmatch("[^,]+") do
-    if item == "ALL" then all = true end
-  end
-  for _, name in ipairs(memgate.TE_VARIABLES) do
-    if all then env[name] = os.getenv(name) end
-  end
-  for item in export:gmatch("[^,]+") do
     local name, value = item:match("^([%a_][%w_]*)=(.*)$")
-    if name ~= nil then
-      env[name] = value
-    elseif item ~= "ALL" and item ~= "NONE" and item ~= "NIL" then
-      env[item] = os.getenv(item)
+    if item == "ALL" then
+      all = true
+    elseif name ~= nil then
+      given[name] = value
+    elseif item ~= "NONE" and item ~= "NIL" then
+      given[item] = os.getenv(item) or false
     end
   end
-  return env
+  return function(name)
+    local value = given[name]
+    if value ~= nil then return value or nil end
+    if all then return os.getenv(name) end
+    return nil
+  end
 end
 
 function slurm_cli_setup_defaults(options, early_pass)

@@ -592,13 +592,14 @@ function M.find_launches(script, known, limits, environment)
     end
     note(name)
     vars[name] = nil  -- $NAME of an array is its first word: not read
-    if array.computed or array.append or conflicted[name] or
+    if array.computed or array.append or array.inline or conflicted[name] or
         (seen[name] ~= nil and seen[name] ~= words) then
       if seen[name] == nil then seen[name] = false end
       conflicted[name] = true
       arrays[name] = nil
       unread_arrays[name] = unread_arrays[name] or
           (array.computed and "computes ($( ... ))" or
+           array.inline and "sets after another command on its line" or
            array.append and "appends to (" .. name .. "+=( ... ))" or
            "assigns more than once")
     else
@@ -672,6 +673,27 @@ function M.find_launches(script, known, limits, environment)
       array_name, plus, array_text =
           declared:match("^([%a_][%w_]*)(%+?)=%((.*)$")
     end
+    -- An array assigned after another command on its line (`[ -n "$X" ]
+    -- && ARGS=(`, `then ARGS+=(`): read as one (its lines are its
+    -- words), but set under a condition.
+    local inline_array = false
+    if open_array == nil and array_name == nil then
+      local pos = 1
+      while true do
+        local at = body:find("=(", pos, true)
+        if at == nil then break end
+        local stop = at - 1
+        if body:byte(stop) == 43 then stop = stop - 1 end  -- NAME+=(
+        local found = name_before(body, stop)
+        if found ~= nil then
+          other_assignments(body:sub(1, stop - #found), set_otherwise)
+          array_name, plus, array_text = found, "", body:sub(at + 2)
+          inline_array = true
+          break
+        end
+        pos = at + 2
+      end
+    end
     -- NAME=value alone on its line, or before a comment.
     local export, name, value = body:match("^(export%s+)([%a_][%w_]*)=(%S*)%s*$")
     if name == nil then
@@ -702,7 +724,7 @@ function M.find_launches(script, known, limits, environment)
       end
     elseif array_name ~= nil then
       local array = { name = array_name, append = plus == "+", parts = {},
-                      size = 0 }
+                      size = 0, inline = inline_array }
       local closed, rest = read_array_text(array, array_text, limits)
       if closed then
         finish_array(array)
