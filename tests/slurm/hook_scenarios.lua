@@ -421,6 +421,14 @@ end
 scripts.script_shifted_positional = function()
   return header .. "WARMUP_MBS=$1\nshift\n" .. launch(32, "$1") .. "\n"
 end
+-- An array of the script's arguments: taken before a line moves them,
+-- they are the job's (its MBS 4); after, refused naming the line.
+scripts.script_arguments_array = function()
+  return header .. "ARGS=(\"$@\")\nshift\n" .. fits .. " ${ARGS[@]}\n"
+end
+scripts.script_arguments_array_shifted = function()
+  return header .. "shift\nARGS=(\"$@\")\n" .. fits .. " ${ARGS[@]}\n"
+end
 scripts.script_argument_loop = function()
   return header .. "while [[ $# -gt 0 ]]; do\n  case $1 in\n" ..
          "    --mbs) MBS=$2; shift 2;;\n    *) shift;;\n  esac\ndone\n" ..
@@ -439,6 +447,9 @@ local argvs = {
   script_set_arguments = { [0] = "train.sh", "--micro-batch-size", "4" },
   script_shifted_blanks = { [0] = "train.sh", "--micro-batch-size", "4" },
   script_argument_loop = { [0] = "train.sh", "--mbs", "4" },
+  script_arguments_array = { [0] = "train.sh", "--micro-batch-size", "4" },
+  script_arguments_array_shifted = { [0] = "train.sh", "x",
+                                     "--micro-batch-size", "4" },
   variable_in_argument_loop = { [0] = "train.sh", "--mbs", "4" },
   script_no_arguments = { [0] = "train.sh" },
   script_arguments = { [0] = "train.sh", "--micro-batch-size", "4" },

@@ -102,6 +102,8 @@ expect script_shifted refuse "the launch uses the batch script's arguments (\$@)
 expect script_shifted_positional refuse "(\$1) after the script moves them ('shift')"
 expect script_set_arguments refuse "after the script moves them ('set -- --micro-batch-size 1')"
 expect script_argument_loop admit ""
+expect script_arguments_array refuse "REFUSE [RED] peak 51.58"
+expect script_arguments_array_shifted refuse "the launch uses \${ARGS[@]}, an array the script builds from words decided when it runs (its arguments after a line moves them"
 expect script_variable_hidden refuse "'\$EXTRA_ARGS' after --num-layers is a shell expansion"
 expect vision_language refuse "pretrain_vlm.py: Megatron-LM's entry point for a vision-language model"
 expect hidden_arguments refuse "'\$EXTRA_ARGS' after pretrain_gpt.py is a shell expansion"
@@ -196,6 +198,16 @@ sed -i -e "s|memgate = \"${memgate}\"|memgate = \"$work/slow_memgate\"|" \
 grep -qF "$work/slow_memgate" "$hook_dir/job_submit.lua" || { echo "hook test: could not set the slow memgate"; exit 1; }
 limit_ms=3000
 expect decoy refuse "memgate did not finish checking the script's 2 launch(es) within 1 s"
+
+# Random scripts of the shell the hook reads: its own errors only.
+if out=$(timeout 60 "$lua" "$(dirname "$scenarios")/hook_fragments_fuzz.lua" \
+           "$work" 1 20000 2>&1); then
+  echo "ok: $out"
+  passed=$((passed + 1))
+else
+  echo "FAIL: random fragments: $out"
+  failed=$((failed + 1))
+fi
 
 echo "hook test: ${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]

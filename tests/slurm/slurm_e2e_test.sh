@@ -275,6 +275,27 @@ out=$(NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 SLURM_CONF="$work/cli/slurm.conf" \
   fail "cli_filter refused a job that does not get the environment: $out"
 echo "ok: cli_filter reads the environment sbatch exports to the job"
 passed=$((passed + 1))
+# A variable the script sets only when the environment has not: with
+# MBS=4 exported, the job runs MBS 4, so neither hook substitutes the
+# script's 1 (memgate refuses '$MBS' by name); without it, it does.
+sed -e 's|--micro-batch-size 1 |--micro-batch-size $MBS |' \
+    -e 's|^echo torchrun|if [ -z "$MBS" ]; then\n  MBS=1\nfi\necho torchrun|' \
+    "$work/fits.sh" > "$work/env_mbs.sh"
+grep -qF -- '--micro-batch-size $MBS' "$work/env_mbs.sh" || fail "could not write env_mbs.sh"
+out=$(env -u MBS SLURM_CONF="$work/cli/slurm.conf" sbatch "$work/env_mbs.sh" 2>&1) ||
+  fail "cli_filter refused the job with its own MBS: $out"
+if out=$(MBS=4 SLURM_CONF="$work/cli/slurm.conf" sbatch "$work/env_mbs.sh" 2>&1); then
+  fail "cli_filter accepted the job whose environment sets MBS=4: $out"
+fi
+grep -qF "got '\$MBS'): a shell expansion" <<< "$out" ||
+  fail "cli_filter environment variable: $out"
+if out=$(MBS=4 sbatch "$work/env_mbs.sh" 2>&1); then
+  fail "job_submit accepted the job whose environment sets MBS=4: $out"
+fi
+grep -qF "got '\$MBS'): a shell expansion" <<< "$out" ||
+  fail "job_submit environment variable: $out"
+echo "ok: both hooks read a variable the job's environment sets"
+passed=$((passed + 1))
 # The script's own arguments, from sbatch's command line.
 out=$(SLURM_CONF="$work/cli/slurm.conf" sbatch "$work/args.sh" 2>&1) ||
   fail "cli_filter refused the job without arguments: $out"

@@ -502,8 +502,9 @@ a value the job may not run with. A variable set so, or to different
 values, or before a line that runs another file (`source`, `.`, `eval`,
 `export $(...)`), stays as written (`$MBS`), and memgate refuses it by
 name where it changes memory. (Not seen: a loop around a launch that
-sets a variable after it, for the launch's next run.) Arrays (NAME=( ... ), the style of
-Megatron-LM's own example scripts) are read the same way: one assignment
+sets a variable after it, for the launch's next run.) Arrays (NAME=(
+... ), the style of Megatron-LM's own example scripts) are read the same
+way: one assignment
 of literal words (and variables it knows) is substituted for
 ${NAME[@]} and ${NAME[*]}; an array appended to (NAME+=( ... ), often
 under a condition), assigned twice or computed stays as written. A line
@@ -529,6 +530,7 @@ function M.find_launches(script, known, limits, environment)
   -- Names substituted since the last line that runs another file
   -- (`source`, `.`, `eval`), which may set any of them again.
   local trusted, trusted_arrays = {}, {}
+  local shifted = nil  -- the line that moved the script's arguments
   local function note(name)
     if seen[name] == nil then
       count = count + 1
@@ -585,20 +587,25 @@ function M.find_launches(script, known, limits, environment)
     local name = array.name
     local text = table.concat(array.parts)
     if looks_like_launch(text) then launch_arrays[name] = true end
-    local ok, words = pcall(expand, text, vars, budget, nil)
+    local ok, words = pcall(expand, text, vars, budget, shifted)
     if not ok then
-      if getmetatable(words) == LimitExceeded then error(words, 0) end
-      array.computed = true
+      if getmetatable(words) ~= Unreadable then error(words, 0) end
+      -- The script's arguments after a line that moved them, or an
+      -- array the hook does not read.
+      array.moved = true
     end
     note(name)
     vars[name] = nil  -- $NAME of an array is its first word: not read
-    if array.computed or array.append or array.inline or conflicted[name] or
-        (seen[name] ~= nil and seen[name] ~= words) then
+    if array.computed or array.moved or array.append or array.inline or
+        conflicted[name] or (seen[name] ~= nil and seen[name] ~= words) then
       if seen[name] == nil then seen[name] = false end
       conflicted[name] = true
       arrays[name] = nil
       unread_arrays[name] = unread_arrays[name] or
           (array.computed and "computes ($( ... ))" or
+           array.moved and "builds from words decided when it runs (its " ..
+                           "arguments after a line moves them, or an " ..
+                           "array it does not read)" or
            array.inline and "sets after another command on its line" or
            array.append and "appends to (" .. name .. "+=( ... ))" or
            "assigns more than once")
@@ -660,7 +667,6 @@ function M.find_launches(script, known, limits, environment)
     return false
   end
   local launches = {}
-  local shifted = nil  -- the line that moved the script's arguments
   local open_array = nil  -- the array assignment being read
   -- One line, or what follows an array's `)` on it (`ARGS=(...);
   -- torchrun ...`): returns that rest, to be read as a line of its own.
