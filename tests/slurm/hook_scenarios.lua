@@ -252,6 +252,24 @@ scripts.assignments_4mb = function()
                     math.floor((4 * 1024 * 1024 - #header - #tail - 64) / #line)) ..
          tail
 end
+-- A heredoc of prose where lines start with "read": every word of such a
+-- line may be set (read's), 6,000 of them: remembered, not refused; far
+-- more are refused naming the bound.
+local function read_lines(words)
+  local lines = {}
+  for i = 1, words / 6 do
+    lines[#lines + 1] = string.format("read w%da w%db w%dc w%dd w%de w%df",
+                                      i, i, i, i, i, i)
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+scripts.read_words_many = function()
+  return header .. "cat > notes.txt <<EOF\n" .. read_lines(6000) .. "EOF\n" ..
+         fits .. "\n"
+end
+scripts.read_words_too_many = function()
+  return header .. read_lines(70000) .. fits .. "\n"
+end
 scripts.assignment_names_huge = function()
   return header .. "echo " .. string.rep("a", 200 * 1024) .. "=" ..
          string.rep(" x=", 20 * 1024) .. string.rep("${", 20 * 1024) ..

@@ -131,6 +131,8 @@ expect te_set_twice refuse "NVTE_FLASH_ATTN=? (the launch's environment): not a 
 expect array_unclosed refuse "an array assignment (ARGS=( ... )) is longer than 262144 bytes"
 expect assignments_4mb admit ""
 expect assignment_names_huge admit ""
+expect read_words_many admit ""
+expect read_words_too_many refuse "more than 65536 names set in forms the hook cannot follow"
 expect moe_release refuse "REFUSE [YELLOW] peak 32.10"
 expect fork_argument admit ""
 # The fitting launch under TransformerEngine's unfused attention

@@ -531,12 +531,26 @@ function M.find_launches(script, known, limits, environment)
   -- (`source`, `.`, `eval`), which may set any of them again.
   local trusted, trusted_arrays = {}, {}
   local shifted = nil  -- the line that moved the script's arguments
-  local function note(name)
+  -- Every name seen is remembered, within bounds: those a line assigns
+  -- (limits.variables), and, 16 times as many, names a line may set in a
+  -- form the hook cannot follow (every word of a `read` line among them,
+  -- which a heredoc of prose can hold).
+  local otherwise_count = 0
+  local function note(name, otherwise)
     if seen[name] == nil then
-      count = count + 1
-      if count > limits.variables then
-        exceed(string.format("more than %d variable assignments",
-                             limits.variables))
+      if otherwise then
+        otherwise_count = otherwise_count + 1
+        if otherwise_count > 16 * limits.variables then
+          exceed(string.format("more than %d names set in forms the hook " ..
+                               "cannot follow (read, for, ((, ...)",
+                               16 * limits.variables))
+        end
+      else
+        count = count + 1
+        if count > limits.variables then
+          exceed(string.format("more than %d variable assignments",
+                               limits.variables))
+        end
       end
       -- The job's environment (what sbatch exports) holds a value the
       -- script's own may replace only under a condition: both are seen.
@@ -573,7 +587,7 @@ function M.find_launches(script, known, limits, environment)
       return
     end
     if conflicted[name] then return end  -- already unread
-    note(name)
+    note(name, true)
     if seen[name] == nil then seen[name] = false end
     conflicted[name] = true
     vars[name] = nil
