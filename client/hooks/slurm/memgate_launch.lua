@@ -356,6 +356,43 @@ local function name_before(body, stop)
   return body:sub(start, stop)
 end
 
+-- Calls `fn(body, at, extra)` at each occurrence of `needle` in `body` (a
+-- plain search from past the last one: linear); true once one returns
+-- true. `fn` is a function of the module, not a closure made per line:
+-- every line of a 4 MiB script comes here.
+local function each_occurrence(body, needle, fn, extra)
+  local pos = 1
+  while true do
+    local at = body:find(needle, pos, true)
+    if at == nil then return false end
+    if fn(body, at, extra) then return true end
+    pos = at + #needle
+  end
+end
+
+-- other_assignments' three searches: NAME= and NAME+=, ${NAME:=, for NAME.
+local function assignment_at(body, eq, f)
+  local stop = eq - 1
+  if body:byte(stop) == 43 then stop = stop - 1 end  -- NAME+=
+  local name = name_before(body, stop)
+  if name ~= nil then f(name) end
+end
+local function default_assignment_at(body, at, f)
+  local name = body:match("^%${([%a_][%w_]*):?=", at)
+  if name ~= nil then f(name) end
+end
+-- Whether the ${NAME[@]} (or [*]) ending at `at` names one of `arrays`.
+local function expands_one_of(body, at, arrays)
+  local name = name_before(body, at - 1)
+  return name ~= nil and arrays[name] ~= nil
+end
+local function for_loop_at(body, at, f)
+  if at == 1 or ASSIGNMENT_START[body:byte(at - 1)] then
+    local name = body:match("^for%s+([%a_][%w_]*)", at)
+    if name ~= nil then f(name) end
+  end
+end
+
 --[[
 Calls `f(name)` for every variable a line may set other than as a line of
 its own (NAME=value, which find_launches reads): NAME= or NAME+= after a
@@ -367,34 +404,9 @@ it. Plain searches and one walk back over each name: linear in the line,
 which may be 256 KiB.
 ]]
 local function other_assignments(body, f)
-  local pos = 1
-  while true do
-    local eq = body:find("=", pos, true)
-    if eq == nil then break end
-    local stop = eq - 1
-    if body:byte(stop) == 43 then stop = stop - 1 end  -- NAME+=
-    local name = name_before(body, stop)
-    if name ~= nil then f(name) end
-    pos = eq + 1
-  end
-  pos = 1
-  while true do
-    local at = body:find("${", pos, true)
-    if at == nil then break end
-    local name = body:match("^%${([%a_][%w_]*):?=", at)
-    if name ~= nil then f(name) end
-    pos = at + 2
-  end
-  pos = 1
-  while true do
-    local at = body:find("for", pos, true)
-    if at == nil then break end
-    if at == 1 or ASSIGNMENT_START[body:byte(at - 1)] then
-      local name = body:match("^for%s+([%a_][%w_]*)", at)
-      if name ~= nil then f(name) end
-    end
-    pos = at + 3
-  end
+  each_occurrence(body, "=", assignment_at, f)
+  each_occurrence(body, "${", default_assignment_at, f)
+  each_occurrence(body, "for", for_loop_at, f)
   local printf = body:find("printf", 1, true)
   if printf ~= nil then
     local printf_name = body:match("printf%s+%-v%s+([%a_][%w_]*)", printf)
@@ -668,25 +680,19 @@ function M.find_launches(script, known, limits, environment)
   end
   -- Whether a line expands an array that holds Megatron's arguments.
   local function uses_launch_array(body)
-    for _, ending in ipairs({ "[@]}", "[*]}" }) do
-      local pos = 1
-      while true do
-        local at = body:find(ending, pos, true)
-        if at == nil then break end
-        local name = name_before(body, at - 1)
-        if name ~= nil and launch_arrays[name] then return true end
-        pos = at + 4
-      end
-    end
-    return false
+    return each_occurrence(body, "[@]}", expands_one_of, launch_arrays) or
+           each_occurrence(body, "[*]}", expands_one_of, launch_arrays)
   end
   local launches = {}
   local open_array = nil  -- the array assignment being read
   -- One line, or what follows an array's `)` on it (`ARGS=(...);
   -- torchrun ...`): returns that rest, to be read as a line of its own.
   local function read_line(body)
+    -- Every form below that assigns holds '=': a line without one (most
+    -- of a long script) skips them.
+    local assigns = body:find("=", 1, true) ~= nil
     local array_name, plus, array_text
-    if open_array == nil then
+    if open_array == nil and assigns then
       local declared = body:match("^declare%s+%-%a+%s+(.*)$") or
                        body:match("^local%s+%-%a+%s+(.*)$") or
                        body:match("^typeset%s+%-%a+%s+(.*)$") or body
@@ -697,7 +703,7 @@ function M.find_launches(script, known, limits, environment)
     -- && ARGS=(`, `then ARGS+=(`): read as one (its lines are its
     -- words), but set under a condition.
     local inline_array = false
-    if open_array == nil and array_name == nil then
+    if open_array == nil and array_name == nil and assigns then
       local pos = 1
       while true do
         local at = body:find("=(", pos, true)
@@ -715,20 +721,25 @@ function M.find_launches(script, known, limits, environment)
       end
     end
     -- NAME=value alone on its line, or before a comment.
-    local export, name, value = body:match("^(export%s+)([%a_][%w_]*)=(%S*)%s*$")
-    if name == nil then
-      export, name, value = body:match("^(export%s+)([%a_][%w_]*)=(%S*)%s+#")
-    end
-    if name == nil then
-      name, value = body:match("^([%a_][%w_]*)=(%S*)%s*$")
-    end
-    if name == nil then
-      name, value = body:match("^([%a_][%w_]*)=(%S*)%s+#")
+    local export, name, value
+    if assigns then
+      export, name, value =
+          body:match("^(export%s+)([%a_][%w_]*)=(%S*)%s*$")
+      if name == nil then
+        export, name, value =
+            body:match("^(export%s+)([%a_][%w_]*)=(%S*)%s+#")
+      end
+      if name == nil then
+        name, value = body:match("^([%a_][%w_]*)=(%S*)%s*$")
+      end
+      if name == nil then
+        name, value = body:match("^([%a_][%w_]*)=(%S*)%s+#")
+      end
     end
     local bare = body:match("^export%s+([%a_][%w_]*)%s*$")
     local unset = body:match("^unset%s+([%a_][%w_]*)%s*$")
     local te_export, te_name, te_rest
-    if open_array == nil and array_name == nil then
+    if open_array == nil and array_name == nil and assigns then
       te_export, te_name, te_rest = te_assignment(body)
     end
     -- What follows an array's `)` on its line (`ARGS=(...); torchrun
