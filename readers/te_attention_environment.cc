@@ -104,10 +104,19 @@ absl::StatusOr<TeEnvironment> ReadTeAttentionEnvironment(
     if (it == env.end() || it->first == kTeBackwardOverride) continue;
     const std::optional<bool> value = NonZero(it->second);
     if (!value) {
+      // '?': a Slurm hook's word for a value a batch script sets in a way
+      // it cannot read as one (memgate_launch.lua find_launches).
+      const bool unknown = it->second == "?";
       return absl::InvalidArgumentError(absl::StrCat(
           Assignment(name, it->second),
           " (", source, "): not a whole number "
-          "(TransformerEngine reads it with int(); 0 turns it off)"));
+          "(TransformerEngine reads it with int(); 0 turns it off)",
+          unknown ? "; the batch script sets it in a way its hook cannot "
+                    "read as one value (under a condition, computed, or "
+                    "to another value than the job's environment or an "
+                    "earlier line): give it one value, or check the launch "
+                    "where it runs (memgate exec)"
+                  : ""));
     }
     on[name] = *value;
     if (std::string(name) != kDeterminism &&

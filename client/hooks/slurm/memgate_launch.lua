@@ -765,8 +765,13 @@ function M.find_launches(script, known, limits, environment)
       end
     elseif te_name ~= nil then  -- one of TE_VARIABLES: not counted
       local resolved = te_resolve(te_rest, vars)
-      -- Set twice to different values: which holds is decided at run
-      -- time (a condition may choose), and memgate refuses "?" by name.
+      -- Set twice to different values (the job's environment's counts):
+      -- which holds is decided at run time (a condition may choose), and
+      -- memgate refuses "?" by name.
+      if seen[te_name] == nil then
+        local outside = environment_value(environment, te_name)
+        if outside ~= nil then seen[te_name] = te_value(outside) end
+      end
       if seen[te_name] ~= nil and seen[te_name] ~= resolved then
         resolved = "?"
       end
