@@ -903,6 +903,9 @@ TEST(MegatronArgsTest, TransformerEnginesEnvironmentChoosesTheAttention) {
            {"NVTE_FLASH_ATTN=false", "NVTE_FLASH_ATTN=false"},
            {"NVTE_FUSED_ATTN=0x0", "not a whole number"},
            {"NVTE_FUSED_ATTN=1__0", "not a whole number"},
+           // The Slurm hook's word for a value it could not read as one.
+           {"NVTE_FLASH_ATTN=?", "the batch script sets it in a way its hook "
+                                 "cannot read as one value"},
            {"NVTE_UNFUSED_ATTN=" + std::string(100, '9') + "z",
             "NVTE_UNFUSED_ATTN=" + std::string(32, '9') + " "}}) {
     absl::StatusOr<MegatronLaunch> l = read(env);
