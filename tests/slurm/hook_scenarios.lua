@@ -200,6 +200,21 @@ scripts.variable_in_environment = function()
   return header .. "if [ -z \"$MBS\" ]; then\n  MBS=1\nfi\n" ..
          mbs_launch .. "\n"
 end
+-- ${MBS:-1}: the job's environment's MBS where it has one (MBS=4 runs
+-- out of memory), else the default (the fitting MBS 1), as bash takes it;
+-- in an assignment or in the launch itself.
+scripts.default_from_environment = function()
+  return header .. "MBS=${MBS:-1}\n" .. mbs_launch .. "\n"
+end
+scripts.default_without_environment = function()
+  return header .. "MBS=\"${MBS:-1}\"\n" .. mbs_launch .. "\n"
+end
+scripts.default_in_launch = function()
+  return header .. launch(32, "${MBS:-4}") .. "\n"
+end
+scripts.default_after_unset = function()
+  return header .. "unset MBS\n" .. launch(32, "${MBS:-1}") .. "\n"
+end
 -- A file the script sources may set again what it set before; what it
 -- sets after is its own.
 scripts.variable_before_source = function()
@@ -401,6 +416,8 @@ local environments = {
   te_job_environment_odd = { NVTE_FLASH_ATTN = "0 $HOME" },
   te_job_environment_huge = { NVTE_UNFUSED_ATTN = string.rep("1", 100 * 1024) },
   variable_in_environment = { MBS = "4" },
+  default_from_environment = { MBS = "4" },
+  default_after_unset = { MBS = "4" },
   te_environment_then_condition = { NVTE_FLASH_ATTN = "0",
                                     NVTE_FUSED_ATTN = "0" },
 }

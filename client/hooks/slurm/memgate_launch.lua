@@ -97,14 +97,30 @@ local function expand(line, vars, budget, shifted)
     -- ${NAME[@]} and ${NAME[*]}: the elements of an array find_launches
     -- read (budget.arrays); any other array stays as written.
     local array, stop = line:match("^{([%a_][%w_]*)%[[@*]%]}()", dollar + 1)
-    local name
+    -- ${NAME:-default} and ${NAME-default}: NAME's value where the script
+    -- or the job's environment gives it one, else the default
+    -- (budget.default_of); unknown, as written.
+    local defaulted, default
     if array == nil then
+      defaulted, default, stop =
+          line:match("^{([%a_][%w_]*):?%-([^}$`]*)}()", dollar + 1)
+    end
+    local name
+    if array == nil and defaulted == nil then
       name, stop = line:match("^{([%w_]+)}()", dollar + 1)
       if name == nil then name, stop = line:match("^{([@*])}()", dollar + 1) end
       if name == nil then name, stop = line:match("^([%w_]+)()", dollar + 1) end
       if name == nil then name, stop = line:match("^([@*])()", dollar + 1) end
     end
-    if array ~= nil then
+    if defaulted ~= nil then
+      local value = budget.default_of and budget.default_of(defaulted, default)
+      if value ~= nil then
+        substitute(value)
+      else
+        add(line:sub(dollar, stop - 1))
+      end
+      pos = stop
+    elseif array ~= nil then
       local value = budget.arrays and budget.arrays[array]
       local why = budget.unread_arrays and budget.unread_arrays[array]
       if value ~= nil then
@@ -577,8 +593,22 @@ function M.find_launches(script, known, limits, environment)
     known_names[k] = true
   end
   local exported = M.te_attention_environment(environment)
+  local removed = {}  -- names `unset` since the script last set them
+  -- ${NAME:-default}: NAME's literal where the script set it to one, the
+  -- job's environment's where the script never set it, else the default;
+  -- nil (unknown) where the script set it otherwise.
+  budget.default_of = function(name, default)
+    local value = vars[name]
+    if value == nil and not removed[name] then
+      if conflicted[name] or seen[name] == false then return nil end
+      value = environment_value(environment, name)
+    end
+    if value == nil or value == "" then return default end
+    return value
+  end
   -- `value` a literal, or nil for one the hook cannot evaluate.
   local function assign(name, value)
+    removed[name] = nil
     note(name)
     if value ~= nil and not conflicted[name] and
         (seen[name] == nil or seen[name] == value) then
@@ -781,15 +811,22 @@ function M.find_launches(script, known, limits, environment)
         exported[te_name] = vars[te_name]
       end
     elseif name ~= nil then
-      -- MBS=4; and MBS="4" set 4.
+      -- MBS=4; and MBS="4" set 4; MBS=${MBS:-4} sets the environment's
+      -- MBS or 4.
       value = value:gsub(";$", ""):gsub("^['\"]", ""):gsub("['\"]$", "")
-      assign(name, (not value:find("[%$`(]")) and value or nil)
+      local inner, default = value:match("^%${([%a_][%w_]*):?%-([^}$`]*)}$")
+      if inner ~= nil then
+        assign(name, budget.default_of(inner, default))
+      else
+        assign(name, (not value:find("[%$`(]")) and value or nil)
+      end
     elseif bare ~= nil then
       if te_variable[bare] and vars[bare] ~= nil then
         exported[bare] = te_value(vars[bare])
       end
     elseif unset ~= nil then
       vars[unset] = nil
+      removed[unset] = true
       exported[unset] = nil
       if arrays[unset] ~= nil then
         arrays[unset] = nil
