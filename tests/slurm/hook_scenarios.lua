@@ -212,6 +212,11 @@ end
 scripts.default_in_launch = function()
   return header .. launch(32, "${MBS:-4}") .. "\n"
 end
+-- Where the hook could not read the job's environment, the default may
+-- not be what runs: unknown, refused by name.
+scripts.default_without_job_environment = function()
+  return header .. launch(32, "${MBS:-1}") .. "\n"
+end
 scripts.default_after_unset = function()
   return header .. "unset MBS\n" .. launch(32, "${MBS:-1}") .. "\n"
 end
@@ -418,6 +423,7 @@ local environments = {
   variable_in_environment = { MBS = "4" },
   default_from_environment = { MBS = "4" },
   default_after_unset = { MBS = "4" },
+  default_without_job_environment = false,
   te_environment_then_condition = { NVTE_FLASH_ATTN = "0",
                                     NVTE_FUSED_ATTN = "0" },
 }
@@ -515,7 +521,10 @@ local job_desc = {
   tres_per_node = tres[scenario] or "gres/gpu:8",
   argv = argvs[scenario],
   partition = "a100",
-  environment = environments[scenario],
+  -- A batch job's environment, empty unless the scenario gives one
+  -- (false: none the hook can read).
+  environment = environments[scenario] == nil and {} or
+                environments[scenario] or nil,
 }
 local rc = slurm_job_submit(job_desc, {}, 1000)
 job_desc = nil

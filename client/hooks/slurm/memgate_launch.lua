@@ -600,7 +600,11 @@ function M.find_launches(script, known, limits, environment)
   budget.default_of = function(name, default)
     local value = vars[name]
     if value == nil and not removed[name] then
-      if conflicted[name] or seen[name] == false then return nil end
+      -- Set otherwise by the script, or no environment to look in (a hook
+      -- that could not read the job's): unknown.
+      if conflicted[name] or seen[name] == false or environment == nil then
+        return nil
+      end
       value = environment_value(environment, name)
     end
     if value == nil or value == "" then return default end
