@@ -22,7 +22,7 @@ local fragments = {
   "torchrun ", "--tensor-model-parallel-size 2", "mapfile ", "((", "))",
   "if [ x ]; then", "fi", "$MBS", "${MBS}", "a", "Z", "source x.sh",
   ". ./env", "eval ", "export $(cat .env)", "=(", "[@]}", "--micro-batch-size ",
-  "${MBS:-4}", "MBS=${MBS:-1}", "${X-", ":-",
+  "${MBS:-4}", "MBS=${MBS:-1}", "${X-", ":-", "run() {", "function f",
 }
 math.randomseed(tonumber(arg[2] or "1"))
 local scripts, errors = tonumber(arg[3] or "20000"), 0

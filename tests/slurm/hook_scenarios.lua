@@ -482,6 +482,19 @@ end
 scripts.script_arguments_array_shifted = function()
   return header .. "shift\nARGS=(\"$@\")\n" .. fits .. " ${ARGS[@]}\n"
 end
+-- A launch in a shell function: its $1 is the function's argument (8
+-- here), not the script's: refused naming the function; one-line
+-- functions too. After the function's end, $1 is the script's again.
+scripts.script_positional_in_function = function()
+  return header .. "train() {\n  " .. launch(32, "$1") .. "\n}\ntrain 4\n"
+end
+scripts.script_positional_after_function = function()
+  return header .. "function setup {\n  echo ready\n}\n" ..
+         "log() { echo \"$1\"; }\n" .. launch(32, "$1") .. "\n"
+end
+scripts.script_positional_in_one_line_function = function()
+  return header .. "train() { " .. launch(32, "$1") .. "; }\ntrain 4\n"
+end
 scripts.script_argument_loop = function()
   return header .. "while [[ $# -gt 0 ]]; do\n  case $1 in\n" ..
          "    --mbs) MBS=$2; shift 2;;\n    *) shift;;\n  esac\ndone\n" ..
@@ -507,6 +520,9 @@ local argvs = {
   script_no_arguments = { [0] = "train.sh" },
   script_arguments = { [0] = "train.sh", "--micro-batch-size", "4" },
   script_positional = { "train.sh", "4" },
+  script_positional_in_function = { "train.sh", "1" },
+  script_positional_after_function = { "train.sh", "4" },
+  script_positional_in_one_line_function = { "train.sh", "1" },
   script_arguments_huge = { [0] = "train.sh", string.rep("x", 300 * 1024) },
 }
 

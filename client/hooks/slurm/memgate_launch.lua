@@ -140,6 +140,13 @@ local function expand(line, vars, budget, shifted)
       add("$")
       pos = dollar + 1
     else
+      if budget.in_function ~= nil and POSITIONAL[name] then
+        unreadable(string.format(
+            "the launch uses $%s inside a shell function ('%s'), where it " ..
+            "is the function's argument, given where it is called: write " ..
+            "the value into the launch, or check it where it runs " ..
+            "(memgate exec)", name, budget.in_function))
+      end
       if shifted ~= nil and POSITIONAL[name] then
         unreadable(string.format(
             "the launch uses the batch script's arguments ($%s) after the " ..
@@ -722,6 +729,21 @@ function M.find_launches(script, known, limits, environment)
   -- One line, or what follows an array's `)` on it (`ARGS=(...);
   -- torchrun ...`): returns that rest, to be read as a line of its own.
   local function read_line(body)
+    -- A function's body (`run() {` or `function run` to a line that
+    -- starts with `}`): its $1 and "$@" are its caller's arguments.
+    -- One on a line of its own (`run() { torchrun ... "$1"; }`) ends
+    -- with it.
+    local function_line = false
+    if budget.in_function == nil then
+      if body:find("^[%a_][%w_]*%s*%(%s*%)") or body:find("^function%s") then
+        local shown = without_trailing_blanks(body:sub(1, 65))
+        if #shown > 64 then shown = shown:sub(1, 64) .. "..." end
+        budget.in_function = shown
+        function_line = without_trailing_blanks(body):sub(-1) == "}"
+      end
+    elseif body:byte(1) == 125 then  -- }
+      budget.in_function = nil
+    end
     -- Every form below that assigns holds '=': a line without one (most
     -- of a long script) skips them.
     local assigns = body:find("=", 1, true) ~= nil
@@ -863,6 +885,7 @@ function M.find_launches(script, known, limits, environment)
         end
       end
     end
+    if function_line then budget.in_function = nil end
     if after_array ~= nil then
       after_array = after_array:match("^[%s;&|]*(.*)$")
       if after_array ~= "" then return after_array end
