@@ -597,9 +597,10 @@ std::string ShellWordHint(absl::string_view value) {
     return "";
   }
   return ": a shell expansion whose value is decided when the command "
-         "runs (a batch script's variable reads as a number only where "
-         "the script sets it to one literal value, not under a condition, "
-         "in a loop or from its arguments); give the number, or check the "
+         "runs (a Slurm hook reads a batch script's variable only where "
+         "the script sets it to one literal value that the job's "
+         "environment does not contradict, not under a condition, in a "
+         "loop or from its arguments); give the number, or check the "
          "launch where it runs (memgate exec)";
 }
 
