@@ -161,6 +161,13 @@ scripts.array_after_and = function()
   return header .. "[ -n \"$BIG\" ] && EXTRA=(\n  --num-layers 32 " ..
          "--micro-batch-size 4\n)\n" .. fits .. " ${EXTRA[@]}\n"
 end
+-- An array of a 100 KiB name, appended to: the refusal quotes its first
+-- 64 bytes, not the name whole (twice).
+scripts.array_name_huge = function()
+  local name = string.rep("A", 100 * 1024)
+  return header .. name .. "=(--micro-batch-size 1)\n" .. name ..
+         "+=(--micro-batch-size 4)\n" .. fits .. " ${" .. name .. "[@]}\n"
+end
 -- An array appended to (under a condition here, as Megatron-LM's llama3
 -- example does with its fp8 arguments): which words it holds is decided
 -- at run time: refused naming it, never read as if every append ran or

@@ -116,6 +116,7 @@ expect megatron_example_ooms refuse "REFUSE [RED] peak 51.58"
 expect array_then_launch_on_one_line refuse "REFUSE [RED] peak 51.58"
 expect array_computed refuse "the launch uses \${ARGS[@]}, an array the script computes (\$( ... ))"
 expect array_after_and refuse "the launch uses \${EXTRA[@]}, an array the script sets after another command on its line"
+expect array_name_huge refuse "the launch uses \${AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA..., an array the script appends to (AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA...+=( ... ))"
 expect array_appended refuse "the launch uses \${EXTRA[@]}, an array the script appends to (EXTRA+=( ... ))"
 expect variable_under_condition refuse "--micro-batch-size: must be a whole number (got '\$MBS'): a shell expansion whose value is decided when the command runs"
 expect variable_in_argument_loop refuse "--micro-batch-size: must be a whole number (got '\$MBS'): a shell expansion whose value is decided when the command runs"
@@ -217,6 +218,14 @@ if out=$(timeout 60 "$lua" "$(dirname "$scenarios")/hook_fragments_fuzz.lua" \
   passed=$((passed + 1))
 else
   echo "FAIL: random fragments: $out"
+  failed=$((failed + 1))
+fi
+
+# Every expectation ran: a line of this script that bash could not run
+# (a bad substitution in its message) would otherwise pass unseen.
+expected=$(grep -c '^expect ' "$0")
+if [ $((passed + failed)) -lt "$expected" ]; then
+  echo "FAIL: $((passed + failed)) results for $expected expectations"
   failed=$((failed + 1))
 fi
 

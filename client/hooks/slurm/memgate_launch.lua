@@ -59,6 +59,22 @@ local POSITIONAL = { ["1"] = true, ["2"] = true, ["3"] = true, ["4"] = true,
                      ["5"] = true, ["6"] = true, ["7"] = true, ["8"] = true,
                      ["9"] = true, ["@"] = true, ["*"] = true }
 
+-- `text` without its trailing whitespace. Not gsub("%s+$", ""): an
+-- unanchored pattern is retried from every blank of a run, which is
+-- quadratic in its length (80,000 blanks: 29 s of slurmctld's locks).
+-- Anchored, `.*` backtracks once over the text.
+local function without_trailing_blanks(text)
+  return text:match("^(.*%S)") or ""
+end
+
+-- A name or line of the script as a message quotes it: its first 64
+-- bytes (the script's, and so its length, are the user's).
+local function quoted(text)
+  text = without_trailing_blanks(text:sub(1, 65))
+  if #text > 64 then text = text:sub(1, 64) .. "..." end
+  return text
+end
+
 --[[
 $NAME and ${NAME} replaced with values from `vars` (unknown names stay as
 written; NAME may be a positional parameter, 1 to 9, @ or *, where `vars`
@@ -131,7 +147,7 @@ local function expand(line, vars, budget, shifted)
             "it holds when the launch runs is decided then (a condition " ..
             "or a loop may choose); write them into one assignment " ..
             "(%s=( ... )), or check the launch where it runs (memgate exec)",
-            line:sub(dollar, stop - 1), why, array))
+            quoted(line:sub(dollar, stop - 1)), why, quoted(array)))
       else
         add(line:sub(dollar, stop - 1))
       end
@@ -220,13 +236,6 @@ M.TE_VARIABLES = { "NVTE_FLASH_ATTN", "NVTE_FLASH_ATTN_V2",
 local te_variable = {}
 for _, name in ipairs(M.TE_VARIABLES) do te_variable[name] = true end
 
--- `text` without its trailing whitespace. Not gsub("%s+$", ""): an
--- unanchored pattern is retried from every blank of a run, which is
--- quadratic in its length (80,000 blanks: 29 s of slurmctld's locks).
--- Anchored, `.*` backtracks once over the text.
-local function without_trailing_blanks(text)
-  return text:match("^(.*%S)") or ""
-end
 
 -- A value as one word memgate reads as TE does (int(), which strips
 -- surrounding whitespace): anything else int() refuses becomes "?", so
@@ -465,7 +474,8 @@ local function read_array_text(array, text, limits)
     array.size = array.size + #piece
     if array.size > limits.line_bytes then
       exceed(string.format("an array assignment (%s=( ... )) is longer " ..
-                           "than %d bytes", array.name, limits.line_bytes))
+                           "than %d bytes", quoted(array.name),
+                           limits.line_bytes))
     end
     array.parts[#array.parts + 1] = piece
   end
@@ -674,7 +684,7 @@ function M.find_launches(script, known, limits, environment)
                            "arguments after a line moves them, or an " ..
                            "array it does not read)" or
            array.inline and "sets after another command on its line" or
-           array.append and "appends to (" .. name .. "+=( ... ))" or
+           array.append and "appends to (" .. quoted(name) .. "+=( ... ))" or
            "assigns more than once")
     else
       seen[name] = words
@@ -736,9 +746,7 @@ function M.find_launches(script, known, limits, environment)
     local function_line = false
     if budget.in_function == nil then
       if body:find("^[%a_][%w_]*%s*%(%s*%)") or body:find("^function%s") then
-        local shown = without_trailing_blanks(body:sub(1, 65))
-        if #shown > 64 then shown = shown:sub(1, 64) .. "..." end
-        budget.in_function = shown
+        budget.in_function = quoted(body)
         function_line = without_trailing_blanks(body):sub(-1) == "}"
       end
     elseif body:byte(1) == 125 then  -- }
@@ -879,9 +887,7 @@ function M.find_launches(script, known, limits, environment)
       if body:sub(1, 1) ~= "#" then
         other_assignments(body, set_otherwise)
         if runs_another_file(body) then
-          local shown = without_trailing_blanks(body:sub(1, 65))
-          if #shown > 64 then shown = shown:sub(1, 64) .. "..." end
-          forget_trusted(shown)
+          forget_trusted(quoted(body))
         end
       end
     end
