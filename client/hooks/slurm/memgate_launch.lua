@@ -534,27 +534,28 @@ continuations, with the script's variables above each substituted and the
 TransformerEngine attention variables it runs with (from `environment`,
 the job's, then the script's export, assignment to an exported name and
 unset lines) in front. An empty list when there is none (the job is not
-ours). Raises LimitExceeded past M.LIMITS (or `limits`).
+ours). Raises LimitExceeded past M.LIMITS (or `limits`), Unreadable for a
+launch whose words are decided when it runs.
 
-A variable is substituted only where the script sets it to one literal
-value: by lines of their own (NAME=value, export NAME=value) that all
-agree, and with the job's `environment` if that holds it too, or in
-`known` (e.g. SLURM_NNODES, which the request fixes). The hook reads the
-script as text, not as bash runs it: an assignment under a condition or
-in a loop (`if ...; then MBS=1; fi`), an argument loop's (`--mbs)
-MBS=$2;;`), a computed value or one it cannot see would leave it reading
-a value the job may not run with. A variable set so, or to different
-values, or before a line that runs another file (`source`, `.`, `eval`,
-`export $(...)`), stays as written (`$MBS`), and memgate refuses it by
-name where it changes memory. (Not seen: a loop around a launch that
-sets a variable after it, for the launch's next run.) Arrays (NAME=(
-... ), the style of Megatron-LM's own example scripts) are read the same
-way: one assignment
-of literal words (and variables it knows) is substituted for
-${NAME[@]} and ${NAME[*]}; an array appended to (NAME+=( ... ), often
-under a condition), assigned twice or computed stays as written. A line
-inside an array assignment is never a launch of its own; a line that uses
-an array holding Megatron's arguments is.
+The hook reads the script as text, not as bash runs it, so a variable is
+substituted only where every setting it sees agrees on one literal: lines
+of their own (NAME=value, export NAME=value, a comment after), the job's
+`environment` (what sbatch exports), and `known` (e.g. SLURM_NNODES,
+which the request fixes). One set otherwise (under a condition or in a
+loop on its line, `[ -n "$BIG" ] && MBS=4`, an argument loop's `--mbs)
+MBS=$2;;`, computed, read, to two values, or before a line that runs
+another file: `source`, `.`, `eval`, `export $(...)`) stays as written
+(`$MBS`), and memgate refuses it by name where it changes memory.
+${NAME:-default} is NAME's value where that is known, else the default.
+Arrays, the style of Megatron-LM's own example scripts, are read the same
+way: one NAME=( ... ) of literal words (and variables it knows) is
+substituted for ${NAME[@]} and ${NAME[*]}; one appended to (NAME+=( ...
+), often under a condition), assigned twice or computed is refused naming
+it where a launch uses it. A line inside an array assignment is never a
+launch of its own; a line that expands an array holding Megatron's
+arguments is. A launch in a shell function that uses $1 or "$@" (its
+caller's arguments) is refused naming it. Not seen: a loop around a
+launch that sets a variable after it, for the launch's next run.
 ]]
 function M.find_launches(script, known, limits, environment)
   limits = limits or M.LIMITS
