@@ -95,7 +95,13 @@ local function expand(line, vars, budget, shifted)
     end
     parts[#parts + 1] = piece
   end
-  local function substitute(value)
+  -- `value` where it is known, else the expansion as written, from the
+  -- '$' at `dollar` to `stop`.
+  local function substitute(value, dollar, stop)
+    if value == nil then
+      add(line:sub(dollar, stop - 1))
+      return
+    end
     budget.substitutions = budget.substitutions - 1
     if budget.substitutions < 0 then
       exceed(string.format("more than %d variable substitutions",
@@ -129,28 +135,21 @@ local function expand(line, vars, budget, shifted)
       if name == nil then name, stop = line:match("^([@*])()", dollar + 1) end
     end
     if defaulted ~= nil then
-      local value = budget.default_of and budget.default_of(defaulted, default)
-      if value ~= nil then
-        substitute(value)
-      else
-        add(line:sub(dollar, stop - 1))
-      end
+      substitute(budget.default_of and budget.default_of(defaulted, default),
+                 dollar, stop)
       pos = stop
     elseif array ~= nil then
       local value = budget.arrays and budget.arrays[array]
       local why = budget.unread_arrays and budget.unread_arrays[array]
-      if value ~= nil then
-        substitute(value)
-      elseif why ~= nil then
+      if value == nil and why ~= nil then
         unreadable(string.format(
             "the launch uses %s, an array the script %s: which words " ..
             "it holds when the launch runs is decided then (a condition " ..
             "or a loop may choose); write them into one assignment " ..
             "(%s=( ... )), or check the launch where it runs (memgate exec)",
             quoted(line:sub(dollar, stop - 1)), why, quoted(array)))
-      else
-        add(line:sub(dollar, stop - 1))
       end
+      substitute(value, dollar, stop)
       pos = stop
     elseif name == nil then
       add("$")
@@ -170,12 +169,7 @@ local function expand(line, vars, budget, shifted)
             "decided when it runs; write the arguments into the launch, " ..
             "or check it where it runs (memgate exec)", name, shifted))
       end
-      local value = vars[name]
-      if value ~= nil then
-        substitute(value)
-      else
-        add(line:sub(dollar, stop - 1))
-      end
+      substitute(vars[name], dollar, stop)
       pos = stop
     end
   end
