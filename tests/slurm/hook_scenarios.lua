@@ -168,6 +168,24 @@ scripts.array_name_huge = function()
   return header .. name .. "=(--micro-batch-size 1)\n" .. name ..
          "+=(--micro-batch-size 4)\n" .. fits .. " ${" .. name .. "[@]}\n"
 end
+-- After the script's first condition or loop, an assignment may sit
+-- under it: an array set there, or a variable that is an argument of its
+-- own (--sequence-parallel), missing when it does not run, is left
+-- unread (without sequence parallelism the job holds TP times the
+-- activations it was judged by); a value is still read (the launch
+-- fails at once without it).
+scripts.array_after_condition = function()
+  return header .. "if [ -n \"$PROFILE\" ]; then\n  echo profiling\nfi\n" ..
+         "ARGS=(--micro-batch-size 1)\n" .. fits .. " ${ARGS[@]}\n"
+end
+scripts.switch_after_condition = function()
+  return header .. "if [ \"$TP\" -gt 1 ]; then\n  SP=--sequence-parallel\n" ..
+         "fi\n" .. fits:gsub("%-%-sequence%-parallel", "$SP") .. "\n"
+end
+scripts.value_after_condition = function()
+  return header .. "for i in 1 2; do echo $i; done\nMBS=4\n" ..
+         launch(32, "$MBS") .. "\n"
+end
 -- An array appended to (under a condition here, as Megatron-LM's llama3
 -- example does with its fp8 arguments): which words it holds is decided
 -- at run time: refused naming it, never read as if every append ran or

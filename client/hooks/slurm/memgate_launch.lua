@@ -169,7 +169,9 @@ local function expand(line, vars, budget, shifted)
             "decided when it runs; write the arguments into the launch, " ..
             "or check it where it runs (memgate exec)", name, shifted))
       end
-      substitute(vars[name], dollar, stop)
+      local value = vars[name]
+      if budget.value_of ~= nil then value = budget.value_of(name) end
+      substitute(value, dollar, stop)
       pos = stop
     end
   end
@@ -382,6 +384,37 @@ local function name_before(body, stop)
   return body:sub(start, stop)
 end
 
+--[[
+Whether a line may open a condition or a loop, or continue one onto the
+next line: if, case, for, while, until, select or a function as a
+command, a `{` or `(` word, `&&` or `||`, or a `|` ending the line. Broad
+on purpose (a word "if" in an echo counts): an assignment after the first
+such line may sit under it, which the hook, reading text, cannot tell.
+]]
+local CONTROL_WORDS = { ["if"] = true, ["case"] = true, ["for"] = true,
+                        ["while"] = true, ["until"] = true,
+                        ["select"] = true, ["function"] = true }
+local function opens_control_flow(body)
+  -- A line of one command (no ; & | { ( in it, as most are) can only
+  -- start one with its first word: one search. Otherwise each keyword
+  -- wherever a command may start.
+  -- (Plain searches: a character class costs ten times one.)
+  if not (body:find(";", 1, true) or body:find("&", 1, true) or
+          body:find("|", 1, true) or body:find("{", 1, true) or
+          body:find("(", 1, true)) then
+    return CONTROL_WORDS[body:match("^[%a_]+") or ""] == true
+  end
+  if body:find("&&", 1, true) or body:find("||", 1, true) or
+      body:find("|%s*$") or body:find("^[%a_][%w_]*%s*%(%s*%)") or
+      has_command(body, "{", ends_word) or has_command(body, "(", ends_word) then
+    return true
+  end
+  for word in pairs(CONTROL_WORDS) do
+    if has_command(body, word, ends_word) then return true end
+  end
+  return false
+end
+
 -- Calls `fn(body, at, extra)` at each occurrence of `needle` in `body` (a
 -- plain search from past the last one: linear); true once one returns
 -- true. `fn` is a function of the module, not a closure made per line:
@@ -571,6 +604,11 @@ function M.find_launches(script, known, limits, environment)
   -- (`source`, `.`, `eval`), which may set any of them again.
   local trusted, trusted_arrays = {}, {}
   local shifted = nil  -- the line that moved the script's arguments
+  -- The first line that may open a condition or a loop, and the names
+  -- set after it (budget.late: expand substitutes those only as values).
+  local control_flow = nil
+  local late = {}
+  budget.late = late
   -- Every name seen is remembered, within bounds: those a line assigns
   -- (limits.variables), and, 16 times as many, names a line may set in a
   -- form the hook cannot follow (every word of a `read` line among them,
@@ -606,11 +644,21 @@ function M.find_launches(script, known, limits, environment)
   end
   local exported = M.te_attention_environment(environment)
   local removed = {}  -- names `unset` since the script last set them
+  -- NAME's value where expand may substitute it: an argument of its own
+  -- set after the first condition or loop (`late`) stays as written.
+  budget.value_of = function(name)
+    local value = vars[name]
+    if value ~= nil and late[name] and value:sub(1, 1) == "-" then
+      return nil
+    end
+    return value
+  end
   -- ${NAME:-default}: NAME's literal where the script set it to one, the
   -- job's environment's where the script never set it, else the default;
   -- nil (unknown) where the script set it otherwise.
   budget.default_of = function(name, default)
     local value = vars[name]
+    if value ~= nil and budget.value_of(name) == nil then return nil end
     if value == nil and not removed[name] then
       -- Set otherwise by the script, or no environment to look in (a hook
       -- that could not read the job's): unknown.
@@ -631,6 +679,12 @@ function M.find_launches(script, known, limits, environment)
       seen[name] = value
       vars[name] = value
       trusted[#trusted + 1] = name
+      -- After the script's first condition or loop, perhaps under it: a
+      -- value (after an argument that takes it) that is not set leaves
+      -- Megatron's parser short of one, and the job stops at once; an
+      -- argument of its own (`SP=--sequence-parallel`) would be missing
+      -- and the job run without it. expand keeps the second as written.
+      late[name] = control_flow ~= nil or nil
     else
       if seen[name] ~= nil then conflicted[name] = true end
       if seen[name] == nil then seen[name] = false end
@@ -668,8 +722,10 @@ function M.find_launches(script, known, limits, environment)
     end
     note(name)
     vars[name] = nil  -- $NAME of an array is its first word: not read
+    if control_flow ~= nil then array.late = true end
     if array.computed or array.moved or array.append or array.inline or
-        conflicted[name] or (seen[name] ~= nil and seen[name] ~= words) then
+        array.late or conflicted[name] or
+        (seen[name] ~= nil and seen[name] ~= words) then
       if seen[name] == nil then seen[name] = false end
       conflicted[name] = true
       arrays[name] = nil
@@ -680,6 +736,9 @@ function M.find_launches(script, known, limits, environment)
                            "array it does not read)" or
            array.inline and "sets after another command on its line" or
            array.append and "appends to (" .. quoted(name) .. "+=( ... ))" or
+           array.late and string.format("sets after its first condition " ..
+                                        "or loop ('%s'), perhaps under it",
+                                        control_flow) or
            "assigns more than once")
     else
       seen[name] = words
@@ -697,15 +756,16 @@ function M.find_launches(script, known, limits, environment)
     end
     -- `export $(cat .env | xargs)`, `declare "$line"`: names the shell
     -- computes (a $ or ` before any =).
+    local declares = false
+    for _, command in ipairs({ "export", "declare", "typeset", "readonly",
+                               "local" }) do
+      declares = declares or has_command(body, command, ends_word)
+    end
+    if not declares then return false end
     local dollar = body:find("[%$`]")
     if dollar == nil then return false end
     local eq = body:find("=", 1, true)
-    if eq ~= nil and eq < dollar then return false end
-    for _, command in ipairs({ "export", "declare", "typeset", "readonly",
-                               "local" }) do
-      if has_command(body, command, ends_word) then return true end
-    end
-    return false
+    return eq == nil or dollar < eq
   end
   local function forget_trusted(line)
     for _, name in ipairs(trusted) do
@@ -740,7 +800,8 @@ function M.find_launches(script, known, limits, environment)
     -- with it.
     local function_line = false
     if budget.in_function == nil then
-      if body:find("^[%a_][%w_]*%s*%(%s*%)") or body:find("^function%s") then
+      if (body:find("(", 1, true) and body:find("^[%a_][%w_]*%s*%(%s*%)")) or
+          body:find("^function%s") then
         budget.in_function = quoted(body)
         function_line = without_trailing_blanks(body):sub(-1) == "}"
       end
@@ -762,6 +823,7 @@ function M.find_launches(script, known, limits, environment)
     -- && ARGS=(`, `then ARGS+=(`): read as one (its lines are its
     -- words), but set under a condition.
     local inline_array = false
+    local inside_array = open_array ~= nil or array_name ~= nil
     if open_array == nil and array_name == nil and assigns then
       local pos = 1
       while true do
@@ -887,6 +949,10 @@ function M.find_launches(script, known, limits, environment)
       end
     end
     if function_line then budget.in_function = nil end
+    if control_flow == nil and not inside_array and
+        opens_control_flow(body) then
+      control_flow = quoted(body)
+    end
     if after_array ~= nil then
       after_array = after_array:match("^[%s;&|]*(.*)$")
       if after_array ~= "" then return after_array end
