@@ -23,6 +23,7 @@ local fragments = {
   "if [ x ]; then", "fi", "$MBS", "${MBS}", "a", "Z", "source x.sh",
   ". ./env", "eval ", "export $(cat .env)", "=(", "[@]}", "--micro-batch-size ",
   "${MBS:-4}", "MBS=${MBS:-1}", "${X-", ":-", "run() {", "function f",
+  "GPT_ARGS=\"", "$GPT_ARGS",
 }
 math.randomseed(tonumber(arg[2] or "1"))
 local scripts, errors = tonumber(arg[3] or "20000"), 0

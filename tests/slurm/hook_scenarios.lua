@@ -186,6 +186,32 @@ scripts.value_after_condition = function()
   return header .. "for i in 1 2; do echo $i; done\nMBS=4\n" ..
          launch(32, "$MBS") .. "\n"
 end
+-- The classic Megatron-LM examples' style: the arguments in a quoted
+-- string over several lines (GPT_ARGS=" ... "), the launch expanding it.
+-- Its lines are its words, not a launch of their own; read as one value.
+-- Extended under a condition (GPT_ARGS="$GPT_ARGS ..."), it is refused by
+-- name: once, a line of the string holding --num-layers was checked as
+-- the launch, and the extension was never seen.
+local function string_args(mbs, extended)
+  local args = launch(32, mbs):match("pretrain_gpt%.py (.*)$")
+  return header .. "GPT_ARGS=\"\n    " ..
+         args:gsub(" %-%-", " \\\n    --") .. "\n\"\n" ..
+         (extended and "[ -n \"$BIG\" ] && GPT_ARGS=\"$GPT_ARGS " ..
+                       "--micro-batch-size 4\"\n" or "") ..
+         "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py $GPT_ARGS\n"
+end
+scripts.string_args_fits = function() return string_args(1) end
+scripts.string_args_ooms = function() return string_args(4) end
+scripts.string_args_extended = function() return string_args(1, true) end
+scripts.string_unclosed = function()
+  return header .. "GPT_ARGS=\"\n" .. filler(4 * 1024 * 1024 - 4096) ..
+         fits .. "\n"
+end
+scripts.string_args_one_line = function()
+  local args = launch(32, 4):match("pretrain_gpt%.py (.*)$")
+  return header .. "GPT_ARGS=\"" .. args .. "\"  # the model\n" ..
+         "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py $GPT_ARGS\n"
+end
 -- An array appended to (under a condition here, as Megatron-LM's llama3
 -- example does with its fp8 arguments): which words it holds is decided
 -- at run time: refused naming it, never read as if every append ran or

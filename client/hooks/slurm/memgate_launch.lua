@@ -440,6 +440,13 @@ local function default_assignment_at(body, at, f)
   local name = body:match("^%${([%a_][%w_]*):?=", at)
   if name ~= nil then f(name) end
 end
+-- Whether the $NAME or ${NAME} at `at` names one of `names`.
+local function expands_name_of(body, at, names)
+  local name = body:match("^%$([%a_][%w_]*)", at) or
+               body:match("^%${([%a_][%w_]*)}", at)
+  return name ~= nil and names[name] ~= nil
+end
+
 -- Whether the ${NAME[@]} (or [*]) ending at `at` names one of `arrays`.
 local function expands_one_of(body, at, arrays)
   local name = name_before(body, at - 1)
@@ -580,7 +587,10 @@ substituted for ${NAME[@]} and ${NAME[*]}; one appended to (NAME+=( ...
 ), often under a condition), assigned twice or computed is refused naming
 it where a launch uses it. A line inside an array assignment is never a
 launch of its own; a line that expands an array holding Megatron's
-arguments is. A launch in a shell function that uses $1 or "$@" (its
+arguments is. Quoted strings, the style of Megatron-LM's older examples
+(GPT_ARGS=" ... " over several lines), are read as one value the same
+way, and a line that expands one holding Megatron's arguments is a
+launch. A launch in a shell function that uses $1 or "$@" (its
 caller's arguments) is refused naming it. Not seen: a loop around a
 launch that sets a variable after it, for the launch's next run.
 ]]
@@ -785,12 +795,33 @@ function M.find_launches(script, known, limits, environment)
     trusted, trusted_arrays = {}, {}
   end
   -- Whether a line expands an array that holds Megatron's arguments.
+  -- Variables whose value (a quoted string) holds Megatron's arguments.
+  local launch_vars = {}
   local function uses_launch_array(body)
     return each_occurrence(body, "[@]}", expands_one_of, launch_arrays) or
-           each_occurrence(body, "[*]}", expands_one_of, launch_arrays)
+           each_occurrence(body, "[*]}", expands_one_of, launch_arrays) or
+           -- ($GPT_ARGS on a line that assigns, `X="$GPT_ARGS --y"`, is
+           -- no launch: one assigns nothing, or runs pretrain_gpt.py.)
+           (next(launch_vars) ~= nil and
+            (not body:find("=", 1, true) or
+             body:find("pretrain_gpt.py", 1, true) ~= nil) and
+            each_occurrence(body, "$", expands_name_of, launch_vars))
+  end
+  -- A quoted string's words (NAME="--num-layers 32 ...", on one line or
+  -- several, the classic Megatron-LM examples' GPT_ARGS): a literal is
+  -- assigned as one value; one holding an expansion is computed.
+  local function assign_words(name, text)
+    if looks_like_launch(text) then launch_vars[name] = true end
+    if text:find("[%$`]") then
+      assign(name, nil)
+    else
+      local normal = text:gsub("%s+", " "):gsub("^ ", "")
+      assign(name, without_trailing_blanks(normal))
+    end
   end
   local launches = {}
   local open_array = nil  -- the array assignment being read
+  local open_string = nil  -- the quoted string assignment being read
   -- One line, or what follows an array's `)` on it (`ARGS=(...);
   -- torchrun ...`): returns that rest, to be read as a line of its own.
   local function read_line(body)
@@ -808,9 +839,34 @@ function M.find_launches(script, known, limits, environment)
     elseif body:byte(1) == 125 then  -- }
       budget.in_function = nil
     end
+    -- A line inside a quoted string that spans lines (NAME=" ... "): its
+    -- words, never a launch.
+    if open_string ~= nil then
+      local close = body:find('"', 1, true)
+      local piece = body:sub(1, (close or #body + 1) - 1)
+      open_string.size = open_string.size + #piece + 1
+      if open_string.size > limits.line_bytes then
+        exceed(string.format("a quoted assignment (%s=\" ... \") is " ..
+                             "longer than %d bytes", quoted(open_string.name),
+                             limits.line_bytes))
+      end
+      open_string.parts[#open_string.parts + 1] = piece
+      if close == nil then return nil end
+      assign_words(open_string.name, table.concat(open_string.parts, " "))
+      open_string = nil
+      local rest = body:sub(close + 1):match("^[%s;&|]*(.*)$")
+      return rest ~= "" and rest or nil
+    end
     -- Every form below that assigns holds '=': a line without one (most
     -- of a long script) skips them.
     local assigns = body:find("=", 1, true) ~= nil
+    if open_array == nil and assigns then
+      local name, text = body:match('^([%a_][%w_]*)="([^"]*)$')
+      if name ~= nil then
+        open_string = { name = name, parts = { text }, size = #text }
+        return nil
+      end
+    end
     local array_name, plus, array_text
     if open_array == nil and assigns then
       local declared = body:match("^declare%s+%-%a+%s+(.*)$") or
@@ -857,6 +913,14 @@ function M.find_launches(script, known, limits, environment)
         name, value = body:match("^([%a_][%w_]*)=(%S*)%s+#")
       end
     end
+    -- NAME="words and blanks" on one line.
+    local words = nil
+    if assigns and name == nil then
+      words, value = body:match('^([%a_][%w_]*)="([^"]*)"%s*$')
+      if words == nil then
+        words, value = body:match('^([%a_][%w_]*)="([^"]*)"%s+#')
+      end
+    end
     local bare = body:match("^export%s+([%a_][%w_]*)%s*$")
     local unset = body:match("^unset%s+([%a_][%w_]*)%s*$")
     local te_export, te_name, te_rest
@@ -901,6 +965,8 @@ function M.find_launches(script, known, limits, environment)
       if te_export or exported[te_name] ~= nil then
         exported[te_name] = vars[te_name]
       end
+    elseif words ~= nil then
+      assign_words(words, value)
     elseif name ~= nil then
       -- MBS=4; and MBS="4" set 4; MBS=${MBS:-4} sets the environment's
       -- MBS or 4.
