@@ -1881,10 +1881,8 @@ absl::StatusOr<v1::PlanResponse> PlanLayouts(const v1::PlanRequest& request,
                                              const PlanInterrupt& interrupt,
                                              const PlanOptions& options) {
   absl::StatusOr<Search> search = SearchFor(request, options.cost);
-  if (search.ok()) {
-    search->most_recompute_probes = options.most_recompute_probes;
-  }
   if (!search.ok()) return search.status();
+  search->most_recompute_probes = options.most_recompute_probes;
   const std::vector<uint32_t> gpu_divisors = Divisors(search->gpus);
   if (absl::Status s = CheckPlacementWork(*search, gpu_divisors); !s.ok()) {
     return s;

@@ -391,6 +391,10 @@ command, a `{` or `(` word, `&&` or `||`, or a `|` ending the line. Broad
 on purpose (a word "if" in an echo counts): an assignment after the first
 such line may sit under it, which the hook, reading text, cannot tell.
 ]]
+-- Commands whose arguments may name what they set (`export $(...)`).
+local DECLARING_COMMANDS = { "export", "declare", "typeset", "readonly",
+                             "local" }
+
 local CONTROL_WORDS = { ["if"] = true, ["case"] = true, ["for"] = true,
                         ["while"] = true, ["until"] = true,
                         ["select"] = true, ["function"] = true }
@@ -492,6 +496,18 @@ local function other_assignments(body, f)
   end
 end
 
+-- Appends `piece` to an assignment being read over lines (`value`: an
+-- array's or a quoted string's, with its parts, size and `shown`, how a
+-- refusal names it), a line's worth (limits.line_bytes) at most.
+local function keep_part(value, piece, limits)
+  value.size = value.size + #piece
+  if value.size > limits.line_bytes then
+    exceed(string.format("%s is longer than %d bytes", value.shown,
+                         limits.line_bytes))
+  end
+  value.parts[#value.parts + 1] = piece
+end
+
 --[[
 Reads a bash array assignment's text (NAME=( ... ), over one line or
 several) into `array`: its words with quotes and comments removed, joined
@@ -504,15 +520,7 @@ searches, one pass over the text; `limits.line_bytes` bounds it.
 ]]
 local function read_array_text(array, text, limits)
   local pos = 1
-  local function keep(piece)
-    array.size = array.size + #piece
-    if array.size > limits.line_bytes then
-      exceed(string.format("an array assignment (%s=( ... )) is longer " ..
-                           "than %d bytes", quoted(array.name),
-                           limits.line_bytes))
-    end
-    array.parts[#array.parts + 1] = piece
-  end
+  local function keep(piece) keep_part(array, piece, limits) end
   array.depth = array.depth or 0
   while pos <= #text do
     if array.quote ~= nil then
@@ -767,8 +775,7 @@ function M.find_launches(script, known, limits, environment)
     -- `export $(cat .env | xargs)`, `declare "$line"`: names the shell
     -- computes (a $ or ` before any =).
     local declares = false
-    for _, command in ipairs({ "export", "declare", "typeset", "readonly",
-                               "local" }) do
+    for _, command in ipairs(DECLARING_COMMANDS) do
       declares = declares or has_command(body, command, ends_word)
     end
     if not declares then return false end
@@ -843,16 +850,10 @@ function M.find_launches(script, known, limits, environment)
     -- words, never a launch.
     if open_string ~= nil then
       local close = body:find('"', 1, true)
-      local piece = body:sub(1, (close or #body + 1) - 1)
-      open_string.size = open_string.size + #piece + 1
-      if open_string.size > limits.line_bytes then
-        exceed(string.format("a quoted assignment (%s=\" ... \") is " ..
-                             "longer than %d bytes", quoted(open_string.name),
-                             limits.line_bytes))
-      end
-      open_string.parts[#open_string.parts + 1] = piece
+      keep_part(open_string, body:sub(1, (close or #body + 1) - 1) .. " ",
+                limits)
       if close == nil then return nil end
-      assign_words(open_string.name, table.concat(open_string.parts, " "))
+      assign_words(open_string.name, table.concat(open_string.parts))
       open_string = nil
       local rest = body:sub(close + 1):match("^[%s;&|]*(.*)$")
       return rest ~= "" and rest or nil
@@ -863,7 +864,9 @@ function M.find_launches(script, known, limits, environment)
     if open_array == nil and assigns then
       local name, text = body:match('^([%a_][%w_]*)="([^"]*)$')
       if name ~= nil then
-        open_string = { name = name, parts = { text }, size = #text }
+        open_string = { name = name, parts = { text .. " " }, size = #text,
+                        shown = string.format('a quoted assignment (%s=" ' ..
+                                              '... ")', quoted(name)) }
         return nil
       end
     end
@@ -940,7 +943,9 @@ function M.find_launches(script, known, limits, environment)
       end
     elseif array_name ~= nil then
       local array = { name = array_name, append = plus == "+", parts = {},
-                      size = 0, inline = inline_array }
+                      size = 0, inline = inline_array,
+                      shown = string.format("an array assignment (%s=( " ..
+                                            "... ))", quoted(array_name)) }
       local closed, rest = read_array_text(array, array_text, limits)
       if closed then
         finish_array(array)
