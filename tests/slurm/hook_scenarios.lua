@@ -347,6 +347,14 @@ end
 scripts.read_words_too_many = function()
   return header .. read_lines(70000) .. fits .. "\n"
 end
+-- 5,000 variables assigned (arrays count too): over the 4,096 the hook
+-- remembers, refused naming the bound.
+scripts.too_many_variables = function()
+  local lines = {}
+  for i = 1, 4000 do lines[#lines + 1] = "V" .. i .. "=1" end
+  for i = 1, 1000 do lines[#lines + 1] = "A" .. i .. "=(x)" end
+  return header .. table.concat(lines, "\n") .. "\n" .. fits .. "\n"
+end
 scripts.assignment_names_huge = function()
   return header .. "echo " .. string.rep("a", 200 * 1024) .. "=" ..
          string.rep(" x=", 20 * 1024) .. string.rep("${", 20 * 1024) ..

@@ -82,6 +82,7 @@ expect plain admit ""
 expect most_work_allowed admit ""
 expect too_many_launches refuse "more than 64 Megatron launches"
 expect too_many_substitutions refuse "more than 4096 variable substitutions"
+expect too_many_variables refuse "more than 4096 variable assignments"
 expect variables refuse "REFUSE [RED] peak 51.58"
 expect logged admit ""
 # The job's GPU type wins over its partition's (a100_80g in the partition of
