@@ -64,6 +64,16 @@ scripts.script_4mb_shift_words = function()
          string.rep(line, math.floor((4 * 1024 * 1024 - #header - #tail - 64) / #line)) ..
          tail
 end
+-- Lines cost fixed work each: 4 MiB of two-byte lines (2 million) is
+-- refused past 100,000 lines, not read for 6 s; the rest of a line after
+-- an array is read again, a MiB of it at most (one line of `A=(x);` was
+-- quadratic: 120 KiB took 10 s).
+scripts.short_lines_4mb = function()
+  return header .. string.rep("x\n", 2 * 1024 * 1024 - 1024) .. fits .. "\n"
+end
+scripts.arrays_on_one_line = function()
+  return header .. string.rep("A=(x);", 600 * 1024) .. fits .. "\n"
+end
 scripts.script_over_limit = function()
   return header .. filler(4 * 1024 * 1024 + 4096) .. fits .. "\n"
 end
@@ -250,6 +260,71 @@ end
 scripts.variable_in_environment = function()
   return header .. "if [ -z \"$MBS\" ]; then\n  MBS=1\nfi\n" ..
          mbs_launch .. "\n"
+end
+-- A launch in a loop or a function runs again with what the script sets
+-- after it (bash comes back to it): each of these ran MBS 4 where the
+-- hook read MBS 1, the value above the launch. Set after a launch that
+-- runs once (no loop or function before it, or the value unchanged),
+-- nothing changes.
+scripts.variable_set_after_launch_in_loop = function()
+  return header .. "MBS=1\nfor STEP in 1 2; do\n  " .. mbs_launch ..
+         "\n  MBS=4\ndone\n"
+end
+scripts.variable_doubled_after_launch = function()
+  return header .. "MBS=1\nwhile true; do\n  " .. mbs_launch ..
+         " || break\n  MBS=$((MBS * 4))\ndone\n"
+end
+scripts.variable_set_between_function_calls = function()
+  return header .. "MBS=1\ntrain() {\n  " .. mbs_launch .. "\n}\n" ..
+         "train\nMBS=4\ntrain\n"
+end
+scripts.default_set_after_launch_in_loop = function()
+  return header .. "for STEP in 1 2; do\n  " .. launch(32, "${MBS:-1}") ..
+         "\n  MBS=4\ndone\n"
+end
+scripts.variable_sourced_after_launch_in_loop = function()
+  return header .. "MBS=1\nfor STEP in 1 2; do\n  " .. mbs_launch ..
+         "\n  source ./next_stage.sh\ndone\n"
+end
+scripts.array_set_after_launch_in_loop = function()
+  return header .. "ARGS=(--micro-batch-size 1)\nfor STEP in 1 2; do\n  " ..
+         fits .. " ${ARGS[@]}\n  ARGS=(--micro-batch-size 4)\ndone\n"
+end
+scripts.arguments_shifted_after_launch_in_loop = function()
+  return header .. "while [ $# -gt 0 ]; do\n  " .. launch(32, "$1") ..
+         "\n  shift\ndone\n"
+end
+scripts.arguments_shifted_on_launch_line = function()
+  return header .. "while [ $# -gt 0 ]; do " .. launch(32, "$1") ..
+         "; shift; done\n"
+end
+scripts.te_set_after_launch_in_loop = function()
+  return header .. "for STEP in 1 2; do\n  " .. fits .. "\n" ..
+         "  export NVTE_FLASH_ATTN=0\n  export NVTE_FUSED_ATTN=0\ndone\n"
+end
+-- The bound of that bookkeeping: 64 launches in a loop, each taking
+-- $RUN and its own ${TAG:-tN}, then 4 MiB of assignments to both (the
+-- first TAG=t1 sets 63 launches' TAG again, which stays as written in a
+-- run name; every later one finds one value left): linear.
+scripts.loop_launches_then_4mb_assignments = function()
+  local launches = {}
+  for i = 1, 64 do
+    launches[i] = "  " .. fits .. " --wandb-exp-name $RUN-${TAG:-t" .. i .. "}"
+  end
+  local body = "RUN=x\nfor S in 1 2; do\n" .. table.concat(launches, "\n") ..
+               "\ndone\n"
+  local line = "RUN=x  # the run's name, set again as each stage ends\n" ..
+               "TAG=t1  # its tag, the same for every stage of the run\n"
+  return header .. body ..
+         string.rep(line, math.floor((4 * 1024 * 1024 - #header - #body) /
+                                     #line))
+end
+scripts.variable_set_after_launch_at_top = function()
+  return header .. "MBS=1\n" .. mbs_launch .. "\nMBS=4\necho done\n"
+end
+scripts.variable_kept_after_launch_in_loop = function()
+  return header .. "MBS=1\nfor STEP in 1 2; do\n  " .. mbs_launch ..
+         "\n  MBS=1\n  unset OTHER\ndone\n"
 end
 -- ${MBS:-1}: the job's environment's MBS where it has one (MBS=4 runs
 -- out of memory), else the default (the fitting MBS 1), as bash takes it;
@@ -576,6 +651,8 @@ local argvs = {
   script_arguments_array_shifted = { [0] = "train.sh", "x",
                                      "--micro-batch-size", "4" },
   variable_in_argument_loop = { [0] = "train.sh", "--mbs", "4" },
+  arguments_shifted_after_launch_in_loop = { [0] = "train.sh", "1", "4" },
+  arguments_shifted_on_launch_line = { [0] = "train.sh", "1", "4" },
   script_no_arguments = { [0] = "train.sh" },
   script_arguments = { [0] = "train.sh", "--micro-batch-size", "4" },
   script_positional = { "train.sh", "4" },

@@ -39,6 +39,15 @@ M.LIMITS = {
   substitutions = 4096,            -- $VAR expansions in the whole script
   variables = 4096,                -- assignments remembered
   launches = 64,                   -- Megatron launches checked per script
+  -- Each line (and each command after an array or a quoted string that
+  -- closes on its line) costs a few microseconds of fixed work: 4 MiB of
+  -- two-byte lines took 6 s inside slurmctld's locks. Real scripts have
+  -- hundreds; 4 MiB of 60-byte lines is 71,000.
+  lines = 100000,
+  -- What follows an array's `)` on its line is read again as a line of
+  -- its own: `A=(x);` repeated over one line re-read the rest each time
+  -- (120 KiB took 10 s). A launch after an array is a few KiB.
+  reread_bytes = 1024 * 1024,
 }
 
 -- An error raised when a limit is exceeded: judge turns it into a refusal.
@@ -84,6 +93,10 @@ NAME is refused: which arguments it holds is decided at run time), within
 `budget` (substitutions left, and limits): the result is built piece by
 piece and abandoned as soon as it grows over the line limit,
 so a 1 MB variable repeated a thousand times costs 256 KiB, not 1 GB.
+Returns the line and its pieces; where `budget.record` is set, it is
+called for each substitution with the name, how it was named ("var", or
+"default" for ${NAME:-default}, "array", "positional"), the index of
+the value's piece, the expansion as written and the value.
 ]]
 local function expand(line, vars, budget, shifted)
   local parts, size, pos = {}, 0, 1
@@ -97,7 +110,7 @@ local function expand(line, vars, budget, shifted)
   end
   -- `value` where it is known, else the expansion as written, from the
   -- '$' at `dollar` to `stop`.
-  local function substitute(value, dollar, stop)
+  local function substitute(value, dollar, stop, name, kind)
     if value == nil then
       add(line:sub(dollar, stop - 1))
       return
@@ -106,6 +119,10 @@ local function expand(line, vars, budget, shifted)
     if budget.substitutions < 0 then
       exceed(string.format("more than %d variable substitutions",
                            budget.limits.substitutions))
+    end
+    if budget.record ~= nil then
+      budget.record(name, kind, #parts + 1, line:sub(dollar, stop - 1),
+                    value)
     end
     add(value)
   end
@@ -136,7 +153,7 @@ local function expand(line, vars, budget, shifted)
     end
     if defaulted ~= nil then
       substitute(budget.default_of and budget.default_of(defaulted, default),
-                 dollar, stop)
+                 dollar, stop, defaulted, "default")
       pos = stop
     elseif array ~= nil then
       local value = budget.arrays and budget.arrays[array]
@@ -149,7 +166,7 @@ local function expand(line, vars, budget, shifted)
             "(%s=( ... )), or check the launch where it runs (memgate exec)",
             quoted(line:sub(dollar, stop - 1)), why, quoted(array)))
       end
-      substitute(value, dollar, stop)
+      substitute(value, dollar, stop, array, "array")
       pos = stop
     elseif name == nil then
       add("$")
@@ -171,11 +188,12 @@ local function expand(line, vars, budget, shifted)
       end
       local value = vars[name]
       if budget.value_of ~= nil then value = budget.value_of(name) end
-      substitute(value, dollar, stop)
+      substitute(value, dollar, stop, name,
+                 POSITIONAL[name] and "positional" or "var")
       pos = stop
     end
   end
-  return table.concat(parts)
+  return table.concat(parts), parts
 end
 
 -- The batch script's own arguments (`sbatch train.sh --mbs 4`: Slurm's
@@ -571,6 +589,51 @@ local function read_array_text(array, text, limits)
 end
 
 --[[
+A launch's line as memgate reads it: the TransformerEngine switches it
+runs with in front, and its pieces, where each name the script set again
+after it (`launch.again`: a loop or a function may run it with the new
+value) stays as written, the switches as "?", which memgate refuses by
+name where they change memory; an array or the script's arguments so
+changed are refused here, naming them and the line.
+]]
+local function launch_text(launch, limits)
+  local exported, parts = launch.exported, launch.parts
+  if next(launch.again) ~= nil then
+    for _, sub in ipairs(launch.subs) do
+      local line = launch.again[sub.name]
+      if line ~= nil and sub.kind == "array" then
+        unreadable(string.format(
+            "the launch uses %s, an array the script changes after it " ..
+            "('%s'), and a loop or a function may run the launch again " ..
+            "with it: write its words into one assignment before the " ..
+            "launch that nothing after changes, or check the launch " ..
+            "where it runs (memgate exec)", quoted(sub.written), line))
+      elseif line ~= nil and sub.kind == "positional" then
+        unreadable(string.format(
+            "the launch uses the batch script's arguments (%s), which the " ..
+            "script moves after it ('%s'), and a loop or a function may " ..
+            "run the launch again with others: write the arguments into " ..
+            "the launch, or check it where it runs (memgate exec)",
+            sub.written, line))
+      elseif line ~= nil then
+        parts[sub.index] = sub.written
+      end
+    end
+    for _, name in ipairs(M.TE_VARIABLES) do
+      if launch.again[name] ~= nil then exported[name] = "?" end
+    end
+  end
+  local prefix = environment_words(exported)
+  local size = #prefix
+  for _, part in ipairs(parts) do size = size + #part end
+  if size > limits.line_bytes then
+    exceed(string.format("a launch line is longer than %d bytes after " ..
+                         "variable expansion", limits.line_bytes))
+  end
+  return prefix .. table.concat(parts)
+end
+
+--[[
 Every launch of Megatron-LM in a batch script, after joining backslash
 continuations, with the script's variables above each substituted and the
 TransformerEngine attention variables it runs with (from `environment`,
@@ -599,8 +662,13 @@ arguments is. Quoted strings, the style of Megatron-LM's older examples
 (GPT_ARGS=" ... " over several lines), are read as one value the same
 way, and a line that expands one holding Megatron's arguments is a
 launch. A launch in a shell function that uses $1 or "$@" (its
-caller's arguments) is refused naming it. Not seen: a loop around a
-launch that sets a variable after it, for the launch's next run.
+caller's arguments) is refused naming it. A launch in a loop or a
+function may run again with what the script sets after it (`for ...; do
+torchrun ... $MBS; MBS=4; done`, a function called before and after
+`MBS=4`): a name it takes that the script sets again after it, to another
+value or otherwise (or sources a file, or moves the script's arguments),
+stays as written (a TE switch "?"; an array or the script's arguments
+refused naming the line), as one set under a condition before it.
 ]]
 function M.find_launches(script, known, limits, environment)
   limits = limits or M.LIMITS
@@ -662,6 +730,50 @@ function M.find_launches(script, known, limits, environment)
   end
   local exported = M.te_attention_environment(environment)
   local removed = {}  -- names `unset` since the script last set them
+  -- A launch after a line that may open a loop or a function (or on
+  -- one) may run again: NAME -> { value -> the launches that took it },
+  -- what each such launch took for NAME (a variable, an array, a TE
+  -- switch: false where not exported). The script setting NAME to
+  -- another value after it (any line, even below the loop: bash may come
+  -- back) marks the launch's NAME set again (`launch.again`), and the
+  -- launch keeps it as written, as a name set under a condition before
+  -- it. One entry a launch and name (limits.launches x (substitutions +
+  -- 7)); an assignment visits the values other than its own, which it
+  -- removes: after one, NAME has one value left, and each costs O(1).
+  local users = {}
+  -- The names in `users` a sourced file may set (not TE's, not `known`).
+  local forgettable = {}
+  local reading = nil  -- the script line being read, for messages
+  local function set_again(name, value)
+    local groups = users[name]
+    if groups == nil then return end
+    local line = nil
+    for taken, launches in pairs(groups) do
+      if value == nil or taken ~= value then
+        line = line or quoted(reading)
+        for _, launch in ipairs(launches) do
+          if launch.again[name] == nil then launch.again[name] = line end
+        end
+        groups[taken] = nil
+      end
+    end
+    if next(groups) == nil then
+      users[name] = nil
+      forgettable[name] = nil
+    end
+  end
+  local function use(launch, name, value)
+    if launch.used[name] then return end
+    launch.used[name] = true
+    local groups = users[name] or {}
+    users[name] = groups
+    local launches = groups[value] or {}
+    groups[value] = launches
+    launches[#launches + 1] = launch
+    if not te_variable[name] and not known_names[name] then
+      forgettable[name] = true
+    end
+  end
   -- NAME's value where expand may substitute it: an argument of its own
   -- set after the first condition or loop (`late`) stays as written.
   budget.value_of = function(name)
@@ -692,6 +804,7 @@ function M.find_launches(script, known, limits, environment)
   local function assign(name, value)
     removed[name] = nil
     note(name)
+    set_again(name, value)
     if value ~= nil and not conflicted[name] and
         (seen[name] == nil or seen[name] == value) then
       seen[name] = value
@@ -711,6 +824,7 @@ function M.find_launches(script, known, limits, environment)
   end
   -- A name set in a form the hook cannot follow (other_assignments).
   local function set_otherwise(name)
+    set_again(name, nil)
     if te_variable[name] then
       vars[name] = "?"
       exported[name] = "?"
@@ -758,7 +872,9 @@ function M.find_launches(script, known, limits, environment)
                                         "or loop ('%s'), perhaps under it",
                                         control_flow) or
            "assigns more than once")
+      set_again(name, nil)
     else
+      set_again(name, words)
       seen[name] = words
       arrays[name] = words
       trusted_arrays[#trusted_arrays + 1] = name
@@ -784,6 +900,16 @@ function M.find_launches(script, known, limits, environment)
     local eq = body:find("=", 1, true)
     return eq == nil or dollar < eq
   end
+  -- A line that moves the script's arguments (`shift`, `set --`): every
+  -- launch after it refuses them, and one before it that may run again
+  -- takes others then.
+  local function moved_arguments(body)
+    if shifted == nil then
+      shifted = without_trailing_blanks(body:sub(1, 65))
+      if #shifted > 64 then shifted = shifted:sub(1, 64) .. "..." end
+    end
+    for name in pairs(POSITIONAL) do set_again(name, nil) end
+  end
   local function forget_trusted(line)
     for _, name in ipairs(trusted) do
       if vars[name] ~= nil and not known_names[name] then
@@ -800,6 +926,8 @@ function M.find_launches(script, known, limits, environment)
       end
     end
     trusted, trusted_arrays = {}, {}
+    -- And what a launch before it took, where the launch may run again.
+    for name in pairs(forgettable) do set_again(name, nil) end
   end
   -- Whether a line expands an array that holds Megatron's arguments.
   -- Variables whose value (a quoted string) holds Megatron's arguments.
@@ -970,6 +1098,7 @@ function M.find_launches(script, known, limits, environment)
       if te_export or exported[te_name] ~= nil then
         exported[te_name] = vars[te_name]
       end
+      set_again(te_name, exported[te_name] or false)
     elseif words ~= nil then
       assign_words(words, value)
     elseif name ~= nil then
@@ -985,8 +1114,10 @@ function M.find_launches(script, known, limits, environment)
     elseif bare ~= nil then
       if te_variable[bare] and vars[bare] ~= nil then
         exported[bare] = te_value(vars[bare])
+        set_again(bare, exported[bare])
       end
     elseif unset ~= nil then
+      set_again(unset, te_variable[unset] and false or nil)
       vars[unset] = nil
       removed[unset] = true
       exported[unset] = nil
@@ -1005,12 +1136,33 @@ function M.find_launches(script, known, limits, environment)
       other_assignments(body, function(set)
         if not te_variable[set] then set_otherwise(set) end
       end)
-      launches[#launches + 1] = expand(environment_words(exported) .. body,
-                                       vars, budget, shifted)
+      local launch = { exported = {}, again = {}, used = {}, subs = {} }
+      for _, name in ipairs(M.TE_VARIABLES) do
+        launch.exported[name] = exported[name]
+      end
+      -- In a loop or a function (a line that may open one came before,
+      -- or this one opens it), the launch may run again: what it takes
+      -- is remembered (users), and checked against what comes after.
+      if control_flow ~= nil or opens_control_flow(body) then
+        for _, name in ipairs(M.TE_VARIABLES) do
+          use(launch, name, exported[name] or false)
+        end
+        budget.record = function(name, kind, index, written, value)
+          launch.subs[#launch.subs + 1] =
+              { name = name, kind = kind, index = index, written = written }
+          use(launch, name, value)
+        end
+      end
+      local _, parts = expand(body, vars, budget, shifted)
+      budget.record = nil
+      launch.parts = parts
+      launches[#launches + 1] = launch
+      -- `while ...; do torchrun ... $1; shift; done`: moved after it.
+      if moves_arguments(body) then moved_arguments(body) end
     else
-      if shifted == nil and moves_arguments(body) then
-        shifted = without_trailing_blanks(body:sub(1, 65))
-        if #shifted > 64 then shifted = shifted:sub(1, 64) .. "..." end
+      if (shifted == nil or next(users) ~= nil) and
+          moves_arguments(body) then
+        moved_arguments(body)
       end
       if body:sub(1, 1) ~= "#" then
         other_assignments(body, set_otherwise)
@@ -1031,12 +1183,36 @@ function M.find_launches(script, known, limits, environment)
     return nil
   end
   local joined = script:gsub("\\\r?\n", " ")
+  local lines, reread = 0, 0
   for line in joined:gmatch("[^\n]+") do
     local first = line:find("%S")
     local pending = (first == 1 or first == nil) and line or line:sub(first)
-    while pending ~= nil do pending = read_line(pending) end
+    local again = false
+    while pending ~= nil do
+      lines = lines + 1
+      if lines > limits.lines then
+        exceed(string.format("the batch script has more than %d lines " ..
+                             "(and commands after an array on its line)",
+                             limits.lines))
+      end
+      if again then
+        reread = reread + #pending
+        if reread > limits.reread_bytes then
+          exceed(string.format("more than %d bytes of commands after " ..
+                               "arrays or quoted strings on their lines",
+                               limits.reread_bytes))
+        end
+      end
+      reading = pending
+      pending = read_line(pending)
+      again = true
+    end
   end
-  return launches
+  local texts = {}
+  for i, launch in ipairs(launches) do
+    texts[i] = launch_text(launch, limits)
+  end
+  return texts
 end
 
 -- The first launch, or nil (kept for callers of the one-launch API).
