@@ -432,11 +432,13 @@ int CheckLaunchesFile(const CheckFlags& check, std::ostream& out,
         << "\n";
     return kExitInvalid;
   }
-  std::vector<std::vector<std::string>> launches;
+  // Each line is shell text (a batch script's): its launch command's
+  // words as the program receives them, or why they cannot be read.
+  std::vector<absl::StatusOr<std::vector<std::string>>> launches;
   for (absl::string_view line : absl::StrSplit(*text, '\n')) {
-    std::vector<std::string> words =
-        absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
-    if (words.empty()) continue;
+    absl::StatusOr<std::vector<std::string>> words =
+        LaunchCommandOfShellLine(line);
+    if (words.ok() && words->empty()) continue;
     if (launches.size() == kMaxLaunches) {
       err << "memgate check: --launches-file: more than " << kMaxLaunches
           << " launches\n";
@@ -456,7 +458,12 @@ int CheckLaunchesFile(const CheckFlags& check, std::ostream& out,
   size_t worst = 0;
   for (size_t i = 0; i < launches.size(); ++i) {
     std::ostringstream one_out, one_err;
-    const int code = CheckOne(check, launches[i], one_out, one_err);
+    int code = kExitInvalid;
+    if (launches[i].ok()) {
+      code = CheckOne(check, *launches[i], one_out, one_err);
+    } else {
+      one_err << "memgate check: " << launches[i].status().message() << "\n";
+    }
     outcomes.push_back({code, one_out.str(), one_err.str()});
     if (Severity(code) > Severity(outcomes[worst].code)) worst = i;
     // A refusal decides the script whatever the rest say (no outcome is

@@ -75,35 +75,11 @@ void ReadTeAttentionAssignments(absl::string_view word,
   }
 }
 
-// Shell syntax after the script, as a launch line copied from a batch
-// script carries it. A control operator ends the command (what follows is
-// another command's: `| tee $LOG`, `&& echo done`), and so does a
-// comment.
-bool EndsCommand(absl::string_view word) {
-  for (absl::string_view op : {"|", ";", "&&", "#"}) {
-    if (absl::StartsWith(word, op)) return true;
-  }
-  return word == "&";
-}
-
-// A redirection (`> out.log`, `2>&1`, `>>$LOG`, `&> log`): the number of
-// words it takes (its own, and the next one where the target is not in
-// it), or 0 for a word that is not one.
-size_t RedirectionWords(absl::string_view word) {
-  size_t i = 0;  // past a file descriptor's digits
-  while (i < word.size() &&
-         absl::ascii_isdigit(static_cast<unsigned char>(word[i]))) {
-    ++i;
-  }
-  if (i == 0 && absl::StartsWith(word, "&>")) i = 1;
-  if (i >= word.size() || (word[i] != '>' && word[i] != '<')) return 0;
-  size_t end = i + 1;
-  while (end < word.size() && (word[end] == '>' || word[end] == '<' ||
-                               word[end] == '&' || word[end] == '|')) {
-    ++end;
-  }
-  return end == word.size() ? 2 : 1;
-}
+// Bytes no argument name holds, which a launch's word holds where shell
+// syntax was glued to an argument (`--bf16;`) and quoted with it, or left
+// by a reader that did not split the shell's syntax off. (A blank is
+// left to Megatron: "--arg with spaces" is an argument argparse refuses.)
+constexpr char kShellSyntax[] = ";&|<>()'\"\\";
 
 // A word the shell expands when the command runs, among the arguments
 // after `anchor` (the script, or the first argument): `why` it may supply
@@ -205,49 +181,13 @@ bool IsMegatronArgumentWord(absl::string_view word) {
          IsMegatronArgumentName(name);
 }
 
-// The command of a line that runs the script: `begin` its first word,
-// `script` one past the script (0 where no word names a .py), `end` one
-// past its last. A line of several commands (`cd $DIR && torchrun
-// pretrain_gpt.py ...`, `python prep.py --out x; torchrun ...`,
-// `python prep.py; torchrun $SCRIPT --num-layers 32 ... | tee $LOG`) runs
-// the one given the most arguments of memgate's table (after the script
-// where it names one), then the one given any --argument, then one that
-// names a script; the first of equals. A line without any is a single
-// command.
-struct Command {
-  size_t begin = 0, script = 0, end = 0;
-};
-Command LaunchCommand(const std::vector<std::string>& argv) {
-  Command best;
-  int64_t best_score = 0;
-  size_t begin = 0;
-  for (size_t i = 0; i <= argv.size(); ++i) {
-    if (i < argv.size() && !EndsCommand(argv[i])) continue;
-    Command c{begin, 0, i};
-    int64_t table = 0;
-    bool any = false;
-    for (size_t j = begin; j < i; ++j) {
-      if (c.script == 0 && absl::EndsWith(argv[j], ".py")) {
-        c.script = j + 1;
-        table = 0;  // the launcher's words before it are not the script's
-        any = false;
-        continue;
-      }
-      absl::string_view word = argv[j];
-      if (!absl::StartsWith(word, "--")) continue;
-      word.remove_prefix(2);
-      any = true;
-      if (FindMegatronArgument(word.substr(0, word.find('='))) != nullptr) {
-        ++table;
-      }
-    }
-    const int64_t score = 4 * table + (any ? 2 : 0) + (c.script > 0 ? 1 : 0);
-    if (score > best_score) best = c, best_score = score;
-    if (i < argv.size() && absl::StartsWith(argv[i], "#")) break;
-    begin = i + 1;
+// One past the script of a command's argv (its first word ending in
+// .py), or 0 where none names one.
+size_t ScriptEnd(const std::vector<std::string>& argv) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (absl::EndsWith(argv[i], ".py")) return i + 1;
   }
-  if (best_score > 0) return best;
-  return Command{0, 0, argv.size()};
+  return 0;
 }
 
 // Arguments beyond Megatron-LM's own parser that change memory, and why:
@@ -434,36 +374,52 @@ bool ActsOnlyUnderModelOpt(absl::string_view name) {
   return false;
 }
 
+int64_t LaunchScore(const std::vector<std::string>& argv) {
+  const size_t script = ScriptEnd(argv);
+  int64_t table = 0;
+  bool any = false;
+  // The launcher's words before the script are not the script's.
+  for (size_t i = script; i < argv.size(); ++i) {
+    absl::string_view word = argv[i];
+    if (!absl::StartsWith(word, "--")) continue;
+    word.remove_prefix(2);
+    any = true;
+    if (FindMegatronArgument(word.substr(0, word.find('='))) != nullptr) {
+      ++table;
+    }
+  }
+  return 4 * table + (any ? 2 : 0) + (script > 0 ? 1 : 0);
+}
+
 absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
-  // Words before the script are the launcher's (torchrun, python -m), and
-  // the commands' before it, whose assignments the launch may run with.
-  const Command command = LaunchCommand(argv);
+  // Words before the script are the launcher's (torchrun, python -m),
+  // whose assignments the launch may run with.
+  const size_t script = ScriptEnd(argv);
   // Where Megatron's arguments begin: past the script, or in a command
   // that names no .py (`torchrun $SCRIPT --num-layers ...`, or the
   // arguments alone) at its first Megatron argument, where the launcher's
-  // words end; command.end when there is none.
-  size_t arguments_begin = command.script;
-  if (command.script > 0) {
-    script_ = argv[command.script - 1];
+  // words end; argv.size() when there is none.
+  size_t arguments_begin = script;
+  if (script > 0) {
+    script_ = argv[script - 1];
   } else {
-    arguments_begin = command.end;
-    for (size_t i = command.begin; i < command.end; ++i) {
+    arguments_begin = argv.size();
+    for (size_t i = 0; i < argv.size(); ++i) {
       if (IsMegatronArgumentWord(argv[i])) {
         arguments_begin = i;
         break;
       }
     }
-    script_ = ScriptWord(argv, command.begin, arguments_begin);
+    script_ = ScriptWord(argv, 0, arguments_begin);
   }
   // What a hidden word is reported after: the script, or the first of
   // the arguments.
-  const std::string anchor = command.script > 0 ? script_
+  const std::string anchor = script > 0 ? script_
                              : arguments_begin < argv.size()
                                  ? argv[arguments_begin]
                                  : std::string();
   // Words before the script (or the arguments) may set TE's variables.
-  const size_t launcher_end =
-      command.script > 0 ? command.script - 1 : arguments_begin;
+  const size_t launcher_end = script > 0 ? script - 1 : arguments_begin;
   // After the script: how many of the words that follow are the values of
   // the argument before them (one the table does not read): none after a
   // switch, one after Megatron's single-valued ones, any number after its
@@ -473,19 +429,10 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
   // The argument whose values the words being read may be (one the table
   // does not read), or "".
   std::string values_of;
-  for (size_t i = 0; i < command.end; ++i) {
+  for (size_t i = 0; i < argv.size(); ++i) {
     absl::string_view word = argv[i];
     if (i < launcher_end) ReadTeAttentionAssignments(word, environment_);
-    if (i < command.begin) continue;  // an earlier command's
     const bool among_arguments = i >= arguments_begin;
-    if (among_arguments) {
-      if (const size_t redirection = RedirectionWords(word); redirection > 0) {
-        i += redirection - 1;
-        values_left = 0;
-        values_of.clear();
-        continue;
-      }
-    }
     if (!absl::StartsWith(word, "--") || word.size() == 2) {
       if (among_arguments && ExpandsAtRunTime(word)) {
         if (values_left == 0) return HiddenArguments(word, anchor);
@@ -507,6 +454,19 @@ absl::Status Arguments::Parse(const std::vector<std::string>& argv) {
     values_of.clear();
     word.remove_prefix(2);
     std::string name(word.substr(0, word.find('=')));
+    if (among_arguments && ExpandsAtRunTime(name)) {
+      return HiddenArguments(argv[i], anchor);
+    }
+    if (among_arguments &&
+        name.find_first_of(kShellSyntax) != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "launch: '", Clipped(argv[i], kEchoed),
+          "' holds shell syntax (an operator or a quote) in an argument's "
+          "name: no argument of Megatron-LM's has one, and Megatron "
+          "refuses the launch (the shell, reading it unquoted, would end "
+          "the command there: `--bf16;`); put a blank between an argument "
+          "and the shell's syntax"));
+    }
     // torchrun takes --nproc_per_node and --nproc-per-node alike.
     absl::StrReplaceAll({{"_", "-"}}, &name);
     if (among_arguments && after_core_0_12_0_.empty() &&

@@ -34,6 +34,12 @@ std::string Unquoted(absl::string_view text);
 // `...`).
 bool ExpandsAtRunTime(absl::string_view word);
 
+// How strongly one command's argv reads as a Megatron-LM launch, to pick
+// the launch among a line's commands: 4 for each argument of memgate's
+// table after the script (the first word ending in .py, where one does),
+// 2 where it gives any --argument there, 1 where it names a .py.
+int64_t LaunchScore(const std::vector<std::string>& argv);
+
 class Arguments {
  public:
   // Reads every argument the table knows (and torchrun's GPU count);
@@ -53,6 +59,11 @@ class Arguments {
   // last positional one names the script (`torchrun $SCRIPT --num-layers
   // ...`, `bash train.sh --num-layers ...`; a word after a launcher option
   // memgate does not know only where no other word does).
+  // `argv` is one command's, as the program receives it (a line of shell
+  // text is split first: shell_line.h): every word is an argument, "|"
+  // and "#1" too. An argument whose name holds shell syntax (`--bf16;`,
+  // glued; a quote) or an expansion (`--$FLAG`) is INVALID_ARGUMENT
+  // naming it: no Megatron argument has one.
   absl::Status Parse(const std::vector<std::string>& argv);
 
   bool Has(const std::string& name) const { return values_.count(name) > 0; }

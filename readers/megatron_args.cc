@@ -29,6 +29,7 @@
 #include "readers/megatron_low_precision_args.h"
 #include "readers/megatron_moe_args.h"
 #include "readers/megatron_optimizer_args.h"
+#include "readers/shell_line.h"
 #include "readers/te_attention_environment.h"
 #include "readers/te_backward_override.h"
 
@@ -1841,6 +1842,32 @@ absl::StatusOr<MegatronLaunch> ReadLaunch(
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<std::string>> LaunchCommandOfShellLine(
+    absl::string_view line) {
+  absl::StatusOr<std::vector<std::vector<std::string>>> commands =
+      ShellLineCommands(line);
+  if (!commands.ok()) return commands.status();
+  if (commands->empty()) return std::vector<std::string>();
+  size_t best = 0;
+  int64_t best_score = 0;
+  for (size_t i = 0; i < commands->size(); ++i) {
+    const int64_t score = LaunchScore((*commands)[i]);
+    if (score > best_score) best = i, best_score = score;
+  }
+  // The commands before it may export TE's variables it runs with.
+  std::vector<std::string> words;
+  for (size_t i = 0; i < best; ++i) {
+    for (std::string& word : (*commands)[i]) {
+      if (absl::StrContains(word, "NVTE_") &&
+          absl::StrContains(word, "=")) {
+        words.push_back(std::move(word));
+      }
+    }
+  }
+  for (std::string& word : (*commands)[best]) words.push_back(std::move(word));
+  return words;
+}
 
 absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(
     const std::vector<std::string>& argv, const v1::ModelConfig* fill_model) {

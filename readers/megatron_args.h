@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "proto/memgate.pb.h"
 
 namespace memgate {
@@ -62,7 +63,24 @@ struct MegatronLaunch {
 // neither.
 absl::Status RefuseUnreviewedArguments(const MegatronLaunch& launch);
 
-// `argv` is the launch, word by word. `fill_model` (may be null) supplies
+// The command of `line`, one line of shell text (a batch script's
+// launch, as `check --launches-file` and the Slurm hook read it), that
+// runs Megatron-LM, its words as the program receives them
+// (shell_line.h): of several (`cd $DIR && torchrun ...`, `python prep.py;
+// torchrun ... 2>&1 | tee $LOG`), the one given the most arguments of
+// memgate's table after its script, then one given any --argument, then
+// one naming a .py; the first of equals (the first command where none
+// scores). TransformerEngine's variables assigned by the commands before
+// it (`export NVTE_FLASH_ATTN=0; torchrun ...`) go in front, as its
+// environment. INVALID_ARGUMENT for a quote or a substitution the line
+// leaves open.
+absl::StatusOr<std::vector<std::string>> LaunchCommandOfShellLine(
+    absl::string_view line);
+
+// `argv` is the launch, word by word, as the program receives it (a
+// command's argv: `memgate exec`'s, `memgate check -- ...`'s after the
+// shell read the line, the preflight API's; "|" or "#1" there is an
+// argument like any other). `fill_model` (may be null) supplies
 // what the arguments leave out, e.g. the vocabulary a tokenizer implies.
 // Unknown arguments are ignored (and named in a note). INVALID_ARGUMENT
 // names the Megatron or torchrun argument that is missing, malformed or

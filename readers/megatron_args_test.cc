@@ -23,6 +23,15 @@ std::vector<std::string> Words(const std::string& line) {
   return absl::StrSplit(line, ' ', absl::SkipEmpty());
 }
 
+// A line of a batch script, as `check --launches-file` (the Slurm hook's)
+// reads it: its launch command, then that command's argv.
+absl::StatusOr<MegatronLaunch> FromShellLine(const std::string& line) {
+  absl::StatusOr<std::vector<std::string>> words =
+      LaunchCommandOfShellLine(line);
+  if (!words.ok()) return words.status();
+  return ParseMegatronLaunch(*words, nullptr);
+}
+
 // Llama-3.1-8B as the paper trained it with Megatron-LM (core_r0.8).
 constexpr char kLlama31_8B[] =
     "torchrun --nnodes 2 --nproc-per-node 8 pretrain_gpt.py "
@@ -1420,19 +1429,17 @@ TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
        {"2>&1 | tee $LOG", "> $LOG_DIR/out.log 2>&1", "&& echo $DONE",
         "; echo $X", ">> ${LOG}", "|& tee -a $LOG", "&> $LOG", ">$LOG",
         "# $X", "& wait $PID", "< $IN"}) {
-    const absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(
-        Words(std::string(kLlama31_8B) + " " + shell), nullptr);
+    const absl::StatusOr<MegatronLaunch> l =
+        FromShellLine(std::string(kLlama31_8B) + " " + shell);
     EXPECT_TRUE(l.ok()) << shell << ": " << l.status();
   }
   for (const char* hidden : {"2>&1 $EXTRA", "> log $EXTRA"}) {
-    EXPECT_FALSE(ParseMegatronLaunch(
-                     Words(std::string(kLlama31_8B) + " " + hidden), nullptr)
-                     .ok())
+    EXPECT_FALSE(
+        FromShellLine(std::string(kLlama31_8B) + " " + hidden)
+            .ok())
         << hidden;
   }
-  const absl::StatusOr<MegatronLaunch> piped = ParseMegatronLaunch(
-      Words(std::string(kLlama31_8B) + " | tee --micro-batch-size 4"),
-      nullptr);
+  const absl::StatusOr<MegatronLaunch> piped = FromShellLine(std::string(kLlama31_8B) + " | tee --micro-batch-size 4");
   ASSERT_TRUE(piped.ok()) << piped.status();
   EXPECT_EQ(piped->job.training().micro_batch_size(), 1u);
   // A line of several commands: the launch is the one whose script is
@@ -1444,7 +1451,7 @@ TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
         std::string(kLlama31_8B) +
             " && python eval.py --micro-batch-size 8 $MORE"}) {
     const absl::StatusOr<MegatronLaunch> l =
-        ParseMegatronLaunch(Words(line), nullptr);
+        FromShellLine(line);
     ASSERT_TRUE(l.ok()) << line << ": " << l.status();
     EXPECT_EQ(l->job.training().micro_batch_size(), 1u) << line;
     EXPECT_EQ(l->job.model().num_layers(), 32u) << line;
@@ -1478,15 +1485,10 @@ TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
   EXPECT_EQ(two_nodes->job.num_gpus(), 16u);
   // A hostile line of a hundred thousand commands (600,000 words) is one
   // pass over its words: the launch among them is found and read.
-  std::vector<std::string> many;
-  for (int i = 0; i < 100000; ++i) {
-    for (const char* w : {"python", "x.py", "--bf16", "--seed", "$S", ";"}) {
-      many.emplace_back(w);
-    }
-  }
-  for (const std::string& w : Words(kLlama31_8B)) many.push_back(w);
+  std::string many;
+  for (int i = 0; i < 100000; ++i) many += "python x.py --bf16 --seed $S ; ";
   const absl::StatusOr<MegatronLaunch> hostile =
-      ParseMegatronLaunch(many, nullptr);
+      FromShellLine(many + kLlama31_8B);
   ASSERT_TRUE(hostile.ok()) << hostile.status();
   EXPECT_EQ(hostile->job.model().num_layers(), 32u);
   EXPECT_TRUE(hostile->unreviewed_script.empty());
@@ -1682,6 +1684,101 @@ TEST(MegatronArgsTest, TheScriptBuildsTheModel) {
   EXPECT_LT(AllNotes(*long_path).size(), 2000u);
 }
 
+// A command's argv (memgate exec, `memgate check -- ...`, the preflight
+// API) holds no shell syntax: a run named '#1' or '|', or a stray word
+// '&&', is the program's like any other, and what follows it is read. It
+// once ended memgate's reading, and each of these ran at the MBS 8 after
+// it, admitted at 1. A batch script's line (--launches-file, the Slurm
+// hook's) is split as the shell splits it: the same words quoted are the
+// program's; unquoted, the shell's.
+TEST(MegatronArgsTest, AnArgvWordIsTheProgramsWhateverItHolds) {
+  for (const char* word : {"#1", "|", ";", "&&", "&", "2>&1", ">", "# x"}) {
+    for (const char* before : {"--wandb-exp-name", "--bf16"}) {
+      std::vector<std::string> argv = Words(kLlama31_8B);
+      argv.insert(argv.end(), {before, word, "--micro-batch-size", "8"});
+      const absl::StatusOr<MegatronLaunch> l =
+          ParseMegatronLaunch(argv, nullptr);
+      ASSERT_TRUE(l.ok()) << word << ": " << l.status();
+      EXPECT_EQ(l->job.training().micro_batch_size(), 8u)
+          << before << " " << word;
+    }
+    const absl::StatusOr<MegatronLaunch> quoted =
+        FromShellLine(absl::StrCat(kLlama31_8B, " --wandb-exp-name '", word,
+                                   "' --micro-batch-size 8"));
+    ASSERT_TRUE(quoted.ok()) << word << ": " << quoted.status();
+    EXPECT_EQ(quoted->job.training().micro_batch_size(), 8u) << word;
+  }
+  // Unquoted in a line, the shell's: the command ends, or the words are
+  // a redirection's or a comment.
+  for (const char* shell : {" ; echo --micro-batch-size 8",
+                            " | tee --micro-batch-size 8",
+                            " # --micro-batch-size 8",
+                            " > --micro-batch-size 8"}) {
+    const absl::StatusOr<MegatronLaunch> ended =
+        FromShellLine(absl::StrCat(kLlama31_8B, shell));
+    ASSERT_TRUE(ended.ok()) << shell << ": " << ended.status();
+    EXPECT_EQ(ended->job.training().micro_batch_size(), 1u) << shell;
+  }
+  // Glued to an argument too (`if ...; then torchrun ... --bf16; fi`):
+  // --bf16 read, not an unknown `--bf16;` (which left the job fp32).
+  std::string glued = kLlama31_8B;
+  glued.replace(glued.find(" --bf16"), 7, "");
+  const absl::StatusOr<MegatronLaunch> bf16 =
+      FromShellLine("if [ -n \"$X\" ]; then " + glued + " --bf16; fi");
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  EXPECT_NE(bf16->job.training().precision(), v1::PRECISION_FP32);
+  // An earlier command's export of TE's switches is the launch's
+  // environment.
+  const absl::StatusOr<MegatronLaunch> exported = FromShellLine(
+      absl::StrCat("export NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0; ",
+                   kLlama31_8B));
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  EXPECT_EQ(exported->job.training().attention_kernel(),
+            v1::ATTENTION_KERNEL_UNFUSED);
+  EXPECT_FALSE(FromShellLine(absl::StrCat(kLlama31_8B, " --x 'open")).ok());
+}
+
+// An argument with shell syntax in its name (quoted with it: '--bf16;')
+// is none of Megatron's, which refuses the launch, and `--$FLAG` supplies
+// an argument only when the
+// command runs: each was an unknown argument read past with a note (the
+// run's --tp-comm-overlap; its userbuffers uncounted). Refused naming the
+// word.
+TEST(MegatronArgsTest, ShellSyntaxInAnArgumentsNameIsRefused) {
+  for (const char* word : {"--tp-comm-overlap;", "--bf16&&", "--bf16|tee",
+                           "--bf16>log", "--recompute-activations)",
+                           "--bf16\"", "--tp-comm-overlap'"}) {
+    std::vector<std::string> argv = Words(kLlama31_8B);
+    argv.push_back(word);
+    const absl::StatusOr<MegatronLaunch> l = ParseMegatronLaunch(argv, nullptr);
+    ASSERT_FALSE(l.ok()) << word;
+    EXPECT_NE(l.status().message().find(absl::StrCat(
+                  "launch: '", word,
+                  "' holds shell syntax (an operator or a quote) in an "
+                  "argument's name")),
+              std::string::npos)
+        << l.status();
+  }
+  for (const char* word : {"--$FLAG", "--${RECOMPUTE}", "--`hostname`"}) {
+    const absl::StatusOr<MegatronLaunch> l =
+        ParseMegatronLaunch(Words(absl::StrCat(kLlama31_8B, " ", word)),
+                            nullptr);
+    ASSERT_FALSE(l.ok()) << word;
+    EXPECT_NE(l.status().message().find(absl::StrCat(
+                  "launch: '", word,
+                  "' after pretrain_gpt.py is a shell expansion")),
+              std::string::npos)
+        << l.status();
+  }
+  // Before the script, the launcher's words are not Megatron's: a
+  // launcher option holding one is not refused.
+  const absl::StatusOr<MegatronLaunch> launcher = ParseMegatronLaunch(
+      Words(absl::StrCat("torchrun --rdzv-endpoint=$HOST:29500 ",
+                         std::string(kLlama31_8B).substr(9))),
+      nullptr);
+  EXPECT_TRUE(launcher.ok()) << launcher.status();
+}
+
 // A script the shell names when the command runs (`torchrun $SCRIPT
 // --num-layers ...`, no word ending in .py) was not looked at, nor were
 // the words after it: `$EXTRA_ARGS` there was read past and the launch
@@ -1723,8 +1820,8 @@ TEST(MegatronArgsTest, AScriptTheShellNamesIsReadAsOne) {
                   "'$EXTRA_ARGS' after --num-layers is a shell expansion"),
               std::string::npos)
         << hidden.status();
-    const absl::StatusOr<MegatronLaunch> logged = ParseMegatronLaunch(
-        Words(launcher + args + " 2>&1 | tee $LOG"), nullptr);
+    const absl::StatusOr<MegatronLaunch> logged =
+        FromShellLine(launcher + args + " 2>&1 | tee $LOG");
     EXPECT_TRUE(logged.ok()) << launcher << ": " << logged.status();
   }
   // Megatron's arguments alone (`memgate check -- --num-layers ...`):
@@ -1738,8 +1835,8 @@ TEST(MegatronArgsTest, AScriptTheShellNamesIsReadAsOne) {
           .ok());
   // Of several commands, the one given Megatron's arguments, though
   // another names a .py.
-  const absl::StatusOr<MegatronLaunch> after_prep = ParseMegatronLaunch(
-      Words("python prep.py ; torchrun $SCRIPT" + args), nullptr);
+  const absl::StatusOr<MegatronLaunch> after_prep =
+      FromShellLine("python prep.py ; torchrun $SCRIPT" + args);
   ASSERT_TRUE(after_prep.ok()) << after_prep.status();
   EXPECT_EQ(after_prep->unreviewed_script, "$SCRIPT");
   EXPECT_EQ(after_prep->job.model().num_layers(), 32u);

@@ -79,6 +79,54 @@ TEST(CliCheckTest, ARefusedLaunchDecidesItsScriptAndEndsTheCheck) {
   EXPECT_EQ(r.err.find("not checked"), std::string::npos) << r.err;
 }
 
+// A launch after `--` is a command's argv: a run named "#1" or "|" is an
+// argument like any other, and the micro-batch size after it is read (it
+// once ended memgate's reading: admitted at MBS 1, run at 8). A line of
+// --launches-file is shell text, split as bash splits it: quoted, the
+// same words are the program's; unquoted, the shell's; glued to an
+// argument (`--micro-batch-size 8;`), the shell's too.
+TEST(CliCheckTest, ArgvIsLiteralAndALaunchLineIsShellText) {
+  for (const char* name : {"#1", "|", "&&", ";"}) {
+    std::vector<std::string> args = Launch({"--gpu=a100-40gb"});
+    args.insert(args.end(),
+                {"--wandb-exp-name", name, "--micro-batch-size", "8"});
+    const RunResult r = Check(args);
+    EXPECT_EQ(r.exit_code, 1) << name << ": " << r.out << r.err;
+    EXPECT_NE(r.out.find("REFUSE [RED]"), std::string::npos) << r.out;
+  }
+  std::string line;
+  for (const std::string& w : Launch({})) {
+    if (w != "--") line += w + " ";
+  }
+  for (const std::string& tail :
+       {std::string("--wandb-exp-name \"a | b\" --micro-batch-size 8"),
+        std::string("--wandb-exp-name '#1' --micro-batch-size 8"),
+        std::string("--micro-batch-size 8; echo done")}) {
+    const std::string file =
+        testing::WriteTempFile("launch_line.txt", line + tail + "\n");
+    const RunResult r =
+        Check({"--gpu=a100-40gb", "--launches-file=" + file});
+    EXPECT_EQ(r.exit_code, 1) << tail << ": " << r.out << r.err;
+    EXPECT_NE(r.out.find("REFUSE [RED]"), std::string::npos) << r.out;
+  }
+  for (const std::string& tail :
+       {std::string("| tee --micro-batch-size 8"),
+        std::string("# --micro-batch-size 8")}) {
+    const std::string file =
+        testing::WriteTempFile("launch_line.txt", line + tail + "\n");
+    const RunResult r =
+        Check({"--gpu=a100-40gb", "--launches-file=" + file});
+    EXPECT_EQ(r.exit_code, 0) << tail << ": " << r.out << r.err;
+  }
+  const std::string open = testing::WriteTempFile(
+      "launch_line.txt", line + "--wandb-exp-name \"open\n");
+  const RunResult r = Check({"--gpu=a100-40gb", "--launches-file=" + open});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("memgate check: launch: a quote or a substitution"),
+            std::string::npos)
+      << r.err;
+}
+
 // Gemma 2 soft-caps its attention scores, which no TransformerEngine
 // kernel does: Megatron-Bridge runs it unfused, keeping a layer's scores,
 // their tanh and the fp32 softmax (s > 4096); its GeGLU runs unfused too

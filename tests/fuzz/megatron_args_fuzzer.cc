@@ -1,5 +1,7 @@
-// Fuzzes the Megatron launch-line parser: input is a launch, split on
-// whitespace as a shell would (without quoting).
+// Fuzzes the Megatron launch parser: input is a launch, read both ways
+// memgate reads one: as a command's argv (split on whitespace), and as a
+// line of shell text (readers/shell_line.h: quotes, substitutions,
+// operators, redirections, comments), its launch command chosen.
 
 #include <cstddef>
 #include <cstdint>
@@ -11,10 +13,9 @@
 #include "readers/megatron_args.h"
 #include "tests/fuzz/fuzz_helpers.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string text(reinterpret_cast<const char*>(data), size);
-  const std::vector<std::string> argv =
-      absl::StrSplit(text, absl::ByAnyChar(" \t\n"), absl::SkipEmpty());
+namespace {
+
+void ReadLaunch(const std::vector<std::string>& argv) {
   const memgate::v1::ModelConfig* fill = memgate::LookupModel("llama-3.1-8b");
   for (const memgate::v1::ModelConfig* model : {fill, static_cast<const memgate::v1::ModelConfig*>(nullptr)}) {
     absl::StatusOr<memgate::MegatronLaunch> launch =
@@ -36,5 +37,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     memgate::fuzz::ExerciseJob(job);
   }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  ReadLaunch(
+      absl::StrSplit(text, absl::ByAnyChar(" \t\n"), absl::SkipEmpty()));
+  const absl::StatusOr<std::vector<std::string>> line =
+      memgate::LaunchCommandOfShellLine(text);
+  if (!line.ok()) {
+    memgate::fuzz::Require(line.status().code() ==
+                           absl::StatusCode::kInvalidArgument);
+    return 0;
+  }
+  // What the line's command holds is no more than the line.
+  size_t bytes = 0;
+  for (const std::string& word : *line) bytes += word.size();
+  memgate::fuzz::Require(bytes <= text.size());
+  ReadLaunch(*line);
   return 0;
 }

@@ -231,6 +231,26 @@ scripts.array_appended = function()
          "if [ \"$BIG\" = 1 ]; then\n  EXTRA+=(--micro-batch-size 4)\nfi\n" ..
          fits .. " ${EXTRA[@]}\n"
 end
+-- memgate splits a launch's line as bash does: a quoted value holding
+-- an operator is the argument's (it once ended the command there, and the
+-- MBS 4 after it went unread: admitted), an operator glued to the last
+-- argument of a one-line loop is the shell's (`4;` was refused as no
+-- number), and a variable's value is one word wherever it holds `;`.
+scripts.quoted_value_with_operator = function()
+  return header .. fits .. " --wandb-exp-name \"a | b\" --micro-batch-size 4\n"
+end
+scripts.operator_glued_in_one_line_loop = function()
+  return header .. "for SEED in 1; do " .. fits ..
+         " --micro-batch-size 4; done\n"
+end
+scripts.variable_with_operator = function()
+  return header .. "RUN=\"a;b\"\n" .. fits ..
+         " --wandb-exp-name $RUN --micro-batch-size 4\n"
+end
+scripts.script_arguments_with_operator = function()
+  return header .. fits .. " \"$@\"\n"
+end
+
 -- A variable the script sets under a condition, in an argument loop or
 -- after `&&` (or to two values) holds a value the hook cannot know: it
 -- stays as written, and memgate refuses it by name where it changes
@@ -655,6 +675,8 @@ local argvs = {
   arguments_shifted_on_launch_line = { [0] = "train.sh", "1", "4" },
   script_no_arguments = { [0] = "train.sh" },
   script_arguments = { [0] = "train.sh", "--micro-batch-size", "4" },
+  script_arguments_with_operator = { [0] = "train.sh", "--wandb-exp-name",
+                                     "a;b", "--micro-batch-size", "4" },
   script_positional = { "train.sh", "4" },
   script_positional_in_function = { "train.sh", "1" },
   script_positional_after_function = { "train.sh", "4" },

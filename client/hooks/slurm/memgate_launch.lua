@@ -85,6 +85,28 @@ local function quoted(text)
 end
 
 --[[
+`value`, substituted into a launch line where the line is inside `quote`
+(nil, or '"'), written so that bash's words of it come out of memgate's
+reading of the line: inside double quotes one word (`each`: a word a
+blank-separated element, as "${A[@]}" and "$@" expand), its \ " $ and `
+quoted; outside, split at blanks (bash's field splitting), every other
+byte the shell would read as syntax quoted with a backslash (a value
+`a;b` is one word to bash, never the end of a command). One gsub each
+(C loops; the value is at most a line's worth).
+]]
+local function shell_words(value, quote, each)
+  if quote ~= '"' then
+    return (value:gsub("[\\\"'$`;&|<>()#]", "\\%0"))
+  end
+  value = value:gsub('[\\"$`]', "\\%0")
+  if each then
+    value = without_trailing_blanks((value:gsub("^%s+", "")))
+    value = value:gsub("%s+", '" "')
+  end
+  return value
+end
+
+--[[
 $NAME and ${NAME} replaced with values from `vars` (unknown names stay as
 written; NAME may be a positional parameter, 1 to 9, @ or *, where `vars`
 has the script's arguments: M.script_argument_variables; where
@@ -97,22 +119,57 @@ Returns the line and its pieces; where `budget.record` is set, it is
 called for each substitution with the name, how it was named ("var", or
 "default" for ${NAME:-default}, "array", "positional"), the index of
 the value's piece, the expansion as written and the value.
+
+The line is shell text, which memgate splits as bash does (its
+readers/shell_line.h): a value goes in as bash would make words of it
+where it stands (shell_words), and inside single quotes nothing is
+expanded. `raw`: the values as they are, for an array's words (whose
+quotes are already gone), escaped where the array is expanded.
 ]]
-local function expand(line, vars, budget, shifted)
+local function expand(line, vars, budget, shifted, raw)
   local parts, size, pos = {}, 0, 1
-  local function add(piece)
+  -- The quote the line is inside where the next '$' stands: nil, '"' or
+  -- "'", followed over each piece copied from the line (one search a
+  -- quote or backslash in it: linear).
+  local quote = nil
+  local function follow(piece)
+    local i = 1
+    while true do
+      local at
+      if quote == "'" then
+        at = piece:find("'", i, true)
+      elseif quote == '"' then
+        at = piece:find('["\\]', i)
+      else
+        at = piece:find("['\"\\]", i)
+      end
+      if at == nil then return end
+      local c = piece:byte(at)
+      if c == 92 then           -- a backslash quotes the next byte
+        i = at + 2
+      elseif quote == nil then
+        quote = c == 39 and "'" or '"'
+        i = at + 1
+      else
+        quote = nil
+        i = at + 1
+      end
+    end
+  end
+  local function add(piece, copied)
     size = size + #piece
     if size > budget.limits.line_bytes then
       exceed(string.format("a launch line is longer than %d bytes after " ..
                            "variable expansion", budget.limits.line_bytes))
     end
     parts[#parts + 1] = piece
+    if copied and not raw then follow(piece) end
   end
   -- `value` where it is known, else the expansion as written, from the
   -- '$' at `dollar` to `stop`.
   local function substitute(value, dollar, stop, name, kind)
     if value == nil then
-      add(line:sub(dollar, stop - 1))
+      add(line:sub(dollar, stop - 1), true)
       return
     end
     budget.substitutions = budget.substitutions - 1
@@ -124,28 +181,51 @@ local function expand(line, vars, budget, shifted)
       budget.record(name, kind, #parts + 1, line:sub(dollar, stop - 1),
                     value)
     end
-    add(value)
+    if raw then
+      add(value)
+    else
+      -- "${A[@]}" and "$@" are a word an element even inside quotes.
+      local each = kind == "array" and line:byte(stop - 3) == 64 or
+                   name == "@"
+      -- Written once a value and context: a launch that repeats a
+      -- variable (64 launches of four 60 KiB ones) copies it, and does
+      -- not scan it again.
+      local context = quote == '"' and (each and 2 or 1) or 0
+      budget.written = budget.written or { {}, {}, {} }
+      local cache = budget.written[context + 1]
+      local words = cache[value]
+      if words == nil then
+        words = shell_words(value, quote, each)
+        cache[value] = words
+      end
+      add(words)
+    end
   end
   while true do
     local dollar = line:find("$", pos, true)
     if dollar == nil then
-      add(line:sub(pos))
+      add(line:sub(pos), true)
       break
     end
-    add(line:sub(pos, dollar - 1))
+    add(line:sub(pos, dollar - 1), true)
     -- ${NAME[@]} and ${NAME[*]}: the elements of an array find_launches
     -- read (budget.arrays); any other array stays as written.
-    local array, stop = line:match("^{([%a_][%w_]*)%[[@*]%]}()", dollar + 1)
+    -- (Inside single quotes, nothing: bash expands none of it.)
+    local literal = quote == "'"
+    local array, stop
+    if not literal then
+      array, stop = line:match("^{([%a_][%w_]*)%[[@*]%]}()", dollar + 1)
+    end
     -- ${NAME:-default} and ${NAME-default}: NAME's value where the script
     -- or the job's environment gives it one, else the default
     -- (budget.default_of); unknown, as written.
     local defaulted, default
-    if array == nil then
+    if array == nil and not literal then
       defaulted, default, stop =
           line:match("^{([%a_][%w_]*):?%-([^}$`]*)}()", dollar + 1)
     end
     local name
-    if array == nil and defaulted == nil then
+    if array == nil and defaulted == nil and not literal then
       name, stop = line:match("^{([%w_]+)}()", dollar + 1)
       if name == nil then name, stop = line:match("^{([@*])}()", dollar + 1) end
       if name == nil then name, stop = line:match("^([%w_]+)()", dollar + 1) end
@@ -845,7 +925,7 @@ function M.find_launches(script, known, limits, environment)
     local name = array.name
     local text = table.concat(array.parts)
     if looks_like_launch(text) then launch_arrays[name] = true end
-    local ok, words = pcall(expand, text, vars, budget, shifted)
+    local ok, words = pcall(expand, text, vars, budget, shifted, true)
     if not ok then
       if getmetatable(words) ~= Unreadable then error(words, 0) end
       -- The script's arguments after a line that moved them, or an
@@ -1303,8 +1383,10 @@ function M.check_all(launches, settings)
   local path = os.tmpname()
   local file = io.open(path, "w")
   if file == nil then return 3, "memgate: cannot write " .. path end
-  for _, words in ipairs(launches) do
-    file:write(table.concat(words, " "), "\n")
+  -- A launch is its line (shell text), or its words (M.check's callers).
+  for _, launch in ipairs(launches) do
+    file:write(type(launch) == "table" and table.concat(launch, " ") or
+               launch, "\n")
   end
   file:close()
   local args = { quote(settings.memgate), "check", "--gpu=" .. quote(settings.gpu),
@@ -1400,9 +1482,8 @@ local function judge(script, settings, log)
     end
     return false, "memgate: " .. tostring(settings.gpu_problem)
   end
-  local launches = {}
-  for i, line in ipairs(found) do launches[i] = M.words(line) end
-  local code, output = M.check_all(launches, settings)
+  -- Each launch's line, as shell text: memgate splits it as bash does.
+  local code, output = M.check_all(found, settings)
   if code == 0 then
     log("memgate admitted: " .. (output:match("[^\n]*") or ""))
     return true
@@ -1420,7 +1501,7 @@ local function judge(script, settings, log)
   -- memgate (which may admit).
   if code ~= 3 and (settings.server == nil or settings.server == "") then
     return invalid_launch("memgate did not finish checking the script's " ..
-                          #launches .. " launch(es) within " ..
+                          #found .. " launch(es) within " ..
                           (tonumber(settings.timeout_seconds) + 1) .. " s",
                           settings, log)
   end
