@@ -5,13 +5,15 @@ run one `memgate check` on all of them, and turn its exit code into a
 verdict.
 
 job_submit runs inside slurmctld with its locks held, so everything here is
-bounded by the script before it is done (see LIMITS): the script's size,
-the length of any line after variable expansion, the number of variable
-substitutions and of launches. A script over a limit is refused with a
-message naming the limit, whatever the site's on_unavailable policy says:
-it is the user's script, not memgate, that is at fault. The launches go to
-memgate in a file (one launch a line), not on a shell command line, so no
-quoting is involved and no length limit of the kernel applies.
+bounded by the script before it is done (see LIMITS): the script's size
+and lines, the length of any line after variable expansion, the number of
+variable substitutions and of launches. A script over a limit is refused
+with a message naming the limit, whatever the site's on_unavailable policy
+says: it is the user's script, not memgate, that is at fault. The launches
+go to memgate in a file, one launch a line as shell text (memgate splits it
+as bash does, readers/shell_line.h; each value substituted is written to
+make the words bash makes of it), not on a shell command line, so no
+length limit of the kernel applies.
 
 What a batch-script hook can and cannot see: it reads the script as text.
 A launch built at run time (eval, arguments read from a file, a wrapper
