@@ -1302,7 +1302,9 @@ function M.find_launch(script, known)
   return M.find_launches(script, known)[1]
 end
 
--- Whitespace-separated words of a launch line, shell quotes removed.
+-- Whitespace-separated words of a launch line, one quote removed at
+-- each end (a rough split, kept for callers of M.check: check_all takes
+-- a launch's line as it is, which memgate splits as bash does).
 function M.words(line)
   local out = {}
   for word in line:gmatch("%S+") do
@@ -1385,10 +1387,15 @@ function M.check_all(launches, settings)
   local path = os.tmpname()
   local file = io.open(path, "w")
   if file == nil then return 3, "memgate: cannot write " .. path end
-  -- A launch is its line (shell text), or its words (M.check's callers).
+  -- A launch is its line (shell text), or its words (M.check's callers),
+  -- each quoted so that it stays the one word it is.
   for _, launch in ipairs(launches) do
-    file:write(type(launch) == "table" and table.concat(launch, " ") or
-               launch, "\n")
+    if type(launch) == "table" then
+      local words = {}
+      for i, word in ipairs(launch) do words[i] = quote(word) end
+      launch = table.concat(words, " ")
+    end
+    file:write(launch, "\n")
   end
   file:close()
   local args = { quote(settings.memgate), "check", "--gpu=" .. quote(settings.gpu),
