@@ -1843,29 +1843,83 @@ absl::StatusOr<MegatronLaunch> ReadLaunch(
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::string>> LaunchCommandOfShellLine(
-    absl::string_view line) {
+namespace {
+
+// A command that runs a shell on a string (`bash -c "..."`, `srun ... sh
+// -lc '...'`, as batch scripts start a launch per node): the index of
+// that string, or 0 where none.
+size_t ShellCommandString(const std::vector<std::string>& words) {
+  for (size_t i = 0; i + 2 < words.size(); ++i) {
+    absl::string_view shell = words[i];
+    shell = shell.substr(shell.rfind('/') + 1);
+    if (shell != "bash" && shell != "sh" && shell != "dash" &&
+        shell != "zsh" && shell != "ksh") {
+      continue;
+    }
+    size_t j = i + 1;
+    for (; j + 1 < words.size() && absl::StartsWith(words[j], "-"); ++j) {
+      if (!absl::StartsWith(words[j], "--") &&
+          absl::StrContains(words[j], "c")) {
+        return j + 1;
+      }
+    }
+    i = j - 1;  // its options are no shell's name: each word seen once
+  }
+  return 0;
+}
+
+// The commands of `line`, a shell's command string among them read as
+// the commands it runs, in its place (after the words before it, which
+// may set TE's variables: `srun --export=ALL,NVTE_FLASH_ATTN=0 bash -c`),
+// nested `depth` deep at most: each level is a word of the one above, so
+// the work is at most that many times the line's.
+constexpr int kMaxShellStrings = 4;
+absl::Status AppendCommands(absl::string_view line, int depth,
+                            std::vector<std::vector<std::string>>& out) {
   absl::StatusOr<std::vector<std::vector<std::string>>> commands =
       ShellLineCommands(line);
   if (!commands.ok()) return commands.status();
-  if (commands->empty()) return std::vector<std::string>();
+  for (std::vector<std::string>& command : *commands) {
+    const size_t string =
+        depth < kMaxShellStrings ? ShellCommandString(command) : 0;
+    if (string == 0) {
+      out.push_back(std::move(command));
+      continue;
+    }
+    const std::string inner = std::move(command[string]);
+    command.resize(string - 1);
+    out.push_back(std::move(command));
+    if (absl::Status s = AppendCommands(inner, depth + 1, out); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> LaunchCommandOfShellLine(
+    absl::string_view line) {
+  std::vector<std::vector<std::string>> commands;
+  if (absl::Status s = AppendCommands(line, 0, commands); !s.ok()) return s;
+  if (commands.empty()) return std::vector<std::string>();
   size_t best = 0;
   int64_t best_score = 0;
-  for (size_t i = 0; i < commands->size(); ++i) {
-    const int64_t score = LaunchScore((*commands)[i]);
+  for (size_t i = 0; i < commands.size(); ++i) {
+    const int64_t score = LaunchScore(commands[i]);
     if (score > best_score) best = i, best_score = score;
   }
   // The commands before it may export TE's variables it runs with.
   std::vector<std::string> words;
   for (size_t i = 0; i < best; ++i) {
-    for (std::string& word : (*commands)[i]) {
+    for (std::string& word : commands[i]) {
       if (absl::StrContains(word, "NVTE_") &&
           absl::StrContains(word, "=")) {
         words.push_back(std::move(word));
       }
     }
   }
-  for (std::string& word : (*commands)[best]) words.push_back(std::move(word));
+  for (std::string& word : commands[best]) words.push_back(std::move(word));
   return words;
 }
 

@@ -72,8 +72,10 @@ absl::Status RefuseUnreviewedArguments(const MegatronLaunch& launch);
 // one naming a .py; the first of equals (the first command where none
 // scores). TransformerEngine's variables assigned by the commands before
 // it (`export NVTE_FLASH_ATTN=0; torchrun ...`) go in front, as its
-// environment. INVALID_ARGUMENT for a quote or a substitution the line
-// leaves open.
+// environment. A shell run on a string (`srun bash -c "cd $DIR &&
+// torchrun ..."`) runs that string's commands, which are candidates in
+// its place (4 strings deep at most). INVALID_ARGUMENT for a quote or a
+// substitution a line leaves open.
 absl::StatusOr<std::vector<std::string>> LaunchCommandOfShellLine(
     absl::string_view line);
 

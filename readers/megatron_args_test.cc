@@ -1736,6 +1736,30 @@ TEST(MegatronArgsTest, AnArgvWordIsTheProgramsWhateverItHolds) {
   EXPECT_EQ(exported->job.training().attention_kernel(),
             v1::ATTENTION_KERNEL_UNFUSED);
   EXPECT_FALSE(FromShellLine(absl::StrCat(kLlama31_8B, " --x 'open")).ok());
+  // A shell run on a string runs its commands (as batch scripts start a
+  // launch a node): the launch among them is read, with the TE switches
+  // the words before it set.
+  std::string mbs8 = kLlama31_8B;
+  mbs8.replace(mbs8.find("--micro-batch-size 1"), 20, "--micro-batch-size 8");
+  for (const std::string& line :
+       {"srun bash -c \"cd $DIR && " + mbs8 + " 2>&1\" | tee log",
+        "srun --export=ALL,NVTE_FLASH_ATTN=0 /bin/sh -lc 'export "
+        "NVTE_FUSED_ATTN=0; " + mbs8 + "'",
+        "bash -c \"bash -c '" + mbs8 + "'\""}) {
+    const absl::StatusOr<MegatronLaunch> l = FromShellLine(line);
+    ASSERT_TRUE(l.ok()) << line << ": " << l.status();
+    EXPECT_EQ(l->job.training().micro_batch_size(), 8u) << line;
+  }
+  const absl::StatusOr<MegatronLaunch> te = FromShellLine(
+      "srun --export=ALL,NVTE_FLASH_ATTN=0 /bin/sh -lc 'export "
+      "NVTE_FUSED_ATTN=0; " + mbs8 + "'");
+  ASSERT_TRUE(te.ok()) << te.status();
+  EXPECT_EQ(te->job.training().attention_kernel(),
+            v1::ATTENTION_KERNEL_UNFUSED);
+  // A hostile line of a million shell-named options is one pass.
+  std::string options;
+  for (int i = 0; i < 1000000; ++i) options += "-/bash ";
+  EXPECT_FALSE(FromShellLine("bash " + options).ok());
 }
 
 // An argument with shell syntax in its name (quoted with it: '--bf16;')

@@ -247,6 +247,12 @@ scripts.variable_with_operator = function()
   return header .. "RUN=\"a;b\"\n" .. fits ..
          " --wandb-exp-name $RUN --micro-batch-size 4\n"
 end
+-- A launch a node, through a shell run on a string (the launch's words
+-- inside its quotes): read as the commands that string runs.
+scripts.launch_in_bash_c = function()
+  return header .. "MBS=4\nsrun bash -c \"cd $HOME && " ..
+         launch(32, "$MBS") .. " 2>&1\" | tee train.log\n"
+end
 scripts.script_arguments_with_operator = function()
   return header .. fits .. " \"$@\"\n"
 end

@@ -132,6 +132,7 @@ expect array_appended refuse "the launch uses \${EXTRA[@]}, an array the script 
 expect quoted_value_with_operator refuse "REFUSE [RED] peak 51.58"
 expect operator_glued_in_one_line_loop refuse "REFUSE [RED] peak 51.58"
 expect variable_with_operator refuse "REFUSE [RED] peak 51.58"
+expect launch_in_bash_c refuse "REFUSE [RED] peak 51.58"
 expect script_arguments_with_operator refuse "REFUSE [RED] peak 51.58"
 expect variable_under_condition refuse "--micro-batch-size: must be a whole number (got '\$MBS'): a shell expansion whose value is decided when the command runs"
 expect variable_in_argument_loop refuse "--micro-batch-size: must be a whole number (got '\$MBS'): a shell expansion whose value is decided when the command runs"
