@@ -98,29 +98,25 @@ TEST(CliCheckTest, ArgvIsLiteralAndALaunchLineIsShellText) {
   for (const std::string& w : Launch({})) {
     if (w != "--") line += w + " ";
   }
-  for (const std::string& tail :
-       {std::string("--wandb-exp-name \"a | b\" --micro-batch-size 8"),
-        std::string("--wandb-exp-name '#1' --micro-batch-size 8"),
-        std::string("--micro-batch-size 8; echo done")}) {
+  // The launch with `tail`, a line of a launches file, checked.
+  auto check_line = [&line](const std::string& tail) {
     const std::string file =
         testing::WriteTempFile("launch_line.txt", line + tail + "\n");
-    const RunResult r =
-        Check({"--gpu=a100-40gb", "--launches-file=" + file});
+    return Check({"--gpu=a100-40gb", "--launches-file=" + file});
+  };
+  for (const char* tail : {"--wandb-exp-name \"a | b\" --micro-batch-size 8",
+                           "--wandb-exp-name '#1' --micro-batch-size 8",
+                           "--micro-batch-size 8; echo done"}) {
+    const RunResult r = check_line(tail);
     EXPECT_EQ(r.exit_code, 1) << tail << ": " << r.out << r.err;
     EXPECT_NE(r.out.find("REFUSE [RED]"), std::string::npos) << r.out;
   }
-  for (const std::string& tail :
-       {std::string("| tee --micro-batch-size 8"),
-        std::string("# --micro-batch-size 8")}) {
-    const std::string file =
-        testing::WriteTempFile("launch_line.txt", line + tail + "\n");
-    const RunResult r =
-        Check({"--gpu=a100-40gb", "--launches-file=" + file});
+  for (const char* tail :
+       {"| tee --micro-batch-size 8", "# --micro-batch-size 8"}) {
+    const RunResult r = check_line(tail);
     EXPECT_EQ(r.exit_code, 0) << tail << ": " << r.out << r.err;
   }
-  const std::string open = testing::WriteTempFile(
-      "launch_line.txt", line + "--wandb-exp-name \"open\n");
-  const RunResult r = Check({"--gpu=a100-40gb", "--launches-file=" + open});
+  const RunResult r = check_line("--wandb-exp-name \"open");
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("memgate check: launch: a quote or a substitution"),
             std::string::npos)
