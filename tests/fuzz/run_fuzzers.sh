@@ -40,7 +40,8 @@ for src in $(ls estimator/*.cc readers/*.cc planner/*.cc admission/*.cc |
 done
 
 passed=0; failed=0
-for target in megatron_args hf_config job_reader estimator plan_request; do
+for target in megatron_args hf_config job_reader estimator plan_request \
+              shell_line; do
   binary="$build/${target}_fuzzer"
   if ! clang++ "${flags[@]}" -fsanitize=fuzzer "tests/fuzz/${target}_fuzzer.cc" \
        "${objects[@]}" $libs -o "$binary"; then
