@@ -74,6 +74,12 @@ end
 scripts.arrays_on_one_line = function()
   return header .. string.rep("A=(x);", 600 * 1024) .. fits .. "\n"
 end
+-- A launch line of 240 KiB of quotes, each followed in Lua to know
+-- where a value goes inside them: refused past 4,096.
+scripts.quotes_on_a_launch_line = function()
+  return header .. "A=x\n" .. fits .. " --wandb-exp-name " ..
+         string.rep('""', 120 * 1024) .. "$A\n"
+end
 scripts.script_over_limit = function()
   return header .. filler(4 * 1024 * 1024 + 4096) .. fits .. "\n"
 end
