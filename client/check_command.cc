@@ -48,8 +48,8 @@ constexpr size_t kMaxLaunchesFileBytes = 16 << 20;
 
 struct CheckFlags {
   JobFlags job;
-  std::optional<std::string> job_file, launches_file, server, on_unavailable,
-      format;
+  std::optional<std::string> job_file, launches_file, launch_lines, server,
+      on_unavailable, format;
   std::optional<std::string> request_id, tls_ca, tls_cert, tls_key;
   std::optional<double> timeout, threshold;
   std::optional<bool> admit_yellow, refuse_unreviewed;
@@ -62,10 +62,14 @@ struct CheckFlags {
     job.Register(f);
     f.String("job", "FILE", "the job as a memgate.v1.Job (JSON or text)",
              &job_file);
+    f.String("launch-lines", "FILE",
+             "check every launch in FILE, one a line as shell text, as a "
+             "batch script holds it (split as bash splits it), at most 64: "
+             "exit 1 if any is refused, else 2 if any is invalid, else 3 "
+             "if any could not be checked",
+             &launch_lines);
     f.String("launches-file", "FILE",
-             "check every launch in FILE (one a line, words separated by "
-             "blanks, at most 64): exit 1 if any is refused, else 2 if any "
-             "is invalid, else 3 if any could not be checked",
+             "--launch-lines by its earlier name, read the same way",
              &launches_file);
     f.String("server", "HOST:PORT",
              "ask this memgate_server (default: estimate in-process)",
@@ -428,7 +432,7 @@ int CheckLaunchesFile(const CheckFlags& check, std::ostream& out,
   absl::StatusOr<std::string> text =
       ReadSmallFile(UserPath(*check.launches_file), kMaxLaunchesFileBytes);
   if (!text.ok()) {
-    err << "memgate check: --launches-file: " << text.status().message()
+    err << "memgate check: --launch-lines: " << text.status().message()
         << "\n";
     return kExitInvalid;
   }
@@ -440,14 +444,14 @@ int CheckLaunchesFile(const CheckFlags& check, std::ostream& out,
         LaunchCommandOfShellLine(line);
     if (words.ok() && words->empty()) continue;
     if (launches.size() == kMaxLaunches) {
-      err << "memgate check: --launches-file: more than " << kMaxLaunches
+      err << "memgate check: --launch-lines: more than " << kMaxLaunches
           << " launches\n";
       return kExitInvalid;
     }
     launches.push_back(std::move(words));
   }
   if (launches.empty()) {
-    err << "memgate check: --launches-file: no launch in the file\n";
+    err << "memgate check: --launch-lines: no launch in the file\n";
     return kExitInvalid;
   }
   struct Outcome {
@@ -529,10 +533,20 @@ int RunCheck(const std::vector<std::string>& args,
         "--on-unavailable: must be refuse or admit (got '", on_unavailable,
         "')"));
   }
+  // The Slurm hook passes --launch-lines, which a memgate from before
+  // lines were read as shell text refuses as unknown (its hook's policy
+  // for an unreadable launch decides) rather than read the hook's quoted
+  // words blank by blank.
+  if (parsed.ok() && check.launch_lines && check.launches_file) {
+    parsed = absl::InvalidArgumentError(
+        "--launch-lines: give it or --launches-file (its earlier name), "
+        "not both");
+  }
+  if (check.launch_lines) check.launches_file = check.launch_lines;
   if (parsed.ok() && check.launches_file &&
       (!launch.empty() || check.job_file)) {
     parsed = absl::InvalidArgumentError(
-        "--launches-file: give it alone, not with --job or a launch after --");
+        "--launch-lines: give it alone, not with --job or a launch after --");
   }
   if (!parsed.ok()) {
     err << "memgate check: " << WithFlagHint(std::string(parsed.message()))

@@ -64,7 +64,7 @@ struct MegatronLaunch {
 absl::Status RefuseUnreviewedArguments(const MegatronLaunch& launch);
 
 // The command of `line`, one line of shell text (a batch script's
-// launch, as `check --launches-file` and the Slurm hook read it), that
+// launch, as `check --launch-lines` and the Slurm hook read it), that
 // runs Megatron-LM, its words as the program receives them
 // (shell_line.h): of several (`cd $DIR && torchrun ...`, `python prep.py;
 // torchrun ... 2>&1 | tee $LOG`), the one given the most arguments of

@@ -23,7 +23,7 @@ std::vector<std::string> Words(const std::string& line) {
   return absl::StrSplit(line, ' ', absl::SkipEmpty());
 }
 
-// A line of a batch script, as `check --launches-file` (the Slurm hook's)
+// A line of a batch script, as `check --launch-lines` (the Slurm hook's)
 // reads it: its launch command, then that command's argv.
 absl::StatusOr<MegatronLaunch> FromShellLine(const std::string& line) {
   absl::StatusOr<std::vector<std::string>> words =
@@ -1688,7 +1688,7 @@ TEST(MegatronArgsTest, TheScriptBuildsTheModel) {
 // API) holds no shell syntax: a run named '#1' or '|', or a stray word
 // '&&', is the program's like any other, and what follows it is read. It
 // once ended memgate's reading, and each of these ran at the MBS 8 after
-// it, admitted at 1. A batch script's line (--launches-file, the Slurm
+// it, admitted at 1. A batch script's line (--launch-lines, the Slurm
 // hook's) is split as the shell splits it: the same words quoted are the
 // program's; unquoted, the shell's.
 TEST(MegatronArgsTest, AnArgvWordIsTheProgramsWhateverItHolds) {

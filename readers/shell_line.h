@@ -2,7 +2,7 @@
 #define MEMGATE_READERS_SHELL_LINE_H_
 
 // One line of shell text (a batch script's launch, as the Slurm hook hands
-// it to `memgate check --launches-file`), split into its simple commands
+// it to `memgate check --launch-lines`), split into its simple commands
 // and their words as bash splits them, so that what the shell does with a
 // word (ends the command, redirects, comments out) is told apart from what
 // the program receives.

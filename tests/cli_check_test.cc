@@ -40,7 +40,7 @@ std::vector<std::string> Launch(std::vector<std::string> check_flags,
   return args;
 }
 
-// A batch script's launches (--launches-file, as the Slurm hook passes
+// A batch script's launches (--launch-lines, as the Slurm hook passes
 // them): the worst decides. A refusal decides whatever the rest say, so
 // the rest are not checked (each refusal plans what would fit; a script
 // of many could otherwise run past the hook's time limit), and are named
@@ -77,12 +77,27 @@ TEST(CliCheckTest, ARefusedLaunchDecidesItsScriptAndEndsTheCheck) {
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("(launch 3) decides"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("not checked"), std::string::npos) << r.err;
+  // --launch-lines is its name now (the hook's: a memgate before it
+  // refuses the flag rather than misread the hook's lines); the earlier
+  // name reads the same, and the two together are refused.
+  const RunResult lines =
+      Check({"--gpu=h100-80gb", "--launch-lines=" + invalid_first});
+  EXPECT_EQ(lines.exit_code, 1) << lines.out << lines.err;
+  EXPECT_EQ(lines.err, r.err);
+  const RunResult both =
+      Check({"--gpu=h100-80gb", "--launch-lines=" + invalid_first,
+             "--launches-file=" + invalid_first});
+  EXPECT_EQ(both.exit_code, 2) << both.out << both.err;
+  EXPECT_NE(both.err.find("--launch-lines: give it or --launches-file (its "
+                          "earlier name), not both"),
+            std::string::npos)
+      << both.err;
 }
 
 // A launch after `--` is a command's argv: a run named "#1" or "|" is an
 // argument like any other, and the micro-batch size after it is read (it
 // once ended memgate's reading: admitted at MBS 1, run at 8). A line of
-// --launches-file is shell text, split as bash splits it: quoted, the
+// --launch-lines is shell text, split as bash splits it: quoted, the
 // same words are the program's; unquoted, the shell's; glued to an
 // argument (`--micro-batch-size 8;`), the shell's too.
 TEST(CliCheckTest, ArgvIsLiteralAndALaunchLineIsShellText) {
@@ -102,7 +117,7 @@ TEST(CliCheckTest, ArgvIsLiteralAndALaunchLineIsShellText) {
   auto check_line = [&line](const std::string& tail) {
     const std::string file =
         testing::WriteTempFile("launch_line.txt", line + tail + "\n");
-    return Check({"--gpu=a100-40gb", "--launches-file=" + file});
+    return Check({"--gpu=a100-40gb", "--launch-lines=" + file});
   };
   for (const char* tail : {"--wandb-exp-name \"a | b\" --micro-batch-size 8",
                            "--wandb-exp-name '#1' --micro-batch-size 8",

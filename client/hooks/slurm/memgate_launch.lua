@@ -1409,7 +1409,7 @@ function M.check_all(launches, settings)
   end
   file:close()
   local args = { quote(settings.memgate), "check", "--gpu=" .. quote(settings.gpu),
-                 "--launches-file=" .. quote(path) }
+                 "--launch-lines=" .. quote(path) }
   if settings.gpu_memory_gib then
     args[#args + 1] = "--gpu-memory-gib=" .. tonumber(settings.gpu_memory_gib)
   end
