@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "admission/admission.h"
 #include "benchmark/benchmark.h"
 #include "estimator/estimate.h"
@@ -357,6 +358,44 @@ void BM_ParseLongLaunch(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * int64_t(launch.size()));
 }
 BENCHMARK(BM_ParseLongLaunch)->Arg(0)->Arg(1000)->Arg(100000)
+    ->Unit(benchmark::kMillisecond);
+
+// A batch script's launch line as --launch-lines reads it (the Slurm
+// hook's), against the blank split it replaced: the Llama-3.1-8B launch
+// and `state.range(0)` more arguments, a third of them quoted with shell
+// syntax inside ("--wandb-exp-name 'a | b'"), 2>&1 | tee $LOG after.
+std::string LongLaunchLine(int64_t arguments) {
+  std::string line =
+      "cd $DIR && torchrun --nproc-per-node 8 pretrain_gpt.py --num-layers "
+      "32 --hidden-size 4096 --num-attention-heads 32 --vocab-size 128256 "
+      "--bf16 --seq-length 8192 --micro-batch-size 1";
+  for (int64_t i = 0; i < arguments; i += 3) {
+    absl::StrAppend(&line, " --log-interval 5 --x", i,
+                    " --wandb-exp-name 'a | b'");
+  }
+  return line + " 2>&1 | tee $LOG";
+}
+void BM_LaunchLineAsShell(benchmark::State& state) {
+  const std::string line = LongLaunchLine(state.range(0));
+  for (auto _ : state) {
+    absl::StatusOr<std::vector<std::string>> words =
+        LaunchCommandOfShellLine(line);
+    benchmark::DoNotOptimize(words);
+  }
+  state.SetBytesProcessed(state.iterations() * int64_t(line.size()));
+}
+BENCHMARK(BM_LaunchLineAsShell)->Arg(1000)->Arg(100000)
+    ->Unit(benchmark::kMillisecond);
+void BM_LaunchLineOnBlanks(benchmark::State& state) {
+  const std::string line = LongLaunchLine(state.range(0));
+  for (auto _ : state) {
+    std::vector<std::string> words =
+        absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
+    benchmark::DoNotOptimize(words);
+  }
+  state.SetBytesProcessed(state.iterations() * int64_t(line.size()));
+}
+BENCHMARK(BM_LaunchLineOnBlanks)->Arg(1000)->Arg(100000)
     ->Unit(benchmark::kMillisecond);
 
 // The hardening bounds (planner/planner.h), on tests/test_util.h's
