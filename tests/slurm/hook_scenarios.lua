@@ -259,6 +259,11 @@ scripts.launch_in_bash_c = function()
   return header .. "MBS=4\nsrun bash -c \"cd $HOME && " ..
          launch(32, "$MBS") .. " 2>&1\" | tee train.log\n"
 end
+-- A backslash before $ keeps it literal in bash (Megatron is given
+-- "$MBS"): not the script's MBS 1, refused by name.
+scripts.escaped_dollar = function()
+  return header .. "MBS=1\n" .. launch(32, "\\$MBS") .. "\n"
+end
 scripts.script_arguments_with_operator = function()
   return header .. fits .. " \"$@\"\n"
 end

@@ -222,8 +222,12 @@ local function expand(line, vars, budget, shifted, raw)
     add(line:sub(pos, dollar - 1), true)
     -- ${NAME[@]} and ${NAME[*]}: the elements of an array find_launches
     -- read (budget.arrays); any other array stays as written.
-    -- (Inside single quotes, nothing: bash expands none of it.)
+    -- (Inside single quotes, or after a backslash, nothing: bash expands
+    -- none of it. The backslashes counted are this piece's: linear.)
     local literal = quote == "'"
+    local before = dollar - 1
+    while before >= pos and line:byte(before) == 92 do before = before - 1 end
+    if (dollar - 1 - before) % 2 == 1 then literal = true end
     local array, stop
     if not literal then
       array, stop = line:match("^{([%a_][%w_]*)%[[@*]%]}()", dollar + 1)
