@@ -59,8 +59,11 @@ struct PreflightOptions {
 absl::StatusOr<v1::Decision> PreflightCheck(const v1::Job& job,
                                             const PreflightOptions& options);
 
-// The job a torchrun + Megatron-LM launch line describes, completed from
-// `options` (accelerator, model, num_gpus). Notes on what was inferred go to
+// The job a torchrun + Megatron-LM launch describes, completed from
+// `options` (accelerator, model, num_gpus). `argv` is the command's argv,
+// as the launcher will exec it: every word is the program's ("|" or "#1"
+// an argument like any other; a line of shell text is split first, as
+// `memgate check --launch-lines` does). Notes on what was inferred go to
 // `notes` when given.
 absl::StatusOr<v1::Job> JobFromLaunch(const std::vector<std::string>& argv,
                                       const PreflightOptions& options,
