@@ -538,6 +538,16 @@ scripts.te_from_variable = function()
   return header .. "OFF=0\nexport NVTE_FLASH_ATTN=$OFF\nexport NVTE_FUSED_ATTN=${OFF}\n" ..
          fits .. "\n"
 end
+-- ${NAME:-default}: the job's environment's where it has one, else the
+-- default; with neither, the default (FlashAttention on: it fits).
+scripts.te_default_from_environment = function()
+  return header .. "export NVTE_FLASH_ATTN=${NVTE_FLASH_ATTN:-1}\n" ..
+         "export NVTE_FUSED_ATTN=${NVTE_FUSED_ATTN:-1}\n" .. fits .. "\n"
+end
+scripts.te_default_without_environment = function()
+  return header .. "export NVTE_FLASH_ATTN=${NVTE_FLASH_ATTN:-1}\n" ..
+         "export NVTE_FUSED_ATTN=${NVTE_FUSED_ATTN:-1}\n" .. fits .. "\n"
+end
 scripts.te_computed = function()
   return header .. "export NVTE_FLASH_ATTN=\"$(cat /etc/flash)\"\n" .. fits .. "\n"
 end
@@ -595,6 +605,8 @@ local environments = {
   default_from_environment = { MBS = "4" },
   default_after_unset = { MBS = "4" },
   default_without_job_environment = false,
+  te_default_from_environment = { NVTE_FLASH_ATTN = "0",
+                                  NVTE_FUSED_ATTN = "0" },
   te_environment_then_condition = { NVTE_FLASH_ATTN = "0",
                                     NVTE_FUSED_ATTN = "0" },
 }

@@ -402,13 +402,21 @@ local function te_assignment(body)
 end
 
 -- That value as memgate will read it: a literal; one variable ($FLASH,
--- ${FLASH}) looked up; anything computed at run time (a command, an
--- expression) unknown: "?", which memgate refuses by name rather than
--- guess.
-local function te_resolve(rest, vars)
+-- ${FLASH}) looked up; ${NAME:-default} as `default_of` (find_launches'
+-- budget.default_of) takes it, the job's environment's NAME where the
+-- script never set it (`export NVTE_FLASH_ATTN=${NVTE_FLASH_ATTN:-1}`,
+-- once "?" and a refusal of a job that fits); anything computed at run
+-- time (a command, an expression) unknown: "?", which memgate refuses by
+-- name rather than guess.
+local function te_resolve(rest, vars, default_of)
   if not rest:find("[%$`(%s]") then return te_value(rest) end
   local ref = rest:match("^%$([%a_][%w_]*)$") or rest:match("^%${([%a_][%w_]*)}$")
   if ref ~= nil and vars[ref] ~= nil then return te_value(vars[ref]) end
+  local name, default = rest:match("^%${([%a_][%w_]*):?%-([^}$`%s]*)}$")
+  if name ~= nil then
+    local value = default_of(name, default)
+    if value ~= nil then return te_value(value) end
+  end
   return "?"
 end
 
@@ -1178,7 +1186,7 @@ function M.find_launches(script, known, limits, environment)
         open_array = array
       end
     elseif te_name ~= nil then  -- one of TE_VARIABLES: not counted
-      local resolved = te_resolve(te_rest, vars)
+      local resolved = te_resolve(te_rest, vars, budget.default_of)
       -- Set twice to different values (the job's environment's counts):
       -- which holds is decided at run time (a condition may choose), and
       -- memgate refuses "?" by name.
