@@ -1439,7 +1439,8 @@ TEST(MegatronArgsTest, ArgumentsTheShellSuppliesAtRunTimeAreRefused) {
             .ok())
         << hidden;
   }
-  const absl::StatusOr<MegatronLaunch> piped = FromShellLine(std::string(kLlama31_8B) + " | tee --micro-batch-size 4");
+  const absl::StatusOr<MegatronLaunch> piped =
+      FromShellLine(std::string(kLlama31_8B) + " | tee --micro-batch-size 4");
   ASSERT_TRUE(piped.ok()) << piped.status();
   EXPECT_EQ(piped->job.training().micro_batch_size(), 1u);
   // A line of several commands: the launch is the one whose script is
