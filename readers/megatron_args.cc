@@ -1845,13 +1845,27 @@ absl::StatusOr<MegatronLaunch> ReadLaunch(
 
 namespace {
 
-// A command that runs a shell on a string (`bash -c "..."`, `srun ... sh
-// -lc '...'`, as batch scripts start a launch per node): the index of
-// that string, or 0 where none.
-size_t ShellCommandString(const std::vector<std::string>& words) {
+// The words of a command that hold shell text of their own, as a range
+// [first, last) of its words, or an empty range: a shell's command string
+// (`bash -c "..."`, `srun ... sh -lc '...'`, as batch scripts start a
+// launch a node), and what `echo` or `printf` prints (`echo "torchrun
+// ..." | bash` runs it; a launch echoed is checked as the script's other
+// launches are, as it always was).
+std::pair<size_t, size_t> CommandText(const std::vector<std::string>& words) {
+  auto program = [](absl::string_view word) {
+    return word.substr(word.rfind('/') + 1);
+  };
+  size_t first = 0;  // past assignments in front (NVTE_FLASH_ATTN=0 echo)
+  while (first < words.size() &&
+         words[first].find('=') != std::string::npos) {
+    ++first;
+  }
+  if (first < words.size() &&
+      (program(words[first]) == "echo" || program(words[first]) == "printf")) {
+    return {first + 1, words.size()};
+  }
   for (size_t i = 0; i + 2 < words.size(); ++i) {
-    absl::string_view shell = words[i];
-    shell = shell.substr(shell.rfind('/') + 1);
+    const absl::string_view shell = program(words[i]);
     if (shell != "bash" && shell != "sh" && shell != "dash" &&
         shell != "zsh" && shell != "ksh") {
       continue;
@@ -1860,18 +1874,18 @@ size_t ShellCommandString(const std::vector<std::string>& words) {
     for (; j + 1 < words.size() && absl::StartsWith(words[j], "-"); ++j) {
       if (!absl::StartsWith(words[j], "--") &&
           absl::StrContains(words[j], "c")) {
-        return j + 1;
+        return {j + 1, j + 2};
       }
     }
     i = j - 1;  // its options are no shell's name: each word seen once
   }
-  return 0;
+  return {0, 0};
 }
 
-// The commands of `line`, a shell's command string among them read as
-// the commands it runs, in its place (after the words before it, which
+// The commands of `line`, the shell text a command holds (CommandText)
+// read as the commands it runs, after that command's other words (which
 // may set TE's variables: `srun --export=ALL,NVTE_FLASH_ATTN=0 bash -c`),
-// nested `depth` deep at most: each level is a word of the one above, so
+// nested `depth` deep at most: each level is words of the one above, so
 // the work is at most that many times the line's.
 constexpr int kMaxShellStrings = 4;
 absl::Status AppendCommands(absl::string_view line, int depth,
@@ -1880,17 +1894,25 @@ absl::Status AppendCommands(absl::string_view line, int depth,
       ShellLineCommands(line);
   if (!commands.ok()) return commands.status();
   for (std::vector<std::string>& command : *commands) {
-    const size_t string =
-        depth < kMaxShellStrings ? ShellCommandString(command) : 0;
-    if (string == 0) {
+    const auto [first, last] = depth < kMaxShellStrings
+                                   ? CommandText(command)
+                                   : std::pair<size_t, size_t>{0, 0};
+    if (first == last) {
       out.push_back(std::move(command));
       continue;
     }
-    const std::string inner = std::move(command[string]);
-    command.resize(string - 1);
+    std::string text;
+    for (size_t i = first; i < last; ++i) {
+      if (i > first) text += ' ';
+      text += command[i];
+    }
+    command.erase(command.begin() + first, command.begin() + last);
     out.push_back(std::move(command));
-    if (absl::Status s = AppendCommands(inner, depth + 1, out); !s.ok()) {
-      return s;
+    // Text that is not a line bash would run (an echo's "it's done") is
+    // printed, or fails where it runs: no command of it is a candidate.
+    std::vector<std::vector<std::string>> inner;
+    if (AppendCommands(text, depth + 1, inner).ok()) {
+      for (std::vector<std::string>& c : inner) out.push_back(std::move(c));
     }
   }
   return absl::OkStatus();

@@ -73,9 +73,11 @@ absl::Status RefuseUnreviewedArguments(const MegatronLaunch& launch);
 // scores). TransformerEngine's variables assigned by the commands before
 // it (`export NVTE_FLASH_ATTN=0; torchrun ...`) go in front, as its
 // environment. A shell run on a string (`srun bash -c "cd $DIR &&
-// torchrun ..."`) runs that string's commands, which are candidates in
-// its place (4 strings deep at most). INVALID_ARGUMENT for a quote or a
-// substitution a line leaves open.
+// torchrun ..."`) runs that string's commands, and what `echo` or
+// `printf` prints may be run (`echo "torchrun ..." | bash`): those
+// commands are candidates too, after the rest of theirs (4 strings deep
+// at most; text that is no line bash would run, none). INVALID_ARGUMENT
+// for a quote or a substitution the line itself leaves open.
 absl::StatusOr<std::vector<std::string>> LaunchCommandOfShellLine(
     absl::string_view line);
 

@@ -1757,6 +1757,18 @@ TEST(MegatronArgsTest, AnArgvWordIsTheProgramsWhateverItHolds) {
   ASSERT_TRUE(te.ok()) << te.status();
   EXPECT_EQ(te->job.training().attention_kernel(),
             v1::ATTENTION_KERNEL_UNFUSED);
+  // A launch echoed (`echo "torchrun ..." | bash` runs it) is read as
+  // one; an echo of text that is no shell line leaves the launch beside
+  // it as it was.
+  for (const std::string& line :
+       {"echo \"Running: " + mbs8 + "\" | bash",
+        "NVTE_DEBUG=1 /bin/echo " + mbs8,
+        mbs8 + " && echo \"it's done\"",
+        "printf '%s\\n' \"" + mbs8 + "\" > launch.sh"}) {
+    const absl::StatusOr<MegatronLaunch> l = FromShellLine(line);
+    ASSERT_TRUE(l.ok()) << line << ": " << l.status();
+    EXPECT_EQ(l->job.training().micro_batch_size(), 8u) << line;
+  }
   // A hostile line of a million shell-named options is one pass.
   std::string options;
   for (int i = 0; i < 1000000; ++i) options += "-/bash ";

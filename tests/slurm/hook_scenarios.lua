@@ -95,6 +95,12 @@ end
 scripts.decoy = function()
   return header .. "echo \"" .. launch(2, 1) .. "\"\n" .. ooms .. "\n"
 end
+-- A fitting launch echoed before it runs (a log line): both fit. Split as
+-- bash splits it, the echo's one quoted word was no launch at all
+-- (invalid: a refusal of a job that fits) until its text was read.
+scripts.echoed_then_run = function()
+  return header .. "echo \"Running: " .. fits .. "\"\n" .. fits .. "\n"
+end
 scripts.decoy_below = function()
   return header .. ooms .. "\necho \"" .. launch(2, 1) .. "\"\n"
 end
