@@ -378,8 +378,8 @@ std::string LongLaunchLine(int64_t arguments) {
 void BM_LaunchLineAsShell(benchmark::State& state) {
   const std::string line = LongLaunchLine(state.range(0));
   for (auto _ : state) {
-    absl::StatusOr<std::vector<std::string>> words =
-        LaunchCommandOfShellLine(line);
+    absl::StatusOr<std::vector<std::vector<std::string>>> words =
+        LaunchCommandsOfShellLine(line);
     benchmark::DoNotOptimize(words);
   }
   state.SetBytesProcessed(state.iterations() * int64_t(line.size()));

@@ -436,19 +436,30 @@ int CheckLaunchesFile(const CheckFlags& check, std::ostream& out,
         << "\n";
     return kExitInvalid;
   }
-  // Each line is shell text (a batch script's): its launch command's
+  // Each line is shell text (a batch script's): its launch commands'
   // words as the program receives them, or why they cannot be read.
   std::vector<absl::StatusOr<std::vector<std::string>>> launches;
+  auto add = [&launches](absl::StatusOr<std::vector<std::string>> launch) {
+    if (launches.size() == kMaxLaunches) return false;
+    launches.push_back(std::move(launch));
+    return true;
+  };
   for (absl::string_view line : absl::StrSplit(*text, '\n')) {
-    absl::StatusOr<std::vector<std::string>> words =
-        LaunchCommandOfShellLine(line);
-    if (words.ok() && words->empty()) continue;
-    if (launches.size() == kMaxLaunches) {
+    absl::StatusOr<std::vector<std::vector<std::string>>> commands =
+        LaunchCommandsOfShellLine(line);
+    bool kept = true;
+    if (!commands.ok()) {
+      kept = add(commands.status());
+    } else {
+      for (std::vector<std::string>& words : *commands) {
+        kept = kept && add(std::move(words));
+      }
+    }
+    if (!kept) {
       err << "memgate check: --launch-lines: more than " << kMaxLaunches
           << " launches\n";
       return kExitInvalid;
     }
-    launches.push_back(std::move(words));
   }
   if (launches.empty()) {
     err << "memgate check: --launch-lines: no launch in the file\n";

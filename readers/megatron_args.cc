@@ -1920,29 +1920,56 @@ absl::Status AppendCommands(absl::string_view line, int depth,
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::string>> LaunchCommandOfShellLine(
-    absl::string_view line) {
+absl::StatusOr<std::vector<std::vector<std::string>>>
+LaunchCommandsOfShellLine(absl::string_view line) {
   std::vector<std::vector<std::string>> commands;
   if (absl::Status s = AppendCommands(line, 0, commands); !s.ok()) return s;
-  if (commands.empty()) return std::vector<std::string>();
+  std::vector<std::vector<std::string>> launches;
+  if (commands.empty()) return launches;
+  std::vector<int64_t> scores;
   size_t best = 0;
-  int64_t best_score = 0;
   for (size_t i = 0; i < commands.size(); ++i) {
-    const int64_t score = LaunchScore(commands[i]);
-    if (score > best_score) best = i, best_score = score;
+    scores.push_back(LaunchScore(commands[i]));
+    if (scores[i] > scores[best]) best = i;
   }
-  // The commands before it may export TE's variables it runs with.
-  std::vector<std::string> words;
-  for (size_t i = 0; i < best; ++i) {
-    for (std::string& word : commands[i]) {
-      if (absl::StrContains(word, "NVTE_") &&
-          absl::StrContains(word, "=")) {
-        words.push_back(std::move(word));
+  // The script a command runs: its first word ending in .py, as a name.
+  auto script = [](const std::vector<std::string>& words) {
+    for (const std::string& w : words) {
+      if (absl::EndsWith(w, ".py")) return w.substr(w.rfind('/') + 1);
+    }
+    return std::string();
+  };
+  const std::string best_script = script(commands[best]);
+  std::vector<size_t> chosen = {best};
+  for (size_t i = 0; i < commands.size() && scores[best] > 0; ++i) {
+    if (i == best || scores[i] == 0) continue;
+    if (scores[i] == scores[best] ||
+        (!best_script.empty() && script(commands[i]) == best_script)) {
+      if (chosen.size() == kMaxLaunchesALine) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "launch: more than ", kMaxLaunchesALine,
+            " launches on one line"));
       }
+      chosen.push_back(i);
     }
   }
-  for (std::string& word : commands[best]) words.push_back(std::move(word));
-  return words;
+  // Each after the TE variables the commands before it assign (`export
+  // NVTE_FLASH_ATTN=0; torchrun ...`; the Slurm hook's job environment in
+  // front of the line's first).
+  for (const size_t c : chosen) {
+    std::vector<std::string> words;
+    for (size_t i = 0; i < c; ++i) {
+      for (const std::string& word : commands[i]) {
+        if (absl::StrContains(word, "NVTE_") &&
+            absl::StrContains(word, "=")) {
+          words.push_back(word);
+        }
+      }
+    }
+    words.insert(words.end(), commands[c].begin(), commands[c].end());
+    launches.push_back(std::move(words));
+  }
+  return launches;
 }
 
 absl::StatusOr<MegatronLaunch> ParseMegatronLaunch(

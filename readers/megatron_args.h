@@ -63,23 +63,28 @@ struct MegatronLaunch {
 // neither.
 absl::Status RefuseUnreviewedArguments(const MegatronLaunch& launch);
 
-// The command of `line`, one line of shell text (a batch script's
-// launch, as `check --launch-lines` and the Slurm hook read it), that
-// runs Megatron-LM, its words as the program receives them
-// (shell_line.h): of several (`cd $DIR && torchrun ...`, `python prep.py;
-// torchrun ... 2>&1 | tee $LOG`), the one given the most arguments of
-// memgate's table after its script, then one given any --argument, then
-// one naming a .py; the first of equals (the first command where none
-// scores). TransformerEngine's variables assigned by the commands before
-// it (`export NVTE_FLASH_ATTN=0; torchrun ...`) go in front, as its
-// environment. A shell run on a string (`srun bash -c "cd $DIR &&
-// torchrun ..."`) runs that string's commands, and what `echo` or
-// `printf` prints may be run (`echo "torchrun ..." | bash`): those
+// The launch commands of `line`, one line of shell text (a batch
+// script's, as `check --launch-lines` and the Slurm hook read it), their
+// words as the program receives them (shell_line.h). Of several commands
+// (`cd $DIR && torchrun ...`, `python prep.py; torchrun ... 2>&1 | tee
+// $LOG`), the one given the most arguments of memgate's table after its
+// script, then one given any --argument, then one naming a .py (the first
+// of equals, or the first command where none scores) comes first; after
+// it every other that scores as much or runs the same script (`torchrun
+// pretrain_gpt.py ... && torchrun pretrain_gpt.py ...`: each is checked,
+// the worst decides, as for a script's lines), at most
+// kMaxLaunchesALine. TransformerEngine's variables assigned by the
+// commands before one (`export NVTE_FLASH_ATTN=0; torchrun ...`) go in
+// front, as its environment. A shell run on a string (`srun bash -c "cd
+// $DIR && torchrun ..."`) runs that string's commands, and what `echo`
+// or `printf` prints may be run (`echo "torchrun ..." | bash`): those
 // commands are candidates too, after the rest of theirs (4 strings deep
 // at most; text that is no line bash would run, none). INVALID_ARGUMENT
-// for a quote or a substitution the line itself leaves open.
-absl::StatusOr<std::vector<std::string>> LaunchCommandOfShellLine(
-    absl::string_view line);
+// for a quote or a substitution the line itself leaves open, or more
+// launches than the bound.
+inline constexpr size_t kMaxLaunchesALine = 64;
+absl::StatusOr<std::vector<std::vector<std::string>>>
+LaunchCommandsOfShellLine(absl::string_view line);
 
 // `argv` is the launch, word by word, as the program receives it (a
 // command's argv: `memgate exec`'s, `memgate check -- ...`'s after the

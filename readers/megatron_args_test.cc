@@ -24,12 +24,14 @@ std::vector<std::string> Words(const std::string& line) {
 }
 
 // A line of a batch script, as `check --launch-lines` (the Slurm hook's)
-// reads it: its launch command, then that command's argv.
+// reads it: its launch command (the first, the strongest), then that
+// command's argv.
 absl::StatusOr<MegatronLaunch> FromShellLine(const std::string& line) {
-  absl::StatusOr<std::vector<std::string>> words =
-      LaunchCommandOfShellLine(line);
-  if (!words.ok()) return words.status();
-  return ParseMegatronLaunch(*words, nullptr);
+  absl::StatusOr<std::vector<std::vector<std::string>>> commands =
+      LaunchCommandsOfShellLine(line);
+  if (!commands.ok()) return commands.status();
+  if (commands->empty()) return ParseMegatronLaunch({}, nullptr);
+  return ParseMegatronLaunch(commands->front(), nullptr);
 }
 
 // Llama-3.1-8B as the paper trained it with Megatron-LM (core_r0.8).
@@ -1769,6 +1771,32 @@ TEST(MegatronArgsTest, AnArgvWordIsTheProgramsWhateverItHolds) {
     ASSERT_TRUE(l.ok()) << line << ": " << l.status();
     EXPECT_EQ(l->job.training().micro_batch_size(), 8u) << line;
   }
+  // Every command of a line that runs the launch's script, or scores as
+  // high, is a launch of its own (the worst decides), a warm-up run's and
+  // an echoed decoy's too; a preprocessing script beside it is not.
+  const std::string mbs1 = kLlama31_8B;
+  for (const auto& [line, count] :
+       std::vector<std::pair<std::string, size_t>>{
+           {mbs1 + " && " + mbs8, 2},
+           {mbs8 + " ; echo \"" + mbs1 + " --seed 7\"", 2},
+           {"python tools/preprocess_data.py --tokenizer-type "
+            "Llama3Tokenizer --seq-length 8192; " + mbs8, 1}}) {
+    const absl::StatusOr<std::vector<std::vector<std::string>>> launches =
+        LaunchCommandsOfShellLine(line);
+    ASSERT_TRUE(launches.ok()) << line << ": " << launches.status();
+    EXPECT_EQ(launches->size(), count) << line;
+  }
+  std::string many_launches;
+  for (size_t i = 0; i <= kMaxLaunchesALine; ++i) {
+    many_launches += "torchrun pretrain_gpt.py --num-layers 2; ";
+  }
+  const absl::StatusOr<std::vector<std::vector<std::string>>> too_many =
+      LaunchCommandsOfShellLine(many_launches);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.status().message().find("more than 64 launches on one "
+                                             "line"),
+            std::string::npos)
+      << too_many.status();
   // A hostile line of a million shell-named options is one pass.
   std::string options;
   for (int i = 0; i < 1000000; ++i) options += "-/bash ";

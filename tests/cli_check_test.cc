@@ -126,6 +126,14 @@ TEST(CliCheckTest, ArgvIsLiteralAndALaunchLineIsShellText) {
     EXPECT_EQ(r.exit_code, 1) << tail << ": " << r.out << r.err;
     EXPECT_NE(r.out.find("REFUSE [RED]"), std::string::npos) << r.out;
   }
+  // Two launches of the script on one line: each is checked.
+  const RunResult twice =
+      check_line("--micro-batch-size 1 && " + line + "--micro-batch-size 8");
+  EXPECT_EQ(twice.exit_code, 1) << twice.out << twice.err;
+  EXPECT_NE(twice.err.find("2 launches in the script; the one above "
+                           "(launch 2) decides"),
+            std::string::npos)
+      << twice.err;
   for (const char* tail :
        {"| tee --micro-batch-size 8", "# --micro-batch-size 8"}) {
     const RunResult r = check_line(tail);

@@ -1,7 +1,7 @@
 // Fuzzes the Megatron launch parser: input is a launch, read both ways
 // memgate reads one: as a command's argv (split on whitespace), and as a
 // line of shell text (readers/shell_line.h: quotes, substitutions,
-// operators, redirections, comments), its launch command chosen.
+// operators, redirections, comments), each of its launch commands.
 
 #include <cstddef>
 #include <cstdint>
@@ -45,17 +45,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   ReadLaunch(
       absl::StrSplit(text, absl::ByAnyChar(" \t\n"), absl::SkipEmpty()));
-  const absl::StatusOr<std::vector<std::string>> line =
-      memgate::LaunchCommandOfShellLine(text);
+  const absl::StatusOr<std::vector<std::vector<std::string>>> line =
+      memgate::LaunchCommandsOfShellLine(text);
   if (!line.ok()) {
     memgate::fuzz::Require(line.status().code() ==
                            absl::StatusCode::kInvalidArgument);
     return 0;
   }
-  // What the line's command holds is no more than the line.
-  size_t bytes = 0;
-  for (const std::string& word : *line) bytes += word.size();
-  memgate::fuzz::Require(bytes <= text.size());
-  ReadLaunch(*line);
+  memgate::fuzz::Require(line->size() <= memgate::kMaxLaunchesALine);
+  for (const std::vector<std::string>& launch : *line) ReadLaunch(launch);
   return 0;
 }

@@ -101,6 +101,11 @@ end
 scripts.echoed_then_run = function()
   return header .. "echo \"Running: " .. fits .. "\"\n" .. fits .. "\n"
 end
+-- Two launches on one line (a warm-up, then the run): each is checked,
+-- as each line is; once only the first of equals was.
+scripts.two_launches_on_one_line = function()
+  return header .. fits .. " && " .. ooms .. "\n"
+end
 scripts.decoy_below = function()
   return header .. ooms .. "\necho \"" .. launch(2, 1) .. "\"\n"
 end
