@@ -157,7 +157,12 @@ local function megatron_example(mbs)
     end
     if word == "pretrain_gpt.py" then past_script, list = true, model end
   end
+  -- Its arithmetic and its comments with parentheses (both once taken
+  -- for a subshell opening: every array after them unread).
   return header .. "GPUS_PER_NODE=8\nMBS=" .. mbs .. "\n" ..
+         "NUM_NODES=1  # (one node)\n" ..
+         "WORLD_SIZE=$(($GPUS_PER_NODE*$NUM_NODES))\n" ..
+         "# Data cache path (useful for both mock and real data)\n" ..
          "DISTRIBUTED_ARGS=(\n    --nnodes 1\n" ..
          "    --nproc-per-node $GPUS_PER_NODE  # one node\n)\n" ..
          "MODEL_ARGS=(\n    " .. table.concat(model, " \\\n    ") .. "\n)\n" ..

@@ -517,30 +517,6 @@ such line may sit under it, which the hook, reading text, cannot tell.
 local DECLARING_COMMANDS = { "export", "declare", "typeset", "readonly",
                              "local" }
 
-local CONTROL_WORDS = { ["if"] = true, ["case"] = true, ["for"] = true,
-                        ["while"] = true, ["until"] = true,
-                        ["select"] = true, ["function"] = true }
-local function opens_control_flow(body)
-  -- A line of one command (no ; & | { ( in it, as most are) can only
-  -- start one with its first word: one search. Otherwise each keyword
-  -- wherever a command may start.
-  -- (Plain searches: a character class costs ten times one.)
-  if not (body:find(";", 1, true) or body:find("&", 1, true) or
-          body:find("|", 1, true) or body:find("{", 1, true) or
-          body:find("(", 1, true)) then
-    return CONTROL_WORDS[body:match("^[%a_]+") or ""] == true
-  end
-  if body:find("&&", 1, true) or body:find("||", 1, true) or
-      body:find("|%s*$") or body:find("^[%a_][%w_]*%s*%(%s*%)") or
-      has_command(body, "{", ends_word) or has_command(body, "(", ends_word) then
-    return true
-  end
-  for word in pairs(CONTROL_WORDS) do
-    if has_command(body, word, ends_word) then return true end
-  end
-  return false
-end
-
 -- Calls `fn(body, at, extra)` at each occurrence of `needle` in `body` (a
 -- plain search from past the last one: linear); true once one returns
 -- true. `fn` is a function of the module, not a closure made per line:
@@ -554,6 +530,49 @@ local function each_occurrence(body, needle, fn, extra)
     pos = at + #needle
   end
 end
+
+-- Whether the '(' at `at` opens a subshell or an arithmetic command: where
+-- a command starts, and not the second '(' of an arithmetic expansion
+-- (`WORLD_SIZE=$(($GPUS_PER_NODE*$NUM_NODES))`, in Megatron-LM's own
+-- example scripts, once made every array after it unread).
+local function opens_subshell_at(body, at)
+  if at > 1 and not COMMAND_START[body:byte(at - 1)] then return false end
+  return not (at > 2 and body:byte(at - 1) == 40 and body:byte(at - 2) == 36)
+end
+
+local CONTROL_WORDS = { ["if"] = true, ["case"] = true, ["for"] = true,
+                        ["while"] = true, ["until"] = true,
+                        ["select"] = true, ["function"] = true }
+local function opens_control_flow(body)
+  -- A line of one command (no ; & | { ( in it, as most are) can only
+  -- start one with its first word: one search. Otherwise each keyword
+  -- wherever a command may start.
+  -- (Plain searches: a character class costs ten times one.)
+  if not (body:find(";", 1, true) or body:find("&", 1, true) or
+          body:find("|", 1, true) or body:find("{", 1, true) or
+          body:find("(", 1, true)) then
+    return CONTROL_WORDS[body:match("^[%a_]+") or ""] == true
+  end
+  -- A comment is no command (`# Data cache path (for mock data)`, in
+  -- Megatron-LM's own examples, once made every array after it unread),
+  -- nor is a trailing one where nothing before it quotes.
+  if body:byte(1) == 35 then return false end
+  local hash = body:find(" #", 1, true) or body:find("\t#", 1, true)
+  if hash ~= nil and not body:sub(1, hash):find("['\"\\]") then
+    body = body:sub(1, hash)
+  end
+  if body:find("&&", 1, true) or body:find("||", 1, true) or
+      body:find("|%s*$") or body:find("^[%a_][%w_]*%s*%(%s*%)") or
+      has_command(body, "{", ends_word) or
+      each_occurrence(body, "(", opens_subshell_at) then
+    return true
+  end
+  for word in pairs(CONTROL_WORDS) do
+    if has_command(body, word, ends_word) then return true end
+  end
+  return false
+end
+
 
 -- other_assignments' three searches: NAME= and NAME+=, ${NAME:=, for NAME.
 local function assignment_at(body, eq, f)
