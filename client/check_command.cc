@@ -438,24 +438,19 @@ int CheckLaunchesFile(const CheckFlags& check, std::ostream& out,
   }
   // Each line is shell text (a batch script's): its launch commands'
   // words as the program receives them, or why they cannot be read.
+  // (A line adds at most kMaxLaunchesALine before the count is checked.)
   std::vector<absl::StatusOr<std::vector<std::string>>> launches;
-  auto add = [&launches](absl::StatusOr<std::vector<std::string>> launch) {
-    if (launches.size() == kMaxLaunches) return false;
-    launches.push_back(std::move(launch));
-    return true;
-  };
   for (absl::string_view line : absl::StrSplit(*text, '\n')) {
     absl::StatusOr<std::vector<std::vector<std::string>>> commands =
         LaunchCommandsOfShellLine(line);
-    bool kept = true;
     if (!commands.ok()) {
-      kept = add(commands.status());
+      launches.push_back(commands.status());
     } else {
       for (std::vector<std::string>& words : *commands) {
-        kept = kept && add(std::move(words));
+        launches.push_back(std::move(words));
       }
     }
-    if (!kept) {
+    if (launches.size() > kMaxLaunches) {
       err << "memgate check: --launch-lines: more than " << kMaxLaunches
           << " launches\n";
       return kExitInvalid;

@@ -181,14 +181,6 @@ bool IsMegatronArgumentWord(absl::string_view word) {
          IsMegatronArgumentName(name);
 }
 
-// One past the script of a command's argv (its first word ending in
-// .py), or 0 where none names one.
-size_t ScriptEnd(const std::vector<std::string>& argv) {
-  for (size_t i = 0; i < argv.size(); ++i) {
-    if (absl::EndsWith(argv[i], ".py")) return i + 1;
-  }
-  return 0;
-}
 
 // Arguments beyond Megatron-LM's own parser that change memory, and why:
 // Megatron-DeepSpeed's switches to DeepSpeed's engine (its
@@ -372,6 +364,13 @@ bool ActsOnlyUnderModelOpt(absl::string_view name) {
     if (name == refusal.name) return refusal.modelopt_builder;
   }
   return false;
+}
+
+size_t ScriptEnd(const std::vector<std::string>& argv) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (absl::EndsWith(argv[i], ".py")) return i + 1;
+  }
+  return 0;
 }
 
 int64_t LaunchScore(const std::vector<std::string>& argv) {

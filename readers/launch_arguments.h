@@ -34,6 +34,10 @@ std::string Unquoted(absl::string_view text);
 // `...`).
 bool ExpandsAtRunTime(absl::string_view word);
 
+// One past the script of a command's argv (its first word ending in
+// .py), or 0 where none names one.
+size_t ScriptEnd(const std::vector<std::string>& argv);
+
 // How strongly one command's argv reads as a Megatron-LM launch, to pick
 // the launch among a line's commands: 4 for each argument of memgate's
 // table after the script (the first word ending in .py, where one does),

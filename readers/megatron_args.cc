@@ -1932,42 +1932,45 @@ LaunchCommandsOfShellLine(absl::string_view line) {
     scores.push_back(LaunchScore(commands[i]));
     if (scores[i] > scores[best]) best = i;
   }
-  // The script a command runs: its first word ending in .py, as a name.
+  // The script a command runs (ScriptEnd), as a name.
   auto script = [](const std::vector<std::string>& words) {
-    for (const std::string& w : words) {
-      if (absl::EndsWith(w, ".py")) return w.substr(w.rfind('/') + 1);
-    }
-    return std::string();
+    const size_t end = ScriptEnd(words);
+    if (end == 0) return std::string();
+    const std::string& w = words[end - 1];
+    return w.substr(w.rfind('/') + 1);
   };
   const std::string best_script = script(commands[best]);
-  std::vector<size_t> chosen = {best};
+  std::vector<bool> wanted(commands.size(), false);
+  wanted[best] = true;
+  size_t count = 1;
   for (size_t i = 0; i < commands.size() && scores[best] > 0; ++i) {
     if (i == best || scores[i] == 0) continue;
     if (scores[i] == scores[best] ||
         (!best_script.empty() && script(commands[i]) == best_script)) {
-      if (chosen.size() == kMaxLaunchesALine) {
+      if (count++ == kMaxLaunchesALine) {
         return absl::InvalidArgumentError(absl::StrCat(
             "launch: more than ", kMaxLaunchesALine,
             " launches on one line"));
       }
-      chosen.push_back(i);
+      wanted[i] = true;
     }
   }
   // Each after the TE variables the commands before it assign (`export
   // NVTE_FLASH_ATTN=0; torchrun ...`; the Slurm hook's job environment in
-  // front of the line's first).
-  for (const size_t c : chosen) {
-    std::vector<std::string> words;
-    for (size_t i = 0; i < c; ++i) {
-      for (const std::string& word : commands[i]) {
-        if (absl::StrContains(word, "NVTE_") &&
-            absl::StrContains(word, "=")) {
-          words.push_back(word);
-        }
+  // front of the line's first), gathered in one pass; the strongest first.
+  std::vector<std::string> assigned;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    if (wanted[i]) {
+      std::vector<std::string> words = assigned;
+      words.insert(words.end(), commands[i].begin(), commands[i].end());
+      launches.insert(i == best ? launches.begin() : launches.end(),
+                      std::move(words));
+    }
+    for (const std::string& word : commands[i]) {
+      if (absl::StrContains(word, "NVTE_") && absl::StrContains(word, "=")) {
+        assigned.push_back(word);
       }
     }
-    words.insert(words.end(), commands[c].begin(), commands[c].end());
-    launches.push_back(std::move(words));
   }
   return launches;
 }

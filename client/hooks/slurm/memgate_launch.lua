@@ -203,7 +203,6 @@ local function expand(line, vars, budget, shifted, raw)
       -- variable (64 launches of four 60 KiB ones) copies it, and does
       -- not scan it again.
       local context = quote == '"' and (each and 2 or 1) or 0
-      budget.written = budget.written or { {}, {}, {} }
       local cache = budget.written[context + 1]
       local words = cache[value]
       if words == nil then
@@ -803,8 +802,11 @@ function M.find_launches(script, known, limits, environment)
   local arrays = {}         -- NAME -> its words, where the hook reads them
   local unread_arrays = {}  -- NAME -> why it does not read them
   local launch_arrays = {}  -- NAME -> true: holds Megatron's arguments
+  -- written: expand's cache of values written for a launch line, a table
+  -- a quoting context (unquoted, in double quotes, an element a word).
   local budget = { substitutions = limits.substitutions, limits = limits,
-                   arrays = arrays, unread_arrays = unread_arrays }
+                   arrays = arrays, unread_arrays = unread_arrays,
+                   written = { {}, {}, {} } }
   -- vars: the names substituted; seen: each name's first literal value,
   -- or false where it was first set otherwise; conflicted: set otherwise
   -- or to different values, never substituted again.
