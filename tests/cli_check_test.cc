@@ -139,6 +139,23 @@ TEST(CliCheckTest, ArgvIsLiteralAndALaunchLineIsShellText) {
     const RunResult r = check_line(tail);
     EXPECT_EQ(r.exit_code, 0) << tail << ": " << r.out << r.err;
   }
+  // The file's bound counts launches, not lines: 32 lines of two launches
+  // are checked; 33 are refused before any is.
+  std::string pairs;
+  for (int i = 0; i < 33; ++i) pairs += line + "&& " + line + "\n";
+  const std::string most =
+      testing::WriteTempFile("most_launches.txt",
+                             pairs.substr(0, pairs.size() / 33 * 32));
+  const RunResult at_bound =
+      Check({"--gpu=a100-40gb", "--launch-lines=" + most});
+  EXPECT_EQ(at_bound.exit_code, 0) << at_bound.out << at_bound.err;
+  const std::string over = testing::WriteTempFile("over_launches.txt", pairs);
+  const RunResult past =
+      Check({"--gpu=a100-40gb", "--launch-lines=" + over});
+  EXPECT_EQ(past.exit_code, 2) << past.out << past.err;
+  EXPECT_NE(past.err.find("--launch-lines: more than 64 launches"),
+            std::string::npos)
+      << past.err;
   const RunResult r = check_line("--wandb-exp-name \"open");
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("memgate check: launch: a quote or a substitution"),
