@@ -1845,6 +1845,12 @@ absl::StatusOr<MegatronLaunch> ReadLaunch(
 
 namespace {
 
+// Whether `word` may assign one of TE's variables (NVTE_...=, or a list
+// that holds one: --export=ALL,NVTE_FLASH_ATTN=0).
+bool IsTeAssignmentWord(const std::string& word) {
+  return absl::StrContains(word, "NVTE_") && absl::StrContains(word, "=");
+}
+
 // The words of a command that hold shell text of their own, as a range
 // [first, last) of its words, or an empty range: a shell's command string
 // (`bash -c "..."`, `srun ... sh -lc '...'`, as batch scripts start a
@@ -1907,7 +1913,14 @@ absl::Status AppendCommands(absl::string_view line, int depth,
       text += command[i];
     }
     command.erase(command.begin() + first, command.begin() + last);
+    // Its TE variables (`srun --export=ALL,NVTE_FLASH_ATTN=0 bash -c`,
+    // `env NVTE_...=0 sh -c`) are the environment of what the text runs.
+    std::vector<std::string> environment = {"export"};
+    for (const std::string& word : command) {
+      if (IsTeAssignmentWord(word)) environment.push_back(word);
+    }
     out.push_back(std::move(command));
+    if (environment.size() > 1) out.push_back(std::move(environment));
     // Text that is not a line bash would run (an echo's "it's done") is
     // printed, or fails where it runs: no command of it is a candidate.
     std::vector<std::vector<std::string>> inner;
@@ -1955,9 +1968,11 @@ LaunchCommandsOfShellLine(absl::string_view line) {
       wanted[i] = true;
     }
   }
-  // Each after the TE variables the commands before it assign (`export
-  // NVTE_FLASH_ATTN=0; torchrun ...`; the Slurm hook's job environment in
-  // front of the line's first), gathered in one pass; the strongest first.
+  // Each after the TE variables the commands before it export (`export
+  // NVTE_FLASH_ATTN=0; torchrun ...`, the Slurm hook's job environment in
+  // front of the line, a shell's environment before its -c string; not
+  // one command's own `NVTE_FLASH_ATTN=1 cd $DIR`, which bash gives that
+  // command alone), gathered in one pass; the strongest first.
   std::vector<std::string> assigned;
   for (size_t i = 0; i < commands.size(); ++i) {
     if (wanted[i]) {
@@ -1966,10 +1981,9 @@ LaunchCommandsOfShellLine(absl::string_view line) {
       launches.insert(i == best ? launches.begin() : launches.end(),
                       std::move(words));
     }
+    if (commands[i].empty() || commands[i][0] != "export") continue;
     for (const std::string& word : commands[i]) {
-      if (absl::StrContains(word, "NVTE_") && absl::StrContains(word, "=")) {
-        assigned.push_back(word);
-      }
+      if (IsTeAssignmentWord(word)) assigned.push_back(word);
     }
   }
   return launches;

@@ -73,10 +73,12 @@ absl::Status RefuseUnreviewedArguments(const MegatronLaunch& launch);
 // it every other that scores as much or runs the same script (`torchrun
 // pretrain_gpt.py ... && torchrun pretrain_gpt.py ...`: each is checked,
 // the worst decides, as for a script's lines), at most
-// kMaxLaunchesALine. TransformerEngine's variables assigned by the
-// commands before one (`export NVTE_FLASH_ATTN=0; torchrun ...`) go in
-// front, as its environment. A shell run on a string (`srun bash -c "cd
-// $DIR && torchrun ..."`) runs that string's commands, and what `echo`
+// kMaxLaunchesALine. TransformerEngine's variables exported by the
+// commands before one (`export NVTE_FLASH_ATTN=0; torchrun ...`; not an
+// earlier command's own `NVTE_...=0 cd $DIR`) go in front, as its
+// environment. A shell run on a string (`srun bash -c "cd $DIR &&
+// torchrun ..."`) runs that string's commands, in the environment its
+// command's words give (srun's --export, env's), and what `echo`
 // or `printf` prints may be run (`echo "torchrun ..." | bash`): those
 // commands are candidates too, after the rest of theirs (4 strings deep
 // at most; text that is no line bash would run, none). INVALID_ARGUMENT

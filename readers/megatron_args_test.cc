@@ -1738,6 +1738,12 @@ TEST(MegatronArgsTest, AnArgvWordIsTheProgramsWhateverItHolds) {
   ASSERT_TRUE(exported.ok()) << exported.status();
   EXPECT_EQ(exported->job.training().attention_kernel(),
             v1::ATTENTION_KERNEL_UNFUSED);
+  // An earlier command's own assignments are its alone, as bash gives them.
+  const absl::StatusOr<MegatronLaunch> own = FromShellLine(absl::StrCat(
+      "NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 cd $DIR && ", kLlama31_8B));
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_NE(own->job.training().attention_kernel(),
+            v1::ATTENTION_KERNEL_UNFUSED);
   EXPECT_FALSE(FromShellLine(absl::StrCat(kLlama31_8B, " --x 'open")).ok());
   // A shell run on a string runs its commands (as batch scripts start a
   // launch a node): the launch among them is read, with the TE switches

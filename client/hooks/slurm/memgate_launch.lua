@@ -334,8 +334,9 @@ and cuDNN's fused attention switched off leave its unfused attention, which
 keeps the s x s scores (and, with NVTE_MASKED_SOFTMAX_FUSION=0, an fp32
 copy of them); NVTE_BACKWARD_OVERRIDE=high_precision keeps fp8 GEMMs'
 16-bit inputs. The job's environment (what sbatch exports) and the
-script's exports reach the launch, so they go in front of its line as
-NAME=value words, which memgate reads.
+script's exports reach the launch, so they go in front of its line as an
+export (`export NAME=value ...; `), which memgate reads for every command
+on the line.
 ]]
 M.TE_VARIABLES = { "NVTE_FLASH_ATTN", "NVTE_FLASH_ATTN_V2",
                    "NVTE_FUSED_ATTN", "NVTE_UNFUSED_ATTN",
@@ -419,7 +420,9 @@ local function te_resolve(rest, vars, default_of)
   return "?"
 end
 
--- NAME=value words for the exported TE attention variables, in order.
+-- The exported TE attention variables, in order, as an export command in
+-- front of the launch's line (`export NAME=value ...; `): the
+-- environment of every command on it, as memgate reads an export.
 local function environment_words(exported)
   local words = {}
   for _, name in ipairs(M.TE_VARIABLES) do
@@ -427,7 +430,8 @@ local function environment_words(exported)
       words[#words + 1] = name .. "=" .. exported[name] .. " "
     end
   end
-  return table.concat(words)
+  if words[1] == nil then return "" end
+  return "export " .. table.concat(words) .. "; "
 end
 
 -- Bytes that can end the word before a command (blank, ;, &, |, {, ():
