@@ -253,6 +253,31 @@ scripts.array_appended = function()
          "if [ \"$BIG\" = 1 ]; then\n  EXTRA+=(--micro-batch-size 4)\nfi\n" ..
          fits .. " ${EXTRA[@]}\n"
 end
+-- An element of an array set (ARGS[1]=4) or unset (`unset 'ARGS[2]'
+-- 'ARGS[3]'`) changes its words: each ran MBS 4 where the hook read the
+-- assignment alone (MBS 1: admitted). Refused naming the array.
+scripts.array_element_set = function()
+  return header .. "ARGS=(--micro-batch-size 1)\nARGS[1]=4\n" ..
+         fits .. " ${ARGS[@]}\n"
+end
+scripts.array_elements_unset = function()
+  return header .. "ARGS=(--micro-batch-size 4 --micro-batch-size 1)\n" ..
+         "unset 'ARGS[2]' 'ARGS[3]'\n" .. fits .. " ${ARGS[@]}\n"
+end
+-- Arrays built from arrays copy their words: 4,000 lines of
+-- B=("${A[@]}" i) over a 256 KiB A held 1 GB for 8.5 s inside
+-- slurmctld. Refused past 4 MiB of words kept.
+scripts.arrays_built_from_arrays = function()
+  local lines = { header, "A0=(" .. string.rep("x", 1000) .. ")\n" }
+  for i = 1, 8 do
+    lines[#lines + 1] = string.format('A%d=("${A%d[@]}" "${A%d[@]}")\n', i,
+                                      i - 1, i - 1)
+  end
+  for i = 1, 4000 do
+    lines[#lines + 1] = string.format('B%d=("${A8[@]}" %d)\n', i, i)
+  end
+  return table.concat(lines) .. fits .. " ${B4000[@]}\n"
+end
 -- memgate splits a launch's line as bash does: a quoted value holding
 -- an operator is the argument's (it once ended the command there, and the
 -- MBS 4 after it went unread: admitted), an operator glued to the last

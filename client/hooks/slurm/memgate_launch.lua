@@ -54,6 +54,11 @@ M.LIMITS = {
   -- where a value goes inside quotes (4 MiB of them took 0.6 s); a real
   -- launch line has tens.
   quotes = 4096,
+  -- Words kept in arrays, each value an assignment makes counted (an
+  -- array built from others copies them: 4,000 lines of
+  -- B=("${A[@]}" i) over a 256 KiB A held 1 GB for 8.5 s). Megatron-LM's
+  -- example scripts keep a few KiB.
+  array_bytes = 4 * 1024 * 1024,
 }
 
 -- An error raised when a limit is exceeded: judge turns it into a refusal.
@@ -600,6 +605,13 @@ local function expands_one_of(body, at, arrays)
   local name = name_before(body, at - 1)
   return name ~= nil and arrays[name] ~= nil
 end
+-- NAME[i]=value and NAME[i]+=value (an element of an array set): the
+-- name before a `[` on a line that holds `]=` (a `[` after a name that
+-- starts a word; conservative: `X[0]=${A[1]}` counts A too).
+local function element_at(body, at, f)
+  local name = name_before(body, at - 1)
+  if name ~= nil then f(name) end
+end
 local function for_loop_at(body, at, f)
   if at == 1 or ASSIGNMENT_START[body:byte(at - 1)] then
     local name = body:match("^for%s+([%a_][%w_]*)", at)
@@ -611,9 +623,11 @@ end
 Calls `f(name)` for every variable a line may set other than as a line of
 its own (NAME=value, which find_launches reads): NAME= or NAME+= after a
 blank or ; & | ( ) { (an argument loop's `--mbs) MBS=$2;;`, `[ -n "$BIG" ]
-&& MBS=4`, `export A=1 B=2`, `local`, `declare`, `let`), `for NAME in`,
-`printf -v NAME`, ${NAME:=value} and ${NAME=value}, and on a line that
-runs `read`, `mapfile` / `readarray` or arithmetic `((`, every name on
+&& MBS=4`, `export A=1 B=2`, `local`, `declare`, `let`), an element
+NAME[i]= or NAME[i]+=, `for NAME in`, `printf -v NAME`, ${NAME:=value}
+and ${NAME=value}, and on a line that runs `read`, `mapfile` /
+`readarray`, `unset` (other than `unset NAME` alone, which find_launches
+reads: several names, an element, -v) or arithmetic `((`, every name on
 it. Plain searches and one walk back over each name: linear in the line,
 which may be 256 KiB.
 ]]
@@ -621,6 +635,9 @@ local function other_assignments(body, f)
   each_occurrence(body, "=", assignment_at, f)
   each_occurrence(body, "${", default_assignment_at, f)
   each_occurrence(body, "for", for_loop_at, f)
+  if body:find("]=", 1, true) or body:find("]+=", 1, true) then
+    each_occurrence(body, "[", element_at, f)
+  end
   local printf = body:find("printf", 1, true)
   if printf ~= nil then
     local printf_name = body:match("printf%s+%-v%s+([%a_][%w_]*)", printf)
@@ -634,6 +651,9 @@ local function other_assignments(body, f)
   end
   if not every_word and body:find("mapfile", 1, true) ~= nil then
     every_word = has_command(body, "mapfile", ends_word)
+  end
+  if not every_word and body:find("unset", 1, true) ~= nil then
+    every_word = has_command(body, "unset", ends_word)
   end
   if every_word then
     for word in body:gmatch("[%a_][%w_]*") do f(word) end
@@ -650,6 +670,18 @@ local function keep_part(value, piece, limits)
                          limits.line_bytes))
   end
   value.parts[#value.parts + 1] = piece
+end
+
+-- Counts `bytes` of words kept in an array against the script's
+-- limits.array_bytes (budget.array_bytes: what is left).
+local function keep_array_bytes(budget, bytes)
+  budget.array_bytes = budget.array_bytes - bytes
+  if budget.array_bytes < 0 then
+    exceed(string.format("the script's arrays hold more than %d bytes of " ..
+                         "words (each assignment's counted: an array " ..
+                         "built from others copies them)",
+                         budget.limits.array_bytes))
+  end
 end
 
 --[[
@@ -809,6 +841,7 @@ function M.find_launches(script, known, limits, environment)
   -- written: expand's cache of values written for a launch line, a table
   -- a quoting context (unquoted, in double quotes, an element a word).
   local budget = { substitutions = limits.substitutions, limits = limits,
+                   array_bytes = limits.array_bytes,
                    arrays = arrays, unread_arrays = unread_arrays,
                    written = { {}, {}, {} } }
   -- vars: the names substituted; seen: each name's first literal value,
@@ -980,6 +1013,8 @@ function M.find_launches(script, known, limits, environment)
       -- The script's arguments after a line that moved them, or an
       -- array the hook does not read.
       array.moved = true
+    else
+      keep_array_bytes(budget, #words)
     end
     note(name)
     vars[name] = nil  -- $NAME of an array is its first word: not read
