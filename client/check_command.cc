@@ -439,8 +439,14 @@ int CheckLaunchesFile(const CheckFlags& check, std::ostream& out,
   // Each line is shell text (a batch script's): its launch commands'
   // words as the program receives them, or why they cannot be read.
   // (A line adds at most kMaxLaunchesALine before the count is checked.)
+  // line_of: each launch's line (1-based), which the deciding launch is
+  // named by too: the Slurm hook tells its user which of the script's
+  // conditions that line took.
   std::vector<absl::StatusOr<std::vector<std::string>>> launches;
+  std::vector<size_t> line_of;
+  size_t line_number = 0;
   for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+    ++line_number;
     absl::StatusOr<std::vector<std::vector<std::string>>> commands =
         LaunchCommandsOfShellLine(line);
     if (!commands.ok()) {
@@ -450,6 +456,7 @@ int CheckLaunchesFile(const CheckFlags& check, std::ostream& out,
         launches.push_back(std::move(words));
       }
     }
+    line_of.resize(launches.size(), line_number);
     if (launches.size() > kMaxLaunches) {
       err << "memgate check: --launch-lines: more than " << kMaxLaunches
           << " launches\n";
@@ -491,7 +498,7 @@ int CheckLaunchesFile(const CheckFlags& check, std::ostream& out,
     std::ostream& rest = decider.code == kExitAdmit ? out : err;
     rest << "memgate check: " << launches.size()
          << " launches in the script; the one above (launch " << worst + 1
-         << ") decides:\n";
+         << ", line " << line_of[worst] << " of --launch-lines) decides:\n";
     for (size_t i = 0; i < outcomes.size(); ++i) {
       const std::string& text =
           outcomes[i].out.empty() ? outcomes[i].err : outcomes[i].out;

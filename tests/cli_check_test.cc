@@ -63,8 +63,8 @@ TEST(CliCheckTest, ARefusedLaunchDecidesItsScriptAndEndsTheCheck) {
                                fits + "\n");
   RunResult r = Check({"--gpu=h100-80gb", "--launches-file=" + refused_first});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.err.find("4 launches in the script; the one above (launch 2) "
-                       "decides"),
+  EXPECT_NE(r.err.find("4 launches in the script; the one above (launch 2, "
+                       "line 2 of --launch-lines) decides"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("launches 3 to 4: not checked (the refusal above "
@@ -75,7 +75,9 @@ TEST(CliCheckTest, ARefusedLaunchDecidesItsScriptAndEndsTheCheck) {
       "invalid_first.txt", invalid + "\n" + fits + "\n" + ooms + "\n");
   r = Check({"--gpu=h100-80gb", "--launches-file=" + invalid_first});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.err.find("(launch 3) decides"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(launch 3, line 3 of --launch-lines) decides"),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(r.err.find("not checked"), std::string::npos) << r.err;
   // --launch-lines is its name now (the hook's: a memgate before it
   // refuses the flag rather than misread the hook's lines); the earlier
@@ -130,8 +132,9 @@ TEST(CliCheckTest, ArgvIsLiteralAndALaunchLineIsShellText) {
   const RunResult twice =
       check_line("--micro-batch-size 1 && " + line + "--micro-batch-size 8");
   EXPECT_EQ(twice.exit_code, 1) << twice.out << twice.err;
+  // (Named by its line too: the hook's labels are a line's.)
   EXPECT_NE(twice.err.find("2 launches in the script; the one above "
-                           "(launch 2) decides"),
+                           "(launch 2, line 1 of --launch-lines) decides"),
             std::string::npos)
       << twice.err;
   for (const char* tail :

@@ -24,6 +24,10 @@ local fragments = {
   ". ./env", "eval ", "export $(cat .env)", "=(", "[@]}", "--micro-batch-size ",
   "${MBS:-4}", "MBS=${MBS:-1}", "${X-", ":-", "run() {", "function f",
   "GPT_ARGS=\"", "$GPT_ARGS",
+  -- `if` blocks the hook follows, their tests, and element assignments.
+  "if [ \"$MBS\" = 2 ]; then", "elif [[ -z $X ]]; then", "else", "fi",
+  "if [ -n \"$A\" ] || [ x == y ]; then", " # c", "ARGS+=(", "ARGS[1]=",
+  "unset 'ARGS[0]'", "${ARGS[@]} ",
 }
 math.randomseed(tonumber(arg[2] or "1"))
 local scripts, errors = tonumber(arg[3] or "20000"), 0

@@ -193,19 +193,22 @@ scripts.array_after_and = function()
   return header .. "[ -n \"$BIG\" ] && EXTRA=(\n  --num-layers 32 " ..
          "--micro-batch-size 4\n)\n" .. fits .. " ${EXTRA[@]}\n"
 end
--- An array of a 100 KiB name, appended to: the refusal quotes its first
--- 64 bytes, not the name whole (twice).
+-- An array of a 100 KiB name, appended to after a sourced file (which
+-- may have set it): the refusal quotes its first 64 bytes, not the name
+-- whole (twice).
 scripts.array_name_huge = function()
   local name = string.rep("A", 100 * 1024)
-  return header .. name .. "=(--micro-batch-size 1)\n" .. name ..
+  return header .. ". ./config.sh\n" .. name ..
          "+=(--micro-batch-size 4)\n" .. fits .. " ${" .. name .. "[@]}\n"
 end
--- After the script's first condition or loop, an assignment may sit
--- under it: an array set there, or a variable that is an argument of its
--- own (--sequence-parallel), missing when it does not run, is left
--- unread (without sequence parallelism the job holds TP times the
--- activations it was judged by); a value is still read (the launch
--- fails at once without it).
+-- After an `if` block the hook follows (closed by its `fi`), an array is
+-- set whichever branch ran: read (it was refused as perhaps under the
+-- condition). Under a condition the hook does not follow (a loop, a
+-- function, ...), a variable that is an argument of its own
+-- (--sequence-parallel), missing when it does not run, is left unread
+-- (without sequence parallelism the job holds TP times the activations
+-- it was judged by); a value is still read (the launch fails at once
+-- without it).
 scripts.array_after_condition = function()
   return header .. "if [ -n \"$PROFILE\" ]; then\n  echo profiling\nfi\n" ..
          "ARGS=(--micro-batch-size 1)\n" .. fits .. " ${ARGS[@]}\n"
@@ -244,10 +247,11 @@ scripts.string_args_one_line = function()
   return header .. "GPT_ARGS=\"" .. args .. "\"  # the model\n" ..
          "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py $GPT_ARGS\n"
 end
--- An array appended to (under a condition here, as Megatron-LM's llama3
--- example does with its fp8 arguments): which words it holds is decided
--- at run time: refused naming it, never read as if every append ran or
--- none did.
+-- An array appended to under a condition (as Megatron-LM's llama3
+-- example does with its fp8 arguments): the launch is checked with each
+-- list of words the branches may leave it (here with and without MBS 4),
+-- never as if every append ran or none did; the refusal names the
+-- branch its launch took.
 scripts.array_appended = function()
   return header .. "EXTRA=(--micro-batch-size 1)\n" ..
          "if [ \"$BIG\" = 1 ]; then\n  EXTRA+=(--micro-batch-size 4)\nfi\n" ..
@@ -277,6 +281,94 @@ scripts.arrays_built_from_arrays = function()
     lines[#lines + 1] = string.format('B%d=("${A8[@]}" %d)\n', i, i)
   end
   return table.concat(lines) .. fits .. " ${B4000[@]}\n"
+end
+-- Appended to with no condition around it: read as bash runs it.
+scripts.array_appended_at_top = function()
+  return header .. "EXTRA=(--micro-batch-size 1)\n" ..
+         "EXTRA+=(--micro-batch-size 4)\n" .. fits .. " ${EXTRA[@]}\n"
+end
+-- Each branch of an if/elif/else sets the array: every branch is checked
+-- (here the elif's OOMs).
+scripts.array_in_each_branch = function()
+  return header .. "if [ \"$SIZE\" = small ]; then\n" ..
+         "  EXTRA=(--micro-batch-size 1)\n" ..
+         "elif [ \"$SIZE\" = big ]; then  # the big one\n" ..
+         "  EXTRA=(--micro-batch-size 4)\nelse\n  EXTRA=()\nfi\n" ..
+         fits .. " ${EXTRA[@]}\n"
+end
+-- A condition the script's own values decide: a branch no run takes is
+-- not checked (the small job admitted), one every run takes is (the big
+-- one refused). A value set inside a branch decides nothing after it
+-- (it may not be set): both branches are checked.
+local function decided(size, where)
+  return header .. (where or "SIZE=" .. size .. "\n") ..
+         "EXTRA=()\nif [[ \"$SIZE\" == big ]] || [ -z \"$SIZE\" ]; then\n" ..
+         "  EXTRA+=(--micro-batch-size 4)\nfi\n" .. fits .. " ${EXTRA[@]}\n"
+end
+scripts.condition_decided_small = function() return decided("small") end
+scripts.condition_decided_big = function() return decided("big") end
+scripts.condition_value_from_a_branch = function()
+  return decided("", "if [ -n \"$X\" ]; then\n  SIZE=small\nfi\n")
+end
+-- Megatron-LM's llama3 example's style: fp8 arguments appended when
+-- DTYPE is fp8 (decided: it is), data arguments by a condition on the
+-- script's arguments (both checked), the arrays joined with +=.
+scripts.megatron_example_conditional = function()
+  return megatron_example(1):gsub("torchrun ", "DTYPE=bf16\nDTYPE_ARGS=()\n" ..
+      "if [[ \"$DTYPE\" == \"fp8\" ]]; then\n" ..
+      "    DTYPE_ARGS+=(\n        \"--fp8-format hybrid\"\n    )\nfi\n" ..
+      "DATA_ARGS=()\nif [[ \"$1\" == \"MOCK\" ]] || [[ -z \"$1\" ]]; then\n" ..
+      "    DATA_ARGS+=(--mock-data)\nelse\n" ..
+      "    DATA_ARGS+=(\"--data-path $1\")\nfi\n" ..
+      "DDP_ARGS=(--overlap-grad-reduce)\n" ..
+      "TRAINING_ARGS+=(\"${DDP_ARGS[@]}\")\ntorchrun ", 1) ..
+      "    ${DTYPE_ARGS[@]} ${DATA_ARGS[@]}\n"
+end
+-- What the hook does not follow inside a block: a loop (the arrays the
+-- block set are unread), an `else` with a command on its line (once
+-- taken for part of the branch above it, the MBS 4 of the else would
+-- have replaced the MBS 1 and never been checked... here the reverse:
+-- the else's MBS 4 is refused by name, not read as the then's).
+scripts.array_in_branch_with_loop = function()
+  return header .. "if [ -n \"$BIG\" ]; then\n" ..
+         "  EXTRA=(--micro-batch-size 4)\n  for i in 1 2; do echo $i; done\n" ..
+         "fi\n" .. fits .. " ${EXTRA[@]}\n"
+end
+scripts.else_with_a_command = function()
+  return header .. "if [ -n \"$BIG\" ]; then\n" ..
+         "  EXTRA=(--micro-batch-size 1)\nelse echo small\n" ..
+         "  EXTRA=(--micro-batch-size 4)\nfi\n" .. fits .. " ${EXTRA[@]}\n"
+end
+-- Bounds: five conditions of two lists each are 32 launches to check,
+-- past 16: refused naming the arrays; a 60,000-line elif chain over 1,000
+-- arrays restores them at each branch: refused past 100,000 restores,
+-- not run for minutes; a 4 MiB line of keywords inside a block, each
+-- looked for as a command.
+scripts.variants_too_many = function()
+  local lines, uses = { header }, {}
+  for i = 1, 5 do
+    lines[#lines + 1] = "if [ -n \"$X" .. i .. "\" ]; then\n  A" .. i ..
+                        "=(--seed " .. i .. ")\nfi\n"
+    uses[#uses + 1] = "${A" .. i .. "[@]}"
+  end
+  return table.concat(lines) .. fits .. " " .. table.concat(uses, " ") .. "\n"
+end
+scripts.elif_chain_over_many_arrays = function()
+  local lines = { header, "if [ \"$X\" = 0 ]; then\n" }
+  for i = 1, 1000 do lines[#lines + 1] = "A" .. i .. "=(x)\n" end
+  for i = 1, 60000 do
+    lines[#lines + 1] = "elif [ \"$X\" = " .. i .. " ]; then\n"
+  end
+  return table.concat(lines) .. "fi\n" .. fits .. "\n"
+end
+scripts.keywords_4mb_in_a_block = function()
+  local tail = "fi\n" .. fits .. "\n"
+  local open = "if [ -n \"$X\" ]; then\n"
+  local unit = "xfixifxdonexthenxelsexesac"
+  return header .. open ..
+         string.rep(unit, math.floor((4 * 1024 * 1024 - #header - #open -
+                                      #tail - 64) / #unit)) ..
+         "\n" .. tail
 end
 -- memgate splits a launch's line as bash does: a quoted value holding
 -- an operator is the argument's (it once ended the command there, and the

@@ -122,8 +122,8 @@ expect megatron_example_ooms refuse "REFUSE [RED] peak 51.58"
 expect array_then_launch_on_one_line refuse "REFUSE [RED] peak 51.58"
 expect array_computed refuse "the launch uses \${ARGS[@]}, an array the script computes (\$( ... ))"
 expect array_after_and refuse "the launch uses \${EXTRA[@]}, an array the script sets after another command on its line"
-expect array_name_huge refuse "the launch uses \${AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA..., an array the script appends to (AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA...+=( ... ))"
-expect array_after_condition refuse "the launch uses \${ARGS[@]}, an array the script sets after its first condition or loop ('if [ -n \"\$PROFILE\" ]; then'), perhaps under it"
+expect array_name_huge refuse "the launch uses \${AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA..., an array the script appends to (AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA...+=( ... )) without setting it first"
+expect array_after_condition admit ""
 expect switch_after_condition refuse "'\$SP' after pretrain_gpt.py is a shell expansion"
 expect value_after_condition refuse "REFUSE [RED] peak 51.58"
 expect string_args_fits admit ""
@@ -131,7 +131,19 @@ expect string_args_ooms refuse "REFUSE [RED] peak 51.58"
 expect string_args_extended refuse "launch: '\$GPT_ARGS' after pretrain_gpt.py is a shell expansion"
 expect string_args_one_line refuse "REFUSE [RED] peak 51.58"
 expect string_unclosed refuse "a quoted assignment (GPT_ARGS=\" ... \") is longer than 262144 bytes"
-expect array_appended refuse "the launch uses \${EXTRA[@]}, an array the script appends to (EXTRA+=( ... ))"
+expect array_appended refuse "REFUSE [RED] peak 51.58 GiB (stage 0) vs limit 32.00 GiB"
+expect array_appended refuse "(the launch as the script runs it where it takes the branch of 'if [ \"\$BIG\" = 1 ]; then')"
+expect array_appended_at_top refuse "REFUSE [RED] peak 51.58"
+expect array_in_each_branch refuse "where it takes the branch of 'elif [ \"\$SIZE\" = big ]; then  # the big one')"
+expect condition_decided_small admit ""
+expect condition_decided_big refuse "REFUSE [RED] peak 51.58"
+expect condition_value_from_a_branch refuse "where it takes the branch of 'if [[ \"\$SIZE\" == big ]] || [ -z \"\$SIZE\" ]; then')"
+expect megatron_example_conditional admit ""
+expect array_in_branch_with_loop refuse "the launch uses \${EXTRA[@]}, an array the script sets under a condition ('if [ -n \"\$BIG\" ]; then') that holds a construct the hook does not follow ('for i in 1 2; do echo \$i; done')"
+expect else_with_a_command refuse "the launch uses \${EXTRA[@]}, an array the script sets under a condition ('if [ -n \"\$BIG\" ]; then') that holds a construct the hook does not follow ('else echo small')"
+expect variants_too_many refuse "the launch uses arrays (A1, A2, A3, A4, A5) whose values after the script's conditions combine in more than 16 ways"
+expect elif_chain_over_many_arrays refuse "more than 100000 arrays recorded or restored where branches of the script's conditions end"
+expect keywords_4mb_in_a_block admit ""
 expect array_element_set refuse "the launch uses \${ARGS[@]}, an array the script sets otherwise than in one NAME=( ... ) line"
 expect array_elements_unset refuse "the launch uses \${ARGS[@]}, an array the script sets otherwise than in one NAME=( ... ) line"
 expect arrays_built_from_arrays refuse "the script's arrays hold more than 4194304 bytes of words"
@@ -255,6 +267,17 @@ if out=$(timeout 60 "$lua" "$(dirname "$scenarios")/hook_fragments_fuzz.lua" \
   passed=$((passed + 1))
 else
   echo "FAIL: random fragments: $out"
+  failed=$((failed + 1))
+fi
+
+# The hook's `if` blocks and arrays against bash itself: every launch
+# bash runs, whatever the job's environment decides, is one it checks.
+if out=$(timeout 120 bash "$(dirname "$scenarios")/hook_branches_differential.sh" \
+           "$work" 1 600 2>&1); then
+  echo "ok: $out"
+  passed=$((passed + 1))
+else
+  echo "FAIL: branches against bash: $out"
   failed=$((failed + 1))
 fi
 

@@ -59,6 +59,16 @@ M.LIMITS = {
   -- B=("${A[@]}" i) over a 256 KiB A held 1 GB for 8.5 s). Megatron-LM's
   -- example scripts keep a few KiB.
   array_bytes = 4 * 1024 * 1024,
+  -- The values an array may hold after the script's conditions (`if`
+  -- blocks the hook follows), and the combinations of them a launch is
+  -- checked with: each is one more launch for memgate (of `launches`).
+  variants = 16,
+  -- `if` blocks open inside one another that the hook follows.
+  condition_depth = 16,
+  -- Arrays recorded or restored where a branch of a condition ends (one
+  -- a branch and array changed in the block: an `elif` chain of 50,000
+  -- lines over 1,000 arrays would be 50 million).
+  branch_work = 100000,
 }
 
 -- An error raised when a limit is exceeded: judge turns it into a refusal.
@@ -548,6 +558,105 @@ local function opens_subshell_at(body, at)
   return not (at > 2 and body:byte(at - 1) == 40 and body:byte(at - 2) == 36)
 end
 
+-- A test's operand: a literal word (fp8, "fp8", 'fp8') or one variable
+-- ("$X", "${X}", or $X where its value is one word) whose value
+-- `value_of` knows; nil for anything else (a glob, an expansion, ...).
+local function test_operand(word, value_of)
+  local inner = word:match('^"(.*)"$')
+  local text = inner or word:match("^'(.*)'$") or word
+  if word:byte(1) == 39 then  -- '...': nothing expanded
+    return not text:find("'", 1, true) and text or nil
+  end
+  local name = text:match("^%$([%a_][%w_]*)$") or
+               text:match("^%${([%a_][%w_]*)}$")
+  if name ~= nil then
+    local value = value_of(name)
+    if value ~= nil and inner == nil and
+        (value == "" or value:find("[%s%*%?%[]")) then
+      return nil  -- split, vanished or a pattern where it stands
+    end
+    return value
+  end
+  if text:find("[%$`\\\"'%*%?%[%]]") then return nil end
+  return text
+end
+
+-- One test: `[ A = B ]`, `[ A == B ]`, `[ A != B ]` (or in `[[ ]]`, B a
+-- word with no pattern in it), `[ -z A ]`, `[ -n A ]`: true or false,
+-- or nil where an operand is not known or the test is another.
+local function test_value(words, value_of)
+  local n = #words
+  local open, close = words[1], words[n]
+  if not ((open == "[" and close == "]") or
+          (open == "[[" and close == "]]")) then
+    return nil
+  end
+  if n == 4 and (words[2] == "-z" or words[2] == "-n") then
+    local a = test_operand(words[3], value_of)
+    if a == nil then return nil end
+    return (a == "") == (words[2] == "-z")
+  end
+  if n ~= 5 then return nil end
+  local op = words[3]
+  if op ~= "=" and op ~= "==" and op ~= "!=" then return nil end
+  local a = test_operand(words[2], value_of)
+  local b = test_operand(words[4], value_of)
+  if a == nil or b == nil then return nil end
+  return (a == b) == (op ~= "!=")
+end
+
+--[[
+Whether an `if` condition holds where the script's values decide it:
+tests (test_value) joined by && and || (left to right, as bash runs
+them), each word blank-separated. true, false, or nil (decided when it
+runs: a value not known, another command, a test the hook does not
+evaluate). A few dozen words at most are looked at.
+]]
+local function condition_value(condition, value_of)
+  local result, pending, words, count = nil, nil, {}, 0
+  local function finish()
+    local value = test_value(words, value_of)
+    if pending == nil then
+      result = value
+    elseif pending == "&&" then
+      if result == false or value == false then result = false
+      elseif result == true then result = value
+      else result = nil end
+    else
+      if result == true or value == true then result = true
+      elseif result == false then result = value
+      else result = nil end
+    end
+    words = {}
+  end
+  for word in condition:gmatch("%S+") do
+    count = count + 1
+    if count > 64 then return nil end
+    if word == "&&" or word == "||" then
+      finish()
+      pending = word
+    else
+      words[#words + 1] = word
+    end
+  end
+  finish()
+  return result
+end
+
+-- Words that open, divide or close a compound command.
+local BLOCK_KEYWORDS = { ["if"] = true, ["then"] = true, ["elif"] = true,
+                         ["else"] = true, ["fi"] = true, ["case"] = true,
+                         ["esac"] = true, ["for"] = true, ["while"] = true,
+                         ["until"] = true, ["select"] = true, ["do"] = true,
+                         ["done"] = true, ["function"] = true }
+-- Whether any of them is a command on the line.
+local function each_keyword(body)
+  for keyword in pairs(BLOCK_KEYWORDS) do
+    if has_command(body, keyword, ends_word) then return true end
+  end
+  return false
+end
+
 local CONTROL_WORDS = { ["if"] = true, ["case"] = true, ["for"] = true,
                         ["while"] = true, ["until"] = true,
                         ["select"] = true, ["function"] = true }
@@ -812,9 +921,16 @@ another file: `source`, `.`, `eval`, `export $(...)`) stays as written
 ${NAME:-default} is NAME's value where that is known, else the default.
 Arrays, the style of Megatron-LM's own example scripts, are read the same
 way: one NAME=( ... ) of literal words (and variables it knows) is
-substituted for ${NAME[@]} and ${NAME[*]}; one appended to (NAME+=( ...
-), often under a condition), assigned twice or computed is refused naming
-it where a launch uses it. A line inside an array assignment is never a
+substituted for ${NAME[@]} and ${NAME[*]}, and NAME+=( ... ) appends to
+it; one computed, set an element at a time or after another command on
+its line is refused naming it where a launch uses it. `if` blocks written
+a keyword a line (`if COND; then`, `elif COND; then`, `else`, `fi`),
+before any other condition or loop, are followed (`frames`): an array a
+branch changes holds after `fi` each list of words a branch may leave it
+(`variants`), and a launch is checked with every combination of those it
+uses (limits.variants; find_launches returns each launch's `label`, the
+branches it took); a test the script's values decide takes its branch
+alone (condition_value). A line inside an array assignment is never a
 launch of its own; a line that expands an array holding Megatron's
 arguments is. Quoted strings, the style of Megatron-LM's older examples
 (GPT_ARGS=" ... " over several lines), are read as one value the same
@@ -851,6 +967,17 @@ function M.find_launches(script, known, limits, environment)
   -- Names substituted since the last line that runs another file
   -- (`source`, `.`, `eval`), which may set any of them again.
   local trusted, trusted_arrays = {}, {}
+  -- Whether a line ran another file (`source`): an array the hook never
+  -- saw set may hold words from it, not none.
+  local sourced = false
+  -- Arrays that the script's conditions leave with more than one value:
+  -- NAME -> a list of { words = ..., label = the branches that leave
+  -- it so }. A launch that uses them is checked with each combination.
+  local variants = {}
+  -- The `if` blocks the hook follows (opened before any other condition
+  -- or loop, each keyword on a line of its own), innermost last.
+  local frames = {}
+  local branch_work = 0
   local shifted = nil  -- the line that moved the script's arguments
   -- The first line that may open a condition or a loop, and the names
   -- set after it (budget.late: expand substitutes those only as values).
@@ -959,11 +1086,209 @@ function M.find_launches(script, known, limits, environment)
       end
       value = environment_value(environment, name)
     end
-    if value == nil or value == "" then return default end
+    if value == nil or value == "" then
+      -- The default as bash takes it: its quotes removed
+      -- (${X:-"localhost"} is localhost); other quoting unknown.
+      local inner = default:match('^"([^"\'\\]*)"$') or
+                    default:match("^'([^']*)'$")
+      if inner ~= nil then return inner end
+      if default:find("[\"'\\]") then return nil end
+      return default
+    end
     return value
+  end
+  -- An array's state: a list of its values ({ words, label }; one where
+  -- the script leaves it one), or { unread = why } where the hook does
+  -- not read it. One never set holds no words (the environment holds no
+  -- arrays), unless a file the script ran may have set it.
+  local function state_of(name)
+    if variants[name] ~= nil then return variants[name] end
+    if arrays[name] ~= nil then return { { words = arrays[name] } } end
+    if unread_arrays[name] ~= nil or conflicted[name] then
+      return { unread = unread_arrays[name] or
+                        "sets otherwise than in one NAME=( ... ) line" }
+    end
+    if seen[name] == nil and not sourced then return { { words = "" } } end
+    return { unread = "appends to (" .. quoted(name) .. "+=( ... )) " ..
+                      "without setting it first in a form the hook reads" }
+  end
+  local function set_state(name, state)
+    if state.unread ~= nil then
+      arrays[name], variants[name] = nil, nil
+      unread_arrays[name] = state.unread
+      conflicted[name] = true
+      if seen[name] == nil then seen[name] = false end
+      set_again(name, nil)
+      return
+    end
+    unread_arrays[name], conflicted[name] = nil, nil
+    seen[name] = state[1].words
+    if #state == 1 then
+      arrays[name], variants[name] = state[1].words, nil
+      set_again(name, state[1].words)
+    else
+      arrays[name], variants[name] = nil, state
+      set_again(name, nil)
+    end
+  end
+  -- An array the script sets in a form the hook does not read.
+  local function drop_array(name, why)
+    if arrays[name] ~= nil or variants[name] ~= nil then
+      arrays[name], variants[name] = nil, nil
+      unread_arrays[name] = unread_arrays[name] or why
+    end
+  end
+  -- Counts a branch's work on one array (recorded or restored).
+  local function branch_step()
+    branch_work = branch_work + 1
+    if branch_work > limits.branch_work then
+      exceed(string.format("more than %d arrays recorded or restored " ..
+                           "where branches of the script's conditions end",
+                           limits.branch_work))
+    end
+  end
+  -- Adds the values `state` gives `name` in `frame`'s branch `label`
+  -- to what the block may leave it (`frame.results`, distinct words, at
+  -- most limits.variants; past them, or a branch that leaves it unread,
+  -- the block leaves it unread).
+  local function add_result(frame, name, state, label)
+    branch_step()
+    if frame.unread[name] ~= nil then return end
+    if state.unread ~= nil then
+      frame.unread[name] = state.unread
+      return
+    end
+    local list = frame.results[name]
+    for _, value in ipairs(state) do
+      if not list.has[value.words] then
+        if #list >= limits.variants then
+          frame.unread[name] = string.format(
+              "may hold more than %d lists of words after its conditions " ..
+              "('%s')", limits.variants, frame.line)
+          return
+        end
+        list.has[value.words] = true
+        local both = value.label and (label .. ", " .. value.label) or label
+        if #both > 256 then both = both:sub(1, 256) .. "..." end
+        list[#list + 1] = { words = value.words, label = both }
+      end
+    end
+  end
+  -- Before an array changes inside `if` blocks: each block that has not
+  -- yet seen it change keeps what it held where the block opened (the
+  -- branches before this one left it so).
+  local function save_in_frames(name)
+    for _, frame in ipairs(frames) do
+      if frame.saved[name] == nil then
+        local state = state_of(name)
+        frame.saved[name] = state
+        frame.names[#frame.names + 1] = name
+        frame.results[name] = { has = {} }
+        if frame.first_label ~= nil then
+          add_result(frame, name, state, frame.first_label)
+        end
+      end
+    end
+  end
+  -- A branch of `frame` ends (at elif, else or fi): what it leaves each
+  -- array the block changed is recorded, and the array restored to what
+  -- it held where the block opened, for the next branch.
+  local function end_branch(frame)
+    for _, name in ipairs(frame.names) do
+      if not frame.dead then
+        add_result(frame, name, state_of(name), frame.branch)
+      end
+      branch_step()
+      set_state(name, frame.saved[name])
+    end
+    if not frame.dead then
+      frame.first_label = frame.first_label or frame.branch
+    end
+  end
+  -- At fi: each array the block changed holds any value a branch left it
+  -- (and, without an else, the one it held before: no branch may run).
+  local function close_frame(frame)
+    end_branch(frame)
+    for _, name in ipairs(frame.names) do
+      if not frame.has_else and not frame.taken then
+        add_result(frame, name, frame.saved[name],
+                   "no branch of '" .. frame.line .. "'")
+      end
+      if frame.unread[name] ~= nil then
+        set_state(name, { unread = frame.unread[name] })
+      else
+        local list = frame.results[name]
+        list.has = nil
+        -- (Some branch always runs or none may: never empty; as it was,
+        -- should a branch ever record nothing.)
+        set_state(name, list[1] ~= nil and list or frame.saved[name])
+      end
+    end
+  end
+  -- A construct the hook does not follow inside open `if` blocks
+  -- (control_flow, `line`): the arrays they changed are left unread, and
+  -- the blocks are no longer followed.
+  local function abandon_frames(line)
+    for _, frame in ipairs(frames) do
+      for _, name in ipairs(frame.names) do
+        set_state(name, { unread = string.format(
+            "sets under a condition ('%s') that holds a construct the " ..
+            "hook does not follow ('%s')", frame.line, line) })
+      end
+    end
+    frames = {}
+  end
+  -- The arrays with several values (`variants`) that `text` expands, and
+  -- how many combinations of their values there are (counting stops
+  -- past limits.variants).
+  local function variant_names(text)
+    local names, listed, count = {}, {}, 1
+    if next(variants) == nil then return names, count end
+    local function collect(body, at)
+      local name = name_before(body, at - 1)
+      if name ~= nil and variants[name] ~= nil and not listed[name] then
+        listed[name] = true
+        names[#names + 1] = name
+        count = count * #variants[name]
+      end
+      return count > limits.variants
+    end
+    local _ = each_occurrence(text, "[@]}", collect) or
+              each_occurrence(text, "[*]}", collect)
+    return names, count
+  end
+  -- Calls fn(label) once for each combination of the values of `names`
+  -- (`count` of them), with `arrays` holding that combination; label:
+  -- the branches that chose it (nil where none did).
+  local function each_variant(names, count, fn)
+    local choice = {}
+    for i = 1, #names do choice[i] = 1 end
+    for _ = 1, count do
+      local labels, listed = {}, {}
+      for i, name in ipairs(names) do
+        local value = variants[name][choice[i]]
+        arrays[name] = value.words
+        if value.label ~= nil and not listed[value.label] then
+          listed[value.label] = true
+          labels[#labels + 1] = value.label
+        end
+      end
+      local label = labels[1] and table.concat(labels, "; ") or nil
+      if label ~= nil and #label > 512 then label = label:sub(1, 512) .. "..." end
+      local ok, err = pcall(fn, label)
+      for _, name in ipairs(names) do arrays[name] = nil end
+      if not ok then error(err, 0) end
+      for i = 1, #names do
+        choice[i] = choice[i] + 1
+        if choice[i] <= #variants[names[i]] then break end
+        choice[i] = 1
+      end
+    end
   end
   -- `value` a literal, or nil for one the hook cannot evaluate.
   local function assign(name, value)
+    -- ARRAY=value sets its first element.
+    drop_array(name, "sets " .. quoted(name) .. "=value, its first element")
     removed[name] = nil
     note(name)
     set_again(name, value)
@@ -977,7 +1302,7 @@ function M.find_launches(script, known, limits, environment)
       -- Megatron's parser short of one, and the job stops at once; an
       -- argument of its own (`SP=--sequence-parallel`) would be missing
       -- and the job run without it. expand keeps the second as written.
-      late[name] = control_flow ~= nil or nil
+      late[name] = (control_flow ~= nil or frames[1] ~= nil) or nil
     else
       if seen[name] ~= nil then conflicted[name] = true end
       if seen[name] == nil then seen[name] = false end
@@ -992,57 +1317,88 @@ function M.find_launches(script, known, limits, environment)
       exported[name] = "?"
       return
     end
+    -- (An array first: one a branch restored is readable again.)
+    drop_array(name, "sets otherwise than in one NAME=( ... ) line")
+    if launch_arrays[name] and arrays[name] == nil then
+      unread_arrays[name] = unread_arrays[name] or
+          "sets otherwise than in one NAME=( ... ) line"
+    end
     if conflicted[name] then return end  -- already unread
     note(name, true)
     if seen[name] == nil then seen[name] = false end
     conflicted[name] = true
     vars[name] = nil
-    if arrays[name] ~= nil or launch_arrays[name] then
-      arrays[name] = nil
-      unread_arrays[name] = unread_arrays[name] or
-          "sets otherwise than in one NAME=( ... ) line"
-    end
   end
+  -- An array assignment read (NAME=( ... ) or NAME+=( ... )): its words
+  -- as bash expands them where it stands, once for each combination of
+  -- the values of arrays with several it uses; an append adds them to
+  -- each value it held. Inside `if` blocks the hook follows, the blocks
+  -- keep what it held before (save_in_frames).
   local function finish_array(array)
     local name = array.name
     local text = table.concat(array.parts)
     if looks_like_launch(text) then launch_arrays[name] = true end
-    local ok, words = pcall(expand, text, vars, budget, shifted, true)
-    if not ok then
-      if getmetatable(words) ~= Unreadable then error(words, 0) end
-      -- The script's arguments after a line that moved them, or an
-      -- array the hook does not read.
-      array.moved = true
-    else
-      keep_array_bytes(budget, #words)
-    end
     note(name)
     vars[name] = nil  -- $NAME of an array is its first word: not read
     if control_flow ~= nil then array.late = true end
-    if array.computed or array.moved or array.append or array.inline or
-        array.late or conflicted[name] or
-        (seen[name] ~= nil and seen[name] ~= words) then
-      if seen[name] == nil then seen[name] = false end
-      conflicted[name] = true
-      arrays[name] = nil
-      unread_arrays[name] = unread_arrays[name] or
-          (array.computed and "computes ($( ... ))" or
-           array.moved and "builds from words decided when it runs (its " ..
-                           "arguments after a line moves them, or an " ..
-                           "array it does not read)" or
-           array.inline and "sets after another command on its line" or
-           array.append and "appends to (" .. quoted(name) .. "+=( ... ))" or
-           array.late and string.format("sets after its first condition " ..
-                                        "or loop ('%s'), perhaps under it",
-                                        control_flow) or
-           "assigns more than once")
-      set_again(name, nil)
-    else
-      set_again(name, words)
-      seen[name] = words
-      arrays[name] = words
-      trusted_arrays[#trusted_arrays + 1] = name
+    save_in_frames(name)
+    local why = array.computed and "computes ($( ... ))" or
+                array.inline and "sets after another command on its line" or
+                array.late and string.format(
+                    "sets after its first condition or loop ('%s'), " ..
+                    "perhaps under it", control_flow) or
+                conflicted[name] and "assigns more than once" or nil
+    local empty = false
+    if why == nil and array.append then
+      local current = state_of(name)
+      if current.unread ~= nil then
+        why = current.unread
+      else
+        if arrays[name] == nil and variants[name] == nil then
+          arrays[name], empty = "", true
+        end
+        text = "${" .. name .. "[@]} " .. text
+      end
     end
+    local values = {}
+    if why == nil then
+      local names, count = variant_names(text)
+      if count > limits.variants then
+        why = string.format("builds from arrays whose values after the " ..
+                            "script's conditions combine in more than %d " ..
+                            "ways", limits.variants)
+      else
+        local ok, err = pcall(each_variant, names, count, function(label)
+          local words = expand(text, vars, budget, shifted, true)
+          -- (Every value made counts, the same words twice too: the
+          -- work is bounded, not only what is kept.)
+          keep_array_bytes(budget, #words)
+          values[#values + 1] = { words = words, label = label }
+        end)
+        if not ok then
+          if getmetatable(err) ~= Unreadable then error(err, 0) end
+          -- The script's arguments after a line that moved them, or an
+          -- array the hook does not read.
+          why = "builds from words decided when it runs (its arguments " ..
+                "after a line moves them, or an array it does not read)"
+        end
+      end
+    end
+    if empty then arrays[name] = nil end
+    if why ~= nil then
+      set_state(name, { unread = unread_arrays[name] or why })
+      return
+    end
+    -- Distinct values only (two combinations may give the same words).
+    local state, has = {}, {}
+    for _, value in ipairs(values) do
+      if not has[value.words] then
+        has[value.words] = true
+        state[#state + 1] = value
+      end
+    end
+    set_state(name, state)
+    trusted_arrays[#trusted_arrays + 1] = name
   end
   -- A line that runs another file (`source config.sh`, `. env.sh`,
   -- `eval "$SETUP"`): what the script set before it may be set again
@@ -1082,14 +1438,15 @@ function M.find_launches(script, known, limits, environment)
       end
     end
     for _, name in ipairs(trusted_arrays) do
-      if arrays[name] ~= nil then
-        arrays[name] = nil
+      if arrays[name] ~= nil or variants[name] ~= nil then
+        arrays[name], variants[name] = nil, nil
         seen[name] = false
         unread_arrays[name] = string.format(
             "sets before '%s', which may set it again", line)
       end
     end
     trusted, trusted_arrays = {}, {}
+    sourced = true
     -- And what a launch before it took, where the launch may run again.
     for name in pairs(forgettable) do set_again(name, nil) end
   end
@@ -1121,6 +1478,68 @@ function M.find_launches(script, known, limits, environment)
   local launches = {}
   local open_array = nil  -- the array assignment being read
   local open_string = nil  -- the quoted string assignment being read
+  -- A variable's value where every run has it: set to one literal before
+  -- any condition or loop (or by the request); nil otherwise.
+  local function known_value(name)
+    if late[name] or conflicted[name] then return nil end
+    return vars[name]
+  end
+  -- A line of an `if` block the hook follows: `if COND; then`, `elif
+  -- COND; then`, `else` or `fi` alone on its line (a comment after it),
+  -- before any other condition or loop and outside functions, where COND
+  -- sets nothing, runs no other file, moves no argument and holds no
+  -- launch or other keyword. Returns true where it followed the line.
+  local function follows_condition(body)
+    local word = body:match("^%a+")
+    if BLOCK_KEYWORDS[word or ""] == nil or control_flow ~= nil or
+        budget.in_function ~= nil then
+      return false
+    end
+    local frame = frames[#frames]
+    if word == "fi" or word == "else" then
+      if frame == nil or not (body:find("^%a+%s*$") or
+                              body:find("^%a+%s+#")) then
+        return false
+      end
+      if word == "fi" then
+        close_frame(frame)
+        frames[#frames] = nil
+      else
+        end_branch(frame)
+        frame.branch = "the else of '" .. frame.line .. "'"
+        frame.dead = frame.taken
+        frame.has_else = true
+      end
+      return true
+    end
+    if word ~= "if" and word ~= "elif" then return false end
+    local condition = body:match("^%a+%s+(.-);%s*then%s*$") or
+                      body:match("^%a+%s+(.-);%s*then%s+#")
+    if condition == nil or (word == "elif" and frame == nil) or
+        (word == "if" and #frames >= limits.condition_depth) or
+        looks_like_launch(body) or condition:find("<<", 1, true) or
+        runs_another_file(condition) or moves_arguments(condition) then
+      return false
+    end
+    if each_keyword(condition) then return false end
+    local sets = false
+    other_assignments(condition, function() sets = true end)
+    if sets then return false end
+    -- Decided by the script's values (a branch no run can take records
+    -- nothing; one every run takes leaves no other).
+    local holds = condition_value(condition, known_value)
+    if word == "if" then
+      frame = { line = quoted(body), names = {}, saved = {}, results = {},
+                unread = {} }
+      frames[#frames + 1] = frame
+    else
+      end_branch(frame)
+    end
+    frame.branch = "the branch of '" .. quoted(body) .. "'"
+    frame.dead = frame.taken or holds == false
+    frame.taken = frame.taken or holds == true
+    return true
+  end
   -- One line, or what follows an array's `)` on it (`ARGS=(...);
   -- torchrun ...`): returns that rest, to be read as a line of its own.
   local function read_line(body)
@@ -1150,6 +1569,7 @@ function M.find_launches(script, known, limits, environment)
       local rest = body:sub(close + 1):match("^[%s;&|]*(.*)$")
       return rest ~= "" and rest or nil
     end
+    if open_array == nil and follows_condition(body) then return nil end
     -- Every form below that assigns holds '=': a line without one (most
     -- of a long script) skips them.
     local assigns = body:find("=", 1, true) ~= nil
@@ -1285,42 +1705,57 @@ function M.find_launches(script, known, limits, environment)
       vars[unset] = nil
       removed[unset] = true
       exported[unset] = nil
-      if arrays[unset] ~= nil then
-        arrays[unset] = nil
+      if arrays[unset] ~= nil or variants[unset] ~= nil then
+        arrays[unset], variants[unset] = nil, nil
         unread_arrays[unset] = "unsets"
       end
     elseif looks_like_launch(body) or uses_launch_array(body) then
-      if #launches >= limits.launches then
-        exceed(string.format("more than %d Megatron launches",
-                             limits.launches))
-      end
       -- Its own line may set what it uses first (`for MBS in 1 4; do
       -- torchrun ... $MBS; done`); its TransformerEngine words in front
       -- are its own, which memgate reads.
       other_assignments(body, function(set)
         if not te_variable[set] then set_otherwise(set) end
       end)
-      local launch = { exported = {}, again = {}, used = {}, subs = {} }
-      for _, name in ipairs(M.TE_VARIABLES) do
-        launch.exported[name] = exported[name]
+      -- Once for each combination of the values the script's conditions
+      -- leave the arrays it uses (each a launch of its own for memgate).
+      local names, count = variant_names(body)
+      if count > limits.variants then
+        unreadable(string.format(
+            "the launch uses arrays (%s) whose values after the script's " ..
+            "conditions combine in more than %d ways, each a launch to " ..
+            "check: set them without conditions, or check the launch " ..
+            "where it runs (memgate exec)",
+            quoted(table.concat(names, ", ")), limits.variants))
       end
-      -- In a loop or a function (a line that may open one came before,
-      -- or this one opens it), the launch may run again: what it takes
-      -- is remembered (users), and checked against what comes after.
-      if control_flow ~= nil or opens_control_flow(body) then
+      each_variant(names, count, function(label)
+        if #launches >= limits.launches then
+          exceed(string.format("more than %d Megatron launches (each " ..
+                               "combination of arrays its conditions " ..
+                               "choose counted)", limits.launches))
+        end
+        local launch = { exported = {}, again = {}, used = {}, subs = {},
+                         label = label }
         for _, name in ipairs(M.TE_VARIABLES) do
-          use(launch, name, exported[name] or false)
+          launch.exported[name] = exported[name]
         end
-        budget.record = function(name, kind, index, written, value)
-          launch.subs[#launch.subs + 1] =
-              { name = name, kind = kind, index = index, written = written }
-          use(launch, name, value)
+        -- In a loop or a function (a line that may open one came before,
+        -- or this one opens it), the launch may run again: what it takes
+        -- is remembered (users), and checked against what comes after.
+        if control_flow ~= nil or opens_control_flow(body) then
+          for _, name in ipairs(M.TE_VARIABLES) do
+            use(launch, name, exported[name] or false)
+          end
+          budget.record = function(name, kind, index, written, value)
+            launch.subs[#launch.subs + 1] =
+                { name = name, kind = kind, index = index, written = written }
+            use(launch, name, value)
+          end
         end
-      end
-      local _, parts = expand(body, vars, budget, shifted)
-      budget.record = nil
-      launch.parts = parts
-      launches[#launches + 1] = launch
+        local _, parts = expand(body, vars, budget, shifted)
+        budget.record = nil
+        launch.parts = parts
+        launches[#launches + 1] = launch
+      end)
       -- `while ...; do torchrun ... $1; shift; done`: moved after it.
       if moves_arguments(body) then moved_arguments(body) end
     else
@@ -1336,9 +1771,14 @@ function M.find_launches(script, known, limits, environment)
       end
     end
     if function_line then budget.in_function = nil end
+    -- (Inside `if` blocks the hook follows, a keyword of one on a line
+    -- it did not follow as one, `else echo`, `fi; torchrun`, is too.)
     if control_flow == nil and not inside_array and
-        opens_control_flow(body) then
+        (opens_control_flow(body) or
+         (frames[1] ~= nil and body:byte(1) ~= 35 and
+          each_keyword(body))) then
       control_flow = quoted(body)
+      if frames[1] ~= nil then abandon_frames(control_flow) end
     end
     if after_array ~= nil then
       after_array = after_array:match("^[%s;&|]*(.*)$")
@@ -1372,11 +1812,12 @@ function M.find_launches(script, known, limits, environment)
       again = true
     end
   end
-  local texts = {}
+  local texts, labels = {}, {}
   for i, launch in ipairs(launches) do
     texts[i] = launch_text(launch, limits)
+    labels[i] = launch.label
   end
-  return texts
+  return texts, labels
 end
 
 -- The first launch, or nil (kept for callers of the one-launch API).
@@ -1562,8 +2003,8 @@ local function judge(script, settings, log)
                                                    settings.limits)
     for k, v in pairs(positional) do known[k] = v end
   end
-  local found = M.find_launches(script, known, settings.limits,
-                                settings.environment)
+  local found, labels = M.find_launches(script, known, settings.limits,
+                                        settings.environment)
   if #found == 0 then return true end  -- not a Megatron job: untouched
   if settings.gpu == nil then  -- gpu_for_job's why, in settings.gpu_problem
     if settings.on_invalid == "admit" then
@@ -1575,14 +2016,26 @@ local function judge(script, settings, log)
   end
   -- Each launch's line, as shell text: memgate splits it as bash does.
   local code, output = M.check_all(found, settings)
+  -- The branches of the script's conditions the deciding launch takes
+  -- (memgate names its line), where it has some.
+  local line = tonumber(output:match(
+      "%(launch %d+, line (%d+) of %-%-launch%-lines%) decides"))
+  local taken = ""
+  if line ~= nil and labels[line] ~= nil then
+    taken = "\n  (the launch as the script runs it where it takes " ..
+            labels[line] .. ")"
+  end
   if code == 0 then
-    log("memgate admitted: " .. (output:match("[^\n]*") or ""))
+    log("memgate admitted: " .. (output:match("[^\n]*") or "") ..
+        " (" .. #found .. " launch(es), each list of words the script's " ..
+        "conditions may give one)")
     return true
   end
-  if code == 1 then return false, M.refusal_message(output) end
+  if code == 1 then return false, M.refusal_message(output) .. taken end
   if code == 2 then
     return invalid_launch(
-        (output:gsub("^memgate check: ", ""):gsub("\n+$", "")), settings, log)
+        (output:gsub("^memgate check: ", ""):gsub("\n+$", "")) .. taken,
+        settings, log)
   end
   -- Killed at the time limit without a server: memgate's own work on the
   -- script ran past it, which only the script's launches can make long

@@ -1,0 +1,58 @@
+--[[
+The hook's reading of `if` blocks and arrays against bash itself: random
+scripts of conditions (on the job's environment, unknown to the hook, and
+on the script's own values), array assignments, appends, element sets,
+unsets and launches, each written to DIR as sN.sh with the hook's launch
+lines beside it (sN.hook). hook_branches_differential.sh runs each script
+under bash with every value of the environment's conditions: every
+launch bash runs must be one of the hook's lines (the hook checks each),
+unless the hook refused the script (an error, or a word it left as
+written, which memgate refuses). A fixed seed, so that a failure is
+reproduced.
+
+  lua5.1 hook_branches_differential.lua HOOK_DIR DIR [SEED] [SCRIPTS]
+]]
+package.path = arg[1] .. "/?.lua;" .. package.path
+local M = require("memgate_launch")
+local dir = arg[2]
+local launch = "printf '%s|' pretrain_gpt.py ${A[@]} ${B[@]}; echo"
+local fragments = {
+  'if [ "$C1" = 1 ]; then', 'if [ "$C2" = 1 ]; then', 'if [ "$K" = 1 ]; then',
+  'if [[ "$K" == 0 ]] || [ -z "$K" ]; then', 'elif [ "$C2" = 1 ]; then',
+  "else", "fi", "A=(a1 a2)", "A+=(a3)", 'B=("${A[@]}" b1)',
+  'B+=("${B[@]}" b2)', "A=()", "K=1", "K=0", "B=(b3)", "unset A", "A[0]=z",
+  'A+=("${B[@]}")', launch,
+}
+math.randomseed(tonumber(arg[3] or "1"))
+local written = 0
+for _ = 1, tonumber(arg[4] or "300") do
+  local lines, depth = { "A=(a0)", "B=(b0)" }, 0
+  for _ = 1, math.random(3, 20) do
+    local f = fragments[math.random(#fragments)]
+    -- Well-formed blocks: else, elif and fi only inside one.
+    if depth == 0 and (f == "fi" or f == "else" or f:find("^elif")) then
+      f = "K=1"
+    end
+    if f:find("^if") then depth = depth + 1 end
+    if f == "fi" then depth = depth - 1 end
+    lines[#lines + 1] = f
+  end
+  for _ = 1, depth do lines[#lines + 1] = "fi" end
+  lines[#lines + 1] = launch
+  local script = table.concat(lines, "\n") .. "\n"
+  local ok, texts = pcall(M.find_launches, script, {}, nil, {})
+  if not ok and type(texts) ~= "table" then
+    io.stderr:write("hook error: " .. tostring(texts) .. "\n")
+    os.exit(1)
+  end
+  if ok then
+    written = written + 1
+    local f = io.open(string.format("%s/s%d.sh", dir, written), "w")
+    f:write(script)
+    f:close()
+    local g = io.open(string.format("%s/s%d.hook", dir, written), "w")
+    for _, text in ipairs(texts) do g:write(text, "\n") end
+    g:close()
+  end
+end
+print(written)
