@@ -339,6 +339,14 @@ scripts.else_with_a_command = function()
          "  EXTRA=(--micro-batch-size 1)\nelse echo small\n" ..
          "  EXTRA=(--micro-batch-size 4)\nfi\n" .. fits .. " ${EXTRA[@]}\n"
 end
+-- A heredoc's lines are read as the script's (a launch written into a
+-- file is checked), so its `else` would end the branch above it: inside a
+-- block, a heredoc stops the hook following it (its arrays unread).
+scripts.heredoc_in_a_block = function()
+  return header .. "if [ -n \"$X\" ]; then\n  EXTRA=(--micro-batch-size 1)\n" ..
+         "  cat > notes.txt <<EOF\nelse\nEOF\n" ..
+         "  EXTRA+=(--micro-batch-size 4)\nfi\n" .. fits .. " ${EXTRA[@]}\n"
+end
 -- Bounds: five conditions of two lists each are 32 launches to check,
 -- past 16: refused naming the arrays; a 60,000-line elif chain over 1,000
 -- arrays restores them at each branch: refused past 100,000 restores,

@@ -141,6 +141,7 @@ expect condition_value_from_a_branch refuse "where it takes the branch of 'if [[
 expect megatron_example_conditional admit ""
 expect array_in_branch_with_loop refuse "the launch uses \${EXTRA[@]}, an array the script sets under a condition ('if [ -n \"\$BIG\" ]; then') that holds a construct the hook does not follow ('for i in 1 2; do echo \$i; done')"
 expect else_with_a_command refuse "the launch uses \${EXTRA[@]}, an array the script sets under a condition ('if [ -n \"\$BIG\" ]; then') that holds a construct the hook does not follow ('else echo small')"
+expect heredoc_in_a_block refuse "an array the script sets under a condition ('if [ -n \"\$X\" ]; then') that holds a construct the hook does not follow ('cat > notes.txt <<EOF')"
 expect variants_too_many refuse "the launch uses arrays (A1, A2, A3, A4, A5) whose values after the script's conditions combine in more than 16 ways"
 expect elif_chain_over_many_arrays refuse "more than 100000 arrays recorded or restored where branches of the script's conditions end"
 expect keywords_4mb_in_a_block admit ""

@@ -978,6 +978,10 @@ function M.find_launches(script, known, limits, environment)
   -- or loop, each keyword on a line of its own), innermost last.
   local frames = {}
   local branch_work = 0
+  -- The first line that may open a heredoc (`<<`): its lines, read as
+  -- the script's by the hook (a launch written into a file is checked),
+  -- may hold `else` or `fi`; no block is followed after it.
+  local heredoc = nil
   local shifted = nil  -- the line that moved the script's arguments
   -- The first line that may open a condition or a loop, and the names
   -- set after it (budget.late: expand substitutes those only as values).
@@ -1492,7 +1496,7 @@ function M.find_launches(script, known, limits, environment)
   local function follows_condition(body)
     local word = body:match("^%a+")
     if BLOCK_KEYWORDS[word or ""] == nil or control_flow ~= nil or
-        budget.in_function ~= nil then
+        budget.in_function ~= nil or heredoc ~= nil then
       return false
     end
     local frame = frames[#frames]
@@ -1773,10 +1777,14 @@ function M.find_launches(script, known, limits, environment)
     if function_line then budget.in_function = nil end
     -- (Inside `if` blocks the hook follows, a keyword of one on a line
     -- it did not follow as one, `else echo`, `fi; torchrun`, is too.)
+    if heredoc == nil and body:find("<<", 1, true) and
+        body:byte(1) ~= 35 and body:find("<<[^<]") then
+      heredoc = quoted(body)
+    end
     if control_flow == nil and not inside_array and
         (opens_control_flow(body) or
          (frames[1] ~= nil and body:byte(1) ~= 35 and
-          each_keyword(body))) then
+          (heredoc ~= nil or each_keyword(body)))) then
       control_flow = quoted(body)
       if frames[1] ~= nil then abandon_frames(control_flow) end
     end
