@@ -347,6 +347,19 @@ scripts.heredoc_in_a_block = function()
          "  cat > notes.txt <<EOF\nelse\nEOF\n" ..
          "  EXTRA+=(--micro-batch-size 4)\nfi\n" .. fits .. " ${EXTRA[@]}\n"
 end
+-- A `&&` or `||` with its command on the line puts nothing below it
+-- under a condition (`DIR="$(cd .. && pwd)"`, `mkdir -p $D || exit 1`,
+-- in most training scripts, once made every array after them unread);
+-- one that ends its line (a comment after it) does.
+scripts.and_or_lines = function()
+  return header .. "REPO=\"$(cd \"$(dirname \"$0\")\" && pwd)\"\n" ..
+         "mkdir -p /tmp/logs || exit 1\nARGS=(--micro-batch-size 4)\n" ..
+         fits .. " ${ARGS[@]}\n"
+end
+scripts.and_ending_its_line = function()
+  return header .. "[ -n \"$BIG\" ] && # \"big\"\n" ..
+         "ARGS=(--micro-batch-size 4)\n" .. fits .. " ${ARGS[@]}\n"
+end
 -- Bounds: five conditions of two lists each are 32 launches to check,
 -- past 16: refused naming the arrays; a 60,000-line elif chain over 1,000
 -- arrays restores them at each branch: refused past 100,000 restores,

@@ -527,10 +527,31 @@ end
 --[[
 Whether a line may open a condition or a loop, or continue one onto the
 next line: if, case, for, while, until, select or a function as a
-command, a `{` or `(` word, `&&` or `||`, or a `|` ending the line. Broad
-on purpose (a word "if" in an echo counts): an assignment after the first
-such line may sit under it, which the hook, reading text, cannot tell.
+command, a `{` or `(` word, a `&&`, `||` or `|` ending the line (a
+comment after it). Broad on purpose (a word "if" in an echo counts): an
+assignment after the first such line may sit under it, which the hook,
+reading text, cannot tell. A `&&` or `||` with a command after it on its
+line (`mkdir -p $DIR || exit 1`, `DIR="$(cd .. && pwd)"`) runs that
+command under a condition, not the lines below: what it sets, other
+assignments reads (set otherwise), and an array it opens is refused.
 ]]
+-- Whether the last `&&` or `||` on a line ends it (only blanks or a
+-- comment after it): the list goes on on the next line.
+local function continues_after_list(body)
+  local last = nil
+  for _, op in ipairs({ "&&", "||" }) do
+    local pos = 1
+    while true do
+      local at = body:find(op, pos, true)
+      if at == nil then break end
+      if last == nil or at > last then last = at end
+      pos = at + 2
+    end
+  end
+  if last == nil then return false end
+  local rest = body:sub(last + 2):match("^%s*(.?)")
+  return rest == "" or rest == "#"
+end
 -- Commands whose arguments may name what they set (`export $(...)`).
 local DECLARING_COMMANDS = { "export", "declare", "typeset", "readonly",
                              "local" }
@@ -678,7 +699,7 @@ local function opens_control_flow(body)
   if hash ~= nil and not body:sub(1, hash):find("['\"\\]") then
     body = body:sub(1, hash)
   end
-  if body:find("&&", 1, true) or body:find("||", 1, true) or
+  if continues_after_list(body) or
       body:find("|%s*$") or body:find("^[%a_][%w_]*%s*%(%s*%)") or
       has_command(body, "{", ends_word) or
       each_occurrence(body, "(", opens_subshell_at) then
