@@ -542,6 +542,15 @@ end
 scripts.variable_before_source = function()
   return header .. "MBS=1\nsource ./config.sh\n" .. mbs_launch .. "\n"
 end
+-- `.` run after an operator (the file may set MBS: it was read as 1),
+-- and a word `.` that runs nothing (MBS still read).
+scripts.variable_before_dot_after_and = function()
+  return header .. "MBS=1\n[ -f env.sh ] && . ./env.sh\n" .. mbs_launch .. "\n"
+end
+scripts.variable_before_find_dot = function()
+  return header .. "MBS=4\nfind . -name '*.idx' | head -1\n" ..
+         mbs_launch .. "\n"
+end
 scripts.variable_after_source = function()
   return header .. "source /etc/profile.d/modules.sh\nMBS=4\n" ..
          mbs_launch .. "\n"

@@ -1433,6 +1433,13 @@ function M.find_launches(script, known, limits, environment)
         has_command(body, "eval", ends_word) then
       return true
     end
+    -- `.` as a command after an operator or a keyword on the line (`[ -f
+    -- env.sh ] && . ./env.sh`), not a word `.` (`find . -name x`).
+    if body:find(".", 1, true) and
+        (body:find("[;&|({]%s*%.%s") or body:find("%f[%a]then%s+%.%s") or
+         body:find("%f[%a]do%s+%.%s") or body:find("%f[%a]else%s+%.%s")) then
+      return true
+    end
     -- `export $(cat .env | xargs)`, `declare "$line"`: names the shell
     -- computes (a $ or ` before any =).
     local declares = false
