@@ -310,6 +310,14 @@ scripts.condition_decided_big = function() return decided("big") end
 scripts.condition_value_from_a_branch = function()
   return decided("", "if [ -n \"$X\" ]; then\n  SIZE=small\nfi\n")
 end
+-- A TE switch holds what memgate reads ("?" where the hook cannot
+-- read it), not the string bash compares: a test on one is not decided
+-- (the MBS 4 branch, which bash may take, was dropped: "?" is not 0).
+scripts.condition_on_a_te_switch = function()
+  return header .. "NVTE_FLASH_ATTN=$(cat attention.txt)\nEXTRA=()\n" ..
+         "if [ \"$NVTE_FLASH_ATTN\" = 0 ]; then\n" ..
+         "  EXTRA+=(--micro-batch-size 4)\nfi\n" .. fits .. " ${EXTRA[@]}\n"
+end
 -- Megatron-LM's llama3 example's style: fp8 arguments appended when
 -- DTYPE is fp8 (decided: it is), data arguments by a condition on the
 -- script's arguments (both checked), the arrays joined with +=.

@@ -1513,7 +1513,10 @@ function M.find_launches(script, known, limits, environment)
   -- A variable's value where every run has it: set to one literal before
   -- any condition or loop (or by the request); nil otherwise.
   local function known_value(name)
-    if late[name] or conflicted[name] then return nil end
+    -- (TE's switches hold what memgate reads, "?" where unknown.)
+    if late[name] or conflicted[name] or te_variable[name] then
+      return nil
+    end
     return vars[name]
   end
   -- A line of an `if` block the hook follows: `if COND; then`, `elif
