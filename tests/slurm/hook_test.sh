@@ -266,26 +266,25 @@ grep -qF "$work/slow_memgate" "$hook_dir/job_submit.lua" || { echo "hook test: c
 limit_ms=3000
 expect decoy refuse "memgate did not finish checking the script's 2 launch(es) within 1 s"
 
+# $1 what a checker checks; the rest, the checker (its output its summary).
+run_check() {
+  local what=$1 out
+  shift
+  if out=$("$@" 2>&1); then
+    echo "ok: $out"
+    passed=$((passed + 1))
+  else
+    echo "FAIL: $what: $out"
+    failed=$((failed + 1))
+  fi
+}
 # Random scripts of the shell the hook reads: its own errors only.
-if out=$(timeout 60 "$lua" "$(dirname "$scenarios")/hook_fragments_fuzz.lua" \
-           "$work" 1 20000 2>&1); then
-  echo "ok: $out"
-  passed=$((passed + 1))
-else
-  echo "FAIL: random fragments: $out"
-  failed=$((failed + 1))
-fi
-
+run_check "random fragments" timeout 60 "$lua" \
+  "$(dirname "$scenarios")/hook_fragments_fuzz.lua" "$work" 1 20000
 # The hook's `if` blocks and arrays against bash itself: every launch
 # bash runs, whatever the job's environment decides, is one it checks.
-if out=$(timeout 120 bash "$(dirname "$scenarios")/hook_branches_differential.sh" \
-           "$work" 1 600 2>&1); then
-  echo "ok: $out"
-  passed=$((passed + 1))
-else
-  echo "FAIL: branches against bash: $out"
-  failed=$((failed + 1))
-fi
+run_check "branches against bash" timeout 120 bash \
+  "$(dirname "$scenarios")/hook_branches_differential.sh" "$work" 1 600
 
 # Every expectation ran: a line of this script that bash could not run
 # (a bad substitution in its message) would otherwise pass unseen.
