@@ -268,6 +268,17 @@ scripts.array_elements_unset = function()
   return header .. "ARGS=(--micro-batch-size 4 --micro-batch-size 1)\n" ..
          "unset 'ARGS[2]' 'ARGS[3]'\n" .. fits .. " ${ARGS[@]}\n"
 end
+-- A name reference writes another variable (REF+=( ... ) appends to
+-- ARGS: run at MBS 4, read as MBS 1, admitted): a script with a launch
+-- and one is refused naming it; a `local` beside a test's -n is none.
+scripts.name_reference = function()
+  return header .. "ARGS=(--micro-batch-size 1)\ndeclare -n REF=ARGS\n" ..
+         "REF+=(--micro-batch-size 4)\n" .. fits .. " ${ARGS[@]}\n"
+end
+scripts.local_beside_a_test = function()
+  return header .. "pick() {\n  local x; [ -n \"$1\" ] && x=$1\n}\n" ..
+         fits .. "\n"
+end
 -- Arrays built from arrays copy their words: 4,000 lines of
 -- B=("${A[@]}" i) over a 256 KiB A held 1 GB for 8.5 s inside
 -- slurmctld. Refused past 4 MiB of words kept.

@@ -150,6 +150,8 @@ expect elif_chain_over_many_arrays refuse "more than 100000 arrays recorded or r
 expect keywords_4mb_in_a_block admit ""
 expect array_element_set refuse "the launch uses \${ARGS[@]}, an array the script sets otherwise than in one NAME=( ... ) line"
 expect array_elements_unset refuse "the launch uses \${ARGS[@]}, an array the script sets otherwise than in one NAME=( ... ) line"
+expect name_reference refuse "the script declares a name reference ('declare -n REF=ARGS')"
+expect local_beside_a_test admit ""
 expect arrays_built_from_arrays refuse "the script's arrays hold more than 4194304 bytes of words"
 expect quoted_value_with_operator refuse "REFUSE [RED] peak 51.58"
 expect operator_glued_in_one_line_loop refuse "REFUSE [RED] peak 51.58"

@@ -537,9 +537,10 @@ assignments reads (set otherwise), and an array it opens is refused.
 ]]
 -- Whether the last `&&` or `||` on a line ends it (only blanks or a
 -- comment after it): the list goes on on the next line.
+local LIST_OPERATORS = { "&&", "||" }
 local function continues_after_list(body)
   local last = nil
-  for _, op in ipairs({ "&&", "||" }) do
+  for _, op in ipairs(LIST_OPERATORS) do
     local pos = 1
     while true do
       local at = body:find(op, pos, true)
@@ -663,6 +664,9 @@ local function condition_value(condition, value_of)
   finish()
   return result
 end
+
+-- Commands that declare a name reference with -n.
+local NAMEREF_COMMANDS = { "declare", "typeset", "local" }
 
 -- Words that open, divide or close a compound command.
 local BLOCK_KEYWORDS = { ["if"] = true, ["then"] = true, ["elif"] = true,
@@ -1003,6 +1007,8 @@ function M.find_launches(script, known, limits, environment)
   -- the script's by the hook (a launch written into a file is checked),
   -- may hold `else` or `fi`; no block is followed after it.
   local heredoc = nil
+  -- The first line that declares a name reference (declare -n).
+  local nameref = nil
   local shifted = nil  -- the line that moved the script's arguments
   -- The first line that may open a condition or a loop, and the names
   -- set after it (budget.late: expand substitutes those only as values).
@@ -1525,6 +1531,9 @@ function M.find_launches(script, known, limits, environment)
   -- sets nothing, runs no other file, moves no argument and holds no
   -- launch or other keyword. Returns true where it followed the line.
   local function follows_condition(body)
+    -- (Every line comes here: a first byte other than i, e or f is none.)
+    local first = body:byte(1)
+    if first ~= 105 and first ~= 101 and first ~= 102 then return false end
     local word = body:match("^%a+")
     if BLOCK_KEYWORDS[word or ""] == nil or control_flow ~= nil or
         budget.in_function ~= nil or heredoc ~= nil then
@@ -1803,6 +1812,20 @@ function M.find_launches(script, known, limits, environment)
         if runs_another_file(body) then
           forget_trusted(quoted(body))
         end
+        -- `declare -n REF=ARGS`: what is set through REF (REF+=(...),
+        -- REF=4) changes ARGS, which the hook does not follow.
+        -- (Its -n among the command's first two flags: `[ -n "$X" ]`
+        -- beside a `local` is a test.)
+        if nameref == nil and body:find("-", 1, true) then
+          for _, command in ipairs(NAMEREF_COMMANDS) do
+            if nameref == nil and body:find(command, 1, true) and
+                (body:find("%f[%a]" .. command .. "%s+%-%a*n") or
+                 body:find("%f[%a]" .. command .. "%s+%-%a+%s+%-%a*n")) and
+                has_command(body, command, ends_word) then
+              nameref = quoted(body)
+            end
+          end
+        end
       end
     end
     if function_line then budget.in_function = nil end
@@ -1850,6 +1873,13 @@ function M.find_launches(script, known, limits, environment)
       pending = read_line(pending)
       again = true
     end
+  end
+  if nameref ~= nil and launches[1] ~= nil then
+    unreadable(string.format(
+        "the script declares a name reference ('%s'): what it sets through " ..
+        "it changes another variable, which the hook does not follow; set " ..
+        "the launch's arguments directly, or check the launch where it " ..
+        "runs (memgate exec)", nameref))
   end
   local texts, labels = {}, {}
   for i, launch in ipairs(launches) do
