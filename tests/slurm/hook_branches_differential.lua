@@ -22,7 +22,7 @@ local fragments = {
   "else", "fi", "A=(a1 a2)", "A+=(a3)", 'B=("${A[@]}" b1)',
   'B+=("${B[@]}" b2)', "A=()", "K=1", "K=0", "B=(b3)", "unset A", "A[0]=z",
   'A+=("${B[@]}")', '[ "$C1" = 1 ] && A+=(c1)', '[ "$C2" = 1 ] || K=1',
-  "true && true", launch,
+  "true && true", "cat > /dev/null <<EOF\nA+=(h1)\nelse\nEOF", launch,
 }
 math.randomseed(tonumber(arg[3] or "1"))
 local written = 0

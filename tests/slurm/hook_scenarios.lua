@@ -379,6 +379,18 @@ scripts.and_ending_its_line = function()
   return header .. "[ -n \"$BIG\" ] && # \"big\"\n" ..
          "ARGS=(--micro-batch-size 4)\n" .. fits .. " ${ARGS[@]}\n"
 end
+-- A heredoc's lines are text: an append written into a file is not the
+-- script's (read as one, it gave the launch MBS 1 after the MBS 4 it
+-- runs with); what they look like setting is unknown, and a launch
+-- among them is checked (here the fitting one, with the script's MBS).
+scripts.heredoc_body_is_text = function()
+  return header .. "ARGS=(--micro-batch-size 4)\n" ..
+         "cat > more_args.sh <<-'END'\n\tARGS+=(--micro-batch-size 1)\n" ..
+         "\tEND\n" .. fits .. " ${ARGS[@]}\n"
+end
+scripts.heredoc_launch_checked = function()
+  return header .. "cat > run.sh <<EOF\n" .. ooms .. "\nEOF\nbash run.sh\n"
+end
 -- Bounds: five conditions of two lists each are 32 launches to check,
 -- past 16: refused naming the arrays; a 60,000-line elif chain over 1,000
 -- arrays restores them at each branch: refused past 100,000 restores,

@@ -145,6 +145,8 @@ expect else_with_a_command refuse "the launch uses \${EXTRA[@]}, an array the sc
 expect heredoc_in_a_block refuse "an array the script sets under a condition ('if [ -n \"\$X\" ]; then') that holds a construct the hook does not follow ('cat > notes.txt <<EOF')"
 expect and_or_lines refuse "REFUSE [RED] peak 51.58"
 expect and_ending_its_line refuse "the launch uses \${ARGS[@]}, an array the script sets after its first condition or loop ('[ -n \"\$BIG\" ] && # \"big\"'), perhaps under it"
+expect heredoc_body_is_text refuse "the launch uses \${ARGS[@]}, an array the script sets otherwise than in one NAME=( ... ) line"
+expect heredoc_launch_checked refuse "REFUSE [RED] peak 51.58"
 expect variants_too_many refuse "the launch uses arrays (A1, A2, A3, A4, A5) whose values after the script's conditions combine in more than 16 ways"
 expect elif_chain_over_many_arrays refuse "more than 100000 arrays recorded or restored where branches of the script's conditions end"
 expect keywords_4mb_in_a_block admit ""

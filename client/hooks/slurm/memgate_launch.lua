@@ -1848,12 +1848,64 @@ function M.find_launches(script, known, limits, environment)
     end
     return nil
   end
+  -- A heredoc's lines (`cat > run.sh <<EOF` to the line `EOF`) are text,
+  -- not the script's commands: what they look like setting is set
+  -- otherwise for the hook (it may be a `<<` that opens none), and a
+  -- launch among them is checked as the script stands there (a script
+  -- it writes and runs). The delimiters a line opens, in order.
+  local heredocs = {}
+  local function heredoc_line(body)
+    other_assignments(body, set_otherwise)
+    if (looks_like_launch(body) or uses_launch_array(body)) and
+        not body:find("^[%a_][%w_]*%+?=") then
+      read_line(body)
+    end
+  end
+  local function open_heredocs(line)
+    local pos = 1
+    while true do
+      local at = line:find("<<", pos, true)
+      if at == nil then return end
+      pos = at + 2
+      if line:byte(at - 1) ~= 60 and line:byte(at + 2) ~= 60 then
+        local dash, _, delimiter =
+            line:match("^<<(%-?)%s*(['\"]?)\\?([%w_%.%-/]+)%2", at)
+        if delimiter ~= nil then
+          if #heredocs >= 16 then
+            exceed("a line opens more than 16 heredocs")
+          end
+          heredocs[#heredocs + 1] = { delimiter = delimiter, tabs = dash == "-" }
+          heredoc = heredoc or quoted(line)
+        end
+      end
+    end
+  end
   local joined = script:gsub("\\\r?\n", " ")
   local lines, reread = 0, 0
   for line in joined:gmatch("[^\n]+") do
     local first = line:find("%S")
     local pending = (first == 1 or first == nil) and line or line:sub(first)
     local again = false
+    local body_of = heredocs[1]
+    if body_of ~= nil then
+      lines = lines + 1
+      if lines > limits.lines then
+        exceed(string.format("the batch script has more than %d lines " ..
+                             "(and commands after an array on its line)",
+                             limits.lines))
+      end
+      local text = body_of.tabs and line:match("^\t*(.*)$") or line
+      if text == body_of.delimiter or text == body_of.delimiter .. "\r" then
+        table.remove(heredocs, 1)
+      else
+        reading = pending
+        heredoc_line(pending)
+      end
+      pending = nil
+    elseif open_array == nil and open_string == nil and
+        line:find("<<", 1, true) and pending:byte(1) ~= 35 then
+      open_heredocs(line)
+    end
     while pending ~= nil do
       lines = lines + 1
       if lines > limits.lines then
