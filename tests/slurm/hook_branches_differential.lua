@@ -22,7 +22,8 @@ local fragments = {
   "else", "fi", "A=(a1 a2)", "A+=(a3)", 'B=("${A[@]}" b1)',
   'B+=("${B[@]}" b2)', "A=()", "K=1", "K=0", "B=(b3)", "unset A", "A[0]=z",
   'A+=("${B[@]}")', '[ "$C1" = 1 ] && A+=(c1)', '[ "$C2" = 1 ] || K=1',
-  "true && true", "cat > /dev/null <<EOF\nA+=(h1)\nelse\nEOF", launch,
+  "true && true", "cat > /dev/null <<EOF\nA+=(h1)\nelse\nEOF",
+  "echo \"usage: it's\nA+=(q1)\nfi\" > /dev/null", launch,
 }
 math.randomseed(tonumber(arg[3] or "1"))
 local written = 0

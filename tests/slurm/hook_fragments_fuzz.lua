@@ -27,7 +27,8 @@ local fragments = {
   -- `if` blocks the hook follows, their tests, and element assignments.
   "if [ \"$MBS\" = 2 ]; then", "elif [[ -z $X ]]; then", "else", "fi",
   "if [ -n \"$A\" ] || [ x == y ]; then", " # c", "ARGS+=(", "ARGS[1]=",
-  "unset 'ARGS[0]'", "${ARGS[@]} ", "declare -n R=ARGS", "<<EOF",
+  "unset 'ARGS[0]'", "${ARGS[@]} ", "declare -n R=ARGS", "<<EOF", "EOF",
+  "$'", "\\'", "\\\"", "echo \"", "<<-'E'",
 }
 math.randomseed(tonumber(arg[2] or "1"))
 local scripts, errors = tonumber(arg[3] or "20000"), 0

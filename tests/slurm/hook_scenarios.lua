@@ -391,6 +391,27 @@ end
 scripts.heredoc_launch_checked = function()
   return header .. "cat > run.sh <<EOF\n" .. ooms .. "\nEOF\nbash run.sh\n"
 end
+-- A string spanning lines is text too (an append inside an echo's usage
+-- text was read as the script's: MBS 1 after the MBS 4 it runs with);
+-- quotes of every kind that close on their line leave the lines after
+-- them commands (the append there is read: MBS 4 after MBS 1).
+scripts.string_spanning_lines_is_text = function()
+  return header .. "ARGS=(--micro-batch-size 4)\necho \"usage:\n" ..
+         "ARGS+=(--micro-batch-size 1)\n\"\n" .. fits .. " ${ARGS[@]}\n"
+end
+scripts.quotes_that_close = function()
+  return header .. "ARGS=(--micro-batch-size 1)\n" ..
+         "X=\"$(cat \"$F\")\" # it's fine\n" ..
+         "echo 'say \"hi\"' \"it's\" $'it\\'s' \\\\ \\\"\n" ..
+         "ARGS+=(--micro-batch-size 4)\n" .. fits .. " ${ARGS[@]}\n"
+end
+-- Quotes are followed over the whole script, a step each: 2 million of
+-- them (4 MiB of `"a" `) are refused past a million, not followed for
+-- seconds.
+scripts.quotes_4mb = function()
+  local line = string.rep('"a" ', 1024) .. "\n"
+  return header .. string.rep("echo " .. line, 1000) .. fits .. "\n"
+end
 -- Bounds: five conditions of two lists each are 32 launches to check,
 -- past 16: refused naming the arrays; a 60,000-line elif chain over 1,000
 -- arrays restores them at each branch: refused past 100,000 restores,

@@ -147,6 +147,9 @@ expect and_or_lines refuse "REFUSE [RED] peak 51.58"
 expect and_ending_its_line refuse "the launch uses \${ARGS[@]}, an array the script sets after its first condition or loop ('[ -n \"\$BIG\" ] && # \"big\"'), perhaps under it"
 expect heredoc_body_is_text refuse "the launch uses \${ARGS[@]}, an array the script sets otherwise than in one NAME=( ... ) line"
 expect heredoc_launch_checked refuse "REFUSE [RED] peak 51.58"
+expect string_spanning_lines_is_text refuse "the launch uses \${ARGS[@]}, an array the script sets otherwise than in one NAME=( ... ) line"
+expect quotes_that_close refuse "REFUSE [RED] peak 51.58"
+expect quotes_4mb refuse "the batch script holds more than 1048576 quotes and backslashes"
 expect variants_too_many refuse "the launch uses arrays (A1, A2, A3, A4, A5) whose values after the script's conditions combine in more than 16 ways"
 expect elif_chain_over_many_arrays refuse "more than 100000 arrays recorded or restored where branches of the script's conditions end"
 expect keywords_4mb_in_a_block admit ""
@@ -288,7 +291,7 @@ run_check "random fragments" timeout 60 "$lua" \
 # The hook's `if` blocks and arrays against bash itself: every launch
 # bash runs, whatever the job's environment decides, is one it checks.
 run_check "branches against bash" timeout 120 bash \
-  "$(dirname "$scenarios")/hook_branches_differential.sh" "$work" 1 600
+  "$(dirname "$scenarios")/hook_branches_differential.sh" "$work" 1 1000
 
 # Every expectation ran: a line of this script that bash could not run
 # (a bad substitution in its message) would otherwise pass unseen.

@@ -69,6 +69,9 @@ M.LIMITS = {
   -- a branch and array changed in the block: an `elif` chain of 50,000
   -- lines over 1,000 arrays would be 50 million).
   branch_work = 100000,
+  -- Quotes and backslashes followed over the whole script, to know which
+  -- lines are inside a string that spans lines (text, not commands).
+  script_quotes = 1024 * 1024,
 }
 
 -- An error raised when a limit is exceeded: judge turns it into a refusal.
@@ -550,7 +553,7 @@ local function continues_after_list(body)
     end
   end
   if last == nil then return false end
-  local rest = body:sub(last + 2):match("^%s*(.?)")
+  local rest = body:match("^%s*(.?)", last + 2)
   return rest == "" or rest == "#"
 end
 -- Commands whose arguments may name what they set (`export $(...)`).
@@ -663,6 +666,56 @@ local function condition_value(condition, value_of)
   end
   finish()
   return result
+end
+
+-- Bytes before a `#` that starts a comment (it starts a word).
+local WORD_BREAK = { [32] = true, [9] = true, [59] = true, [38] = true,
+                     [124] = true, [40] = true, [41] = true, [60] = true,
+                     [62] = true }
+--[[
+The quote a script line leaves open: nil, '"', "'" or "$'", from `quote`
+(the one open where it starts), as bash reads them: a backslash quotes
+the next byte outside single quotes, a `#` that starts a word outside
+quotes ends the line (read from byte `from`, or 1). Each quote,
+backslash or `#` costs one step of
+`budget.quote_steps` (limits.script_quotes), counted down.
+]]
+local function quote_after(line, quote, budget, from)
+  local i = from or 1
+  while true do
+    local at
+    if quote == "'" then
+      at = line:find("'", i, true)
+    elseif quote == "$'" then
+      at = line:find("['\\]", i)
+    elseif quote == '"' then
+      at = line:find('["\\]', i)
+    else
+      at = line:find("['\"\\#]", i)
+    end
+    if at == nil then return quote end
+    budget.quote_steps = budget.quote_steps - 1
+    if budget.quote_steps < 0 then
+      exceed(string.format("the batch script holds more than %d quotes " ..
+                           "and backslashes", budget.limits.script_quotes))
+    end
+    local c = line:byte(at)
+    if c == 92 then
+      i = at + 2
+    elseif quote ~= nil then
+      quote = nil
+      i = at + 1
+    elseif c == 35 then
+      if at == 1 or WORD_BREAK[line:byte(at - 1)] then return nil end
+      i = at + 1
+    elseif c == 39 then
+      quote = (at > 1 and line:byte(at - 1) == 36) and "$'" or "'"
+      i = at + 1
+    else
+      quote = '"'
+      i = at + 1
+    end
+  end
 end
 
 -- Commands that declare a name reference with -n.
@@ -983,6 +1036,7 @@ function M.find_launches(script, known, limits, environment)
   -- a quoting context (unquoted, in double quotes, an element a word).
   local budget = { substitutions = limits.substitutions, limits = limits,
                    array_bytes = limits.array_bytes,
+                   quote_steps = limits.script_quotes,
                    arrays = arrays, unread_arrays = unread_arrays,
                    written = { {}, {}, {} } }
   -- vars: the names substituted; seen: each name's first literal value,
@@ -1348,17 +1402,19 @@ function M.find_launches(script, known, limits, environment)
       exported[name] = "?"
       return
     end
-    -- (An array first: one a branch restored is readable again.)
-    drop_array(name, "sets otherwise than in one NAME=( ... ) line")
-    if launch_arrays[name] and arrays[name] == nil then
-      unread_arrays[name] = unread_arrays[name] or
-          "sets otherwise than in one NAME=( ... ) line"
-    end
-    if conflicted[name] then return end  -- already unread
+    -- Already unread (conflicted: no array read under this name either;
+    -- a branch that restores one clears it). A line of `read` sets every
+    -- word on it: this is the path most take.
+    if conflicted[name] then return end
     note(name, true)
     if seen[name] == nil then seen[name] = false end
     conflicted[name] = true
     vars[name] = nil
+    if arrays[name] ~= nil or variants[name] ~= nil or launch_arrays[name] then
+      arrays[name], variants[name] = nil, nil
+      unread_arrays[name] = unread_arrays[name] or
+          "sets otherwise than in one NAME=( ... ) line"
+    end
   end
   -- An array assignment read (NAME=( ... ) or NAME+=( ... )): its words
   -- as bash expands them where it stands, once for each combination of
@@ -1441,7 +1497,7 @@ function M.find_launches(script, known, limits, environment)
     end
     -- `.` as a command after an operator or a keyword on the line (`[ -f
     -- env.sh ] && . ./env.sh`), not a word `.` (`find . -name x`).
-    if body:find(".", 1, true) and
+    if (body:find(". ", 1, true) or body:find(".\t", 1, true)) and
         (body:find("[;&|({]%s*%.%s") or body:find("%f[%a]then%s+%.%s") or
          body:find("%f[%a]do%s+%.%s") or body:find("%f[%a]else%s+%.%s")) then
       return true
@@ -1854,6 +1910,8 @@ function M.find_launches(script, known, limits, environment)
   -- launch among them is checked as the script stands there (a script
   -- it writes and runs). The delimiters a line opens, in order.
   local heredocs = {}
+  -- The quote a string spanning lines holds open (quote_after), or nil.
+  local string_open = nil
   local function heredoc_line(body)
     other_assignments(body, set_otherwise)
     if (looks_like_launch(body) or uses_launch_array(body)) and
@@ -1887,7 +1945,20 @@ function M.find_launches(script, known, limits, environment)
     local pending = (first == 1 or first == nil) and line or line:sub(first)
     local again = false
     local body_of = heredocs[1]
-    if body_of ~= nil then
+    if string_open ~= nil then
+      -- Inside a string that spans lines (`echo "usage:` ... `"`): text,
+      -- as a heredoc's (the line that closes it too).
+      lines = lines + 1
+      if lines > limits.lines then
+        exceed(string.format("the batch script has more than %d lines " ..
+                             "(and commands after an array on its line)",
+                             limits.lines))
+      end
+      reading = pending
+      heredoc_line(pending)
+      string_open = quote_after(line, string_open, budget)
+      pending = nil
+    elseif body_of ~= nil then
       lines = lines + 1
       if lines > limits.lines then
         exceed(string.format("the batch script has more than %d lines " ..
@@ -1906,6 +1977,10 @@ function M.find_launches(script, known, limits, environment)
         line:find("<<", 1, true) and pending:byte(1) ~= 35 then
       open_heredocs(line)
     end
+    -- (A line an array or a quoted assignment spanning lines reads is
+    -- theirs: they follow its quotes.)
+    local theirs = open_array ~= nil or open_string ~= nil
+    local code = pending ~= nil
     while pending ~= nil do
       lines = lines + 1
       if lines > limits.lines then
@@ -1924,6 +1999,13 @@ function M.find_launches(script, known, limits, environment)
       reading = pending
       pending = read_line(pending)
       again = true
+    end
+    if code and not theirs and open_array == nil and open_string == nil then
+      -- (Plain searches first: every line comes here, most with none.)
+      if line:find("'", 1, true) or line:find('"', 1, true) or
+          line:find("\\", 1, true) then
+        string_open = quote_after(line, nil, budget)
+      end
     end
   end
   if nameref ~= nil and launches[1] ~= nil then
