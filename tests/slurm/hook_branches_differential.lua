@@ -18,6 +18,7 @@ local dir = arg[2]
 local launch = "printf '%s|' pretrain_gpt.py ${A[@]} ${B[@]}; echo"
 local fragments = {
   'if [ "$C1" = 1 ]; then', 'if [ "$C2" = 1 ]; then', 'if [ "$K" = 1 ]; then',
+  'elif [ "$K" != 0 ]; then',
   'if [[ "$K" == 0 ]] || [ -z "$K" ]; then', 'elif [ "$C2" = 1 ]; then',
   "else", "fi", "A=(a1 a2)", "A+=(a3)", 'B=("${A[@]}" b1)',
   'B+=("${B[@]}" b2)', "A=()", "K=1", "K=0", "B=(b3)", "unset A", "A[0]=z",
@@ -28,7 +29,11 @@ local fragments = {
 math.randomseed(tonumber(arg[3] or "1"))
 local written = 0
 for _ = 1, tonumber(arg[4] or "300") do
+  -- (K set first in most: tests on it decided, their dead branches
+  -- skipped by the hook.)
   local lines, depth = { "A=(a0)", "B=(b0)" }, 0
+  local k = math.random(0, 2)
+  if k < 2 then lines[#lines + 1] = "K=" .. k end
   for _ = 1, math.random(3, 20) do
     local f = fragments[math.random(#fragments)]
     -- Well-formed blocks: else, elif and fi only inside one.

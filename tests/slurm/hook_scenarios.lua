@@ -329,6 +329,18 @@ scripts.condition_on_a_te_switch = function()
          "if [ \"$NVTE_FLASH_ATTN\" = 0 ]; then\n" ..
          "  EXTRA+=(--micro-batch-size 4)\nfi\n" .. fits .. " ${EXTRA[@]}\n"
 end
+-- A model-size switch the script's own value decides: the branch no run
+-- takes is not read (its MBS=4 made MBS two values, refused by name),
+-- nor is a launch in it; the branch every run takes is.
+local function size_switch(size)
+  return header .. "SIZE=${SIZE:-" .. size .. "}\n" ..
+         "if [ \"$SIZE\" = small ]; then\n  MBS=1\nelse\n  MBS=4\n" ..
+         "  for i in 1; do echo; done\nfi\n" ..
+         "if [ \"$SIZE\" = test ]; then\n  " .. ooms .. "\nfi\n" ..
+         launch(32, "$MBS") .. "\n"
+end
+scripts.size_switch_small = function() return size_switch("small") end
+scripts.size_switch_big = function() return size_switch("big") end
 -- Megatron-LM's llama3 example's style: fp8 arguments appended when
 -- DTYPE is fp8 (decided: it is), data arguments by a condition on the
 -- script's arguments (both checked), the arrays joined with +=.

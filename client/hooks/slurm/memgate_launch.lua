@@ -727,9 +727,12 @@ local BLOCK_KEYWORDS = { ["if"] = true, ["then"] = true, ["elif"] = true,
                          ["esac"] = true, ["for"] = true, ["while"] = true,
                          ["until"] = true, ["select"] = true, ["do"] = true,
                          ["done"] = true, ["function"] = true }
--- Whether any of them is a command on the line.
-local function each_keyword(body)
-  for keyword in pairs(BLOCK_KEYWORDS) do
+-- Those of `if` blocks.
+local IF_KEYWORDS = { ["if"] = true, ["then"] = true, ["elif"] = true,
+                      ["else"] = true, ["fi"] = true }
+-- Whether any of `keywords` (BLOCK_KEYWORDS) is a command on the line.
+local function each_keyword(body, keywords)
+  for keyword in pairs(keywords or BLOCK_KEYWORDS) do
     if has_command(body, keyword, ends_word) then return true end
   end
   return false
@@ -1607,7 +1610,7 @@ function M.find_launches(script, known, limits, environment)
       else
         end_branch(frame)
         frame.branch = "the else of '" .. frame.line .. "'"
-        frame.dead = frame.taken
+        frame.dead = frame.parent_dead or frame.taken
         frame.has_else = true
       end
       return true
@@ -1629,14 +1632,15 @@ function M.find_launches(script, known, limits, environment)
     -- nothing; one every run takes leaves no other).
     local holds = condition_value(condition, known_value)
     if word == "if" then
+      -- (Inside a branch no run takes, every branch is one.)
       frame = { line = quoted(body), names = {}, saved = {}, results = {},
-                unread = {} }
+                unread = {}, parent_dead = frame ~= nil and frame.dead }
       frames[#frames + 1] = frame
     else
       end_branch(frame)
     end
     frame.branch = "the branch of '" .. quoted(body) .. "'"
-    frame.dead = frame.taken or holds == false
+    frame.dead = frame.parent_dead or frame.taken or holds == false
     frame.taken = frame.taken or holds == true
     return true
   end
@@ -1670,6 +1674,20 @@ function M.find_launches(script, known, limits, environment)
       return rest ~= "" and rest or nil
     end
     if open_array == nil and follows_condition(body) then return nil end
+    -- A branch no run takes (its test decided false by the script's own
+    -- values, or after the branch every run takes): its lines never run
+    -- and are not read (an assignment there once made the variable two
+    -- values, refused), loops and all, but for a keyword of `if` blocks
+    -- on one in another form (`else echo`, `fi; x`, `then`), which may
+    -- divide or close a block: the hook stops following them there.
+    local dead = frames[#frames]
+    if dead ~= nil and dead.dead and open_array == nil then
+      if body:byte(1) == 35 or not each_keyword(body, IF_KEYWORDS) then
+        return nil
+      end
+      control_flow = quoted(body)
+      abandon_frames(control_flow)
+    end
     -- Every form below that assigns holds '=': a line without one (most
     -- of a long script) skips them.
     local assigns = body:find("=", 1, true) ~= nil
