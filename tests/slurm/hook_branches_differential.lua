@@ -1,13 +1,14 @@
 --[[
-The hook's reading of `if` blocks and arrays against bash itself: random
-scripts of conditions (on the job's environment, unknown to the hook, and
-on the script's own values), array assignments, appends, element sets,
-unsets and launches, each written to DIR as sN.sh with the hook's launch
-lines beside it (sN.hook). hook_branches_differential.sh runs each script
-under bash with every value of the environment's conditions: every
-launch bash runs must be one of the hook's lines (the hook checks each),
-unless the hook refused the script (an error, or a word it left as
-written, which memgate refuses). A fixed seed, so that a failure is
+The hook's reading of `if` blocks, arrays and variables against bash
+itself: random scripts of conditions (on the job's environment, unknown
+to the hook, and on the script's own values), array and variable
+assignments, appends, element sets, unsets, heredocs, strings spanning
+lines and launches, each written to DIR as sN.sh with the hook's launch
+lines beside it (sN.hook). hook_branches_differential.sh runs each
+script under bash with every value of the environment's conditions:
+every launch bash runs must be one of the hook's lines (the hook checks
+each), unless the hook refused the script (an error, or a word it left
+as written, which memgate refuses). A fixed seed, so that a failure is
 reproduced.
 
   lua5.1 hook_branches_differential.lua HOOK_DIR DIR [SEED] [SCRIPTS]
@@ -15,7 +16,7 @@ reproduced.
 package.path = arg[1] .. "/?.lua;" .. package.path
 local M = require("memgate_launch")
 local dir = arg[2]
-local launch = "printf '%s|' pretrain_gpt.py ${A[@]} ${B[@]}; echo"
+local launch = "printf '%s|' pretrain_gpt.py ${A[@]} ${B[@]} $M; echo"
 local fragments = {
   'if [ "$C1" = 1 ]; then', 'if [ "$C2" = 1 ]; then', 'if [ "$K" = 1 ]; then',
   'elif [ "$K" != 0 ]; then',
@@ -24,14 +25,16 @@ local fragments = {
   'B+=("${B[@]}" b2)', "A=()", "K=1", "K=0", "B=(b3)", "unset A", "A[0]=z",
   'A+=("${B[@]}")', '[ "$C1" = 1 ] && A+=(c1)', '[ "$C2" = 1 ] || K=1',
   "true && true", "cat > /dev/null <<EOF\nA+=(h1)\nelse\nEOF",
-  "echo \"usage: it's\nA+=(q1)\nfi\" > /dev/null", launch,
+  "echo \"usage: it's\nA+=(q1)\nfi\" > /dev/null", "M=m1", "M=m2",
+  '[ "$C1" = 1 ] && M=m3', 'if [ "$M" = m1 ]; then', 'A+=("$M")', "E=e1",
+  'if [ -z "$E" ]; then', "printf '%s|' pretrain_gpt.py --e $E; echo", launch,
 }
 math.randomseed(tonumber(arg[3] or "1"))
 local written = 0
 for _ = 1, tonumber(arg[4] or "300") do
   -- (K set first in most: tests on it decided, their dead branches
   -- skipped by the hook.)
-  local lines, depth = { "A=(a0)", "B=(b0)" }, 0
+  local lines, depth = { "A=(a0)", "B=(b0)", "M=m0" }, 0
   local k = math.random(0, 2)
   if k < 2 then lines[#lines + 1] = "K=" .. k end
   for _ = 1, math.random(3, 20) do
@@ -45,9 +48,12 @@ for _ = 1, tonumber(arg[4] or "300") do
     lines[#lines + 1] = f
   end
   for _ = 1, depth do lines[#lines + 1] = "fi" end
-  lines[#lines + 1] = launch
+  -- (Half end naming E, which the job's environment holds.)
+  lines[#lines + 1] = math.random(2) == 1 and launch or
+                      launch:gsub(" %$M;", " $M $E;")
   local script = table.concat(lines, "\n") .. "\n"
-  local ok, texts = pcall(M.find_launches, script, {}, nil, {})
+  -- The job's environment holds E (bash runs with E=e0 too).
+  local ok, texts = pcall(M.find_launches, script, {}, nil, { E = "e0" })
   if not ok and type(texts) ~= "table" then
     io.stderr:write("hook error: " .. tostring(texts) .. "\n")
     os.exit(1)

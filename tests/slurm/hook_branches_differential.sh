@@ -25,11 +25,15 @@ for script in "$work"/s*.sh; do
         [ -z "$ran" ] && continue
         if ! grep -qxF -- "$ran" <<< "$checked"; then
           missed=$((missed + 1))
-          [ "$missed" -le 3 ] && { echo "not checked: '$ran' (C1=$c1 C2=$c2) of:"; cat "$script"; }
+          if [ "$missed" -le 3 ]; then
+            echo "not checked: '$ran' (C1=$c1 C2=$c2) of:"
+            cat "$script"
+          fi
         fi
-      done <<< "$(C1=$c1 C2=$c2 bash "$script" 2>/dev/null)"
+      done <<< "$(E=e0 C1=$c1 C2=$c2 bash "$script" 2>/dev/null)"
     done
   done
 done
-echo "branches: $scripts scripts ($refused refused), $runs runs under bash, $missed launches the hook did not check"
+echo "branches: $scripts scripts ($refused refused), $runs runs under" \
+     "bash, $missed launches the hook did not check"
 [ "$missed" -eq 0 ] && [ "$runs" -gt 0 ]

@@ -486,10 +486,13 @@ scripts.script_arguments_with_operator = function()
   return header .. fits .. " \"$@\"\n"
 end
 
--- A variable the script sets under a condition, in an argument loop or
--- after `&&` (or to two values) holds a value the hook cannot know: it
--- stays as written, and memgate refuses it by name where it changes
--- memory. Each of these ran the MBS 4 job where the hook read MBS 1.
+-- A variable the script sets in an argument loop or after `&&` (or to
+-- two values) holds a value the hook cannot know: it stays as written,
+-- and memgate refuses it by name where it changes memory. Set in a
+-- branch of an `if` block the hook follows, the launch is checked with
+-- each value a branch may leave it (here MBS 4, where no branch runs:
+-- refused naming that). Each of these ran the MBS 4 job where the hook
+-- once read MBS 1.
 local mbs_launch = launch(32, "$MBS")
 scripts.variable_under_condition = function()
   return header .. "MBS=4\nif [ \"$SMALL\" = 1 ]; then\n  MBS=1\nfi\n" ..

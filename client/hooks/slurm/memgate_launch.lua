@@ -1006,12 +1006,13 @@ substituted for ${NAME[@]} and ${NAME[*]}, and NAME+=( ... ) appends to
 it; one computed, set an element at a time or after another command on
 its line is refused naming it where a launch uses it. `if` blocks written
 a keyword a line (`if COND; then`, `elif COND; then`, `else`, `fi`),
-before any other condition or loop, are followed (`frames`): an array a
-branch changes holds after `fi` each list of words a branch may leave it
-(`variants`), and a launch is checked with every combination of those it
-uses (limits.variants; find_launches returns each launch's `label`, the
-branches it took); a test the script's values decide takes its branch
-alone (condition_value). A line inside an array assignment is never a
+before any other condition or loop, are followed (`frames`): an array or
+a variable a branch changes holds after `fi` each value a branch may
+leave it (`variants`, `svariants`), and a launch is checked with every
+combination of those it uses (limits.variants; find_launches returns each
+launch's `label`, the branches it took); a test the script's values
+decide takes its branch alone (condition_value), and a branch no run
+takes is not read. A line inside an array assignment is never a
 launch of its own; a line that expands an array holding Megatron's
 arguments is. Quoted strings, the style of Megatron-LM's older examples
 (GPT_ARGS=" ... " over several lines), are read as one value the same
@@ -1056,6 +1057,10 @@ function M.find_launches(script, known, limits, environment)
   -- NAME -> a list of { words = ..., label = the branches that leave
   -- it so }. A launch that uses them is checked with each combination.
   local variants = {}
+  -- Scalars the same (NAME -> { words = value or false, label }: false
+  -- stays as written); UNSET stands for a scalar a branch never set.
+  local svariants = {}
+  local UNSET = {}
   -- The `if` blocks the hook follows (opened before any other condition
   -- or loop, each keyword on a line of its own), innermost last.
   local frames = {}
@@ -1165,6 +1170,9 @@ function M.find_launches(script, known, limits, environment)
   -- nil (unknown) where the script set it otherwise.
   budget.default_of = function(name, default)
     local value = vars[name]
+    -- (A scalar a block left several values: unknown but in a
+    -- combination of them, each_variant's.)
+    if value == nil and svariants[name] ~= nil then return nil end
     if value ~= nil and budget.value_of(name) == nil then return nil end
     if value == nil and not removed[name] then
       -- Set otherwise by the script, or no environment to look in (a hook
@@ -1235,22 +1243,54 @@ function M.find_launches(script, known, limits, environment)
                            limits.branch_work))
     end
   end
-  -- Adds the values `state` gives `name` in `frame`'s branch `label`
-  -- to what the block may leave it (`frame.results`, distinct words, at
+  -- What an `if` block records of a kind of variable: ARRAYS (their
+  -- state: state_of) or SCALARS (a value, `false` where it stays as
+  -- written, UNSET where the script never set it). `saved` is what a
+  -- block restores at each branch; `view` the values it stands for.
+  local ARRAYS = { part = "arrays" }
+  function ARRAYS.saved(name) return state_of(name) end
+  function ARRAYS.view(saved) return saved end
+  function ARRAYS.restore(name, saved) set_state(name, saved) end
+  local SCALARS = { part = "scalars" }
+  function SCALARS.saved(name)
+    return { value = vars[name], seen = seen[name],
+             conflicted = conflicted[name], late = late[name],
+             removed = removed[name], variants = svariants[name] }
+  end
+  function SCALARS.view(saved, name)
+    if saved.variants ~= nil then return saved.variants end
+    if saved.conflicted or saved.late then return { { words = false } } end
+    if saved.value ~= nil then return { { words = saved.value } } end
+    -- Never set by the script: unset, unless the job's environment may
+    -- hold it (the hook reads none there but through ${NAME:-default}).
+    if saved.removed or (saved.seen == nil and environment ~= nil and
+                         environment_value(environment, name) == nil) then
+      return { { words = UNSET } }
+    end
+    return { { words = false } }
+  end
+  function SCALARS.restore(name, saved)
+    vars[name], seen[name] = saved.value, saved.seen
+    conflicted[name], late[name] = saved.conflicted, saved.late
+    removed[name], svariants[name] = saved.removed, saved.variants
+  end
+  -- Adds the values `state` gives `name` in `frame`'s branch `label` to
+  -- what the block may leave it (a kind's `results`, distinct values, at
   -- most limits.variants; past them, or a branch that leaves it unread,
   -- the block leaves it unread).
-  local function add_result(frame, name, state, label)
+  local function add_result(frame, kind, name, state, label)
     branch_step()
-    if frame.unread[name] ~= nil then return end
+    local part = frame[kind.part]
+    if part.unread[name] ~= nil then return end
     if state.unread ~= nil then
-      frame.unread[name] = state.unread
+      part.unread[name] = state.unread
       return
     end
-    local list = frame.results[name]
+    local list = part.results[name]
     for _, value in ipairs(state) do
       if not list.has[value.words] then
         if #list >= limits.variants then
-          frame.unread[name] = string.format(
+          part.unread[name] = string.format(
               "may hold more than %d lists of words after its conditions " ..
               "('%s')", limits.variants, frame.line)
           return
@@ -1262,113 +1302,195 @@ function M.find_launches(script, known, limits, environment)
       end
     end
   end
-  -- Before an array changes inside `if` blocks: each block that has not
+  -- Before a variable changes inside `if` blocks: each block that has not
   -- yet seen it change keeps what it held where the block opened (the
   -- branches before this one left it so).
-  local function save_in_frames(name)
+  local function save_in_frames(name, kind)
+    kind = kind or ARRAYS
     for _, frame in ipairs(frames) do
-      if frame.saved[name] == nil then
-        local state = state_of(name)
-        frame.saved[name] = state
-        frame.names[#frame.names + 1] = name
-        frame.results[name] = { has = {} }
+      local part = frame[kind.part]
+      if part.saved[name] == nil then
+        local saved = kind.saved(name)
+        part.saved[name] = saved
+        part.names[#part.names + 1] = name
+        part.results[name] = { has = {} }
         if frame.first_label ~= nil then
-          add_result(frame, name, state, frame.first_label)
+          add_result(frame, kind, name, kind.view(saved, name),
+                     frame.first_label)
         end
       end
     end
   end
   -- A branch of `frame` ends (at elif, else or fi): what it leaves each
-  -- array the block changed is recorded, and the array restored to what
-  -- it held where the block opened, for the next branch.
+  -- variable the block changed is recorded, and the variable restored to
+  -- what it held where the block opened, for the next branch.
   local function end_branch(frame)
-    for _, name in ipairs(frame.names) do
-      if not frame.dead then
-        add_result(frame, name, state_of(name), frame.branch)
+    for _, kind in ipairs({ ARRAYS, SCALARS }) do
+      local part = frame[kind.part]
+      for _, name in ipairs(part.names) do
+        if not frame.dead then
+          add_result(frame, kind, name, kind.view(kind.saved(name), name),
+                     frame.branch)
+        end
+        branch_step()
+        kind.restore(name, part.saved[name])
       end
-      branch_step()
-      set_state(name, frame.saved[name])
     end
+    frame.fresh = {}
     if not frame.dead then
       frame.first_label = frame.first_label or frame.branch
     end
   end
-  -- At fi: each array the block changed holds any value a branch left it
-  -- (and, without an else, the one it held before: no branch may run).
+  -- A scalar's values after a block: one (a value, or as written), or
+  -- several (svariants). UNSET, a branch that leaves it never set, is a
+  -- value missing where the launch names it: dropped beside values (the
+  -- launch stops at once without its value, as a value set under a
+  -- condition always was read), as written beside an argument of its own
+  -- (`SP=--sequence-parallel`: the job would run without it).
+  local function merge_scalar(name, list, unread)
+    local values, unset, own = {}, false, false
+    for _, value in ipairs(list) do
+      if value.words == UNSET then
+        unset = true
+      else
+        values[#values + 1] = value
+        if value.words == false or value.words:sub(1, 1) == "-" then
+          own = true
+        end
+      end
+    end
+    if unset and (own or values[1] == nil) then
+      values[#values + 1] = { words = false }
+      unset = false
+    end
+    if unread ~= nil then values = { { words = false } } end
+    -- (A value a branch may leave unset decides no test: late.)
+    svariants[name], removed[name] = nil, nil
+    late[name] = unset or nil
+    if #values == 1 then
+      local value = values[1].words
+      vars[name] = value or nil
+      conflicted[name] = value == false or nil
+      if value == false and seen[name] == nil then seen[name] = false end
+      if value ~= false then seen[name] = value end
+    else
+      vars[name], conflicted[name] = nil, nil
+      svariants[name] = values
+      seen[name] = seen[name] or false
+    end
+    trusted[#trusted + 1] = name
+  end
+  -- At fi: each variable the block changed holds any value a branch left
+  -- it (and, without an else, the one it held before: no branch may run).
   local function close_frame(frame)
     end_branch(frame)
-    for _, name in ipairs(frame.names) do
-      if not frame.has_else and not frame.taken then
-        add_result(frame, name, frame.saved[name],
-                   "no branch of '" .. frame.line .. "'")
-      end
-      if frame.unread[name] ~= nil then
-        set_state(name, { unread = frame.unread[name] })
-      else
-        local list = frame.results[name]
+    for _, kind in ipairs({ ARRAYS, SCALARS }) do
+      local part = frame[kind.part]
+      for _, name in ipairs(part.names) do
+        if not frame.has_else and not frame.taken then
+          add_result(frame, kind, name, kind.view(part.saved[name], name),
+                     "no branch of '" .. frame.line .. "'")
+        end
+        local list = part.results[name]
         list.has = nil
-        -- (Some branch always runs or none may: never empty; as it was,
-        -- should a branch ever record nothing.)
-        set_state(name, list[1] ~= nil and list or frame.saved[name])
+        if kind == SCALARS then
+          if list[1] == nil then
+            kind.restore(name, part.saved[name])
+          else
+            merge_scalar(name, list, part.unread[name])
+          end
+        elseif part.unread[name] ~= nil then
+          set_state(name, { unread = part.unread[name] })
+        else
+          -- (Some branch always runs or none may: never empty; as it
+          -- was, should a branch ever record nothing.)
+          set_state(name, list[1] ~= nil and list or part.saved[name])
+        end
       end
     end
   end
   -- A construct the hook does not follow inside open `if` blocks
-  -- (control_flow, `line`): the arrays they changed are left unread, and
-  -- the blocks are no longer followed.
+  -- (control_flow, `line`): the variables they changed are left unread
+  -- (as written), and the blocks are no longer followed.
   local function abandon_frames(line)
     for _, frame in ipairs(frames) do
-      for _, name in ipairs(frame.names) do
+      for _, name in ipairs(frame.arrays.names) do
         set_state(name, { unread = string.format(
             "sets under a condition ('%s') that holds a construct the " ..
             "hook does not follow ('%s')", frame.line, line) })
       end
+      for _, name in ipairs(frame.scalars.names) do
+        vars[name], svariants[name], conflicted[name] = nil, nil, true
+        if seen[name] == nil then seen[name] = false end
+      end
     end
     frames = {}
   end
-  -- The arrays with several values (`variants`) that `text` expands, and
-  -- how many combinations of their values there are (counting stops
-  -- past limits.variants).
+  -- The arrays and scalars with several values (`variants`,
+  -- `svariants`) that `text` expands: a list of { name, values, into
+  -- (the table a combination is put in) }, and how many combinations of
+  -- their values there are (counting stops past limits.variants).
   local function variant_names(text)
-    local names, listed, count = {}, {}, 1
-    if next(variants) == nil then return names, count end
-    local function collect(body, at)
-      local name = name_before(body, at - 1)
-      if name ~= nil and variants[name] ~= nil and not listed[name] then
-        listed[name] = true
-        names[#names + 1] = name
-        count = count * #variants[name]
+    local picks, listed, count = {}, {}, 1
+    local function pick(name, values, into)
+      if name ~= nil and values ~= nil and not listed[values] then
+        listed[values] = true
+        picks[#picks + 1] = { name = name, values = values, into = into }
+        count = count * #values
       end
       return count > limits.variants
     end
-    local _ = each_occurrence(text, "[@]}", collect) or
-              each_occurrence(text, "[*]}", collect)
-    return names, count
+    if next(variants) ~= nil then
+      local function collect(body, at)
+        local name = name_before(body, at - 1)
+        return pick(name, name and variants[name], arrays)
+      end
+      local _ = each_occurrence(text, "[@]}", collect) or
+                each_occurrence(text, "[*]}", collect)
+    end
+    if next(svariants) ~= nil then
+      -- $NAME, ${NAME}, ${NAME:-default}: a scalar's.
+      each_occurrence(text, "$", function(body, at)
+        local name = body:match("^%$([%a_][%w_]*)", at) or
+                     body:match("^%${([%a_][%w_]*)", at)
+        return pick(name, name and svariants[name], vars)
+      end)
+    end
+    return picks, count
   end
-  -- Calls fn(label) once for each combination of the values of `names`
-  -- (`count` of them), with `arrays` holding that combination; label:
-  -- the branches that chose it (nil where none did).
-  local function each_variant(names, count, fn)
+  -- The names of `picks`, for a message.
+  local function pick_names(picks)
+    local names = {}
+    for i, pick in ipairs(picks) do names[i] = pick.name end
+    return table.concat(names, ", ")
+  end
+  -- Calls fn(label) once for each combination of the values of `picks`
+  -- (`count` of them), with `arrays` and `vars` holding that combination
+  -- (a scalar's `false` leaves it as written); label: the branches that
+  -- chose it (nil where none did).
+  local function each_variant(picks, count, fn)
     local choice = {}
-    for i = 1, #names do choice[i] = 1 end
+    for i = 1, #picks do choice[i] = 1 end
     for _ = 1, count do
       local labels, listed = {}, {}
-      for i, name in ipairs(names) do
-        local value = variants[name][choice[i]]
-        arrays[name] = value.words
+      for i, pick in ipairs(picks) do
+        local value = pick.values[choice[i]]
+        pick.into[pick.name] = value.words or nil
         if value.label ~= nil and not listed[value.label] then
           listed[value.label] = true
           labels[#labels + 1] = value.label
         end
       end
       local label = labels[1] and table.concat(labels, "; ") or nil
-      if label ~= nil and #label > 512 then label = label:sub(1, 512) .. "..." end
+      if label ~= nil and #label > 512 then
+        label = label:sub(1, 512) .. "..."
+      end
       local ok, err = pcall(fn, label)
-      for _, name in ipairs(names) do arrays[name] = nil end
+      for _, pick in ipairs(picks) do pick.into[pick.name] = nil end
       if not ok then error(err, 0) end
-      for i = 1, #names do
+      for i = 1, #picks do
         choice[i] = choice[i] + 1
-        if choice[i] <= #variants[names[i]] then break end
+        if choice[i] <= #picks[i].values then break end
         choice[i] = 1
       end
     end
@@ -1377,6 +1499,24 @@ function M.find_launches(script, known, limits, environment)
   local function assign(name, value)
     -- ARRAY=value sets its first element.
     drop_array(name, "sets " .. quoted(name) .. "=value, its first element")
+    -- Inside `if` blocks: the blocks keep what it held; its first
+    -- assignment in a branch sets it there whatever it held before (the
+    -- branch runs it), a second one as at the top.
+    local frame = frames[#frames]
+    if frame ~= nil and not te_variable[name] and not known_names[name] then
+      save_in_frames(name, SCALARS)
+      if not frame.fresh[name] then
+        frame.fresh[name] = true
+        note(name)
+        set_again(name, value)
+        svariants[name], removed[name], late[name] = nil, nil, nil
+        vars[name], conflicted[name] = value, value == nil or nil
+        seen[name] = value or false
+        if value ~= nil then trusted[#trusted + 1] = name end
+        return
+      end
+    end
+    svariants[name] = nil
     removed[name] = nil
     note(name)
     set_again(name, value)
@@ -1412,7 +1552,7 @@ function M.find_launches(script, known, limits, environment)
     note(name, true)
     if seen[name] == nil then seen[name] = false end
     conflicted[name] = true
-    vars[name] = nil
+    vars[name], svariants[name] = nil, nil
     if arrays[name] ~= nil or variants[name] ~= nil or launch_arrays[name] then
       arrays[name], variants[name] = nil, nil
       unread_arrays[name] = unread_arrays[name] or
@@ -1529,8 +1669,9 @@ function M.find_launches(script, known, limits, environment)
   end
   local function forget_trusted(line)
     for _, name in ipairs(trusted) do
-      if vars[name] ~= nil and not known_names[name] then
-        vars[name] = nil
+      if (vars[name] ~= nil or svariants[name] ~= nil) and
+          not known_names[name] then
+        vars[name], svariants[name] = nil, nil
         seen[name] = false
       end
     end
@@ -1629,15 +1770,18 @@ function M.find_launches(script, known, limits, environment)
     other_assignments(condition, function() sets = true end)
     if sets then return false end
     -- Decided by the script's values (a branch no run can take records
-    -- nothing; one every run takes leaves no other).
+    -- nothing; one every run takes leaves no other): an elif's as the
+    -- branch before it found them, not as it left them.
+    if word == "elif" then end_branch(frame) end
     local holds = condition_value(condition, known_value)
     if word == "if" then
       -- (Inside a branch no run takes, every branch is one.)
-      frame = { line = quoted(body), names = {}, saved = {}, results = {},
-                unread = {}, parent_dead = frame ~= nil and frame.dead }
+      frame = { line = quoted(body), fresh = {},
+                arrays = { names = {}, saved = {}, results = {}, unread = {} },
+                scalars = { names = {}, saved = {}, results = {},
+                            unread = {} },
+                parent_dead = frame ~= nil and frame.dead }
       frames[#frames + 1] = frame
-    else
-      end_branch(frame)
     end
     frame.branch = "the branch of '" .. quoted(body) .. "'"
     frame.dead = frame.parent_dead or frame.taken or holds == false
@@ -1820,7 +1964,7 @@ function M.find_launches(script, known, limits, environment)
       end
     elseif unset ~= nil then
       set_again(unset, te_variable[unset] and false or nil)
-      vars[unset] = nil
+      vars[unset], svariants[unset] = nil, nil
       removed[unset] = true
       exported[unset] = nil
       if arrays[unset] ~= nil or variants[unset] ~= nil then
@@ -1839,11 +1983,12 @@ function M.find_launches(script, known, limits, environment)
       local names, count = variant_names(body)
       if count > limits.variants then
         unreadable(string.format(
-            "the launch uses arrays (%s) whose values after the script's " ..
+            "the launch uses arrays or variables (%s) whose values after " ..
+            "the script's " ..
             "conditions combine in more than %d ways, each a launch to " ..
             "check: set them without conditions, or check the launch " ..
             "where it runs (memgate exec)",
-            quoted(table.concat(names, ", ")), limits.variants))
+            quoted(pick_names(names)), limits.variants))
       end
       each_variant(names, count, function(label)
         if #launches >= limits.launches then
@@ -1950,7 +2095,8 @@ function M.find_launches(script, known, limits, environment)
           if #heredocs >= 16 then
             exceed("a line opens more than 16 heredocs")
           end
-          heredocs[#heredocs + 1] = { delimiter = delimiter, tabs = dash == "-" }
+          heredocs[#heredocs + 1] = { delimiter = delimiter,
+                                      tabs = dash == "-" }
           heredoc = heredoc or quoted(line)
         end
       end
