@@ -2104,6 +2104,16 @@ function M.find_launches(script, known, limits, environment)
   end
   local joined = script:gsub("\\\r?\n", " ")
   local lines, reread = 0, 0
+  -- Each line (a heredoc's, a string's, a command after an array on its
+  -- line) costs fixed work: limits.lines of them.
+  local function count_line()
+    lines = lines + 1
+    if lines > limits.lines then
+      exceed(string.format("the batch script has more than %d lines " ..
+                           "(and commands after an array on its line)",
+                           limits.lines))
+    end
+  end
   for line in joined:gmatch("[^\n]+") do
     local first = line:find("%S")
     local pending = (first == 1 or first == nil) and line or line:sub(first)
@@ -2112,23 +2122,13 @@ function M.find_launches(script, known, limits, environment)
     if string_open ~= nil then
       -- Inside a string that spans lines (`echo "usage:` ... `"`): text,
       -- as a heredoc's (the line that closes it too).
-      lines = lines + 1
-      if lines > limits.lines then
-        exceed(string.format("the batch script has more than %d lines " ..
-                             "(and commands after an array on its line)",
-                             limits.lines))
-      end
+      count_line()
       reading = pending
       heredoc_line(pending)
       string_open = quote_after(line, string_open, budget)
       pending = nil
     elseif body_of ~= nil then
-      lines = lines + 1
-      if lines > limits.lines then
-        exceed(string.format("the batch script has more than %d lines " ..
-                             "(and commands after an array on its line)",
-                             limits.lines))
-      end
+      count_line()
       local text = body_of.tabs and line:match("^\t*(.*)$") or line
       if text == body_of.delimiter or text == body_of.delimiter .. "\r" then
         table.remove(heredocs, 1)
@@ -2146,12 +2146,7 @@ function M.find_launches(script, known, limits, environment)
     local theirs = open_array ~= nil or open_string ~= nil
     local code = pending ~= nil
     while pending ~= nil do
-      lines = lines + 1
-      if lines > limits.lines then
-        exceed(string.format("the batch script has more than %d lines " ..
-                             "(and commands after an array on its line)",
-                             limits.lines))
-      end
+      count_line()
       if again then
         reread = reread + #pending
         if reread > limits.reread_bytes then
