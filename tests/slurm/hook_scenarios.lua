@@ -370,13 +370,18 @@ scripts.else_with_a_command = function()
          "  EXTRA=(--micro-batch-size 1)\nelse echo small\n" ..
          "  EXTRA=(--micro-batch-size 4)\nfi\n" .. fits .. " ${EXTRA[@]}\n"
 end
--- A heredoc's lines are read as the script's (a launch written into a
--- file is checked), so its `else` would end the branch above it: inside a
--- block, a heredoc stops the hook following it (its arrays unread).
-scripts.heredoc_in_a_block = function()
+-- A heredoc's lines are text, so its `else` ends no branch: the block
+-- goes on (the branch's MBS 4 is checked). One whose end the hook cannot
+-- tell (<<"$END") would leave its lines read as commands: inside a block
+-- it stops the hook following it (its arrays unread).
+local function heredoc_in_a_block(delimiter, ending)
   return header .. "if [ -n \"$X\" ]; then\n  EXTRA=(--micro-batch-size 1)\n" ..
-         "  cat > notes.txt <<EOF\nelse\nEOF\n" ..
+         "  cat > notes.txt <<" .. delimiter .. "\nelse\n" .. ending .. "\n" ..
          "  EXTRA+=(--micro-batch-size 4)\nfi\n" .. fits .. " ${EXTRA[@]}\n"
+end
+scripts.heredoc_in_a_block = function() return heredoc_in_a_block("EOF", "EOF") end
+scripts.heredoc_of_unknown_end_in_a_block = function()
+  return heredoc_in_a_block("\"$END\"", "done")
 end
 -- A `&&` or `||` with its command on the line puts nothing below it
 -- under a condition (`DIR="$(cd .. && pwd)"`, `mkdir -p $D || exit 1`,

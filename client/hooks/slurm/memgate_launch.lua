@@ -1065,9 +1065,9 @@ function M.find_launches(script, known, limits, environment)
   -- or loop, each keyword on a line of its own), innermost last.
   local frames = {}
   local branch_work = 0
-  -- The first line that may open a heredoc (`<<`): its lines, read as
-  -- the script's by the hook (a launch written into a file is checked),
-  -- may hold `else` or `fi`; no block is followed after it.
+  -- The first line that opens a heredoc whose end the hook cannot tell
+  -- (`<<"$END"`): its lines, read as the script's, may hold `else` or
+  -- `fi`; no block is followed after it (those open are abandoned).
   local heredoc = nil
   -- The first line that declares a name reference (declare -n).
   local nameref = nil
@@ -2050,10 +2050,6 @@ function M.find_launches(script, known, limits, environment)
     if function_line then budget.in_function = nil end
     -- (Inside `if` blocks the hook follows, a keyword of one on a line
     -- it did not follow as one, `else echo`, `fi; torchrun`, is too.)
-    if heredoc == nil and body:find("<<", 1, true) and
-        body:byte(1) ~= 35 and body:find("<<[^<]") then
-      heredoc = quoted(body)
-    end
     if control_flow == nil and not inside_array and
         (opens_control_flow(body) or
          (frames[1] ~= nil and body:byte(1) ~= 35 and
@@ -2097,6 +2093,9 @@ function M.find_launches(script, known, limits, environment)
           end
           heredocs[#heredocs + 1] = { delimiter = delimiter,
                                       tabs = dash == "-" }
+        else
+          -- One whose end the hook cannot tell (<<"$END"): its lines
+          -- are read as the script's, and may hold else or fi.
           heredoc = heredoc or quoted(line)
         end
       end
