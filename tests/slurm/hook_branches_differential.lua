@@ -27,7 +27,8 @@ local fragments = {
   "true && true", "cat > /dev/null <<EOF\nA+=(h1)\nelse\nEOF",
   "echo \"usage: it's\nA+=(q1)\nfi\" > /dev/null", "M=m1", "M=m2",
   '[ "$C1" = 1 ] && M=m3', 'if [ "$M" = m1 ]; then', 'A+=("$M")', "E=e1",
-  'if [ -z "$E" ]; then', "printf '%s|' pretrain_gpt.py --e $E; echo", launch,
+  'if [ -z "$E" ]; then', "printf '%s|' pretrain_gpt.py --e $E; echo",
+  'if [ "$1" = a1 ]; then', 'if [[ -z "$2" ]]; then', "shift", launch,
 }
 math.randomseed(tonumber(arg[3] or "1"))
 local written = 0
@@ -52,8 +53,11 @@ for _ = 1, tonumber(arg[4] or "300") do
   lines[#lines + 1] = math.random(2) == 1 and launch or
                       launch:gsub(" %$M;", " $M $E;")
   local script = table.concat(lines, "\n") .. "\n"
-  -- The job's environment holds E (bash runs with E=e0 too).
-  local ok, texts = pcall(M.find_launches, script, {}, nil, { E = "e0" })
+  -- The job's environment holds E, its arguments are a1 (bash runs with
+  -- E=e0 and a1 too).
+  local ok, texts = pcall(M.find_launches, script,
+                          M.script_argument_variables({ "a1" }), nil,
+                          { E = "e0" })
   if not ok and type(texts) ~= "table" then
     io.stderr:write("hook error: " .. tostring(texts) .. "\n")
     os.exit(1)

@@ -30,7 +30,7 @@ for script in "$work"/s*.sh; do
             cat "$script"
           fi
         fi
-      done <<< "$(E=e0 C1=$c1 C2=$c2 bash "$script" 2>/dev/null)"
+      done <<< "$(E=e0 C1=$c1 C2=$c2 bash "$script" a1 2>/dev/null)"
     done
   done
 done

@@ -318,6 +318,15 @@ local function decided(size, where)
 end
 scripts.condition_decided_small = function() return decided("small") end
 scripts.condition_decided_big = function() return decided("big") end
+-- Decided by the job's own arguments (sbatch train.sh big), through a
+-- default (${1:-small}) or a test on $2 (empty: not given).
+scripts.condition_on_script_argument_none = function()
+  return decided("", "SIZE=${1:-\"small\"}\nif [ -z \"$2\" ]; then\n" ..
+                     "  MBS_ARGS=(--micro-batch-size 1)\nfi\n")
+end
+scripts.condition_on_script_argument_big = function()
+  return decided("", "SIZE=${1:-\"small\"}\n")
+end
 scripts.condition_value_from_a_branch = function()
   return decided("", "if [ -n \"$X\" ]; then\n  SIZE=small\nfi\n")
 end
@@ -942,6 +951,8 @@ local argvs = {
   script_arguments_with_operator = { [0] = "train.sh", "--wandb-exp-name",
                                      "a;b", "--micro-batch-size", "4" },
   script_positional = { "train.sh", "4" },
+  condition_on_script_argument_none = { "train.sh" },
+  condition_on_script_argument_big = { "train.sh", "big" },
   script_positional_in_function = { "train.sh", "1" },
   script_positional_after_function = { "train.sh", "4" },
   script_positional_in_one_line_function = { "train.sh", "1" },

@@ -584,8 +584,9 @@ local function opens_subshell_at(body, at)
 end
 
 -- A test's operand: a literal word (fp8, "fp8", 'fp8') or one variable
--- ("$X", "${X}", or $X where its value is one word) whose value
--- `value_of` knows; nil for anything else (a glob, an expansion, ...).
+-- or script argument ("$X", "${X}", "$1", or $X where its value is one
+-- word) whose value `value_of` knows; nil for anything else (a glob, an
+-- expansion, ...).
 local function test_operand(word, value_of)
   local inner = word:match('^"(.*)"$')
   local text = inner or word:match("^'(.*)'$") or word
@@ -593,7 +594,8 @@ local function test_operand(word, value_of)
     return not text:find("'", 1, true) and text or nil
   end
   local name = text:match("^%$([%a_][%w_]*)$") or
-               text:match("^%${([%a_][%w_]*)}$")
+               text:match("^%${([%a_][%w_]*)}$") or
+               text:match("^%$(%d)$") or text:match("^%${(%d)}$")
   if name ~= nil then
     local value = value_of(name)
     if value ~= nil and inner == nil and
@@ -1168,7 +1170,27 @@ function M.find_launches(script, known, limits, environment)
   -- ${NAME:-default}: NAME's literal where the script set it to one, the
   -- job's environment's where the script never set it, else the default;
   -- nil (unknown) where the script set it otherwise.
+  -- A ${NAME:-default}'s default as bash takes it: its quotes removed
+  -- (${X:-"localhost"} is localhost); other quoting unknown (nil).
+  local function bash_default(default)
+    local inner = default:match('^"([^"\'\\]*)"$') or
+                  default:match("^'([^']*)'$")
+    if inner ~= nil then return inner end
+    if default:find("[\"'\\]") then return nil end
+    return default
+  end
   budget.default_of = function(name, default)
+    -- ${1:-default}: the script's argument where the job's are known and
+    -- nothing moved them (known_value), else the default.
+    if POSITIONAL[name] then
+      -- (In a function, its caller's arguments.)
+      if shifted ~= nil or vars["@"] == nil or budget.in_function ~= nil then
+        return nil
+      end
+      local given = vars[name]
+      if given == nil or given == "" then return bash_default(default) end
+      return given
+    end
     local value = vars[name]
     -- (A scalar a block left several values: unknown but in a
     -- combination of them, each_variant's.)
@@ -1182,15 +1204,7 @@ function M.find_launches(script, known, limits, environment)
       end
       value = environment_value(environment, name)
     end
-    if value == nil or value == "" then
-      -- The default as bash takes it: its quotes removed
-      -- (${X:-"localhost"} is localhost); other quoting unknown.
-      local inner = default:match('^"([^"\'\\]*)"$') or
-                    default:match("^'([^']*)'$")
-      if inner ~= nil then return inner end
-      if default:find("[\"'\\]") then return nil end
-      return default
-    end
+    if value == nil or value == "" then return bash_default(default) end
     return value
   end
   -- An array's state: a list of its values ({ words, label }; one where
@@ -1719,6 +1733,12 @@ function M.find_launches(script, known, limits, environment)
   -- A variable's value where every run has it: set to one literal before
   -- any condition or loop (or by the request); nil otherwise.
   local function known_value(name)
+    -- The script's arguments where the job's are known and nothing moved
+    -- them (one not given is empty).
+    if POSITIONAL[name] then
+      if shifted ~= nil or vars["@"] == nil then return nil end
+      return vars[name] or ""
+    end
     -- (TE's switches hold what memgate reads, "?" where unknown.)
     if late[name] or conflicted[name] or te_variable[name] then
       return nil
@@ -1952,6 +1972,9 @@ function M.find_launches(script, known, limits, environment)
       -- MBS or 4.
       value = value:gsub(";$", ""):gsub("^['\"]", ""):gsub("['\"]$", "")
       local inner, default = value:match("^%${([%a_][%w_]*):?%-([^}$`]*)}$")
+      if inner == nil then
+        inner, default = value:match("^%${(%d):?%-([^}$`]*)}$")
+      end
       if inner ~= nil then
         assign(name, budget.default_of(inner, default))
       else
