@@ -28,7 +28,9 @@ local fragments = {
   "echo \"usage: it's\nA+=(q1)\nfi\" > /dev/null", "M=m1", "M=m2",
   '[ "$C1" = 1 ] && M=m3', 'if [ "$M" = m1 ]; then', 'A+=("$M")', "E=e1",
   'if [ -z "$E" ]; then', "printf '%s|' pretrain_gpt.py --e $E; echo",
-  'if [ "$1" = a1 ]; then', 'if [[ -z "$2" ]]; then', "shift", launch,
+  'if [ "$1" = a1 ]; then', 'if [[ -z "$2" ]]; then', "shift",
+  "N=2", "N=010", 'if [ "$N" -gt 8 ]; then', 'if [[ $N -le 8 ]]; then',
+  launch,
 }
 math.randomseed(tonumber(arg[3] or "1"))
 local written = 0

@@ -327,6 +327,13 @@ end
 scripts.condition_on_script_argument_big = function()
   return decided("", "SIZE=${1:-\"small\"}\n")
 end
+-- Integer comparisons of whole numbers decide too (`[ "$TP" -gt 1 ]`).
+local function numeric(tp)
+  return header .. "TP=" .. tp .. "\nEXTRA=()\nif [ \"$TP\" -gt 1 ]; then\n" ..
+         "  EXTRA+=(--micro-batch-size 4)\nfi\n" .. fits .. " ${EXTRA[@]}\n"
+end
+scripts.numeric_test_false = function() return numeric("1") end
+scripts.numeric_test_true = function() return numeric("4") end
 scripts.condition_value_from_a_branch = function()
   return decided("", "if [ -n \"$X\" ]; then\n  SIZE=small\nfi\n")
 end

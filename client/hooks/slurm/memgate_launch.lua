@@ -608,9 +608,30 @@ local function test_operand(word, value_of)
   return text
 end
 
+-- Integer comparisons of `test`: both operands whole numbers.
+local NUMERIC_TESTS = {
+  ["-eq"] = function(a, b) return a == b end,
+  ["-ne"] = function(a, b) return a ~= b end,
+  ["-lt"] = function(a, b) return a < b end,
+  ["-le"] = function(a, b) return a <= b end,
+  ["-gt"] = function(a, b) return a > b end,
+  ["-ge"] = function(a, b) return a >= b end,
+}
+-- A test operand as a whole number (decimal, a sign, at most 15 digits:
+-- exact in Lua's numbers), or nil. In `[[ ]]` (`arithmetic`) a leading
+-- 0 makes it octal: not read.
+local function whole_number(text, arithmetic)
+  if text == nil or not text:find("^[%+%-]?%d+$") or #text > 16 or
+      (arithmetic and text:find("^[%+%-]?0%d")) then
+    return nil
+  end
+  return tonumber(text)
+end
+
 -- One test: `[ A = B ]`, `[ A == B ]`, `[ A != B ]` (or in `[[ ]]`, B a
--- word with no pattern in it), `[ -z A ]`, `[ -n A ]`: true or false,
--- or nil where an operand is not known or the test is another.
+-- word with no pattern in it), `[ -z A ]`, `[ -n A ]`, `[ A -gt B ]` and
+-- the other integer comparisons of whole numbers: true or false, or nil
+-- where an operand is not known or the test is another.
 local function test_value(words, value_of)
   local n = #words
   local open, close = words[1], words[n]
@@ -625,6 +646,13 @@ local function test_value(words, value_of)
   end
   if n ~= 5 then return nil end
   local op = words[3]
+  local numeric = NUMERIC_TESTS[op]
+  if numeric ~= nil then
+    local a = whole_number(test_operand(words[2], value_of), open == "[[")
+    local b = whole_number(test_operand(words[4], value_of), open == "[[")
+    if a == nil or b == nil then return nil end
+    return numeric(a, b)
+  end
   if op ~= "=" and op ~= "==" and op ~= "!=" then return nil end
   local a = test_operand(words[2], value_of)
   local b = test_operand(words[4], value_of)
