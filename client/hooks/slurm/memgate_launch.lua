@@ -80,6 +80,15 @@ local function exceed(message)
   error(setmetatable({ message = message }, LimitExceeded), 0)
 end
 
+-- Takes `amount` from what is left of limits[name] (budget.left[name],
+-- counted down as the work is done); past it, the script is refused:
+-- `what`, a format of the limit.
+local function spend(budget, name, amount, what)
+  local left = budget.left[name] - amount
+  budget.left[name] = left
+  if left < 0 then exceed(string.format(what, budget.limits[name])) end
+end
+
 -- An error raised for a launch the hook cannot read as it will run: judge
 -- treats it as memgate treats an invalid launch (settings.on_invalid).
 local Unreadable = {}
@@ -136,7 +145,7 @@ written; NAME may be a positional parameter, 1 to 9, @ or *, where `vars`
 has the script's arguments: M.script_argument_variables; where
 `shifted` names the line that moved them, `shift` or `set --`, such a
 NAME is refused: which arguments it holds is decided at run time), within
-`budget` (substitutions left, and limits): the result is built piece by
+`budget` (what is left of its limits: spend): the result is built piece by
 piece and abandoned as soon as it grows over the line limit,
 so a 1 MB variable repeated a thousand times costs 256 KiB, not 1 GB.
 Returns the line and its pieces; where `budget.record` is set, it is
@@ -202,11 +211,7 @@ local function expand(line, vars, budget, shifted, raw)
       add(line:sub(dollar, stop - 1), true)
       return
     end
-    budget.substitutions = budget.substitutions - 1
-    if budget.substitutions < 0 then
-      exceed(string.format("more than %d variable substitutions",
-                           budget.limits.substitutions))
-    end
+    spend(budget, "substitutions", 1, "more than %d variable substitutions")
     if budget.record ~= nil then
       budget.record(name, kind, #parts + 1, line:sub(dollar, stop - 1),
                     value)
@@ -621,8 +626,9 @@ local NUMERIC_TESTS = {
 -- exact in Lua's numbers), or nil. In `[[ ]]` (`arithmetic`) a leading
 -- 0 makes it octal: not read.
 local function whole_number(text, arithmetic)
-  if text == nil or not text:find("^[%+%-]?%d+$") or #text > 16 or
-      (arithmetic and text:find("^[%+%-]?0%d")) then
+  local digits = text and text:match("^[%+%-]?(%d+)$")
+  if digits == nil or #digits > 15 or
+      (arithmetic and digits:find("^0%d")) then
     return nil
   end
   return tonumber(text)
@@ -707,8 +713,7 @@ The quote a script line leaves open: nil, '"', "'" or "$'", from `quote`
 (the one open where it starts), as bash reads them: a backslash quotes
 the next byte outside single quotes, a `#` that starts a word outside
 quotes ends the line (read from byte `from`, or 1). Each quote,
-backslash or `#` costs one step of
-`budget.quote_steps` (limits.script_quotes), counted down.
+backslash or `#` costs one step of limits.script_quotes (spend).
 ]]
 local function quote_after(line, quote, budget, from)
   local i = from or 1
@@ -724,11 +729,8 @@ local function quote_after(line, quote, budget, from)
       at = line:find("['\"\\#]", i)
     end
     if at == nil then return quote end
-    budget.quote_steps = budget.quote_steps - 1
-    if budget.quote_steps < 0 then
-      exceed(string.format("the batch script holds more than %d quotes " ..
-                           "and backslashes", budget.limits.script_quotes))
-    end
+    spend(budget, "script_quotes", 1, "the batch script holds more than " ..
+                                      "%d quotes and backslashes")
     local c = line:byte(at)
     if c == 92 then
       i = at + 2
@@ -795,10 +797,7 @@ local function opens_control_flow(body)
       each_occurrence(body, "(", opens_subshell_at) then
     return true
   end
-  for word in pairs(CONTROL_WORDS) do
-    if has_command(body, word, ends_word) then return true end
-  end
-  return false
+  return each_keyword(body, CONTROL_WORDS)
 end
 
 
@@ -890,18 +889,6 @@ local function keep_part(value, piece, limits)
                          limits.line_bytes))
   end
   value.parts[#value.parts + 1] = piece
-end
-
--- Counts `bytes` of words kept in an array against the script's
--- limits.array_bytes (budget.array_bytes: what is left).
-local function keep_array_bytes(budget, bytes)
-  budget.array_bytes = budget.array_bytes - bytes
-  if budget.array_bytes < 0 then
-    exceed(string.format("the script's arrays hold more than %d bytes of " ..
-                         "words (each assignment's counted: an array " ..
-                         "built from others copies them)",
-                         budget.limits.array_bytes))
-  end
 end
 
 --[[
@@ -1068,9 +1055,13 @@ function M.find_launches(script, known, limits, environment)
   local launch_arrays = {}  -- NAME -> true: holds Megatron's arguments
   -- written: expand's cache of values written for a launch line, a table
   -- a quoting context (unquoted, in double quotes, an element a word).
-  local budget = { substitutions = limits.substitutions, limits = limits,
-                   array_bytes = limits.array_bytes,
-                   quote_steps = limits.script_quotes,
+  -- left: what is left of each limit counted as the work is done (spend).
+  local left = {}
+  for _, name in ipairs({ "substitutions", "array_bytes", "script_quotes",
+                          "branch_work", "lines", "reread_bytes" }) do
+    left[name] = limits[name]
+  end
+  local budget = { left = left, limits = limits,
                    arrays = arrays, unread_arrays = unread_arrays,
                    written = { {}, {}, {} } }
   -- vars: the names substituted; seen: each name's first literal value,
@@ -1094,7 +1085,6 @@ function M.find_launches(script, known, limits, environment)
   -- The `if` blocks the hook follows (opened before any other condition
   -- or loop, each keyword on a line of its own), innermost last.
   local frames = {}
-  local branch_work = 0
   -- The first line that opens a heredoc whose end the hook cannot tell
   -- (`<<"$END"`): its lines, read as the script's, may hold `else` or
   -- `fi`; no block is followed after it (those open are abandoned).
@@ -1195,9 +1185,6 @@ function M.find_launches(script, known, limits, environment)
     end
     return value
   end
-  -- ${NAME:-default}: NAME's literal where the script set it to one, the
-  -- job's environment's where the script never set it, else the default;
-  -- nil (unknown) where the script set it otherwise.
   -- A ${NAME:-default}'s default as bash takes it: its quotes removed
   -- (${X:-"localhost"} is localhost); other quoting unknown (nil).
   local function bash_default(default)
@@ -1207,6 +1194,9 @@ function M.find_launches(script, known, limits, environment)
     if default:find("[\"'\\]") then return nil end
     return default
   end
+  -- ${NAME:-default}: NAME's literal where the script set it to one, the
+  -- job's environment's where the script never set it, else the default;
+  -- nil (unknown) where the script set it otherwise.
   budget.default_of = function(name, default)
     -- ${1:-default}: the script's argument where the job's are known and
     -- nothing moved them (known_value), else the default.
@@ -1278,12 +1268,9 @@ function M.find_launches(script, known, limits, environment)
   end
   -- Counts a branch's work on one array (recorded or restored).
   local function branch_step()
-    branch_work = branch_work + 1
-    if branch_work > limits.branch_work then
-      exceed(string.format("more than %d arrays recorded or restored " ..
-                           "where branches of the script's conditions end",
-                           limits.branch_work))
-    end
+    spend(budget, "branch_work", 1, "more than %d arrays recorded or " ..
+                                    "restored where branches of the " ..
+                                    "script's conditions end")
   end
   -- What an `if` block records of a kind of variable: ARRAYS (their
   -- state: state_of) or SCALARS (a value, `false` where it stays as
@@ -1644,7 +1631,10 @@ function M.find_launches(script, known, limits, environment)
           local words = expand(text, vars, budget, shifted, true)
           -- (Every value made counts, the same words twice too: the
           -- work is bounded, not only what is kept.)
-          keep_array_bytes(budget, #words)
+          spend(budget, "array_bytes", #words,
+                "the script's arrays hold more than %d bytes of words " ..
+                "(each assignment's counted: an array built from others " ..
+                "copies them)")
           values[#values + 1] = { words = words, label = label }
         end)
         if not ok then
@@ -2153,16 +2143,11 @@ function M.find_launches(script, known, limits, environment)
     end
   end
   local joined = script:gsub("\\\r?\n", " ")
-  local lines, reread = 0, 0
   -- Each line (a heredoc's, a string's, a command after an array on its
   -- line) costs fixed work: limits.lines of them.
   local function count_line()
-    lines = lines + 1
-    if lines > limits.lines then
-      exceed(string.format("the batch script has more than %d lines " ..
-                           "(and commands after an array on its line)",
-                           limits.lines))
-    end
+    spend(budget, "lines", 1, "the batch script has more than %d lines " ..
+                              "(and commands after an array on its line)")
   end
   for line in joined:gmatch("[^\n]+") do
     local first = line:find("%S")
@@ -2198,12 +2183,8 @@ function M.find_launches(script, known, limits, environment)
     while pending ~= nil do
       count_line()
       if again then
-        reread = reread + #pending
-        if reread > limits.reread_bytes then
-          exceed(string.format("more than %d bytes of commands after " ..
-                               "arrays or quoted strings on their lines",
-                               limits.reread_bytes))
-        end
+        spend(budget, "reread_bytes", #pending, "more than %d bytes of " ..
+              "commands after arrays or quoted strings on their lines")
       end
       reading = pending
       pending = read_line(pending)
